@@ -1,0 +1,158 @@
+"""Command line: the same work as the dashboard, for headless batch runs and scripts.
+
+Every command takes --db, the manifest (an SQLite file, default data/manifest.sqlite).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sys
+
+import click
+from tqdm import tqdm
+
+from .ingest import Ingest, default_workers
+from .manifest import JobRunning, Manifest, ManifestError
+
+DEFAULT_DB = os.environ.get("CURATION_DB", "data/manifest.sqlite")
+FORMATS = click.Choice(["table", "csv", "jsonl"])
+DOC_COLUMNS = ["path", "pages", "status", "error", "scored", "failed", "sha256"]
+PAGE_COLUMNS = ["doc", "page", "sigma", "width", "height", "keep", "decided_by", "status", "method", "error"]
+
+db_option = click.option(
+    "--db", "db", default=DEFAULT_DB, show_default=True, type=click.Path(dir_okay=False),
+    help="Manifest file (SQLite). Also read from $CURATION_DB.",
+)
+
+
+@click.group()
+@click.version_option(package_name=None, version="0.1.0")
+def cli():
+    """Score scanned periodical pages, review the decisions, export a training set."""
+
+
+def open_manifest(db: str, create: bool = False) -> Manifest:
+    try:
+        return Manifest(db, create=create)
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@db_option
+@click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
+              help=f"Worker processes (default: one per core, here {default_workers()}).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def ingest(paths, db, workers, quiet):
+    """Score every page of the PDFs in PATHS (files or folders, searched recursively).
+
+    Only what the manifest does not hold yet is read: new documents, and pages a killed run did
+    not finish. A document is known by its content, so a moved or renamed file is not scored
+    again and a changed file is. Broken files are recorded with their reason and skipped.
+    Ctrl-C stops cleanly; run the same command to resume.
+    """
+    manifest = open_manifest(db, create=True)
+    hashing = tqdm(desc="hashing", unit="B", unit_scale=True, disable=quiet, leave=False)
+    scoring = tqdm(desc="scoring", unit="page", disable=quiet, dynamic_ncols=True)
+
+    def hash_progress(done, total):
+        hashing.total = total
+        hashing.n = done
+        hashing.refresh()
+
+    def score_progress(done, total):
+        if scoring.total != total:  # first call: pages scored by earlier runs count as done
+            scoring.reset(total=total)
+            scoring.initial = scoring.n = done
+        scoring.update(done - scoring.n)
+
+    try:
+        run = Ingest(manifest, paths, workers=workers, on_progress=score_progress, on_hash_progress=hash_progress)
+        report = run.run()
+    except JobRunning as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        hashing.close()
+        scoring.close()
+    for problem in report.problems:
+        click.echo(f"warning: {problem}", err=True)
+    click.echo(
+        f"{report.documents} documents ({report.new_documents} new): {report.pages_scored} pages scored, "
+        f"{report.pages_failed} failed, {report.pages_per_second:.1f} pages/s"
+    )
+    if report.stopped:
+        click.echo("Stopped. Run the same command again to resume.", err=True)
+        sys.exit(130)
+
+
+@cli.command()
+@db_option
+def status(db):
+    """Documents and pages by state, score summary, and the running job if any."""
+    manifest = open_manifest(db)
+    summary = manifest.summary()
+    click.echo(f"manifest: {manifest.path} (schema {manifest.schema_version})")
+    docs = ", ".join(f"{count} {state}" for state, count in sorted(summary["documents"].items())) or "none"
+    click.echo(f"documents: {docs}")
+    click.echo(f"pages: {summary['pages']} ({summary['scored']} scored, {summary['failed']} failed)")
+    if summary["scored"]:
+        click.echo(
+            f"sigma: min {summary['sigma_min']:.1f}, mean {summary['sigma_mean']:.1f}, max {summary['sigma_max']:.1f}"
+        )
+    share = summary["rejected"] / summary["pages"] if summary["pages"] else 0
+    click.echo(
+        f"threshold {summary['threshold']:g}: {summary['kept']} kept, {summary['rejected']} rejected "
+        f"({share:.0%} removed), {summary['overrides']} overrides"
+    )
+    job = manifest.latest_job()
+    if job is not None:
+        line = f"{job['kind']} job {job['id']}: {job['status']}, {job['done']}/{job['total']} pages"
+        if job["status"] == "running" and job["rate"]:
+            line += f", {job['rate']:.1f} pages/s, {job['eta'] or 0:.0f} s left"
+        if job["message"]:
+            line += f" ({job['message']})"
+        click.echo(line)
+
+
+@cli.command()
+@db_option
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+def docs(db, fmt):
+    """One row per document: path, pages, status (ok, partial, failed, encrypted, empty,
+    not-pdf, pending, replaced) and error, the reason for a person to read."""
+    manifest = open_manifest(db)
+    write_rows((dict(row) for row in manifest.documents()), DOC_COLUMNS, fmt)
+
+
+@cli.command()
+@db_option
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.option("--threshold", type=float, default=None, help="Decide at this sigma instead of the saved threshold.")
+def pages(db, fmt, threshold):
+    """One row per page: doc, page (0-based), sigma, width and height (pixels at 144 dpi),
+    keep (the curator's override where one exists, else sigma > threshold) and decided_by
+    (override or threshold)."""
+    manifest = open_manifest(db)
+    rows = ({**dict(row), "keep": bool(row["keep"])} for row in manifest.pages(threshold))
+    write_rows(rows, PAGE_COLUMNS, fmt)
+
+
+def write_rows(rows, columns, fmt) -> None:
+    out = click.get_text_stream("stdout")
+    if fmt == "jsonl":
+        for row in rows:
+            out.write(json.dumps({c: row.get(c) for c in columns}) + "\n")
+    elif fmt == "csv":
+        writer = csv.DictWriter(out, columns, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    else:
+        import pandas as pd  # only the table view needs it
+
+        frame = pd.DataFrame(list(rows), columns=columns)
+        if "sigma" in frame:
+            frame["sigma"] = frame["sigma"].round(2)
+        out.write((frame.to_string(index=False) if len(frame) else "(none)") + "\n")

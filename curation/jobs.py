@@ -1,0 +1,54 @@
+"""Long jobs (ingest, export) run as their own process, outside any Streamlit script run.
+
+The job process registers itself in the manifest's jobs table and writes its progress there; the app
+only launches it and polls. A rerun, a reload or a closed tab therefore neither kills a job nor starts
+a second one: the manifest refuses a second live job of the same kind.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+from .manifest import Manifest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def launch(db: str | os.PathLike, command: str, *args: str, log_dir: str | os.PathLike | None = None) -> subprocess.Popen:
+    """Start `python -m curation COMMAND ARGS --db DB` detached from the caller's session.
+
+    Output goes to a log file beside the manifest, so the job survives its launcher and a person
+    can read what it printed.
+    """
+    db = pathlib.Path(db)
+    log_dir = pathlib.Path(log_dir) if log_dir else db.parent / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "curation", command, *args, "--db", str(db), "--quiet"],
+            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,  # not in the launcher's process group: Ctrl-C there does not reach it
+        )
+
+
+def wait_for_job(manifest: Manifest, kind: str, process: subprocess.Popen, timeout: float = 30.0):
+    """The job row a freshly launched process registers, or None if the process ended first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = manifest.running_job(kind)
+        if job is not None and job["pid"] == process.pid:
+            return job
+        if process.poll() is not None:
+            return None
+        time.sleep(0.05)
+    return None
+
+
+def stop(manifest: Manifest, job_id: int) -> None:
+    """Ask a job to stop; it finishes the task in hand, records where it stopped and exits."""
+    manifest.request_stop(job_id)

@@ -1,0 +1,465 @@
+"""The manifest: one SQLite file holding documents, page scores, thumbnails, overrides, settings and jobs.
+
+WAL mode lets the dashboard read while an ingest writes. Decisions are never stored: a page's
+decision is the curator's override where one exists, else the rule at the current threshold, so
+re-scoring can never overwrite what a person decided.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import pathlib
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+DEFAULT_THRESHOLD = 45.0
+HEARTBEAT_STALE_SECONDS = 30.0
+
+# Each entry moves the schema one version up. Never edit a released entry: append a new one.
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE documents (
+        id INTEGER PRIMARY KEY,
+        sha256 TEXT NOT NULL UNIQUE,
+        path TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        pages INTEGER,
+        status TEXT NOT NULL DEFAULT 'pending',
+        error TEXT,
+        added_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX documents_path ON documents(path);
+    CREATE INDEX documents_status ON documents(status);
+
+    -- Remembers each file's hash by its stat, so a re-run reads only new or changed files.
+    CREATE TABLE files (
+        path TEXT PRIMARY KEY,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        sha256 TEXT NOT NULL
+    );
+
+    CREATE TABLE pages (
+        doc_id INTEGER NOT NULL REFERENCES documents(id),
+        page INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        sigma REAL,
+        width INTEGER,
+        height INTEGER,
+        method TEXT,
+        error TEXT,
+        scored_at TEXT NOT NULL,
+        PRIMARY KEY (doc_id, page)
+    );
+    CREATE INDEX pages_sigma ON pages(sigma);
+
+    CREATE TABLE thumbnails (
+        doc_id INTEGER NOT NULL,
+        page INTEGER NOT NULL,
+        jpeg BLOB NOT NULL,
+        PRIMARY KEY (doc_id, page)
+    );
+
+    CREATE TABLE overrides (
+        doc_id INTEGER NOT NULL,
+        page INTEGER NOT NULL,
+        keep INTEGER NOT NULL CHECK (keep IN (0, 1)),
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (doc_id, page)
+    );
+
+    CREATE TABLE settings (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+
+    CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        status TEXT NOT NULL,
+        pid INTEGER,
+        args TEXT,
+        done INTEGER NOT NULL DEFAULT 0,
+        total INTEGER NOT NULL DEFAULT 0,
+        rate REAL,
+        eta REAL,
+        message TEXT,
+        stop_requested INTEGER NOT NULL DEFAULT 0,
+        started_at TEXT NOT NULL,
+        heartbeat_at TEXT NOT NULL,
+        finished_at TEXT
+    );
+    CREATE INDEX jobs_status ON jobs(status);
+    """,
+]
+
+# The one definition of a page's decision. `:threshold` is bound by the caller.
+KEEP_SQL = "COALESCE(o.keep, p.sigma > :threshold, 0)"
+DECIDED_BY_SQL = "CASE WHEN o.keep IS NULL THEN 'threshold' ELSE 'override' END"
+# Documents whose file was replaced by new content no longer take part in decisions.
+LIVE_DOCUMENT_SQL = "d.status != 'replaced'"
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class ManifestError(Exception):
+    """The manifest cannot be opened or is not one of ours."""
+
+
+@dataclass(frozen=True)
+class PageResult:
+    """What scoring one page produced; `sigma` is None when the page failed."""
+
+    page: int
+    status: str
+    sigma: float | None = None
+    width: int | None = None
+    height: int | None = None
+    method: str | None = None
+    error: str | None = None
+    thumbnail: bytes | None = None
+
+
+class Manifest:
+    def __init__(self, path: str | os.PathLike, *, create: bool = True):
+        self.path = pathlib.Path(path)
+        if not create and not self.path.exists():
+            raise ManifestError(f"no manifest at {self.path}")
+        if create:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+            self.conn.row_factory = sqlite3.Row
+            self.conn.execute("PRAGMA busy_timeout = 30000")
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            self.migrate()
+        except sqlite3.DatabaseError as exc:
+            raise ManifestError(f"{self.path} is not a readable manifest: {exc}") from exc
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Manifest:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- schema -------------------------------------------------------------------------------
+
+    @property
+    def schema_version(self) -> int:
+        return self.conn.execute("PRAGMA user_version").fetchone()[0]
+
+    def migrate(self) -> None:
+        version = self.schema_version
+        if version > len(MIGRATIONS):
+            raise ManifestError(
+                f"{self.path} was written by a newer version (schema {version}); upgrade this program"
+            )
+        for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+            with self.transaction():
+                if self.schema_version >= number:  # another process migrated meanwhile
+                    continue
+                for statement in _statements(script):
+                    self.conn.execute(statement)
+                self.conn.execute(f"PRAGMA user_version = {number}")
+
+    def transaction(self):
+        return _Transaction(self.conn)
+
+    # -- settings -----------------------------------------------------------------------------
+
+    def get_setting(self, key: str, default: str | None = None) -> str | None:
+        row = self.conn.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
+        return default if row is None else row[0]
+
+    def set_setting(self, key: str, value) -> None:
+        self.conn.execute(
+            "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, str(value)),
+        )
+
+    @property
+    def threshold(self) -> float:
+        return float(self.get_setting("threshold", str(DEFAULT_THRESHOLD)))
+
+    @threshold.setter
+    def threshold(self, value: float) -> None:
+        self.set_setting("threshold", float(value))
+
+    # -- files and documents ------------------------------------------------------------------
+
+    def cached_hash(self, path: str, size: int, mtime_ns: int) -> str | None:
+        row = self.conn.execute(
+            "SELECT sha256 FROM files WHERE path = ? AND size = ? AND mtime_ns = ?", (path, size, mtime_ns)
+        ).fetchone()
+        return row[0] if row else None
+
+    def remember_hash(self, path: str, size: int, mtime_ns: int, sha256: str) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO files (path, size, mtime_ns, sha256) VALUES (?, ?, ?, ?)",
+            (path, size, mtime_ns, sha256),
+        )
+
+    def register_document(self, sha256: str, path: str, size: int) -> sqlite3.Row:
+        """The document with this content, created if new, and known by its latest path.
+
+        A document whose file now holds other content is marked replaced: its pages and
+        overrides stay in the manifest but take no part in decisions.
+        """
+        with self.transaction():
+            stamp = now()
+            self.conn.execute(
+                "UPDATE documents SET status = 'replaced', error = ?, updated_at = ? "
+                "WHERE path = ? AND sha256 != ? AND status != 'replaced'",
+                ("the file at this path changed; its new content is a new document", stamp, path, sha256),
+            )
+            row = self.document_by_hash(sha256)
+            if row is None:
+                self.conn.execute(
+                    "INSERT INTO documents (sha256, path, size, added_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+                    (sha256, path, size, stamp, stamp),
+                )
+            elif row["path"] != path or row["status"] == "replaced":
+                status = "pending" if row["status"] == "replaced" else row["status"]
+                self.conn.execute(
+                    "UPDATE documents SET path = ?, status = ?, updated_at = ? WHERE id = ?",
+                    (path, status, stamp, row["id"]),
+                )
+            return self.document_by_hash(sha256)
+
+    def document_by_hash(self, sha256: str) -> sqlite3.Row | None:
+        return self.conn.execute("SELECT * FROM documents WHERE sha256 = ?", (sha256,)).fetchone()
+
+    def document(self, doc_id: int) -> sqlite3.Row | None:
+        return self.conn.execute("SELECT * FROM documents WHERE id = ?", (doc_id,)).fetchone()
+
+    def documents(self) -> list[sqlite3.Row]:
+        return self.conn.execute(
+            "SELECT d.*, "
+            "(SELECT COUNT(*) FROM pages p WHERE p.doc_id = d.id AND p.status = 'ok') AS scored, "
+            "(SELECT COUNT(*) FROM pages p WHERE p.doc_id = d.id AND p.status = 'failed') AS failed "
+            "FROM documents d ORDER BY d.path"
+        ).fetchall()
+
+    def set_document(self, doc_id: int, *, status: str, error: str | None = None, pages: int | None = None) -> None:
+        self.conn.execute(
+            "UPDATE documents SET status = ?, error = ?, pages = COALESCE(?, pages), updated_at = ? WHERE id = ?",
+            (status, error, pages, now(), doc_id),
+        )
+
+    def finish_document(self, doc_id: int) -> None:
+        """Set a fully processed document's status from its pages."""
+        doc = self.document(doc_id)
+        failed = self.conn.execute(
+            "SELECT page, error FROM pages WHERE doc_id = ? AND status = 'failed' ORDER BY page", (doc_id,)
+        ).fetchall()
+        if not failed:
+            note = doc["error"] if (doc["error"] or "").startswith("repaired") else None
+            self.set_document(doc_id, status="ok", error=note)
+        elif len(failed) == doc["pages"]:
+            self.set_document(doc_id, status="failed", error=f"no page could be scored: {failed[0]['error']}")
+        else:
+            shown = "; ".join(f"page {row['page']}: {row['error']}" for row in failed[:3])
+            more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
+            self.set_document(
+                doc_id, status="partial", error=f"{len(failed)} of {doc['pages']} pages failed: {shown}{more}"
+            )
+
+    # -- pages --------------------------------------------------------------------------------
+
+    def done_pages(self, doc_id: int) -> set[int]:
+        return {row[0] for row in self.conn.execute("SELECT page FROM pages WHERE doc_id = ?", (doc_id,))}
+
+    def save_pages(self, doc_id: int, results: Iterable[PageResult]) -> int:
+        """Store scored pages in one transaction. Overrides live elsewhere and are never touched."""
+        stamp = now()
+        count = 0
+        with self.transaction():
+            for r in results:
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO pages (doc_id, page, status, sigma, width, height, method, error, scored_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (doc_id, r.page, r.status, r.sigma, r.width, r.height, r.method, r.error, stamp),
+                )
+                if r.thumbnail is not None:
+                    self.conn.execute(
+                        "INSERT OR REPLACE INTO thumbnails (doc_id, page, jpeg) VALUES (?, ?, ?)",
+                        (doc_id, r.page, r.thumbnail),
+                    )
+                count += 1
+        return count
+
+    def thumbnail(self, doc_id: int, page: int) -> bytes | None:
+        row = self.conn.execute("SELECT jpeg FROM thumbnails WHERE doc_id = ? AND page = ?", (doc_id, page)).fetchone()
+        return row[0] if row else None
+
+    def pages(self, threshold: float | None = None, *, where: str = "", params: dict | None = None,
+              order: str = "d.path, p.page", limit: int | None = None, offset: int = 0) -> Iterator[sqlite3.Row]:
+        """Pages of live documents with their decision at `threshold` (default: the saved one).
+
+        `where` is an extra SQL condition over the aliases p (pages), d (documents), o (overrides).
+        """
+        sql = (
+            f"SELECT d.path AS doc, p.doc_id, p.page, p.status, p.sigma, p.width, p.height, p.method, p.error, "
+            f"{KEEP_SQL} AS keep, {DECIDED_BY_SQL} AS decided_by, o.keep AS override "
+            f"FROM pages p JOIN documents d ON d.id = p.doc_id "
+            f"LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
+            f"WHERE {LIVE_DOCUMENT_SQL} {('AND (' + where + ')') if where else ''} ORDER BY {order}"
+        )
+        if limit is not None:
+            sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
+        bound = {"threshold": self.threshold if threshold is None else float(threshold), **(params or {})}
+        return iter(self.conn.execute(sql, bound))
+
+    def summary(self, threshold: float | None = None) -> dict:
+        """Counts a curator looks at first, computed in SQL."""
+        bound = {"threshold": self.threshold if threshold is None else float(threshold)}
+        row = self.conn.execute(
+            f"SELECT COUNT(*) AS pages, "
+            f"COALESCE(SUM(p.status = 'ok'), 0) AS scored, "
+            f"COALESCE(SUM(p.status = 'failed'), 0) AS failed, "
+            f"COALESCE(SUM({KEEP_SQL}), 0) AS kept, "
+            f"COALESCE(SUM(o.keep IS NOT NULL), 0) AS overrides, "
+            f"MIN(p.sigma) AS sigma_min, AVG(p.sigma) AS sigma_mean, MAX(p.sigma) AS sigma_max "
+            f"FROM pages p JOIN documents d ON d.id = p.doc_id "
+            f"LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page WHERE {LIVE_DOCUMENT_SQL}",
+            bound,
+        ).fetchone()
+        result = dict(row)
+        result["rejected"] = result["pages"] - result["kept"]
+        result["threshold"] = bound["threshold"]
+        result["documents"] = dict(
+            self.conn.execute("SELECT status, COUNT(*) FROM documents GROUP BY status").fetchall()
+        )
+        return result
+
+    # -- overrides ----------------------------------------------------------------------------
+
+    def set_override(self, doc_id: int, page: int, keep: bool | None) -> None:
+        """Include (True), exclude (False) or clear (None) the curator's decision for one page."""
+        if keep is None:
+            self.conn.execute("DELETE FROM overrides WHERE doc_id = ? AND page = ?", (doc_id, page))
+            return
+        stamp = now()
+        self.conn.execute(
+            "INSERT INTO overrides (doc_id, page, keep, created_at, updated_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT(doc_id, page) DO UPDATE SET keep = excluded.keep, updated_at = excluded.updated_at",
+            (doc_id, page, int(bool(keep)), stamp, stamp),
+        )
+
+    def overrides(self) -> list[sqlite3.Row]:
+        return self.conn.execute("SELECT * FROM overrides ORDER BY doc_id, page").fetchall()
+
+    # -- jobs ---------------------------------------------------------------------------------
+
+    def running_job(self, kind: str | None = None) -> sqlite3.Row | None:
+        """The job that is really running: a job whose process died is marked interrupted."""
+        rows = self.conn.execute(
+            "SELECT * FROM jobs WHERE status = 'running' AND (? IS NULL OR kind = ?) ORDER BY id DESC", (kind, kind)
+        ).fetchall()
+        for row in rows:
+            if _job_alive(row):
+                return row
+            self.conn.execute(
+                "UPDATE jobs SET status = 'interrupted', finished_at = ?, message = ? WHERE id = ? AND status = 'running'",
+                (now(), "the job's process ended without finishing; run it again to resume", row["id"]),
+            )
+        return None
+
+    def latest_job(self, kind: str | None = None) -> sqlite3.Row | None:
+        self.running_job(kind)
+        return self.conn.execute(
+            "SELECT * FROM jobs WHERE (? IS NULL OR kind = ?) ORDER BY id DESC LIMIT 1", (kind, kind)
+        ).fetchone()
+
+    def start_job(self, kind: str, args: dict | None = None) -> int:
+        """Claim the manifest for a job; raises JobRunning if another live job holds it."""
+        with self.transaction():
+            running = self.running_job(kind)
+            if running is not None:
+                raise JobRunning(running)
+            stamp = now()
+            cursor = self.conn.execute(
+                "INSERT INTO jobs (kind, status, pid, args, started_at, heartbeat_at) VALUES (?, 'running', ?, ?, ?, ?)",
+                (kind, os.getpid(), json.dumps(args or {}), stamp, stamp),
+            )
+            return cursor.lastrowid
+
+    def update_job(self, job_id: int, **fields) -> None:
+        fields["heartbeat_at"] = now()
+        assignments = ", ".join(f"{name} = :{name}" for name in fields)
+        self.conn.execute(f"UPDATE jobs SET {assignments} WHERE id = :id", {**fields, "id": job_id})
+
+    def finish_job(self, job_id: int, status: str, message: str | None = None) -> None:
+        self.update_job(job_id, status=status, message=message, finished_at=now())
+
+    def request_stop(self, job_id: int) -> None:
+        self.conn.execute("UPDATE jobs SET stop_requested = 1 WHERE id = ?", (job_id,))
+
+    def stop_requested(self, job_id: int) -> bool:
+        row = self.conn.execute("SELECT stop_requested FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        return bool(row and row[0])
+
+
+class JobRunning(Exception):
+    def __init__(self, job: sqlite3.Row):
+        self.job = job
+        super().__init__(f"a {job['kind']} job is already running on this manifest (pid {job['pid']}, since {job['started_at']})")
+
+
+def _job_alive(row: sqlite3.Row) -> bool:
+    heartbeat = dt.datetime.fromisoformat(row["heartbeat_at"])
+    fresh = (dt.datetime.now(dt.timezone.utc) - heartbeat).total_seconds() < HEARTBEAT_STALE_SECONDS
+    return fresh and _pid_alive(row["pid"])
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _statements(script: str) -> Iterator[str]:
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        if line.strip().startswith("--"):
+            continue
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            yield buffer.strip()
+            buffer = ""
+
+
+class _Transaction:
+    """BEGIN IMMEDIATE ... COMMIT, nestable: inner blocks join the outer transaction."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+        self.outer = False
+
+    def __enter__(self):
+        if not self.conn.in_transaction:
+            self.conn.execute("BEGIN IMMEDIATE")
+            self.outer = True
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb):
+        if self.outer:
+            self.conn.execute("ROLLBACK" if exc_type else "COMMIT")

@@ -1,0 +1,173 @@
+"""Score one page: sigma, the standard deviation of its grayscale brightness at 144 dpi.
+
+The original method rendered every page with `Matrix(2, 2)`, converted it to gray with OpenCV's
+ITU-R 601 weights and took `std()`. Curators learned their cutoff (45) on that number, so every path
+here reproduces it: a scan page's embedded JPEG is decoded straight to luma by libjpeg-turbo and
+brought to the reference size with MuPDF's own scaler (the one the reference render uses), which
+keeps sigma within a few hundredths of the reference without drawing the page. Anything that is not
+one plain JPEG covering the page is rendered by MuPDF in grayscale.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pymupdf
+
+from .manifest import PageResult
+from .reader import error_text
+
+REFERENCE_ZOOM = 2.0  # Matrix(2, 2): 144 dpi, what the original pipeline measured
+THUMBNAIL_SIDE = 256
+THUMBNAIL_QUALITY = 80
+# A reduced JPEG decode loses detail MuPDF's filter keeps; it stays within 0.2 of the reference only
+# while the reduced image is still at least this many times the reference size.
+DECODE_MARGIN = 2.0
+# Pages larger than this many reference pixels (giant boxes) are measured at a reduced scale.
+MAX_RENDER_PIXELS = 16_000_000
+COVER_TOLERANCE_PT = 1.0
+INVISIBLE_LOG = {"ignore-text"}
+DAMAGE_SIGNS = ("cannot load", "not a stream", "cannot find", "syntax error", "premature end", "corrupt")
+
+
+def reference_sigma(page: pymupdf.Page) -> float:
+    """The original method, as written: RGB render at Matrix(2, 2), OpenCV gray, numpy std."""
+    pix = page.get_pixmap(matrix=pymupdf.Matrix(REFERENCE_ZOOM, REFERENCE_ZOOM))
+    rgb = np.frombuffer(pix.samples, np.uint8).reshape(pix.h, pix.w, pix.n)
+    return float(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY).std())
+
+
+def score_page(doc: pymupdf.Document, number: int) -> PageResult:
+    """Score one page; a page that cannot be read comes back failed with the reason."""
+    try:
+        pymupdf.TOOLS.reset_mupdf_warnings()
+        page = doc[number]
+        gray, method = _gray_at_reference(doc, page)
+        damage = _damage(pymupdf.TOOLS.mupdf_warnings())
+        if damage:
+            return PageResult(page=number, status="failed", error=f"damaged page: {damage}")
+        sigma = float(cv2.meanStdDev(gray)[1][0, 0])
+        width, height = reference_size(page)
+        return PageResult(
+            page=number, status="ok", sigma=sigma, width=width, height=height,
+            method=method, thumbnail=thumbnail_jpeg(gray),
+        )
+    except Exception as exc:  # MuPDF raises plain RuntimeError/ValueError for damaged content
+        return PageResult(page=number, status="failed", error=f"could not read page: {error_text(exc)}")
+
+
+def _damage(warnings: str) -> str | None:
+    """MuPDF draws what it can of a broken page and only warns; these warnings mean content is missing."""
+    for line in warnings.splitlines():
+        if any(sign in line for sign in DAMAGE_SIGNS):
+            return line.strip()
+    return None
+
+
+def reference_size(page: pymupdf.Page) -> tuple[int, int]:
+    """Width and height in pixels of the reference render (Matrix(2, 2))."""
+    rect = page.rect * pymupdf.Matrix(REFERENCE_ZOOM, REFERENCE_ZOOM)
+    irect = rect.irect
+    return irect.width, irect.height
+
+
+def _gray_at_reference(doc, page) -> tuple[np.ndarray, str]:
+    jpeg = full_page_jpeg(doc, page)
+    width, height = reference_size(page)
+    # MuPDF paints enlarged images with its own interpolation, so scans under 144 dpi are rendered.
+    if jpeg is not None and jpeg[1] >= width and jpeg[2] >= height and width * height <= MAX_RENDER_PIXELS:
+        return _decode_scaled(*jpeg, width, height), "jpeg"
+    zoom = REFERENCE_ZOOM * min(1.0, (MAX_RENDER_PIXELS / max(1, width * height)) ** 0.5)
+    return _render_gray(page, zoom), ("render" if zoom == REFERENCE_ZOOM else "render-reduced")
+
+
+def _render_gray(page: pymupdf.Page, zoom: float) -> np.ndarray:
+    # RGB then OpenCV's weights, as the reference: MuPDF's own gray differs on coloured vector art.
+    pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
+    rgb = np.frombuffer(pix.samples_mv, np.uint8).reshape(pix.h, pix.stride)[:, : pix.w * 3].reshape(pix.h, pix.w, 3)
+    return cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+
+
+def full_page_jpeg(doc: pymupdf.Document, page: pymupdf.Page) -> tuple[bytes, int, int] | None:
+    """The raw JPEG, with its pixel size, of a page that is one plain JPEG covering it.
+
+    None means the page has to be rendered: anything else drawn on it, several images, masks,
+    CMYK or indexed colour, a Decode array, rotation, a flip or a filter chain all change what the
+    reference render shows.
+    """
+    if page.rotation:
+        return None
+    images = page.get_images(full=True)
+    if len(images) != 1:
+        return None
+    xref, smask, image_w, image_h, bpc, _cs, _alt, _name, filters, _ref = images[0]
+    if smask or bpc != 8 or filters != "DCTDecode":
+        return None
+    if any(doc.xref_get_key(xref, key)[0] != "null" for key in ("Decode", "Mask", "ImageMask")):
+        return None
+    drawn = [(kind, rect) for kind, rect in page.get_bboxlog() if kind not in INVISIBLE_LOG]
+    if [kind for kind, _ in drawn] != ["fill-image"]:
+        return None
+    box = pymupdf.Rect(drawn[0][1])
+    if any(abs(x - y) > COVER_TOLERANCE_PT for x, y in zip(box, page.rect)):
+        return None
+    # A quarter-turned placement shows up as swapped proportions.
+    if abs(image_w / image_h - box.width / box.height) > 0.02 * box.width / box.height:
+        return None
+    if _components(doc, xref) not in (1, 3):
+        return None
+    return doc.xref_stream_raw(xref), image_w, image_h
+
+
+def _components(doc: pymupdf.Document, xref: int) -> int | None:
+    """Colour components of a gray, RGB or ICC-based image; None for anything else."""
+    kind, value = doc.xref_get_key(xref, "ColorSpace")
+    if kind == "xref":
+        value = doc.xref_object(int(value.split()[0]), compressed=True)
+    value = value.strip()
+    if value in ("/DeviceGray", "/CalGray"):
+        return 1
+    if value in ("/DeviceRGB", "/CalRGB"):
+        return 3
+    if value.startswith("[/ICCBased") or value.startswith("[ /ICCBased"):
+        icc = int(value.strip("[] ").split()[1])
+        n = doc.xref_get_key(icc, "N")[1]
+        return int(n) if n.isdigit() else None
+    return None
+
+
+def _decode_scaled(jpeg: bytes, image_w: int, image_h: int, width: int, height: int) -> np.ndarray:
+    """Decode JPEG luma at the smallest libjpeg scale that keeps sigma exact, then scale with MuPDF."""
+    flag = cv2.IMREAD_GRAYSCALE
+    for factor, reduced in ((8, cv2.IMREAD_REDUCED_GRAYSCALE_8), (4, cv2.IMREAD_REDUCED_GRAYSCALE_4),
+                            (2, cv2.IMREAD_REDUCED_GRAYSCALE_2)):
+        if image_w / factor >= DECODE_MARGIN * width and image_h / factor >= DECODE_MARGIN * height:
+            flag = reduced
+            break
+    gray = cv2.imdecode(np.frombuffer(jpeg, np.uint8), flag | cv2.IMREAD_IGNORE_ORIENTATION)
+    if gray is None:
+        raise ValueError("the embedded JPEG cannot be decoded")
+    if gray.shape == (height, width):
+        return gray
+    return mupdf_resize(gray, width, height)
+
+
+def mupdf_resize(gray: np.ndarray, width: int, height: int) -> np.ndarray:
+    """Resize with MuPDF's own scaler, the filter its page render applies to images."""
+    source = pymupdf.Pixmap(pymupdf.csGRAY, pymupdf.IRect(0, 0, gray.shape[1], gray.shape[0]), False)
+    np.copyto(np.frombuffer(source.samples_mv, np.uint8).reshape(gray.shape), gray)
+    scaled = pymupdf.Pixmap(source, width, height, None)
+    return np.frombuffer(scaled.samples_mv, np.uint8).reshape(scaled.h, scaled.w)
+
+
+def thumbnail_jpeg(gray: np.ndarray) -> bytes:
+    h, w = gray.shape[:2]
+    step = max(h, w) // THUMBNAIL_SIDE
+    if step > 1:  # OpenCV's area filter is fast for whole-number factors; finish the odd rest after
+        gray = cv2.resize(gray, (max(1, w // step), max(1, h // step)), interpolation=cv2.INTER_AREA)
+        h, w = gray.shape[:2]
+    scale = THUMBNAIL_SIDE / max(h, w)
+    if scale < 1:
+        gray = cv2.resize(gray, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA)
+    ok, data = cv2.imencode(".jpg", gray, [cv2.IMWRITE_JPEG_QUALITY, THUMBNAIL_QUALITY])
+    return data.tobytes()

@@ -1,0 +1,68 @@
+"""One request: a photo in, the model's top predictions out."""
+
+import time
+
+from .images import open_image
+from .loader import loaded_model
+
+
+def classify(image, model_dir, top_k=5, device=None, on_wait=None, wait_timeout=None):
+    """Classify one photo with the model in `model_dir`, holding no model after.
+
+    `image` is a PIL image, a path, bytes or a binary file (a Streamlit upload).
+    `device` is "cpu", "cuda" or None for the GPU where there is one.
+    `on_wait(waiting)` is called if another request holds the model first.
+
+    Returns a JSON-ready dict:
+        top      [{"label", "score"}, ...] best first; labels from the model's
+                 id2label, scores probabilities
+        model, is_demo, device, dtype
+        seconds  {"wait", "load", "infer", "unload"}
+        memory   {"rss_before_bytes", "rss_after_bytes"}, plus
+                 cuda_before/peak/after_bytes on a GPU
+
+    Raises InferenceError (BadImageError, ModelFolderError, ModelBusyError)
+    with a message for a person; no model is left loaded either way.
+    """
+    check_top_k(top_k)
+    photo = open_image(image)  # A bad photo fails here, before any loading.
+    with loaded_model(model_dir, device, on_wait, wait_timeout) as loaded:
+        started = time.perf_counter()
+        top = predict(loaded, photo, top_k)
+        infer_seconds = time.perf_counter() - started
+    return {
+        "top": top,
+        "model": loaded.info.name,
+        "is_demo": loaded.info.is_demo,
+        "device": loaded.device,
+        "dtype": loaded.dtype,
+        "seconds": {**loaded.seconds, "infer": infer_seconds},
+        "memory": loaded.memory,
+    }
+
+
+def predict(loaded, photo, top_k):
+    """The top_k {"label", "score"} for an RGB photo, with a model already loaded."""
+    import torch
+
+    model = loaded.model
+    with torch.inference_mode():
+        inputs = loaded.processor(images=photo, return_tensors="pt")
+        pixel_values = inputs["pixel_values"].to(loaded.device, getattr(torch, loaded.dtype))
+        logits = model(pixel_values=pixel_values).logits[0].float()
+        if model.config.problem_type == "multi_label_classification":
+            # Independent yes/no per label: each score is its own probability.
+            scores = logits.sigmoid()
+        else:
+            scores = logits.softmax(dim=-1)
+        best = scores.topk(min(top_k, scores.numel()))
+    labels = model.config.id2label
+    return [
+        {"label": labels[int(index)], "score": float(score)}
+        for score, index in zip(best.values, best.indices)
+    ]
+
+
+def check_top_k(top_k):
+    if not isinstance(top_k, int) or top_k < 1:
+        raise ValueError(f"top_k must be a positive integer, not {top_k!r}")

@@ -1,0 +1,139 @@
+"""Ingest scores every page once, skips what it has, resumes after a kill and survives engine crashes."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pymupdf
+import pytest
+
+from curation import Manifest, ingest, reference_sigma
+from curation.ingest import CRASH_MESSAGE
+
+from conftest import ROOT, small_pdf
+import crashing
+
+
+def page_rows(manifest):
+    return manifest.conn.execute("SELECT doc_id, page, status, sigma FROM pages ORDER BY doc_id, page").fetchall()
+
+
+def test_every_page_gets_a_score_that_matches_the_reference(manifest, archive):
+    report = ingest(manifest, [archive], workers=2)
+    assert report.pages_scored == 15 and report.pages_failed == 0
+    docs = manifest.documents()
+    assert [d["status"] for d in docs] == ["ok", "ok", "ok"]
+    for row in manifest.pages():
+        page = pymupdf.open(row["doc"])[row["page"]]
+        assert abs(row["sigma"] - reference_sigma(page)) <= 0.5
+        assert manifest.thumbnail(row["doc_id"], row["page"])[:2] == b"\xff\xd8"
+    job = manifest.latest_job("ingest")
+    assert (job["status"], job["done"], job["total"]) == ("done", 15, 15)
+
+
+def test_second_run_reads_only_new_documents(manifest, archive):
+    ingest(manifest, [archive], workers=1)
+    before = {(r["doc_id"], r["page"]): r["sigma"] for r in page_rows(manifest)}
+    small_pdf(archive / "later" / "issue-9.pdf", pages=3, seed=9)
+    report = ingest(manifest, [archive], workers=1)
+    assert (report.documents, report.new_documents, report.pages_scored) == (4, 1, 3)
+    after = {(r["doc_id"], r["page"]): r["sigma"] for r in page_rows(manifest)}
+    assert {k: after[k] for k in before} == before
+    assert ingest(manifest, [archive], workers=1).pages_scored == 0
+
+
+def test_renamed_or_moved_file_is_not_read_again(manifest, archive, tmp_path):
+    ingest(manifest, [archive], workers=1)
+    moved = tmp_path / "elsewhere"
+    moved.mkdir()
+    shutil.move(archive / "issue-1.pdf", moved / "renamed.pdf")
+    report = ingest(manifest, [archive, moved], workers=1)
+    assert report.pages_scored == 0 and report.new_documents == 0
+    paths = [d["path"] for d in manifest.documents()]
+    assert str((moved / "renamed.pdf").resolve()) in paths
+    assert len(paths) == 3
+
+
+def test_changed_file_is_scored_again_and_the_old_content_retired(manifest, archive):
+    ingest(manifest, [archive], workers=1)
+    target = archive / "issue-0.pdf"
+    small_pdf(target, pages=2, seed=42)
+    report = ingest(manifest, [archive], workers=1)
+    assert report.new_documents == 1 and report.pages_scored == 2
+    statuses = {d["status"] for d in manifest.documents() if d["path"] == str(target.resolve())}
+    assert statuses == {"ok", "replaced"}
+    assert manifest.summary()["pages"] == 2 + 5 + 6
+
+
+def test_a_killed_run_resumes_with_every_page_exactly_once(tmp_path):
+    folder = tmp_path / "archive"
+    small_pdf(folder / "big.pdf", pages=40, seed=1, dpi=200)
+    small_pdf(folder / "small.pdf", pages=6, seed=2, dpi=200)
+    db = tmp_path / "m.sqlite"
+    cmd = [sys.executable, "-m", "curation", "ingest", str(folder), "--db", str(db), "--workers", "1", "-q"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        if db.exists():
+            with Manifest(db) as m:
+                done = m.conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
+            if done >= 16:
+                break
+    os.killpg(proc.pid, signal.SIGKILL)  # the coordinator and its workers, like a power cut
+    proc.wait()
+    with Manifest(db) as m:
+        scored_before = m.conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
+        assert 16 <= scored_before < 46
+        assert m.latest_job("ingest")["status"] == "interrupted"
+    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert f"{46 - scored_before} pages scored" in result.stdout
+    with Manifest(db) as m:
+        rows = m.conn.execute("SELECT doc_id, page FROM pages").fetchall()
+        assert len(rows) == len(set(map(tuple, rows))) == 46
+        assert {d["status"] for d in m.documents()} == {"ok"}
+
+
+def test_stop_request_ends_the_run_cleanly_and_a_new_run_finishes(manifest, tmp_path):
+    folder = tmp_path / "archive"
+    small_pdf(folder / "a.pdf", pages=12, seed=3)
+    calls = []
+
+    def progress(done, total):
+        calls.append(done)
+        if len(calls) == 1:
+            manifest.request_stop(manifest.running_job("ingest")["id"])
+
+    report = ingest(manifest, [folder], workers=1, pages_per_task=2, on_progress=progress)
+    assert report.stopped and 0 < report.pages_scored < 12
+    assert manifest.latest_job("ingest")["status"] == "stopped"
+    assert ingest(manifest, [folder], workers=1).pages_scored == 12 - report.pages_scored
+
+
+def test_a_page_that_crashes_the_worker_is_retried_then_marked_failed(manifest, tmp_path):
+    folder = tmp_path / "archive"
+    small_pdf(folder / "a.pdf", pages=8, seed=4)
+    small_pdf(folder / "b.pdf", pages=3, seed=5)
+    report = ingest(manifest, [folder], workers=2, pages_per_task=4, task_fn=crashing.run_task_crashing_on_page_5)
+    rows = {(r["doc"].rsplit("/", 1)[1], r["page"]): r for r in manifest.pages()}
+    assert rows[("a.pdf", 5)]["status"] == "failed"
+    assert rows[("a.pdf", 5)]["error"] == CRASH_MESSAGE
+    assert [k for k, r in rows.items() if r["status"] == "failed"] == [("a.pdf", 5)]
+    assert len(rows) == 11 and report.pages_scored == 10
+    statuses = {d["path"].rsplit("/", 1)[1]: d["status"] for d in manifest.documents()}
+    assert statuses == {"a.pdf": "partial", "b.pdf": "ok"}
+    assert "page 5" in next(d["error"] for d in manifest.documents() if d["path"].endswith("a.pdf"))
+
+
+def test_a_second_job_on_the_same_manifest_is_refused(manifest, archive):
+    from curation.manifest import JobRunning
+
+    job = manifest.start_job("ingest")
+    with pytest.raises(JobRunning):
+        ingest(manifest, [archive], workers=1)
+    manifest.finish_job(job, "done")
+    assert ingest(manifest, [archive], workers=1).pages_scored == 15

@@ -1,0 +1,119 @@
+"""sigma agrees with the original method (RGB render at Matrix(2, 2), OpenCV gray, std) on every kind of page."""
+
+import io
+
+import numpy as np
+import pymupdf
+import pytest
+from PIL import Image
+
+from curation.scorer import reference_sigma, score_page
+from curation.synthetic import PageSpec, jpeg_bytes, page_image, write_pdf
+
+from conftest import SMALL
+
+TOLERANCE = 0.5
+
+
+def one_page_pdf(tmp_path, draw, width=216, height=288):
+    doc = pymupdf.open()
+    page = doc.new_page(width=width, height=height)
+    draw(page)
+    path = tmp_path / "page.pdf"
+    doc.save(path)
+    return pymupdf.open(path)
+
+
+def scan(kind="engraving", dpi=150, seed=3, **extra):
+    return page_image(PageSpec(kind=kind, seed=seed, dpi=dpi, inches=SMALL, **extra))
+
+
+def assert_matches_reference(doc, number=0, method=None):
+    result = score_page(doc, number)
+    assert result.status == "ok", result.error
+    assert abs(result.sigma - reference_sigma(doc[number])) <= TOLERANCE
+    if method:
+        assert result.method == method
+    return result
+
+
+@pytest.mark.parametrize("dpi", [150, 200, 300])
+@pytest.mark.parametrize("kind", ["text", "engraving", "mixed", "faded_engraving", "blank"])
+def test_jpeg_scan_pages_match_the_reference(tmp_path, kind, dpi):
+    spec = PageSpec(kind=kind, seed=dpi, dpi=dpi, inches=SMALL, border=dpi == 200, bleed=dpi == 150)
+    doc = pymupdf.open(write_pdf(tmp_path / "scan.pdf", [spec]))
+    assert_matches_reference(doc, method="jpeg")
+
+
+def test_scans_under_144_dpi_are_rendered_and_match(tmp_path):
+    doc = pymupdf.open(write_pdf(tmp_path / "scan.pdf", [PageSpec(kind="text", seed=1, dpi=100, inches=SMALL)]))
+    assert_matches_reference(doc, method="render")
+
+
+def test_large_scans_decode_reduced_and_still_match(tmp_path):
+    doc = pymupdf.open(write_pdf(tmp_path / "scan.pdf", [PageSpec(kind="text", seed=5, dpi=600, inches=(2.0, 2.5))]))
+    assert_matches_reference(doc, method="jpeg")
+
+
+def test_grayscale_jpeg_matches(tmp_path):
+    gray = np.ascontiguousarray(scan()[..., 0])
+    buffer = io.BytesIO()
+    Image.fromarray(gray).save(buffer, "JPEG", quality=85)
+    doc = one_page_pdf(tmp_path, lambda page: page.insert_image(page.rect, stream=buffer.getvalue()))
+    assert_matches_reference(doc, method="jpeg")
+
+
+@pytest.mark.parametrize("name,draw", [
+    ("png", lambda page: page.insert_image(page.rect, stream=_png(scan()))),
+    ("rotated", lambda page: (page.insert_image(page.rect, stream=jpeg_bytes(scan())), page.set_rotation(90))),
+    ("two images", lambda page: (
+        page.insert_image(pymupdf.Rect(0, 0, 216, 144), stream=jpeg_bytes(scan(seed=1))),
+        page.insert_image(pymupdf.Rect(0, 144, 216, 288), stream=jpeg_bytes(scan(seed=2))))),
+    ("image and text", lambda page: (
+        page.insert_image(page.rect, stream=jpeg_bytes(scan())),
+        page.insert_text((20, 40), "Le Moniteur de la Mode", fontsize=18))),
+    ("no image", lambda page: (
+        page.draw_rect(pymupdf.Rect(20, 20, 196, 268), color=(0, 0, 0), fill=(0.8, 0.7, 0.5)),
+        page.insert_text((30, 60), "vector page", fontsize=14))),
+    ("partial image", lambda page: page.insert_image(pymupdf.Rect(30, 30, 180, 250), stream=jpeg_bytes(scan()))),
+])
+def test_other_pages_are_rendered_and_match(tmp_path, name, draw):
+    doc = one_page_pdf(tmp_path, draw)
+    assert_matches_reference(doc, method="render")
+
+
+def test_cmyk_jpeg_is_rendered(tmp_path):
+    buffer = io.BytesIO()
+    Image.fromarray(scan()).convert("CMYK").save(buffer, "JPEG", quality=85)
+    doc = one_page_pdf(tmp_path, lambda page: page.insert_image(page.rect, stream=buffer.getvalue()))
+    assert_matches_reference(doc, method="render")
+
+
+def test_giant_page_is_scored_in_bounded_memory(tmp_path):
+    doc = one_page_pdf(tmp_path, lambda page: page.insert_image(page.rect, stream=jpeg_bytes(scan(dpi=100))),
+                       width=14400, height=14400)
+    result = score_page(doc, 0)
+    assert result.status == "ok"
+    assert (result.width, result.height) == (28800, 28800)
+    assert 0 < result.sigma < 128
+
+
+def test_thumbnail_is_a_small_jpeg_of_the_page(tmp_path, page_spec):
+    doc = pymupdf.open(write_pdf(tmp_path / "scan.pdf", [page_spec]))
+    thumb = Image.open(io.BytesIO(score_page(doc, 0).thumbnail))
+    assert thumb.format == "JPEG"
+    assert max(thumb.size) == 256
+    assert thumb.size[0] < thumb.size[1]  # portrait like the page
+
+
+def test_page_that_cannot_be_read_fails_with_a_reason(tmp_path, page_spec):
+    doc = pymupdf.open(write_pdf(tmp_path / "scan.pdf", [page_spec]))
+    result = score_page(doc, 7)
+    assert result.status == "failed"
+    assert "could not read page" in result.error
+
+
+def _png(rgb):
+    buffer = io.BytesIO()
+    Image.fromarray(rgb).save(buffer, "PNG")
+    return buffer.getvalue()
