@@ -141,7 +141,7 @@ def pages(db, fmt, threshold):
 
 
 def write_rows(rows, columns, fmt) -> None:
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     if fmt == "jsonl":
         for row in rows:
             out.write(json.dumps({c: row.get(c) for c in columns}) + "\n")

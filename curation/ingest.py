@@ -68,10 +68,17 @@ def run_task(task: Task):
             return exc
     doc = open_document(task.path)
     try:
-        return [score_page(doc, number) for number in task.pages]
+        return [_score_and_shrink(doc, number) for number in task.pages]
     finally:
         doc.close()
-        pymupdf.TOOLS.store_shrink(100)  # MuPDF's cache is per process; keep workers flat
+
+
+def _score_and_shrink(doc, number: int) -> PageResult:
+    try:
+        return score_page(doc, number)
+    finally:
+        # MuPDF caches every image it touched (up to 256 MB per process); a page is never needed twice.
+        pymupdf.TOOLS.store_shrink(100)
 
 
 def _init_worker() -> None:

@@ -156,8 +156,11 @@ def mupdf_resize(gray: np.ndarray, width: int, height: int) -> np.ndarray:
     """Resize with MuPDF's own scaler, the filter its page render applies to images."""
     source = pymupdf.Pixmap(pymupdf.csGRAY, pymupdf.IRect(0, 0, gray.shape[1], gray.shape[0]), False)
     np.copyto(np.frombuffer(source.samples_mv, np.uint8).reshape(gray.shape), gray)
-    scaled = pymupdf.Pixmap(source, width, height, None)
-    return np.frombuffer(scaled.samples_mv, np.uint8).reshape(scaled.h, scaled.w)
+    # pymupdf.Pixmap(source, w, h) keeps an extra reference to its result and leaks it (1.28.2);
+    # the low-level call hands the new pixmap over with a single owner.
+    scaled = pymupdf.Pixmap("raw", pymupdf.mupdf.FzPixmap(
+        pymupdf.mupdf.ll_fz_scale_pixmap(source.this.m_internal, 0, 0, width, height, None)))
+    return np.frombuffer(scaled.samples_mv, np.uint8).reshape(scaled.h, scaled.w).copy()
 
 
 def thumbnail_jpeg(gray: np.ndarray) -> bytes:

@@ -1,0 +1,208 @@
+"""Which server folders the dashboard may read, and where uploads go.
+
+A person in a browser types a path and the server reads it, so only paths under allowed roots are
+accepted: the manifest's own folder (`data/` by default), the folders in $CURATION_ROOTS (separated
+by the OS path separator) and those in the manifest setting `allowed_roots` (a JSON list; add one
+with `python -m curation.paths add FOLDER --db DB`). Paths are checked twice: as written (so a path
+outside the roots is refused without saying whether it exists) and with every link followed (so a
+symlink out of a root is refused too). `..` is refused outright.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import re
+import shutil
+import tempfile
+import unicodedata
+from collections.abc import Iterable
+from typing import BinaryIO
+
+from .manifest import Manifest
+from .reader import file_sha256
+
+ROOTS_ENV = "CURATION_ROOTS"
+ROOTS_SETTING = "allowed_roots"
+UPLOADS = "uploads"
+MAX_NAME = 120
+LINKS_SHOWN = 3
+
+
+class PathRefused(ValueError):
+    """A path the dashboard will not read; the message says why, for the person who typed it."""
+
+
+def data_dir(db: str | os.PathLike) -> pathlib.Path:
+    """The manifest's folder: uploads and the sample archive go here, and it is always an allowed root."""
+    return pathlib.Path(os.path.abspath(db)).parent
+
+
+def allowed_roots(db: str | os.PathLike, manifest: Manifest | None = None) -> list[pathlib.Path]:
+    """Every folder archives may be read from, absolute, each once, in the order they were given."""
+    roots = [data_dir(db)]
+    roots += [pathlib.Path(p) for p in os.environ.get(ROOTS_ENV, "").split(os.pathsep) if p.strip()]
+    if manifest is not None:
+        roots += [pathlib.Path(p) for p in configured_roots(manifest)]
+    absolute = [pathlib.Path(os.path.abspath(root.expanduser())) for root in roots]
+    return list(dict.fromkeys(absolute))
+
+
+def configured_roots(manifest: Manifest) -> list[str]:
+    try:
+        value = json.loads(manifest.get_setting(ROOTS_SETTING, "[]"))
+    except json.JSONDecodeError:
+        return []
+    return [str(p) for p in value] if isinstance(value, list) else []
+
+
+def add_root(manifest: Manifest, folder: str | os.PathLike) -> pathlib.Path:
+    folder = pathlib.Path(folder).expanduser().resolve()
+    if not folder.is_dir():
+        raise PathRefused(f"{folder} is not a folder")
+    roots = configured_roots(manifest)
+    if str(folder) not in roots:
+        manifest.set_setting(ROOTS_SETTING, json.dumps(roots + [str(folder)]))
+    return folder
+
+
+def remove_root(manifest: Manifest, folder: str | os.PathLike) -> None:
+    folder = str(pathlib.Path(folder).expanduser().resolve())
+    manifest.set_setting(ROOTS_SETTING, json.dumps([r for r in configured_roots(manifest) if r != folder]))
+
+
+def check_path(text: str, roots: Iterable[pathlib.Path], base: pathlib.Path) -> pathlib.Path:
+    """The real path of a folder or PDF a person typed, or PathRefused saying why not.
+
+    Relative paths start at `base` (the data folder).
+    """
+    roots = list(roots)
+    text = text.strip().strip("'\"").strip()
+    if not text:
+        raise PathRefused("Type the path of a folder or a PDF on the server.")
+    if "\x00" in text:
+        raise PathRefused("That path contains a NUL character.")
+    path = pathlib.Path(text).expanduser()
+    if ".." in path.parts:
+        raise PathRefused("Paths with `..` are not accepted: give the folder itself.")
+    path = pathlib.Path(os.path.abspath(base / path))
+    if not inside(path, roots):
+        raise PathRefused(f"{path} is outside the folders this server may read ({_names(roots)}).")
+    if not os.path.lexists(path):
+        raise PathRefused(f"Nothing at {path}.")
+    real = path.resolve()
+    if not inside(real, roots, real_roots=True):
+        raise PathRefused(f"{path} is a link to {real}, outside the folders this server may read ({_names(roots)}).")
+    if real.is_file():
+        if real.suffix.lower() != ".pdf":
+            raise PathRefused(f"{path} is not a PDF (its name does not end in .pdf).")
+    elif real.is_dir():
+        links = escaping_links(real, roots)
+        if links:
+            shown = "; ".join(f"{link} → {target}" for link, target in links[:LINKS_SHOWN])
+            more = f" and {len(links) - LINKS_SHOWN} more" if len(links) > LINKS_SHOWN else ""
+            raise PathRefused(f"{path} holds links to places outside the allowed folders: {shown}{more}.")
+    else:
+        raise PathRefused(f"{path} is neither a file nor a folder.")
+    return real
+
+
+def inside(path: pathlib.Path, roots: Iterable[pathlib.Path], real_roots: bool = False) -> bool:
+    """Whether `path` is one of the roots or under one; `real_roots` compares with the roots' real paths."""
+    for root in roots:
+        candidates = {root, root.resolve()} if real_roots else {root}
+        if any(path == c or path.is_relative_to(c) for c in candidates):
+            return True
+    return False
+
+
+def escaping_links(folder: pathlib.Path, roots: Iterable[pathlib.Path]) -> list[tuple[pathlib.Path, pathlib.Path]]:
+    """Links under `folder` (followed, like ingest follows them) whose target is outside every root."""
+    roots = list(roots)
+    found, seen = [], set()
+    for top, dirs, files in os.walk(folder, followlinks=True):
+        real_top = os.path.realpath(top)
+        if real_top in seen:  # a link loop, or two links to one folder
+            dirs[:] = []
+            continue
+        seen.add(real_top)
+        for name in dirs + files:
+            entry = pathlib.Path(top, name)
+            if entry.is_symlink():
+                target = entry.resolve()
+                if not inside(target, roots, real_roots=True):
+                    found.append((entry, target))
+        # Do not descend into links that lead out: they are reported, not read.
+        dirs[:] = [d for d in dirs if not any(link == pathlib.Path(top, d) for link, _ in found)]
+    return found
+
+
+def _names(roots: list[pathlib.Path]) -> str:
+    return ", ".join(str(r) for r in roots)
+
+
+# -- uploads --------------------------------------------------------------------------------------
+
+
+def safe_filename(name: str) -> str:
+    """A file name that is safe on any file system: no folders, plain ASCII, ends in .pdf."""
+    name = re.split(r"[\\/]", name or "")[-1]
+    name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    stem, _, suffix = name.rpartition(".") if "." in name else (name, "", "")
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "_", stem).strip("._-")[: MAX_NAME - 4] or "upload"
+    return f"{stem}.pdf" if suffix.lower() == "pdf" or True else stem
+
+
+def uploads_dir(db: str | os.PathLike) -> pathlib.Path:
+    return data_dir(db) / UPLOADS
+
+
+def save_upload(folder: pathlib.Path, name: str, source: BinaryIO) -> pathlib.Path:
+    """Store an uploaded file under a safe name; the same content uploaded twice is stored once.
+
+    The file is written to a temporary name and renamed, so an ingest never sees half a file.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(dir=folder, prefix=".upload-", suffix=".part", delete=False)
+    try:
+        with handle:
+            shutil.copyfileobj(source, handle, 1 << 20)
+        digest = file_sha256(pathlib.Path(handle.name))
+        target = folder / safe_filename(name)
+        stem, number = target.stem, 1
+        while target.exists():
+            if file_sha256(target) == digest:
+                os.unlink(handle.name)
+                return target
+            target = folder / f"{stem}-{number}.pdf"
+            number += 1
+        os.replace(handle.name, target)
+        return target
+    except BaseException:
+        if os.path.exists(handle.name):
+            os.unlink(handle.name)
+        raise
+
+
+# -- command line: the allowed roots are a server setting, not something a browser may change ----
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m curation.paths", description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=["list", "add", "remove"])
+    parser.add_argument("folder", nargs="?")
+    parser.add_argument("--db", default=os.environ.get("CURATION_DB", "data/manifest.sqlite"))
+    args = parser.parse_args(argv)
+    with Manifest(args.db) as manifest:
+        if args.action == "add":
+            print(f"added {add_root(manifest, args.folder)}")
+        elif args.action == "remove":
+            remove_root(manifest, args.folder)
+        for root in allowed_roots(args.db, manifest):
+            print(root)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""The CLI: the names scripts depend on, in every format."""
+
+import csv
+import io
+import json
+
+from click.testing import CliRunner
+
+from curation.cli import cli
+
+
+def run(*args):
+    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_ingest_then_list_documents_and_pages(tmp_path, archive):
+    db = tmp_path / "m.sqlite"
+    out = run("ingest", archive, "--db", db, "--workers", 1, "-q")
+    assert "3 documents (3 new): 15 pages scored, 0 failed" in out
+
+    docs = [json.loads(line) for line in run("docs", "--db", db, "--format", "jsonl").splitlines()]
+    assert [d["status"] for d in docs] == ["ok"] * 3
+    assert {"path", "pages", "status", "error"} <= set(docs[0])
+    assert [d["pages"] for d in docs] == [4, 5, 6]
+
+    pages = list(csv.DictReader(io.StringIO(run("pages", "--db", db, "--format", "csv"))))
+    assert len(pages) == 15
+    assert {"doc", "page", "sigma", "width", "height", "keep", "decided_by"} <= set(pages[0])
+    assert {p["decided_by"] for p in pages} == {"threshold"}
+    assert all((float(p["sigma"]) > 45) == (p["keep"] == "True") for p in pages)
+    assert [int(p["page"]) for p in pages[:4]] == [0, 1, 2, 3]
+
+    everything = [json.loads(l) for l in run("pages", "--db", db, "--format", "jsonl", "--threshold", 0).splitlines()]
+    assert all(p["keep"] for p in everything)
+
+    table = run("pages", "--db", db)
+    assert table.splitlines()[0].split()[:4] == ["doc", "page", "sigma", "width"]
+
+
+def test_status_summarises_documents_pages_scores_and_the_last_job(tmp_path, archive):
+    db = tmp_path / "m.sqlite"
+    run("ingest", archive, "--db", db, "-w", 1, "-q")
+    out = run("status", "--db", db)
+    assert "documents: 3 ok" in out
+    assert "pages: 15 (15 scored, 0 failed)" in out
+    assert "threshold 45:" in out and "removed" in out
+    assert "ingest job 1: done, 15/15 pages" in out
+
+
+def test_reading_commands_on_a_missing_manifest_fail_clearly(tmp_path):
+    result = CliRunner().invoke(cli, ["status", "--db", str(tmp_path / "nothing.sqlite")])
+    assert result.exit_code == 1
+    assert "no manifest at" in result.output

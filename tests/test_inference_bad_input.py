@@ -1,0 +1,208 @@
+"""Bad photos and bad model folders: a clear error, nothing left loaded."""
+
+import gc
+import io
+import json
+import shutil
+import struct
+import warnings
+import zlib
+
+import numpy as np
+import pytest
+from PIL import Image
+from transformers import PreTrainedModel, ViTConfig, ViTModel
+
+import inference
+import inference.loader
+
+
+@pytest.fixture(scope="module")
+def demo_model(tmp_path_factory):
+    return inference.write_demo_model(tmp_path_factory.mktemp("models") / "demo-vit")
+
+
+@pytest.fixture
+def loads(monkeypatch):
+    """Records every model load, to prove a bad photo never causes one."""
+    calls = []
+    real_load = inference.loader._load
+
+    def recording_load(loaded, dtype):
+        calls.append(loaded.info.path)
+        return real_load(loaded, dtype)
+
+    monkeypatch.setattr(inference.loader, "_load", recording_load)
+    return calls
+
+
+def jpeg_bytes(size=(200, 200)):
+    pixels = np.random.default_rng(0).integers(0, 256, (*size, 3), dtype=np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, "JPEG")
+    return buffer.getvalue()
+
+
+def png_bomb(width, height):
+    """A real decompression bomb: a 1-bit PNG of zeros, tiny on disk, huge in RAM."""
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    row = b"\0" * (1 + (width + 7) // 8)  # Filter byte + packed pixels.
+    compressor = zlib.compressobj(9)
+    pixels = b"".join(compressor.compress(row) for _ in range(height)) + compressor.flush()
+    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    )
+
+
+def assert_nothing_loaded():
+    gc.collect()
+    with warnings.catch_warnings():  # isinstance() pokes deprecated torch aliases.
+        warnings.simplefilter("ignore", FutureWarning)
+        assert not any(isinstance(thing, PreTrainedModel) for thing in gc.get_objects())
+    assert inference.queue_status() == {"busy": False, "waiting": 0}
+
+
+# Photos ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"just some text, not a photo", "not an image"),
+        (jpeg_bytes()[:2000], "damaged or incomplete"),
+        (b"\x89PNG\r\n\x1a\n" + b"\0" * 40, "not an image"),
+        (b"", "not an image"),
+    ],
+    ids=["text", "truncated-jpeg", "broken-png-header", "empty"],
+)
+def test_unreadable_photo_is_a_clear_error(demo_model, loads, tmp_path, data, message):
+    path = tmp_path / "cow.jpg"
+    path.write_bytes(data)
+    for source in (path, data, io.BytesIO(data)):
+        with pytest.raises(inference.BadImageError, match=message):
+            inference.classify(source, demo_model)
+    assert loads == []
+    assert_nothing_loaded()
+
+
+def test_error_names_the_file(demo_model, tmp_path):
+    path = tmp_path / "daisy.jpg"
+    path.write_text("moo")
+    with pytest.raises(inference.BadImageError, match="daisy.jpg: not an image"):
+        inference.classify(path, demo_model)
+
+
+def test_missing_photo(demo_model, loads, tmp_path):
+    with pytest.raises(inference.BadImageError, match="no such file"):
+        inference.classify(tmp_path / "nowhere.jpg", demo_model)
+    assert loads == []
+
+
+def test_decompression_bomb_is_refused(demo_model, loads):
+    bomb = png_bomb(20_000, 20_000)  # 400 megapixels in about 50 kB.
+    assert len(bomb) < 100_000
+    with pytest.raises(inference.BadImageError, match="too large.*decompression bomb"):
+        inference.classify(bomb, demo_model)
+    assert loads == []
+    assert_nothing_loaded()
+
+
+def test_over_the_limit_is_refused_even_where_pillow_only_warns(
+    demo_model, loads, monkeypatch
+):
+    # Pillow raises above twice MAX_IMAGE_PIXELS and only warns between 1x
+    # and 2x; the scanner refuses both.
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 30_000)
+    photo = jpeg_bytes(size=(150, 300))  # 45,000 pixels: 1.5x the limit.
+    with pytest.warns(Image.DecompressionBombWarning):
+        with pytest.raises(inference.BadImageError, match=r"150 pixels.*30,000 pixels"):
+            inference.classify(photo, demo_model)
+    assert loads == []
+
+
+# Model folders --------------------------------------------------------------
+
+
+def text_model(folder, demo):
+    folder.mkdir()
+    (folder / "config.json").write_text(
+        json.dumps({"model_type": "bert", "architectures": ["BertForSequenceClassification"]})
+    )
+
+
+def no_config(folder, demo):
+    folder.mkdir()
+    (folder / "weights.txt").write_text("nothing useful")
+
+
+def broken_config(folder, demo):
+    shutil.copytree(demo, folder)
+    (folder / "config.json").write_text("{not json")
+
+
+def pickled_weights_only(folder, demo):
+    shutil.copytree(demo, folder)
+    (folder / "model.safetensors").rename(folder / "pytorch_model.bin")
+
+
+def custom_code(folder, demo):
+    shutil.copytree(demo, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["auto_map"] = {"AutoModelForImageClassification": "evil.Model"}
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+def no_preprocessor(folder, demo):
+    shutil.copytree(demo, folder)
+    (folder / "preprocessor_config.json").unlink()
+
+
+def corrupt_weights(folder, demo):
+    shutil.copytree(demo, folder)
+    (folder / "model.safetensors").write_bytes(b"\xff" * 64)
+
+
+def backbone_without_head(folder, demo):
+    # Weights of a bare ViT under a classifier's config: loading would bolt
+    # on a randomly initialised head.
+    shutil.copytree(demo, folder)
+    config = ViTConfig.from_pretrained(demo)
+    ViTModel(config, add_pooling_layer=False).save_pretrained(folder)
+    patched = json.loads((folder / "config.json").read_text())
+    patched["architectures"] = ["ViTForImageClassification"]
+    (folder / "config.json").write_text(json.dumps(patched))
+
+
+@pytest.mark.parametrize(
+    "make_folder, message",
+    [
+        pytest.param(None, "Model folder not found", id="missing"),
+        pytest.param(no_config, "no config.json", id="no-config"),
+        pytest.param(broken_config, "cannot be read", id="broken-config"),
+        pytest.param(text_model, "not an image classifier", id="text-model"),
+        pytest.param(pickled_weights_only, "safetensors only", id="pickled-weights"),
+        pytest.param(custom_code, "custom Python code", id="custom-code"),
+        pytest.param(no_preprocessor, "no preprocessor_config.json", id="no-preprocessor"),
+        pytest.param(corrupt_weights, "could not be loaded as an image classifier", id="corrupt"),
+        pytest.param(backbone_without_head, "weights do not match", id="no-head"),
+    ],
+)
+def test_bad_model_folder_is_a_clear_error(demo_model, tmp_path, make_folder, message):
+    folder = tmp_path / "model"
+    if make_folder:
+        make_folder(folder, demo_model)
+    with pytest.raises(inference.ModelFolderError, match=message) as failure:
+        inference.classify(jpeg_bytes(), folder)
+    assert "Traceback" not in str(failure.value)
+    assert_nothing_loaded()
+    # The slot is free again: the next request goes through.
+    assert inference.classify(jpeg_bytes(), demo_model)["top"]
+
+
+def test_unknown_device_is_a_clear_error(demo_model):
+    with pytest.raises(inference.InferenceError, match="Unknown device"):
+        inference.classify(jpeg_bytes(), demo_model, device="tpu")
