@@ -93,7 +93,7 @@ def check_path(text: str, roots: Iterable[pathlib.Path], base: pathlib.Path) -> 
     if not os.path.lexists(path):
         raise PathRefused(f"Nothing at {path}.")
     real = path.resolve()
-    if not inside(real, roots, real_roots=True):
+    if not inside(real, roots):
         raise PathRefused(f"{path} is a link to {real}, outside the folders this server may read ({_names(roots)}).")
     if real.is_file():
         if real.suffix.lower() != ".pdf":
@@ -109,33 +109,28 @@ def check_path(text: str, roots: Iterable[pathlib.Path], base: pathlib.Path) -> 
     return real
 
 
-def inside(path: pathlib.Path, roots: Iterable[pathlib.Path], real_roots: bool = False) -> bool:
-    """Whether `path` is one of the roots or under one; `real_roots` compares with the roots' real paths."""
-    for root in roots:
-        candidates = {root, root.resolve()} if real_roots else {root}
-        if any(path == c or path.is_relative_to(c) for c in candidates):
-            return True
-    return False
+def inside(path: pathlib.Path, roots: Iterable[pathlib.Path]) -> bool:
+    """Whether `path` is a root or under one, comparing with each root as given and as its real path."""
+    return any(path.is_relative_to(form) for root in roots for form in (root, root.resolve()))
 
 
 def escaping_links(folder: pathlib.Path, roots: Iterable[pathlib.Path]) -> list[tuple[pathlib.Path, pathlib.Path]]:
-    """Links under `folder` (followed, like ingest follows them) whose target is outside every root."""
+    """Links under `folder` whose target is outside every root. Links are followed as ingest follows
+    them, so a link to another allowed folder is fine and its contents are checked too."""
     roots = list(roots)
     found, seen = [], set()
     for top, dirs, files in os.walk(folder, followlinks=True):
         real_top = os.path.realpath(top)
-        if real_top in seen:  # a link loop, or two links to one folder
+        if real_top in seen:  # a link loop, or two links to one folder: read it once
             dirs[:] = []
             continue
         seen.add(real_top)
-        for name in dirs + files:
-            entry = pathlib.Path(top, name)
-            if entry.is_symlink():
-                target = entry.resolve()
-                if not inside(target, roots, real_roots=True):
-                    found.append((entry, target))
-        # Do not descend into links that lead out: they are reported, not read.
-        dirs[:] = [d for d in dirs if not any(link == pathlib.Path(top, d) for link, _ in found)]
+        for names in (dirs, files):
+            for name in list(names):
+                entry = pathlib.Path(top, name)
+                if entry.is_symlink() and not inside(entry.resolve(), roots):
+                    found.append((entry, entry.resolve()))
+                    names.remove(name)  # reported, not walked
     return found
 
 
@@ -147,12 +142,13 @@ def _names(roots: list[pathlib.Path]) -> str:
 
 
 def safe_filename(name: str) -> str:
-    """A file name that is safe on any file system: no folders, plain ASCII, ends in .pdf."""
+    """A file name that is safe on any file system: no folders, plain ASCII, not hidden, ends in .pdf."""
     name = re.split(r"[\\/]", name or "")[-1]
     name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
-    stem, _, suffix = name.rpartition(".") if "." in name else (name, "", "")
-    stem = re.sub(r"[^A-Za-z0-9_-]+", "_", stem).strip("._-")[: MAX_NAME - 4] or "upload"
-    return f"{stem}.pdf" if suffix.lower() == "pdf" or True else stem
+    if name.lower().endswith(".pdf"):
+        name = name[:-4]
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._-")[: MAX_NAME - 4] or "upload"
+    return f"{stem}.pdf"
 
 
 def uploads_dir(db: str | os.PathLike) -> pathlib.Path:
