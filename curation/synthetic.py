@@ -123,7 +123,8 @@ def _ornament(ink, box, rng, scale):
 
 def _scan(ink, spec, rng):
     h, w = ink.shape
-    paper = np.array(rng.uniform([205, 190, 150], [235, 222, 190]), np.float32)
+    tone = rng.uniform(205, 240)  # yellowed paper: warm, never tinted green or pink
+    paper = np.array([tone, tone * rng.uniform(0.92, 0.97), tone * rng.uniform(0.72, 0.86)], np.float32)
     light = np.ones((h, w), np.float32)
     if spec.uneven:
         yy, xx = np.mgrid[0:h:8, 0:w:8].astype(np.float32)
@@ -139,7 +140,7 @@ def _scan(ink, spec, rng):
     ink_color = np.array([35, 30, 28], np.float32)
     rgb = paper + (ink_color - paper) * ink[..., None]
     rgb *= light[..., None]
-    rgb += rng.normal(0, 4, (h, w, 1)).astype(np.float32)
+    rgb += rng.normal(0, 3, (h, w, 1)).astype(np.float32)  # scanner grain
     if spec.border:
         _scanner_bed(rgb, rng, spec.dpi)
     return np.clip(rgb, 0, 255).astype(np.uint8)
@@ -161,14 +162,14 @@ def _scanner_bed(rgb, rng, dpi):
             rgb[h - band:] = value
 
 
-def jpeg_bytes(rgb: np.ndarray, quality: int = 85) -> bytes:
+def jpeg_bytes(rgb: np.ndarray, quality: int = 80) -> bytes:
     ok, data = cv2.imencode(".jpg", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, quality])
     if not ok:
         raise RuntimeError("JPEG encoding failed")
     return data.tobytes()
 
 
-def write_pdf(path: pathlib.Path | str, specs: Iterable[PageSpec], quality: int = 85) -> pathlib.Path:
+def write_pdf(path: pathlib.Path | str, specs: Iterable[PageSpec], quality: int = 80) -> pathlib.Path:
     """Write a PDF whose every page is one full-page JPEG scan, page by page."""
     path = pathlib.Path(path)
     doc = pymupdf.open()
