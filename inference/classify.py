@@ -59,7 +59,7 @@ def predict(loaded, photo, top_k):
     labels = model.config.id2label
     return [
         {"label": labels[int(index)], "score": float(score)}
-        for score, index in zip(best.values, best.indices)
+        for score, index in zip(best.values, best.indices, strict=True)
     ]
 
 

@@ -107,7 +107,9 @@ def batch(folder, model_dir, top_k, recursive, output, device):
     output.write(rows_to_csv(rows))
     failed = sum(1 for row in rows if row["error"])
     if failed:
-        click.echo(f"{failed} of {len(rows)} photos could not be read; see the error column.", err=True)
+        click.echo(
+            f"{failed} of {len(rows)} photos could not be read; see the error column.", err=True
+        )
 
 
 @cli.command(name="demo-model")
@@ -140,7 +142,10 @@ def models_command(folder):
     folder = folder or models_dir()
     models = list_models(folder)
     if not models:
-        click.echo(f"No models in {folder}. Create one: python -m inference demo-model {folder}/demo-vit")
+        click.echo(
+            f"No models in {folder}. Create the demo one: "
+            f"python -m inference demo-model {folder}/demo-vit"
+        )
     for model in models:
         if model.problem:
             click.echo(f"{model.name}: unusable: {model.problem}")

@@ -10,6 +10,7 @@ the slot is taken wait in line; `queue_status()` tells the page so.
 import ctypes
 import ctypes.util
 import gc
+import itertools
 import logging
 import os
 import threading
@@ -116,7 +117,7 @@ class _ModelRequest:
         return loaded
 
     def __exit__(self, exc_type, error, traceback):
-        traceback = None  # Our reference to the frames; _forget_frames drops the rest.
+        del traceback  # Our reference to the frames; _forget_frames drops the rest.
         failure = None
         if isinstance(error, Exception):
             _forget_frames(error)
@@ -124,7 +125,9 @@ class _ModelRequest:
                 failure = f"{type(error).__name__}: {error}"
         self._unload_and_release()
         if failure:
-            raise InferenceError(f"Classification with {self.info.name} failed: {failure}") from None
+            raise InferenceError(
+                f"Classification with {self.info.name} failed: {failure}"
+            ) from None
         return False
 
     def _unload_and_release(self):
@@ -184,6 +187,20 @@ def _load(loaded, dtype):
             f"({len(untrained)} tensors missing or of the wrong shape, e.g. {untrained[0]}); "
             "the model would predict with untrained layers."
         )
+    if loaded.device == "cpu":
+        _read_weights_in(loaded.model)
+
+
+def _read_weights_in(model):
+    # On the CPU the safetensors file is memory-mapped: from_pretrained only
+    # maps it, and each page is read the first time inference touches it.
+    # Touch every weight now, so that "load" is the time to get the weights
+    # into memory and "infer" the time to compute, as on a GPU.
+    import torch
+
+    with torch.inference_mode():
+        for tensor in itertools.chain(model.parameters(), model.buffers()):
+            tensor.sum()
 
 
 def _unload(loaded):

@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 RESULTS_KEY = "vet_scanner_results"  # {(file_id, model path, top_k): result}
 BATCH_KEY = "vet_scanner_batch"  # The last folder run: rows and CSV, or error.
 MAX_PHOTO_MB = 50
+MiB = 2**20
 
 
 def main():
@@ -227,7 +228,7 @@ def prediction_chart(top):
             scale=alt.Scale(domain=[0, 1]),
             axis=alt.Axis(format="%"),
         ),
-        y=alt.Y("label:N", title=None, sort="-x"),
+        y=alt.Y("label:N", title=None, sort="-x", axis=alt.Axis(labelLimit=240)),
         tooltip=[
             alt.Tooltip("label:N", title="Condition"),
             alt.Tooltip("score:Q", title="Probability", format=".1%"),
@@ -247,7 +248,7 @@ def timing_line(result):
         f"load {seconds['load']:.2f} s",
         f"infer {seconds['infer']:.2f} s",
         f"unload {seconds['unload']:.2f} s",
-        f"RSS {memory['rss_before_bytes'] / 2**20:.0f} → {memory['rss_after_bytes'] / 2**20:.0f} MiB",
+        f"RSS {memory['rss_before_bytes'] / MiB:.0f} → {memory['rss_after_bytes'] / MiB:.0f} MiB",
     ]
     return " · ".join(parts)
 

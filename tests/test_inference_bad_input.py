@@ -47,7 +47,8 @@ def png_bomb(width, height):
     """A real decompression bomb: a 1-bit PNG of zeros, tiny on disk, huge in RAM."""
 
     def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        checksum = struct.pack(">I", zlib.crc32(kind + data))
+        return struct.pack(">I", len(data)) + kind + data + checksum
 
     row = b"\0" * (1 + (width + 7) // 8)  # Filter byte + packed pixels.
     compressor = zlib.compressobj(9)

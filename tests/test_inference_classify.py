@@ -99,9 +99,8 @@ def test_multi_label_models_score_each_label_on_its_own(tmp_path):
     (model_dir / "config.json").write_text(json.dumps(config))
     photo = make_photo(seed=4)
     top = inference.classify(photo, model_dir, top_k=6)["top"]
-    expected = {
-        label: 1 / (1 + math.exp(-logit)) for label, logit in reference_logits(model_dir, photo).items()
-    }
+    logits = reference_logits(model_dir, photo)
+    expected = {label: 1 / (1 + math.exp(-logit)) for label, logit in logits.items()}
     assert {p["label"]: pytest.approx(p["score"], abs=1e-5) for p in top} == expected
     assert sum(expected.values()) > 1.5  # Not a softmax.
 

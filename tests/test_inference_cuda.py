@@ -1,0 +1,75 @@
+"""The CUDA path: half precision on the GPU, and the GPU memory handed back.
+
+Skipped where there is no GPU. Run with -s to print the figures:
+    python -m pytest tests/test_inference_cuda.py -s
+"""
+
+import gc
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+from transformers import PreTrainedModel
+
+import inference
+from inference.loader import loaded_model
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+MiB = 2**20
+
+
+@pytest.fixture(scope="module")
+def demo_model(tmp_path_factory):
+    return inference.write_demo_model(tmp_path_factory.mktemp("models") / "demo-vit")
+
+
+def make_photo(seed=0):
+    pixels = np.random.default_rng(seed).integers(0, 256, (240, 320, 3), dtype=np.uint8)
+    return Image.fromarray(pixels)
+
+
+def test_auto_picks_the_gpu_in_half_precision(demo_model):
+    result = inference.classify(make_photo(), demo_model)
+    assert result["device"].startswith("cuda")
+    assert result["dtype"] == "float16"
+
+
+def test_gpu_memory_is_handed_back(demo_model):
+    inference.classify(make_photo(), demo_model, device="cuda")  # Warm up CUDA.
+    allocated_before = torch.cuda.memory_allocated()
+    for seed in range(3):
+        result = inference.classify(make_photo(seed), demo_model, device="cuda")
+        memory, seconds = result["memory"], result["seconds"]
+        print(
+            f"\ncuda request {seed}: load {seconds['load']:.3f} s, "
+            f"infer {seconds['infer']:.3f} s, unload {seconds['unload']:.3f} s; GPU memory "
+            f"before {memory['cuda_before_bytes'] / MiB:.1f} MiB, "
+            f"peak {memory['cuda_peak_bytes'] / MiB:.1f} MiB, "
+            f"after {memory['cuda_after_bytes'] / MiB:.1f} MiB; "
+            f"reserved now {torch.cuda.memory_reserved() / MiB:.1f} MiB"
+        )
+        # The weights (about 5.5 MiB in float16) were on the GPU during the request...
+        assert memory["cuda_peak_bytes"] - memory["cuda_before_bytes"] > 4 * MiB
+        # ...and are gone after it.
+        assert memory["cuda_after_bytes"] <= memory["cuda_before_bytes"]
+    assert torch.cuda.memory_allocated() <= allocated_before
+    gc.collect()
+    assert not any(isinstance(thing, PreTrainedModel) for thing in gc.get_objects())
+
+
+def test_model_sits_on_the_gpu_while_loaded(demo_model):
+    with loaded_model(demo_model, device="cuda") as loaded:
+        parameter = next(loaded.model.parameters())
+        assert parameter.is_cuda and parameter.dtype == torch.float16
+    assert loaded.model is None
+
+
+def test_gpu_and_cpu_agree(demo_model):
+    photo = make_photo(5)
+    on_gpu = inference.classify(photo, demo_model, top_k=6, device="cuda")["top"]
+    on_cpu = inference.classify(photo, demo_model, top_k=6, device="cpu")["top"]
+    gpu_scores = {p["label"]: p["score"] for p in on_gpu}
+    for prediction in on_cpu:  # Half precision: close, not equal.
+        assert gpu_scores[prediction["label"]] == pytest.approx(prediction["score"], abs=1e-2)
