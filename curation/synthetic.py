@@ -47,6 +47,8 @@ def page_image(spec: PageSpec) -> np.ndarray:
     margin = int(0.07 * min(spec.inches) * spec.dpi)
     body = (margin, margin, w - margin, h - margin)
     if spec.kind in ("text", "ornament"):
+        if rng.random() < 0.4:
+            body = _heading(ink, body, rng, scale)
         _text_columns(ink, body, rng, scale)
         if spec.kind == "ornament":
             _ornament(ink, body, rng, scale)
@@ -54,9 +56,16 @@ def page_image(spec: PageSpec) -> np.ndarray:
         _engraving(ink, body, rng, scale)
     elif spec.kind == "mixed":
         x0, y0, x1, y1 = body
-        split = y0 + int((y1 - y0) * rng.uniform(0.45, 0.6))
-        _engraving(ink, (x0, y0, x1, split - int(40 * scale)), rng, scale)
-        _text_columns(ink, (x0, split, x1, y1), rng, scale)
+        split = y0 + int((y1 - y0) * rng.uniform(0.35, 0.6))
+        # The plate spans the page, or sits in one half with text beside it.
+        if rng.random() < 0.5:
+            _engraving(ink, (x0, y0, x1, split - int(40 * scale)), rng, scale)
+        else:
+            mid = (x0 + x1) // 2
+            left = rng.random() < 0.5
+            _engraving(ink, (x0, y0, mid - int(20 * scale), split) if left else (mid + int(20 * scale), y0, x1, split), rng, scale)
+            _text_columns(ink, (mid + int(20 * scale), y0, x1, split) if left else (x0, y0, mid - int(20 * scale), split), rng, scale)
+        _text_columns(ink, (x0, split + int(20 * scale), x1, y1), rng, scale)
     elif spec.kind != "blank":
         raise ValueError(f"unknown page kind {spec.kind!r}")
     strength = rng.uniform(0.3, 0.45) if spec.kind == "faded_engraving" else rng.uniform(0.8, 0.95)
@@ -89,6 +98,22 @@ def _text_columns(ink, box, rng, scale):
                 y += line_h  # paragraph break
 
 
+def _heading(ink, box, rng, scale):
+    """A masthead or title in large bold capitals; returns the body left below it."""
+    x0, y0, x1, y1 = box
+    title = "".join(rng.choice(list("ABCDEFGILMNOPRSTU "), int(rng.integers(8, 16)))).strip() or "LA MODE"
+    font_scale, thickness = rng.uniform(2.2, 3.4) * scale, max(2, round(rng.uniform(5, 9) * scale))
+    (tw, th), _ = cv2.getTextSize(title, cv2.FONT_HERSHEY_TRIPLEX, font_scale, thickness)
+    if tw > x1 - x0:
+        font_scale *= (x1 - x0) / tw
+        (tw, th), _ = cv2.getTextSize(title, cv2.FONT_HERSHEY_TRIPLEX, font_scale, thickness)
+    cv2.putText(ink, title, (x0 + (x1 - x0 - tw) // 2, y0 + th), cv2.FONT_HERSHEY_TRIPLEX, font_scale, 255,
+                thickness, cv2.LINE_AA)
+    rule_y = y0 + th + int(30 * scale)
+    cv2.line(ink, (x0, rule_y), (x1, rule_y), 255, max(1, round(3 * scale)))
+    return x0, rule_y + int(30 * scale), x1, y1
+
+
 def _engraving(ink, box, rng, scale):
     """Line work: a framed plate with figures shaded by hatching and cross-hatching."""
     x0, y0, x1, y1 = box
@@ -101,24 +126,40 @@ def _engraving(ink, box, rng, scale):
         cv2.ellipse(tone, center, axes, float(rng.uniform(0, 180)), 0, 360, float(rng.uniform(0.3, 1)), -1)
     tone = cv2.GaussianBlur(tone, (0, 0), 25 * scale)
     yy, xx = np.mgrid[0:ph, 0:pw].astype(np.float32)
-    spacing = rng.uniform(7, 11) * scale
-    for level, angle in ((0.15, 0.5), (0.45, 2.0), (0.75, 1.2)):
+    spacing = rng.uniform(5, 11) * scale
+    width = rng.uniform(0.15, 0.3)  # share of each hatching period that is line
+    for level, angle in ((0.15, rng.uniform(0, 1)), (0.45, rng.uniform(1.5, 2.5)), (0.75, rng.uniform(1, 1.4))):
         phase = (xx * np.cos(angle) + yy * np.sin(angle)) / spacing
-        lines = (np.abs(phase - np.round(phase)) < 0.22).astype(np.float32)
+        lines = (np.abs(phase - np.round(phase)) < width).astype(np.float32)
         plate = np.maximum(plate, lines * (tone > level))
     edges = cv2.Canny((tone * 255).astype(np.uint8), 20, 60)
     plate = np.maximum(plate, cv2.dilate(edges, np.ones((3, 3), np.uint8)).astype(np.float32) / 255)
-    cv2.rectangle(plate, (4, 4), (pw - 5, ph - 5), 1.0, max(2, int(5 * scale)))
+    if rng.random() < 0.6:  # a framed plate; otherwise a vignette fading into the paper
+        cv2.rectangle(plate, (4, 4), (pw - 5, ph - 5), 1.0, max(2, int(5 * scale)))
     ink[y0:y1, x0:x1] = np.maximum(ink[y0:y1, x0:x1], (plate * 255).astype(np.uint8))
 
 
 def _ornament(ink, box, rng, scale):
-    x0, y0, x1, _ = box
-    cx, size = (x0 + x1) // 2, int(rng.uniform(60, 110) * scale)
-    patch = np.zeros((2 * size, 2 * size), np.uint8)
-    for r in range(size // 4, size, max(3, int(9 * scale))):
-        cv2.circle(patch, (size, size), r, 255, max(1, int(2 * scale)))
-    ink[y0:y0 + 2 * size, cx - size:cx + size] = np.maximum(ink[y0:y0 + 2 * size, cx - size:cx + size], patch)
+    """A small decoration: a rosette of rings, or a hatched tailpiece between paragraphs."""
+    x0, y0, x1, y1 = box
+    cx = (x0 + x1) // 2
+    if rng.random() < 0.5:
+        size = int(rng.uniform(60, 110) * scale)
+        patch = np.zeros((2 * size, 2 * size), np.uint8)
+        for r in range(size // 4, size, max(3, int(9 * scale))):
+            cv2.circle(patch, (size, size), r, 255, max(1, int(2 * scale)))
+    else:
+        pw, ph = int(rng.uniform(400, 600) * scale), int(rng.uniform(60, 120) * scale)
+        yy, xx = np.mgrid[0:ph, 0:pw]
+        hatch = ((xx + yy) % max(3, int(8 * scale)) < max(1, int(2 * scale)))
+        shape = np.zeros((ph, pw), np.uint8)
+        cv2.ellipse(shape, (pw // 2, ph // 2), (pw // 2 - 2, ph // 2 - 2), 0, 0, 360, 1, -1)
+        patch = (hatch & (shape > 0)).astype(np.uint8) * 255
+    ph, pw = patch.shape
+    top = y0 + int(rng.uniform(0, 0.8) * max(1, (y1 - y0 - ph)))
+    left = cx - pw // 2
+    region = ink[top:top + ph, left:left + pw]
+    region[:] = np.where(patch > 0, patch, region // 4)  # text makes way for the ornament
 
 
 def _scan(ink, spec, rng):

@@ -1,0 +1,48 @@
+"""Near-duplicate plates: the same engraving reprinted across issues, found by perceptual hash.
+
+Hashes are split into four 16-bit bands; two hashes within MAX_DISTANCE bits share at least one
+band exactly when MAX_DISTANCE < 4, and usually do for a few bits more, so candidates come from band
+buckets instead of comparing every pair (100,000 pages stay a fraction of a second).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from .features import hamming
+
+MAX_DISTANCE = 6
+BANDS = 4
+
+
+def _bands(value: int) -> list[int]:
+    value &= (1 << 64) - 1
+    return [(value >> (16 * i)) & 0xFFFF for i in range(BANDS)]
+
+
+def group_near_duplicates(hashes: Sequence[int | None], max_distance: int = MAX_DISTANCE) -> list[list[int]]:
+    """Groups (lists of indexes into `hashes`, two or more each) of near-identical images."""
+    parent = list(range(len(hashes)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    buckets: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for index, value in enumerate(hashes):
+        if value is not None:
+            for band, key in enumerate(_bands(value)):
+                buckets[(band, key)].append(index)
+    for members in buckets.values():
+        for i, a in enumerate(members):
+            for b in members[i + 1:]:
+                if root(a) != root(b) and hamming(hashes[a], hashes[b]) <= max_distance:
+                    parent[root(b)] = root(a)
+    groups: dict[int, list[int]] = defaultdict(list)
+    for index, value in enumerate(hashes):
+        if value is not None:
+            groups[root(index)].append(index)
+    return sorted((g for g in groups.values() if len(g) > 1), key=lambda g: g[0])
