@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from typing import BinaryIO
 
 from .manifest import Manifest
-from .reader import file_sha256
+from .reader import file_sha256, find_pdfs
 
 ROOTS_ENV = "CURATION_ROOTS"
 ROOTS_SETTING = "allowed_roots"
@@ -136,6 +136,40 @@ def escaping_links(folder: pathlib.Path, roots: Iterable[pathlib.Path]) -> list[
 
 def _names(roots: list[pathlib.Path]) -> str:
     return ", ".join(str(r) for r in roots)
+
+
+# -- sources: the folders and files a curator asked to ingest, kept in the manifest -------------
+
+SOURCES_SETTING = "ingest_sources"
+
+
+def sources(manifest: Manifest) -> list[str]:
+    try:
+        value = json.loads(manifest.get_setting(SOURCES_SETTING, "[]"))
+    except json.JSONDecodeError:
+        return []
+    return [str(p) for p in value] if isinstance(value, list) else []
+
+
+def add_source(manifest: Manifest, path: pathlib.Path) -> None:
+    """Remember a checked path; Start ingests every source (only what is new is read)."""
+    known = sources(manifest)
+    if str(path) not in known:
+        manifest.set_setting(SOURCES_SETTING, json.dumps(known + [str(path)]))
+
+
+def remove_source(manifest: Manifest, path: str) -> None:
+    """Forget a source; documents already ingested from it stay in the manifest."""
+    manifest.set_setting(SOURCES_SETTING, json.dumps([p for p in sources(manifest) if p != path]))
+
+
+def pdf_stats(path: str | os.PathLike) -> tuple[int, int]:
+    """How many PDFs a source holds and their size in bytes; (0, 0) when it is gone."""
+    try:
+        pdfs = find_pdfs([path])
+        return len(pdfs), sum(p.stat().st_size for p in pdfs)
+    except OSError:
+        return 0, 0
 
 
 # -- uploads --------------------------------------------------------------------------------------

@@ -1,0 +1,210 @@
+"""What every dashboard page shares: the open manifest, errors shown as messages, the job panel.
+
+Streamlit code only; the logic it calls lives in curation/.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pathlib
+import sqlite3
+
+import streamlit as st
+
+from curation import jobs, views
+from curation.manifest import Manifest, ManifestError
+
+DEFAULT_DB = "data/manifest.sqlite"
+JOB_KINDS = ("sample", "ingest")
+POLL_SECONDS = 1.0
+log = logging.getLogger("curation.dashboard")
+
+
+def db_path() -> pathlib.Path:
+    return pathlib.Path(os.environ.get("CURATION_DB", DEFAULT_DB))
+
+
+def run_page(main) -> None:
+    """Run a page's body; whatever goes wrong is shown as a message, never as a traceback."""
+    use_entry_script()
+    try:
+        main()
+    except ManifestError as exc:
+        st.error(f"The manifest cannot be used: {exc}")
+    except sqlite3.Error as exc:
+        log.exception("manifest query failed")
+        st.error(f"Reading the manifest {db_path()} failed: {exc}. Nothing you decided is lost; reload to try again.")
+    except Exception as exc:  # the last line of defence: a message and the server log, not a traceback
+        log.exception("page failed")
+        st.error(f"Something went wrong: {exc}. The details are in the server log; reload to try again.")
+
+
+def use_entry_script() -> None:
+    """Make sure the page runs under streamlit_app.py's navigation.
+
+    Because a `pages/` folder exists, Streamlit starts in its old folder mode: until some session
+    has run the entry script (whose st.navigation switches that mode off for the process), a first
+    request for /review runs pages/review.py on its own, with the wrong sidebar and no layout.
+    Switching the mode off and rerunning runs the entry script, which then opens the same page.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def open_manifest(create: bool = False) -> Manifest | None:
+    """The manifest at $CURATION_DB, or None when there is none yet (and `create` is false)."""
+    path = db_path()
+    if not create and not path.exists():
+        return None
+    return Manifest(path, create=create)
+
+
+def require_manifest() -> Manifest:
+    """The manifest, or a message saying how to get one and the end of this script run."""
+    manifest = open_manifest()
+    if manifest is None:
+        st.info(f"There is no manifest at `{db_path()}` yet. Try the sample archive on Home, "
+                "or add PDFs on the Ingest page.")
+        link("pages/home.py", "Home", ":material/home:")
+        link("pages/ingest.py", "Ingest", ":material/upload_file:")
+        st.stop()
+    return manifest
+
+
+def link(page: str, label: str, icon: str | None = None) -> None:
+    """A link to another page; a plain caption when the page runs on its own (as in tests)."""
+    try:
+        st.page_link(page, label=label, icon=icon)
+    except Exception:  # StreamlitPageNotFoundError outside st.navigation
+        st.caption(label)
+
+
+def sidebar() -> None:
+    """Which manifest is open, what it holds, and the job at work on it."""
+    with st.sidebar:
+        st.caption("Manifest")
+        st.code(str(db_path()), language=None, wrap_lines=True)
+        try:
+            manifest = open_manifest()
+            if manifest is None:
+                st.caption("Not created yet: it appears with the first ingest.")
+                return
+            with manifest:
+                pages = views.page_count(manifest)
+                st.caption(f"{pages:,} pages · threshold σ > {manifest.threshold:g}")
+                job = running_job(manifest)
+                if job is not None:
+                    st.caption(f":material/sync: {job_title(job)} running: {job['done']:,}/{job['total']:,}")
+        except (ManifestError, sqlite3.Error) as exc:
+            st.error(f"Cannot read it: {exc}")
+
+
+# -- jobs -------------------------------------------------------------------------------------
+
+
+def running_job(manifest: Manifest):
+    for kind in JOB_KINDS:
+        job = manifest.running_job(kind)
+        if job is not None:
+            return job
+    return None
+
+
+def latest_job(manifest: Manifest):
+    jobs_ = [job for job in (manifest.latest_job(kind) for kind in JOB_KINDS) if job is not None]
+    return max(jobs_, key=lambda job: job["id"]) if jobs_ else None
+
+
+def job_title(job) -> str:
+    return {"sample": "Sample archive", "ingest": "Ingest"}.get(job["kind"], job["kind"].title())
+
+
+def job_panel(show_finished: bool = True, body=None) -> None:
+    """Live progress of the sample or ingest job, refreshing itself while one runs, with Stop.
+
+    `body(manifest)`, if given, is drawn under it and refreshes with it (the documents table).
+
+    The job runs in its own process and writes its progress to the manifest; this only reads it,
+    so a rerun, a reload or a second browser shows the same job and never starts another.
+    """
+    manifest = open_manifest()
+    if manifest is None:
+        return
+    with manifest:
+        running = running_job(manifest) is not None
+    if running:
+        st.session_state["job_was_running"] = True
+
+    @st.fragment(run_every=POLL_SECONDS if running else None)
+    def panel():
+        with open_manifest() as manifest:
+            job = running_job(manifest) or latest_job(manifest)
+            if job is not None:
+                if job["status"] != "running" and st.session_state.pop("job_was_running", False):
+                    st.rerun()  # the job just ended: refresh the whole page (figures, buttons)
+                show_job(manifest, job, show_finished)
+            if body is not None:
+                body(manifest)
+
+    panel()
+
+
+def show_job(manifest: Manifest, job, show_finished: bool) -> None:
+    title = job_title(job)
+    progress = views.job_progress(job)
+    if job["status"] == "running":
+        with st.container(border=True):
+            if job["kind"] == "sample":
+                text = f"Writing the sample archive: {progress['done']} of {progress['total']} pages"
+            else:
+                text = (f"{title}: {progress['done']:,} of {progress['total']:,} pages · "
+                        f"{progress['rate']}" + (f" · {progress['eta']}" if progress["eta"] else ""))
+            st.progress(progress["fraction"], text=text)
+            if job["stop_requested"]:
+                st.caption("Stopping after the pages in hand… Start resumes where it stopped.")
+            else:
+                st.button("Stop", icon=":material/stop_circle:", key=f"stop-{job['id']}",
+                          on_click=stop_job, args=(job["id"],))
+        return
+    if not show_finished:
+        return
+    message = job["message"] or ""
+    finished = (job["finished_at"] or "")[:19].replace("T", " ")
+    if job["status"] == "done":
+        st.success(f"{title} finished {finished} UTC: {message}", icon=":material/check_circle:")
+    elif job["status"] == "stopped":
+        st.info(f"{title} stopped {finished} UTC. Press Start to resume where it stopped.",
+                icon=":material/pause_circle:")
+    elif job["status"] == "interrupted":
+        st.warning(f"{title} did not finish: {message}. Press Start to resume.", icon=":material/warning:")
+    else:
+        st.error(f"{title} failed: {message or 'no reason was recorded'}. "
+                 f"The job's log is in `{db_path().parent / 'logs'}`. Press Start to try again.",
+                 icon=":material/error:")
+
+
+def stop_job(job_id: int) -> None:
+    """Stop's callback: opens the manifest itself, as a callback runs before the next script run."""
+    with open_manifest() as manifest:
+        jobs.stop(manifest, job_id)
+
+
+def launch_and_wait(kind: str, launch) -> str | None:
+    """Start a job process and wait until it has registered; an error message for a person, or None.
+
+    A job that another browser started meanwhile is not an error: both now show that one.
+    """
+    with open_manifest(create=True) as manifest:
+        process = launch()
+        job = jobs.wait_for_job(manifest, kind, process, timeout=30)
+        if job is not None or running_job(manifest) is not None:
+            return None
+        last = latest_job(manifest)
+        if last is not None and last["pid"] == process.pid:
+            return None  # it was quick: nothing new to do, and its outcome is shown with the job
+        return (f"The {kind} process ended before it began (exit code {process.poll()}). "
+                f"Its log is in `{db_path().parent / 'logs'}`.")

@@ -1,0 +1,86 @@
+"""Home: what the manifest holds, what to do next, and a sample archive to try it all."""
+
+import streamlit as st
+
+from curation import sample, views
+from pages import _common as common
+
+
+def main():
+    st.title("Curation dashboard")
+    st.caption("Scanned periodical pages in, a checked LoRA training set out: score every page, "
+               "choose a cutoff on σ, overrule single pages, export.")
+    common.job_panel(show_finished=False)
+    manifest = common.open_manifest()
+    if manifest is None:
+        welcome()
+        return
+    with manifest:
+        summary = manifest.summary()
+        running = common.running_job(manifest) is not None
+        if sum(summary["documents"].values()) == 0:
+            welcome(running)
+            return
+        show_summary(summary)
+        missing = views.missing_sources(manifest)
+        if missing:
+            st.warning(f"{len(missing)} source PDF(s) are no longer where they were ingested, for example "
+                       f"`{missing[0]}`. Their pages can still be reviewed from thumbnails, but not opened large "
+                       "or exported; ingest them again from their new place.", icon=":material/warning:")
+        st.subheader("Next")
+        steps = views.next_steps(summary, manifest.get_setting("threshold") is not None, running)
+        for step in steps:
+            common.link(step.page, step.label, ":material/arrow_forward:")
+            st.caption(step.why)
+        if not sample.sample_folder(common.db_path()).exists():
+            with st.expander("Try the sample archive"):
+                sample_button(running)
+
+
+def welcome(running: bool = False):
+    st.subheader("Start here")
+    st.markdown(
+        "1. **Ingest** archives of scanned PDFs: every page gets σ, the spread of its grey levels "
+        "(text columns sit around 15–30, engravings at 50–90).\n"
+        "2. **Threshold**: choose the cutoff on the σ histogram; pages above it are kept.\n"
+        "3. **Review** the pages σ gets wrong and overrule them one by one or in bulk.\n"
+        "4. **Export** the kept pages as a training set."
+    )
+    left, right = st.columns(2)
+    with left, st.container(border=True):
+        st.markdown("**No PDFs at hand?**")
+        st.caption(f"Writes {sample.DOCUMENTS} synthetic periodical issues ({sample.DOCUMENTS * sample.PAGES} pages: "
+                   "text columns, engravings, mixed pages and a few hard cases) into "
+                   f"`{sample.sample_folder(common.db_path())}` and ingests them. About half a minute.")
+        sample_button(running)
+    with right, st.container(border=True):
+        st.markdown("**Your own archive**")
+        st.caption("Upload PDFs, or give a folder on the server.")
+        common.link("pages/ingest.py", "Go to Ingest", ":material/upload_file:")
+
+
+def sample_button(running: bool):
+    if st.button("Try a sample archive", type="primary", icon=":material/science:", disabled=running,
+                 help="A job is running; wait for it to finish." if running else None):
+        error = common.launch_and_wait(sample.KIND, lambda: sample.launch(common.db_path()))
+        if error:
+            st.error(error)
+        else:
+            st.rerun()
+
+
+def show_summary(summary: dict):
+    share = summary["rejected"] / summary["pages"] if summary["pages"] else 0
+    documents = sum(n for status, n in summary["documents"].items() if status != "replaced")
+    columns = st.columns(6)
+    columns[0].metric("Documents", f"{documents:,}")
+    columns[1].metric("Pages scored", f"{summary['scored']:,}")
+    columns[2].metric("Kept", f"{summary['kept']:,}", help=f"At the saved threshold, σ > {summary['threshold']:g}, "
+                      "and the overrides.")
+    columns[3].metric("Rejected", f"{summary['rejected']:,}", delta=f"{share:.0%} removed", delta_color="off",
+                      delta_arrow="off")
+    columns[4].metric("Overrides", f"{summary['overrides']:,}")
+    columns[5].metric("Failed pages", f"{summary['failed']:,}")
+
+
+common.run_page(main)

@@ -1,0 +1,155 @@
+"""Ingest: add archives (upload or a server path), start and stop scoring, watch it live."""
+
+import pathlib
+
+import streamlit as st
+
+from curation import jobs, paths, views
+from pages import _common as common
+
+STATUS_LABELS = {"not-pdf": "not a PDF", "replaced": "replaced (file changed)"}
+
+
+def main():
+    st.title("Ingest")
+    st.caption("Every page of every PDF gets σ and a thumbnail. Ingest runs in its own process: "
+               "reloading, closing the tab or a second browser neither stops it nor starts another.")
+    db = common.db_path()
+    manifest = common.open_manifest()
+    roots = paths.allowed_roots(db, manifest)
+    running = manifest is not None and common.running_job(manifest) is not None
+    known_sources = paths.sources(manifest) if manifest is not None else []
+    if manifest is not None:
+        manifest.close()
+
+    add_archives(db, roots)
+    show_sources(known_sources)
+    start_button(db, roots, known_sources, running)
+    common.job_panel(body=documents_table)
+
+
+def add_archives(db: pathlib.Path, roots: list[pathlib.Path]):
+    by_path, by_upload = st.tabs(["Folder or file on the server", "Upload PDFs"])
+    with by_path:
+        with st.form("add-path", clear_on_submit=False, border=False):
+            text = st.text_input(
+                "Path", placeholder=str(roots[0] / "archive"),
+                help="A folder (searched recursively for PDFs) or one PDF. Relative paths start in "
+                     f"{roots[0]}.",
+            )
+            added = st.form_submit_button("Add", icon=":material/add:")
+        st.caption("Allowed folders: " + ", ".join(f"`{root}`" for root in roots) +
+                   ". The server administrator adds more with `python -m curation.paths add FOLDER` "
+                   "or the CURATION_ROOTS environment variable.")
+        if added:
+            add_path(text, roots)
+    with by_upload:
+        uploads = st.file_uploader("PDFs", type=["pdf"], accept_multiple_files=True)
+        st.caption("Uploads travel through the browser and are held in the server's memory until saved, "
+                   f"so big archives go by path: copy them under `{roots[0]}` on the server instead. "
+                   f"Saved to `{paths.uploads_dir(db)}`.")
+        if uploads and st.button(f"Save {len(uploads)} file(s) for ingest", icon=":material/save:"):
+            save_uploads(db, uploads)
+
+
+def add_path(text: str, roots: list[pathlib.Path]):
+    try:
+        path = paths.check_path(text, roots, base=roots[0])
+    except paths.PathRefused as exc:
+        st.error(str(exc), icon=":material/block:")
+        return
+    count, size = paths.pdf_stats(path)
+    if count == 0:
+        st.warning(f"No PDFs found in `{path}`.")
+        return
+    with common.open_manifest(create=True) as manifest:
+        paths.add_source(manifest, path)
+    st.session_state["ingest_notice"] = f"Added `{path}`: {count} PDF(s), {size / 1e6:,.1f} MB. Press Start."
+    st.rerun()
+
+
+def save_uploads(db: pathlib.Path, uploads):
+    folder = paths.uploads_dir(db)
+    saved = [paths.save_upload(folder, upload.name, upload) for upload in uploads]
+    with common.open_manifest(create=True) as manifest:
+        paths.add_source(manifest, folder)
+    st.session_state["ingest_notice"] = f"Saved {len(saved)} file(s) to `{folder}`. Press Start."
+    st.rerun()
+
+
+def show_sources(known: list[str]):
+    notice = st.session_state.pop("ingest_notice", None)
+    if notice:
+        st.success(notice, icon=":material/check:")
+    if not known:
+        st.caption("Add a folder or upload PDFs, then press Start.")
+        return
+    st.subheader("Sources")
+    for source in known:
+        count, size = source_stats(source)
+        left, right = st.columns([6, 1], vertical_alignment="center")
+        left.markdown(f"`{source}` · {count} PDF(s), {size / 1e6:,.1f} MB" if count else
+                      f"`{source}` · :orange[no PDFs there now]")
+        right.button("Remove", key=f"remove-{source}", on_click=remove_source, args=(source,),
+                     help="Forget this source. Documents already ingested stay.")
+
+
+@st.cache_data(ttl=10, show_spinner=False)
+def source_stats(source: str) -> tuple[int, int]:
+    return paths.pdf_stats(source)
+
+
+def remove_source(source: str):
+    with common.open_manifest() as manifest:
+        paths.remove_source(manifest, source)
+
+
+def start_button(db: pathlib.Path, roots: list[pathlib.Path], known: list[str], running: bool):
+    help_text = ("A job is running on this manifest." if running else
+                 "Scores every page not in the manifest yet, from all sources; after Stop it resumes.")
+    if not st.button("Start", type="primary", icon=":material/play_arrow:", disabled=running or not known,
+                     help=help_text):
+        return
+    usable = []
+    for source in known:
+        try:
+            usable.append(str(paths.check_path(source, roots, base=roots[0])))
+        except paths.PathRefused as exc:
+            st.warning(f"Skipped: {exc}")
+    if not usable:
+        st.error("None of the sources can be read now.")
+        return
+    error = common.launch_and_wait("ingest", lambda: jobs.launch(db, "ingest", *usable))
+    if error:
+        st.error(error)
+    else:
+        st.rerun()
+
+
+def documents_table(manifest):
+    rows = views.document_rows(manifest)
+    if not rows:
+        return
+    st.subheader("Documents")
+    table = [
+        {
+            "document": pathlib.Path(row["path"]).name,
+            "pages": row["pages"],
+            "done": (row["scored"] + row["failed"]) / row["pages"] if row["pages"] else 0.0,
+            "failed": row["failed"],
+            "status": STATUS_LABELS.get(row["status"], row["status"]) + (" · file missing" if row["missing"] else ""),
+            "reason": row["error"] or "",
+            "folder": str(pathlib.Path(row["path"]).parent),
+        }
+        for row in rows
+    ]
+    st.dataframe(
+        table, hide_index=True, width="stretch",
+        column_config={
+            "done": st.column_config.ProgressColumn("scored", format="percent", min_value=0.0, max_value=1.0),
+            "reason": st.column_config.TextColumn("reason", width="large"),
+        },
+    )
+
+
+common.run_page(main)

@@ -1,0 +1,63 @@
+"""Home page: what the manifest holds, what to do next, and the sample archive."""
+
+import pytest
+
+from apptest_support import filled_db, job_finished, page, ran, texts, wait_for
+from curation import Manifest, sample
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    path = tmp_path / "data" / "manifest.sqlite"
+    monkeypatch.setenv("CURATION_DB", str(path))
+    return path
+
+
+def test_a_new_user_is_offered_the_sample_archive(db):
+    at = ran(page("pages/home.py"))
+    assert "Start here" in texts(at)
+    assert any(button.label == "Try a sample archive" for button in at.button)
+    assert not db.exists()  # looking creates nothing
+
+
+def test_summary_and_next_steps(db):
+    filled_db(db, documents=2, pages=30)
+    with Manifest(db) as manifest:
+        expected = manifest.summary()
+    at = ran(page("pages/home.py"))
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Documents"] == "2"
+    assert metrics["Pages scored"] == "60"
+    assert metrics["Kept"] == f"{expected['kept']:,}"
+    assert metrics["Rejected"] == f"{expected['rejected']:,}"
+    assert "Choose the cutoff" in texts(at) or any("Choose the cutoff" in str(e.proto) for e in at.main)
+    assert "no longer where they were ingested" in texts(at)  # fill_manifest's paths do not exist
+
+
+@pytest.mark.parametrize("script", ["streamlit_app.py", "pages/home.py", "pages/ingest.py", "pages/threshold.py",
+                                    "pages/review.py"])
+def test_an_unreadable_manifest_is_a_message_on_every_page(db, script):
+    db.parent.mkdir(parents=True)
+    db.write_bytes(b"this is not SQLite" * 100)
+    at = ran(page(script))
+    assert any("manifest" in e.value for e in at.error)
+
+
+def test_the_sample_button_writes_and_ingests_in_its_own_process(db, monkeypatch):
+    launch = sample.launch
+    monkeypatch.setattr(sample, "launch", lambda path: launch(path, "--documents", "1", "--pages", "3",
+                                                               "--dpi", "30", "--workers", "1"))
+    at = ran(page("pages/home.py"))
+    next(button for button in at.button if button.label == "Try a sample archive").click()
+    ran(at)
+    wait_for(job_finished(db, "ingest"))
+    at = ran(page("pages/home.py"))
+    assert {m.label: m.value for m in at.metric}["Pages scored"] == "3"
+    assert sorted(p.name for p in sample.sample_folder(db).iterdir()) == ["sample-issue-01.pdf"]
+
+
+def test_the_entry_point_shows_the_open_manifest(db):
+    filled_db(db, documents=1, pages=5)
+    at = ran(page("streamlit_app.py"))
+    sidebar = " ".join(str(e.value) for e in at.sidebar.caption) + " ".join(str(c.value) for c in at.sidebar.code)
+    assert str(db) in sidebar and "5 pages" in sidebar

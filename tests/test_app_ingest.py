@@ -1,0 +1,95 @@
+"""Ingest page: server paths checked against the allowed roots, a job in its own process, live status."""
+
+
+import pytest
+
+from apptest_support import job_finished, page, ran, texts, wait_for
+from curation import Manifest, paths
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    path = tmp_path / "data" / "manifest.sqlite"
+    monkeypatch.setenv("CURATION_DB", str(path))
+    monkeypatch.setenv(paths.ROOTS_ENV, str(tmp_path / "archive"))
+    return path
+
+
+def add_path(at, text):
+    at.text_input[0].input(text)
+    next(b for b in at.button if b.label == "Add").click()
+    return ran(at)
+
+
+def start_button(at):
+    return next(b for b in at.button if b.label == "Start")
+
+
+def test_without_a_manifest_the_page_explains_and_cannot_start(db):
+    at = ran(page("pages/ingest.py"))
+    assert start_button(at).disabled
+    assert "Allowed folders" in texts(at)
+
+
+def test_paths_outside_the_allowed_folders_are_refused(db, tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    at = add_path(ran(page("pages/ingest.py")), str(outside))
+    assert "outside the folders" in at.error[0].value
+    at = add_path(at, str(tmp_path / "archive" / ".." / "elsewhere"))
+    assert "`..`" in at.error[0].value
+    assert not db.exists()
+
+
+def test_add_a_folder_start_and_see_the_documents(db, archive):
+    at = add_path(ran(page("pages/ingest.py")), str(archive))
+    assert "3 PDF(s)" in texts(at)
+    start_button(at).click()
+    ran(at)
+    wait_for(job_finished(db, "ingest"))
+    at = ran(page("pages/ingest.py"))
+    assert "Ingest finished" in at.success[0].value
+    table = at.dataframe[0].value
+    assert list(table["document"]) == ["issue-0.pdf", "issue-1.pdf", "issue-2.pdf"]
+    assert list(table["status"]) == ["ok"] * 3
+    with Manifest(db) as manifest:
+        assert manifest.summary()["scored"] == 15
+
+
+def test_a_running_job_shows_progress_and_stops_on_request(db):
+    with Manifest(db) as manifest:
+        job_id = manifest.start_job("ingest", {"paths": []})  # this process stands in for the job
+        manifest.update_job(job_id, done=30, total=120, rate=12.0, eta=7.5)
+    at = ran(page("pages/ingest.py"))
+    assert start_button(at).disabled
+    assert "30 of 120 pages" in at.get("progress")[0].proto.text
+    next(b for b in at.button if b.label == "Stop").click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.stop_requested(job_id)
+        manifest.finish_job(job_id, "stopped", "stopped; run ingest again to resume")
+    at = ran(page("pages/ingest.py"))
+    assert "Press Start to resume" in at.info[0].value
+
+
+@pytest.mark.parametrize("status, element, words", [
+    ("failed", "error", "failed: disk full"),
+    ("interrupted", "warning", "did not finish"),
+])
+def test_a_job_that_ended_badly_is_a_message(db, status, element, words):
+    with Manifest(db) as manifest:
+        job_id = manifest.start_job("ingest", {})
+        manifest.finish_job(job_id, status, "disk full")
+    at = ran(page("pages/ingest.py"))
+    assert words in getattr(at, element)[0].value
+
+
+def test_removing_a_source_keeps_its_documents(db, archive):
+    with Manifest(db) as manifest:
+        paths.add_source(manifest, archive)
+    at = ran(page("pages/ingest.py"))
+    next(b for b in at.button if b.label == "Remove").click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert paths.sources(manifest) == []
+    assert start_button(at).disabled

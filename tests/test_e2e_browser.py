@@ -1,0 +1,174 @@
+"""The dashboard in a real browser: Chromium driven by Playwright against `streamlit run` on localhost.
+
+The flow a curator follows: ingest a folder by its server path, wait for the job, move the cutoff and
+see the figures change, overrule a page on Review, reload, and find the override still there. No page
+may show an exception element.
+"""
+
+import os
+import pathlib
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from curation import Manifest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+IDLE = "[data-test-script-state='notRunning']"
+
+playwright = pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                reason="needs Debian's chromium (apt-get install chromium)")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def server(tmp_path, archive):
+    """`streamlit run` on a fresh manifest, with the archive's folder as an allowed root."""
+    db = tmp_path / "data" / "manifest.sqlite"
+    port = free_port()
+    env = {**os.environ, "CURATION_DB": str(db), "CURATION_ROOTS": str(archive)}
+    log = open(tmp_path / "streamlit.log", "wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(url, process)
+        yield url, db, archive
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+def wait_until_up(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError("streamlit exited before it served")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError("streamlit did not come up")
+
+
+@pytest.fixture
+def browser_page(server):
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(30_000)
+        try:
+            yield page
+        finally:
+            browser.close()
+
+
+def settle(page) -> None:
+    """Wait until the script run is over, and stays over (a callback or a rerun may follow)."""
+    for _ in range(2):
+        page.wait_for_selector(IDLE)
+        page.wait_for_timeout(400)
+    page.wait_for_selector(IDLE)
+
+
+def no_exception(page) -> None:
+    exceptions = page.locator("[data-testid='stException']")
+    assert exceptions.count() == 0, exceptions.first.inner_text()
+
+
+def go(page, url: str, name: str) -> None:
+    page.goto(f"{url}/{name}")
+    settle(page)
+    no_exception(page)
+
+
+def metric(page, label: str) -> str:
+    box = page.locator("[data-testid='stMetric']").filter(has=page.get_by_text(label, exact=True))
+    return box.locator("[data-testid='stMetricValue']").inner_text()
+
+
+def test_ingest_threshold_review_in_a_browser(server, browser_page):
+    url, db, archive = server
+    page = browser_page
+
+    go(page, url, "")
+    page.get_by_role("button", name="Try a sample archive").wait_for()
+    assert str(db) in page.locator("[data-testid='stSidebar']").inner_text()
+
+    # Ingest by server path; the job runs in its own process and the page follows it live.
+    go(page, url, "ingest")
+    page.get_by_label("Path", exact=True).fill(str(archive))
+    page.get_by_role("button", name="Add").click()
+    page.get_by_text("3 PDF(s)").first.wait_for()
+    settle(page)
+    page.get_by_role("button", name="Start").click()
+    page.get_by_text("Ingest finished").wait_for(timeout=90_000)
+    settle(page)
+    no_exception(page)
+    table = page.locator("[data-testid='stDataFrame']")
+    table.wait_for()
+    with Manifest(db) as manifest:
+        assert manifest.summary()["scored"] == 15
+
+    # An upload is stored under the data folder with a safe name and becomes a source.
+    page.get_by_role("tab", name="Upload PDFs").click()
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(archive / "issue-0.pdf"))
+    page.get_by_role("button", name="Save 1 file(s) for ingest").click()
+    page.get_by_text("Saved 1 file(s)").wait_for()
+    settle(page)
+    assert (db.parent / "uploads" / "issue-0.pdf").read_bytes() == (archive / "issue-0.pdf").read_bytes()
+
+    # Moving the cutoff changes the figures at once; nothing is saved until Save.
+    go(page, url, "threshold")
+    kept_at_45 = metric(page, "Kept")
+    cutoff = page.get_by_label("σ cutoff", exact=True)
+    cutoff.fill("10")
+    cutoff.press("Enter")
+    page.wait_for_function(
+        "before => [...document.querySelectorAll('[data-testid=stMetricValue]')][0].innerText !== before",
+        arg=kept_at_45)
+    settle(page)
+    no_exception(page)
+    assert metric(page, "Kept") == "15"
+    assert "Not saved" in page.locator("[data-testid='stMain']").inner_text()
+
+    # Exclude the first page on Review: saved at once, and still there after a reload.
+    go(page, url, "review")
+    page.get_by_text("0 overrides in the manifest").wait_for()
+    first_card = page.locator("[class*='st-key-decide-']").first  # a card's Include / Auto / Exclude
+    first_card.get_by_role("radio", name="Exclude").click()
+    page.get_by_text("excluded by you").first.wait_for()
+    settle(page)
+    page.reload()
+    settle(page)
+    no_exception(page)
+    page.get_by_text("excluded by you").first.wait_for()
+    assert re.search(r"\b1\s+overrides in the manifest", page.locator("[data-testid='stMain']").inner_text())
+    with Manifest(db) as manifest:
+        assert [row["keep"] for row in manifest.overrides()] == [0]
+
+    go(page, url, "")  # home counts the override too
+    assert metric(page, "Overrides") == "1"
