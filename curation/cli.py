@@ -140,6 +140,86 @@ def pages(db, fmt, threshold):
     write_rows(rows, PAGE_COLUMNS, fmt)
 
 
+
+@cli.command()
+@db_option
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
+              help="The ZIP to write. It is written beside, under a hidden temporary name, and renamed "
+                   "when complete: an interrupted export never leaves a half ZIP here.")
+@click.option("--layout", type=click.Choice(["kohya", "folder", "diffusers"]), default="kohya", show_default=True,
+              help="kohya: img/<repeats>_<trigger> <class>/ with .txt captions and dataset.toml (kohya_ss, "
+                   "sd-scripts). folder: images/ with .txt captions (ai-toolkit, OneTrainer). diffusers: "
+                   "train/ with metadata.jsonl (datasets imagefolder).")
+@click.option("--mode", type=click.Choice(["square", "bucket"]), default="square", show_default=True,
+              help="square: every image SIZE x SIZE, shaped by --fit. bucket: proportions kept, each image "
+                   "snapped to the nearest SDXL bucket (area about SIZE², sides multiples of 64).")
+@click.option("--fit", type=click.Choice(["pad", "crop", "stretch"]), default="pad", show_default=True,
+              help="How a page becomes a square. pad: the whole page on a margin of its paper colour. "
+                   "crop: the centre square; the page's ends are lost. stretch: squashed, as the original "
+                   "method did.")
+@click.option("--size", type=click.IntRange(64, 4096), default=1024, show_default=True,
+              help="Side of the square, or the bucket area's side, in pixels.")
+@click.option("--quality", type=click.IntRange(1, 100), default=92, show_default=True, help="JPEG quality.")
+@click.option("--trigger", default="ohwx", show_default=True,
+              help="The trigger word prompts use to call the style (a rare token).")
+@click.option("--class", "class_word", default="engraving", show_default=True,
+              help="The class word: what the images show.")
+@click.option("--template", default="{trigger}, {class}, {caption}", show_default=True,
+              help="Caption of every image. Placeholders: {trigger}, {class}, {caption} (the page's caption "
+                   "from the Review page, empty if none), {doc} (file name), {page} (0-based). Empty parts "
+                   "drop out with their comma.")
+@click.option("--repeats", type=click.IntRange(1, 10000), default=10, show_default=True,
+              help="kohya layout: times each image is seen per epoch (the number in the folder name).")
+@click.option("--pad-colour", "pad_colour", default="paper", show_default=True,
+              help="Margin colour for --fit pad: 'paper' (each page's own paper) or #rrggbb.")
+@click.option("--threshold", type=float, default=None, help="Decide at this sigma instead of the saved threshold.")
+@click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
+              help=f"Worker processes reading pages (default: one per core, here {default_workers()}).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def export(db, out, layout, mode, fit, size, quality, trigger, class_word, template, repeats, pad_colour,
+           threshold, workers, quiet):
+    """Write the kept pages to a LoRA training ZIP that kohya_ss, ai-toolkit and diffusers take as it is.
+
+    The kept pages are the curator's overrides, else sigma > threshold. Each becomes an RGB JPEG
+    read at full quality from its source (the embedded scan, decoded at the smallest size that
+    covers the output; other pages rendered), resized with LANCZOS, with a same-stem .txt caption.
+    The ZIP also holds manifest.csv (source document, page, sigma, decided_by and caption of each
+    image) and export.json (these settings). The same manifest and settings give a byte-identical
+    ZIP. Ctrl-C stops cleanly and writes nothing.
+    """
+    from .export import Export, ExportError, ExportSettings, SettingsError  # Pillow only when exporting
+
+    manifest = open_manifest(db)
+    try:
+        settings = ExportSettings(mode=mode, fit=fit, size=size, quality=quality, layout=layout, trigger=trigger,
+                                  class_word=class_word, template=template, repeats=repeats, pad_colour=pad_colour)
+    except SettingsError as exc:
+        raise click.UsageError(str(exc)) from exc
+    bar = None
+
+    def progress(done, total):
+        nonlocal bar
+        if bar is None:  # made on the first image, so a refusal prints no empty bar
+            bar = tqdm(desc="exporting", unit="image", total=total, disable=quiet, dynamic_ncols=True)
+        bar.update(done - bar.n)
+
+    try:
+        run = Export(manifest, out, settings, threshold=threshold, workers=workers or default_workers(),
+                     on_progress=progress)
+        report = run.run()
+    except (ExportError, JobRunning) as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        if bar is not None:
+            bar.close()
+    for skipped in report.skipped:
+        click.echo(f"warning: {skipped['document']} page {skipped['page']}: {skipped['reason']}", err=True)
+    if report.stopped:
+        click.echo(f"Stopped. Nothing was written to {report.path}.", err=True)
+        sys.exit(130)
+    click.echo(f"{report.images} images ({settings.layout} layout, {settings.shape} {settings.size}) written to "
+               f"{report.path}: {report.bytes / 1e6:.1f} MB, {report.images_per_second:.1f} images/s")
+
 def write_rows(rows, columns, fmt) -> None:
     out = sys.stdout
     if fmt == "jsonl":

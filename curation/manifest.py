@@ -96,6 +96,46 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX jobs_status ON jobs(status);
     """,
+    # Per-page captions, edited on the Review page and used by the export's caption template.
+    """
+    CREATE TABLE captions (
+        doc_id INTEGER NOT NULL,
+        page INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (doc_id, page)
+    );
+    """,
+    # Features beside sigma (curation.features), the model's suggestions and near-duplicate groups.
+    """
+    ALTER TABLE pages ADD COLUMN sigma_content REAL;
+    ALTER TABLE pages ADD COLUMN ink_tone REAL;
+    ALTER TABLE pages ADD COLUMN ink_coverage REAL;
+    ALTER TABLE pages ADD COLUMN picture_share REAL;
+    ALTER TABLE pages ADD COLUMN picture_x0 INTEGER;
+    ALTER TABLE pages ADD COLUMN picture_y0 INTEGER;
+    ALTER TABLE pages ADD COLUMN picture_x1 INTEGER;
+    ALTER TABLE pages ADD COLUMN picture_y1 INTEGER;
+    ALTER TABLE pages ADD COLUMN phash INTEGER;
+    ALTER TABLE pages ADD COLUMN features_version INTEGER;
+    CREATE INDEX pages_picture_share ON pages(picture_share);
+
+    CREATE TABLE suggestions (
+        doc_id INTEGER NOT NULL,
+        page INTEGER NOT NULL,
+        keep INTEGER NOT NULL,
+        confidence REAL NOT NULL,
+        PRIMARY KEY (doc_id, page)
+    );
+
+    CREATE TABLE duplicates (
+        doc_id INTEGER NOT NULL,
+        page INTEGER NOT NULL,
+        group_id INTEGER NOT NULL,
+        PRIMARY KEY (doc_id, page)
+    );
+    CREATE INDEX duplicates_group ON duplicates(group_id);
+    """,
 ]
 
 # The one definition of a page's decision. `:threshold` is bound by the caller.
@@ -125,6 +165,7 @@ class PageResult:
     method: str | None = None
     error: str | None = None
     thumbnail: bytes | None = None
+    features: dict | None = None  # column -> value, see curation.features
 
 
 class Manifest:
@@ -287,10 +328,12 @@ class Manifest:
         count = 0
         with self.transaction():
             for r in results:
+                columns = {"doc_id": doc_id, "page": r.page, "status": r.status, "sigma": r.sigma, "width": r.width,
+                           "height": r.height, "method": r.method, "error": r.error, "scored_at": stamp,
+                           **(r.features or {})}
                 self.conn.execute(
-                    "INSERT OR REPLACE INTO pages (doc_id, page, status, sigma, width, height, method, error, scored_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (doc_id, r.page, r.status, r.sigma, r.width, r.height, r.method, r.error, stamp),
+                    f"INSERT OR REPLACE INTO pages ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                    list(columns.values()),
                 )
                 if r.thumbnail is not None:
                     self.conn.execute(
@@ -410,6 +453,55 @@ class Manifest:
     def stop_requested(self, job_id: int) -> bool:
         row = self.conn.execute("SELECT stop_requested FROM jobs WHERE id = ?", (job_id,)).fetchone()
         return bool(row and row[0])
+
+    # -- captions -----------------------------------------------------------------------------
+
+    def caption(self, doc_id: int, page: int) -> str | None:
+        row = self.conn.execute("SELECT text FROM captions WHERE doc_id = ? AND page = ?", (doc_id, page)).fetchone()
+        return row[0] if row else None
+
+    def set_caption(self, doc_id: int, page: int, text: str | None) -> None:
+        """Set one page's caption; None or blank text removes it. Stored trimmed, as written."""
+        self.set_captions([(doc_id, page, text)])
+
+    def set_captions(self, items: Iterable[tuple[int, int, str | None]]) -> int:
+        """Set many captions in one transaction (bulk editing); returns how many were given."""
+        stamp, count = now(), 0
+        with self.transaction():
+            for doc_id, page, text in items:
+                text = (text or "").strip()
+                if text:
+                    self.conn.execute(
+                        "INSERT INTO captions (doc_id, page, text, updated_at) VALUES (?, ?, ?, ?) "
+                        "ON CONFLICT(doc_id, page) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at",
+                        (doc_id, page, text, stamp),
+                    )
+                else:
+                    self.conn.execute("DELETE FROM captions WHERE doc_id = ? AND page = ?", (doc_id, page))
+                count += 1
+        return count
+
+    def captions(self, doc_id: int | None = None) -> dict[tuple[int, int], str]:
+        """Captions by (doc_id, page), of one document or all."""
+        rows = self.conn.execute(
+            "SELECT doc_id, page, text FROM captions WHERE ? IS NULL OR doc_id = ?", (doc_id, doc_id)
+        )
+        return {(row[0], row[1]): row[2] for row in rows}
+
+    def export_pages(self, threshold: float | None = None) -> list[sqlite3.Row]:
+        """The pages a training export takes: kept at `threshold` (default: the saved one) and scored,
+        of live documents, in a stable order, each with its document's path, hash and size, its
+        decision, and its caption (None when it has none)."""
+        bound = {"threshold": self.threshold if threshold is None else float(threshold)}
+        return self.conn.execute(
+            f"SELECT p.doc_id, p.page, d.path AS doc, d.sha256, d.size AS doc_size, p.sigma, p.width, p.height, "
+            f"p.method, {DECIDED_BY_SQL} AS decided_by, c.text AS caption "
+            f"FROM pages p JOIN documents d ON d.id = p.doc_id "
+            f"LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
+            f"LEFT JOIN captions c ON c.doc_id = p.doc_id AND c.page = p.page "
+            f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' AND {KEEP_SQL} = 1 ORDER BY d.path, d.id, p.page",
+            bound,
+        ).fetchall()
 
 
 class JobRunning(Exception):

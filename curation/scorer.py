@@ -14,6 +14,7 @@ import cv2
 import numpy as np
 import pymupdf
 
+from .features import feature_columns
 from .manifest import PageResult
 from .reader import error_text
 
@@ -50,7 +51,7 @@ def score_page(doc: pymupdf.Document, number: int) -> PageResult:
         width, height = reference_size(page)
         return PageResult(
             page=number, status="ok", sigma=sigma, width=width, height=height,
-            method=method, thumbnail=thumbnail_jpeg(gray),
+            method=method, thumbnail=thumbnail_jpeg(gray), features=feature_columns(gray, width / gray.shape[1]),
         )
     except Exception as exc:  # MuPDF raises plain RuntimeError/ValueError for damaged content
         return PageResult(page=number, status="failed", error=f"could not read page: {error_text(exc)}")

@@ -1,0 +1,39 @@
+"""Captions: one line per image from a template, e.g. "{trigger}, {class}, {caption}".
+
+Trainers read a caption file's first line only (sd-scripts) or the whole file as one prompt, so a
+caption is always one line. Parts a page leaves empty (no per-page caption yet) vanish with their
+comma instead of leaving "ohwx, engraving, " behind.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import string
+
+PLACEHOLDERS = ("trigger", "class", "caption", "doc", "page")
+_SPACES = re.compile(r"\s+")
+
+
+def template_fields(template: str) -> list[str]:
+    """The placeholders a template uses; ValueError when it is malformed (a lone brace)."""
+    return [field for _, field, _spec, _conv in string.Formatter().parse(template) if field is not None]
+
+
+def render_caption(template: str, *, trigger: str, class_word: str, caption: str | None = None,
+                   doc: str = "", page: int = 0) -> str:
+    """The caption for one image, on one line."""
+    text = template.format(trigger=trigger, caption=one_line(caption or ""), doc=doc, page=page,
+                           **{"class": class_word})
+    parts = [one_line(part) for part in text.split(",")]
+    return ", ".join(part for part in parts if part)
+
+
+def one_line(text: str) -> str:
+    return _SPACES.sub(" ", text).strip()
+
+
+def caption_for(item, settings) -> str:
+    """The caption of one exported page (an `Item`) under `settings`."""
+    return render_caption(settings.template, trigger=settings.trigger, class_word=settings.class_word,
+                          caption=item.caption, doc=pathlib.PurePath(item.doc).stem, page=item.page)

@@ -1,0 +1,92 @@
+"""Which part of a page each exported image shows, and at what size.
+
+A `Plan` is worked out from the page's proportions alone, before a pixel is read, so the reader
+decodes or renders only as much as the output needs. Units are the source's own: pixels of an
+embedded scan, or points of a page to render.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+from .settings import MIN_BUCKET_SIDE, ExportSettings
+
+BUCKET_STEP = 64  # SDXL's latent grid: sides in multiples of 64 pixels
+
+
+@dataclass(frozen=True)
+class Plan:
+    box: tuple[float, float, float, float]  # the part of the source that is kept (x0, y0, x1, y1)
+    size: tuple[int, int]  # what that part is resized to
+    canvas: tuple[int, int]  # the final image; larger than `size` only when padding
+
+    @property
+    def offset(self) -> tuple[int, int]:
+        """Where the resized part sits on the canvas: centred."""
+        return (self.canvas[0] - self.size[0]) // 2, (self.canvas[1] - self.size[1]) // 2
+
+    @property
+    def scale(self) -> float:
+        """Output pixels per source unit: the resolution a source must have so nothing is enlarged."""
+        x0, y0, x1, y1 = self.box
+        return max(self.size[0] / (x1 - x0), self.size[1] / (y1 - y0))
+
+    @property
+    def padded(self) -> bool:
+        return self.canvas != self.size
+
+
+def plan_image(width: float, height: float, settings: ExportSettings) -> Plan:
+    """The plan for a source `width` x `height` under `settings`."""
+    side = settings.size
+    full = (0.0, 0.0, float(width), float(height))
+    if settings.mode == "bucket":
+        bucket = nearest_bucket(width, height, side)
+        return Plan(_centred_box(width, height, bucket[0] / bucket[1]), bucket, bucket)
+    if settings.fit == "stretch":  # the original method: proportions are lost
+        return Plan(full, (side, side), (side, side))
+    if settings.fit == "crop":
+        return Plan(_centred_box(width, height, 1.0), (side, side), (side, side))
+    scale = side / max(width, height)
+    size = (min(side, max(1, round(width * scale))), min(side, max(1, round(height * scale))))
+    return Plan(full, size, (side, side))
+
+
+def _centred_box(width: float, height: float, aspect: float) -> tuple[float, float, float, float]:
+    """The largest centred box of the given aspect (width / height) inside the source."""
+    if width / height > aspect:
+        kept = height * aspect
+        return ((width - kept) / 2, 0.0, (width + kept) / 2, float(height))
+    kept = width / aspect
+    return (0.0, (height - kept) / 2, float(width), (height + kept) / 2)
+
+
+@functools.lru_cache(maxsize=16)
+def sdxl_buckets(size: int = 1024) -> tuple[tuple[int, int], ...]:
+    """SDXL aspect-ratio buckets: area at most size², sides multiples of 64 from 256 to 2 x size.
+
+    The same list sd-scripts builds (`make_bucket_resolutions`) from the dataset TOML we write, so
+    every exported image already has its bucket's exact size and the trainer neither crops nor
+    resizes it again.
+    """
+    max_area = size * size
+    square = int(math.sqrt(max_area) // BUCKET_STEP) * BUCKET_STEP
+    buckets = {(square, square)}
+    for width in range(MIN_BUCKET_SIDE, max_bucket_side(size) + 1, BUCKET_STEP):
+        height = min(max_bucket_side(size), (max_area // width) // BUCKET_STEP * BUCKET_STEP)
+        if height >= MIN_BUCKET_SIDE:
+            buckets.add((width, height))
+            buckets.add((height, width))
+    return tuple(sorted(buckets))
+
+
+def max_bucket_side(size: int) -> int:
+    return 2 * size // BUCKET_STEP * BUCKET_STEP
+
+
+def nearest_bucket(width: float, height: float, size: int = 1024) -> tuple[int, int]:
+    """The bucket whose aspect ratio is nearest the source's (first of equals, as sd-scripts picks)."""
+    aspect = width / height
+    return min(sdxl_buckets(size), key=lambda bucket: abs(bucket[0] / bucket[1] - aspect))

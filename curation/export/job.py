@@ -1,0 +1,219 @@
+"""An export run: kept pages, in order, through the workers into the ZIP, with progress in the manifest.
+
+The page selection is a snapshot taken at the start. Pages are read in parallel (a process pool by
+default: MuPDF is not thread-safe) but written in selection order, with at most a few pages in
+flight per worker, so the ZIP is the same whatever the number of workers and memory stays flat.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import pathlib
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import closing
+from dataclasses import dataclass, field
+
+from ..ingest import Stopped, process_pool
+from ..manifest import Manifest
+from ..reader import error_text
+from .captions import caption_for
+from .layouts import Record, dataset_files, export_json, image_folder, provenance_csv
+from .selection import Item, select_items
+from .settings import ExportSettings
+from .worker import Exported, NotExported, PageTask, close_document, run_page_task
+from .zipwriter import ZipTarget
+
+PROGRESS_INTERVAL = 0.5
+IN_FLIGHT_PER_WORKER = 3
+CRASH_REASON = "the PDF engine crashed on this page (twice, in fresh workers); skipped"
+
+
+class ExportError(Exception):
+    """An export that cannot be made; the message says why, for a person."""
+
+
+@dataclass
+class ExportReport:
+    path: pathlib.Path
+    images: int = 0
+    skipped: list[dict] = field(default_factory=list)
+    bytes: int = 0
+    seconds: float = 0.0
+    stopped: bool = False
+
+    @property
+    def images_per_second(self) -> float:
+        return self.images / self.seconds if self.seconds else 0.0
+
+
+class Export:
+    """One export of a manifest's kept pages to a ZIP. Use `run()`; progress goes to `on_progress(done, total)`."""
+
+    def __init__(self, manifest: Manifest, out: str | os.PathLike, settings: ExportSettings = ExportSettings(), *,
+                 threshold: float | None = None, workers: int = 1,
+                 make_executor: Callable[[int], cf.Executor] = process_pool,
+                 on_progress: Callable[[int, int], None] = lambda done, total: None):
+        self.manifest = manifest
+        self.out = pathlib.Path(os.path.abspath(out))
+        self.settings = settings
+        self.threshold = manifest.threshold if threshold is None else float(threshold)
+        self.workers = max(1, workers)
+        self.make_executor = make_executor
+        self.on_progress = on_progress
+        self.report = ExportReport(self.out)
+        self.job_id: int | None = None
+        self._done = 0
+        self._total = 0
+        self._started = 0.0
+        self._last_beat = 0.0
+
+    def run(self) -> ExportReport:
+        if self.out.is_dir():
+            raise ExportError(f"{self.out} is a folder; give the path of the ZIP to write")
+        items = select_items(self.manifest, self.threshold)
+        if not items:
+            raise ExportError(f"nothing to export: no scored page is kept at threshold {self.threshold:g} "
+                              "(ingest some PDFs, lower the threshold or keep pages on the Review page)")
+        self._total = len(items)
+        self._started = time.monotonic()
+        self.job_id = self.manifest.start_job("export", {
+            "out": str(self.out), "settings": self.settings.as_dict(), "threshold": self.threshold,
+            "images": len(items), "workers": self.workers,
+        })
+        in_main_thread = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGTERM, _raise_stopped) if in_main_thread else None
+        status, message = "failed", None
+        try:
+            with ZipTarget(self.out) as target:
+                records = self._write_images(target, items)
+                if not records:
+                    raise ExportError(f"no kept page could be read: {self.report.skipped[0]['reason']}")
+                self._write_tables(target, records)
+            self.report.bytes = self.out.stat().st_size
+            status = "done"
+        except (Stopped, KeyboardInterrupt):
+            self.report.stopped = True
+            status, message = "stopped", f"stopped; nothing was written to {self.out}"
+        except Exception as exc:
+            message = error_text(exc)
+            raise
+        finally:
+            if in_main_thread:
+                signal.signal(signal.SIGTERM, previous)
+            close_document()
+            self.report.seconds = time.monotonic() - self._started
+            self._heartbeat(force=True)
+            self.manifest.finish_job(self.job_id, status, message or self._summary())
+        return self.report
+
+    def _write_images(self, target: ZipTarget, items: list[Item]) -> list[Record]:
+        folder = image_folder(self.settings)
+        tasks = [PageTask(item.doc, item.doc_size, item.page, self.settings) for item in items]
+        records = []
+        with closing(in_order(run_page_task, tasks, self.workers, self.make_executor)) as results:
+            for item, (_, result) in zip(items, results):
+                if isinstance(result, Exported):
+                    records.append(self._add_image(target, folder, item, result))
+                else:
+                    self.report.skipped.append({"document": item.doc, "page": item.page, "reason": result.reason})
+                self._done += 1
+                self.on_progress(self._done, self._total)
+                self._heartbeat()
+        return records
+
+    def _add_image(self, target: ZipTarget, folder: str, item: Item, image: Exported) -> Record:
+        caption = caption_for(item, self.settings)
+        file = f"{folder}/{item.name}.jpg"
+        target.add(file, image.jpeg)
+        target.add(f"{folder}/{item.name}.txt", caption.encode(), compress=True)
+        self.report.images += 1
+        return Record(item, file, caption, image.width, image.height, image.method)
+
+    def _write_tables(self, target: ZipTarget, records: list[Record]) -> None:
+        for name, data in dataset_files(self.settings, records):
+            target.add(name, data, compress=True)
+        target.add("manifest.csv", provenance_csv(records), compress=True)
+        target.add("export.json", export_json(self.settings, self.threshold, len(records), self.report.skipped),
+                   compress=True)
+
+    # -- progress -----------------------------------------------------------------------------
+
+    def _heartbeat(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_beat < PROGRESS_INTERVAL:
+            return
+        self._last_beat = now
+        elapsed = max(now - self._started, 1e-9)
+        rate = self._done / elapsed if self._done else None
+        eta = (self._total - self._done) / rate if rate else None
+        self.manifest.update_job(self.job_id, done=self._done, total=self._total, rate=rate, eta=eta)
+        if not force and self.manifest.stop_requested(self.job_id):
+            raise Stopped()
+
+    def _summary(self) -> str:
+        r = self.report
+        text = f"{r.images} images, {r.bytes / 1e6:.1f} MB, in {r.seconds:.1f} s → {self.out}"
+        if r.skipped:
+            text += f"; {len(r.skipped)} kept pages could not be read (listed in export.json)"
+        return text
+
+
+def _raise_stopped(signum, frame):
+    raise Stopped()
+
+
+def in_order(fn: Callable, tasks: Iterable, workers: int,
+             make_executor: Callable[[int], cf.Executor] = process_pool) -> Iterator[tuple[object, object]]:
+    """(task, fn(task)) for every task, in the order given, with a few tasks in flight per worker.
+
+    One worker runs inline. When a pool worker dies (a MuPDF crash) every task in flight is a
+    suspect: the oldest is run again alone in a fresh worker, the others go back in the queue, so
+    only a page that crashes the engine on its own is given up, as `NotExported`.
+    """
+    if workers == 1:
+        for task in tasks:
+            yield task, fn(task)
+        return
+    queue = deque(tasks)
+    while queue:
+        executor = make_executor(workers)
+        in_flight: deque = deque()
+        crashed = None
+        try:
+            while queue or in_flight:
+                while queue and len(in_flight) < IN_FLIGHT_PER_WORKER * workers:
+                    task = queue.popleft()
+                    in_flight.append((task, executor.submit(fn, task)))
+                task, future = in_flight.popleft()
+                try:
+                    result = future.result()
+                except cf.BrokenExecutor:
+                    crashed = task
+                    break
+                yield task, result
+        finally:
+            executor.shutdown(wait=crashed is None and not in_flight, cancel_futures=True)
+        if crashed is not None:
+            queue.extendleft(reversed([task for task, _ in in_flight]))
+            yield crashed, _run_alone(fn, crashed, make_executor)
+
+
+def _run_alone(fn: Callable, task, make_executor: Callable[[int], cf.Executor]):
+    executor = make_executor(1)
+    try:
+        return executor.submit(fn, task).result()
+    except cf.BrokenExecutor:
+        return NotExported(CRASH_REASON)
+    finally:
+        executor.shutdown(wait=True)
+
+
+def export(manifest: Manifest, out: str | os.PathLike, settings: ExportSettings = ExportSettings(),
+           **options) -> ExportReport:
+    """Write the kept pages of `manifest` to the training ZIP `out`."""
+    return Export(manifest, out, settings, **options).run()

@@ -1,0 +1,129 @@
+"""Where files go in the ZIP, and the extra files each trainer reads.
+
+- kohya (kohya_ss, sd-scripts): `img/<repeats>_<trigger> <class>/` with images and same-stem `.txt`
+  captions, and `dataset.toml` (a dataset config for `--dataset_config`).
+- folder (ai-toolkit, OneTrainer): `images/` with images and same-stem `.txt` captions.
+- diffusers: `train/` with images, `.txt` captions and `metadata.jsonl` rows `{"file_name", "text"}`
+  (an imagefolder `datasets.load_dataset` reads as it is; it ignores the `.txt` files).
+
+Every ZIP also carries `manifest.csv` (where each image came from and why it was kept) and
+`export.json` (the settings that made it, to make it again).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .geometry import BUCKET_STEP, max_bucket_side
+from .selection import Item
+from .settings import MIN_BUCKET_SIDE, ExportSettings
+
+FORMAT = "curation-export/1"
+PROVENANCE_COLUMNS = ["file", "document", "sha256", "page", "sigma", "decided_by", "caption", "width", "height", "source"]
+# Characters no folder name may hold on some system, and control characters.
+UNSAFE_IN_FOLDER = re.compile(r'[\\/:*?"<>|\x00-\x1f\x7f]+')
+
+
+@dataclass(frozen=True)
+class Record:
+    """One exported image, for the provenance table and the trainers' metadata."""
+
+    item: Item
+    file: str  # member path of the image in the ZIP
+    caption: str
+    width: int
+    height: int
+    method: str  # "jpeg" (the embedded scan) or "render"
+
+
+def image_folder(settings: ExportSettings) -> str:
+    if settings.layout == "kohya":
+        return f"img/{settings.repeats}_{folder_safe(concept(settings))}"
+    return {"folder": "images", "diffusers": "train"}[settings.layout]
+
+
+def concept(settings: ExportSettings) -> str:
+    """kohya's folder name after the repeats: the trigger and the class word."""
+    return " ".join(part.strip() for part in (settings.trigger, settings.class_word) if part.strip())
+
+
+def folder_safe(name: str) -> str:
+    """A folder name that is one folder everywhere: no separators, no `..`, nothing reserved."""
+    name = UNSAFE_IN_FOLDER.sub("_", name).strip(" .")
+    return name or "concept"
+
+
+def dataset_files(settings: ExportSettings, records: list[Record]) -> list[tuple[str, bytes]]:
+    """The trainer's own files for this layout, after the images."""
+    if settings.layout == "kohya":
+        return [("dataset.toml", kohya_toml(settings).encode())]
+    if settings.layout == "diffusers":
+        return [(f"{image_folder(settings)}/metadata.jsonl", metadata_jsonl(records))]
+    return []
+
+
+def kohya_toml(settings: ExportSettings) -> str:
+    bucket = settings.mode == "bucket"
+    return "\n".join([
+        "# sd-scripts / kohya_ss dataset config: train with --dataset_config dataset.toml,",
+        "# run from the folder this ZIP was unpacked into (image_dir is relative to it).",
+        "[general]",
+        'caption_extension = ".txt"',
+        "shuffle_caption = false",
+        "keep_tokens = 1  # the trigger word stays first if you turn shuffling on",
+        "",
+        "[[datasets]]",
+        f"resolution = {settings.size}",
+        "batch_size = 1",
+        # Bucketed images already have their bucket's exact size; square ones need none.
+        f"enable_bucket = {'true' if bucket else 'false'}",
+        f"min_bucket_reso = {MIN_BUCKET_SIDE}",
+        f"max_bucket_reso = {max_bucket_side(settings.size)}",
+        f"bucket_reso_steps = {BUCKET_STEP}",
+        "bucket_no_upscale = false",
+        "",
+        "  [[datasets.subsets]]",
+        f"  image_dir = {toml_string(image_folder(settings))}",
+        f"  num_repeats = {settings.repeats}",
+        f"  class_tokens = {toml_string(concept(settings))}",
+        "",
+    ])
+
+
+def toml_string(text: str) -> str:
+    # A JSON string is a valid TOML basic string for every character JSON escapes.
+    return json.dumps(text, ensure_ascii=False)
+
+
+def metadata_jsonl(records: Iterable[Record]) -> bytes:
+    lines = [json.dumps({"file_name": r.file.rsplit("/", 1)[-1], "text": r.caption}, ensure_ascii=False)
+             for r in records]
+    return ("\n".join(lines) + "\n").encode() if lines else b""
+
+
+def provenance_csv(records: Iterable[Record]) -> bytes:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(PROVENANCE_COLUMNS)
+    for r in records:
+        writer.writerow([r.file, r.item.doc, r.item.sha256, r.item.page, f"{r.item.sigma:.3f}", r.item.decided_by,
+                         r.caption, r.width, r.height, r.method])
+    return out.getvalue().encode()
+
+
+def export_json(settings: ExportSettings, threshold: float, images: int, skipped: list[dict]) -> bytes:
+    """What made this ZIP; no clock time, so the same manifest and settings give the same bytes."""
+    document = {
+        "format": FORMAT,
+        "settings": settings.as_dict(),
+        "threshold": threshold,
+        "images": images,
+        "image_folder": image_folder(settings),
+        "skipped": skipped,
+    }
+    return (json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()

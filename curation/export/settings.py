@@ -1,0 +1,101 @@
+"""What an export produces: image shape and quality, captions, layout. One frozen value, checked once."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+
+from .captions import PLACEHOLDERS, render_caption, template_fields
+
+MODES = ("square", "bucket")
+FITS = ("pad", "crop", "stretch")
+LAYOUTS = ("kohya", "folder", "diffusers")
+MIN_SIZE, MAX_SIZE = 64, 4096
+MIN_BUCKET_SIDE = 256  # the smallest bucket side, as sd-scripts' min_bucket_reso
+MIN_BUCKET_AREA_SIDE = 512  # a bucket area smaller than this² leaves too few buckets to choose from
+HEX_COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
+
+DEFAULT_TRIGGER = "ohwx"  # a rare token, the kohya convention; curators set their own
+DEFAULT_CLASS = "engraving"
+DEFAULT_TEMPLATE = "{trigger}, {class}, {caption}"
+
+
+class SettingsError(ValueError):
+    """An export option that cannot work; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class ExportSettings:
+    """How kept pages become a training set. Defaults: the original method (1024², JPEG 92), padded."""
+
+    mode: str = "square"  # square: SIZE x SIZE; bucket: aspect kept, snapped to an SDXL bucket
+    fit: str = "pad"  # square only: pad (whole page on paper colour), crop (centre), stretch (the original)
+    size: int = 1024
+    quality: int = 92
+    layout: str = "kohya"
+    trigger: str = DEFAULT_TRIGGER
+    class_word: str = DEFAULT_CLASS
+    template: str = DEFAULT_TEMPLATE
+    repeats: int = 10  # kohya: how often each image is seen per epoch
+    pad_colour: str = "paper"  # "paper" (estimated per page) or "#rrggbb"
+
+    def __post_init__(self):
+        self.check()
+
+    def check(self) -> None:
+        if self.mode not in MODES:
+            raise SettingsError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.fit not in FITS:
+            raise SettingsError(f"fit must be one of {', '.join(FITS)}, not {self.fit!r}")
+        if self.layout not in LAYOUTS:
+            raise SettingsError(f"layout must be one of {', '.join(LAYOUTS)}, not {self.layout!r}")
+        if not MIN_SIZE <= self.size <= MAX_SIZE:
+            raise SettingsError(f"size must be between {MIN_SIZE} and {MAX_SIZE} pixels, not {self.size}")
+        if self.mode == "bucket" and self.size < MIN_BUCKET_AREA_SIDE:
+            raise SettingsError(f"bucket mode needs a size of at least {MIN_BUCKET_AREA_SIDE} pixels")
+        if not 1 <= self.quality <= 100:
+            raise SettingsError(f"JPEG quality must be between 1 and 100, not {self.quality}")
+        if not 1 <= self.repeats <= 10_000:
+            raise SettingsError(f"repeats must be between 1 and 10000, not {self.repeats}")
+        if not self.trigger.strip():
+            raise SettingsError("the trigger word must not be empty: it is how prompts call the trained style")
+        if self.pad_colour != "paper" and not HEX_COLOUR.match(self.pad_colour):
+            raise SettingsError(f"pad colour must be 'paper' or #rrggbb, not {self.pad_colour!r}")
+        _check_template(self.template)
+
+    @property
+    def shape(self) -> str:
+        """A short name for the image shape, as people say it: 'square pad', 'bucket'."""
+        return "bucket" if self.mode == "bucket" else f"square {self.fit}"
+
+    def cli_args(self) -> list[str]:
+        """These settings as `python -m curation export` options, for the app's job and for people."""
+        return ["--layout", self.layout, "--mode", self.mode, "--fit", self.fit, "--size", str(self.size),
+                "--quality", str(self.quality), "--trigger", self.trigger, "--class", self.class_word,
+                "--template", self.template, "--repeats", str(self.repeats), "--pad-colour", self.pad_colour]
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> ExportSettings:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known})
+
+
+def _check_template(template: str) -> None:
+    try:
+        fields = template_fields(template)
+    except ValueError as exc:
+        raise SettingsError(f"caption template {template!r} is malformed: {exc} (write {{{{ or }}}} for a brace)") from exc
+    unknown = [field or "{}" for field in fields if field not in PLACEHOLDERS]
+    if unknown:
+        allowed = ", ".join("{" + name + "}" for name in PLACEHOLDERS)
+        raise SettingsError(f"unknown placeholder {{{unknown[0]}}} in the caption template; use {allowed}")
+    if "trigger" not in fields:
+        raise SettingsError("the caption template must contain {trigger}: it is how prompts call the trained style")
+    try:
+        render_caption(template, trigger="t", class_word="c", caption="x", doc="d", page=0)
+    except (ValueError, IndexError, KeyError) as exc:  # a format spec that does not fit, like {caption:d}
+        raise SettingsError(f"caption template {template!r} cannot be filled in: {exc}") from exc

@@ -1,0 +1,93 @@
+"""Read a page's picture at the resolution its exported image needs, and no more.
+
+A page that is one plain JPEG scan is not rendered: its JPEG is decoded by libjpeg-turbo at the
+smallest of its built-in reductions (1/2, 1/4, 1/8) that still covers the output, which skips most
+of the decoding work and the page render, and keeps the scan's own pixels (no MuPDF resampling
+before ours). Anything else (vector art, several images, masks, CMYK, rotation) is rendered by
+MuPDF at just the resolution the output needs, and only the part of the page that is kept.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass
+
+import pymupdf
+from PIL import Image
+
+from ..scorer import full_page_jpeg
+from .geometry import Plan, plan_image
+from .settings import ExportSettings
+
+# A render larger than this (a long strip cropped at a large size) is made at a lower resolution and
+# enlarged by the resize instead: memory stays bounded whatever the page's shape.
+MAX_RENDER_PIXELS = 64_000_000
+
+
+@dataclass
+class Source:
+    """A picture of the page that covers `plan.box` at `plan.scale` or better."""
+
+    image: Image.Image
+    box: tuple[float, float, float, float]  # the plan's box in `image`'s pixels
+    plan: Plan
+    method: str  # "jpeg" (the embedded scan) or "render"
+    pixmap: pymupdf.Pixmap | None = None  # a render's pixels, which `image` shares without a copy
+
+
+def read_source(doc: pymupdf.Document, number: int, settings: ExportSettings, *, use_scan: bool = True) -> Source:
+    """Page `number`'s picture for `settings`; `use_scan=False` renders even a scan page (to compare)."""
+    page = doc[number]
+    scan = full_page_jpeg(doc, page) if use_scan else None
+    if scan is not None and _plain_decode(doc, page):
+        source = _decode_scan(scan[0], settings)
+        if source is not None:
+            return source
+    return _render(page, settings)
+
+
+def _plain_decode(doc: pymupdf.Document, page: pymupdf.Page) -> bool:
+    """A /DecodeParms (ColorTransform) changes the colours MuPDF shows; such scans are rendered."""
+    xref = page.get_images(full=True)[0][0]
+    return doc.xref_get_key(xref, "DecodeParms")[0] == "null"
+
+
+def _decode_scan(jpeg: bytes, settings: ExportSettings) -> Source | None:
+    """The scan decoded at the smallest libjpeg reduction that covers the plan; None if it cannot be."""
+    image = Image.open(io.BytesIO(jpeg))
+    width, height = image.size
+    plan = plan_image(width, height, settings)
+    # draft() picks the largest reduction whose result is still at least this size.
+    needed = (math.ceil(width * plan.scale), math.ceil(height * plan.scale))
+    drafted = image.draft("RGB", needed)
+    if image.mode not in ("RGB", "L"):  # CMYK, YCCK: leave the colour conversion to MuPDF
+        return None
+    reduction = drafted[1][2] / width if drafted else 1.0
+    try:
+        image.load()
+    except (OSError, SyntaxError):  # truncated or corrupt: MuPDF may still draw what it can
+        return None
+    box = tuple(min(limit, value * reduction) for value, limit in zip(plan.box, (*image.size, *image.size)))
+    return Source(image, box, plan, "jpeg")
+
+
+def _render(page: pymupdf.Page, settings: ExportSettings) -> Source:
+    rect = page.rect
+    plan = plan_image(rect.width, rect.height, settings)
+    x0, y0, x1, y1 = plan.box
+    zoom = plan.scale
+    area = (x1 - x0) * (y1 - y0) * zoom * zoom
+    if area > MAX_RENDER_PIXELS:
+        zoom *= math.sqrt(MAX_RENDER_PIXELS / area)
+    clip = pymupdf.Rect(rect.x0 + x0, rect.y0 + y0, rect.x0 + x1, rect.y0 + y1)
+    pixmap = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), clip=clip, alpha=False, colorspace=pymupdf.csRGB)
+    image = Image.frombuffer("RGB", (pixmap.width, pixmap.height), pixmap.samples_mv, "raw", "RGB", pixmap.stride, 1)
+    # The pixmap covers the clip rounded outwards to whole pixels; place the box inside it.
+    box = (
+        max(0.0, clip.x0 * zoom - pixmap.x),
+        max(0.0, clip.y0 * zoom - pixmap.y),
+        min(float(pixmap.width), clip.x1 * zoom - pixmap.x),
+        min(float(pixmap.height), clip.y1 * zoom - pixmap.y),
+    )
+    return Source(image, box, plan, "render", pixmap)

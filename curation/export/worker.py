@@ -1,0 +1,104 @@
+"""Worker side of an export: one page in, one finished JPEG out. Runs in a pool process or inline."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pymupdf
+
+from ..reader import DocumentError, error_text, open_document
+from .settings import ExportSettings
+from .shape import encode_jpeg, shape_image
+from .source import read_source
+
+
+@dataclass(frozen=True)
+class PageTask:
+    doc: str
+    doc_size: int  # the size the manifest knows: a file that changed since scoring is not read
+    page: int
+    settings: ExportSettings
+
+
+@dataclass(frozen=True)
+class Exported:
+    jpeg: bytes
+    width: int
+    height: int
+    method: str  # "jpeg" (the embedded scan, decoded reduced) or "render"
+
+
+@dataclass(frozen=True)
+class NotExported:
+    reason: str
+
+
+def export_page(doc: pymupdf.Document, number: int, settings: ExportSettings, *, use_scan: bool = True) -> Exported:
+    """The training image of one page: read at the size it needs, shaped, encoded."""
+    source = read_source(doc, number, settings, use_scan=use_scan)
+    image = shape_image(source, settings)
+    return Exported(encode_jpeg(image, settings.quality), image.width, image.height, source.method)
+
+
+# Pages arrive in document order, so one open document per worker serves a run of tasks.
+_open: tuple[str, pymupdf.Document] | None = None
+
+
+def run_page_task(task: PageTask) -> Exported | NotExported:
+    """A pool worker's (or the inline run's) task: keeps its document open for the next page."""
+    return _exported_or_reason(task, lambda: _document(task.doc, task.doc_size))
+
+
+def export_one(task: PageTask) -> Exported | NotExported:
+    """One page on its own, its document opened and closed here (the app's previews)."""
+    doc = None
+
+    def document():
+        nonlocal doc
+        doc = _open_checked(task.doc, task.doc_size)
+        return doc
+
+    try:
+        return _exported_or_reason(task, document)
+    finally:
+        if doc is not None:
+            doc.close()
+
+
+def _exported_or_reason(task: PageTask, document) -> Exported | NotExported:
+    try:
+        return export_page(document(), task.page, task.settings)
+    except (DocumentError, FileChanged) as exc:
+        return NotExported(str(exc))
+    except FileNotFoundError:
+        return NotExported(f"the file is gone: {task.doc}")
+    except Exception as exc:  # MuPDF raises plain RuntimeError/ValueError for damaged content
+        return NotExported(f"could not read the page: {error_text(exc)}")
+    finally:
+        pymupdf.TOOLS.store_shrink(100)  # MuPDF's cache is per process; keep it flat
+
+
+class FileChanged(Exception):
+    pass
+
+
+def _open_checked(path: str, size: int) -> pymupdf.Document:
+    if os.stat(path).st_size != size:
+        raise FileChanged(f"the file changed since it was scored; run ingest again: {path}")
+    return open_document(path)
+
+
+def _document(path: str, size: int) -> pymupdf.Document:
+    global _open
+    if _open is None or _open[0] != path:
+        close_document()
+        _open = (path, _open_checked(path, size))
+    return _open[1]
+
+
+def close_document() -> None:
+    global _open
+    if _open is not None:
+        _open[1].close()
+        _open = None

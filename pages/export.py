@@ -1,0 +1,285 @@
+"""Export: the kept pages as a LoRA training ZIP for kohya_ss, ai-toolkit or diffusers.
+
+Options beside a preview of a few images exactly as they will be written (same reader, shaping and
+encoder as the export). The export itself runs in its own process (`python -m curation export`) and
+writes its progress to the manifest; this page only launches it and polls, so a rerun, a reload or
+a closed tab neither stops it nor starts a second one. Then a download button, or the path on the
+server for a ZIP too large to pass through a browser.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+import shlex
+
+import streamlit as st
+
+from curation import jobs, views
+from curation.export import (ExportSettings, SettingsError, estimate_bytes, image_folder, preview, safe_zip_name,
+                             sample_items, select_items)
+from curation.export.selection import Item
+from curation.paths import data_dir
+from pages import _common as common
+
+# A download passes through the server's memory: beyond this the ZIP is fetched from the server's disk.
+DOWNLOAD_LIMIT = 500_000_000
+PREVIEW_COUNT = 4
+POLL_SECONDS = 1.0
+RUNNING_KEY = "export_job_was_running"
+
+LAYOUT_LABELS = {
+    "kohya": "kohya_ss / sd-scripts",
+    "folder": "Folder (ai-toolkit, OneTrainer)",
+    "diffusers": "diffusers imagefolder",
+}
+LAYOUT_HELP = {
+    "kohya": "`img/<repeats>_<trigger> <class>/` with images and `.txt` captions, and `dataset.toml`.",
+    "folder": "`images/` with images and same-stem `.txt` captions.",
+    "diffusers": "`train/` with images and `metadata.jsonl` (`file_name`, `text`).",
+}
+SHAPES = {  # label: (mode, fit, the trade-off in one line)
+    "Square, padded": ("square", "pad", "The whole page on a margin of its own paper colour. Nothing is lost "
+                       "or distorted; the margin becomes part of what the model sees."),
+    "Square, cropped": ("square", "crop", "The centre square fills the frame; the top and bottom of a tall "
+                        "page are cut off."),
+    "Square, stretched": ("square", "stretch", "The original method: the whole page squashed into a square, "
+                          "so figures come out wider than drawn."),
+    "SDXL buckets": ("bucket", "pad", "Proportions kept: each page snapped to the nearest SDXL bucket (area "
+                     "about size², sides multiples of 64). The trainer needs bucketing on; kohya's "
+                     "`dataset.toml` turns it on."),
+}
+
+
+def main():
+    st.title("Export")
+    st.caption("The kept pages (your overrides, else σ above the threshold) as a training set: RGB JPEGs with "
+               "same-stem captions, in the layout your trainer reads, with a provenance table.")
+    db = common.db_path()
+    with common.require_manifest() as manifest:
+        threshold = manifest.threshold
+        items = select_items(manifest, threshold)
+        running = manifest.running_job("export") is not None
+        scoring = common.running_job(manifest) is not None
+    if not items:
+        st.info(f"No page is kept at σ > {threshold:g}: there is nothing to export yet. Lower the threshold, "
+                "or keep pages one by one on the Review page.")
+        common.link("pages/threshold.py", "Threshold", ":material/tune:")
+        common.link("pages/review.py", "Review", ":material/grid_view:")
+        export_panel(running)
+        return
+
+    options_column, preview_column = st.columns([2, 3], gap="large")
+    with options_column:
+        settings, problem = options()
+        name = st.text_input("File name", value="lora.zip", help="Written to the exports folder beside the manifest.")
+        out = data_dir(db) / "exports" / safe_zip_name(name)
+    with preview_column:
+        figures = st.container()
+        previews = show_preview(items, settings) if settings else []
+        with figures:
+            show_figures(items, previews, threshold)
+    if problem:
+        st.error(problem)
+    elif not running:
+        if scoring:
+            st.caption(":material/info: Pages are being scored right now; an export takes the pages kept when it "
+                       "starts.")
+        args = ["--out", str(out), *settings.cli_args(), "--threshold", repr(float(threshold))]
+        launch_button(db, args, out, len(items))
+        with st.expander("The same export from the command line"):
+            st.code(shlex.join(["python", "-m", "curation", "export", "--db", str(db), *args]), language="bash")
+    export_panel(running)
+
+
+# -- options ----------------------------------------------------------------------------------
+
+
+def options() -> tuple[ExportSettings | None, str | None]:
+    """The chosen settings, or None and the reason they cannot work."""
+    layout = st.radio("Trainer", list(LAYOUT_LABELS), format_func=LAYOUT_LABELS.get, key="export_layout",
+                      captions=[LAYOUT_HELP[k] for k in LAYOUT_LABELS])
+    shape = st.radio("Shape", list(SHAPES), key="export_shape", captions=[s[2] for s in SHAPES.values()])
+    mode, fit, _ = SHAPES[shape]
+    left, right = st.columns(2)
+    size = left.number_input("Size (pixels)", 256, 4096, 1024, step=64, key="export_size",
+                             help="Side of the square, or of the bucket's area. SDXL trains at 1024.")
+    quality = right.slider("JPEG quality", 60, 100, 92, key="export_quality")
+    pad_colour = "paper"
+    if fit == "pad" and mode == "square":
+        if not st.checkbox("Margin in each page's paper colour", value=True, key="export_paper"):
+            pad_colour = st.color_picker("Margin colour", "#ffffff", key="export_pad_colour")
+    left, right = st.columns(2)
+    trigger = left.text_input("Trigger word", "ohwx", key="export_trigger",
+                              help="A rare token prompts use to call the style, e.g. 'a teapot, ohwx'.")
+    class_word = right.text_input("Class", "engraving", key="export_class", help="What the images show.")
+    template = st.text_input(
+        "Caption template", "{trigger}, {class}, {caption}", key="export_template",
+        help="{trigger}, {class}, {caption} (the page's own caption from Review, empty if none), {doc} (file name), "
+             "{page} (0-based). Empty parts drop out with their comma.",
+    )
+    repeats = 10
+    if layout == "kohya":
+        repeats = st.number_input("Repeats per epoch", 1, 10_000, 10, key="export_repeats",
+                                  help="kohya: how often each image is seen per epoch (the folder's number).")
+    try:
+        return ExportSettings(mode=mode, fit=fit, size=int(size), quality=int(quality), layout=layout,
+                              trigger=trigger.strip(), class_word=class_word.strip(), template=template,
+                              repeats=int(repeats), pad_colour=pad_colour), None
+    except SettingsError as exc:
+        return None, f"These settings cannot be exported: {exc}."
+
+
+# -- preview and figures -----------------------------------------------------------------------
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_preview(item: tuple, settings_json: str) -> tuple[bytes | None, int, int, str, str | None]:
+    """(jpeg, width, height, caption, problem) of one page as exported; cached per page and settings."""
+    result = preview(Item(*item), ExportSettings.from_dict(json.loads(settings_json)))
+    if result.image is None:
+        return None, 0, 0, result.caption, result.problem
+    return result.image.jpeg, result.image.width, result.image.height, result.caption, None
+
+
+def show_preview(items: list[Item], settings: ExportSettings) -> list:
+    sample = sample_items(items, PREVIEW_COUNT)
+    key = json.dumps(settings.as_dict(), sort_keys=True)
+    with st.spinner("Preparing the preview…"):
+        results = [cached_preview(dataclasses.astuple(item), key) for item in sample]
+    st.caption(f"As exported, spread over the {len(items):,} images: the size, margins and crops the trainer "
+               f"will see, and each caption. Files go to `{image_folder(settings)}/`.")
+    for row_start in range(0, len(sample), 2):
+        columns = st.columns(2)
+        for column, item, (jpeg, width, height, caption, problem) in zip(
+                columns, sample[row_start:row_start + 2], results[row_start:row_start + 2]):
+            with column:
+                if jpeg is None:
+                    st.warning(f"{pathlib.Path(item.doc).name} page {item.page} cannot be read: {problem}")
+                    continue
+                st.image(jpeg, caption=f"{width}×{height} · {pathlib.Path(item.doc).name}, page {item.page}")
+                st.code(caption, language=None, wrap_lines=True)
+    return [jpeg for jpeg, *_ in results]
+
+
+def show_figures(items: list[Item], previews: list, threshold: float) -> None:
+    overrides = sum(item.decided_by == "override" for item in items)
+    sizes = [len(jpeg) for jpeg in previews if jpeg]
+    first, second = st.columns(2)
+    first.metric("Images", f"{len(items):,}", help=f"Kept at σ > {threshold:g}, with {overrides:,} decided by you "
+                                                    "on the Review page.")
+    estimate = estimate_bytes(sizes, len(items))
+    second.metric("Estimated size", human_size(estimate) if estimate else "—",
+                  help="From the average of the preview images.")
+    if estimate and estimate > DOWNLOAD_LIMIT:
+        st.caption(f"Larger than {human_size(DOWNLOAD_LIMIT)}: it will be on the server's disk rather than offered "
+                   "as a browser download.")
+
+
+def human_size(size: int) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:,.0f} {unit}" if unit == "bytes" else f"{size:,.1f} {unit}"
+        size /= 1000
+    return ""
+
+
+# -- the job ------------------------------------------------------------------------------------
+
+
+def launch_button(db: pathlib.Path, args: list[str], out: pathlib.Path, count: int):
+    label = f"Export {count:,} images" + (f" (replaces {out.name})" if out.exists() else "")
+    if not st.button(label, type="primary", icon=":material/archive:"):
+        return
+    with common.open_manifest() as manifest:
+        process = jobs.launch(pathlib.Path(os.path.abspath(db)), "export", *args)
+        job = jobs.wait_for_job(manifest, "export", process, timeout=30)
+        latest = manifest.latest_job("export")
+    if job is None and (latest is None or latest["pid"] != process.pid):
+        st.error(f"The export process ended before it began (exit code {process.poll()}). "
+                 f"Its log is in `{db.parent / 'logs'}`.")
+        return
+    st.session_state[RUNNING_KEY] = True
+    st.rerun()
+
+
+def export_panel(running: bool) -> None:
+    """The running export's progress, refreshing itself, or the last export's outcome."""
+    if running:
+        st.session_state[RUNNING_KEY] = True
+
+    @st.fragment(run_every=POLL_SECONDS if running else None)
+    def panel():
+        # A fragment's own reruns happen outside run_page: it shows its problems itself.
+        try:
+            with common.open_manifest() as manifest:
+                job = manifest.latest_job("export")
+        except Exception as exc:
+            common.log.exception("reading the export job failed")
+            st.error(f"Reading the export's progress failed: {exc}. The export itself goes on; reload to retry.")
+            return
+        if job is None:
+            return
+        if job["status"] != "running" and st.session_state.pop(RUNNING_KEY, False):
+            st.rerun()  # it just ended: redraw the whole page (button, figures)
+        show_job(job)
+
+    panel()
+
+
+def show_job(job) -> None:
+    args = json.loads(job["args"] or "{}")
+    out = pathlib.Path(args.get("out", ""))
+    if job["status"] == "running":
+        progress = views.job_progress(job)
+        rate = f"{job['rate']:.1f} images/s" if job["rate"] else "measuring speed…"
+        with st.container(border=True):
+            st.progress(progress["fraction"], text=f"Exporting {out.name}: {progress['done']:,} of "
+                                                   f"{progress['total']:,} images · {rate}"
+                                                   + (f" · {progress['eta']}" if progress["eta"] else ""))
+            if job["stop_requested"]:
+                st.caption("Stopping… nothing will be written.")
+            else:
+                st.button("Stop", icon=":material/stop_circle:", key=f"stop-export-{job['id']}",
+                          on_click=stop_job, args=(job["id"],))
+        return
+    finished = (job["finished_at"] or "")[:19].replace("T", " ")
+    message = job["message"] or ""
+    if job["status"] == "done":
+        st.success(f"Export finished {finished} UTC: {message}", icon=":material/check_circle:")
+        offer_download(out)
+    elif job["status"] == "stopped":
+        st.info(f"Export stopped {finished} UTC; nothing was written.", icon=":material/pause_circle:")
+    elif job["status"] == "interrupted":
+        st.warning(f"The export did not finish: {message}. Nothing was written; export again.",
+                   icon=":material/warning:")
+    else:
+        st.error(f"The export failed: {message or 'no reason was recorded'}. Nothing was written. The log is in "
+                 f"`{common.db_path().parent / 'logs'}`.", icon=":material/error:")
+
+
+def offer_download(out: pathlib.Path) -> None:
+    if not out.is_file():
+        st.warning(f"`{out}` is no longer there; export again.")
+        return
+    size = out.stat().st_size
+    if size <= DOWNLOAD_LIMIT:
+        # A callable: the file is read only when someone clicks, not on every rerun.
+        st.download_button(f"Download {out.name} ({human_size(size)})", data=lambda: out.read_bytes(),
+                           file_name=out.name, mime="application/zip", icon=":material/download:",
+                           type="primary", on_click="ignore")
+        st.caption(f"On the server: `{out}`")
+    else:
+        st.info(f"{out.name} is {human_size(size)}, too large to pass through a browser download. It is on the "
+                f"server at `{out}`: copy it from there (scp, rsync, or your host's file browser).",
+                icon=":material/folder_zip:")
+
+
+def stop_job(job_id: int) -> None:
+    with common.open_manifest() as manifest:
+        jobs.stop(manifest, job_id)
+
+
+common.run_page(main)

@@ -1,0 +1,178 @@
+"""Each exported image: the promised size in every shape, RGB JPEG, read from the embedded scan at the
+smallest libjpeg reduction that covers it, and the same picture the PDF renderer draws."""
+
+import io
+
+import cv2
+import numpy as np
+import pymupdf
+import pytest
+from PIL import Image
+
+from curation.export import ExportSettings, export_page, nearest_bucket, plan_image, sdxl_buckets
+from curation.export import source as source_module
+from curation.export.shape import paper_colour, shape_image
+from curation.export.source import read_source
+from curation.synthetic import PageSpec, jpeg_bytes, page_image, write_pdf
+
+from conftest import SMALL
+
+SHAPES = [
+    ExportSettings(size=256),
+    ExportSettings(size=256, fit="crop"),
+    ExportSettings(size=256, fit="stretch"),
+    ExportSettings(size=512, mode="bucket"),
+]
+
+
+def scan_pdf(tmp_path, kind="engraving", dpi=150, inches=SMALL, **extra):
+    return pymupdf.open(write_pdf(tmp_path / "scan.pdf", [PageSpec(kind=kind, seed=7, dpi=dpi, inches=inches, **extra)]))
+
+
+def one_page_pdf(tmp_path, draw, width=216, height=288):
+    doc = pymupdf.open()
+    page = doc.new_page(width=width, height=height)
+    draw(page)
+    doc.save(tmp_path / "page.pdf")
+    return pymupdf.open(tmp_path / "page.pdf")
+
+
+def decoded(exported):
+    image = Image.open(io.BytesIO(exported.jpeg))
+    assert (image.format, image.mode) == ("JPEG", "RGB")
+    assert image.size == (exported.width, exported.height)
+    return image
+
+
+def expected_size(settings, width, height):
+    if settings.mode == "bucket":
+        return nearest_bucket(width, height, settings.size)
+    return settings.size, settings.size
+
+
+def blurred_psnr(a, b) -> float:
+    a, b = (cv2.GaussianBlur(np.asarray(x, np.float32), (0, 0), 2)[8:-8, 8:-8] for x in (a, b))
+    return 10 * np.log10(255**2 / float(((a - b) ** 2).mean()))
+
+
+@pytest.mark.parametrize("settings", SHAPES, ids=lambda s: s.shape)
+def test_scan_pages_have_the_promised_size_in_every_shape(tmp_path, settings):
+    doc = scan_pdf(tmp_path)
+    exported = export_page(doc, 0, settings)
+    assert exported.method == "jpeg"
+    assert decoded(exported).size == expected_size(settings, 3, 4)
+
+
+@pytest.mark.parametrize("settings", SHAPES, ids=lambda s: s.shape)
+def test_pages_that_are_not_one_scan_are_rendered_at_the_promised_size(tmp_path, settings):
+    doc = one_page_pdf(tmp_path, lambda page: page.draw_circle((108, 144), 80, color=(0.6, 0.1, 0.1), fill=(0.9, 0.8, 0.6)))
+    exported = export_page(doc, 0, settings)
+    assert exported.method == "render"
+    assert decoded(exported).size == expected_size(settings, 216, 288)
+
+
+@pytest.mark.parametrize("settings", [SHAPES[0], SHAPES[1], SHAPES[3]], ids=lambda s: s.shape)
+def test_the_scan_path_shows_what_the_renderer_draws(tmp_path, settings):
+    """Decoding the JPEG ourselves must crop and place the page exactly as MuPDF's render does."""
+    doc = scan_pdf(tmp_path, kind="mixed", dpi=200)
+    ours = shape_image(read_source(doc, 0, settings), settings)
+    rendered = shape_image(read_source(doc, 0, settings, use_scan=False), settings)
+    assert ours.size == rendered.size
+    assert blurred_psnr(ours, rendered) > 40  # a one-pixel shift scores about 35
+
+
+def test_large_scans_are_decoded_at_the_smallest_reduction_that_covers_the_output(tmp_path):
+    doc = scan_pdf(tmp_path, dpi=300)  # 900 x 1200 pixels
+    for size, reduced in ((256, (225, 300)), (512, (450, 600)), (1024, (900, 1200))):
+        source = read_source(doc, 0, ExportSettings(size=size))
+        assert source.method == "jpeg" and source.image.size == reduced
+        x0, y0, x1, y1 = source.box
+        assert (x1 - x0) >= source.plan.size[0] and (y1 - y0) >= source.plan.size[1]
+
+
+def test_low_resolution_scans_are_enlarged_from_the_scan_itself(tmp_path):
+    doc = scan_pdf(tmp_path, dpi=100)
+    exported = export_page(doc, 0, ExportSettings(size=1024))
+    assert exported.method == "jpeg" and decoded(exported).size == (1024, 1024)
+
+
+def test_grayscale_scans_come_out_rgb(tmp_path):
+    gray = np.ascontiguousarray(page_image(PageSpec(kind="engraving", seed=3, dpi=150, inches=SMALL))[..., 0])
+    ok, data = cv2.imencode(".jpg", gray)
+
+    def draw(page):
+        page.insert_image(page.rect, stream=data.tobytes())
+
+    doc = one_page_pdf(tmp_path, draw, 216, 288)
+    exported = export_page(doc, 0, ExportSettings(size=256))
+    assert exported.method == "jpeg"
+    pixels = np.asarray(decoded(exported), np.int16)
+    assert np.abs(pixels[..., 0] - pixels[..., 2]).max() <= 6  # gray stays gray
+
+
+def test_cmyk_scans_are_left_to_the_renderer(tmp_path):
+    rgb = page_image(PageSpec(kind="engraving", seed=4, dpi=150, inches=SMALL))
+    buffer = io.BytesIO()
+    Image.fromarray(rgb).convert("CMYK").save(buffer, "JPEG")
+    doc = one_page_pdf(tmp_path, lambda page: page.insert_image(page.rect, stream=buffer.getvalue()))
+    exported = export_page(doc, 0, ExportSettings(size=256))
+    assert exported.method == "render" and decoded(exported).size == (256, 256)
+
+
+def test_rotated_pages_are_rendered_the_way_they_are_shown(tmp_path):
+    rgb = page_image(PageSpec(kind="engraving", seed=5, dpi=150, inches=SMALL))  # portrait 450 x 600
+
+    def draw(page):
+        page.insert_image(page.rect, stream=jpeg_bytes(rgb))
+        page.set_rotation(90)
+
+    doc = one_page_pdf(tmp_path, draw)
+    source = read_source(doc, 0, ExportSettings(size=256))
+    assert source.method == "render"
+    assert source.plan.size == (256, 192)  # shown landscape, so padded above and below
+
+
+def test_the_margin_is_the_paper_not_the_scanner_bed(tmp_path):
+    doc = scan_pdf(tmp_path, kind="engraving", border=True)
+    exported = export_page(doc, 0, ExportSettings(size=256))
+    margin = np.asarray(decoded(exported), np.float32)[:, :20].reshape(-1, 3).mean(axis=0)
+    page = page_image(PageSpec(kind="engraving", seed=7, dpi=150, inches=SMALL, border=True))
+    paper = np.asarray(paper_colour(Image.fromarray(page)), np.float32)
+    assert np.abs(margin - paper).max() < 6 and margin.mean() > 150  # light paper, not the dark bed
+
+
+def test_a_chosen_margin_colour_is_used(tmp_path):
+    doc = scan_pdf(tmp_path)
+    exported = export_page(doc, 0, ExportSettings(size=256, pad_colour="#ff0000"))
+    margin = np.asarray(decoded(exported), np.float32)[100:150, :20].reshape(-1, 3).mean(axis=0)
+    assert margin[0] > 240 and margin[1] < 15 and margin[2] < 15
+
+
+def test_renders_of_odd_pages_stay_within_memory_bounds(tmp_path, monkeypatch):
+    monkeypatch.setattr(source_module, "MAX_RENDER_PIXELS", 200_000)
+    doc = one_page_pdf(tmp_path, lambda page: page.draw_line((0, 0), (20, 1000)), width=20, height=1000)
+    settings = ExportSettings(size=1024, fit="stretch")
+    source = read_source(doc, 0, settings)
+    assert source.pixmap.width * source.pixmap.height <= 200_000 * 1.05  # give or take the edge pixels
+    assert shape_image(source, settings).size == (1024, 1024)
+
+
+def test_sdxl_buckets_are_the_known_ones():
+    buckets = sdxl_buckets(1024)
+    for known in [(1024, 1024), (1152, 896), (896, 1152), (1216, 832), (832, 1216), (1344, 768), (768, 1344),
+                  (1536, 640), (640, 1536)]:
+        assert known in buckets
+    assert all(w % 64 == 0 and h % 64 == 0 and w * h <= 1024 * 1024 for w, h in buckets)
+    assert all(w * h >= 0.75 * 1024 * 1024 for w, h in buckets if max(w, h) <= 1536)  # area about 1024²
+    assert nearest_bucket(8.5, 11) == (896, 1152) and nearest_bucket(11, 8.5) == (1152, 896)
+    assert nearest_bucket(5, 5) == (1024, 1024)
+
+
+def test_plans_keep_the_proportions_they_promise():
+    pad = plan_image(850, 1100, ExportSettings())
+    assert pad.canvas == (1024, 1024) and pad.size == (791, 1024) and pad.offset == (116, 0)
+    crop = plan_image(850, 1100, ExportSettings(fit="crop"))
+    assert crop.box == (0.0, 125.0, 850.0, 975.0) and crop.size == (1024, 1024)
+    bucket = plan_image(850, 1100, ExportSettings(mode="bucket"))
+    x0, y0, x1, y1 = bucket.box
+    assert bucket.size == (896, 1152) and abs((x1 - x0) / (y1 - y0) - 896 / 1152) < 1e-9

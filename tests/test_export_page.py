@@ -1,0 +1,117 @@
+"""The Export page: options, a preview as exported, the count and size, the export in its own process,
+then the download; problems as messages, never tracebacks."""
+
+import time
+import zipfile
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from curation import Manifest
+
+from conftest import ROOT
+from test_export_cli import record_scores, repeated_scan_pdf
+
+PAGE = str(ROOT / "pages" / "export.py")
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    pdf = repeated_scan_pdf(tmp_path / "issue.pdf", 6)
+    db = tmp_path / "data" / "manifest.sqlite"
+    with Manifest(db) as m:
+        record_scores(m, pdf, [60, 20, 70, 80, 10, 90])  # four kept at 45
+    monkeypatch.setenv("CURATION_DB", str(db))
+    return db
+
+
+def page() -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def texts(elements) -> list[str]:
+    return [str(e.value) for e in elements]
+
+
+def test_shows_the_count_the_size_and_a_preview_as_exported(db):
+    at = page()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Images"] == "4" and metrics["Estimated size"].endswith("MB")
+    captions = [image.proto.imgs[0].caption for image in at.get("image")]
+    assert len(captions) == 4 and all(c.startswith("1024×1024") for c in captions)
+    assert texts(at.code)[:4] == ["ohwx, engraving"] * 4
+    assert at.button[0].label == "Export 4 images"
+
+    at.radio(key="export_shape").set_value("SDXL buckets").run()
+    assert all(image.proto.imgs[0].caption.startswith("896×1152") for image in at.get("image"))
+    at.text_input(key="export_trigger").set_value("bzr1890").run()
+    assert texts(at.code)[0] == "bzr1890, engraving"
+
+
+def test_settings_that_cannot_work_are_an_error_message(db):
+    at = page()
+    at.text_input(key="export_template").set_value("{caption} {oops}").run()
+    assert not at.exception
+    assert any("unknown placeholder {oops}" in e for e in texts(at.error))
+    assert not [b for b in at.button if b.label.startswith("Export")]
+
+
+def test_export_runs_in_its_own_process_then_offers_the_download(db):
+    at = page()
+    at.button[0].click().run()
+    assert not at.exception and not at.error
+    deadline = time.monotonic() + 90
+    with Manifest(db) as m:
+        while m.latest_job("export")["status"] == "running" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        job = m.latest_job("export")
+    assert job["status"] == "done", job["message"]
+    at.run()
+    assert not at.exception
+    assert any("Export finished" in s for s in texts(at.success))
+    download = at.get("download_button")[0]
+    assert download.proto.label.startswith("Download lora.zip")
+    out = db.parent / "exports" / "lora.zip"
+    with zipfile.ZipFile(out) as z:
+        assert sum(n.endswith(".jpg") for n in z.namelist()) == 4
+
+
+def test_nothing_kept_says_what_to_do(db):
+    with Manifest(db) as m:
+        m.threshold = 95
+    at = page()
+    assert any("nothing to export" in i for i in texts(at.info))
+
+
+def test_no_manifest_yet_is_a_message(tmp_path, monkeypatch):
+    monkeypatch.setenv("CURATION_DB", str(tmp_path / "none.sqlite"))
+    at = page()
+    assert any("no manifest" in i for i in texts(at.info))
+    assert not (tmp_path / "none.sqlite").exists()
+
+
+def test_a_running_export_shows_live_progress_and_can_be_stopped(tmp_path, monkeypatch):
+    pdf = repeated_scan_pdf(tmp_path / "long.pdf", 80)
+    db = tmp_path / "data" / "manifest.sqlite"
+    with Manifest(db) as m:
+        record_scores(m, pdf, [90.0] * 80)
+    monkeypatch.setenv("CURATION_DB", str(db))
+    at = page()
+    at.number_input(key="export_size").set_value(2048).run()  # slow enough to catch it running
+    at.button[0].click().run()
+    assert not at.exception and not at.error
+    progress = at.get("progress")
+    assert progress and "Exporting lora.zip" in progress[0].proto.text
+    stop = next(b for b in at.button if b.label == "Stop")
+    stop.click().run()
+    with Manifest(db) as m:
+        deadline = time.monotonic() + 60
+        while m.latest_job("export")["status"] == "running" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert m.latest_job("export")["status"] == "stopped"
+    at.run()
+    assert any("Export stopped" in i for i in texts(at.info))
+    assert not list((db.parent / "exports").glob("*lora*"))  # neither the ZIP nor a temporary file
