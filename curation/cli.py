@@ -14,12 +14,13 @@ import click
 from tqdm import tqdm
 
 from .ingest import Ingest, default_workers
-from .manifest import JobRunning, Manifest, ManifestError
+from .manifest import DISAGREES_SQL, LIVE_DOCUMENT_SQL, RULES, JobRunning, Manifest, ManifestError
 
 DEFAULT_DB = os.environ.get("CURATION_DB", "data/manifest.sqlite")
 FORMATS = click.Choice(["table", "csv", "jsonl"])
 DOC_COLUMNS = ["path", "pages", "status", "error", "scored", "failed", "sha256"]
-PAGE_COLUMNS = ["doc", "page", "sigma", "width", "height", "keep", "decided_by", "status", "method", "error"]
+PAGE_COLUMNS = ["doc", "page", "sigma", "width", "height", "keep", "decided_by", "status", "method", "error",
+                "sigma_content", "ink_tone", "ink_coverage", "picture_share", "suggestion", "confidence", "duplicate_group"]
 
 db_option = click.option(
     "--db", "db", default=DEFAULT_DB, show_default=True, type=click.Path(dir_okay=False),
@@ -90,6 +91,62 @@ def ingest(paths, db, workers, quiet):
 
 @cli.command()
 @db_option
+@click.option("--workers", "-w", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
+@click.option("--all", "all_pages", is_flag=True, help="Score every page again, not only pages whose features are out of date.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def rescore(db, workers, all_pages, quiet):
+    """Score the manifest's pages again with this version's scorer and features.
+
+    Only pages scored by an older version are read, unless --all. Overrides, captions and
+    settings are kept; near-duplicate groups are recomputed. Stops and resumes like ingest.
+    """
+    from .ingest import Rescore
+
+    manifest = open_manifest(db)
+    with tqdm(desc="rescoring", unit="page", disable=quiet, dynamic_ncols=True) as bar:
+        def progress(done, total):
+            if bar.total != total:
+                bar.reset(total=total)
+                bar.initial = bar.n = done
+            bar.update(done - bar.n)
+
+        try:
+            report = Rescore(manifest, all_pages=all_pages, workers=workers, on_progress=progress).run()
+        except JobRunning as exc:
+            raise click.ClickException(str(exc)) from exc
+    for problem in report.problems:
+        click.echo(f"warning: {problem}", err=True)
+    click.echo(f"{report.documents} documents: {report.pages_scored} pages rescored, {report.pages_failed} failed")
+    if report.stopped:
+        click.echo("Stopped. Run the same command again to resume.", err=True)
+        sys.exit(130)
+
+
+@cli.command()
+@db_option
+def learn(db):
+    """Fit the model on the curator's overrides and store its suggestion for every page.
+
+    Needs at least 10 overrides with both decisions among them. The suggestions become the
+    decisions only with `settings --rule model`.
+    """
+    from .learn import MIN_LABELS, refresh_suggestions
+
+    manifest = open_manifest(db)
+    result = refresh_suggestions(manifest)
+    if result is None:
+        raise click.ClickException(f"too few overrides to learn from: {MIN_LABELS} are needed, with both decisions among them")
+    rule = manifest.rule if manifest.rule != "model" else "picture"
+    disagree = manifest.conn.execute(
+        f"SELECT COUNT(*) FROM pages p JOIN documents d ON d.id = p.doc_id WHERE {LIVE_DOCUMENT_SQL} AND {DISAGREES_SQL}",
+        manifest.decision_params(rule=rule),
+    ).fetchone()[0]
+    click.echo(f"learned from {result.labels} overrides: keeps {int(result.keep.sum())} of {len(result.keep)} pages; "
+               f"disagrees with the {rule} rule on {disagree}")
+
+
+@cli.command()
+@db_option
 def status(db):
     """Documents and pages by state, score summary, and the running job if any."""
     manifest = open_manifest(db)
@@ -103,8 +160,11 @@ def status(db):
             f"sigma: min {summary['sigma_min']:.1f}, mean {summary['sigma_mean']:.1f}, max {summary['sigma_max']:.1f}"
         )
     share = summary["rejected"] / summary["pages"] if summary["pages"] else 0
+    rule = {"sigma": f"sigma > {summary['threshold']:g}",
+            "picture": f"picture share >= {manifest.picture_share_min:g}",
+            "model": "learned from overrides"}[summary["rule"]]
     click.echo(
-        f"threshold {summary['threshold']:g}: {summary['kept']} kept, {summary['rejected']} rejected "
+        f"rule {summary['rule']} ({rule}): {summary['kept']} kept, {summary['rejected']} rejected "
         f"({share:.0%} removed), {summary['overrides']} overrides"
     )
     job = manifest.latest_job()
@@ -131,13 +191,35 @@ def docs(db, fmt):
 @db_option
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @click.option("--threshold", type=float, default=None, help="Decide at this sigma instead of the saved threshold.")
-def pages(db, fmt, threshold):
+@click.option("--rule", type=click.Choice(list(RULES)), default=None, help="Decide with this rule instead of the saved one.")
+def pages(db, fmt, threshold, rule):
     """One row per page: doc, page (0-based), sigma, width and height (pixels at 144 dpi),
-    keep (the curator's override where one exists, else sigma > threshold) and decided_by
-    (override or threshold)."""
+    keep (the curator's override where one exists, else the decision rule: see `settings`) and
+    decided_by (override or threshold), then the features beside sigma."""
     manifest = open_manifest(db)
-    rows = ({**dict(row), "keep": bool(row["keep"])} for row in manifest.pages(threshold))
+    rows = ({**dict(row), "keep": bool(row["keep"])} for row in manifest.pages(threshold, rule=rule))
     write_rows(rows, PAGE_COLUMNS, fmt)
+
+
+@cli.command()
+@db_option
+@click.option("--threshold", type=float, default=None, help="The sigma cutoff (the original method's 45).")
+@click.option("--rule", type=click.Choice(list(RULES)), default=None,
+              help="How pages without an override are decided: " + "; ".join(f"{k}: {v}" for k, v in RULES.items()))
+@click.option("--picture-share-min", type=click.FloatRange(0, 1), default=None,
+              help="Picture rule: the share of the page that hatching or line work must cover.")
+def settings(db, threshold, rule, picture_share_min):
+    """Show the decision settings; with options, change them first."""
+    manifest = open_manifest(db)
+    if threshold is not None:
+        manifest.threshold = threshold
+    if rule is not None:
+        manifest.rule = rule
+    if picture_share_min is not None:
+        manifest.picture_share_min = picture_share_min
+    click.echo(f"rule: {manifest.rule} ({RULES[manifest.rule]})")
+    click.echo(f"threshold: {manifest.threshold:g}")
+    click.echo(f"picture_share_min: {manifest.picture_share_min:g}")
 
 
 

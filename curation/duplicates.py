@@ -46,3 +46,15 @@ def group_near_duplicates(hashes: Sequence[int | None], max_distance: int = MAX_
         if value is not None:
             groups[root(index)].append(index)
     return sorted((g for g in groups.values() if len(g) > 1), key=lambda g: g[0])
+
+
+def refresh_duplicates(manifest) -> int:
+    """Group the near-identical plates among pages with a picture; returns how many groups."""
+    rows = manifest.conn.execute(
+        "SELECT p.doc_id, p.page, p.phash FROM pages p JOIN documents d ON d.id = p.doc_id "
+        "WHERE d.status != 'replaced' AND p.status = 'ok' AND p.phash IS NOT NULL "
+        "AND p.picture_share >= :picture_share_min ORDER BY d.path, p.page",
+        {"picture_share_min": manifest.picture_share_min},
+    ).fetchall()
+    groups = group_near_duplicates([row["phash"] for row in rows])
+    return manifest.replace_duplicates([[(rows[i]["doc_id"], rows[i]["page"]) for i in group] for group in groups])

@@ -23,6 +23,8 @@ import pymupdf
 
 from .manifest import Manifest, PageResult
 from .reader import DocumentError, DocumentInfo, error_text, file_sha256, find_pdfs, inspect_document, open_document
+from .duplicates import refresh_duplicates
+from .features import FEATURES_VERSION
 from .scorer import score_page
 
 PAGES_PER_TASK = 16
@@ -214,6 +216,8 @@ class Ingest:
             scheduler.run(self._inspect_tasks(documents), self._on_result, self._on_crash)
             self._plan_totals()
             scheduler.run(self._score_tasks(), self._on_result, self._on_crash)
+            if self.report.pages_scored:
+                refresh_duplicates(self.manifest)
             status = "done"
         except (Stopped, KeyboardInterrupt):
             self.report.stopped = True
@@ -262,8 +266,7 @@ class Ingest:
         for doc_id in self._pending:
             doc = self.manifest.document(doc_id)
             if doc["status"] == "pending" and doc["pages"]:
-                done = self.manifest.done_pages(doc_id)
-                self._remaining[doc_id] = set(range(doc["pages"])) - done
+                self._remaining[doc_id] = self._pages_to_score(doc)
         live = self.manifest.conn.execute(
             "SELECT COALESCE(SUM(pages), 0) FROM documents WHERE status != 'replaced' AND id IN "
             f"({','.join(str(int(i)) for i in self._pending) or 'NULL'})"
@@ -274,6 +277,9 @@ class Ingest:
         for doc_id, remaining in list(self._remaining.items()):
             if not remaining:  # scored by a run that died before it could close the document
                 self._close_document(doc_id)
+
+    def _pages_to_score(self, doc) -> set[int]:
+        return set(range(doc["pages"])) - self.manifest.done_pages(doc["id"])
 
     def _score_tasks(self):
         for doc_id, remaining in list(self._remaining.items()):
@@ -344,6 +350,37 @@ class Ingest:
         r = self.report
         return (f"{r.documents} documents ({r.new_documents} new), {r.pages_scored} pages scored, "
                 f"{r.pages_failed} failed, in {r.seconds:.1f} s")
+
+
+class Rescore(Ingest):
+    """Score pages again with the current scorer: pages whose features are missing or older than
+    FEATURES_VERSION, or every page with `all_pages`. Scores are replaced; overrides, captions and
+    documents are not touched. Runs as an ingest job, so it never overlaps one."""
+
+    def __init__(self, manifest: Manifest, *, all_pages: bool = False, **options):
+        super().__init__(manifest, [], **options)
+        self.all_pages = all_pages
+
+    def _register_documents(self) -> list:
+        documents = []
+        for doc in self.manifest.documents():
+            if doc["status"] not in ("ok", "partial") or not doc["pages"]:
+                continue
+            if not pathlib.Path(doc["path"]).exists():
+                self.report.problems.append(f"{doc['path']}: the file is gone; its pages keep their old scores")
+                continue
+            self.manifest.set_document(doc["id"], status="pending", error=doc["error"])
+            documents.append(self.manifest.document(doc["id"]))
+        self.report.documents = len(documents)
+        return documents
+
+    def _pages_to_score(self, doc) -> set[int]:
+        if self.all_pages:
+            return set(range(doc["pages"]))
+        stale = self.manifest.conn.execute(
+            "SELECT page FROM pages WHERE doc_id = ? AND status = 'ok' "
+            "AND (features_version IS NULL OR features_version < ?)", (doc["id"], FEATURES_VERSION))
+        return {row[0] for row in stale} | (set(range(doc["pages"])) - self.manifest.done_pages(doc["id"]))
 
 
 def _raise_stopped(signum, frame):

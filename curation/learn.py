@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 FEATURES = ["sigma", "sigma_content", "ink_tone", "ink_coverage", "picture_share"]
 MIN_LABELS = 10
@@ -38,13 +38,46 @@ def suggest(labelled: np.ndarray, labels: np.ndarray, pages: np.ndarray) -> Sugg
     labels = np.asarray(labels, bool)
     if not ready(labels):
         return None
-    model = make_pipeline(StandardScaler(), LogisticRegression(class_weight="balanced", C=1.0, max_iter=1000))
+    model = make_pipeline(FunctionTransformer(_spread), StandardScaler(),
+                          LogisticRegression(class_weight="balanced", C=10.0, max_iter=1000))
     model.fit(_clean(labelled), labels)
     probability = model.predict_proba(_clean(pages))[:, 1]
     keep = probability >= 0.5
     return Suggestions(keep=keep, confidence=np.where(keep, probability, 1 - probability), labels=len(labels))
 
 
+def _spread(rows: np.ndarray) -> np.ndarray:
+    # Picture share spans decades (0.001 for an ornament, 0.5 for a plate): on a log scale a line
+    # fitted to a handful of labels falls between them instead of at the mean.
+    rows = rows.copy()
+    column = FEATURES.index("picture_share")
+    rows[:, column] = np.log10(rows[:, column] + 1e-3)
+    return rows
+
+
 def _clean(rows: np.ndarray) -> np.ndarray:
     # Failed pages have no features; treat them as blank paper.
     return np.nan_to_num(np.asarray(rows, dtype=np.float64), nan=0.0)
+
+
+def refresh_suggestions(manifest) -> Suggestions | None:
+    """Fit on the manifest's overrides and store a suggestion for every scored page.
+
+    Returns None, and clears old suggestions, while there are too few overrides to learn from.
+    """
+    columns = ", ".join(f"p.{name}" for name in FEATURES)
+    rows = manifest.conn.execute(
+        f"SELECT p.doc_id, p.page, o.keep AS label, {columns} FROM pages p "
+        "JOIN documents d ON d.id = p.doc_id LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
+        "WHERE d.status != 'replaced' AND p.status = 'ok' ORDER BY p.doc_id, p.page"
+    ).fetchall()
+    features = np.array([[row[name] for name in FEATURES] for row in rows], dtype=np.float64).reshape(-1, len(FEATURES))
+    labelled = np.array([row["label"] is not None for row in rows], dtype=bool)
+    labels = np.array([bool(row["label"]) for row in rows], dtype=bool)[labelled]
+    result = suggest(features[labelled], labels, features)
+    manifest.replace_suggestions(
+        [] if result is None else
+        ((row["doc_id"], row["page"], keep, confidence) for row, keep, confidence in zip(rows, result.keep, result.confidence))
+    )
+    manifest.set_setting("suggestions_from_overrides", len(labels) if result is not None else 0)
+    return result

@@ -139,8 +139,29 @@ MIGRATIONS: list[str] = [
 ]
 
 # The one definition of a page's decision. `:threshold` is bound by the caller.
-KEEP_SQL = "COALESCE(o.keep, p.sigma > :threshold, 0)"
+# The rule is a setting (RULES); every query binds decision_params(). Pages scored before features
+# existed fall back to sigma; the model rule falls back to the picture rule where it has no suggestion.
+PICTURE_RULE_SQL = (
+    "COALESCE(p.picture_share >= :picture_share_min AND p.ink_tone >= :ink_tone_min, p.sigma > :threshold)"
+)
+MODEL_SQL = "(SELECT sg.keep FROM suggestions sg WHERE sg.doc_id = p.doc_id AND sg.page = p.page)"
+# The rule's own decision, sigma or picture (the model is compared against it, never against itself).
+BASE_RULE_SQL = f"CASE :rule WHEN 'sigma' THEN p.sigma > :threshold ELSE {PICTURE_RULE_SQL} END"
+KEEP_SQL = (
+    f"COALESCE(o.keep, CASE WHEN :rule = 'model' THEN COALESCE({MODEL_SQL}, {PICTURE_RULE_SQL}) "
+    f"ELSE {BASE_RULE_SQL} END, 0)"
+)
+# Pages where the learned model and the rule differ: the curator reviews these first.
+DISAGREES_SQL = f"{MODEL_SQL} != COALESCE({BASE_RULE_SQL}, 0)"
 DECIDED_BY_SQL = "CASE WHEN o.keep IS NULL THEN 'threshold' ELSE 'override' END"
+RULES = {
+    "picture": "Picture rule: keep pages where hatching or line work covers a real share of the paper",
+    "sigma": "σ only: keep pages whose σ is above the cutoff (the original method)",
+    "model": "Learned: the model fitted on your overrides, where it has a suggestion",
+}
+DEFAULT_RULE = "picture"
+DEFAULT_PICTURE_SHARE_MIN = 0.03  # plates and mixed pages cover 7 % and more; ornaments under 1 %
+INK_TONE_MIN = 0.15  # below this a page holds no ink at all, only paper grain
 # Documents whose file was replaced by new content no longer take part in decisions.
 LIVE_DOCUMENT_SQL = "d.status != 'replaced'"
 
@@ -237,6 +258,34 @@ class Manifest:
     @threshold.setter
     def threshold(self, value: float) -> None:
         self.set_setting("threshold", float(value))
+
+    @property
+    def rule(self) -> str:
+        rule = self.get_setting("rule", DEFAULT_RULE)
+        return rule if rule in RULES else DEFAULT_RULE
+
+    @rule.setter
+    def rule(self, value: str) -> None:
+        if value not in RULES:
+            raise ValueError(f"unknown rule {value!r}; one of {', '.join(RULES)}")
+        self.set_setting("rule", value)
+
+    @property
+    def picture_share_min(self) -> float:
+        return float(self.get_setting("picture_share_min", str(DEFAULT_PICTURE_SHARE_MIN)))
+
+    @picture_share_min.setter
+    def picture_share_min(self, value: float) -> None:
+        self.set_setting("picture_share_min", float(value))
+
+    def decision_params(self, threshold: float | None = None, rule: str | None = None) -> dict:
+        """What KEEP_SQL binds: the saved rule and cutoffs, or the ones being tried."""
+        return {
+            "threshold": self.threshold if threshold is None else float(threshold),
+            "rule": self.rule if rule is None else rule,
+            "picture_share_min": self.picture_share_min,
+            "ink_tone_min": INK_TONE_MIN,
+        }
 
     # -- files and documents ------------------------------------------------------------------
 
@@ -348,26 +397,31 @@ class Manifest:
         return row[0] if row else None
 
     def pages(self, threshold: float | None = None, *, where: str = "", params: dict | None = None,
-              order: str = "d.path, p.page", limit: int | None = None, offset: int = 0) -> Iterator[sqlite3.Row]:
+              order: str = "d.path, p.page", limit: int | None = None, offset: int = 0,
+              rule: str | None = None) -> Iterator[sqlite3.Row]:
         """Pages of live documents with their decision at `threshold` (default: the saved one).
 
         `where` is an extra SQL condition over the aliases p (pages), d (documents), o (overrides).
         """
         sql = (
             f"SELECT d.path AS doc, p.doc_id, p.page, p.status, p.sigma, p.width, p.height, p.method, p.error, "
-            f"{KEEP_SQL} AS keep, {DECIDED_BY_SQL} AS decided_by, o.keep AS override "
+            f"{KEEP_SQL} AS keep, {DECIDED_BY_SQL} AS decided_by, o.keep AS override, "
+            f"p.sigma_content, p.ink_tone, p.ink_coverage, p.picture_share, "
+            f"p.picture_x0, p.picture_y0, p.picture_x1, p.picture_y1, p.phash, "
+            f"s.keep AS suggestion, s.confidence, g.group_id AS duplicate_group "
             f"FROM pages p JOIN documents d ON d.id = p.doc_id "
             f"LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
+            f"LEFT JOIN suggestions s ON s.doc_id = p.doc_id AND s.page = p.page "
+            f"LEFT JOIN duplicates g ON g.doc_id = p.doc_id AND g.page = p.page "
             f"WHERE {LIVE_DOCUMENT_SQL} {('AND (' + where + ')') if where else ''} ORDER BY {order}"
         )
         if limit is not None:
             sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
-        bound = {"threshold": self.threshold if threshold is None else float(threshold), **(params or {})}
-        return iter(self.conn.execute(sql, bound))
+        return iter(self.conn.execute(sql, {**self.decision_params(threshold, rule), **(params or {})}))
 
     def summary(self, threshold: float | None = None) -> dict:
         """Counts a curator looks at first, computed in SQL."""
-        bound = {"threshold": self.threshold if threshold is None else float(threshold)}
+        bound = self.decision_params(threshold)
         row = self.conn.execute(
             f"SELECT COUNT(*) AS pages, "
             f"COALESCE(SUM(p.status = 'ok'), 0) AS scored, "
@@ -382,6 +436,7 @@ class Manifest:
         result = dict(row)
         result["rejected"] = result["pages"] - result["kept"]
         result["threshold"] = bound["threshold"]
+        result["rule"] = bound["rule"]
         result["documents"] = dict(
             self.conn.execute("SELECT status, COUNT(*) FROM documents GROUP BY status").fetchall()
         )
@@ -403,6 +458,29 @@ class Manifest:
 
     def overrides(self) -> list[sqlite3.Row]:
         return self.conn.execute("SELECT * FROM overrides ORDER BY doc_id, page").fetchall()
+
+    # -- learned suggestions and near-duplicate groups -------------------------------------------
+
+    def replace_suggestions(self, rows: Iterable[tuple[int, int, bool, float]]) -> None:
+        """The model's (doc_id, page, keep, confidence) for every page, replacing the last fit's."""
+        with self.transaction():
+            self.conn.execute("DELETE FROM suggestions")
+            self.conn.executemany(
+                "INSERT INTO suggestions (doc_id, page, keep, confidence) VALUES (?, ?, ?, ?)",
+                ((d, p, int(k), float(c)) for d, p, k, c in rows),
+            )
+
+    def replace_duplicates(self, groups: Iterable[Iterable[tuple[int, int]]]) -> int:
+        """Near-duplicate groups of (doc_id, page), numbered from 1, replacing the last grouping."""
+        with self.transaction():
+            self.conn.execute("DELETE FROM duplicates")
+            count = 0
+            for count, members in enumerate(groups, start=1):
+                self.conn.executemany(
+                    "INSERT INTO duplicates (doc_id, page, group_id) VALUES (?, ?, ?)",
+                    ((d, p, count) for d, p in members),
+                )
+            return count
 
     # -- jobs ---------------------------------------------------------------------------------
 
@@ -492,7 +570,7 @@ class Manifest:
         """The pages a training export takes: kept at `threshold` (default: the saved one) and scored,
         of live documents, in a stable order, each with its document's path, hash and size, its
         decision, and its caption (None when it has none)."""
-        bound = {"threshold": self.threshold if threshold is None else float(threshold)}
+        bound = self.decision_params(threshold)
         return self.conn.execute(
             f"SELECT p.doc_id, p.page, d.path AS doc, d.sha256, d.size AS doc_size, p.sigma, p.width, p.height, "
             f"p.method, {DECIDED_BY_SQL} AS decided_by, c.text AS caption "

@@ -92,7 +92,7 @@ def filter_counts(manifest: Manifest, threshold: float, flt: PageFilter = PageFi
     row = manifest.conn.execute(
         f"SELECT COUNT(*) AS pages, COALESCE(SUM({KEEP_SQL}), 0) AS kept, "
         f"COALESCE(SUM(o.keep IS NOT NULL), 0) AS overridden {PAGES_FROM} {where}",
-        {"threshold": float(threshold), **params},
+        {**manifest.decision_params(threshold), **params},
     ).fetchone()
     return {**dict(row), "rejected": row["pages"] - row["kept"]}
 
@@ -108,7 +108,7 @@ def figures(manifest: Manifest, threshold: float, saved: float | None = None) ->
         f"COALESCE(SUM({KEEP_SQL.replace(':threshold', ':saved')}), 0) AS kept_saved, "
         f"COALESCE(SUM(o.keep IS NOT NULL), 0) AS overrides, COALESCE(SUM(p.status = 'failed'), 0) AS failed "
         f"{PAGES_FROM} WHERE {LIVE_DOCUMENT_SQL}",
-        {"threshold": float(threshold), "saved": float(saved)},
+        {**manifest.decision_params(threshold), "saved": float(saved)},
     ).fetchone()
     result = dict(row)
     result["rejected"] = result["pages"] - result["kept"]
@@ -166,7 +166,7 @@ def bulk_override(manifest: Manifest, threshold: float, flt: PageFilter, keep: b
     so "exclude everything kept" excludes exactly the pages that were kept.
     """
     where, params = _where(flt)
-    bound = {"threshold": float(threshold), **params}
+    bound = {**manifest.decision_params(threshold), **params}
     with manifest.transaction():
         manifest.conn.execute("DROP TABLE IF EXISTS temp.bulk_pages")
         manifest.conn.execute(
@@ -243,7 +243,7 @@ def histogram(manifest: Manifest, threshold: float, bins: int = 60,
         f"SELECT MIN(MAX(CAST((p.sigma - :low) / :width AS INTEGER), 0), :last) AS bin, "
         f"SUM({KEEP_SQL}) AS kept, COUNT(*) AS pages {PAGES_FROM} "
         f"WHERE {LIVE_DOCUMENT_SQL} AND p.sigma IS NOT NULL GROUP BY bin",
-        {"low": low, "width": width, "last": bins - 1, "threshold": float(threshold)},
+        {"low": low, "width": width, "last": bins - 1, **manifest.decision_params(threshold)},
     ).fetchall()
     kept, total = np.zeros(bins, np.int64), np.zeros(bins, np.int64)
     for row in rows:

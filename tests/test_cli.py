@@ -25,14 +25,14 @@ def test_ingest_then_list_documents_and_pages(tmp_path, archive):
     assert {"path", "pages", "status", "error"} <= set(docs[0])
     assert [d["pages"] for d in docs] == [4, 5, 6]
 
-    pages = list(csv.DictReader(io.StringIO(run("pages", "--db", db, "--format", "csv"))))
+    pages = list(csv.DictReader(io.StringIO(run("pages", "--db", db, "--format", "csv", "--rule", "sigma"))))
     assert len(pages) == 15
     assert {"doc", "page", "sigma", "width", "height", "keep", "decided_by"} <= set(pages[0])
     assert {p["decided_by"] for p in pages} == {"threshold"}
     assert all((float(p["sigma"]) > 45) == (p["keep"] == "True") for p in pages)
     assert [int(p["page"]) for p in pages[:4]] == [0, 1, 2, 3]
 
-    everything = [json.loads(l) for l in run("pages", "--db", db, "--format", "jsonl", "--threshold", 0).splitlines()]
+    everything = [json.loads(l) for l in run("pages", "--db", db, "--format", "jsonl", "--threshold", 0, "--rule", "sigma").splitlines()]
     assert all(p["keep"] for p in everything)
 
     table = run("pages", "--db", db)
@@ -45,7 +45,7 @@ def test_status_summarises_documents_pages_scores_and_the_last_job(tmp_path, arc
     out = run("status", "--db", db)
     assert "documents: 3 ok" in out
     assert "pages: 15 (15 scored, 0 failed)" in out
-    assert "threshold 45:" in out and "removed" in out
+    assert "rule picture (picture share >= 0.03):" in out and "removed" in out
     assert "ingest job 1: done, 15/15 pages" in out
 
 

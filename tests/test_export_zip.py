@@ -30,6 +30,7 @@ def scored_db(tmp_path_factory):
     db = folder / "template.sqlite"
     with Manifest(db) as m:
         ingest(m, [folder / "archive"], workers=2)
+        m.rule = "sigma"  # these tests reason about sigma > threshold
     return db
 
 

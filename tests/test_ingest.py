@@ -70,7 +70,7 @@ def test_changed_file_is_scored_again_and_the_old_content_retired(manifest, arch
 
 def test_a_killed_run_resumes_with_every_page_exactly_once(tmp_path):
     folder = tmp_path / "archive"
-    small_pdf(folder / "big.pdf", pages=40, seed=1, dpi=200)
+    small_pdf(folder / "big.pdf", pages=90, seed=1, dpi=200)
     small_pdf(folder / "small.pdf", pages=6, seed=2, dpi=200)
     db = tmp_path / "m.sqlite"
     cmd = [sys.executable, "-m", "curation", "ingest", str(folder), "--db", str(db), "--workers", "1", "-q"]
@@ -87,14 +87,14 @@ def test_a_killed_run_resumes_with_every_page_exactly_once(tmp_path):
     proc.wait()
     with Manifest(db) as m:
         scored_before = m.conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
-        assert 16 <= scored_before < 46
+        assert 16 <= scored_before < 96
         assert m.latest_job("ingest")["status"] == "interrupted"
     result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert f"{46 - scored_before} pages scored" in result.stdout
+    assert f"{96 - scored_before} pages scored" in result.stdout
     with Manifest(db) as m:
         rows = m.conn.execute("SELECT doc_id, page FROM pages").fetchall()
-        assert len(rows) == len(set(map(tuple, rows))) == 46
+        assert len(rows) == len(set(map(tuple, rows))) == 96
         assert {d["status"] for d in m.documents()} == {"ok"}
 
 
