@@ -5,9 +5,9 @@ borders, bleed-through, uneven light, faded engravings, mixed pages, small ornam
 mastheads), ingests it with the real engine, and prints precision and recall of
 
 - the original rule, sigma > 45
-- the default rule (curation.rules), from the features computed during ingest
+- the default rule (the picture rule, Manifest.rule), from the features computed during ingest
 
-then the learning curve: agreement with the truth of the model fitted on N overrides, for a curator
+how many reprinted plates are grouped as near-duplicates, then the learning curve: agreement with the truth of the model fitted on N overrides, for a curator
 who overrides N pages picked at random (mean and worst over repeated draws).
 
     python bench/quality.py [--docs 6] [--pages 40] [--dpi 200]
@@ -16,6 +16,7 @@ who overrides N pages picked at random (mean and worst over repeated draws).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import pathlib
 import subprocess
 import sys
@@ -33,16 +34,25 @@ LEARNING_SIZES = (10, 15, 20, 30, 50)
 DRAWS = 25
 
 
-def build(folder: pathlib.Path, docs: int, pages: int, dpi: int) -> dict[tuple[str, int], str]:
-    """Write the corpus (once) and return each page's kind by (path, page)."""
-    truth = {}
+def build(folder: pathlib.Path, docs: int, pages: int, dpi: int) -> tuple[dict, dict]:
+    """Write the corpus (once). Returns each page's kind by (path, page), and the reprints: the
+    same plate rescanned in a later issue (new paper, light, grain, placement), by (path, page)
+    -> the (path, page) of the first printing."""
+    truth, reprints, plates = {}, {}, []
     for d in range(docs):
         specs = list(periodical_specs(pages, seed=7000 + d, dpi=dpi))
-        path = (folder / f"quality-{d:02d}.pdf").resolve()
-        if not path.exists():
+        path = str((folder / f"quality-{d:02d}.pdf").resolve())
+        if d == 0:
+            plates = [(n, spec) for n, spec in enumerate(specs) if spec.is_illustration][:docs - 1]
+        elif d <= len(plates):  # each later issue reprints one plate of the first
+            first, spec = plates[d - 1]
+            slot = next(n for n, s in enumerate(specs) if s.kind == "text")
+            specs[slot] = dataclasses.replace(spec, rescan=d, border=not spec.border)
+            reprints[(path, slot)] = (str((folder / "quality-00.pdf").resolve()), first)
+        if not pathlib.Path(path).exists():
             write_pdf(path, specs)
-        truth.update({(str(path), n): spec.kind for n, spec in enumerate(specs)})
-    return truth
+        truth.update({(path, n): spec.kind for n, spec in enumerate(specs)})
+    return truth, reprints
 
 
 def precision_recall(predicted: np.ndarray, actual: np.ndarray) -> tuple[float, float]:
@@ -66,7 +76,7 @@ def main() -> None:
     args = parser.parse_args()
 
     folder = args.out / "corpus"
-    truth = build(folder, args.docs, args.pages, args.dpi)
+    truth, reprints = build(folder, args.docs, args.pages, args.dpi)
     db = args.out / "quality.sqlite"
     subprocess.run([sys.executable, "-m", "curation", "ingest", str(folder), "--db", str(db), "-q"], cwd=ROOT, check=True)
     with Manifest(db) as manifest:
@@ -74,7 +84,10 @@ def main() -> None:
             f"SELECT d.path, p.page, {', '.join('p.' + f for f in FEATURES)} FROM pages p "
             "JOIN documents d ON d.id = p.doc_id WHERE p.status = 'ok' ORDER BY d.path, p.page"
         ).fetchall()
-        rule_keep = {(r["doc"], r["page"]): bool(r["keep"]) for r in manifest.pages(rule="features")}
+        rule_keep = {(r["doc"], r["page"]): bool(r["keep"]) for r in manifest.pages(rule="picture")}
+        groups = {}
+        for r in manifest.pages(where="g.group_id IS NOT NULL"):
+            groups.setdefault(r["duplicate_group"], set()).add((r["doc"], r["page"]))
     kinds = np.array([truth[(r[0], r[1])] for r in rows])
     actual = np.isin(kinds, ["engraving", "mixed", "faded_engraving"])
     features = np.array([[r[f] for f in FEATURES] for r in rows], dtype=float)
@@ -83,6 +96,12 @@ def main() -> None:
           f"({', '.join(f'{k} {n}' for k, n in zip(*np.unique(kinds, return_counts=True)))})")
     report("sigma > 45", sigma > 45, actual, kinds)
     report("default rule", np.array([rule_keep[(r[0], r[1])] for r in rows]), actual, kinds)
+
+    expected = [{reprint, first} for reprint, first in reprints.items()]
+    found = sum(any(pair <= group for group in groups.values()) for pair in expected)
+    spurious = sum(1 for group in groups.values() if not any(pair <= group for pair in expected))
+    print(f"near-duplicates: {found} of {len(expected)} reprinted plates grouped with their first printing, "
+          f"{spurious} groups of pages that are not reprints")
 
     print(f"learning curve (overrides on random pages, {DRAWS} draws each): agreement with the truth")
     rng = np.random.default_rng(0)

@@ -11,7 +11,7 @@ engravings fall low. These features look at what is on the paper instead of how 
   work close into areas thicker than 5 mm while lines of text stay thinner and are opened away;
   bleed-through is too faint against the page's own ink to count.
 - `picture_box`: the bounding box of the large regions, in reference pixels: where the plate is.
-- `phash`: a 64-bit perceptual hash, to find the same plate printed twice.
+- `phash`: a 64-bit perceptual hash of the plate (else of the content), to find a plate printed twice.
 """
 
 from __future__ import annotations
@@ -69,6 +69,8 @@ def page_features(gray: np.ndarray) -> PageFeatures:
     tone = _percentile_u8(ink, 99.5) / 255
     mask = (ink >= 255 * max(INK_FRACTION * tone, INK_FLOOR)).astype(np.uint8)
     share, box = _picture_regions(mask)
+    # The plate itself identifies a reprint; borders and the text around it differ between issues.
+    plate = content[box[1]:box[3], box[0]:box[2]] if box is not None else content
     s = FEATURE_SCALE
     sigma_content = float(cv2.meanStdDev(gray[top * s:bottom * s, left * s:right * s])[1][0, 0])
     if box is not None:
@@ -79,7 +81,7 @@ def page_features(gray: np.ndarray) -> PageFeatures:
         ink_coverage=float(mask.mean()),
         picture_share=share,
         picture_box=box,
-        phash=perceptual_hash(small),
+        phash=perceptual_hash(plate),
     )
 
 

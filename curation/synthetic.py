@@ -32,6 +32,7 @@ class PageSpec:
     bleed: bool = False
     uneven: bool = True
     inches: tuple[float, float] = LETTER_IN
+    rescan: int = 0  # the same printed page scanned again: new paper, light, grain and placement
 
     @property
     def is_illustration(self) -> bool:
@@ -69,6 +70,10 @@ def page_image(spec: PageSpec) -> np.ndarray:
     elif spec.kind != "blank":
         raise ValueError(f"unknown page kind {spec.kind!r}")
     strength = rng.uniform(0.3, 0.45) if spec.kind == "faded_engraving" else rng.uniform(0.8, 0.95)
+    if spec.rescan:
+        rng = np.random.default_rng((spec.seed, spec.rescan))
+        shift = rng.integers(-int(0.05 * spec.dpi), int(0.05 * spec.dpi) + 1, 2)
+        ink = np.roll(ink, tuple(int(v) for v in shift), axis=(0, 1))
     return _scan(ink.astype(np.float32) * (strength / 255), spec, rng)
 
 
