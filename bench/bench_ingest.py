@@ -90,6 +90,30 @@ def pdf2image_loop(corpus) -> float:
     return count / (time.perf_counter() - start)
 
 
+def feature_cost(corpus) -> tuple[float, float]:
+    """Milliseconds per page of score_page with and without the features beside sigma, in process."""
+    from curation import scorer
+
+    def timed() -> float:
+        count, start = 0, time.perf_counter()
+        for path in corpus:
+            doc = pymupdf.open(path)
+            for number in range(doc.page_count):
+                scorer.score_page(doc, number)
+                pymupdf.TOOLS.store_shrink(100)
+                count += 1
+            doc.close()
+        return (time.perf_counter() - start) / count * 1000
+
+    with_features = timed()
+    original, scorer.feature_columns = scorer.feature_columns, lambda gray, scale=1.0: {}
+    try:
+        without = timed()
+    finally:
+        scorer.feature_columns = original
+    return with_features, without
+
+
 def peak_rss_of_tree(proc: subprocess.Popen) -> dict[int, int]:
     """Poll the peak RSS (VmHWM) of a process and all its descendants until it exits."""
     peaks: dict[int, int] = {}
@@ -155,6 +179,10 @@ def main() -> None:
         worst = max(abs(r["sigma"] - ref_sigmas[(r["doc"], r["page"])]) for r in m.pages())
         methods = dict(m.conn.execute("SELECT method, COUNT(*) FROM pages GROUP BY method").fetchall())
     print(f"largest |sigma - sigma_ref|: {worst:.3f} over {scored} pages (paths: {methods})")
+
+    with_features, without = feature_cost(corpus)
+    print(f"score_page: {with_features:.1f} ms/page with the features, {without:.1f} without "
+          f"(features cost {with_features / without - 1:+.1%} of scoring throughput)")
 
     big_dir = args.out / "corpus-x4"
     enlarge(corpus, big_dir, 4)
