@@ -5,18 +5,28 @@ text columns, engravings and mixed pages on yellowed paper), then, page by page 
 
 - original: get_pixmap(Matrix(2, 2)), Image.frombytes, resize((1024, 1024), LANCZOS), JPEG quality 92
 - export:   curation.export.export_page with the defaults (square, pad, 1024, JPEG 92), the other
-            shapes (crop, stretch, SDXL bucket), and the default with every page rendered (the path
-            for pages that are not one plain scan)
+            shapes (crop, stretch, SDXL bucket), the default cut to the page's picture (--crop picture,
+            the box ingest's features give), and the default with every page rendered (the path for
+            pages that are not one plain scan)
 
 timed by the CPU time of the thread (what an image costs, whatever else runs on the machine) and by
 the wall clock, with MuPDF's cache emptied before each call. It prints the median per image and the
-ratio per scan resolution and overall. Then end to end on the corpus copied --copies times (distinct
+ratio per scan resolution and overall.
+
+Then the ways tried to cut the resize, the half of an image's cost that is not decoding, each against
+the original and the default in the same interleaved run, with its quality: PSNR against the ideal
+(the scan decoded at full resolution, LANCZOS straight to the output), over the whole image and in the
+worst 64x64 tile. Tried: Pillow's `reducing_gap` (Image.reduce before LANCZOS), decoding and resizing
+in the JPEG's own YCbCr, libjpeg's 3/8 DCT scaling (the one reduction between 1/4 and 1/2 that
+Pillow's decoder can be asked for; the export now uses it, so it is the "now" row against "before",
+the draft() reductions alone), and the floors: decoding alone, and decoding plus encoding with no
+resize at all. Then end to end on the corpus copied --copies times (distinct
 documents): `python -m curation export` with 1 and 2 workers (start-up, pool, ZIP writing and
 manifest updates included) against the original loop over the same pages, twice and interleaved,
 as images/s and as CPU seconds per image of the whole process tree, and the peak RSS of every
 process when exporting a third of the pages and all of them (flat memory: the two are the same).
 
-    python bench/bench_export.py [--docs 4] [--pages 6] [--copies 4] [--out bench/out/export]
+    python bench/bench_export.py [--docs 4] [--pages 6] [--copies 4] [--out bench/out/export] [--no-end-to-end]
 """
 
 from __future__ import annotations
@@ -24,11 +34,13 @@ from __future__ import annotations
 import argparse
 import io
 import pathlib
+import math
 import statistics
 import subprocess
 import sys
 import time
 
+import numpy as np
 import psutil
 import pymupdf
 from PIL import Image
@@ -39,8 +51,13 @@ sys.path.insert(0, str(ROOT))
 from bench_ingest import enlarge  # noqa: E402
 from curation import Manifest  # noqa: E402
 from curation.export import ExportSettings, export_page  # noqa: E402
+from curation.export.geometry import crop_region, plan_image  # noqa: E402
+from curation.export.selection import Item  # noqa: E402
+from curation.export.shape import encode_jpeg, paper_colour, shape_image  # noqa: E402
+from curation.export.source import _decode_scan as decode_scan  # noqa: E402
 from curation.manifest import PageResult  # noqa: E402
 from curation.reader import file_sha256  # noqa: E402
+from curation.scorer import full_page_jpeg, score_page  # noqa: E402
 from curation.synthetic import periodical_specs, write_pdf  # noqa: E402
 
 DPIS = (300, 300, 200, 400)
@@ -80,15 +97,30 @@ def timed(fn) -> tuple[float, float]:
     return time.thread_time() - cpu, time.perf_counter() - wall
 
 
+def picture_region(doc: pymupdf.Document, number: int):
+    """The part --crop picture exports of a page: its picture box as ingest scores it; None for the whole page."""
+    result = score_page(doc, number)
+    f = result.features or {}
+    box = tuple(f.get(k) for k in ("picture_x0", "picture_y0", "picture_x1", "picture_y1"))
+    item = Item(0, number, "", "", 0, result.sigma or 0.0, "threshold", None, "", result.width, result.height,
+                None if None in box else box, f.get("picture_share"))
+    return crop_region(item, CROP_PICTURE)
+
+
+CROP_PICTURE = ExportSettings(crop="picture")
+
+
 def per_image(corpus) -> dict[str, dict[int, list[tuple[float, float]]]]:
     """{path name: {dpi: [(cpu, wall) per page]}}, interleaved page by page, order alternating."""
-    names = ["original", *SHAPES, "pad, every page rendered"]
+    names = ["original", *SHAPES, "pad, crop picture", "pad, every page rendered"]
     times = {name: {} for name in names}
     for path, dpi in corpus:
         doc = pymupdf.open(path)
         for number in range(doc.page_count):
+            region = picture_region(doc, number)
             calls = {"original": lambda: original_image(doc[number])}
             calls.update({name: (lambda s=s: export_page(doc, number, s)) for name, s in SHAPES.items()})
+            calls["pad, crop picture"] = lambda: export_page(doc, number, CROP_PICTURE, region=region)
             calls["pad, every page rendered"] = lambda: export_page(doc, number, ExportSettings(), use_scan=False)
             order = names if number % 2 == 0 else names[::-1]
             for name in order:
@@ -118,6 +150,145 @@ def print_per_image(times, dpis) -> None:
             ratio = median(reference, 0) / median(pairs, 0)
             cells.append(f"{cpu:5.0f} |{wall:5.0f} {ratio:5.2f}x  ")
         print(f"{name:24}" + "".join(f"{c:>22}" for c in cells))
+
+
+# -- ways to cut the resize -----------------------------------------------------------------------
+
+
+def shaped(image: Image.Image, box, plan, resize) -> bytes:
+    """The default shaping (square pad 1024, paper margin, JPEG 92) with another resize."""
+    part = resize(image, plan.size, box)
+    if part.mode == "YCbCr":  # the margin's paper colour, in the picture's own colour space
+        fill = Image.new("RGB", (1, 1), paper_colour(part.convert("RGB"))).convert("YCbCr").getpixel((0, 0))
+    else:
+        fill = paper_colour(part)
+    canvas = Image.new(part.mode, plan.canvas, fill)
+    canvas.paste(part, plan.offset)
+    return encode_jpeg(canvas, 92)  # a YCbCr image goes to libjpeg as it is, without a colour conversion
+
+
+def lanczos(image, size, box, **options):
+    return image.resize(size, Image.Resampling.LANCZOS, box=box, **options)
+
+
+def decoded(jpeg: bytes, mode: str, settings: ExportSettings, full: bool = False):
+    """The scan decoded as the export did before 3/8 (draft(): 1/8, 1/4, 1/2 or 1), in `mode`; or whole."""
+    image = Image.open(io.BytesIO(jpeg))
+    width, height = image.size
+    plan = plan_image(width, height, settings)
+    reduction = 1.0
+    if not full:
+        drafted = image.draft(mode, (math.ceil(width * plan.scale), math.ceil(height * plan.scale)))
+        reduction = drafted[1][2] / width if drafted else 1.0
+    image.load()
+    box = tuple(min(limit, v * reduction) for v, limit in zip(plan.box, (*image.size, *image.size)))
+    return image, box, plan
+
+
+def at_three_eighths(jpeg: bytes, settings: ExportSettings) -> bool:
+    """Whether the export decodes this scan at 3/8 (where draft() gave 1/2)."""
+    image = Image.open(io.BytesIO(jpeg))
+    return 1 / 4 < plan_image(*image.size, settings).scale <= 3 / 8
+
+
+BEFORE = "before: draft + LANCZOS"
+NOW = "now: the export (3/8 too)"
+
+
+def experiments(corpus) -> tuple[dict, dict, set]:
+    """CPU seconds per page of each way, interleaved with the original, and its PSNR against the ideal."""
+    default = ExportSettings()
+
+    def export_scan(jpeg: bytes) -> bytes:
+        return encode_jpeg(shape_image(decode_scan(jpeg, default), default), default.quality)
+
+    ways = {
+        NOW: export_scan,
+        BEFORE: lambda j: shaped(*decoded(j, "RGB", default), resize=lanczos),
+        "ideal: full decode+LANCZOS": lambda j: shaped(*decoded(j, "RGB", default, full=True), resize=lanczos),
+        "before + reducing_gap=3.0": lambda j: shaped(*decoded(j, "RGB", default),
+                                                      resize=lambda i, s, b: lanczos(i, s, b, reducing_gap=3.0)),
+        "before + reducing_gap=2.0": lambda j: shaped(*decoded(j, "RGB", default),
+                                                      resize=lambda i, s, b: lanczos(i, s, b, reducing_gap=2.0)),
+        "before, all in YCbCr": lambda j: shaped(*decoded(j, "YCbCr", default), resize=lanczos),
+        "floor: decode only": lambda j: decode_scan(j, default),
+        "floor: decode+encode": lambda j: encode_jpeg(decode_scan(j, default).image, 92),
+    }
+    times: dict[str, dict[tuple, float]] = {name: {} for name in ["original", *ways]}
+    quality: dict[str, dict[tuple, tuple[float, float]]] = {name: {} for name in ways}
+    three_eighths = set()
+    for path, _ in corpus:
+        doc = pymupdf.open(path)
+        for number in range(doc.page_count):
+            page = (path.name, number)
+            jpeg = full_page_jpeg(doc, doc[number])[0]
+            if at_three_eighths(jpeg, default):
+                three_eighths.add(page)
+            outputs = {}
+            for name in (list(times) if number % 2 == 0 else list(times)[::-1]):
+                if name == "original":
+                    times[name][page] = timed(lambda: original_image(doc[number]))[0]
+                    continue
+                result = []
+                times[name][page] = timed(lambda: result.append(ways[name](jpeg)))[0]
+                outputs[name] = result[0]
+            ideal = _pixels(outputs["ideal: full decode+LANCZOS"])
+            for name, data in outputs.items():
+                if isinstance(data, bytes) and not name.startswith("floor"):
+                    image = _pixels(data)
+                    quality[name][page] = (_psnr(image, ideal, tile=None), _psnr(image, ideal))
+        doc.close()
+    return times, quality, three_eighths
+
+
+def _pixels(jpeg: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(jpeg)).convert("RGB"), np.float32)
+
+
+def _psnr(a: np.ndarray, b: np.ndarray, tile: int | None = 64) -> float:
+    """PSNR of the worst 64 x 64 tile (a page is mostly paper, which hides a damaged column of text), or
+    of the whole image with `tile=None`."""
+    if tile is None:
+        mse = float(((a - b) ** 2).mean())
+        return math.inf if mse == 0 else 10 * math.log10(255**2 / mse)
+    h, w = (side // tile * tile for side in a.shape[:2])
+    squared = ((a[:h, :w] - b[:h, :w]) ** 2).reshape(h // tile, tile, w // tile, tile, -1)
+    mse = float(squared.mean(axis=(1, 3, 4)).max())
+    return math.inf if mse == 0 else 10 * math.log10(255**2 / mse)
+
+
+def _quality(values: dict | None) -> str:
+    if not values:
+        return f"{'-':>6} {'-':>6}"
+    whole = statistics.median(q[0] for q in values.values())
+    worst = min(q[1] for q in values.values())
+    return " ".join(f"{'inf' if math.isinf(v) else f'{v:.1f}':>6}" for v in (whole, worst))
+
+
+def print_experiments(times, quality, three_eighths) -> None:
+    print("\nways to cut the resize (square pad 1024, JPEG 92, scan pages), median CPU ms per image; PSNR dB against "
+          "the ideal (full-resolution decode, LANCZOS): median over pages of the whole image | worst 64x64 tile of "
+          "any page")
+    print(f"{'':30} {'pages':>5} {'CPU ms':>7} {'vs original':>12} {'vs before':>10} {'PSNR':>6} {'worst':>6}")
+
+    def row(label: str, name: str, pages) -> None:
+        cpu = statistics.median(times[name][page] for page in pages)
+        original = statistics.median(times["original"][page] for page in pages)
+        before = statistics.median(times[BEFORE][page] for page in pages)
+        same = {page: quality[name][page] for page in pages} if quality.get(name) else None
+        print(f"{label:30} {len(pages):5d} {cpu * 1e3:7.1f} {original / cpu:11.2f}x {before / cpu:9.2f}x "
+              f"{_quality(same)}")
+
+    for name, values in times.items():
+        row(name, name, list(values))
+    if three_eighths:
+        print(f"the {len(three_eighths)} pages the export now decodes at 3/8 (300 dpi), where draft() gave 1/2:")
+        for name in ("original", NOW, BEFORE):
+            row(f"  {name}", name, sorted(three_eighths))
+    original = statistics.median(times["original"].values())
+    encode_only = statistics.median(times["floor: decode+encode"].values())
+    print(f"with a resize that cost nothing the export would cost {original / encode_only:.2f}x less than the "
+          "original (decoding and encoding alone)")
 
 
 def watch_tree(proc: subprocess.Popen) -> tuple[int, float]:
@@ -189,6 +360,8 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=6)
     parser.add_argument("--copies", type=int, default=4, help="copies of the corpus for the end-to-end runs")
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "bench" / "out" / "export")
+    parser.add_argument("--no-end-to-end", dest="end_to_end", action="store_false",
+                        help="Per-image figures and the resize experiments only.")
     args = parser.parse_args()
 
     corpus = make_corpus(args.out / "corpus", args.docs, args.pages)
@@ -202,6 +375,9 @@ def main() -> None:
     ratio = median(all_pages(times, "original"), 0) / median(all_pages(times, "square pad (default)"), 0)
     print(f"the default export costs {ratio:.2f}x less CPU per image than the original "
           f"(target 3x: {'met' if ratio >= 3 else 'not met'})")
+    print_experiments(*experiments(corpus))
+    if not args.end_to_end:
+        return
 
     copies = args.out / f"copies-{args.docs}x{args.pages}x{args.copies}"
     enlarge([p for p, _ in corpus], copies, args.copies)

@@ -573,10 +573,12 @@ class Manifest:
         bound = self.decision_params(threshold)
         return self.conn.execute(
             f"SELECT p.doc_id, p.page, d.path AS doc, d.sha256, d.size AS doc_size, p.sigma, p.width, p.height, "
-            f"p.method, {DECIDED_BY_SQL} AS decided_by, c.text AS caption "
+            f"p.method, {DECIDED_BY_SQL} AS decided_by, c.text AS caption, p.picture_share, "
+            f"p.picture_x0, p.picture_y0, p.picture_x1, p.picture_y1, g.group_id AS duplicate_group "
             f"FROM pages p JOIN documents d ON d.id = p.doc_id "
             f"LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
             f"LEFT JOIN captions c ON c.doc_id = p.doc_id AND c.page = p.page "
+            f"LEFT JOIN duplicates g ON g.doc_id = p.doc_id AND g.page = p.page "
             f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' AND {KEEP_SQL} = 1 ORDER BY d.path, d.id, p.page",
             bound,
         ).fetchall()

@@ -1,10 +1,10 @@
 """Export: the kept pages as a LoRA training ZIP for kohya_ss, ai-toolkit or diffusers.
 
-Options beside a preview of a few images exactly as they will be written (same reader, shaping and
-encoder as the export). The export itself runs in its own process (`python -m curation export`) and
-writes its progress to the manifest; this page only launches it and polls, so a rerun, a reload or
-a closed tab neither stops it nor starts a second one. Then a download button, or the path on the
-server for a ZIP too large to pass through a browser.
+Options beside a preview of a few images exactly as they will be written (same reader, crop, shaping
+and encoder as the export), and how many near-duplicates are left out. The export itself runs in its
+own process (`python -m curation export`) and writes its progress to the manifest; this page only
+launches it and polls, so a rerun, a reload or a closed tab neither stops it nor starts a second one.
+Then a download button, or the path on the server for a ZIP too large to pass through a browser.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import streamlit as st
 
 from curation import jobs, views
 from curation.export import (ExportSettings, SettingsError, estimate_bytes, image_folder, preview, safe_zip_name,
-                             sample_items, select_items)
-from curation.export.selection import Item
+                             sample_items, select)
+from curation.export.selection import Item, Selection
 from curation.paths import data_dir
 from pages import _common as common
 
@@ -29,6 +29,7 @@ DOWNLOAD_LIMIT = 500_000_000
 PREVIEW_COUNT = 4
 POLL_SECONDS = 1.0
 RUNNING_KEY = "export_job_was_running"
+ONE_PER_GROUP_KEY = "export_one_per_group"
 
 LAYOUT_LABELS = {
     "kohya": "kohya_ss / sd-scripts",
@@ -51,21 +52,31 @@ SHAPES = {  # label: (mode, fit, the trade-off in one line)
                      "about size², sides multiples of 64). The trainer needs bucketing on; kohya's "
                      "`dataset.toml` turns it on."),
 }
+CROPS = {  # label: (crop, the trade-off in one line)
+    "The whole page": ("page", "Text, margins and all, as scanned."),
+    "The picture only": ("picture", "Each page cut to its illustration (the box found at ingest, with a small "
+                         "margin), so the text around a plate is left out; then shaped as above. Pages without "
+                         "a picture export whole."),
+}
 
 
 def main():
     st.title("Export")
-    st.caption("The kept pages (your overrides, else σ above the threshold) as a training set: RGB JPEGs with "
+    st.caption("The kept pages (your overrides, else the decision rule) as a training set: RGB JPEGs with "
                "same-stem captions, in the layout your trainer reads, with a provenance table.")
     db = common.db_path()
+    # The near-duplicate choice decides which pages go, so it is read before its widget is drawn.
+    duplicates = "one" if st.session_state.get(ONE_PER_GROUP_KEY, True) else "all"
     with common.require_manifest() as manifest:
         threshold = manifest.threshold
-        items = select_items(manifest, threshold)
+        rule = manifest.rule
+        selection = select(manifest, threshold, duplicates)
         running = manifest.running_job("export") is not None
         scoring = common.running_job(manifest) is not None
+    items = selection.items
     if not items:
-        st.info(f"No page is kept at σ > {threshold:g}: there is nothing to export yet. Lower the threshold, "
-                "or keep pages one by one on the Review page.")
+        st.info(f"No page is kept by the {rule} rule: there is nothing to export yet. Change the rule or its "
+                "cutoffs on the Threshold page, or keep pages one by one on the Review page.")
         common.link("pages/threshold.py", "Threshold", ":material/tune:")
         common.link("pages/review.py", "Review", ":material/grid_view:")
         export_panel(running)
@@ -73,14 +84,14 @@ def main():
 
     options_column, preview_column = st.columns([2, 3], gap="large")
     with options_column:
-        settings, problem = options()
+        settings, problem = options(duplicates)
         name = st.text_input("File name", value="lora.zip", help="Written to the exports folder beside the manifest.")
         out = data_dir(db) / "exports" / safe_zip_name(name)
     with preview_column:
         figures = st.container()
         previews = show_preview(items, settings) if settings else []
         with figures:
-            show_figures(items, previews, threshold)
+            show_figures(selection, previews, rule)
     if problem:
         st.error(problem)
     elif not running:
@@ -97,10 +108,13 @@ def main():
 # -- options ----------------------------------------------------------------------------------
 
 
-def options() -> tuple[ExportSettings | None, str | None]:
+def options(duplicates: str) -> tuple[ExportSettings | None, str | None]:
     """The chosen settings, or None and the reason they cannot work."""
     layout = st.radio("Trainer", list(LAYOUT_LABELS), format_func=LAYOUT_LABELS.get, key="export_layout",
                       captions=[LAYOUT_HELP[k] for k in LAYOUT_LABELS])
+    crop_label = st.radio("Crop", list(CROPS), key="export_crop", captions=[c[1] for c in CROPS.values()],
+                          horizontal=False)
+    crop = CROPS[crop_label][0]
     shape = st.radio("Shape", list(SHAPES), key="export_shape", captions=[s[2] for s in SHAPES.values()])
     mode, fit, _ = SHAPES[shape]
     left, right = st.columns(2)
@@ -120,6 +134,10 @@ def options() -> tuple[ExportSettings | None, str | None]:
         help="{trigger}, {class}, {caption} (the page's own caption from Review, empty if none), {doc} (file name), "
              "{page} (0-based). Empty parts drop out with their comma.",
     )
+    st.checkbox("One page per group of near-duplicates", value=True, key=ONE_PER_GROUP_KEY,
+                help="The same plate reprinted across issues is one picture: the trainer would see it several "
+                     "times as often as the others. Kept: the page where the picture covers most of the page. "
+                     "The others are listed in the ZIP's export.json.")
     repeats = 10
     if layout == "kohya":
         repeats = st.number_input("Repeats per epoch", 1, 10_000, 10, key="export_repeats",
@@ -127,7 +145,7 @@ def options() -> tuple[ExportSettings | None, str | None]:
     try:
         return ExportSettings(mode=mode, fit=fit, size=int(size), quality=int(quality), layout=layout,
                               trigger=trigger.strip(), class_word=class_word.strip(), template=template,
-                              repeats=int(repeats), pad_colour=pad_colour), None
+                              repeats=int(repeats), pad_colour=pad_colour, crop=crop, duplicates=duplicates), None
     except SettingsError as exc:
         return None, f"These settings cannot be exported: {exc}."
 
@@ -136,40 +154,53 @@ def options() -> tuple[ExportSettings | None, str | None]:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def cached_preview(item: tuple, settings_json: str) -> tuple[bytes | None, int, int, str, str | None]:
-    """(jpeg, width, height, caption, problem) of one page as exported; cached per page and settings."""
+def cached_preview(item: tuple, settings_json: str) -> tuple[bytes | None, int, int, str, str | None, bool]:
+    """(jpeg, width, height, caption, problem, cut to the picture) of one page as exported; cached per page
+    and settings."""
     result = preview(Item(*item), ExportSettings.from_dict(json.loads(settings_json)))
     if result.image is None:
-        return None, 0, 0, result.caption, result.problem
-    return result.image.jpeg, result.image.width, result.image.height, result.caption, None
+        return None, 0, 0, result.caption, result.problem, False
+    return (result.image.jpeg, result.image.width, result.image.height, result.caption, None,
+            result.crop is not None)
 
 
 def show_preview(items: list[Item], settings: ExportSettings) -> list:
-    sample = sample_items(items, PREVIEW_COUNT)
-    key = json.dumps(settings.as_dict(), sort_keys=True)
+    sample = sample_items(items, PREVIEW_COUNT, settings)
+    # Which pages go does not change how one looks: the preview cache ignores the near-duplicate choice.
+    key = json.dumps({k: v for k, v in settings.as_dict().items() if k != "duplicates"}, sort_keys=True)
     with st.spinner("Preparing the preview…"):
         results = [cached_preview(dataclasses.astuple(item), key) for item in sample]
+    cut = " At least half are pages cut to their picture, where there are any." if settings.crop == "picture" else ""
     st.caption(f"As exported, spread over the {len(items):,} images: the size, margins and crops the trainer "
-               f"will see, and each caption. Files go to `{image_folder(settings)}/`.")
+               f"will see, and each caption.{cut} Files go to `{image_folder(settings)}/`.")
     for row_start in range(0, len(sample), 2):
         columns = st.columns(2)
-        for column, item, (jpeg, width, height, caption, problem) in zip(
+        for column, item, (jpeg, width, height, caption, problem, crop) in zip(
                 columns, sample[row_start:row_start + 2], results[row_start:row_start + 2]):
             with column:
                 if jpeg is None:
                     st.warning(f"{pathlib.Path(item.doc).name} page {item.page} cannot be read: {problem}")
                     continue
-                st.image(jpeg, caption=f"{width}×{height} · {pathlib.Path(item.doc).name}, page {item.page}")
+                cropped = " · cut to the picture" if crop else ""
+                st.image(jpeg, caption=f"{width}×{height} · {pathlib.Path(item.doc).name}, page {item.page}{cropped}")
                 st.code(caption, language=None, wrap_lines=True)
     return [jpeg for jpeg, *_ in results]
 
 
-def show_figures(items: list[Item], previews: list, threshold: float) -> None:
+def show_figures(selection: Selection, previews: list, rule: str) -> None:
+    items = selection.items
     overrides = sum(item.decided_by == "override" for item in items)
     sizes = [len(jpeg) for jpeg in previews if jpeg]
-    first, second = st.columns(2)
-    first.metric("Images", f"{len(items):,}", help=f"Kept at σ > {threshold:g}, with {overrides:,} decided by you "
+    first, second, third = st.columns(3)
+    first.metric("Images", f"{len(items):,}", help=f"Kept by the {rule} rule, with {overrides:,} decided by you "
                                                     "on the Review page.")
+    if selection.left_out or not selection.duplicates:
+        third.metric("Near-duplicates left out", f"{len(selection.left_out):,}",
+                     help="Kept pages whose picture is a near-identical copy of another exported page's; one page "
+                          "per group is exported. See the groups on the Review page (filter Near-duplicates).")
+    else:
+        third.metric("Near-duplicates kept", f"{selection.duplicates:,}",
+                     help="Copies of another exported page's picture, exported too: one page per group is off.")
     estimate = estimate_bytes(sizes, len(items))
     second.metric("Estimated size", human_size(estimate) if estimate else "—",
                   help="From the average of the preview images.")

@@ -1,6 +1,8 @@
 """`python -m curation export`: exit 0 with a ZIP, clear refusals, and nothing under the final name when
 the process is killed midway."""
 
+import csv
+import io
 import json
 import os
 import pathlib
@@ -12,6 +14,7 @@ import zipfile
 
 import pymupdf
 import pytest
+from PIL import Image
 
 from curation import Manifest
 from curation.export import ExportSettings
@@ -117,3 +120,57 @@ def test_an_export_killed_midway_leaves_no_final_file(tmp_path):
     assert not part.exists()  # the next export to the same place removed the leftover
     with zipfile.ZipFile(out) as z:
         assert sum(name.endswith(".jpg") for name in z.namelist()) == 80
+
+
+def features(manifest: Manifest, doc_id: int, page: int, share: float, box=None) -> None:
+    """Give a recorded page the picture ingest would have found (reference pixels)."""
+    x0, y0, x1, y1 = box or (None,) * 4
+    manifest.conn.execute("UPDATE pages SET picture_share = ?, ink_tone = 0.8, picture_x0 = ?, picture_y0 = ?, "
+                          "picture_x1 = ?, picture_y1 = ? WHERE doc_id = ? AND page = ?",
+                          (share, x0, y0, x1, y1, doc_id, page))
+
+
+@pytest.fixture
+def grouped_db(tmp_path):
+    """Six copies of one plate, four kept; three of the kept ones in one near-duplicate group, two of
+    them with a picture box in the top half of the page."""
+    pdf = repeated_scan_pdf(tmp_path / "issue.pdf", 6)
+    with Manifest(tmp_path / "manifest.sqlite") as m:
+        doc = record_scores(m, pdf, [60, 20, 70, 80, 10, 90])
+        m.rule = "sigma"
+        features(m, doc, 0, 0.2, (40, 30, 392, 260))
+        features(m, doc, 2, 0.3, (40, 30, 392, 260))
+        features(m, doc, 3, 0.1)
+        m.replace_duplicates([[(doc, 0), (doc, 2), (doc, 3)]])
+    return tmp_path / "manifest.sqlite"
+
+
+def test_near_duplicates_are_left_out_unless_asked_for(grouped_db, tmp_path):
+    result = run_cli("--db", grouped_db, "--out", tmp_path / "one.zip", "--workers", "1", "--quiet", "--size", "64")
+    assert result.returncode == 0, result.stderr
+    assert "2 images" in result.stdout and "2 near-duplicates left out" in result.stdout
+    with zipfile.ZipFile(tmp_path / "one.zip") as z:
+        rows = list(csv.DictReader(io.StringIO(z.read("manifest.csv").decode())))
+        assert [(r["page"], r["duplicate_group"]) for r in rows] == [("2", "1"), ("5", "")]  # the largest picture
+        assert [e["page"] for e in json.loads(z.read("export.json"))["duplicates"]["left_out"]] == [0, 3]
+    result = run_cli("--db", grouped_db, "--out", tmp_path / "all.zip", "--workers", "1", "--quiet", "--size", "64",
+                     "--duplicates", "all")
+    assert result.returncode == 0, result.stderr
+    assert "4 images" in result.stdout and "left out" not in result.stdout
+    with zipfile.ZipFile(tmp_path / "all.zip") as z:
+        assert sum(name.endswith(".jpg") for name in z.namelist()) == 4
+
+
+def test_crop_picture_cuts_the_pages_that_have_one(grouped_db, tmp_path):
+    result = run_cli("--db", grouped_db, "--out", tmp_path / "cut.zip", "--workers", "1", "--quiet",
+                     "--mode", "bucket", "--size", "512", "--crop", "picture", "--duplicates", "all")
+    assert result.returncode == 0, result.stderr
+    assert "2 cut to their picture" in result.stdout
+    with zipfile.ZipFile(tmp_path / "cut.zip") as z:
+        rows = {int(r["page"]): r for r in csv.DictReader(io.StringIO(z.read("manifest.csv").decode()))}
+        assert [rows[p]["crop"] for p in (0, 2, 3, 5)] == ["picture", "picture", "page", "page"]
+        assert [int(rows[0][f"crop_{c}"]) for c in ("x0", "y0", "x1", "y1")] == [35, 25, 397, 265]  # 1 % margin
+        assert [int(rows[5][f"crop_{c}"]) for c in ("x0", "y0", "x1", "y1")] == [0, 0, 432, 576]
+        sizes = {p: Image.open(io.BytesIO(z.read(rows[p]["file"]))).size for p in (0, 5)}
+        assert sizes[0][0] > sizes[0][1] and sizes[5][0] < sizes[5][1]  # the landscape plate, the portrait page
+        assert json.loads(z.read("export.json"))["crop"]["cropped_images"] == 2

@@ -7,7 +7,7 @@ import cv2
 import numpy as np
 import pymupdf
 import pytest
-from PIL import Image
+from PIL import Image, ImageFile
 
 from curation.export import ExportSettings, export_page, nearest_bucket, plan_image, sdxl_buckets
 from curation.export import source as source_module
@@ -83,11 +83,50 @@ def test_the_scan_path_shows_what_the_renderer_draws(tmp_path, settings):
 
 def test_large_scans_are_decoded_at_the_smallest_reduction_that_covers_the_output(tmp_path):
     doc = scan_pdf(tmp_path, dpi=300)  # 900 x 1200 pixels
-    for size, reduced in ((256, (225, 300)), (512, (450, 600)), (1024, (900, 1200))):
+    for size, reduced in ((128, (113, 150)), (256, (225, 300)), (400, (338, 450)), (512, (450, 600)),
+                          (1024, (900, 1200))):  # 1/8, 1/4, 3/8, 1/2, 1
         source = read_source(doc, 0, ExportSettings(size=size))
         assert source.method == "jpeg" and source.image.size == reduced
         x0, y0, x1, y1 = source.box
         assert (x1 - x0) >= source.plan.size[0] and (y1 - y0) >= source.plan.size[1]
+
+
+@pytest.mark.parametrize("kind, progressive, gray", [("mixed", False, False), ("engraving", True, False),
+                                                     ("text", False, True)])
+def test_the_three_eighths_decode_is_the_scan_resized(tmp_path, kind, progressive, gray):
+    """libjpeg's 3/8 scaled IDCT (a width that is no multiple of 8 included) keeps the page in place:
+    the image is the full-resolution decode resized with LANCZOS, give or take the IDCT's own filter."""
+    rgb = page_image(PageSpec(kind=kind, seed=9, dpi=300, inches=SMALL))  # 900 x 1200
+    if gray:
+        rgb = np.repeat(rgb[..., :1], 3, axis=2)
+    buffer = io.BytesIO()
+    Image.fromarray(rgb[..., 0] if gray else rgb).save(buffer, "JPEG", quality=90, progressive=progressive)
+    doc = one_page_pdf(tmp_path, lambda page: page.insert_image(page.rect, stream=buffer.getvalue()))
+    settings = ExportSettings(size=400)
+    source = read_source(doc, 0, settings)
+    assert source.method == "jpeg" and source.image.size == (338, 450)
+    ours = shape_image(source, settings)
+    full = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
+    ideal = full.resize(source.plan.size, Image.Resampling.LANCZOS)
+    x, y = source.plan.offset
+    assert blurred_psnr(ours.crop((x, y, x + ideal.width, y + ideal.height)), ideal) > 40
+    assert blurred_psnr(ours, shape_image(read_source(doc, 0, settings, use_scan=False), settings)) > 40
+
+
+def test_a_decoder_that_refuses_the_three_eighths_request_falls_back_to_the_usual_reductions(tmp_path, monkeypatch):
+    def wrong_size(image):  # as if libjpeg made a larger image than asked: the decoder refuses it
+        image = original(image)
+        decoder, (x0, y0, x1, y1), offset, args = image.tile[0]
+        image.tile = [ImageFile._Tile(decoder, (x0, y0, x1 - 1, y1), offset, args)]
+        image._size = (x1 - 1, y1)
+        return image
+
+    original = source_module._at_three_eighths
+    monkeypatch.setattr(source_module, "_at_three_eighths", wrong_size)
+    doc = scan_pdf(tmp_path, dpi=300)
+    source = read_source(doc, 0, ExportSettings(size=400))
+    assert source.method == "jpeg" and source.image.size == (450, 600)  # 1/2, as draft() gives
+    assert shape_image(source, ExportSettings(size=400)).size == (400, 400)
 
 
 def test_low_resolution_scans_are_enlarged_from_the_scan_itself(tmp_path):

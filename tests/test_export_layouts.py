@@ -1,5 +1,6 @@
 """Layouts, captions, names and settings: the parts of an export that are text."""
 
+import dataclasses
 import json
 import tomllib
 
@@ -13,8 +14,9 @@ from curation.export.selection import Item, safe_stem
 from curation.export.zipwriter import UnsafeName, check_name
 
 
-def record(name="issue-0-abcdef12-p0003", caption="ohwx, engraving, a hat", folder="train"):
-    item = Item(1, 3, "/archive/issue-0.pdf", "abcdef12" * 8, 1000, 61.25, "override", "a hat", name)
+def record(name="issue-0-abcdef12-p0003", caption="ohwx, engraving, a hat", folder="train", **extra):
+    item = Item(1, 3, "/archive/issue-0.pdf", "abcdef12" * 8, 1000, 61.25, "override", "a hat", name,
+                **{"width": 1224, "height": 1584, **extra})
     return Record(item, f"{folder}/{name}.jpg", caption, 1024, 1024, "jpeg")
 
 
@@ -50,10 +52,13 @@ def test_diffusers_metadata_names_each_file_with_its_caption():
 
 
 def test_provenance_table_says_where_each_image_came_from():
-    lines = provenance_csv([record()]).decode().splitlines()
-    assert lines[0] == "file,document,sha256,page,sigma,decided_by,caption,width,height,source"
+    cut = dataclasses.replace(record("b", picture_box=(100, 80, 900, 700), group=7), crop=(88, 68, 912, 712))
+    lines = provenance_csv([record(), cut]).decode().splitlines()
+    assert lines[0] == ("file,document,sha256,page,sigma,decided_by,caption,width,height,source,"
+                        "duplicate_group,crop,crop_x0,crop_y0,crop_x1,crop_y1")
     assert lines[1].startswith("train/issue-0-abcdef12-p0003.jpg,/archive/issue-0.pdf,abcdef12")
-    assert ',3,61.250,override,"ohwx, engraving, a hat",1024,1024,jpeg' in lines[1]
+    assert lines[1].endswith(',3,61.250,override,"ohwx, engraving, a hat",1024,1024,jpeg,,page,0,0,1224,1584')
+    assert lines[2].endswith(",jpeg,7,picture,88,68,912,712")  # its group, and the part of the page it shows
 
 
 @pytest.mark.parametrize("caption, expected", [
@@ -84,6 +89,8 @@ def test_captions_can_name_the_document_and_page():
     ({"layout": "webdataset"}, "layout must be one of"),
     ({"fit": "fill"}, "fit must be one of"),
     ({"pad_colour": "red"}, "pad colour"),
+    ({"crop": "plate"}, "crop must be one of page, picture"),
+    ({"duplicates": "none"}, "duplicates must be one of one, all"),
 ])
 def test_settings_that_cannot_work_are_refused_with_the_reason(options, message):
     with pytest.raises(SettingsError, match=message.replace("{", r"\{").replace("}", r"\}")):
@@ -92,7 +99,8 @@ def test_settings_that_cannot_work_are_refused_with_the_reason(options, message)
 
 def test_settings_round_trip_through_the_command_line():
     settings = ExportSettings(mode="bucket", size=768, quality=85, layout="diffusers", trigger="a b",
-                              class_word="plate", template="{trigger}; {caption}", repeats=3, pad_colour="#102030")
+                              class_word="plate", template="{trigger}; {caption}", repeats=3, pad_colour="#102030",
+                              crop="picture", duplicates="all")
     context = cli.commands["export"].make_context("export", ["--out", "x.zip", *settings.cli_args()])
     params = {k: v for k, v in context.params.items() if k in settings.as_dict()}
     assert ExportSettings(**params) == settings

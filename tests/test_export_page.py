@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from curation import Manifest
 
 from conftest import ROOT
-from test_export_cli import record_scores, repeated_scan_pdf
+from test_export_cli import features, record_scores, repeated_scan_pdf
 
 PAGE = str(ROOT / "pages" / "export.py")
 
@@ -115,3 +115,45 @@ def test_a_running_export_shows_live_progress_and_can_be_stopped(tmp_path, monke
     at.run()
     assert any("Export stopped" in i for i in texts(at.info))
     assert not list((db.parent / "exports").glob("*lora*"))  # neither the ZIP nor a temporary file
+
+
+@pytest.fixture
+def grouped(tmp_path, monkeypatch):
+    """Four kept pages, three of them near-duplicates of one another, two with a picture box."""
+    pdf = repeated_scan_pdf(tmp_path / "issue.pdf", 6)
+    db = tmp_path / "data" / "manifest.sqlite"
+    with Manifest(db) as m:
+        doc = record_scores(m, pdf, [60, 20, 70, 80, 10, 90])
+        m.rule = "sigma"
+        features(m, doc, 0, 0.2, (40, 30, 392, 260))
+        features(m, doc, 2, 0.3, (40, 30, 392, 260))
+        features(m, doc, 3, 0.1)
+        m.replace_duplicates([[(doc, 0), (doc, 2), (doc, 3)]])
+    monkeypatch.setenv("CURATION_DB", str(db))
+    return db
+
+
+def test_shows_the_near_duplicates_left_out_and_can_keep_them(grouped):
+    at = page()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Images"] == "2" and metrics["Near-duplicates left out"] == "2"
+    assert at.button[0].label == "Export 2 images"
+    assert any("--duplicates one" in text for text in texts(at.code))
+    at.checkbox(key="export_one_per_group").uncheck().run()
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Images"] == "4" and metrics["Near-duplicates kept"] == "2"
+    assert at.button[0].label == "Export 4 images"
+    assert any("--duplicates all" in text for text in texts(at.code))
+
+
+def test_the_crop_to_the_picture_is_previewed(grouped):
+    at = page()
+    at.radio(key="export_shape").set_value("SDXL buckets").run()
+    assert all(image.proto.imgs[0].caption.startswith("896×1152") for image in at.get("image"))
+    at.radio(key="export_crop").set_value("The picture only").run()
+    assert not at.exception
+    captions = [image.proto.imgs[0].caption for image in at.get("image")]
+    cut = [c for c in captions if "cut to the picture" in c]
+    assert len(cut) == 1 and cut[0].startswith("1216×832")  # the landscape plate (362 x 240), its own bucket
+    assert any("--crop picture" in text for text in texts(at.code))

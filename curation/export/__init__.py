@@ -1,26 +1,28 @@
 """Export: the curator's decisions become a LoRA training ZIP that kohya_ss, ai-toolkit and diffusers
 take as it is.
 
-Stages, one module each: `settings` (the options, checked once), `selection` (kept pages and their
-file names), `source` (each page's picture at the resolution the output needs: the embedded scan
-decoded reduced, or a render), `geometry` and `shape` (square pad/crop/stretch or SDXL buckets,
-LANCZOS, JPEG), `captions` (the template), `layouts` (kohya, folder, diffusers; provenance and
-settings), `zipwriter` (deterministic, streamed, renamed into place when complete), `worker` (one
-page in, one JPEG out), `job` (the run, its workers and its progress in the manifest) and `preview`
-(a few pages as exported, and the ZIP's size, for the app).
+Stages, one module each: `settings` (the options, checked once), `selection` (kept pages, one per
+group of near-duplicates, and their file names), `source` (each page's picture at the resolution the
+output needs: the embedded scan decoded reduced, or a render), `geometry` and `shape` (the whole page
+or its picture; square pad/crop/stretch or SDXL buckets, LANCZOS, JPEG), `captions` (the template),
+`layouts` (kohya, folder, diffusers; provenance and settings), `zipwriter` (deterministic, streamed,
+renamed into place when complete), `worker` (one page in, one JPEG out), `job` (the run, its workers
+and its progress in the manifest) and `preview` (a few pages as exported, and the ZIP's size, for the
+app).
 """
 
-from .geometry import nearest_bucket, plan_image, sdxl_buckets
+from .geometry import crop_box, nearest_bucket, plan_image, sdxl_buckets
 from .job import Export, ExportError, ExportReport, export
 from .layouts import image_folder
 from .preview import Preview, estimate_bytes, preview, sample_items
-from .selection import Item, select_items
-from .settings import FITS, LAYOUTS, MODES, ExportSettings, SettingsError
+from .selection import Item, LeftOut, Selection, select, select_items
+from .settings import CROPS, DUPLICATES, FITS, LAYOUTS, MODES, ExportSettings, SettingsError
 from .worker import export_page
 from .zipwriter import safe_zip_name
 
 __all__ = [
-    "FITS", "LAYOUTS", "MODES", "Export", "ExportError", "ExportReport", "ExportSettings", "Item", "Preview",
-    "SettingsError", "estimate_bytes", "export", "export_page", "image_folder", "nearest_bucket", "plan_image",
-    "preview", "safe_zip_name", "sample_items", "sdxl_buckets", "select_items",
+    "CROPS", "DUPLICATES", "FITS", "LAYOUTS", "MODES", "Export", "ExportError", "ExportReport", "ExportSettings",
+    "Item", "LeftOut", "Preview", "Selection", "SettingsError", "crop_box", "estimate_bytes", "export",
+    "export_page", "image_folder", "nearest_bucket", "plan_image", "preview", "safe_zip_name", "sample_items",
+    "sdxl_buckets", "select", "select_items",
 ]

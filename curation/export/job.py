@@ -1,6 +1,7 @@
 """An export run: kept pages, in order, through the workers into the ZIP, with progress in the manifest.
 
-The page selection is a snapshot taken at the start. Pages are read in parallel (a process pool by
+The page selection is a snapshot taken at the start, with the decision rule and cutoffs that made it
+and the near-duplicates it leaves out. Pages are read in parallel (a process pool by
 default: MuPDF is not thread-safe) but written in selection order, with at most a few pages in
 flight per worker, so the ZIP is the same whatever the number of workers and memory stays flat.
 """
@@ -22,10 +23,11 @@ from ..ingest import Stopped, process_pool
 from ..manifest import Manifest
 from ..reader import error_text
 from .captions import caption_for
+from .geometry import crop_box
 from .layouts import Record, dataset_files, export_json, image_folder, provenance_csv
-from .selection import Item, select_items
+from .selection import Item, LeftOut, select
 from .settings import ExportSettings
-from .worker import Exported, NotExported, PageTask, close_document, run_page_task
+from .worker import Exported, NotExported, close_document, page_task, run_page_task
 from .zipwriter import ZipTarget
 
 PROGRESS_INTERVAL = 0.5
@@ -45,6 +47,8 @@ class ExportReport:
     bytes: int = 0
     seconds: float = 0.0
     stopped: bool = False
+    left_out: list[LeftOut] = field(default_factory=list)  # near-duplicates not written
+    cropped: int = 0  # images cut to the page's picture
 
     @property
     def images_per_second(self) -> float:
@@ -67,6 +71,7 @@ class Export:
         self.on_progress = on_progress
         self.report = ExportReport(self.out)
         self.job_id: int | None = None
+        self.decision: dict = {}
         self._done = 0
         self._total = 0
         self._started = 0.0
@@ -75,15 +80,20 @@ class Export:
     def run(self) -> ExportReport:
         if self.out.is_dir():
             raise ExportError(f"{self.out} is a folder; give the path of the ZIP to write")
-        items = select_items(self.manifest, self.threshold)
+        self.decision = self.manifest.decision_params(self.threshold)
+        selection = select(self.manifest, self.threshold, self.settings.duplicates)
+        items = selection.items
         if not items:
-            raise ExportError(f"nothing to export: no scored page is kept at threshold {self.threshold:g} "
-                              "(ingest some PDFs, lower the threshold or keep pages on the Review page)")
+            raise ExportError(f"nothing to export: no scored page is kept by the {self.decision['rule']} rule at "
+                              f"threshold {self.threshold:g} (ingest some PDFs, change the rule or its cutoffs, "
+                              "or keep pages on the Review page)")
+        self.report.left_out = selection.left_out
         self._total = len(items)
         self._started = time.monotonic()
         self.job_id = self.manifest.start_job("export", {
             "out": str(self.out), "settings": self.settings.as_dict(), "threshold": self.threshold,
-            "images": len(items), "workers": self.workers,
+            "decision": self.decision, "images": len(items), "left_out": len(selection.left_out),
+            "workers": self.workers,
         })
         in_main_thread = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGTERM, _raise_stopped) if in_main_thread else None
@@ -113,7 +123,7 @@ class Export:
 
     def _write_images(self, target: ZipTarget, items: list[Item]) -> list[Record]:
         folder = image_folder(self.settings)
-        tasks = [PageTask(item.doc, item.doc_size, item.page, self.settings) for item in items]
+        tasks = [page_task(item, self.settings) for item in items]
         records = []
         with closing(in_order(run_page_task, tasks, self.workers, self.make_executor)) as results:
             for item, (_, result) in zip(items, results):
@@ -132,14 +142,17 @@ class Export:
         target.add(file, image.jpeg)
         target.add(f"{folder}/{item.name}.txt", caption.encode(), compress=True)
         self.report.images += 1
-        return Record(item, file, caption, image.width, image.height, image.method)
+        crop = crop_box(item, self.settings)
+        self.report.cropped += crop is not None
+        return Record(item, file, caption, image.width, image.height, image.method, crop)
 
     def _write_tables(self, target: ZipTarget, records: list[Record]) -> None:
         for name, data in dataset_files(self.settings, records):
             target.add(name, data, compress=True)
         target.add("manifest.csv", provenance_csv(records), compress=True)
-        target.add("export.json", export_json(self.settings, self.threshold, len(records), self.report.skipped),
-                   compress=True)
+        target.add("export.json", export_json(self.settings, self.threshold, len(records), self.report.skipped,
+                                              decision=self.decision, left_out=self.report.left_out,
+                                              cropped=self.report.cropped), compress=True)
 
     # -- progress -----------------------------------------------------------------------------
 
@@ -158,9 +171,17 @@ class Export:
     def _summary(self) -> str:
         r = self.report
         text = f"{r.images} images, {r.bytes / 1e6:.1f} MB, in {r.seconds:.1f} s → {self.out}"
+        if r.cropped:
+            text += f"; {r.cropped} cut to their picture"
+        if r.left_out:
+            text += f"; {plural(len(r.left_out), 'near-duplicate')} left out (listed in export.json)"
         if r.skipped:
             text += f"; {len(r.skipped)} kept pages could not be read (listed in export.json)"
         return text
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _raise_stopped(signum, frame):

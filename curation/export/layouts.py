@@ -6,8 +6,9 @@
 - diffusers: `train/` with images, `.txt` captions and `metadata.jsonl` rows `{"file_name", "text"}`
   (an imagefolder `datasets.load_dataset` reads as it is; it ignores the `.txt` files).
 
-Every ZIP also carries `manifest.csv` (where each image came from and why it was kept) and
-`export.json` (the settings that made it, to make it again).
+Every ZIP also carries `manifest.csv` (where each image came from, why it was kept, its near-duplicate
+group and the part of the page it shows) and `export.json` (the settings and the decision rule that
+made it, to make it again, and the pages it left out).
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .geometry import BUCKET_STEP, max_bucket_side
-from .selection import Item
+from .geometry import BUCKET_STEP, CROP_MARGIN, MIN_CROP_SHARE, max_bucket_side
+from .selection import Item, LeftOut
 from .settings import MIN_BUCKET_SIDE, ExportSettings
 
 FORMAT = "curation-export/1"
-PROVENANCE_COLUMNS = ["file", "document", "sha256", "page", "sigma", "decided_by", "caption", "width", "height", "source"]
+# crop_x0..crop_y1: the part of the page the image shows, in reference pixels (144 dpi, as the
+# manifest's picture_x0..y1); the whole page when crop is "page".
+PROVENANCE_COLUMNS = ["file", "document", "sha256", "page", "sigma", "decided_by", "caption", "width", "height", "source",
+                      "duplicate_group", "crop", "crop_x0", "crop_y0", "crop_x1", "crop_y1"]
 # Characters no folder name may hold on some system, and control characters.
 UNSAFE_IN_FOLDER = re.compile(r'[\\/:*?"<>|\x00-\x1f\x7f]+')
 
@@ -39,6 +43,7 @@ class Record:
     width: int
     height: int
     method: str  # "jpeg" (the embedded scan) or "render"
+    crop: tuple[int, int, int, int] | None = None  # the picture it was cut to, in reference pixels; None: whole page
 
 
 def image_folder(settings: ExportSettings) -> str:
@@ -112,18 +117,36 @@ def provenance_csv(records: Iterable[Record]) -> bytes:
     writer.writerow(PROVENANCE_COLUMNS)
     for r in records:
         writer.writerow([r.file, r.item.doc, r.item.sha256, r.item.page, f"{r.item.sigma:.3f}", r.item.decided_by,
-                         r.caption, r.width, r.height, r.method])
+                         r.caption, r.width, r.height, r.method, "" if r.item.group is None else r.item.group,
+                         "page" if r.crop is None else "picture", *_shown_box(r)])
     return out.getvalue().encode()
 
 
-def export_json(settings: ExportSettings, threshold: float, images: int, skipped: list[dict]) -> bytes:
-    """What made this ZIP; no clock time, so the same manifest and settings give the same bytes."""
+def _shown_box(r: Record) -> list:
+    if r.crop is not None:
+        return list(r.crop)
+    if r.item.width and r.item.height:
+        return [0, 0, r.item.width, r.item.height]
+    return ["", "", "", ""]  # a page scored before its size was recorded
+
+
+def export_json(settings: ExportSettings, threshold: float, images: int, skipped: list[dict], *,
+                decision: dict | None = None, left_out: list[LeftOut] = (), cropped: int = 0) -> bytes:
+    """What made this ZIP; no clock time, so the same manifest and settings give the same bytes.
+
+    `decision` is the rule that decided the pages without an override and its cutoffs
+    (`Manifest.decision_params()`); `left_out` the near-duplicates not written, each with the page of
+    its group that was; `cropped` how many images show a picture rather than a whole page."""
     document = {
         "format": FORMAT,
         "settings": settings.as_dict(),
         "threshold": threshold,
+        "decision": dict(decision) if decision else {"threshold": threshold},
         "images": images,
         "image_folder": image_folder(settings),
         "skipped": skipped,
+        "crop": {"mode": settings.crop, "cropped_images": cropped, "margin": CROP_MARGIN,
+                 "min_share": MIN_CROP_SHARE, "units": "reference pixels (144 dpi)"},
+        "duplicates": {"mode": settings.duplicates, "left_out": [entry.as_dict() for entry in left_out]},
     }
     return (json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()

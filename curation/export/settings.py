@@ -11,6 +11,8 @@ from .captions import PLACEHOLDERS, render_caption, template_fields
 MODES = ("square", "bucket")
 FITS = ("pad", "crop", "stretch")
 LAYOUTS = ("kohya", "folder", "diffusers")
+CROPS = ("page", "picture")  # page: the whole page; picture: cut to the illustration's bounding box
+DUPLICATES = ("one", "all")  # one: a single page per group of near-identical plates; all: every kept page
 MIN_SIZE, MAX_SIZE = 64, 4096
 MIN_BUCKET_SIDE = 256  # the smallest bucket side, as sd-scripts' min_bucket_reso
 MIN_BUCKET_AREA_SIDE = 512  # a bucket area smaller than this² leaves too few buckets to choose from
@@ -39,6 +41,8 @@ class ExportSettings:
     template: str = DEFAULT_TEMPLATE
     repeats: int = 10  # kohya: how often each image is seen per epoch
     pad_colour: str = "paper"  # "paper" (estimated per page) or "#rrggbb"
+    crop: str = "page"  # page, or picture: each page cut to its illustration (pages without one stay whole)
+    duplicates: str = "one"  # one: the best page of each near-duplicate group; all: every kept page
 
     def __post_init__(self):
         self.check()
@@ -48,6 +52,10 @@ class ExportSettings:
             raise SettingsError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
         if self.fit not in FITS:
             raise SettingsError(f"fit must be one of {', '.join(FITS)}, not {self.fit!r}")
+        if self.crop not in CROPS:
+            raise SettingsError(f"crop must be one of {', '.join(CROPS)}, not {self.crop!r}")
+        if self.duplicates not in DUPLICATES:
+            raise SettingsError(f"duplicates must be one of {', '.join(DUPLICATES)}, not {self.duplicates!r}")
         if self.layout not in LAYOUTS:
             raise SettingsError(f"layout must be one of {', '.join(LAYOUTS)}, not {self.layout!r}")
         if not MIN_SIZE <= self.size <= MAX_SIZE:
@@ -73,7 +81,8 @@ class ExportSettings:
         """These settings as `python -m curation export` options, for the app's job and for people."""
         return ["--layout", self.layout, "--mode", self.mode, "--fit", self.fit, "--size", str(self.size),
                 "--quality", str(self.quality), "--trigger", self.trigger, "--class", self.class_word,
-                "--template", self.template, "--repeats", str(self.repeats), "--pad-colour", self.pad_colour]
+                "--template", self.template, "--repeats", str(self.repeats), "--pad-colour", self.pad_colour,
+                "--crop", self.crop, "--duplicates", self.duplicates]
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pymupdf
 
 from ..reader import DocumentError, error_text, open_document
+from .geometry import Region, crop_region
 from .settings import ExportSettings
 from .shape import encode_jpeg, shape_image
 from .source import read_source
@@ -19,6 +20,12 @@ class PageTask:
     doc_size: int  # the size the manifest knows: a file that changed since scoring is not read
     page: int
     settings: ExportSettings
+    region: Region | None = None  # the part of the page exported (crop="picture"); None: all of it
+
+
+def page_task(item, settings: ExportSettings) -> PageTask:
+    """The task of exporting one selected page (an `Item`) under `settings`."""
+    return PageTask(item.doc, item.doc_size, item.page, settings, crop_region(item, settings))
 
 
 @dataclass(frozen=True)
@@ -34,9 +41,10 @@ class NotExported:
     reason: str
 
 
-def export_page(doc: pymupdf.Document, number: int, settings: ExportSettings, *, use_scan: bool = True) -> Exported:
-    """The training image of one page: read at the size it needs, shaped, encoded."""
-    source = read_source(doc, number, settings, use_scan=use_scan)
+def export_page(doc: pymupdf.Document, number: int, settings: ExportSettings, *, use_scan: bool = True,
+                region: Region | None = None) -> Exported:
+    """The training image of one page, or of its `region`: read at the size it needs, shaped, encoded."""
+    source = read_source(doc, number, settings, use_scan=use_scan, region=region)
     image = shape_image(source, settings)
     return Exported(encode_jpeg(image, settings.quality), image.width, image.height, source.method)
 
@@ -68,7 +76,7 @@ def export_one(task: PageTask) -> Exported | NotExported:
 
 def _exported_or_reason(task: PageTask, document) -> Exported | NotExported:
     try:
-        return export_page(document(), task.page, task.settings)
+        return export_page(document(), task.page, task.settings, region=task.region)
     except (DocumentError, FileChanged) as exc:
         return NotExported(str(exc))
     except FileNotFoundError:
