@@ -138,11 +138,13 @@ def learn(db):
         raise click.ClickException(f"too few overrides to learn from: {MIN_LABELS} are needed, with both decisions among them")
     rule = manifest.rule if manifest.rule != "model" else "picture"
     disagree = manifest.conn.execute(
-        f"SELECT COUNT(*) FROM pages p JOIN documents d ON d.id = p.doc_id WHERE {LIVE_DOCUMENT_SQL} AND {DISAGREES_SQL}",
+        f"SELECT COUNT(*) FROM pages p JOIN documents d ON d.id = p.doc_id "
+        f"LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
+        f"WHERE {LIVE_DOCUMENT_SQL} AND o.keep IS NULL AND {DISAGREES_SQL}",
         manifest.decision_params(rule=rule),
     ).fetchone()[0]
     click.echo(f"learned from {result.labels} overrides: keeps {int(result.keep.sum())} of {len(result.keep)} pages; "
-               f"disagrees with the {rule} rule on {disagree}")
+               f"disagrees with the {rule} rule on {disagree} pages you have not decided")
 
 
 @cli.command()
@@ -223,6 +225,28 @@ def settings(db, threshold, rule, picture_share_min):
 
 
 
+@cli.command("sample")
+@db_option
+@click.option("--documents", type=click.IntRange(min=1), default=None,
+              help="Synthetic issues to write (default 4).")
+@click.option("--pages", type=click.IntRange(min=1), default=None, help="Pages per issue (default 16).")
+@click.option("--dpi", type=click.IntRange(min=20), default=None, help="Scan resolution of the pages (default 100).")
+@click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
+              help="Worker processes scoring the pages (default: one per core).")
+@click.option("--quiet", "-q", is_flag=True, help="Print only the result.")
+def sample_command(db, documents, pages, dpi, workers, quiet):
+    """Write a small synthetic archive beside the manifest (data/sample/) and ingest it.
+
+    Text columns, engravings, mixed pages and the hard cases that fool sigma, to try the whole
+    workflow without PDFs of your own. Files already written are kept, so a stopped run resumes.
+    """
+    from . import sample
+
+    code = sample.run(db, documents or sample.DOCUMENTS, pages or sample.PAGES, dpi or sample.DPI, workers)
+    if code:
+        sys.exit(code)
+
+
 @cli.command()
 @db_option
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False),
@@ -254,27 +278,38 @@ def settings(db, threshold, rule, picture_share_min):
               help="kohya layout: times each image is seen per epoch (the number in the folder name).")
 @click.option("--pad-colour", "pad_colour", default="paper", show_default=True,
               help="Margin colour for --fit pad: 'paper' (each page's own paper) or #rrggbb.")
+@click.option("--crop", type=click.Choice(["page", "picture"]), default="page", show_default=True,
+              help="page: the whole page. picture: each page cut to its illustration (the bounding box ingest "
+                   "found, plus a 1 % margin), so the text around a plate is left out; then shaped by --mode "
+                   "and --fit. Pages without a picture, or with one under 3 % of the page, export whole.")
+@click.option("--duplicates", type=click.Choice(["one", "all"]), default="one", show_default=True,
+              help="one: a single page per group of near-identical plates (the one whose picture covers most "
+                   "of its page; ties to the first by document path and page), the others listed in "
+                   "export.json. all: every kept page.")
 @click.option("--threshold", type=float, default=None, help="Decide at this sigma instead of the saved threshold.")
 @click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
               help=f"Worker processes reading pages (default: one per core, here {default_workers()}).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def export(db, out, layout, mode, fit, size, quality, trigger, class_word, template, repeats, pad_colour,
-           threshold, workers, quiet):
+def export(db, out, layout, mode, fit, size, quality, trigger, class_word, template, repeats, pad_colour, crop,
+           duplicates, threshold, workers, quiet):
     """Write the kept pages to a LoRA training ZIP that kohya_ss, ai-toolkit and diffusers take as it is.
 
-    The kept pages are the curator's overrides, else sigma > threshold. Each becomes an RGB JPEG
-    read at full quality from its source (the embedded scan, decoded at the smallest size that
-    covers the output; other pages rendered), resized with LANCZOS, with a same-stem .txt caption.
-    The ZIP also holds manifest.csv (source document, page, sigma, decided_by and caption of each
-    image) and export.json (these settings). The same manifest and settings give a byte-identical
-    ZIP. Ctrl-C stops cleanly and writes nothing.
+    The kept pages are the curator's overrides, else the decision rule (see `settings`), one page
+    per group of near-duplicates unless --duplicates all. Each becomes an RGB JPEG read at full
+    quality from its source (the embedded scan, decoded at the smallest size that covers the
+    output; other pages rendered), cut to its picture with --crop picture, resized with LANCZOS,
+    with a same-stem .txt caption. The ZIP also holds manifest.csv (source document, page, sigma,
+    decided_by, caption, near-duplicate group and crop box of each image) and export.json (these
+    settings, the decision rule and its cutoffs, the pages left out). The same manifest and
+    settings give a byte-identical ZIP. Ctrl-C stops cleanly and writes nothing.
     """
     from .export import Export, ExportError, ExportSettings, SettingsError  # Pillow only when exporting
 
     manifest = open_manifest(db)
     try:
         settings = ExportSettings(mode=mode, fit=fit, size=size, quality=quality, layout=layout, trigger=trigger,
-                                  class_word=class_word, template=template, repeats=repeats, pad_colour=pad_colour)
+                                  class_word=class_word, template=template, repeats=repeats, pad_colour=pad_colour,
+                                  crop=crop, duplicates=duplicates)
     except SettingsError as exc:
         raise click.UsageError(str(exc)) from exc
     bar = None
@@ -299,8 +334,13 @@ def export(db, out, layout, mode, fit, size, quality, trigger, class_word, templ
     if report.stopped:
         click.echo(f"Stopped. Nothing was written to {report.path}.", err=True)
         sys.exit(130)
-    click.echo(f"{report.images} images ({settings.layout} layout, {settings.shape} {settings.size}) written to "
-               f"{report.path}: {report.bytes / 1e6:.1f} MB, {report.images_per_second:.1f} images/s")
+    cropped = f", {report.cropped} cut to their picture" if settings.crop == "picture" else ""
+    click.echo(f"{report.images} images ({settings.layout} layout, {settings.shape} {settings.size}{cropped}) written "
+               f"to {report.path}: {report.bytes / 1e6:.1f} MB, {report.images_per_second:.1f} images/s")
+    if report.left_out:
+        count = len(report.left_out)
+        click.echo(f"{count} near-duplicate{'' if count == 1 else 's'} left out, one page kept per group (listed in "
+                   "export.json; --duplicates all keeps them)")
 
 def write_rows(rows, columns, fmt) -> None:
     out = sys.stdout

@@ -11,6 +11,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import threading
 import time
 
 from .manifest import Manifest
@@ -21,19 +22,25 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 def launch(db: str | os.PathLike, command: str, *args: str, log_dir: str | os.PathLike | None = None) -> subprocess.Popen:
     """Start `python -m curation COMMAND ARGS --db DB` detached from the caller's session.
 
-    Output goes to a log file beside the manifest, so the job survives its launcher and a person
-    can read what it printed.
+    Output goes to a log file beside the manifest (its path is `process.log_path`), so the job
+    survives its launcher and a person can read what it printed. A daemon thread waits for the
+    process, so a finished job leaves no zombie behind.
     """
     db = pathlib.Path(db)
     log_dir = pathlib.Path(log_dir) if log_dir else db.parent / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}.log"
     with open(log_path, "ab") as log:
-        return subprocess.Popen(
+        process = subprocess.Popen(
             [sys.executable, "-m", "curation", command, *args, "--db", str(db), "--quiet"],
             cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,  # not in the launcher's process group: Ctrl-C there does not reach it
         )
+    # Reap the process when it ends: a long-lived server that launched it would otherwise keep a zombie
+    # per finished job. Its exit code is then in process.returncode.
+    threading.Thread(target=process.wait, daemon=True).start()
+    process.log_path = log_path
+    return process
 
 
 def wait_for_job(manifest: Manifest, kind: str, process: subprocess.Popen, timeout: float = 30.0):

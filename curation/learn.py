@@ -66,18 +66,22 @@ def refresh_suggestions(manifest) -> Suggestions | None:
     Returns None, and clears old suggestions, while there are too few overrides to learn from.
     """
     columns = ", ".join(f"p.{name}" for name in FEATURES)
-    rows = manifest.conn.execute(
-        f"SELECT p.doc_id, p.page, o.keep AS label, {columns} FROM pages p "
+    cursor = manifest.conn.cursor()
+    cursor.row_factory = None  # plain tuples, straight into NumPy (NULL becomes nan)
+    rows = cursor.execute(
+        f"SELECT p.doc_id, p.page, o.keep, {columns} FROM pages p "
         "JOIN documents d ON d.id = p.doc_id LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
         "WHERE d.status != 'replaced' AND p.status = 'ok' ORDER BY p.doc_id, p.page"
     ).fetchall()
-    features = np.array([[row[name] for name in FEATURES] for row in rows], dtype=np.float64).reshape(-1, len(FEATURES))
-    labelled = np.array([row["label"] is not None for row in rows], dtype=bool)
-    labels = np.array([bool(row["label"]) for row in rows], dtype=bool)[labelled]
-    result = suggest(features[labelled], labels, features)
+    data = np.array(rows, dtype=np.float64).reshape(-1, 3 + len(FEATURES))
+    labelled = ~np.isnan(data[:, 2])
+    labels = data[labelled, 2] > 0
+    result = suggest(data[labelled, 3:], labels, data[:, 3:])
+    keys = data[:, :2].astype(np.int64).tolist()
     manifest.replace_suggestions(
         [] if result is None else
-        ((row["doc_id"], row["page"], keep, confidence) for row, keep, confidence in zip(rows, result.keep, result.confidence))
+        ((doc_id, page, keep, confidence)
+         for (doc_id, page), keep, confidence in zip(keys, result.keep.tolist(), result.confidence.tolist()))
     )
     manifest.set_setting("suggestions_from_overrides", len(labels) if result is not None else 0)
     return result

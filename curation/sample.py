@@ -1,6 +1,6 @@
 """A small synthetic archive, so a new user can try the whole workflow without PDFs of their own.
 
-`python -m curation.sample --db DB` writes a few synthetic periodical issues into the manifest's
+`python -m curation sample --db DB` (or `python -m curation.sample`) writes a few synthetic periodical issues into the manifest's
 folder (`data/sample/`) and ingests them. It runs as its own process, registered in the manifest's
 jobs table as kind "sample" while it writes, then as an ordinary "ingest" job, so the dashboard shows
 its progress like any other job and a rerun or a closed tab does not stop it. About 60 pages: it is
@@ -15,11 +15,10 @@ import os
 import pathlib
 import subprocess
 import sys
-import time
 
 import numpy as np
 
-from .jobs import ROOT
+from . import jobs
 from .manifest import JobRunning, Manifest, PageResult
 from .paths import add_source, data_dir
 from .synthetic import PageSpec, periodical_specs, write_pdf
@@ -37,6 +36,9 @@ HARD_CASES = {
     (2, 0): {"kind": "engraving", "border": True},
     (3, 5): {"kind": "blank"},
 }
+# Plates reprinted in a later issue, as periodicals did: (document, page) -> the (document, page) reprinted.
+# The Review page's Near-duplicates filter shows them as one group.
+REPRINTS = {(3, 9): (2, 3)}
 
 
 def sample_folder(db: str | os.PathLike) -> pathlib.Path:
@@ -53,6 +55,9 @@ def sample_specs(documents: int = DOCUMENTS, pages: int = PAGES, seed: int = SEE
             if doc_number == d and page < pages:
                 doc[page] = dataclasses.replace(doc[page], **changes)
         specs.append(doc)
+    for (doc_number, page), (source_doc, source_page) in REPRINTS.items():
+        if doc_number < documents and page < pages and source_doc < documents and source_page < pages:
+            specs[doc_number][page] = specs[source_doc][source_page]
     return specs
 
 
@@ -79,16 +84,8 @@ def write_sample(folder: pathlib.Path, specs: list[list[PageSpec]], on_page=lamb
 
 
 def launch(db: str | os.PathLike, *args: str) -> subprocess.Popen:
-    """Start `python -m curation.sample --db DB` detached, logging beside the manifest like jobs.launch."""
-    db = pathlib.Path(db)
-    log_dir = db.parent / "logs"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    log_path = log_dir / f"sample-{time.strftime('%Y%m%d-%H%M%S')}.log"
-    with open(log_path, "ab") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "curation.sample", "--db", str(db), *args],
-            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
+    """Start `python -m curation sample ARGS --db DB` detached, as jobs.launch starts every job."""
+    return jobs.launch(db, KIND, *args)
 
 
 def run(db: str | os.PathLike, documents: int = DOCUMENTS, pages: int = PAGES, dpi: int = DPI,

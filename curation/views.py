@@ -1,7 +1,9 @@
 """What the dashboard shows, computed where it is cheap: in SQL and NumPy, never per page in Python.
 
-Every function takes a Manifest and a threshold and returns plain data (dicts, lists, arrays), so
-the pages stay thin and this module is tested without Streamlit. All of it must stay fast on a
+Every function takes a Manifest and the decision being looked at, and returns plain data (dicts,
+lists, arrays), so the pages stay thin and this module is tested without Streamlit. A decision is
+the σ `threshold` plus, as keywords, the `rule` (picture, sigma or model) and `picture_share_min`;
+left out, they are the saved ones (Manifest.decision_params). All of it must stay fast on a
 100,000-page manifest: counts and histograms are single aggregate queries, lists are SQL pages of
 at most a screenful, and nothing loads a thumbnail that is not on screen.
 """
@@ -10,14 +12,18 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pymupdf
 
-from .manifest import KEEP_SQL, LIVE_DOCUMENT_SQL, Manifest, now
+from . import learn
+from .manifest import (BASE_RULE_SQL, DEFAULT_RULE, DISAGREES_SQL, INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES,
+                       Manifest, now)
 from .reader import error_text
 
 # The joins every page query uses; aliases p, d and o as in Manifest.pages().
@@ -32,43 +38,90 @@ DECISIONS = {
     "rejected": "Rejected",
     "overridden": "Overridden",
     "near": "Near the cutoff",
+    "disagrees": "Model disagrees",
+    "duplicates": "Near-duplicates",
     "failed": "Failed",
 }
+# The model is compared with the rule it stands beside: the picture rule when it decides itself.
+# Pages the curator already decided are left out: they are reviewed.
+DISAGREES_FILTER_SQL = f"o.keep IS NULL AND {DISAGREES_SQL.replace(':rule', ':base_rule')}"
+DUPLICATE_SQL = "EXISTS (SELECT 1 FROM duplicates dg WHERE dg.doc_id = p.doc_id AND dg.page = p.page)"
 DECISION_SQL = {
     "all": "",
     "kept": f"{KEEP_SQL} = 1",
     "rejected": f"{KEEP_SQL} = 0",
     "overridden": "o.keep IS NOT NULL",
-    # Written as a range on p.sigma so SQLite can use the sigma index.
-    "near": "p.sigma BETWEEN :threshold - :near AND :threshold + :near",
+    "near": None,  # NEAR_SQL, by the measure the rule cuts on
+    "disagrees": DISAGREES_FILTER_SQL,
+    "duplicates": DUPLICATE_SQL,
     "failed": "p.status = 'failed'",
 }
+# "Near the cutoff" on the measure the rule cuts: written as ranges so SQLite uses the column's index.
+NEAR_SQL = {
+    "sigma": "p.sigma BETWEEN :threshold - :near AND :threshold + :near",
+    "picture_share": "p.picture_share BETWEEN :picture_share_min - :near AND :picture_share_min + :near",
+}
+RULE_LABELS = {"picture": "Picture rule", "sigma": "σ only", "model": "Learned from overrides"}
+_BASE_SQL = BASE_RULE_SQL.replace(":rule", ":base_rule")  # the rule's own decision, beside the model
+PICTURE_FLOOR = 0.001  # the picture-share histogram's left edge: pages below it have no picture regions
 SORTS = {
     "sigma": ("σ, lowest first", "p.sigma NULLS LAST, p.doc_id, p.page"),  # failed pages last
     "sigma_desc": ("σ, highest first", "p.sigma DESC, p.doc_id, p.page"),
     "page": ("Document and page", "d.path, p.page"),
+    "picture_desc": ("Picture share, highest first", "p.picture_share DESC NULLS LAST, p.doc_id, p.page"),
 }
 RENDER_LONG_SIDE = 2400  # pixels: enough to judge an engraving's line work on a large screen
 RENDER_MAX_ZOOM = 4.0
 
 
+def decision_params(manifest: Manifest, threshold: float | None = None, rule: str | None = None,
+                    picture_share_min: float | None = None) -> dict:
+    """What KEEP_SQL and the filters bind: the saved rule and cutoffs, or the ones being tried."""
+    if rule is not None and rule not in RULES:
+        raise ValueError(f"unknown rule {rule!r}; one of {', '.join(RULES)}")
+    params = manifest.decision_params(threshold, rule)
+    if picture_share_min is not None:
+        params["picture_share_min"] = float(picture_share_min)
+    params["base_rule"] = base_rule(params["rule"])
+    return params
+
+
+def base_rule(rule: str) -> str:
+    """The rule the model is compared with: the rule itself, or the picture rule when the model decides."""
+    return "picture" if rule == "model" else rule
+
+
+def near_measure(manifest: Manifest, rule: str) -> str:
+    """What "near the cutoff" is measured on under `rule`: σ for σ only, else the picture share (the
+    model falls back to the picture rule), or σ again while no page has picture features."""
+    return "picture_share" if rule != "sigma" and has_features(manifest) else "sigma"
+
+
 @dataclass(frozen=True)
 class PageFilter:
-    """Which pages a review screen shows: by decision, optionally one document."""
+    """Which pages a review screen shows: by decision, optionally one document.
+
+    `near` is the half-width of "near the cutoff" in units of `near_on`: σ, or picture share (0.02
+    is two percentage points either side of picture_share_min).
+    """
 
     decision: str = "all"
     doc_id: int | None = None
     near: float = 5.0
     page: int | None = None  # one page of the document, to show it alone
+    near_on: str = "sigma"
 
     def sql(self) -> tuple[str, dict]:
         if self.decision not in DECISION_SQL:
             raise ValueError(f"unknown decision filter {self.decision!r}")
         conditions, params = [], {}
-        if DECISION_SQL[self.decision]:
-            conditions.append(DECISION_SQL[self.decision])
         if self.decision == "near":
+            if self.near_on not in NEAR_SQL:
+                raise ValueError(f"cannot measure nearness on {self.near_on!r}")
+            conditions.append(NEAR_SQL[self.near_on])
             params["near"] = float(self.near)
+        elif DECISION_SQL[self.decision]:
+            conditions.append(DECISION_SQL[self.decision])
         if self.doc_id is not None:
             conditions.append("p.doc_id = :doc_id")
             params["doc_id"] = int(self.doc_id)
@@ -86,31 +139,44 @@ def _where(flt: PageFilter) -> tuple[str, dict]:
 # -- counts -----------------------------------------------------------------------------------
 
 
-def filter_counts(manifest: Manifest, threshold: float, flt: PageFilter = PageFilter()) -> dict:
+def filter_counts(manifest: Manifest, threshold: float | None, flt: PageFilter = PageFilter(), *,
+                  rule: str | None = None, picture_share_min: float | None = None) -> dict:
     """How many pages the filter holds, and of those how many are kept and overridden."""
     where, params = _where(flt)
     row = manifest.conn.execute(
         f"SELECT COUNT(*) AS pages, COALESCE(SUM({KEEP_SQL}), 0) AS kept, "
         f"COALESCE(SUM(o.keep IS NOT NULL), 0) AS overridden {PAGES_FROM} {where}",
-        {**manifest.decision_params(threshold), **params},
+        {**decision_params(manifest, threshold, rule, picture_share_min), **params},
     ).fetchone()
     return {**dict(row), "rejected": row["pages"] - row["kept"]}
 
 
-def figures(manifest: Manifest, threshold: float, saved: float | None = None) -> dict:
-    """The threshold page's figures at `threshold`, and what is kept at the `saved` one, in one scan.
+# KEEP_SQL once more, bound to the saved decision's values (:saved_threshold, :saved_rule, ...).
+_SAVED_KEEP_SQL = re.sub(r":(threshold|rule|picture_share_min|ink_tone_min)\b", r":saved_\1", KEEP_SQL)
 
-    Counts agree with Manifest.summary(): failed pages count as rejected (they cannot be exported).
+
+def figures(manifest: Manifest, threshold: float | None, saved: float | None = None, *, rule: str | None = None,
+            picture_share_min: float | None = None) -> dict:
+    """The threshold page's figures for the decision being tried, and what the saved one keeps, in one scan.
+
+    The saved side is the saved rule and picture cutoff at σ `saved`; without `saved` both sides are
+    the decision being tried. Counts agree with Manifest.summary(): failed pages count as rejected
+    (they cannot be exported).
     """
-    saved = threshold if saved is None else saved
+    bound = decision_params(manifest, threshold, rule, picture_share_min)
+    kept_saved_sql = "NULL"
+    if saved is not None:
+        bound.update({f"saved_{key}": value for key, value in decision_params(manifest, saved).items()})
+        kept_saved_sql = f"COALESCE(SUM({_SAVED_KEEP_SQL}), 0)"
     row = manifest.conn.execute(
-        f"SELECT COUNT(*) AS pages, COALESCE(SUM({KEEP_SQL}), 0) AS kept, "
-        f"COALESCE(SUM({KEEP_SQL.replace(':threshold', ':saved')}), 0) AS kept_saved, "
+        f"SELECT COUNT(*) AS pages, COALESCE(SUM({KEEP_SQL}), 0) AS kept, {kept_saved_sql} AS kept_saved, "
         f"COALESCE(SUM(o.keep IS NOT NULL), 0) AS overrides, COALESCE(SUM(p.status = 'failed'), 0) AS failed "
         f"{PAGES_FROM} WHERE {LIVE_DOCUMENT_SQL}",
-        {**manifest.decision_params(threshold), "saved": float(saved)},
+        bound,
     ).fetchone()
     result = dict(row)
+    if saved is None:
+        result["kept_saved"] = result["kept"]
     result["rejected"] = result["pages"] - result["kept"]
     result["rejected_saved"] = result["pages"] - result["kept_saved"]
     result["removed_share"] = result["rejected"] / result["pages"] if result["pages"] else 0.0
@@ -132,20 +198,58 @@ def override_count(manifest: Manifest) -> int:
     ).fetchone()[0]
 
 
+def unfeatured_count(manifest: Manifest) -> int:
+    """Scored pages without picture features (scored before they existed): σ decides them."""
+    return manifest.conn.execute(
+        f"SELECT COUNT(*) FROM pages p JOIN documents d ON d.id = p.doc_id "
+        f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' AND p.picture_share IS NULL"
+    ).fetchone()[0]
+
+
+def has_features(manifest: Manifest) -> bool:
+    """Whether any scored page has picture features (by the picture_share index)."""
+    return manifest.conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM pages WHERE picture_share IS NOT NULL)").fetchone()[0] == 1
+
+
 # -- review -----------------------------------------------------------------------------------
 
 
-def page_rows(manifest: Manifest, threshold: float, flt: PageFilter = PageFilter(), sort: str = "sigma",
-              limit: int = 40, offset: int = 0) -> list[dict]:
-    """One screenful of pages with their decision, in SQL order."""
-    condition, params = flt.sql()
+def page_rows(manifest: Manifest, threshold: float | None, flt: PageFilter = PageFilter(), sort: str = "sigma",
+              limit: int = 40, offset: int = 0, *, rule: str | None = None,
+              picture_share_min: float | None = None) -> list[dict]:
+    """One screenful of pages with their decision, features, suggestion and duplicate group, in SQL order.
+
+    Near-duplicates come group by group, so the reprints of one plate sit side by side.
+    """
+    where, params = _where(flt)
+    bound = {**decision_params(manifest, threshold, rule, picture_share_min), **params}
     order = SORTS[sort][1]
-    rows = manifest.pages(threshold, where=condition, params=params, order=order, limit=limit, offset=offset)
+    joins = ""
+    if flt.decision == "duplicates":  # driven from the duplicate groups, a few thousand rows at most
+        joins, order = " JOIN duplicates g ON g.doc_id = p.doc_id AND g.page = p.page", f"g.group_id, {order}"
+    # Two steps: the screen's pages by rowid first, through the joins the filter needs and no more
+    # (a deep offset walks every page before it), then those pages in full.
+    rowids = [row[0] for row in manifest.conn.execute(
+        f"SELECT p.rowid {PAGES_FROM}{joins} {where} ORDER BY {order} LIMIT {int(limit)} OFFSET {int(offset)}", bound)]
+    if not rowids:
+        return []
+    rows = manifest.pages(threshold, where=f"p.rowid IN ({', '.join(map(str, rowids))})", params=bound, order=order,
+                          rule=rule)
     return [dict(row) for row in rows]
 
 
 def thumbnails(manifest: Manifest, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
     """The stored thumbnails of the given (doc_id, page) pairs, in one query."""
+    return _by_keys(manifest, "thumbnails", "jpeg", keys)
+
+
+def captions_for(manifest: Manifest, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], str]:
+    """The captions of the given (doc_id, page) pairs (pages without one are absent), in one query."""
+    return _by_keys(manifest, "captions", "text", keys)
+
+
+def _by_keys(manifest: Manifest, table: str, column: str, keys: Iterable[tuple[int, int]]) -> dict:
     keys = list(keys)
     if not keys:
         return {}
@@ -153,20 +257,21 @@ def thumbnails(manifest: Manifest, keys: Iterable[tuple[int, int]]) -> dict[tupl
     # A join from the keys, not `(doc_id, page) IN (VALUES ...)`: SQLite scans the whole table for that.
     rows = manifest.conn.execute(
         f"WITH k(doc_id, page) AS (VALUES {values}) "
-        f"SELECT t.doc_id, t.page, t.jpeg FROM k JOIN thumbnails t ON t.doc_id = k.doc_id AND t.page = k.page",
+        f"SELECT t.doc_id, t.page, t.{column} FROM k JOIN {table} t ON t.doc_id = k.doc_id AND t.page = k.page",
         [n for key in keys for n in key],
     )
     return {(row[0], row[1]): row[2] for row in rows}
 
 
-def bulk_override(manifest: Manifest, threshold: float, flt: PageFilter, keep: bool | None) -> int:
+def bulk_override(manifest: Manifest, threshold: float | None, flt: PageFilter, keep: bool | None, *,
+                  rule: str | None = None, picture_share_min: float | None = None) -> int:
     """Include (True), exclude (False) or clear (None) every page in the filter, in one transaction.
 
     Returns how many pages the filter held. The filter is evaluated once, before anything changes,
     so "exclude everything kept" excludes exactly the pages that were kept.
     """
     where, params = _where(flt)
-    bound = {**manifest.decision_params(threshold), **params}
+    bound = {**decision_params(manifest, threshold, rule, picture_share_min), **params}
     with manifest.transaction():
         manifest.conn.execute("DROP TABLE IF EXISTS temp.bulk_pages")
         manifest.conn.execute(
@@ -189,6 +294,36 @@ def bulk_override(manifest: Manifest, threshold: float, flt: PageFilter, keep: b
     return count
 
 
+CAPTIONED_SQL = "EXISTS (SELECT 1 FROM captions c WHERE c.doc_id = p.doc_id AND c.page = p.page)"
+
+
+def caption_counts(manifest: Manifest, threshold: float | None, flt: PageFilter, *, rule: str | None = None,
+                   picture_share_min: float | None = None) -> dict:
+    """Pages in the filter, and how many of them have a caption already."""
+    where, params = _where(flt)
+    row = manifest.conn.execute(
+        f"SELECT COUNT(*) AS pages, COALESCE(SUM({CAPTIONED_SQL}), 0) AS captioned {PAGES_FROM} {where}",
+        {**decision_params(manifest, threshold, rule, picture_share_min), **params},
+    ).fetchone()
+    return dict(row)
+
+
+def bulk_caption(manifest: Manifest, threshold: float | None, flt: PageFilter, text: str | None, *,
+                 replace: bool = True, rule: str | None = None, picture_share_min: float | None = None) -> int:
+    """Give every page in the filter the caption `text` (blank removes captions), in one transaction.
+
+    With `replace` false, pages that have a caption keep it. Returns how many pages were set.
+    """
+    where, params = _where(flt)
+    if not replace:
+        where += f" AND NOT {CAPTIONED_SQL}"
+    keys = manifest.conn.execute(
+        f"SELECT p.doc_id, p.page {PAGES_FROM} {where}",
+        {**decision_params(manifest, threshold, rule, picture_share_min), **params},
+    ).fetchall()
+    return manifest.set_captions((doc_id, page, text) for doc_id, page in keys)
+
+
 def documents_for_filter(manifest: Manifest) -> list[dict]:
     """Live documents that have pages, for the document filter: id, path and page count."""
     rows = manifest.conn.execute(
@@ -196,6 +331,127 @@ def documents_for_filter(manifest: Manifest) -> list[dict]:
         "AND EXISTS (SELECT 1 FROM pages p WHERE p.doc_id = d.id) ORDER BY d.path"
     )
     return [dict(row) for row in rows]
+
+
+# -- the learned model ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelState:
+    """What the Review page says about the model learned from overrides."""
+
+    suggestions: int  # pages with a stored suggestion (0: nothing learned yet)
+    learned_from: int  # overrides the stored suggestions were fitted on
+    included: int  # overrides now on scored pages: the labels the next fit would use
+    excluded: int
+    kept: int  # pages the model keeps
+    disagrees: int  # pages without an override where the model and the rule differ
+
+    @property
+    def labels(self) -> int:
+        return self.included + self.excluded
+
+    @property
+    def ready(self) -> bool:
+        return learn.ready(np.array([True] * self.included + [False] * self.excluded, bool))
+
+    @property
+    def stale(self) -> bool:
+        """Overrides were added or removed since the model learned (a rough sign: the count moved)."""
+        return self.suggestions > 0 and self.labels != self.learned_from
+
+
+def override_labels(manifest: Manifest) -> tuple[int, int]:
+    """Included and excluded overrides on scored pages of live documents: what the model learns from."""
+    row = manifest.conn.execute(
+        f"SELECT COALESCE(SUM(o.keep = 1), 0), COALESCE(SUM(o.keep = 0), 0) FROM overrides o "
+        f"JOIN pages p ON p.doc_id = o.doc_id AND p.page = o.page JOIN documents d ON d.id = o.doc_id "
+        f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok'"
+    ).fetchone()
+    return int(row[0]), int(row[1])
+
+
+def learned(manifest: Manifest) -> tuple[int, int]:
+    """Pages with a stored suggestion, and how many overrides the model learned them from (cheap)."""
+    suggestions = manifest.conn.execute("SELECT COUNT(*) FROM suggestions").fetchone()[0]
+    learned_from = int(manifest.get_setting("suggestions_from_overrides", "0") or 0) if suggestions else 0
+    return suggestions, learned_from
+
+
+def model_state(manifest: Manifest, rule: str | None = None) -> ModelState:
+    """The stored suggestions against the rule (`rule` or the saved one), and the labels there are now."""
+    included, excluded = override_labels(manifest)
+    suggestions, learned_from = learned(manifest)
+    kept = disagrees = 0
+    if suggestions:
+        row = manifest.conn.execute(
+            f"SELECT COALESCE(SUM(s.keep), 0), COALESCE(SUM(s.keep != COALESCE({_BASE_SQL}, 0) AND o.keep IS NULL), 0) "
+            f"FROM suggestions s JOIN pages p ON p.doc_id = s.doc_id AND p.page = s.page "
+            f"JOIN documents d ON d.id = p.doc_id LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
+            f"WHERE {LIVE_DOCUMENT_SQL}",
+            decision_params(manifest, rule=rule),
+        ).fetchone()
+        kept, disagrees = int(row[0]), int(row[1])
+    return ModelState(suggestions, learned_from, included, excluded, kept, disagrees)
+
+
+def learn_blocker(included: int, excluded: int) -> str | None:
+    """Why the model cannot learn from these overrides yet, for a person; None when it can."""
+    labels = included + excluded
+    if labels < learn.MIN_LABELS:
+        return (f"The model learns from your overrides: it needs at least {learn.MIN_LABELS}, with both decisions "
+                f"among them, and you have made {labels} ({included} included, {excluded} excluded). "
+                f"Include or exclude {learn.MIN_LABELS - labels} more page(s).")
+    few = "excluded" if excluded < learn.MIN_PER_CLASS else "included" if included < learn.MIN_PER_CLASS else None
+    if few is not None:
+        have = excluded if few == "excluded" else included
+        return (f"Your {labels} overrides are nearly all one decision ({included} included, {excluded} excluded): "
+                f"the model needs both, at least {learn.MIN_PER_CLASS} {few} pages, to tell them apart. "
+                f"{few[:-1].capitalize()} {learn.MIN_PER_CLASS - have} more.")
+    return None
+
+
+@dataclass(frozen=True)
+class LearnOutcome:
+    learned: bool
+    message: str
+    labels: int
+
+
+def learn_from_overrides(manifest: Manifest) -> LearnOutcome:
+    """Fit the model on the overrides and store its suggestions; says what it learned, or why not yet.
+
+    Too few overrides clear the old suggestions (their labels are gone), as `python -m curation learn` does.
+    """
+    included, excluded = override_labels(manifest)
+    result = learn.refresh_suggestions(manifest)
+    if result is None:
+        return LearnOutcome(False, learn_blocker(included, excluded) or "The model could not learn from these overrides.",
+                            included + excluded)
+    state = model_state(manifest)
+    compared = RULE_LABELS[base_rule(manifest.rule)].lower().replace("σ only", "σ-only rule")
+    return LearnOutcome(
+        True,
+        f"Learned from {result.labels:,} overrides ({included:,} included, {excluded:,} excluded). The model keeps "
+        f"{state.kept:,} of {state.suggestions:,} pages and disagrees with the {compared} on {state.disagrees:,} "
+        "page(s) you have not decided: see them with the filter **Model disagrees**.",
+        result.labels,
+    )
+
+
+def use_model(manifest: Manifest) -> None:
+    """Make the model's suggestions the decisions (the rule 'model'), remembering the rule it replaces."""
+    if manifest.rule != "model":
+        manifest.set_setting("rule_before_model", manifest.rule)
+        manifest.rule = "model"
+
+
+def stop_using_model(manifest: Manifest) -> str:
+    """Go back to the rule used before the model decided (the picture rule if none); returns it."""
+    previous = manifest.get_setting("rule_before_model", DEFAULT_RULE)
+    previous = previous if previous in RULES and previous != "model" else DEFAULT_RULE
+    manifest.rule = previous
+    return previous
 
 
 # -- threshold --------------------------------------------------------------------------------
@@ -230,8 +486,9 @@ class Histogram:
         return rows
 
 
-def histogram(manifest: Manifest, threshold: float, bins: int = 60,
-              span: tuple[float, float] | None = None) -> Histogram | None:
+def histogram(manifest: Manifest, threshold: float | None, bins: int = 60,
+              span: tuple[float, float] | None = None, *, rule: str | None = None,
+              picture_share_min: float | None = None) -> Histogram | None:
     """σ of scored pages binned in SQL, each bin split by decision. None when nothing is scored."""
     span = span or sigma_range(manifest)
     if span is None:
@@ -243,13 +500,46 @@ def histogram(manifest: Manifest, threshold: float, bins: int = 60,
         f"SELECT MIN(MAX(CAST((p.sigma - :low) / :width AS INTEGER), 0), :last) AS bin, "
         f"SUM({KEEP_SQL}) AS kept, COUNT(*) AS pages {PAGES_FROM} "
         f"WHERE {LIVE_DOCUMENT_SQL} AND p.sigma IS NOT NULL GROUP BY bin",
-        {"low": low, "width": width, "last": bins - 1, **manifest.decision_params(threshold)},
+        {"low": low, "width": width, "last": bins - 1,
+         **decision_params(manifest, threshold, rule, picture_share_min)},
     ).fetchall()
     kept, total = np.zeros(bins, np.int64), np.zeros(bins, np.int64)
     for row in rows:
         kept[row["bin"]] = row["kept"]
         total[row["bin"]] = row["pages"]
     return Histogram(np.linspace(low, high, bins + 1), kept, total - kept)
+
+
+def picture_histogram(manifest: Manifest, threshold: float | None = None, bins: int = 45, *,
+                      rule: str | None = None, picture_share_min: float | None = None) -> Histogram | None:
+    """Picture share of pages with features, in bins equal on a log scale from PICTURE_FLOOR to 1,
+    each split by decision; pages below the floor (no picture regions at all) count in the first bin.
+    None when no page has features."""
+    _ensure_log10(manifest.conn)
+    low, high = math.log10(PICTURE_FLOOR), 0.0
+    rows = manifest.conn.execute(
+        f"SELECT MIN(MAX(CAST((log10(MAX(p.picture_share, :floor)) - :low) / :width AS INTEGER), 0), :last) AS bin, "
+        f"SUM({KEEP_SQL}) AS kept, COUNT(*) AS pages {PAGES_FROM} "
+        f"WHERE {LIVE_DOCUMENT_SQL} AND p.picture_share IS NOT NULL GROUP BY bin",
+        {"floor": PICTURE_FLOOR, "low": low, "width": (high - low) / bins, "last": bins - 1,
+         **decision_params(manifest, threshold, rule, picture_share_min)},
+    ).fetchall()
+    if not rows:
+        return None
+    kept, total = np.zeros(bins, np.int64), np.zeros(bins, np.int64)
+    for row in rows:
+        kept[row["bin"]] = row["kept"]
+        total[row["bin"]] = row["pages"]
+    return Histogram(np.logspace(low, high, bins + 1), kept, total - kept)
+
+
+def _ensure_log10(conn: sqlite3.Connection) -> None:
+    """SQLite's math functions are a build option; where they are missing, Python's stands in."""
+    try:
+        conn.execute("SELECT log10(10.0)")
+    except sqlite3.OperationalError:
+        conn.create_function("log10", 1, lambda x: None if x is None or x <= 0 else math.log10(x),
+                             deterministic=True)
 
 
 def otsu(counts: np.ndarray, edges: np.ndarray) -> float:
@@ -276,13 +566,15 @@ class Suggestion:
     how: str
 
 
-def suggest_threshold(manifest: Manifest, bins: int = 256) -> Suggestion | None:
-    """A cutoff from the σ distribution alone (Otsu's method), with what it would keep."""
+def suggest_threshold(manifest: Manifest, bins: int = 256, *, rule: str | None = "sigma",
+                      picture_share_min: float | None = None) -> Suggestion | None:
+    """A σ cutoff from the σ distribution alone (Otsu's method), with what it would keep under `rule`
+    (σ only by default: the cutoff is that rule's)."""
     hist = histogram(manifest, threshold=0.0, bins=bins)
     if hist is None or hist.total.sum() < 2:
         return None
     cut = round(otsu(hist.total, hist.edges), 1)
-    counts = filter_counts(manifest, cut)
+    counts = filter_counts(manifest, cut, rule=rule, picture_share_min=picture_share_min)
     how = (
         "Otsu's method: σ of all scored pages is split into two groups, text-like below and "
         "picture-like above, at the value that makes each group as tight as possible (the largest "
@@ -291,13 +583,47 @@ def suggest_threshold(manifest: Manifest, bins: int = 256) -> Suggestion | None:
     return Suggestion(cut, counts["kept"], counts["rejected"], how)
 
 
-def borderline(manifest: Manifest, threshold: float, count: int = 8) -> tuple[list[dict], list[dict]]:
-    """The scored pages just below (or at) and just above the cutoff, nearest first; both by the sigma index."""
-    below = manifest.pages(threshold, where="p.sigma <= :threshold", order="p.sigma DESC, p.doc_id, p.page",
-                           limit=count)
-    above = manifest.pages(threshold, where="p.sigma > :threshold", order="p.sigma, p.doc_id, p.page",
-                           limit=count)
-    return [dict(r) for r in below], [dict(r) for r in above]
+class Borderline(NamedTuple):
+    """The pages on each side of where the rule being tried cuts, nearest the cut first."""
+
+    below: list[dict]  # the removed side
+    above: list[dict]  # the kept side
+    measure: str  # what the cut is on: "sigma", "picture_share" or "confidence" (the model's)
+
+
+BORDERLINE_SQL = {  # measure: (below's condition and order, above's condition and order)
+    "sigma": (("p.sigma <= :threshold", "p.sigma DESC"), ("p.sigma > :threshold", "p.sigma")),
+    "picture_share": (("p.picture_share < :picture_share_min", "p.picture_share DESC"),
+                      ("p.picture_share >= :picture_share_min", "p.picture_share")),
+    "confidence": (("s.keep = 0", "s.confidence"), ("s.keep = 1", "s.confidence")),
+}
+
+
+def edge_measure(manifest: Manifest, rule: str) -> str:
+    """Where `rule` cuts: σ; the picture share (σ while no page has features); or, for the model,
+    its confidence (the picture share while nothing is learned)."""
+    if rule == "sigma":
+        return "sigma"
+    if rule == "model" and manifest.conn.execute("SELECT EXISTS (SELECT 1 FROM suggestions)").fetchone()[0]:
+        return "confidence"
+    return "picture_share" if has_features(manifest) else "sigma"
+
+
+def borderline(manifest: Manifest, threshold: float | None, count: int = 8, *, rule: str | None = None,
+               picture_share_min: float | None = None) -> Borderline:
+    """The pages just below and just above the cut of the rule being tried, nearest first, by index.
+
+    σ only: σ at or below the cutoff and above it. Picture rule: picture share below and at or above
+    picture_share_min. Learned: the model's rejections and keeps, least confident first.
+    """
+    params = decision_params(manifest, threshold, rule, picture_share_min)
+    measure = edge_measure(manifest, params["rule"])
+    sides = []
+    for condition, order in BORDERLINE_SQL[measure]:
+        rows = manifest.pages(threshold, where=condition, params=params, order=f"{order}, p.doc_id, p.page",
+                              limit=count, rule=params["rule"])
+        sides.append([dict(row) for row in rows])
+    return Borderline(sides[0], sides[1], measure)
 
 
 # -- documents and jobs -----------------------------------------------------------------------
@@ -372,6 +698,66 @@ def render_page(manifest: Manifest, doc_id: int, page: int, long_side: int = REN
         raise PageUnavailable(f"{path}, page {page + 1}, cannot be drawn: {error_text(exc)}") from exc
 
 
+# -- the rule in words ------------------------------------------------------------------------
+
+
+def percent(share: float) -> str:
+    """A share as a person writes it: 3 %, 0.43 %, 8.5 %, 27 %."""
+    value = share * 100
+    return f"{value:.0f} %" if value >= 10 else f"{value:.2g} %"
+
+
+def rule_summary(rule: str, threshold: float, picture_share_min: float) -> str:
+    """The rule in a few words, for a sidebar or a header: "picture rule: picture share ≥ 3 %"."""
+    if rule == "sigma":
+        return f"σ only: σ > {threshold:g}"
+    if rule == "model":
+        return "learned from your overrides"
+    return f"picture rule: picture share ≥ {percent(picture_share_min)}"
+
+
+def rule_explanation(rule: str, threshold: float, picture_share_min: float, *, suggestions: int = 0,
+                     learned_from: int = 0, unfeatured: int = 0) -> str:
+    """What the rule looks at and where it cuts, in a curator's words (Markdown)."""
+    picture = (f"its **picture share** is at least **{percent(picture_share_min)}** and its **ink tone** at least "
+               f"**{INK_TONE_MIN:g}**")
+    features = (
+        "- *Picture share*: the part of the page, inside dark scanner-bed borders, covered by solid regions of "
+        "hatching and line work, the way engravings are drawn. Lines of text are too thin to form such regions, so "
+        "text columns, bleed-through and dark borders stay near 0 % however high their σ, while a faded engraving "
+        "keeps its share. Plates and mixed pages cover 7 % and more, a small ornament under 1 %.\n"
+        f"- *Ink tone*: how dark the darkest ink is against the paper (0 paper, 1 black); below {INK_TONE_MIN:g} a "
+        "page holds only paper grain.\n"
+    )
+    sigma_stays = (f"- *σ* stays on every page and in its histogram below; **σ only** is the original method "
+                   f"(keep where σ > {threshold:g}).")
+    if unfeatured:
+        sigma_stays += (f" {unfeatured:,} page(s) were scored before these features existed and are decided by "
+                        f"σ > {threshold:g} until `python -m curation rescore` measures them.")
+    if rule == "sigma":
+        return (f"**σ only, the original method.** A page is kept when σ, the spread of its grey levels at 144 dpi, "
+                f"is above **{threshold:g}**; your overrides always win.\n\n"
+                "Text columns sit around σ 15–30 and engravings at 50–90, but scans fool it: dark scanner-bed "
+                "borders, uneven light and bleed-through from the reverse lift text pages to 35–52, and faded "
+                "engravings fall to 20–40. The picture share and ink tone are still measured: the picture rule "
+                "uses them.")
+    if rule == "model":
+        if suggestions:
+            learned = (f"A small model (logistic regression on σ, σ inside the page, ink tone, ink coverage and "
+                       f"picture share) learned from **{learned_from:,}** of your overrides and suggests a decision "
+                       "for every page, with its confidence. It does not update by itself: after new overrides, "
+                       "press **Learn from my overrides** on Review again.")
+        else:
+            learned = ("**Nothing is learned yet**, so every page follows the picture rule: press **Learn from my "
+                       "overrides** on Review (it needs 10 overrides, both decisions among them).")
+        return (f"**Learned from your overrides.** The model's suggestion is the decision of every page you have "
+                f"not overruled; pages without a suggestion follow the picture rule, kept when {picture}.\n\n"
+                f"- *The model*: every include and exclude you make on Review is a label. {learned}\n"
+                f"{features}{sigma_stays}")
+    return (f"**Picture rule.** A page is kept when {picture}; your overrides always win.\n\n"
+            f"{features}{sigma_stays}")
+
+
 # -- home -------------------------------------------------------------------------------------
 
 
@@ -382,8 +768,12 @@ class Step:
     why: str
 
 
-def next_steps(summary: dict, threshold_saved: bool, job_running: bool) -> list[Step]:
-    """What a curator should do next, in workflow order, given what the manifest holds."""
+def next_steps(summary: dict, rule_saved: bool, job_running: bool, *, picture_share_min: float = 0.03,
+               suggestions: int = 0) -> list[Step]:
+    """What a curator should do next, in workflow order, given what the manifest holds.
+
+    `rule_saved`: whether a rule or cutoff was ever saved; `suggestions`: pages the model suggests for.
+    """
     documents = sum(summary["documents"].values())
     if job_running:
         return [Step("pages/ingest.py", "Watch the ingest", "Pages are being scored; figures grow as they arrive.")]
@@ -394,13 +784,20 @@ def next_steps(summary: dict, threshold_saved: bool, job_running: bool) -> list[
     if broken:
         steps.append(Step("pages/ingest.py", "Check the documents that did not score fully",
                           f"{broken} document(s) are failed, partial or unfinished; the reasons are listed."))
-    if not threshold_saved:
-        steps.append(Step("pages/threshold.py", "Choose the cutoff",
-                          f"σ > {summary['threshold']:g} is the default; look at the histogram and the pages "
-                          "at the edge."))
+    rule = summary.get("rule", DEFAULT_RULE)
+    in_words = rule_summary(rule, summary["threshold"], picture_share_min)
+    if not rule_saved:
+        steps.append(Step("pages/threshold.py", "Choose the decision rule and its cutoff",
+                          f"Pages are decided by the {in_words[0].lower() + in_words[1:]} (the default). See what "
+                          f"it keeps, compare it with σ only, the original method, and look at the pages at the edge."))
     if summary["overrides"] == 0:
-        steps.append(Step("pages/review.py", "Review the pages near the cutoff",
-                          "Include the faded engravings σ misses, exclude the dark text pages it keeps."))
+        steps.append(Step("pages/review.py", "Review the pages at the edge",
+                          "Include the engravings the rule misses, exclude the pages it keeps wrongly; every "
+                          "decision you make also teaches the model."))
+    elif summary["overrides"] >= learn.MIN_LABELS and not suggestions:
+        steps.append(Step("pages/review.py", "Let the model learn from your overrides",
+                          f"You have made {summary['overrides']:,} overrides: press Learn from my overrides on "
+                          "Review, then look at the pages where the model disagrees with the rule."))
     steps.append(Step("pages/export.py", "Export the training set",
-                      f"{summary['kept']:,} pages are kept now."))
+                      f"{summary['kept']:,} pages are kept now ({in_words}, and your overrides)."))
     return steps

@@ -95,10 +95,13 @@ def sidebar() -> None:
                 return
             with manifest:
                 pages = views.page_count(manifest)
-                st.caption(f"{pages:,} pages · threshold σ > {manifest.threshold:g}")
-                job = running_job(manifest)
-                if job is not None:
-                    st.caption(f":material/sync: {job_title(job)} running: {job['done']:,}/{job['total']:,}")
+                rule = views.rule_summary(manifest.rule, manifest.threshold, manifest.picture_share_min)
+                st.caption(f"{pages:,} pages · {rule}")
+                for job in (running_job(manifest), manifest.running_job("export")):
+                    if job is not None:
+                        unit = "images" if job["kind"] == "export" else "pages"
+                        st.caption(f":material/sync: {job_title(job)} running: "
+                                   f"{job['done']:,}/{job['total']:,} {unit}")
         except (ManifestError, sqlite3.Error) as exc:
             st.error(f"Cannot read it: {exc}")
 

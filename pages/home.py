@@ -8,8 +8,8 @@ from pages import _common as common
 
 def main():
     st.title("Curation dashboard")
-    st.caption("Scanned periodical pages in, a checked LoRA training set out: score every page, "
-               "choose a cutoff on σ, overrule single pages, export.")
+    st.caption("Scanned periodical pages in, a checked LoRA training set out: score every page, choose the "
+               "rule that decides what to keep, overrule single pages, export.")
     common.job_panel(show_finished=False)
     manifest = common.open_manifest()
     if manifest is None:
@@ -21,14 +21,16 @@ def main():
         if sum(summary["documents"].values()) == 0:
             welcome(running)
             return
-        show_summary(summary)
+        show_summary(summary, views.rule_summary(summary["rule"], summary["threshold"], manifest.picture_share_min))
         missing = views.missing_sources(manifest)
         if missing:
             st.warning(f"{len(missing)} source PDF(s) are no longer where they were ingested, for example "
                        f"`{missing[0]}`. Their pages can still be reviewed from thumbnails, but not opened large "
                        "or exported; ingest them again from their new place.", icon=":material/warning:")
         st.subheader("Next")
-        steps = views.next_steps(summary, manifest.get_setting("threshold") is not None, running)
+        rule_saved = any(manifest.get_setting(key) is not None for key in ("rule", "threshold", "picture_share_min"))
+        steps = views.next_steps(summary, rule_saved, running, picture_share_min=manifest.picture_share_min,
+                                 suggestions=views.learned(manifest)[0])
         for step in steps:
             common.link(step.page, step.label, ":material/arrow_forward:")
             st.caption(step.why)
@@ -40,10 +42,12 @@ def main():
 def welcome(running: bool = False):
     st.subheader("Start here")
     st.markdown(
-        "1. **Ingest** archives of scanned PDFs: every page gets σ, the spread of its grey levels "
-        "(text columns sit around 15–30, engravings at 50–90).\n"
-        "2. **Threshold**: choose the cutoff on the σ histogram; pages above it are kept.\n"
-        "3. **Review** the pages σ gets wrong and overrule them one by one or in bulk.\n"
+        "1. **Ingest** archives of scanned PDFs: every page gets σ, the spread of its grey levels (the original "
+        "method's score), and the share of the page covered by hatching and line work (its picture share).\n"
+        "2. **Threshold**: choose the rule that decides: the picture rule (the default), σ only (the original "
+        "method) or a model learned from your decisions, and its cutoff.\n"
+        "3. **Review** the pages the rule gets wrong and overrule them one by one or in bulk; caption them; let "
+        "the model learn from your overrides and check where it disagrees.\n"
         "4. **Export** the kept pages as a training set."
     )
     left, right = st.columns(2)
@@ -69,14 +73,13 @@ def sample_button(running: bool):
             st.rerun()
 
 
-def show_summary(summary: dict):
+def show_summary(summary: dict, rule_words: str):
     share = summary["rejected"] / summary["pages"] if summary["pages"] else 0
     documents = sum(n for status, n in summary["documents"].items() if status != "replaced")
     columns = st.columns(6)
     columns[0].metric("Documents", f"{documents:,}")
     columns[1].metric("Pages scored", f"{summary['scored']:,}")
-    columns[2].metric("Kept", f"{summary['kept']:,}", help=f"At the saved threshold, σ > {summary['threshold']:g}, "
-                      "and the overrides.")
+    columns[2].metric("Kept", f"{summary['kept']:,}", help=f"By the saved rule ({rule_words}) and your overrides.")
     columns[3].metric("Rejected", f"{summary['rejected']:,}", delta=f"{share:.0%} removed", delta_color="off",
                       delta_arrow="off")
     columns[4].metric("Overrides", f"{summary['overrides']:,}")

@@ -1,5 +1,7 @@
-"""Review: a paged grid of thumbnails with their decision; include, exclude or clear, one page or a whole view."""
+"""Review: a paged grid of thumbnails with their decision; include, exclude or clear, caption, one page or a
+whole view; the model learned from the overrides, where it disagrees, and the near-duplicate plates."""
 
+import math
 import pathlib
 
 import streamlit as st
@@ -12,25 +14,31 @@ COLUMNS = 6  # at most; the grid wraps to fewer on narrow screens
 CHOICES = {"include": "Include", "auto": "Auto", "exclude": "Exclude"}
 CHOICE_OF_OVERRIDE = {1: "include", None: "auto", 0: "exclude"}
 OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
-BULK, OPEN = "review_bulk", "review_open"  # session keys of the open dialogs
+BULK, OPEN, CAPTION, USE_MODEL = "review_bulk", "review_open", "review_caption", "review_use_model"  # open dialogs
+NOTICE, LEARNED = "review_notice", "review_learned"
+CAPTION_KEY = "caption-"  # caption inputs: caption-<doc_id>-<page>
+MAX_CAPTION = 500
 
 
 def main():
     st.title("Review")
     manifest = common.require_manifest()
     with manifest:
-        threshold = manifest.threshold
+        threshold, rule = manifest.threshold, manifest.rule
+        rule_words = views.rule_summary(rule, threshold, manifest.picture_share_min)
         documents = views.documents_for_filter(manifest)
         if not documents:
             st.info("No page is scored yet: ingest an archive first.")
             common.link("pages/ingest.py", "Ingest", ":material/upload_file:")
             return
-        flt, sort = filters(documents, threshold)
+        flt, sort = filters(manifest, documents, rule, threshold)
         counts = views.filter_counts(manifest, threshold, flt)
         total_overrides = views.override_count(manifest)
-        header(counts, threshold, total_overrides)
+        header(counts, rule_words, total_overrides)
+        model = views.model_state(manifest)
+        model_panel(model, rule)
         if counts["pages"] == 0:
-            st.info("No pages match this view.")
+            nothing_to_show(flt, model)
             return
         bulk_actions(flt, counts["pages"], threshold)
         screens = -(-counts["pages"] // PER_SCREEN)
@@ -38,8 +46,13 @@ def main():
             st.session_state["page"] = screens
         screen = st.pagination(screens, key="page", max_visible_pages=9, bind="query-params")
         rows = views.page_rows(manifest, threshold, flt, sort, limit=PER_SCREEN, offset=(screen - 1) * PER_SCREEN)
-        thumbs = views.thumbnails(manifest, [(row["doc_id"], row["page"]) for row in rows])
-    grid(rows, thumbs, {doc["id"]: doc for doc in documents})
+        keys = [(row["doc_id"], row["page"]) for row in rows]
+        thumbs = views.thumbnails(manifest, keys)
+        captions = views.captions_for(manifest, keys)
+    if flt.decision == "duplicates":
+        st.caption("Pages whose pictures look alike (a perceptual hash), group by group: the same plate reprinted "
+                   "across issues. The export keeps one per group by default.")
+    grid(rows, thumbs, captions, {doc["id"]: doc for doc in documents})
     if OPEN in st.session_state:
         open_page(threshold, *st.session_state[OPEN])
     if screen < screens:
@@ -51,35 +64,132 @@ def next_screen(screen: int):
     st.session_state["page"] = screen + 1
 
 
-def filters(documents: list[dict], threshold: float) -> tuple[views.PageFilter, str]:
+# -- filters and header -----------------------------------------------------------------------
+
+
+def filters(manifest, documents: list[dict], rule: str, threshold: float) -> tuple[views.PageFilter, str]:
     names = {0: "All documents", **{doc["id"]: pathlib.Path(doc["path"]).name for doc in documents}}
     decision = st.segmented_control(
         "Show", list(views.DECISIONS), format_func=views.DECISIONS.get, default="all", required=True,
-        key="decision", bind="query-params", on_change=first_screen)
+        key="decision", bind="query-params", on_change=first_screen,
+        help="Model disagrees: pages you have not decided where the model learned from your overrides and "
+             "the rule differ. Near-duplicates: the same picture on several pages, group by group.")
     document_col, sort_col, near_col = st.columns([3, 2, 2], vertical_alignment="bottom")
     doc_id = document_col.selectbox("Document", list(names), format_func=names.get, key="doc",
                                     bind="query-params", on_change=first_screen)
     sort = sort_col.selectbox("Sort by", list(views.SORTS), format_func=lambda s: views.SORTS[s][0], key="sort",
-                              bind="query-params", on_change=first_screen)
+                              bind="query-params", on_change=first_screen,
+                              help="Near-duplicates are always shown group by group, sorted this way within a group.")
+    measure = views.near_measure(manifest, rule) if decision == "near" else "sigma"
     near = 5.0
-    if decision == "near":
+    if decision == "near" and measure == "sigma":
         near = near_col.number_input(f"Within ± σ of the cutoff ({threshold:g})", 0.5, 100.0, 5.0, step=0.5,
                                      format="%.1f", key="near", on_change=first_screen)
-    return views.PageFilter(decision, doc_id or None, near), sort
+    elif decision == "near":
+        cutoff = views.percent(manifest.picture_share_min)
+        near = near_col.number_input(f"Within ± points of the picture cutoff ({cutoff})", 0.1, 50.0, 2.0,
+                                     step=0.5, format="%.1f", key="near_share", on_change=first_screen,
+                                     help="Percentage points of picture share either side of the cutoff.") / 100
+    return views.PageFilter(decision, doc_id or None, near, near_on=measure), sort
 
 
 def first_screen():
     st.session_state["page"] = 1
 
 
-def header(counts: dict, threshold: float, total_overrides: int):
+def header(counts: dict, rule_words: str, total_overrides: int):
     st.markdown(
         f"**{counts['pages']:,}** pages in this view · :green[**{counts['kept']:,}** kept] · "
         f"**{counts['rejected']:,}** rejected · :violet[**{counts['overridden']:,}** overridden]"
         f" &nbsp;|&nbsp; **{total_overrides:,}** overrides in the manifest"
     )
-    st.caption(f"Decisions at the saved cutoff, σ > {threshold:g} (change it on Threshold); "
-               "an override wins over the cutoff and survives re-scoring.")
+    st.caption(f"Decisions by the saved rule, {rule_words} (change it on Threshold); "
+               "an override wins over the rule and survives re-scoring.")
+
+
+def nothing_to_show(flt: views.PageFilter, model: views.ModelState):
+    if flt.decision == "duplicates":
+        st.info("No near-duplicates here: no two pictures look alike. Groups are found after every ingest, among "
+                "pages with a picture.", icon=":material/content_copy:")
+    elif flt.decision == "disagrees" and not model.suggestions:
+        st.info("Nothing is learned yet: press **Learn from my overrides** above.", icon=":material/psychology:")
+    elif flt.decision == "disagrees":
+        st.info("The model agrees with the rule on every page you have not decided.", icon=":material/check:")
+    else:
+        st.info("No pages match this view.")
+
+
+# -- the learned model ------------------------------------------------------------------------
+
+
+def model_panel(model: views.ModelState, rule: str):
+    compared = "picture rule" if views.base_rule(rule) == "picture" else "σ-only rule"
+    if model.suggestions:
+        status = (f"**Learned model** · from {model.learned_from:,} overrides · keeps {model.kept:,} of "
+                  f"{model.suggestions:,} pages · disagrees with the {compared} on **{model.disagrees:,}** "
+                  "page(s) you have not decided.")
+        if model.stale:
+            status += f" :orange[You have {model.labels:,} overrides now: learn again to use them all.]"
+        if rule == "model":
+            status += " **Its suggestions are the decisions.**"
+    else:
+        blocker = views.learn_blocker(model.included, model.excluded)
+        status = ("**Learned model** · none yet. "
+                  + (blocker or f"You have {model.labels:,} overrides, enough to learn from."))
+    with st.container(border=True, key="model_panel"):
+        bar = st.container(horizontal=True, vertical_alignment="center")
+        bar.markdown(status, width="stretch")
+        learn = bar.button("Learn from my overrides", icon=":material/model_training:", key="learn",
+                           help="Fit a small model on your includes and excludes and show its suggestion on every "
+                                "page.")
+        if rule == "model":
+            bar.button("Stop using the model", icon=":material/undo:", key="stop-model", on_click=stop_model,
+                       help="Decisions follow the rule used before again.")
+        elif model.suggestions:
+            bar.button("Let the model decide", icon=":material/psychology:", key="use-model", on_click=ask,
+                       args=(USE_MODEL, True),
+                       help="Make the model's suggestions the decisions (the rule 'Learned from overrides').")
+    if learn:
+        with st.spinner(f"Learning from your {model.labels:,} overrides…"):
+            with common.open_manifest() as manifest:
+                st.session_state[LEARNED] = views.learn_from_overrides(manifest)
+        st.rerun()  # the status above, the tiles and the filter counts follow what was learned
+    outcome = st.session_state.pop(LEARNED, None)
+    if outcome is not None:
+        (st.success if outcome.learned else st.warning)(outcome.message, icon=":material/psychology:")
+    if USE_MODEL in st.session_state:
+        confirm_use_model()
+
+
+def stop_model():
+    with common.open_manifest() as manifest:
+        rule = views.stop_using_model(manifest)
+    st.toast(f"Decisions follow the {views.RULE_LABELS[rule]} again.", icon=":material/check:")
+
+
+@st.dialog("Let the model decide", on_dismiss=lambda: close(USE_MODEL))
+def confirm_use_model():
+    with common.open_manifest() as manifest:
+        figures = views.figures(manifest, manifest.threshold, manifest.threshold, rule="model")
+        rule = manifest.rule
+    st.markdown(f"Make the model's suggestions the decisions? Kept pages go from **{figures['kept_saved']:,}** "
+                f"to **{figures['kept']:,}**.")
+    st.caption(f"Every page you have not overruled takes the model's suggestion instead of the "
+               f"{views.RULE_LABELS[rule]}'s decision; pages without a suggestion follow the picture rule. Your "
+               "overrides stay. Switch back here or on Threshold at any time.")
+    left, right = st.columns(2)
+    if left.button("Let the model decide", type="primary", key="use-model-confirm"):
+        with common.open_manifest() as manifest:
+            views.use_model(manifest)
+        close(USE_MODEL)
+        st.session_state[NOTICE] = "The model's suggestions are the decisions now."
+        st.rerun()
+    if right.button("Cancel", key="use-model-cancel"):
+        close(USE_MODEL)
+        st.rerun()
+
+
+# -- bulk actions -----------------------------------------------------------------------------
 
 
 def bulk_actions(flt: views.PageFilter, count: int, threshold: float):
@@ -89,9 +199,13 @@ def bulk_actions(flt: views.PageFilter, count: int, threshold: float):
                                 ("Exclude all", "exclude", ":material/remove_circle:"),
                                 ("Clear all overrides", "auto", ":material/undo:")):
         bar.button(label, icon=icon, key=f"bulk-{action}", type="tertiary", on_click=ask, args=(BULK, action))
+    bar.button("Caption all", icon=":material/edit_note:", key="bulk-caption", type="tertiary", on_click=ask,
+               args=(CAPTION, True))
     # The dialog is drawn on every run while the question is open, so a rerun does not lose it.
     if BULK in st.session_state:
         confirm_bulk(flt, count, threshold, st.session_state[BULK])
+    elif CAPTION in st.session_state:
+        confirm_captions(flt, threshold)
 
 
 def ask(key: str, value):
@@ -106,52 +220,124 @@ def close(key: str):
 def confirm_bulk(flt: views.PageFilter, count: int, threshold: float, action: str):
     verb = {"include": "Include", "exclude": "Exclude", "auto": "Clear the override of"}[action]
     st.markdown(f"**{verb} all {count:,} pages** in this view?")
-    st.caption("Each page gets an override that wins over the cutoff." if action != "auto" else
-               "These pages go back to the cutoff's decision.")
+    st.caption("Each page gets an override that wins over the rule." if action != "auto" else
+               "These pages go back to the rule's decision.")
     left, right = st.columns(2)
     if left.button(f"{verb} {count:,} pages", type="primary", key="bulk-confirm"):
         with common.open_manifest() as manifest:
             done = views.bulk_override(manifest, threshold, flt, OVERRIDE_OF_CHOICE[action])
         close(BULK)
-        st.session_state["review_notice"] = f"{verb} {done:,} pages: done."
+        st.session_state[NOTICE] = f"{verb} {done:,} pages: done."
         st.rerun()
     if right.button("Cancel", key="bulk-cancel"):
         close(BULK)
         st.rerun()
 
 
-def grid(rows: list[dict], thumbs: dict, documents: dict):
-    notice = st.session_state.pop("review_notice", None)
+@st.dialog("Caption the whole view", on_dismiss=lambda: close(CAPTION))
+def confirm_captions(flt: views.PageFilter, threshold: float):
+    with common.open_manifest() as manifest:
+        counts = views.caption_counts(manifest, threshold, flt)
+    text = (st.text_area("Caption", key="bulk-caption-text", max_chars=MAX_CAPTION,
+                         placeholder="e.g. a lady in a promenade dress, full length",
+                         help="The export puts it where its template says {caption}.") or "").strip()
+    keep_theirs = False
+    if counts["captioned"]:
+        keep_theirs = st.toggle(f"Keep the captions of the {counts['captioned']:,} pages that have one",
+                                key="bulk-caption-keep")
+    count = counts["pages"] - counts["captioned"] if keep_theirs else counts["pages"]
+    if text:
+        st.markdown(f"**Caption all {count:,} pages** in this view with this text?")
+    else:
+        st.caption("Type the caption for every page in this view." +
+                   (f" Or remove the captions of the {counts['captioned']:,} pages that have one."
+                    if counts["captioned"] else ""))
+    left, middle, right = st.columns(3)
+    if left.button(f"Caption {count:,} pages", type="primary", key="bulk-caption-confirm",
+                   disabled=not text or count == 0):
+        finish_captions(flt, threshold, text, not keep_theirs, "Captioned {done:,} pages.")
+    if counts["captioned"] and not text and middle.button(f"Remove {counts['captioned']:,} captions",
+                                                          key="bulk-caption-remove"):
+        finish_captions(flt, threshold, None, True, f"Removed the captions of {counts['captioned']:,} pages.")
+    if right.button("Cancel", key="bulk-caption-cancel"):
+        close(CAPTION)
+        st.rerun()
+
+
+def finish_captions(flt: views.PageFilter, threshold: float, text: str | None, replace: bool, notice: str):
+    """Set (or with `text` None remove) the captions of the view, then close the dialog with `notice`."""
+    with common.open_manifest() as manifest:
+        done = views.bulk_caption(manifest, threshold, flt, text, replace=replace)
+    close(CAPTION)
+    forget_caption_inputs()
+    st.session_state[NOTICE] = notice.format(done=done)
+    st.rerun()
+
+
+def forget_caption_inputs():
+    """Caption boxes start afresh from the manifest after a bulk change."""
+    for key in [key for key in st.session_state if str(key).startswith(CAPTION_KEY)]:
+        del st.session_state[key]
+
+
+# -- the grid ---------------------------------------------------------------------------------
+
+
+def grid(rows: list[dict], thumbs: dict, captions: dict, documents: dict):
+    notice = st.session_state.pop(NOTICE, None)
     if notice:
         st.toast(notice, icon=":material/check:")
     cells = st.grid(COLUMNS, border=True, min_column_width=230)
     for row in rows:
+        key = (row["doc_id"], row["page"])
         with cells.cell():
-            card(row, thumbs.get((row["doc_id"], row["page"])), documents.get(row["doc_id"]))
+            card(row, thumbs.get(key), captions.get(key), documents.get(row["doc_id"]))
 
 
-def card(row: dict, thumb: bytes | None, document: dict | None):
+def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | None):
     doc_id, page = row["doc_id"], row["page"]
     if thumb:
         st.image(thumb, width="stretch")
     else:
         st.caption(f":red[No image: {row['error'] or 'not scored'}]")
     sigma = f"σ {row['sigma']:.1f}" if row["sigma"] is not None else "σ —"
+    picture = f" · picture {views.percent(row['picture_share'])}" if row["picture_share"] is not None else ""
     total = f" of {document['pages']}" if document and document["pages"] else ""
-    st.caption(f"**{sigma}** · p. {page + 1}{total}  \n{pathlib.Path(row['doc']).name}")
+    st.caption(f"**{sigma}**{picture} · p. {page + 1}{total}  \n{pathlib.Path(row['doc']).name}")
     line = st.container(horizontal=True, vertical_alignment="center", gap="small")
     with line:
         decision_badge(row)
         st.space("stretch")
         st.button("Open", key=f"open-{doc_id}-{page}", icon=":material/open_in_full:", type="tertiary",
                   help="See the page large, drawn from its PDF", on_click=ask, args=(OPEN, (doc_id, page)))
+    if row["suggestion"] is not None or row["duplicate_group"] is not None:
+        with st.container(horizontal=True, gap="small"):
+            model_badge(row)
+            group_badge(row)
     choice = CHOICE_OF_OVERRIDE[row["override"]]
     # The override is part of the key: when it changes elsewhere (bulk, another browser) the
     # control starts afresh from the manifest instead of keeping a stale selection.
     key = f"decide-{doc_id}-{page}-{choice}"
     st.segmented_control("Decision", list(CHOICES), format_func=CHOICES.get, default=choice, required=True,
                          key=key, label_visibility="collapsed", on_change=decided, args=(doc_id, page, key),
-                         help="Include or exclude whatever the cutoff says; Auto: the cutoff decides.")
+                         help="Include or exclude whatever the rule says; Auto: the rule decides.")
+    caption_input(doc_id, page, caption)
+
+
+def caption_input(doc_id: int, page: int, caption: str | None):
+    key = f"{CAPTION_KEY}{doc_id}-{page}"
+    st.text_input("Caption", value=caption or "", key=key, max_chars=MAX_CAPTION, label_visibility="collapsed",
+                  placeholder="Caption for the export…", icon=":material/edit_note:", on_change=captioned,
+                  args=(doc_id, page, key), help="Saved when you press Enter or leave the box; the export puts it "
+                                                 "where its template says {caption}.")
+
+
+def captioned(doc_id: int, page: int, key: str):
+    text = (st.session_state[key] or "").strip()
+    with common.open_manifest() as manifest:
+        manifest.set_caption(doc_id, page, text)
+    st.toast(f"Caption saved for page {page + 1}" if text else f"Caption removed from page {page + 1}",
+             icon=":material/check:")
 
 
 def decided(doc_id: int, page: int, key: str):
@@ -170,6 +356,24 @@ def decision_badge(row: dict):
         st.badge("rejected", icon=":material/close:", color="gray")
 
 
+def model_badge(row: dict):
+    if row["suggestion"] is None:
+        return
+    word = "keep" if row["suggestion"] else "reject"
+    differs = bool(row["suggestion"]) != bool(row["keep"])
+    sure = f"{math.floor(row['confidence'] * 100)}%"  # never "100%": it is a guess
+    st.badge(f"model: {word} {sure}", icon=":material/psychology:", color="orange" if differs else "gray",
+             help=f"The model learned from your overrides suggests to {word} this page, {sure} sure"
+                  + (" — not what is decided now." if differs else "."))
+
+
+def group_badge(row: dict):
+    if row["duplicate_group"] is None:
+        return
+    st.badge(f"group {row['duplicate_group']}", icon=":material/content_copy:", color="blue",
+             help="Near-duplicates: other pages show the same picture. See them with the filter Near-duplicates.")
+
+
 def set_override(doc_id: int, page: int, keep):
     with common.open_manifest() as manifest:
         manifest.set_override(doc_id, page, keep)
@@ -181,19 +385,25 @@ def set_override(doc_id: int, page: int, keep):
 def open_page(threshold: float, doc_id: int, page: int):
     with common.open_manifest() as manifest:
         rows = views.page_rows(manifest, threshold, views.PageFilter(doc_id=doc_id, page=page), limit=1)
+        caption = manifest.caption(doc_id, page)
     if not rows:
         st.error("This page is no longer in the manifest.")
         return
     row = rows[0]
     st.markdown(f"**{pathlib.Path(row['doc']).name}**, page {page + 1} · "
-                + (f"σ {row['sigma']:.1f}" if row["sigma"] is not None else "not scored"))
+                + (f"σ {row['sigma']:.1f}" if row["sigma"] is not None else "not scored")
+                + (f" · picture {views.percent(row['picture_share'])}" if row["picture_share"] is not None else ""))
     line = st.container(horizontal=True, vertical_alignment="center")
     with line:
         decision_badge(row)
+        model_badge(row)
+        group_badge(row)
         choice = CHOICE_OF_OVERRIDE[row["override"]]
         key = f"dialog-{doc_id}-{page}-{choice}"
         st.segmented_control("Decision", list(CHOICES), format_func=CHOICES.get, default=choice, required=True,
                              key=key, label_visibility="collapsed", on_change=decided, args=(doc_id, page, key))
+    if caption:
+        st.caption(f"Caption: {caption}")
     try:
         image = rendered(str(common.db_path()), doc_id, page, row["doc"], source_mtime(row["doc"]))
     except views.PageUnavailable as exc:

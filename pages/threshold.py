@@ -1,4 +1,4 @@
-"""Threshold: the σ histogram, the cutoff, live figures, a suggestion and the pages at the edge."""
+"""Threshold: the decision rule and its cutoffs, live figures, histograms and the pages at the edge."""
 
 import math
 import pathlib
@@ -10,16 +10,22 @@ import streamlit as st
 from curation import views
 from pages import _common as common
 
-DRAFT = "threshold_draft"  # the value being tried; survives page switches, unlike widget state
+# What is being tried survives page switches, unlike widget state: drafts live under their own keys.
+RULE_DRAFT, RULE_WIDGET = "rule_draft", "threshold_rule"
+DRAFT = "threshold_draft"  # σ
 SLIDER, NUMBER = "threshold_slider", "threshold_number"
+SHARE_DRAFT = "picture_share_draft"  # a fraction; its widgets show percent
+SHARE_SLIDER, SHARE_NUMBER = "picture_share_slider", "picture_share_number"
+SEEN = "decision_seen"  # the saved decision the drafts started from
 KEPT_COLOR, REJECTED_COLOR, CUT_COLOR = "#3f7f4f", "#c9bfae", "#8a4b2a"
 STRIP = 8
+SHARE_SLIDER_MAX = 20.0  # percent: plates cover 7 % and more, ornaments under 1 %
 
 
 def main():
     st.title("Threshold")
-    st.caption("A page is kept when its σ is above the cutoff, unless a curator overruled it on Review. "
-               "Nothing changes until you save.")
+    st.caption("How a page is decided when you have not overruled it on Review. Try a rule and its cutoffs: "
+               "the figures, histograms and pages at the edge follow at once. Nothing changes until you save.")
     manifest = common.require_manifest()
     with manifest:
         span = views.sigma_range(manifest)
@@ -27,37 +33,46 @@ def main():
             st.info("No page is scored yet: ingest an archive first.")
             common.link("pages/ingest.py", "Ingest", ":material/upload_file:")
             return
-        saved = manifest.threshold
-        draft = controls(saved, span)
-        show_figures(manifest, draft, saved)
-        show_suggestion()
-        show_histogram(manifest, draft)
-        show_borderline(manifest, draft)
+        saved = (manifest.rule, manifest.threshold, manifest.picture_share_min)
+        sync_drafts(saved)
+        rule, draft, share = drafts()
+        trying = {"rule": rule, "picture_share_min": share}
+
+        rule_control()
+        explain(manifest, rule, draft, share)
+        show_figures(manifest, draft, saved[1], trying)
+        save_bar(saved, (rule, draft, share))
+        sections = [picture_section, sigma_section] if rule != "sigma" else [sigma_section]
+        for section in sections:
+            section(manifest, draft, share, trying, span, saved)
+        show_borderline(manifest, draft, trying)
 
 
-def controls(saved: float, span: tuple[float, float]) -> float:
-    st.session_state.setdefault(DRAFT, saved)
-    for key in (SLIDER, NUMBER):
-        st.session_state.setdefault(key, st.session_state[DRAFT])
-    top = float(max(100, math.ceil(span[1]) + 1, math.ceil(saved) + 1))
-    slider_col, number_col = st.columns([4, 1], vertical_alignment="bottom")
-    slider_col.slider("min_variance: keep pages whose σ is above", 0.0, top, step=0.1, format="%.1f", key=SLIDER,
-                      on_change=use_value, args=(SLIDER,))
-    number_col.number_input("σ cutoff", 0.0, top, step=0.5, format="%.1f", key=NUMBER,
-                            on_change=use_value, args=(NUMBER,))
-    draft = float(st.session_state[DRAFT])
-    buttons = st.container(horizontal=True)
-    buttons.button("Save threshold", type="primary", icon=":material/save:", disabled=draft == saved,
-                   on_click=save, args=(draft,))
-    buttons.button("Suggest", icon=":material/auto_awesome:", on_click=suggest,
-                   help="Propose a cutoff from the σ distribution alone (Otsu's method).")
-    buttons.button("Back to saved", icon=":material/undo:", disabled=draft == saved, on_click=set_value,
-                   args=(saved,))
-    if draft == saved:
-        buttons.caption(f"Saved: σ > {saved:g}. Review, Export and the CLI use it.")
-    else:
-        buttons.caption(f":orange[Not saved:] trying σ > {draft:g}; the saved cutoff is {saved:g}.")
-    return draft
+# -- drafts -----------------------------------------------------------------------------------
+
+
+def sync_drafts(saved: tuple):
+    """Start the drafts from the saved decision, and again whenever it changed elsewhere (Save, Review's
+    "let the model decide", the CLI), so a draft never hides a change made meanwhile."""
+    if st.session_state.get(SEEN) == saved:
+        return
+    st.session_state[SEEN] = saved
+    set_rule(saved[0])
+    set_value(saved[1])
+    set_share(saved[2])
+
+
+def drafts() -> tuple[str, float, float]:
+    return st.session_state[RULE_DRAFT], float(st.session_state[DRAFT]), float(st.session_state[SHARE_DRAFT])
+
+
+def set_rule(rule: str):
+    st.session_state[RULE_DRAFT] = rule
+    st.session_state[RULE_WIDGET] = rule
+
+
+def use_rule():
+    set_rule(st.session_state[RULE_WIDGET])
 
 
 def use_value(source_key: str):
@@ -71,15 +86,165 @@ def set_value(value: float):
     st.session_state[NUMBER] = value
 
 
-def save(value: float):
-    with common.open_manifest() as manifest:
-        manifest.threshold = value
-    st.toast(f"Saved the cutoff: σ > {value:g}", icon=":material/check:")
+def use_share(source_key: str):
+    set_share(st.session_state[source_key] / 100)
 
 
-def suggest():
+def set_share(share: float):
+    percent = round(float(share) * 100, 2)
+    st.session_state[SHARE_DRAFT] = percent / 100
+    st.session_state[SHARE_SLIDER] = min(SHARE_SLIDER_MAX, round(percent, 1))
+    st.session_state[SHARE_NUMBER] = percent
+
+
+# -- the rule ---------------------------------------------------------------------------------
+
+
+def rule_control():
+    st.session_state.setdefault(RULE_WIDGET, st.session_state[RULE_DRAFT])
+    st.segmented_control("Decision rule", list(views.RULE_LABELS), format_func=views.RULE_LABELS.get,
+                         required=True, key=RULE_WIDGET, on_change=use_rule,
+                         help="Picture rule: the default, from the picture share and ink tone. σ only: the "
+                              "original method. Learned from overrides: the model fitted on your decisions.")
+
+
+def explain(manifest, rule: str, draft: float, share: float):
+    suggestions, learned_from = views.learned(manifest) if rule == "model" else (0, 0)
+    unfeatured = views.unfeatured_count(manifest) if rule != "sigma" else 0
+    with st.container(border=True):
+        st.markdown(views.rule_explanation(rule, draft, share, suggestions=suggestions, learned_from=learned_from,
+                                           unfeatured=unfeatured))
+        if rule != "sigma" and not views.has_features(manifest):
+            st.warning("No page has picture features yet (they were scored before features existed), so every "
+                       f"page is decided by σ > {draft:g}. Run `python -m curation rescore` to measure them; "
+                       "your overrides are kept.", icon=":material/info:")
+
+
+def show_figures(manifest, draft: float, saved_threshold: float, trying: dict):
+    now = views.figures(manifest, draft, saved_threshold, **trying)
+
+    def delta(key, fmt="{:+,}"):
+        change = now[key] - now[f"{key}_saved"]
+        return fmt.format(change) if change else None
+
+    columns = st.columns(4)
+    columns[0].metric("Kept", f"{now['kept']:,}", delta=delta("kept"),
+                      help="Pages the rule being tried keeps, with your includes and excludes; the change is "
+                           "against the saved rule.")
+    columns[1].metric("Rejected", f"{now['rejected']:,}", delta=delta("rejected"), delta_color="inverse")
+    columns[2].metric("Share removed", f"{now['removed_share']:.0%}",
+                      delta=delta("removed_share", "{:+.0%}"), delta_color="off",
+                      help="The founding archive lost 73 % of its pages at σ 45 (σ only).")
+    columns[3].metric("Overrides", f"{now['overrides']:,}",
+                      help="Pages a curator included or excluded on Review; no rule moves them.")
+
+
+def save_bar(saved: tuple, trying: tuple):
+    changed = saved != trying
+    buttons = st.container(horizontal=True, vertical_alignment="center")
+    buttons.button("Save", type="primary", icon=":material/save:", disabled=not changed, on_click=save,
+                   args=trying, key="threshold_save", help="Store the rule and both cutoffs: Review, Export and "
+                                                           "the CLI use them.")
+    buttons.button("Back to saved", icon=":material/undo:", disabled=not changed, on_click=back, args=(saved,))
+    words = describe(*saved)
+    if not changed:
+        buttons.caption(f"Saved: {words}. Review, Export and the CLI use it.")
+    else:
+        buttons.caption(f":orange[Not saved:] trying {describe(*trying)}; saved is {words}.")
+
+
+def describe(rule: str, threshold: float, share: float) -> str:
+    """The whole decision in words: the rule and the cutoffs it uses."""
+    if rule == "sigma":
+        return f"σ only, σ > {threshold:g}"
+    picture = f"picture share ≥ {views.percent(share)}, σ > {threshold:g} without features"
+    return f"{views.RULE_LABELS[rule].lower()} ({picture})" if rule == "model" else f"picture rule, {picture}"
+
+
+def save(rule: str, threshold: float, share: float):
     with common.open_manifest() as manifest:
-        suggestion = views.suggest_threshold(manifest)
+        manifest.threshold = threshold
+        manifest.picture_share_min = share
+        if rule == "model":
+            views.use_model(manifest)
+        else:
+            manifest.rule = rule
+    st.toast(f"Saved: {describe(rule, threshold, share)}", icon=":material/check:")
+
+
+def back(saved: tuple):
+    set_rule(saved[0])
+    set_value(saved[1])
+    set_share(saved[2])
+
+
+# -- picture share ----------------------------------------------------------------------------
+
+
+def picture_section(manifest, draft: float, share: float, trying: dict, span, saved):
+    st.subheader("Picture share")
+    st.caption("The part of each page covered by hatching and line work. "
+               + ("The picture rule keeps pages at or above the cutoff." if trying["rule"] == "picture" else
+                  "The model's pages without a suggestion follow the picture rule at this cutoff."))
+    st.session_state.setdefault(SHARE_SLIDER, min(SHARE_SLIDER_MAX, round(share * 100, 1)))
+    st.session_state.setdefault(SHARE_NUMBER, round(share * 100, 2))
+    slider_col, number_col = st.columns([4, 1], vertical_alignment="bottom")
+    slider_col.slider("picture_share_min: keep pages whose picture regions cover at least (% of the page)",
+                      0.0, SHARE_SLIDER_MAX, step=0.1, format="%.1f %%", key=SHARE_SLIDER,
+                      on_change=use_share, args=(SHARE_SLIDER,))
+    number_col.number_input("Picture cutoff (%)", 0.0, 100.0, step=0.5, format="%.2f", key=SHARE_NUMBER,
+                            on_change=use_share, args=(SHARE_NUMBER,))
+    log_count = st.toggle("Log count", value=True, key="picture_log",
+                          help="Text pages pile up at 0 %: on a log count the few plates stay visible.")
+    hist = views.picture_histogram(manifest, draft, **trying)
+    if hist is None:
+        st.caption("No page has picture features to draw.")
+        return
+    data = pd.DataFrame(hist.rows())
+    scale = alt.Scale(type="symlog") if log_count else alt.Scale()
+    bars = alt.Chart(data).mark_bar(binSpacing=0).encode(
+        x=alt.X("start:Q", title="picture share (log scale; the first bar holds pages with none)",
+                scale=alt.Scale(type="log", domain=[views.PICTURE_FLOOR, 1], nice=False),
+                axis=alt.Axis(format="~%", values=[0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1])),
+        x2="end:Q",
+        y=alt.Y("sum(pages):Q", title="pages", scale=scale, stack="zero"),
+        color=decision_colors(),
+        order=alt.Order("decision:N", sort="ascending"),
+        tooltip=[alt.Tooltip("start:Q", title="share from", format=".2%"),
+                 alt.Tooltip("end:Q", title="share to", format=".2%"),
+                 "decision:N", alt.Tooltip("sum(pages):Q", title="pages")],
+    )
+    st.altair_chart((bars + cut_rule(share, f"cutoff {views.percent(share)}")).properties(height=260),
+                    width="stretch")
+
+
+# -- σ ----------------------------------------------------------------------------------------
+
+
+def sigma_section(manifest, draft: float, share: float, trying: dict, span, saved):
+    rule = trying["rule"]
+    st.subheader("σ, the original method's score")
+    st.caption("The spread of each page's grey levels at 144 dpi: text columns around 15–30, engravings at "
+               "50–90. " + ("σ only keeps pages above the cutoff." if rule == "sigma" else
+                            "Under this rule the σ cutoff decides only pages without picture features; it is "
+                            "shown so you can compare with the original method."))
+    top = float(max(100, math.ceil(span[1]) + 1, math.ceil(saved[1]) + 1))
+    for key in (SLIDER, NUMBER):
+        st.session_state.setdefault(key, draft)
+    slider_col, number_col = st.columns([4, 1], vertical_alignment="bottom")
+    slider_col.slider("min_variance: keep pages whose σ is above", 0.0, top, step=0.1, format="%.1f", key=SLIDER,
+                      on_change=use_value, args=(SLIDER,))
+    number_col.number_input("σ cutoff", 0.0, top, step=0.5, format="%.1f", key=NUMBER,
+                            on_change=use_value, args=(NUMBER,))
+    st.button("Suggest a σ cutoff", icon=":material/auto_awesome:", on_click=suggest, args=(trying,),
+              key="threshold_suggest", help="Propose a cutoff from the σ distribution alone (Otsu's method).")
+    show_suggestion()
+    show_histogram(manifest, draft, trying)
+
+
+def suggest(trying: dict):
+    with common.open_manifest() as manifest:
+        suggestion = views.suggest_threshold(manifest, **trying)
     st.session_state["threshold_suggestion"] = suggestion
     if suggestion is not None:
         set_value(suggestion.threshold)
@@ -91,64 +256,69 @@ def show_suggestion():
         return
     total = suggestion.kept + suggestion.rejected
     st.info(f"**Suggested: σ > {suggestion.threshold:g}**, keeping {suggestion.kept:,} and removing "
-            f"{suggestion.rejected:,} of {total:,} pages ({suggestion.rejected / total:.0%}). {suggestion.how}",
-            icon=":material/auto_awesome:")
+            f"{suggestion.rejected:,} of {total:,} pages ({suggestion.rejected / total:.0%}) with the rule being "
+            f"tried. {suggestion.how}", icon=":material/auto_awesome:")
 
 
-def show_figures(manifest, draft: float, saved: float):
-    now = views.figures(manifest, draft, saved)
-
-    def delta(key, fmt="{:+,}"):
-        change = now[key] - now[f"{key}_saved"]
-        return fmt.format(change) if change else None
-
-    columns = st.columns(4)
-    columns[0].metric("Kept", f"{now['kept']:,}", delta=delta("kept"))
-    columns[1].metric("Rejected", f"{now['rejected']:,}", delta=delta("rejected"), delta_color="inverse")
-    columns[2].metric("Share removed", f"{now['removed_share']:.0%}",
-                      delta=delta("removed_share", "{:+.0%}"), delta_color="off",
-                      help="The founding archive lost 73 % of its pages at σ 45.")
-    columns[3].metric("Overrides", f"{now['overrides']:,}",
-                      help="Pages a curator included or excluded on Review; the cutoff does not move them.")
-
-
-def show_histogram(manifest, draft: float):
+def show_histogram(manifest, draft: float, trying: dict):
     options = st.container(horizontal=True, vertical_alignment="bottom")
     bins = options.slider("Bins", 10, 200, 60, step=5, key="threshold_bins", width=260)
     log_count = options.toggle("Log count", key="threshold_log")
-    hist = views.histogram(manifest, draft, bins=bins)
+    hist = views.histogram(manifest, draft, bins=bins, **trying)
     data = pd.DataFrame(hist.rows())
     scale = alt.Scale(type="symlog") if log_count else alt.Scale()
     bars = alt.Chart(data).mark_bar(binSpacing=0).encode(
         x=alt.X("start:Q", title="σ (grey-level spread at 144 dpi)"),
         x2="end:Q",
         y=alt.Y("sum(pages):Q", title="pages", scale=scale, stack="zero"),
-        color=alt.Color("decision:N", title=None,
-                        scale=alt.Scale(domain=["kept", "rejected"], range=[KEPT_COLOR, REJECTED_COLOR])),
+        color=decision_colors(),
         order=alt.Order("decision:N", sort="ascending"),
         tooltip=[alt.Tooltip("start:Q", title="σ from", format=".1f"),
                  alt.Tooltip("end:Q", title="σ to", format=".1f"),
                  "decision:N", alt.Tooltip("sum(pages):Q", title="pages")],
     )
-    cut = pd.DataFrame({"sigma": [draft], "label": [f"cutoff {draft:g}"]})
-    rule = alt.Chart(cut).mark_rule(color=CUT_COLOR, strokeWidth=2).encode(x="sigma:Q")
+    label = f"cutoff {draft:g}" if trying["rule"] == "sigma" else f"σ cutoff {draft:g} (σ only)"
+    st.altair_chart((bars + cut_rule(draft, label)).properties(height=300), width="stretch")
+    if trying["rule"] != "sigma":
+        st.caption("Colours show the rule being tried: kept pages below the σ cutoff are the faded engravings "
+                   "σ misses, rejected ones above it the text pages σ is fooled by.")
+
+
+def decision_colors():
+    return alt.Color("decision:N", title=None,
+                     scale=alt.Scale(domain=["kept", "rejected"], range=[KEPT_COLOR, REJECTED_COLOR]))
+
+
+def cut_rule(value: float, text: str):
+    cut = pd.DataFrame({"at": [value], "label": [text]})
+    rule = alt.Chart(cut).mark_rule(color=CUT_COLOR, strokeWidth=2).encode(x="at:Q")
     label = alt.Chart(cut).mark_text(color=CUT_COLOR, align="left", dx=4, dy=-6, baseline="bottom").encode(
-        x="sigma:Q", y=alt.value(0), text="label:N")
-    st.altair_chart((bars + rule + label).properties(height=300), width="stretch")
+        x="at:Q", y=alt.value(0), text="label:N")
+    return rule + label
 
 
-def show_borderline(manifest, draft: float):
-    below, above = views.borderline(manifest, draft, STRIP)
-    keys = [(row["doc_id"], row["page"]) for row in below + above]
+# -- the pages at the edge --------------------------------------------------------------------
+
+STRIP_TITLES = {
+    "sigma": ("Just below the σ cutoff: removed", "Just above it: kept"),
+    "picture_share": ("Just under the picture cutoff: removed", "Just over it: kept"),
+    "confidence": ("Rejected by the model, least sure first", "Kept by the model, least sure first"),
+}
+
+
+def show_borderline(manifest, draft: float, trying: dict):
+    edge = views.borderline(manifest, draft, STRIP, **trying)
+    keys = [(row["doc_id"], row["page"]) for row in edge.below + edge.above]
     thumbs = views.thumbnails(manifest, keys)
     st.subheader("At the edge")
-    st.caption("What this cutoff costs: the pages just below it are removed, those just above are kept "
-               "(unless overridden). Overrule them on Review.")
-    strip("Just below: removed", below, thumbs)
-    strip("Just above: kept", above, thumbs)
+    st.caption("What this rule costs: the pages nearest its cut on each side, with what decides them "
+               "(an override, or the rule). Overrule them on Review.")
+    below, above = STRIP_TITLES[edge.measure]
+    strip(below, edge.below, thumbs, edge.measure, expected=0)
+    strip(above, edge.above, thumbs, edge.measure, expected=1)
 
 
-def strip(title: str, rows: list[dict], thumbs: dict):
+def strip(title: str, rows: list[dict], thumbs: dict, measure: str, expected: int):
     st.markdown(f"**{title}**")
     if not rows:
         st.caption("No pages on this side.")
@@ -159,10 +329,25 @@ def strip(title: str, rows: list[dict], thumbs: dict):
             image = thumbs.get((row["doc_id"], row["page"]))
             if image:
                 st.image(image, width="stretch")
-            note = ""
-            if row["override"] is not None:
-                note = " · :violet[included]" if row["override"] else " · :violet[excluded]"
-            st.caption(f"σ {row['sigma']:.1f}{note}  \n{pathlib.Path(row['doc']).stem} p. {row['page'] + 1}")
+            st.caption(f"{edge_value(row, measure)}{edge_note(row, expected)}  \n"
+                       f"{pathlib.Path(row['doc']).stem} p. {row['page'] + 1}")
+
+
+def edge_value(row: dict, measure: str) -> str:
+    sigma = f"σ {row['sigma']:.1f}"
+    if measure == "picture_share":
+        return f"picture {views.percent(row['picture_share'])} · {sigma}"
+    if measure == "confidence":
+        return f"model {math.floor(row['confidence'] * 100)}% sure · {sigma}"
+    return sigma
+
+
+def edge_note(row: dict, expected: int) -> str:
+    if row["override"] is not None:
+        return " · :violet[included]" if row["override"] else " · :violet[excluded]"
+    if row["keep"] != expected:  # the cut is on one measure, the rule may look at another (ink tone)
+        return " · :orange[kept]" if row["keep"] else " · :orange[rejected]"
+    return ""
 
 
 common.run_page(main)

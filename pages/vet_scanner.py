@@ -14,6 +14,9 @@ import pandas as pd
 import streamlit as st
 
 import inference
+from pages import _common
+
+_common.use_entry_script()  # a direct URL (/vet_scanner) runs under streamlit_app.py's navigation
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,9 @@ def test_summary_and_next_steps(db):
     assert metrics["Pages scored"] == "60"
     assert metrics["Kept"] == f"{expected['kept']:,}"
     assert metrics["Rejected"] == f"{expected['rejected']:,}"
-    assert "Choose the cutoff" in texts(at) or any("Choose the cutoff" in str(e.proto) for e in at.main)
+    shown = texts(at) + " ".join(str(e.proto) for e in at.main)
+    assert "Choose the decision rule" in shown and "picture rule: picture share ≥ 3 %" in shown
+    assert "σ only, the original method" in shown
     assert "no longer where they were ingested" in texts(at)  # fill_manifest's paths do not exist
 
 
@@ -61,3 +63,15 @@ def test_the_entry_point_shows_the_open_manifest(db):
     at = ran(page("streamlit_app.py"))
     sidebar = " ".join(str(e.value) for e in at.sidebar.caption) + " ".join(str(c.value) for c in at.sidebar.code)
     assert str(db) in sidebar and "5 pages" in sidebar
+
+
+def test_the_sidebar_shows_the_rule_and_a_running_export(db):
+    filled_db(db, documents=1, pages=5)
+    with Manifest(db) as manifest:
+        manifest.rule = "sigma"
+        job_id = manifest.start_job("export", {})  # this process stands in for the export
+        manifest.update_job(job_id, done=2, total=5)
+    at = ran(page("streamlit_app.py"))
+    sidebar = " ".join(str(e.value) for e in at.sidebar.caption)
+    assert "σ only: σ > 45" in sidebar
+    assert "Export running: 2/5 images" in sidebar

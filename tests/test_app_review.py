@@ -2,7 +2,7 @@
 
 import pytest
 
-from apptest_support import filled_db, page, ran, texts
+from apptest_support import add_features, filled_db, page, ran, texts
 from curation import Manifest, views
 
 
@@ -116,3 +116,192 @@ def test_an_unreadable_manifest_is_a_message(db):
     db.write_text("garbage " * 200)
     at = ran(page("pages/review.py"))
     assert "cannot be used" in at.error[0].value
+
+
+# -- the learned model, near-duplicates and captions ---------------------------------------------------------
+
+
+def pages_of(db) -> list[tuple[int, int]]:
+    with Manifest(db) as manifest:
+        return [(row["doc_id"], row["page"]) for row in manifest.pages(order="p.doc_id, p.page")]
+
+
+def test_learn_says_why_not_yet_then_learns(db):
+    filled_db(db, documents=2, pages=30)
+    truth = add_features(db)
+    keys = pages_of(db)
+    with Manifest(db) as manifest:
+        for key in keys[:4]:
+            manifest.set_override(*key, True)
+    at = ran(page("pages/review.py"))
+    assert "none yet" in texts(at)
+    button(at, "Learn from my overrides").click()
+    ran(at)
+    assert "needs at least 10" in at.warning[0].value and "you have made 4" in at.warning[0].value
+    with Manifest(db) as manifest:
+        for key in keys[4:12]:
+            manifest.set_override(*key, True)
+    button(at, "Learn from my overrides").click()
+    ran(at)
+    assert "nearly all one decision" in at.warning[0].value and "Exclude 2 more" in at.warning[0].value
+    with Manifest(db) as manifest:
+        for key in keys[:20]:
+            manifest.set_override(*key, truth[key])
+        labels = len(manifest.overrides())
+    button(at, "Learn from my overrides").click()
+    ran(at)
+    assert f"Learned from {labels} overrides" in at.success[0].value
+    with Manifest(db) as manifest:
+        assert manifest.conn.execute("SELECT COUNT(*) FROM suggestions").fetchone()[0] == 60
+    assert "model: keep" in texts(at) or "model: reject" in texts(at)  # on the tiles
+    assert f"from {labels} overrides" in texts(at)
+
+
+def test_model_disagrees_filter_lists_the_pages_to_review_first(db):
+    filled_db(db, documents=2, pages=30)
+    add_features(db)
+    keys = pages_of(db)
+    with Manifest(db) as manifest:
+        rows = {(r["doc_id"], r["page"]): r["keep"] for r in manifest.pages()}
+        # The model agrees with the rule except on five pages, one of which the curator already decided.
+        flipped = set(keys[3:8])
+        manifest.replace_suggestions([(*key, bool(rows[key]) != (key in flipped), 0.8) for key in keys])
+        manifest.set_override(*keys[3], True)
+        manifest.set_setting("suggestions_from_overrides", 1)
+    at = ran(page("pages/review.py"))
+    assert "disagrees with the picture rule on **4** page(s)" in texts(at)
+    at.segmented_control(key="decision").set_value("disagrees")
+    ran(at)
+    assert "**4** pages in this view" in texts(at)
+    assert len(cards(at)) == 4
+    assert texts(at).count(":orange-badge[:material/psychology: model:") == 4  # each differs from the decision
+
+
+def test_let_the_model_decide_and_step_back(db):
+    filled_db(db, documents=1, pages=20)
+    add_features(db)
+    keys = pages_of(db)
+    with Manifest(db) as manifest:
+        manifest.replace_suggestions([(*key, True, 0.9) for key in keys])  # a model that keeps everything
+        manifest.set_setting("suggestions_from_overrides", 10)
+    at = ran(page("pages/review.py"))
+    button(at, "Let the model decide").click()
+    ran(at)
+    assert "go from" in texts(at) and "to **20**" in texts(at)
+    with Manifest(db) as manifest:
+        assert manifest.rule == "picture"  # nothing before the confirmation
+    next(b for b in at.button if b.key == "use-model-confirm").click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.rule == "model" and manifest.summary()["kept"] == 20
+    assert "Its suggestions are the decisions" in texts(at)
+    button(at, "Stop using the model").click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.rule == "picture"
+
+
+def test_near_duplicates_are_listed_group_by_group(db):
+    filled_db(db, documents=2, pages=10)
+    keys = pages_of(db)
+    with Manifest(db) as manifest:
+        manifest.replace_duplicates([[keys[15], keys[2]], [keys[7], keys[11], keys[19]]])
+    at = ran(page("pages/review.py"))
+    at.segmented_control(key="decision").set_value("duplicates")
+    ran(at)
+    assert "**5** pages in this view" in texts(at)
+    badges = [line for line in texts(at).splitlines() if "content_copy: group" in line]
+    assert [b.split("group ")[1].rstrip("]") for b in badges] == ["1", "1", "2", "2", "2"]
+
+
+def test_no_near_duplicates_is_a_message(db):
+    filled_db(db, documents=1, pages=5)
+    at = ran(page("pages/review.py"))
+    at.segmented_control(key="decision").set_value("duplicates")
+    ran(at)
+    assert "No near-duplicates here" in at.info[0].value
+
+
+def test_a_caption_is_saved_at_once_and_shown_again(db):
+    filled_db(db, documents=1, pages=10)
+    at = ran(page("pages/review.py"))
+    first = views_first(db)
+    box = at.text_input(key=f"caption-{first[0]}-{first[1]}")
+    box.input("  a lady in a walking dress ")
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.caption(*first) == "a lady in a walking dress"
+    again = ran(page("pages/review.py"))  # a new session: the caption comes from the manifest
+    assert again.text_input(key=f"caption-{first[0]}-{first[1]}").value == "a lady in a walking dress"
+    again.text_input(key=f"caption-{first[0]}-{first[1]}").input("")
+    ran(again)
+    with Manifest(db) as manifest:
+        assert manifest.caption(*first) is None
+
+
+def views_first(db) -> tuple[int, int]:
+    with Manifest(db) as manifest:
+        row = views.page_rows(manifest, manifest.threshold, limit=1)[0]
+        return row["doc_id"], row["page"]
+
+
+def test_bulk_captions_ask_first_and_state_the_count(db):
+    filled_db(db, documents=2, pages=30)
+    with Manifest(db) as manifest:
+        kept = views.filter_counts(manifest, 45, views.PageFilter("kept"))["pages"]
+        first_kept = views.page_rows(manifest, 45, views.PageFilter("kept"), limit=1)[0]
+        manifest.set_caption(first_kept["doc_id"], first_kept["page"], "her own caption")
+    at = ran(page("pages/review.py"))
+    at.segmented_control(key="decision").set_value("kept")
+    ran(at)
+    button(at, "Caption all").click()
+    ran(at)
+    at.text_area(key="bulk-caption-text").input("fashion plate, engraving")
+    at.toggle(key="bulk-caption-keep").set_value(True)
+    ran(at)
+    assert f"Caption all {kept - 1:,} pages" in texts(at)
+    with Manifest(db) as manifest:
+        assert len(manifest.captions()) == 1  # nothing before the confirmation
+    button(at, f"Caption {kept - 1:,} pages").click()
+    ran(at)
+    with Manifest(db) as manifest:
+        captions = manifest.captions()
+    assert len(captions) == kept and sorted(set(captions.values())) == ["fashion plate, engraving", "her own caption"]
+    shown = [box.value for box in at.text_input if box.key.startswith("caption-")]
+    assert shown.count("fashion plate, engraving") == kept - 1 and "her own caption" in shown
+
+
+def test_bulk_caption_removal_is_its_own_button(db):
+    filled_db(db, documents=1, pages=10)
+    keys = pages_of(db)
+    with Manifest(db) as manifest:
+        for key in keys[:3]:
+            manifest.set_caption(*key, "old")
+    at = ran(page("pages/review.py"))
+    button(at, "Caption all").click()
+    ran(at)
+    assert next(b for b in at.button if b.key == "bulk-caption-confirm").disabled  # nothing typed: nothing to set
+    button(at, "Remove 3 captions").click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.captions() == {}
+
+
+def test_near_the_cutoff_follows_the_rule(db):
+    filled_db(db, documents=2, pages=30)
+    add_features(db)
+    with Manifest(db) as manifest:
+        near_picture = views.filter_counts(manifest, 45, views.PageFilter("near", near=0.02,
+                                                                          near_on="picture_share"))["pages"]
+        near_sigma = views.filter_counts(manifest, 45, views.PageFilter("near", near=5.0))["pages"]
+    assert near_picture != near_sigma
+    at = ran(page("pages/review.py"))
+    at.segmented_control(key="decision").set_value("near")
+    ran(at)
+    assert at.number_input(key="near_share").value == 2.0  # percentage points around the picture cutoff
+    assert f"**{near_picture:,}** pages in this view" in texts(at)
+    with Manifest(db) as manifest:
+        manifest.rule = "sigma"
+    ran(at)
+    assert at.number_input(key="near").value == 5.0
+    assert f"**{near_sigma:,}** pages in this view" in texts(at)

@@ -1,9 +1,9 @@
-"""Threshold page: figures follow the cutoff live, Save stores it, Suggest explains itself."""
+"""Threshold page: the rule and both cutoffs are tried live, Save stores them, the rule is explained."""
 
 import pytest
 
-from apptest_support import filled_db, page, ran, texts
-from curation import Manifest
+from apptest_support import add_features, filled_db, page, ran, texts
+from curation import Manifest, views
 
 
 @pytest.fixture
@@ -17,42 +17,126 @@ def metrics(at):
     return {m.label: m.value for m in at.metric}
 
 
+def button(at, label):
+    return next(b for b in at.button if b.label == label)
+
+
+def kept(db, **decision) -> str:
+    with Manifest(db) as manifest:
+        return f"{views.filter_counts(manifest, decision.pop('threshold', 45), **decision)['kept']:,}"
+
+
 def test_figures_follow_the_slider_and_save_stores_it(db):
-    filled_db(db, documents=4, pages=50)
+    filled_db(db, documents=4, pages=50)  # no picture features: σ decides under every rule
     with Manifest(db) as manifest:
         at_45, at_30 = manifest.summary(45), manifest.summary(30)
     at = ran(page("pages/threshold.py"))
     assert metrics(at)["Kept"] == f"{at_45['kept']:,}"
-    assert at.number_input[0].value == 45.0
+    assert at.number_input(key="threshold_number").value == 45.0
+    assert "No page has picture features yet" in at.warning[0].value
     at.slider(key="threshold_slider").set_value(30.0)
     ran(at)
     assert metrics(at)["Kept"] == f"{at_30['kept']:,}"
-    assert at.number_input[0].value == 30.0  # the number box follows the slider
+    assert at.number_input(key="threshold_number").value == 30.0  # the number box follows the slider
     assert "Not saved" in texts(at)
     with Manifest(db) as manifest:
         assert manifest.threshold == 45
-    next(b for b in at.button if b.label == "Save threshold").click()
+    button(at, "Save").click()
     ran(at)
     with Manifest(db) as manifest:
         assert manifest.threshold == 30
-    assert "Saved: σ > 30" in texts(at)
+    assert "Saved: picture rule, picture share ≥ 3 %, σ > 30" in texts(at)
 
 
 def test_the_number_box_moves_the_slider(db):
     filled_db(db, documents=1, pages=40)
     at = ran(page("pages/threshold.py"))
-    at.number_input[0].set_value(52.5)
+    at.number_input(key="threshold_number").set_value(52.5)
     ran(at)
     assert at.slider(key="threshold_slider").value == 52.5
-    next(b for b in at.button if b.label == "Back to saved").click()
+    button(at, "Back to saved").click()
     ran(at)
     assert at.slider(key="threshold_slider").value == 45.0
+
+
+def test_switching_the_rule_changes_the_figures_and_save_stores_it(db):
+    filled_db(db, documents=2, pages=40)
+    add_features(db)
+    picture, sigma = kept(db, rule="picture"), kept(db, rule="sigma")
+    assert picture != sigma  # the features disagree with σ on some pages
+    at = ran(page("pages/threshold.py"))
+    assert at.segmented_control(key="threshold_rule").value == "picture"
+    assert metrics(at)["Kept"] == picture
+    assert "**Picture rule.**" in texts(at) and "**3 %**" in texts(at) and "**σ only** is the original" in texts(at)
+    assert len(at.get("vega_lite_chart")) == 2  # picture share and σ
+
+    at.segmented_control(key="threshold_rule").set_value("sigma")
+    ran(at)
+    assert metrics(at)["Kept"] == sigma
+    assert "**σ only, the original method.**" in texts(at)
+    assert len(at.get("vega_lite_chart")) == 1  # σ alone
+    assert "Not saved" in texts(at)
+    button(at, "Save").click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.rule == "sigma"
+    assert "Saved: σ only, σ > 45" in texts(at)
+
+    at.segmented_control(key="threshold_rule").set_value("picture")
+    ran(at)
+    at.number_input(key="picture_share_number").set_value(25.0)  # percent
+    ran(at)
+    assert metrics(at)["Kept"] == kept(db, rule="picture", picture_share_min=0.25)
+    assert at.slider(key="picture_share_slider").value == 20.0  # the slider stops at 20 %
+    button(at, "Save").click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert (manifest.rule, manifest.picture_share_min) == ("picture", 0.25)
+
+
+def test_the_picture_slider_and_the_edge_follow_the_rule(db):
+    filled_db(db, documents=2, pages=30)
+    add_features(db)
+    at = ran(page("pages/threshold.py"))
+    assert "Just under the picture cutoff: removed" in texts(at) and "Just over it: kept" in texts(at)
+    assert len(at.get("image")) == 16
+    at.slider(key="picture_share_slider").set_value(10.0)
+    ran(at)
+    assert at.number_input(key="picture_share_number").value == 10.0
+    assert metrics(at)["Kept"] == kept(db, rule="picture", picture_share_min=0.10)
+    at.segmented_control(key="threshold_rule").set_value("sigma")
+    ran(at)
+    assert "Just below the σ cutoff" in texts(at)
+
+
+def test_the_learned_rule_explains_what_it_has_learned(db):
+    filled_db(db, documents=1, pages=20)
+    add_features(db)
+    at = ran(page("pages/threshold.py"))
+    at.segmented_control(key="threshold_rule").set_value("model")
+    ran(at)
+    assert "Nothing is learned yet" in texts(at)
+    assert metrics(at)["Kept"] == kept(db, rule="picture")  # nothing learned: the picture rule
+    button(at, "Save").click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.rule == "model"
+
+
+def test_a_rule_saved_elsewhere_replaces_the_draft(db):
+    filled_db(db, documents=1, pages=20)
+    at = ran(page("pages/threshold.py"))
+    with Manifest(db) as manifest:
+        manifest.rule = "sigma"  # the CLI, or Review's "Let the model decide"
+    ran(at)
+    assert at.segmented_control(key="threshold_rule").value == "sigma"
+    assert "Not saved" not in texts(at)
 
 
 def test_suggest_proposes_a_cutoff_and_says_how(db):
     filled_db(db, documents=4, pages=100)
     at = ran(page("pages/threshold.py"))
-    next(b for b in at.button if b.label == "Suggest").click()
+    button(at, "Suggest a σ cutoff").click()
     ran(at)
     assert "Otsu" in at.info[0].value
     suggested = at.slider(key="threshold_slider").value
@@ -62,12 +146,12 @@ def test_suggest_proposes_a_cutoff_and_says_how(db):
 def test_histogram_options_and_borderline_strips(db):
     filled_db(db, documents=2, pages=30)
     at = ran(page("pages/threshold.py"))
-    assert len(at.get("vega_lite_chart")) == 1
+    assert len(at.get("vega_lite_chart")) == 1  # no picture features to draw
     assert len(at.get("image")) == 16  # eight pages each side of the cutoff
     at.slider(key="threshold_bins").set_value(20)
     at.toggle(key="threshold_log").set_value(True)
     ran(at)
-    assert "Just below" in texts(at)
+    assert "Just below the σ cutoff" in texts(at)
 
 
 def test_without_scored_pages_the_page_says_so(db):

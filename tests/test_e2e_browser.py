@@ -1,8 +1,8 @@
 """The dashboard in a real browser: Chromium driven by Playwright against `streamlit run` on localhost.
 
-The flow a curator follows: ingest a folder by its server path, wait for the job, move the cutoff and
-see the figures change, overrule a page on Review, reload, and find the override still there. No page
-may show an exception element.
+The flow a curator follows: ingest a folder by its server path, wait for the job, switch the rule to σ only
+and move its cutoff and see the figures change, overrule and caption a page on Review, reload, and find
+the override and the caption still there. No page may show an exception element.
 """
 
 import os
@@ -141,19 +141,29 @@ def test_ingest_threshold_review_in_a_browser(server, browser_page):
     settle(page)
     assert (db.parent / "uploads" / "issue-0.pdf").read_bytes() == (archive / "issue-0.pdf").read_bytes()
 
-    # Moving the cutoff changes the figures at once; nothing is saved until Save.
+    # The picture rule decides by default; switch to σ only, the original method, and move its cutoff:
+    # the figures change at once; nothing is saved until Save.
     go(page, url, "threshold")
-    kept_at_45 = metric(page, "Kept")
+    main = page.locator("[data-testid='stMain']")
+    assert "Picture rule." in main.inner_text() and page.get_by_role("heading", name="Picture share").count() == 1
+    with Manifest(db) as manifest:
+        assert metric(page, "Kept") == str(manifest.summary()["kept"])
+    page.get_by_role("radio", name="σ only").click()
+    page.get_by_text("σ only, the original method.").wait_for()
+    settle(page)
+    no_exception(page)
+    assert page.get_by_role("heading", name="Picture share").count() == 0  # its cutoff plays no part now
     cutoff = page.get_by_label("σ cutoff", exact=True)
     cutoff.fill("10")
     cutoff.press("Enter")
     page.wait_for_function(
-        "before => [...document.querySelectorAll('[data-testid=stMetricValue]')][0].innerText !== before",
-        arg=kept_at_45)
+        "() => [...document.querySelectorAll('[data-testid=stMetricValue]')][0].innerText === '15'")
     settle(page)
     no_exception(page)
     assert metric(page, "Kept") == "15"
-    assert "Not saved" in page.locator("[data-testid='stMain']").inner_text()
+    assert "Not saved" in main.inner_text()
+    with Manifest(db) as manifest:
+        assert (manifest.rule, manifest.threshold) == ("picture", 45)
 
     # Exclude the first page on Review: saved at once, and still there after a reload.
     go(page, url, "review")
@@ -169,6 +179,24 @@ def test_ingest_threshold_review_in_a_browser(server, browser_page):
     assert re.search(r"\b1\s+overrides in the manifest", page.locator("[data-testid='stMain']").inner_text())
     with Manifest(db) as manifest:
         assert [row["keep"] for row in manifest.overrides()] == [0]
+
+    # A caption typed on a tile is saved at once and is still there after a reload.
+    caption = page.locator("[class*='st-key-caption-']").first.locator("input")
+    caption.fill("a lady in a walking dress")
+    caption.press("Enter")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # saved by the input's own callback: no button to wait for
+        with Manifest(db) as manifest:
+            if manifest.captions():
+                break
+        time.sleep(0.2)
+    settle(page)
+    page.reload()
+    settle(page)
+    no_exception(page)
+    assert page.locator("[class*='st-key-caption-']").first.locator("input").input_value() == "a lady in a walking dress"
+    with Manifest(db) as manifest:
+        assert list(manifest.captions().values()) == ["a lady in a walking dress"]
 
     go(page, url, "")  # home counts the override too
     assert metric(page, "Overrides") == "1"

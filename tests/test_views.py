@@ -42,6 +42,7 @@ def test_counts_by_decision(filled):
     assert (one["pages"], one["kept"], one["overridden"]) == (10, 3, 1)
     with pytest.raises(ValueError):
         PageFilter("everything").sql()
+    assert views.near_measure(manifest, "picture") == "sigma"  # no features: σ decides, σ measures
 
 
 def test_counts_agree_with_the_manifest_summary(filled):
@@ -105,7 +106,8 @@ def test_nothing_scored(manifest):
     assert views.histogram(manifest, 45) is None
     assert views.sigma_range(manifest) is None
     assert views.suggest_threshold(manifest) is None
-    assert views.borderline(manifest, 45) == ([], [])
+    assert views.borderline(manifest, 45) == ([], [], "sigma")
+    assert views.picture_histogram(manifest, 45) is None
     assert views.filter_counts(manifest, 45)["pages"] == 0
     assert views.figures(manifest, 45)["removed_share"] == 0
 
@@ -131,9 +133,11 @@ def test_suggestion_says_how_and_what_it_keeps(manifest):
 
 def test_borderline_pages_nearest_the_cutoff_first(filled):
     manifest, _ = filled
-    below, above = views.borderline(manifest, 45, count=3)
-    assert [row["sigma"] for row in below] == [45, 42, 40]
-    assert [row["sigma"] for row in above] == [47, 50, 52]
+    for rule in ("sigma", "picture"):  # without picture features the picture rule cuts on σ too
+        below, above, measure = views.borderline(manifest, 45, count=3, rule=rule)
+        assert measure == "sigma"
+        assert [row["sigma"] for row in below] == [45, 42, 40]
+        assert [row["sigma"] for row in above] == [47, 50, 52]
 
 
 def test_documents_and_missing_sources(filled, tmp_path):
@@ -176,8 +180,16 @@ def test_next_steps_follow_the_workflow(filled):
     manifest, _ = filled
     summary = manifest.summary()
     assert views.next_steps(summary, False, True)[0].label == "Watch the ingest"
-    steps = [step.page for step in views.next_steps(summary, threshold_saved=False, job_running=False)]
-    assert steps == ["pages/threshold.py", "pages/export.py"]  # overrides exist: review was started
+    steps = views.next_steps(summary, rule_saved=False, job_running=False)
+    assert [step.page for step in steps] == ["pages/threshold.py", "pages/export.py"]  # overrides: review began
+    assert "picture rule: picture share ≥ 3 %" in steps[0].why and "σ only" in steps[0].why
+    assert "picture rule" in steps[-1].why
+    manifest.rule = "sigma"
+    steps = views.next_steps(manifest.summary(), rule_saved=True, job_running=False)
+    assert [step.page for step in steps] == ["pages/export.py"] and "σ only: σ > 45" in steps[0].why
+    many = {**summary, "overrides": 12}
+    assert views.next_steps(many, True, False)[0].label == "Let the model learn from your overrides"
+    assert views.next_steps(many, True, False, suggestions=20)[0].page == "pages/export.py"
     empty = {**summary, "documents": {}}
     assert views.next_steps(empty, False, False)[0].page == "pages/ingest.py"
 
@@ -216,3 +228,208 @@ def test_the_library_never_imports_streamlit():
     for module in (ROOT / "curation").glob("*.py"):
         text = module.read_text()
         assert "import streamlit" not in text and "from streamlit" not in text, module.name
+
+
+# -- decision rules: the picture rule, σ only and the learned model ---------------------------------------------
+#
+# One document of eleven pages whose features say what σ gets wrong. Page: (σ, picture share, ink tone).
+FEATURED = [
+    (20, 0.0, 0.45),  # 0 text
+    (25, 0.0, 0.45),  # 1 text
+    (50, 0.0, 0.45),  # 2 text on a dark scanner bed: σ keeps it
+    (44, 0.002, 0.45),  # 3 text with a small ornament
+    (30, 0.20, 0.30),  # 4 faded engraving: σ misses it
+    (60, 0.40, 0.80),  # 5 engraving
+    (55, 0.10, 0.75),  # 6 mixed page
+    (12, 0.0, 0.05),  # 7 blank
+    (35, 0.04, 0.60),  # 8 a small plate, just over the picture cutoff
+    (40, 0.025, 0.60),  # 9 just under it
+    (47, None, None),  # 10 scored before features existed: σ decides it
+]
+SIGMA_KEEPS = {2, 5, 6, 10}
+PICTURE_KEEPS = {4, 5, 6, 8, 10}
+
+
+@pytest.fixture
+def featured(manifest):
+    (doc,) = sample.fill_manifest(manifest, documents=1, pages=len(FEATURED), sigmas=[f[0] for f in FEATURED],
+                                  thumbnails=[b"jpeg"])
+    manifest.conn.executemany(
+        "UPDATE pages SET picture_share = ?, ink_tone = ? WHERE doc_id = ? AND page = ?",
+        [(share, tone, doc, n) for n, (_, share, tone) in enumerate(FEATURED)])
+    return manifest, doc
+
+
+def kept_pages(manifest, **decision) -> set[int]:
+    rows = views.page_rows(manifest, decision.pop("threshold", 45), PageFilter("kept"), limit=100, **decision)
+    return {row["page"] for row in rows}
+
+
+def test_each_rule_decides_its_own_way(featured):
+    manifest, doc = featured
+    assert kept_pages(manifest) == PICTURE_KEEPS  # the saved rule: the picture rule by default
+    assert kept_pages(manifest, rule="sigma") == SIGMA_KEEPS
+    assert kept_pages(manifest, rule="picture", picture_share_min=0.05) == PICTURE_KEEPS - {8}
+    assert kept_pages(manifest, rule="picture", picture_share_min=0.01) == PICTURE_KEEPS | {9}
+    assert kept_pages(manifest, rule="picture", threshold=50) == PICTURE_KEEPS - {10}  # σ decides page 10
+    assert kept_pages(manifest, rule="model") == PICTURE_KEEPS  # nothing learned: the picture rule
+    for rule, keeps in (("sigma", SIGMA_KEEPS), ("picture", PICTURE_KEEPS)):
+        counts = views.filter_counts(manifest, 45, rule=rule)
+        assert (counts["pages"], counts["kept"]) == (11, len(keeps))
+        assert views.filter_counts(manifest, 45, PageFilter("rejected"), rule=rule)["pages"] == 11 - len(keeps)
+    with pytest.raises(ValueError):
+        views.filter_counts(manifest, 45, rule="astrology")
+
+
+def test_figures_compare_the_rule_being_tried_with_the_saved_one(featured):
+    manifest, _ = featured
+    trying = views.figures(manifest, 45, saved=45, rule="sigma")
+    assert (trying["kept"], trying["kept_saved"]) == (len(SIGMA_KEEPS), len(PICTURE_KEEPS))
+    share = views.figures(manifest, 45, saved=45, rule="picture", picture_share_min=0.05)
+    assert (share["kept"], share["kept_saved"]) == (len(PICTURE_KEEPS) - 1, len(PICTURE_KEEPS))
+    manifest.rule, manifest.picture_share_min = "sigma", 0.05
+    assert manifest.summary()["kept"] == views.figures(manifest, 45)["kept"] == len(SIGMA_KEEPS)
+    both = views.figures(manifest, 30, saved=45, rule="picture")  # the saved side: σ only at 45
+    assert both["kept_saved"] == len(SIGMA_KEEPS) and both["kept"] == len(PICTURE_KEEPS) - 1
+    assert both["removed_share"] == pytest.approx(1 - both["kept"] / 11)
+
+
+def test_histograms_follow_the_rule(featured):
+    manifest, _ = featured
+    sigma = views.histogram(manifest, 45, bins=10, rule="sigma")
+    picture = views.histogram(manifest, 45, bins=10, rule="picture")
+    assert sigma.total.sum() == picture.total.sum() == 11
+    assert (sigma.kept.sum(), picture.kept.sum()) == (len(SIGMA_KEEPS), len(PICTURE_KEEPS))
+    shares = views.picture_histogram(manifest, 45, bins=30)
+    assert shares.total.sum() == 10  # page 10 has no features
+    assert shares.edges[0] == pytest.approx(views.PICTURE_FLOOR) and shares.edges[-1] == pytest.approx(1)
+    assert shares.total[0] == 4  # no picture regions at all: pages 0, 1, 2 and 7
+    assert shares.kept.sum() == len(PICTURE_KEEPS) - 1
+    cut = int(np.searchsorted(shares.edges, 0.03)) - 1  # the bin holding the cutoff
+    assert shares.kept[:cut].sum() == 0 and shares.rejected[cut + 1:].sum() == 0
+    looser = views.picture_histogram(manifest, 45, bins=30, picture_share_min=0.01)
+    assert looser.kept.sum() == len(PICTURE_KEEPS)  # page 9 (2.5 %) joins
+    assert views.picture_histogram(manifest, 45, bins=30, rule="sigma").kept.sum() == len(SIGMA_KEEPS - {10})
+
+
+def test_borderline_cuts_where_the_rule_cuts(featured):
+    manifest, doc = featured
+    below, above, measure = views.borderline(manifest, 45, count=3)
+    assert measure == "picture_share"
+    assert [row["page"] for row in below] == [9, 3, 0]  # at 0 %, by document and page
+    assert [row["page"] for row in above] == [8, 6, 4]
+    below, above, measure = views.borderline(manifest, 45, count=2, rule="sigma")
+    assert measure == "sigma" and [r["page"] for r in below] == [3, 9] and [r["page"] for r in above] == [10, 2]
+    manifest.replace_suggestions([(doc, 5, True, 0.99), (doc, 8, True, 0.55), (doc, 9, False, 0.6),
+                                  (doc, 0, False, 0.97)])
+    below, above, measure = views.borderline(manifest, 45, count=5, rule="model")
+    assert measure == "confidence"
+    assert [r["page"] for r in below] == [9, 0] and [r["page"] for r in above] == [8, 5]
+
+
+def test_model_disagrees_with_the_rule_it_stands_beside(featured):
+    manifest, doc = featured
+    # Picture rule: 2 rejected, 4 kept, 5 kept, 9 rejected. σ only: 2 kept, 4 rejected, 5 kept, 9 rejected.
+    manifest.replace_suggestions([(doc, 2, True, 0.9), (doc, 4, True, 0.8), (doc, 5, True, 0.95),
+                                  (doc, 9, False, 0.6)])
+
+    def disagreeing(**decision):
+        return {row["page"] for row in views.page_rows(manifest, 45, PageFilter("disagrees"), limit=100, **decision)}
+
+    assert disagreeing() == disagreeing(rule="picture") == {2}
+    assert disagreeing(rule="sigma") == {4}
+    assert disagreeing(rule="model") == {2}  # the model decides: compared with the picture rule it replaces
+    assert views.filter_counts(manifest, 45, PageFilter("disagrees"))["pages"] == 1
+    assert kept_pages(manifest, rule="model") == {2, 4, 5} | {6, 8, 10}  # suggestions, else the picture rule
+    manifest.set_override(doc, 2, False)  # decided by the curator: reviewed, no longer listed
+    assert disagreeing() == set()
+    state = views.model_state(manifest)
+    assert (state.suggestions, state.kept, state.disagrees) == (4, 3, 0)
+    assert views.model_state(manifest, rule="sigma").disagrees == 1
+
+
+def test_learning_says_why_not_then_learns(featured):
+    manifest, doc = featured
+    for page in (0, 1, 3):
+        manifest.set_override(doc, page, False)
+    outcome = views.learn_from_overrides(manifest)
+    assert not outcome.learned and "at least 10" in outcome.message and "you have made 3" in outcome.message
+    with manifest.transaction():
+        for page in range(10):
+            manifest.set_override(doc, page, True)
+    outcome = views.learn_from_overrides(manifest)
+    assert not outcome.learned and "both" in outcome.message and "0 excluded" in outcome.message
+    for page in (0, 1, 2, 3, 7, 9):
+        manifest.set_override(doc, page, False)  # 4 included, 6 excluded
+    outcome = views.learn_from_overrides(manifest)
+    assert outcome.learned and outcome.labels == 10
+    assert "Learned from 10 overrides (4 included, 6 excluded)" in outcome.message
+    state = views.model_state(manifest)
+    assert state.suggestions == 11 and state.learned_from == 10 and not state.stale and state.ready
+    assert views.page_rows(manifest, 45, limit=1)[0]["confidence"] >= 0.5
+    manifest.set_override(doc, 10, True)
+    assert views.model_state(manifest).stale
+
+
+def test_blocker_messages():
+    assert "you have made 4 (3 included, 1 excluded)" in views.learn_blocker(3, 1)
+    assert "Exclude 2 more" in views.learn_blocker(12, 0)
+    assert "Include 1 more" in views.learn_blocker(1, 11)
+    assert views.learn_blocker(5, 5) is None
+
+
+def test_the_model_decides_only_when_asked_and_steps_back(featured):
+    manifest, doc = featured
+    manifest.rule = "sigma"
+    views.use_model(manifest)
+    assert manifest.rule == "model"
+    views.use_model(manifest)  # twice changes nothing
+    assert views.stop_using_model(manifest) == "sigma" and manifest.rule == "sigma"
+
+
+def test_near_the_cutoff_is_measured_where_the_rule_cuts(featured):
+    manifest, doc = featured
+    assert views.near_measure(manifest, "picture") == views.near_measure(manifest, "model") == "picture_share"
+    assert views.near_measure(manifest, "sigma") == "sigma"
+    near = views.page_rows(manifest, 45, PageFilter("near", near=0.02, near_on="picture_share"), limit=100)
+    assert {row["page"] for row in near} == {8, 9}  # 2.5 % and 4 %, within 2 points of 3 %
+    with pytest.raises(ValueError):
+        PageFilter("near", near_on="ink").sql()
+
+
+def test_near_duplicates_come_group_by_group(featured):
+    manifest, doc = featured
+    manifest.replace_duplicates([[(doc, 5), (doc, 6)], [(doc, 8), (doc, 4)]])
+    rows = views.page_rows(manifest, 45, PageFilter("duplicates"), sort="sigma", limit=100)
+    assert [(row["duplicate_group"], row["page"]) for row in rows] == [(1, 6), (1, 5), (2, 4), (2, 8)]
+    assert views.filter_counts(manifest, 45, PageFilter("duplicates"))["pages"] == 4
+    assert views.page_rows(manifest, 45, PageFilter("duplicates"), limit=2, offset=2)[0]["page"] == 4
+
+
+def test_captions_for_one_page_and_a_whole_view(featured):
+    manifest, doc = featured
+    manifest.set_caption(doc, 5, "a lady in a walking dress")
+    assert views.captions_for(manifest, [(doc, 5), (doc, 6)]) == {(doc, 5): "a lady in a walking dress"}
+    kept = PageFilter("kept")
+    assert views.caption_counts(manifest, 45, kept) == {"pages": 5, "captioned": 1}
+    assert views.bulk_caption(manifest, 45, kept, "fashion plate", replace=False) == 4
+    assert manifest.caption(doc, 5) == "a lady in a walking dress" and manifest.caption(doc, 4) == "fashion plate"
+    assert views.bulk_caption(manifest, 45, kept, "  engraving  ") == 5
+    assert set(manifest.captions().values()) == {"engraving"}
+    assert views.bulk_caption(manifest, 45, kept, "") == 5
+    assert manifest.captions() == {}
+
+
+def test_the_rule_in_words(featured):
+    manifest, _ = featured
+    picture = views.rule_explanation("picture", 45, 0.03, unfeatured=1)
+    assert "picture share" in picture and "3 %" in picture and "0.15" in picture
+    assert "σ only" in picture and "original method" in picture and "1 page(s)" in picture
+    sigma = views.rule_explanation("sigma", 40, 0.03)
+    assert "original method" in sigma and "**40**" in sigma
+    assert "Nothing is learned yet" in views.rule_explanation("model", 45, 0.03)
+    assert "**12**" in views.rule_explanation("model", 45, 0.03, suggestions=100, learned_from=12)
+    assert views.rule_summary("sigma", 45, 0.03) == "σ only: σ > 45"
+    assert views.rule_summary("picture", 45, 0.005) == "picture rule: picture share ≥ 0.5 %"
+    assert views.unfeatured_count(manifest) == 1 and views.has_features(manifest)
+    assert views.percent(0.0849) == "8.5 %" and views.percent(0.271) == "27 %"
