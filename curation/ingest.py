@@ -13,7 +13,6 @@ import multiprocessing
 import os
 import pathlib
 import signal
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 
 import pymupdf
 
+from .jobs import Stopped, stop_on_sigterm
 from .manifest import Manifest, PageResult
 from .reader import DocumentError, DocumentInfo, error_text, file_sha256, find_pdfs, inspect_document, open_document
 from .duplicates import refresh_duplicates
@@ -55,10 +55,6 @@ class IngestReport:
     @property
     def pages_per_second(self) -> float:
         return self.pages_scored / self.seconds if self.seconds else 0.0
-
-
-class Stopped(Exception):
-    """The job was asked to stop (Ctrl-C, SIGTERM or a stop request in the manifest)."""
 
 
 def run_task(task: Task):
@@ -203,10 +199,12 @@ class Ingest:
         self._last_beat = 0.0
 
     def run(self) -> IngestReport:
+        with stop_on_sigterm():
+            return self._run()
+
+    def _run(self) -> IngestReport:
         self._started = time.monotonic()
         self.job_id = self.manifest.start_job("ingest", {"paths": [str(p) for p in self.pdfs], "workers": self.workers})
-        in_main_thread = threading.current_thread() is threading.main_thread()
-        previous = signal.signal(signal.SIGTERM, _raise_stopped) if in_main_thread else None
         status, message = "failed", None
         try:
             documents = self._register_documents()
@@ -226,8 +224,6 @@ class Ingest:
             message = error_text(exc)
             raise
         finally:
-            if in_main_thread:
-                signal.signal(signal.SIGTERM, previous)
             self.report.seconds = time.monotonic() - self._started
             self._heartbeat(force=True)
             self.manifest.finish_job(self.job_id, status, message or self._summary())
@@ -381,10 +377,6 @@ class Rescore(Ingest):
             "SELECT page FROM pages WHERE doc_id = ? AND status = 'ok' "
             "AND (features_version IS NULL OR features_version < ?)", (doc["id"], FEATURES_VERSION))
         return {row[0] for row in stale} | (set(range(doc["pages"])) - self.manifest.done_pages(doc["id"]))
-
-
-def _raise_stopped(signum, frame):
-    raise Stopped()
 
 
 def ingest(manifest: Manifest, paths: Sequence[str | os.PathLike], **options) -> IngestReport:

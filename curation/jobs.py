@@ -7,7 +7,9 @@ a second one: the manifest refuses a second live job of the same kind.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import pathlib
 import subprocess
 import sys
@@ -59,3 +61,28 @@ def wait_for_job(manifest: Manifest, kind: str, process: subprocess.Popen, timeo
 def stop(manifest: Manifest, job_id: int) -> None:
     """Ask a job to stop; it finishes the task in hand, records where it stopped and exits."""
     manifest.request_stop(job_id)
+
+
+class Stopped(Exception):
+    """The job was asked to stop (Ctrl-C, SIGTERM or a stop request in the manifest)."""
+
+
+@contextlib.contextmanager
+def stop_on_sigterm():
+    """While a job runs, SIGTERM (a shutdown, a kill from outside) stops it like Ctrl-C: cleanly.
+
+    Signal handlers belong to the main thread; a job run from another thread (tests, a page) keeps
+    the default handling.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_stopped)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_stopped(signum, frame):
+    raise Stopped()

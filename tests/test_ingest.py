@@ -137,3 +137,28 @@ def test_a_second_job_on_the_same_manifest_is_refused(manifest, archive):
         ingest(manifest, [archive], workers=1)
     manifest.finish_job(job, "done")
     assert ingest(manifest, [archive], workers=1).pages_scored == 15
+
+
+def test_sigterm_stops_the_job_cleanly_and_it_resumes(tmp_path):
+    folder = tmp_path / "archive"
+    small_pdf(folder / "big.pdf", pages=90, seed=1, dpi=200)
+    db = tmp_path / "m.sqlite"
+    cmd = [sys.executable, "-m", "curation", "ingest", str(folder), "--db", str(db), "--workers", "1", "-q"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        if db.exists():
+            with Manifest(db) as m:
+                if m.conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0]:
+                    break
+    proc.send_signal(signal.SIGTERM)  # what a shutdown sends
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Run the same command again to resume" in stderr
+    with Manifest(db) as m:
+        assert m.latest_job("ingest")["status"] == "stopped"
+        scored = m.conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
+    assert scored < 90
+    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert f"{90 - scored} pages scored" in result.stdout

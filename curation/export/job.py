@@ -11,15 +11,14 @@ from __future__ import annotations
 import concurrent.futures as cf
 import os
 import pathlib
-import signal
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 
-from ..ingest import Stopped, process_pool
+from ..ingest import process_pool
+from ..jobs import Stopped, stop_on_sigterm
 from ..manifest import Manifest
 from ..reader import error_text
 from .captions import caption_for
@@ -78,6 +77,10 @@ class Export:
         self._last_beat = 0.0
 
     def run(self) -> ExportReport:
+        with stop_on_sigterm():
+            return self._run()
+
+    def _run(self) -> ExportReport:
         if self.out.is_dir():
             raise ExportError(f"{self.out} is a folder; give the path of the ZIP to write")
         self.decision = self.manifest.decision_params(self.threshold)
@@ -95,8 +98,6 @@ class Export:
             "decision": self.decision, "images": len(items), "left_out": len(selection.left_out),
             "workers": self.workers,
         })
-        in_main_thread = threading.current_thread() is threading.main_thread()
-        previous = signal.signal(signal.SIGTERM, _raise_stopped) if in_main_thread else None
         status, message = "failed", None
         try:
             with ZipTarget(self.out) as target:
@@ -113,8 +114,6 @@ class Export:
             message = error_text(exc)
             raise
         finally:
-            if in_main_thread:
-                signal.signal(signal.SIGTERM, previous)
             close_document()
             self.report.seconds = time.monotonic() - self._started
             self._heartbeat(force=True)
@@ -184,8 +183,6 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def _raise_stopped(signum, frame):
-    raise Stopped()
 
 
 def in_order(fn: Callable, tasks: Iterable, workers: int,
