@@ -1,17 +1,13 @@
 """The dashboard's entry point: `streamlit run streamlit_app.py`.
 
 It registers the pages and shows in the sidebar which manifest is open ($CURATION_DB, default
-data/manifest.sqlite). Pages written by others are included when their file exists, so the app runs
-either way.
+data/manifest.sqlite).
 """
-
-import pathlib
 
 import streamlit as st
 
 from pages import _common as common
 
-HERE = pathlib.Path(__file__).resolve().parent
 SECTIONS = {
     "Curation": [
         ("pages/home.py", "Home", ":material/home:"),
@@ -26,14 +22,9 @@ SECTIONS = {
 }
 
 st.set_page_config(page_title="Curation dashboard", page_icon=":material/auto_stories:", layout="wide")
-navigation = {
-    section: [
-        st.Page(path, title=title, icon=icon, default=path == "pages/home.py")
-        for path, title, icon in pages
-        if (HERE / path).exists()
-    ]
+page = st.navigation({
+    section: [st.Page(path, title=title, icon=icon, default=path == "pages/home.py") for path, title, icon in pages]
     for section, pages in SECTIONS.items()
-}
-page = st.navigation({section: pages for section, pages in navigation.items() if pages})
+})
 common.sidebar()
 page.run()
