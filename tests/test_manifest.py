@@ -87,8 +87,8 @@ def test_overrides_survive_a_rescan_of_the_same_archive(tmp_path, archive):
 
 def test_readers_poll_while_ingest_writes_without_locking_errors(tmp_path):
     folder = tmp_path / "archive"
-    for n in range(3):
-        small_pdf(folder / f"{n}.pdf", pages=8, seed=n, dpi=200)
+    for n in range(6):  # six small tasks: readers see the count grow in several steps
+        small_pdf(folder / f"{n}.pdf", pages=4, seed=n, dpi=200)
     db = tmp_path / "m.sqlite"
     Manifest(db).close()
     proc = subprocess.Popen([sys.executable, "-m", "curation", "ingest", str(folder), "--db", str(db), "-q", "-w", "2"],
