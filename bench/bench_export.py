@@ -41,7 +41,6 @@ import sys
 import time
 
 import numpy as np
-import psutil
 import pymupdf
 from PIL import Image
 
@@ -50,6 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench_ingest import enlarge  # noqa: E402
 from curation import Manifest  # noqa: E402
+from process_tree import watch_tree  # noqa: E402
 from curation.export import ExportSettings, export_page  # noqa: E402
 from curation.export.geometry import crop_region, plan_image  # noqa: E402
 from curation.export.selection import Item  # noqa: E402
@@ -289,29 +289,6 @@ def print_experiments(times, quality, three_eighths) -> None:
     encode_only = statistics.median(times["floor: decode+encode"].values())
     print(f"with a resize that cost nothing the export would cost {original / encode_only:.2f}x less than the "
           "original (decoding and encoding alone)")
-
-
-def watch_tree(proc: subprocess.Popen) -> tuple[int, float]:
-    """Peak RSS of any process in the tree and the CPU seconds of all of them, polled until it exits.
-
-    Polled rather than taken from rusage: pool workers are children of the forkserver, not of the job.
-    """
-    peak, cpu = 0, {}
-    root = psutil.Process(proc.pid)
-    while proc.poll() is None:
-        try:
-            tree = [root, *root.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            break
-        for p in tree:
-            try:
-                times = p.cpu_times()
-                cpu[p.pid] = times.user + times.system
-                peak = max(peak, p.memory_info().rss)
-            except psutil.Error:
-                pass
-        time.sleep(0.02)
-    return peak, sum(cpu.values())
 
 
 def export_run(db: pathlib.Path, out: pathlib.Path, workers: int, threshold: float) -> dict:

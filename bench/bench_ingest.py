@@ -26,13 +26,13 @@ import time
 
 import cv2
 import numpy as np
-import psutil
 import pymupdf
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from curation import Manifest  # noqa: E402
+from process_tree import watch_tree  # noqa: E402
 from curation.synthetic import periodical_specs, write_pdf  # noqa: E402
 
 DPIS = (300, 300, 200, 400)
@@ -133,40 +133,19 @@ def entropy_decode_floor(corpus) -> float:
     return seconds / count * 1000
 
 
-def peak_rss_of_tree(proc: subprocess.Popen) -> dict[int, int]:
-    """Poll the peak RSS (VmHWM) of a process and all its descendants until it exits."""
-    peaks: dict[int, int] = {}
-    root = psutil.Process(proc.pid)
-    while proc.poll() is None:
-        try:
-            tree = [root, *root.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            break
-        for p in tree:
-            try:
-                with open(f"/proc/{p.pid}/status") as status:
-                    for line in status:
-                        if line.startswith("VmHWM:"):
-                            peaks[p.pid] = max(peaks.get(p.pid, 0), int(line.split()[1]) * 1024)
-            except OSError:
-                pass
-        time.sleep(0.02)
-    return peaks
-
-
 def run_engine(folder: pathlib.Path, db: pathlib.Path, workers: int) -> tuple[float, int, int]:
     for suffix in ("", "-wal", "-shm"):
         pathlib.Path(f"{db}{suffix}").unlink(missing_ok=True)
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "curation", "ingest", str(folder), "--db", str(db),
                              "--workers", str(workers), "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL)
-    peaks = peak_rss_of_tree(proc)
+    peak, _cpu = watch_tree(proc)
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"ingest failed with exit code {proc.returncode}")
     with Manifest(db) as m:
         pages = m.summary()["scored"]
-    return pages / seconds, max(peaks.values()), pages
+    return pages / seconds, peak, pages
 
 
 def main() -> None:

@@ -3,7 +3,9 @@
 import pathlib
 import sys
 
+import numpy as np
 import pytest
+from PIL import Image
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -40,3 +42,16 @@ def manifest(tmp_path):
 @pytest.fixture
 def page_spec():
     return PageSpec(kind="engraving", seed=1, dpi=150, inches=SMALL)
+
+
+@pytest.fixture(scope="module")
+def demo_model(tmp_path_factory):
+    """The untrained demo classifier, written once per test module."""
+    import inference  # torch only for the tests that use it
+
+    return inference.write_demo_model(tmp_path_factory.mktemp("models") / "demo-vit")
+
+
+def make_photo(seed=0, size=(240, 320)):
+    pixels = np.random.default_rng(seed).integers(0, 256, (*size, 3), dtype=np.uint8)
+    return Image.fromarray(pixels)

@@ -130,19 +130,23 @@ def features(manifest: Manifest, doc_id: int, page: int, share: float, box=None)
                           (share, x0, y0, x1, y1, doc_id, page))
 
 
-@pytest.fixture
-def grouped_db(tmp_path):
+def grouped_manifest(folder: pathlib.Path, db: pathlib.Path) -> pathlib.Path:
     """Six copies of one plate, four kept; three of the kept ones in one near-duplicate group, two of
     them with a picture box in the top half of the page."""
-    pdf = repeated_scan_pdf(tmp_path / "issue.pdf", 6)
-    with Manifest(tmp_path / "manifest.sqlite") as m:
+    pdf = repeated_scan_pdf(folder / "issue.pdf", 6)
+    with Manifest(db) as m:
         doc = record_scores(m, pdf, [60, 20, 70, 80, 10, 90])
         m.rule = "sigma"
         features(m, doc, 0, 0.2, (40, 30, 392, 260))
         features(m, doc, 2, 0.3, (40, 30, 392, 260))
         features(m, doc, 3, 0.1)
         m.replace_duplicates([[(doc, 0), (doc, 2), (doc, 3)]])
-    return tmp_path / "manifest.sqlite"
+    return db
+
+
+@pytest.fixture
+def grouped_db(tmp_path):
+    return grouped_manifest(tmp_path, tmp_path / "manifest.sqlite")
 
 
 def test_near_duplicates_are_left_out_unless_asked_for(grouped_db, tmp_path):

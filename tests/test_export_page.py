@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from curation import Manifest
 
 from conftest import ROOT
-from test_export_cli import features, record_scores, repeated_scan_pdf
+from test_export_cli import grouped_manifest, record_scores, repeated_scan_pdf
 
 PAGE = str(ROOT / "pages" / "export.py")
 
@@ -120,15 +120,7 @@ def test_a_running_export_shows_live_progress_and_can_be_stopped(tmp_path, monke
 @pytest.fixture
 def grouped(tmp_path, monkeypatch):
     """Four kept pages, three of them near-duplicates of one another, two with a picture box."""
-    pdf = repeated_scan_pdf(tmp_path / "issue.pdf", 6)
-    db = tmp_path / "data" / "manifest.sqlite"
-    with Manifest(db) as m:
-        doc = record_scores(m, pdf, [60, 20, 70, 80, 10, 90])
-        m.rule = "sigma"
-        features(m, doc, 0, 0.2, (40, 30, 392, 260))
-        features(m, doc, 2, 0.3, (40, 30, 392, 260))
-        features(m, doc, 3, 0.1)
-        m.replace_duplicates([[(doc, 0), (doc, 2), (doc, 3)]])
+    db = grouped_manifest(tmp_path, tmp_path / "data" / "manifest.sqlite")
     monkeypatch.setenv("CURATION_DB", str(db))
     return db
 

@@ -17,11 +17,6 @@ import inference
 import inference.loader
 
 
-@pytest.fixture(scope="module")
-def demo_model(tmp_path_factory):
-    return inference.write_demo_model(tmp_path_factory.mktemp("models") / "demo-vit")
-
-
 @pytest.fixture
 def loads(monkeypatch):
     """Records every model load, to prove a bad photo never causes one."""

@@ -7,19 +7,14 @@ import math
 import threading
 import time
 
-import numpy as np
 import pytest
-from PIL import Image
 
 import inference
 from inference.loader import model_slot
 
+from conftest import make_photo
+
 LABELS = ("calf scours", "bovine papillomatosis", "healthy coat", "mange")
-
-
-@pytest.fixture(scope="module")
-def demo_model(tmp_path_factory):
-    return inference.write_demo_model(tmp_path_factory.mktemp("models") / "demo-vit")
 
 
 @pytest.fixture(scope="module")
@@ -27,11 +22,6 @@ def four_label_model(tmp_path_factory):
     return inference.write_demo_model(
         tmp_path_factory.mktemp("models") / "four", labels=LABELS, seed=3
     )
-
-
-def make_photo(seed=0, size=(240, 320)):
-    pixels = np.random.default_rng(seed).integers(0, 256, (*size, 3), dtype=np.uint8)
-    return Image.fromarray(pixels)
 
 
 def png_bytes(image):

@@ -6,28 +6,18 @@ Skipped where there is no GPU. Run with -s to print the figures:
 
 import gc
 
-import numpy as np
 import pytest
 import torch
-from PIL import Image
 from transformers import PreTrainedModel
 
 import inference
 from inference.loader import loaded_model
 
+from conftest import make_photo
+
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 MiB = 2**20
-
-
-@pytest.fixture(scope="module")
-def demo_model(tmp_path_factory):
-    return inference.write_demo_model(tmp_path_factory.mktemp("models") / "demo-vit")
-
-
-def make_photo(seed=0):
-    pixels = np.random.default_rng(seed).integers(0, 256, (240, 320, 3), dtype=np.uint8)
-    return Image.fromarray(pixels)
 
 
 def test_auto_picks_the_gpu_in_half_precision(demo_model):

@@ -7,27 +7,17 @@ import time
 import warnings
 import weakref
 
-import numpy as np
 import psutil
 import pytest
-from PIL import Image
 from transformers import PreTrainedModel
 from transformers.models.auto.modeling_auto import AutoModelForImageClassification
 
 import inference
 from inference.loader import loaded_model
 
+from conftest import make_photo
+
 MiB = 2**20
-
-
-@pytest.fixture(scope="module")
-def demo_model(tmp_path_factory):
-    return inference.write_demo_model(tmp_path_factory.mktemp("models") / "demo-vit")
-
-
-def make_photo(seed=0):
-    pixels = np.random.default_rng(seed).integers(0, 256, (240, 320, 3), dtype=np.uint8)
-    return Image.fromarray(pixels)
 
 
 def models_alive():
