@@ -5,6 +5,7 @@ Every command takes --db, the manifest (an SQLite file, default data/manifest.sq
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -57,33 +58,43 @@ def ingest(paths, db, workers, quiet):
     """
     manifest = open_manifest(db, create=True)
     hashing = tqdm(desc="hashing", unit="B", unit_scale=True, disable=quiet, leave=False)
-    scoring = tqdm(desc="scoring", unit="page", disable=quiet, dynamic_ncols=True)
 
     def hash_progress(done, total):
         hashing.total = total
         hashing.n = done
         hashing.refresh()
 
-    def score_progress(done, total):
-        if scoring.total != total:  # first call: pages scored by earlier runs count as done
-            scoring.reset(total=total)
-            scoring.initial = scoring.n = done
-        scoring.update(done - scoring.n)
+    with hashing, page_bar("scoring", quiet) as progress:
+        report = run_job(Ingest(manifest, paths, workers=workers, on_progress=progress, on_hash_progress=hash_progress))
+    finish_run(report, f"{report.documents} documents ({report.new_documents} new): {report.pages_scored} pages "
+                       f"scored, {report.pages_failed} failed, {report.pages_per_second:.1f} pages/s")
 
+
+@contextlib.contextmanager
+def page_bar(desc: str, quiet: bool):
+    """A page progress bar and the on_progress callback that drives it."""
+    with tqdm(desc=desc, unit="page", disable=quiet, dynamic_ncols=True) as bar:
+        def progress(done, total):
+            if bar.total != total:  # first call: pages done by earlier runs count as done
+                bar.reset(total=total)
+                bar.initial = bar.n = done
+            bar.update(done - bar.n)
+
+        yield progress
+
+
+def run_job(job):
     try:
-        run = Ingest(manifest, paths, workers=workers, on_progress=score_progress, on_hash_progress=hash_progress)
-        report = run.run()
+        return job.run()
     except JobRunning as exc:
         raise click.ClickException(str(exc)) from exc
-    finally:
-        hashing.close()
-        scoring.close()
+
+
+def finish_run(report, summary: str) -> None:
+    """Warnings, the summary line, and exit 130 when the run was stopped (so scripts can tell)."""
     for problem in report.problems:
         click.echo(f"warning: {problem}", err=True)
-    click.echo(
-        f"{report.documents} documents ({report.new_documents} new): {report.pages_scored} pages scored, "
-        f"{report.pages_failed} failed, {report.pages_per_second:.1f} pages/s"
-    )
+    click.echo(summary)
     if report.stopped:
         click.echo("Stopped. Run the same command again to resume.", err=True)
         sys.exit(130)
@@ -103,23 +114,9 @@ def rescore(db, workers, all_pages, quiet):
     from .ingest import Rescore
 
     manifest = open_manifest(db)
-    with tqdm(desc="rescoring", unit="page", disable=quiet, dynamic_ncols=True) as bar:
-        def progress(done, total):
-            if bar.total != total:
-                bar.reset(total=total)
-                bar.initial = bar.n = done
-            bar.update(done - bar.n)
-
-        try:
-            report = Rescore(manifest, all_pages=all_pages, workers=workers, on_progress=progress).run()
-        except JobRunning as exc:
-            raise click.ClickException(str(exc)) from exc
-    for problem in report.problems:
-        click.echo(f"warning: {problem}", err=True)
-    click.echo(f"{report.documents} documents: {report.pages_scored} pages rescored, {report.pages_failed} failed")
-    if report.stopped:
-        click.echo("Stopped. Run the same command again to resume.", err=True)
-        sys.exit(130)
+    with page_bar("rescoring", quiet) as progress:
+        report = run_job(Rescore(manifest, all_pages=all_pages, workers=workers, on_progress=progress))
+    finish_run(report, f"{report.documents} documents: {report.pages_scored} pages rescored, {report.pages_failed} failed")
 
 
 @cli.command()
