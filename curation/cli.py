@@ -21,7 +21,12 @@ DEFAULT_DB = os.environ.get("CURATION_DB", "data/manifest.sqlite")
 FORMATS = click.Choice(["table", "csv", "jsonl"])
 DOC_COLUMNS = ["path", "pages", "status", "error", "scored", "failed", "sha256"]
 PAGE_COLUMNS = ["doc", "page", "sigma", "width", "height", "keep", "decided_by", "status", "method", "error",
-                "sigma_content", "ink_tone", "ink_coverage", "picture_share", "suggestion", "confidence", "duplicate_group"]
+                "sigma_content", "ink_tone", "ink_coverage", "picture_area", "picture_count", "picture_share",
+                "text_height", "suggestion", "confidence", "duplicate_group"]
+DECISIONS = {"include": True, "exclude": False, "auto": None}
+# What a labels file may say for a decision, beside include/exclude/auto: the `keep` column of `pages`.
+DECISION_WORDS = {**DECISIONS, "true": True, "1": True, "keep": True, "yes": True,
+                  "false": False, "0": False, "reject": False, "no": False, "": None}
 
 db_option = click.option(
     "--db", "db", default=DEFAULT_DB, show_default=True, type=click.Path(dir_okay=False),
@@ -160,7 +165,7 @@ def status(db):
         )
     share = summary["rejected"] / summary["pages"] if summary["pages"] else 0
     rule = {"sigma": f"sigma > {summary['threshold']:g}",
-            "picture": f"picture share >= {manifest.picture_share_min:g}",
+            "picture": f"a picture >= {manifest.picture_area_min:g} sq in",
             "model": "learned from overrides"}[summary["rule"]]
     click.echo(
         f"rule {summary['rule']} ({rule}): {summary['kept']} kept, {summary['rejected']} rejected "
@@ -205,20 +210,93 @@ def pages(db, fmt, threshold, rule):
 @click.option("--threshold", type=float, default=None, help="The sigma cutoff (the original method's 45).")
 @click.option("--rule", type=click.Choice(list(RULES)), default=None,
               help="How pages without an override are decided: " + "; ".join(f"{k}: {v}" for k, v in RULES.items()))
-@click.option("--picture-share-min", type=click.FloatRange(0, 1), default=None,
-              help="Picture rule: the share of the page that hatching or line work must cover.")
-def settings(db, threshold, rule, picture_share_min):
+@click.option("--picture-area-min", type=click.FloatRange(min=0), default=None,
+              help="Picture rule: the square inches a page's largest picture must cover (2 leaves out "
+                   "stock cuts of about an inch; 0 keeps any picture).")
+def settings(db, threshold, rule, picture_area_min):
     """Show the decision settings; with options, change them first."""
     manifest = open_manifest(db)
     if threshold is not None:
         manifest.threshold = threshold
     if rule is not None:
         manifest.rule = rule
-    if picture_share_min is not None:
-        manifest.picture_share_min = picture_share_min
+    if picture_area_min is not None:
+        manifest.picture_area_min = picture_area_min
     click.echo(f"rule: {manifest.rule} ({RULES[manifest.rule]})")
     click.echo(f"threshold: {manifest.threshold:g}")
-    click.echo(f"picture_share_min: {manifest.picture_share_min:g}")
+    click.echo(f"picture_area_min: {manifest.picture_area_min:g} sq in")
+
+
+@cli.command()
+@click.argument("doc", required=False)
+@click.argument("page", required=False, type=click.IntRange(min=0))
+@click.argument("decision", required=False, type=click.Choice(list(DECISIONS)))
+@db_option
+@click.option("--from", "labels", type=click.File("r", encoding="utf-8-sig"), default=None,
+              help="A CSV with columns doc, page and decision (include, exclude or auto; or keep as "
+                   "`pages` writes it: true/false), one override per row. '-' reads standard input.")
+def override(doc, page, decision, db, labels):
+    """Overrule the decision of one page, or of every page in a labels file.
+
+    DOC is a document as `pages` lists it (its path), its file name when that is unique, or its
+    id; PAGE is 0-based, as `pages` lists it. include keeps the page whatever the rule says,
+    exclude removes it, auto hands it back to the rule. Re-scoring never touches an override.
+
+    \b
+        python -m curation override data/archive/1890-03.pdf 12 include
+        python -m curation override --from labels.csv
+    """
+    manifest = open_manifest(db)
+    if labels is not None:
+        if doc is not None:
+            raise click.UsageError("give DOC PAGE DECISION or --from, not both")
+        rows = list(_label_rows(labels))
+    elif doc is None or page is None or decision is None:
+        raise click.UsageError("give DOC PAGE DECISION (include, exclude or auto), or --from labels.csv")
+    else:
+        rows = [(1, doc, page, DECISIONS[decision])]
+    resolved = [(_find_page(manifest, line, name, number), keep) for line, name, number, keep in rows]
+    with manifest.transaction():
+        for (doc_id, number), keep in resolved:
+            manifest.set_override(doc_id, number, keep)
+    counts = {word: sum(keep is value for _, keep in resolved) for word, value in DECISIONS.items()}
+    click.echo(f"{len(resolved)} override(s): {counts['include']} include, {counts['exclude']} exclude, "
+               f"{counts['auto']} back to the rule")
+
+
+def _label_rows(labels):
+    reader = csv.DictReader(labels)
+    missing = {"doc", "page", "decision"} - set(reader.fieldnames or ())
+    if missing == {"decision"} and "keep" in (reader.fieldnames or ()):
+        missing = set()
+    if missing:
+        raise click.ClickException(f"the labels file needs the columns doc, page, decision; missing {', '.join(sorted(missing))}")
+    for line, row in enumerate(reader, start=2):
+        word = (row.get("decision") if row.get("decision") is not None else row.get("keep", "")).strip().lower()
+        if word not in DECISION_WORDS:
+            raise click.ClickException(f"line {line}: decision {word!r} is not include, exclude or auto")
+        try:
+            number = int(row["page"])
+        except (TypeError, ValueError):
+            raise click.ClickException(f"line {line}: page {row['page']!r} is not a page number") from None
+        yield line, row["doc"], number, DECISION_WORDS[word]
+
+
+def _find_page(manifest: Manifest, line: int, name: str, number: int) -> tuple[int, int]:
+    """(doc_id, page) of a live document named by path, unique file name or id; a clear error otherwise."""
+    docs = manifest.conn.execute(f"SELECT d.id, d.path, d.pages FROM documents d WHERE {LIVE_DOCUMENT_SQL}").fetchall()
+    matches = ([d for d in docs if d["path"] == name or os.path.abspath(name) == d["path"]]
+               or [d for d in docs if os.path.basename(d["path"]) == name]
+               or [d for d in docs if name.isdigit() and d["id"] == int(name)])
+    where = f"line {line}: " if line > 1 else ""
+    if not matches:
+        raise click.ClickException(f"{where}no document {name!r} in the manifest (see `python -m curation docs`)")
+    if len(matches) > 1:
+        raise click.ClickException(f"{where}{name!r} names {len(matches)} documents; give the full path")
+    doc = matches[0]
+    if manifest.conn.execute("SELECT 1 FROM pages WHERE doc_id = ? AND page = ?", (doc["id"], number)).fetchone() is None:
+        raise click.ClickException(f"{where}{doc['path']} has no page {number} (pages count from 0)")
+    return doc["id"], number
 
 
 

@@ -53,8 +53,8 @@ def refresh_duplicates(manifest) -> int:
     rows = manifest.conn.execute(
         "SELECT p.doc_id, p.page, p.phash FROM pages p JOIN documents d ON d.id = p.doc_id "
         "WHERE d.status != 'replaced' AND p.status = 'ok' AND p.phash IS NOT NULL "
-        "AND p.picture_share >= :picture_share_min ORDER BY d.path, p.page",
-        {"picture_share_min": manifest.picture_share_min},
+        "AND p.picture_area >= :picture_area_min ORDER BY d.path, p.page",
+        {"picture_area_min": manifest.picture_area_min},
     ).fetchall()
     groups = group_near_duplicates([row["phash"] for row in rows])
     return manifest.replace_duplicates([[(rows[i]["doc_id"], rows[i]["page"]) for i in group] for group in groups])

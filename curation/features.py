@@ -7,28 +7,31 @@ engravings fall low. These features look at what is on the paper instead of how 
 - `ink_tone`: how dark the darkest ink is relative to the paper around it (0 paper, 1 black);
   lighting is flattened first, so uneven light and yellowing do not count as ink.
 - `ink_coverage`: share of the content covered by ink.
-- `picture_share`: share of the content inside solid ink regions. At 72 dpi hatching and line
-  work close into areas thicker than 5 mm while lines of text stay thinner and are opened away;
-  bleed-through is too faint against the page's own ink to count.
-- `picture_box`: the bounding box of the large regions, in reference pixels: where the plate is.
+- `picture_area`: square inches covered by the page's largest picture (curation.pictures: ink that
+  is not text, rules or frames); `picture_count` how many pictures it holds, `picture_share` the share
+  of the content they cover, `text_height` the body-text letter height in inches.
+- `picture_box`: the largest picture's bounding box, in reference pixels; `pictures` every picture's.
 - `phash`: a 64-bit perceptual hash of the plate (else of the content), to find a plate printed twice.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 
 import cv2
 import numpy as np
 
-FEATURES_VERSION = 1  # raise when a feature's definition changes: `rescore` recomputes older rows
-FEATURE_SCALE = 2  # features are taken at 72 dpi: half the reference resolution
+from .pictures import find_pictures
+
+FEATURES_VERSION = 2  # raise when a feature's definition changes: `rescore` recomputes older rows
+FEATURE_SCALE = 2  # the content box and the hash are found at half the reference resolution
 BORDER_DARKNESS = 0.5  # a row or column darker than half the paper tone is scanner bed, not page
 BACKGROUND_KERNEL = 9
 BACKGROUND_BLUR = 25
 INK_FLOOR = 0.1
 INK_FRACTION = 0.45  # ink is whatever reaches this share of the page's own darkest ink
-PICTURE_SIDE = 15  # px at 72 dpi (about 5 mm): thicker than any line of body text
+REFERENCE_DPI = 144
 
 
 @dataclass(frozen=True)
@@ -37,50 +40,58 @@ class PageFeatures:
     ink_tone: float
     ink_coverage: float
     picture_share: float
-    picture_box: tuple[int, int, int, int] | None
+    picture_area: float
+    picture_count: int
+    text_height: float
+    pictures: tuple[tuple[int, int, int, int, float], ...]  # x0, y0, x1, y1, square inches; largest first
     phash: int
+
+    @property
+    def picture_box(self) -> tuple[int, int, int, int] | None:
+        return self.pictures[0][:4] if self.pictures else None
 
     def as_columns(self) -> dict:
         values = asdict(self)
-        box = values.pop("picture_box")
-        values.update(zip(("picture_x0", "picture_y0", "picture_x1", "picture_y1"), box or (None,) * 4))
+        values["pictures"] = json.dumps([list(p) for p in self.pictures])
+        values.update(zip(("picture_x0", "picture_y0", "picture_x1", "picture_y1"), self.picture_box or (None,) * 4))
         return values
 
 
 def feature_columns(gray: np.ndarray, box_scale: float = 1.0) -> dict:
     """The features as manifest columns; `box_scale` maps `gray`'s pixels to reference pixels."""
-    columns = page_features(gray).as_columns()
-    for key in ("picture_x0", "picture_y0", "picture_x1", "picture_y1"):
-        if columns[key] is not None:
-            columns[key] = round(columns[key] * box_scale)
+    columns = page_features(gray, dpi=REFERENCE_DPI / box_scale, box_scale=box_scale).as_columns()
     columns["features_version"] = FEATURES_VERSION
     return columns
 
 
-def page_features(gray: np.ndarray) -> PageFeatures:
-    """Features of a page from its grayscale image at the reference resolution."""
+def page_features(gray: np.ndarray, dpi: float = REFERENCE_DPI, box_scale: float = 1.0) -> PageFeatures:
+    """Features of a page from its grayscale image at `dpi` (the reference resolution by default);
+    boxes come out in `gray`'s pixels times `box_scale`."""
     h, w = gray.shape
     small = cv2.resize(gray, (max(1, w // FEATURE_SCALE), max(1, h // FEATURE_SCALE)), interpolation=cv2.INTER_AREA)
-    top, bottom, left, right = content_box(small)
-    content = small[top:bottom, left:right]
+    top, bottom, left, right = (v * FEATURE_SCALE for v in content_box(small))
+    content = gray[top:bottom, left:right]
     if content.size == 0:
-        return PageFeatures(0.0, 0.0, 0.0, 0.0, None, perceptual_hash(small))
-    ink = ink_map(content)
+        return PageFeatures(0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, (), perceptual_hash(small))
+    ink = ink_map(content, dpi / 72)
     tone = _percentile_u8(ink, 99.5) / 255
     mask = (ink >= 255 * max(INK_FRACTION * tone, INK_FLOOR)).astype(np.uint8)
-    share, box = _picture_regions(mask)
+    layout = find_pictures(content, mask, dpi)
+    boxes = tuple((round((p.box[0] + left) * box_scale), round((p.box[1] + top) * box_scale),
+                   round((p.box[2] + left) * box_scale), round((p.box[3] + top) * box_scale), round(p.area, 3))
+                  for p in layout.pictures)
     # The plate itself identifies a reprint; borders and the text around it differ between issues.
-    plate = content[box[1]:box[3], box[0]:box[2]] if box is not None else content
-    s = FEATURE_SCALE
-    sigma_content = float(cv2.meanStdDev(gray[top * s:bottom * s, left * s:right * s])[1][0, 0])
-    if box is not None:
-        box = ((box[0] + left) * s, (box[1] + top) * s, (box[2] + left) * s, (box[3] + top) * s)
+    plate = content[layout.pictures[0].box[1]:layout.pictures[0].box[3],
+                    layout.pictures[0].box[0]:layout.pictures[0].box[2]] if layout.pictures else content
     return PageFeatures(
-        sigma_content=sigma_content,
+        sigma_content=float(cv2.meanStdDev(content)[1][0, 0]),
         ink_tone=float(tone),
         ink_coverage=float(mask.mean()),
-        picture_share=share,
-        picture_box=box,
+        picture_share=layout.picture_share,
+        picture_area=layout.picture_area,
+        picture_count=len(layout.pictures),
+        text_height=layout.text_height,
+        pictures=boxes,
         phash=perceptual_hash(plate),
     )
 
@@ -101,24 +112,14 @@ def _trim(is_dark: np.ndarray) -> tuple[int, int]:
     return int(light[0]), int(light[-1]) + 1
 
 
-def ink_map(content: np.ndarray) -> np.ndarray:
-    """Ink strength 0..255 relative to the local paper tone (a dilated, blurred background)."""
-    paper = cv2.blur(cv2.dilate(content, np.ones((BACKGROUND_KERNEL, BACKGROUND_KERNEL), np.uint8)),
-                     (BACKGROUND_BLUR, BACKGROUND_BLUR))
+def ink_map(content: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    """Ink strength 0..255 relative to the local paper tone (a dilated, blurred background);
+    `scale` is the image's resolution over 72 dpi."""
+    kernel, blur = max(3, round(BACKGROUND_KERNEL * scale)), max(3, round(BACKGROUND_BLUR * scale))
+    paper = cv2.blur(cv2.dilate(content, np.ones((kernel, kernel), np.uint8)), (blur, blur))
     paper = np.maximum(paper, content)
     ink = cv2.divide(cv2.subtract(paper, content), np.maximum(paper, 1), scale=255)
     return ink
-
-
-def _picture_regions(mask: np.ndarray) -> tuple[float, tuple[int, int, int, int] | None]:
-    """Share and bounding box of solid regions: hatching closed into areas, text lines opened away."""
-    closed = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
-    solid = cv2.morphologyEx(closed, cv2.MORPH_OPEN, np.ones((PICTURE_SIDE, PICTURE_SIDE), np.uint8))
-    share = float(solid.mean())
-    if share == 0:
-        return 0.0, None
-    x, y, w, h = cv2.boundingRect(solid)
-    return share, (x, y, x + w, y + h)
 
 
 def perceptual_hash(gray: np.ndarray) -> int:

@@ -15,7 +15,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
-FEATURES = ["sigma", "sigma_content", "ink_tone", "ink_coverage", "picture_share"]
+FEATURES = ["sigma", "sigma_content", "ink_tone", "ink_coverage", "picture_share", "picture_area", "picture_count",
+            "text_height"]
+LOG_FEATURES = ("picture_share", "picture_area", "picture_count")
 MIN_LABELS = 10
 MIN_PER_CLASS = 2
 
@@ -47,11 +49,12 @@ def suggest(labelled: np.ndarray, labels: np.ndarray, pages: np.ndarray) -> Sugg
 
 
 def _spread(rows: np.ndarray) -> np.ndarray:
-    # Picture share spans decades (0.001 for an ornament, 0.5 for a plate): on a log scale a line
+    # Picture sizes span decades (0.1 sq in for a stock cut, 50 for a cartoon): on a log scale a line
     # fitted to a handful of labels falls between them instead of at the mean.
     rows = rows.copy()
-    column = FEATURES.index("picture_share")
-    rows[:, column] = np.log10(rows[:, column] + 1e-3)
+    for name in LOG_FEATURES:
+        column = FEATURES.index(name)
+        rows[:, column] = np.log10(rows[:, column] + 1e-2)
     return rows
 
 

@@ -136,13 +136,32 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX duplicates_group ON duplicates(group_id);
     """,
+    # Page analysis (curation.pictures): the largest picture's size, every picture's box, text size.
+    """
+    ALTER TABLE pages ADD COLUMN picture_area REAL;
+    ALTER TABLE pages ADD COLUMN picture_count INTEGER;
+    ALTER TABLE pages ADD COLUMN text_height REAL;
+    CREATE INDEX pages_picture_area ON pages(picture_area);
+
+    CREATE TABLE pictures (
+        doc_id INTEGER NOT NULL,
+        page INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        x0 INTEGER NOT NULL,
+        y0 INTEGER NOT NULL,
+        x1 INTEGER NOT NULL,
+        y1 INTEGER NOT NULL,
+        area REAL NOT NULL,
+        PRIMARY KEY (doc_id, page, n)
+    );
+    """,
 ]
 
 # The one definition of a page's decision. `:threshold` is bound by the caller.
 # The rule is a setting (RULES); every query binds decision_params(). Pages scored before features
 # existed fall back to sigma; the model rule falls back to the picture rule where it has no suggestion.
 PICTURE_RULE_SQL = (
-    "COALESCE(p.picture_share >= :picture_share_min AND p.ink_tone >= :ink_tone_min, p.sigma > :threshold)"
+    "COALESCE(p.picture_area >= :picture_area_min AND p.ink_tone >= :ink_tone_min, p.sigma > :threshold)"
 )
 MODEL_SQL = "(SELECT sg.keep FROM suggestions sg WHERE sg.doc_id = p.doc_id AND sg.page = p.page)"
 # The rule's own decision, sigma or picture (the model is compared against it, never against itself).
@@ -155,12 +174,12 @@ KEEP_SQL = (
 DISAGREES_SQL = f"{MODEL_SQL} != COALESCE({BASE_RULE_SQL}, 0)"
 DECIDED_BY_SQL = "CASE WHEN o.keep IS NULL THEN 'threshold' ELSE 'override' END"
 RULES = {
-    "picture": "Picture rule: keep pages where hatching or line work covers a real share of the paper",
+    "picture": "Picture rule: keep pages holding a picture (ink that is not text, rules or frames) of a real size",
     "sigma": "σ only: keep pages whose σ is above the cutoff (the original method)",
     "model": "Learned: the model fitted on your overrides, where it has a suggestion",
 }
 DEFAULT_RULE = "picture"
-DEFAULT_PICTURE_SHARE_MIN = 0.03  # plates and mixed pages cover 7 % and more; ornaments under 1 %
+DEFAULT_PICTURE_AREA_MIN = 2.0  # square inches: a cartoon or plate covers 10 and more, a stock cut about 1
 INK_TONE_MIN = 0.15  # below this a page holds no ink at all, only paper grain
 # Documents whose file was replaced by new content no longer take part in decisions.
 LIVE_DOCUMENT_SQL = "d.status != 'replaced'"
@@ -271,19 +290,21 @@ class Manifest:
         self.set_setting("rule", value)
 
     @property
-    def picture_share_min(self) -> float:
-        return float(self.get_setting("picture_share_min", str(DEFAULT_PICTURE_SHARE_MIN)))
+    def picture_area_min(self) -> float:
+        return float(self.get_setting("picture_area_min", str(DEFAULT_PICTURE_AREA_MIN)))
 
-    @picture_share_min.setter
-    def picture_share_min(self, value: float) -> None:
-        self.set_setting("picture_share_min", float(value))
+    @picture_area_min.setter
+    def picture_area_min(self, value: float) -> None:
+        if not value >= 0:
+            raise ValueError(f"picture_area_min must be 0 or more square inches, not {value!r}")
+        self.set_setting("picture_area_min", float(value))
 
     def decision_params(self, threshold: float | None = None, rule: str | None = None) -> dict:
         """What KEEP_SQL binds: the saved rule and cutoffs, or the ones being tried."""
         return {
             "threshold": self.threshold if threshold is None else float(threshold),
             "rule": self.rule if rule is None else rule,
-            "picture_share_min": self.picture_share_min,
+            "picture_area_min": self.picture_area_min,
             "ink_tone_min": INK_TONE_MIN,
         }
 
@@ -377,13 +398,15 @@ class Manifest:
         count = 0
         with self.transaction():
             for r in results:
+                features = dict(r.features or {})
+                pictures = json.loads(features.pop("pictures", "[]"))
                 columns = {"doc_id": doc_id, "page": r.page, "status": r.status, "sigma": r.sigma, "width": r.width,
-                           "height": r.height, "method": r.method, "error": r.error, "scored_at": stamp,
-                           **(r.features or {})}
+                           "height": r.height, "method": r.method, "error": r.error, "scored_at": stamp, **features}
                 self.conn.execute(
                     f"INSERT OR REPLACE INTO pages ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                     list(columns.values()),
                 )
+                self.set_pictures(doc_id, r.page, pictures)
                 if r.thumbnail is not None:
                     self.conn.execute(
                         "INSERT OR REPLACE INTO thumbnails (doc_id, page, jpeg) VALUES (?, ?, ?)",
@@ -391,6 +414,19 @@ class Manifest:
                     )
                 count += 1
         return count
+
+    def set_pictures(self, doc_id: int, page: int, pictures: Iterable[Iterable]) -> None:
+        """Replace one page's picture boxes: (x0, y0, x1, y1, square inches), largest first."""
+        self.conn.execute("DELETE FROM pictures WHERE doc_id = ? AND page = ?", (doc_id, page))
+        self.conn.executemany(
+            "INSERT INTO pictures (doc_id, page, n, x0, y0, x1, y1, area) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            ((doc_id, page, n, *picture) for n, picture in enumerate(pictures)),
+        )
+
+    def pictures(self, doc_id: int, page: int) -> list[tuple[int, int, int, int, float]]:
+        """One page's picture boxes in reference pixels with their square inches, largest first."""
+        return [tuple(row) for row in self.conn.execute(
+            "SELECT x0, y0, x1, y1, area FROM pictures WHERE doc_id = ? AND page = ? ORDER BY n", (doc_id, page))]
 
     def thumbnail(self, doc_id: int, page: int) -> bytes | None:
         row = self.conn.execute("SELECT jpeg FROM thumbnails WHERE doc_id = ? AND page = ?", (doc_id, page)).fetchone()
@@ -406,8 +442,8 @@ class Manifest:
         sql = (
             f"SELECT d.path AS doc, p.doc_id, p.page, p.status, p.sigma, p.width, p.height, p.method, p.error, "
             f"{KEEP_SQL} AS keep, {DECIDED_BY_SQL} AS decided_by, o.keep AS override, "
-            f"p.sigma_content, p.ink_tone, p.ink_coverage, p.picture_share, "
-            f"p.picture_x0, p.picture_y0, p.picture_x1, p.picture_y1, p.phash, "
+            f"p.sigma_content, p.ink_tone, p.ink_coverage, p.picture_share, p.picture_area, p.picture_count, "
+            f"p.text_height, p.picture_x0, p.picture_y0, p.picture_x1, p.picture_y1, p.phash, "
             f"s.keep AS suggestion, s.confidence, g.group_id AS duplicate_group "
             f"FROM pages p JOIN documents d ON d.id = p.doc_id "
             f"LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
@@ -573,7 +609,7 @@ class Manifest:
         bound = self.decision_params(threshold)
         return self.conn.execute(
             f"SELECT p.doc_id, p.page, d.path AS doc, d.sha256, d.size AS doc_size, p.sigma, p.width, p.height, "
-            f"p.method, {DECIDED_BY_SQL} AS decided_by, c.text AS caption, p.picture_share, "
+            f"p.method, {DECIDED_BY_SQL} AS decided_by, c.text AS caption, p.picture_share, p.picture_area, "
             f"p.picture_x0, p.picture_y0, p.picture_x1, p.picture_y1, g.group_id AS duplicate_group "
             f"FROM pages p JOIN documents d ON d.id = p.doc_id "
             f"LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "

@@ -2,7 +2,7 @@
 
 Every function takes a Manifest and the decision being looked at, and returns plain data (dicts,
 lists, arrays), so the pages stay thin and this module is tested without Streamlit. A decision is
-the σ `threshold` plus, as keywords, the `rule` (picture, sigma or model) and `picture_share_min`;
+the σ `threshold` plus, as keywords, the `rule` (picture, sigma or model) and `picture_area_min` (square inches);
 left out, they are the saved ones (Manifest.decision_params). All of it must stay fast on a
 100,000-page manifest: counts and histograms are single aggregate queries, lists are SQL pages of
 at most a screenful, and nothing loads a thumbnail that is not on screen.
@@ -22,7 +22,7 @@ import numpy as np
 import pymupdf
 
 from . import learn
-from .manifest import (BASE_RULE_SQL, DEFAULT_RULE, DISAGREES_SQL, INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES,
+from .manifest import (BASE_RULE_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, DISAGREES_SQL, INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES,
                        Manifest, now)
 from .reader import error_text
 
@@ -59,29 +59,30 @@ DECISION_SQL = {
 # "Near the cutoff" on the measure the rule cuts: written as ranges so SQLite uses the column's index.
 NEAR_SQL = {
     "sigma": "p.sigma BETWEEN :threshold - :near AND :threshold + :near",
-    "picture_share": "p.picture_share BETWEEN :picture_share_min - :near AND :picture_share_min + :near",
+    "picture_area": "p.picture_area BETWEEN :picture_area_min / :near AND :picture_area_min * :near",
 }
 RULE_LABELS = {"picture": "Picture rule", "sigma": "σ only", "model": "Learned from overrides"}
 _BASE_SQL = BASE_RULE_SQL.replace(":rule", ":base_rule")  # the rule's own decision, beside the model
-PICTURE_FLOOR = 0.001  # the picture-share histogram's left edge: pages below it have no picture regions
+PICTURE_FLOOR = 0.1  # square inches: the picture-area histogram's left edge; pages below it hold no picture
+PICTURE_CEILING = 1000.0
 SORTS = {
     "sigma": ("σ, lowest first", "p.sigma NULLS LAST, p.doc_id, p.page"),  # failed pages last
     "sigma_desc": ("σ, highest first", "p.sigma DESC, p.doc_id, p.page"),
     "page": ("Document and page", "d.path, p.page"),
-    "picture_desc": ("Picture share, highest first", "p.picture_share DESC NULLS LAST, p.doc_id, p.page"),
+    "picture_desc": ("Largest picture first", "p.picture_area DESC NULLS LAST, p.doc_id, p.page"),
 }
 RENDER_LONG_SIDE = 2400  # pixels: enough to judge an engraving's line work on a large screen
 RENDER_MAX_ZOOM = 4.0
 
 
 def decision_params(manifest: Manifest, threshold: float | None = None, rule: str | None = None,
-                    picture_share_min: float | None = None) -> dict:
+                    picture_area_min: float | None = None) -> dict:
     """What KEEP_SQL and the filters bind: the saved rule and cutoffs, or the ones being tried."""
     if rule is not None and rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; one of {', '.join(RULES)}")
     params = manifest.decision_params(threshold, rule)
-    if picture_share_min is not None:
-        params["picture_share_min"] = float(picture_share_min)
+    if picture_area_min is not None:
+        params["picture_area_min"] = float(picture_area_min)
     params["base_rule"] = base_rule(params["rule"])
     return params
 
@@ -92,17 +93,17 @@ def base_rule(rule: str) -> str:
 
 
 def near_measure(manifest: Manifest, rule: str) -> str:
-    """What "near the cutoff" is measured on under `rule`: σ for σ only, else the picture share (the
+    """What "near the cutoff" is measured on under `rule`: σ for σ only, else the picture area (the
     model falls back to the picture rule), or σ again while no page has picture features."""
-    return "picture_share" if rule != "sigma" and has_features(manifest) else "sigma"
+    return "picture_area" if rule != "sigma" and has_features(manifest) else "sigma"
 
 
 @dataclass(frozen=True)
 class PageFilter:
     """Which pages a review screen shows: by decision, optionally one document.
 
-    `near` is the half-width of "near the cutoff" in units of `near_on`: σ, or picture share (0.02
-    is two percentage points either side of picture_share_min).
+    `near` is the half-width of "near the cutoff" in units of `near_on`: σ, or for the picture area a
+    factor (2.0 is from half to twice picture_area_min).
     """
 
     decision: str = "all"
@@ -140,30 +141,30 @@ def _where(flt: PageFilter) -> tuple[str, dict]:
 
 
 def filter_counts(manifest: Manifest, threshold: float | None, flt: PageFilter = PageFilter(), *,
-                  rule: str | None = None, picture_share_min: float | None = None) -> dict:
+                  rule: str | None = None, picture_area_min: float | None = None) -> dict:
     """How many pages the filter holds, and of those how many are kept and overridden."""
     where, params = _where(flt)
     row = manifest.conn.execute(
         f"SELECT COUNT(*) AS pages, COALESCE(SUM({KEEP_SQL}), 0) AS kept, "
         f"COALESCE(SUM(o.keep IS NOT NULL), 0) AS overridden {PAGES_FROM} {where}",
-        {**decision_params(manifest, threshold, rule, picture_share_min), **params},
+        {**decision_params(manifest, threshold, rule, picture_area_min), **params},
     ).fetchone()
     return {**dict(row), "rejected": row["pages"] - row["kept"]}
 
 
 # KEEP_SQL once more, bound to the saved decision's values (:saved_threshold, :saved_rule, ...).
-_SAVED_KEEP_SQL = re.sub(r":(threshold|rule|picture_share_min|ink_tone_min)\b", r":saved_\1", KEEP_SQL)
+_SAVED_KEEP_SQL = re.sub(r":(threshold|rule|picture_area_min|ink_tone_min)\b", r":saved_\1", KEEP_SQL)
 
 
 def figures(manifest: Manifest, threshold: float | None, saved: float | None = None, *, rule: str | None = None,
-            picture_share_min: float | None = None) -> dict:
+            picture_area_min: float | None = None) -> dict:
     """The threshold page's figures for the decision being tried, and what the saved one keeps, in one scan.
 
     The saved side is the saved rule and picture cutoff at σ `saved`; without `saved` both sides are
     the decision being tried. Counts agree with Manifest.summary(): failed pages count as rejected
     (they cannot be exported).
     """
-    bound = decision_params(manifest, threshold, rule, picture_share_min)
+    bound = decision_params(manifest, threshold, rule, picture_area_min)
     kept_saved_sql = "NULL"
     if saved is not None:
         bound.update({f"saved_{key}": value for key, value in decision_params(manifest, saved).items()})
@@ -202,14 +203,14 @@ def unfeatured_count(manifest: Manifest) -> int:
     """Scored pages without picture features (scored before they existed): σ decides them."""
     return manifest.conn.execute(
         f"SELECT COUNT(*) FROM pages p JOIN documents d ON d.id = p.doc_id "
-        f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' AND p.picture_share IS NULL"
+        f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' AND p.picture_area IS NULL"
     ).fetchone()[0]
 
 
 def has_features(manifest: Manifest) -> bool:
-    """Whether any scored page has picture features (by the picture_share index)."""
+    """Whether any scored page has picture features (by the picture_area index)."""
     return manifest.conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM pages WHERE picture_share IS NOT NULL)").fetchone()[0] == 1
+        "SELECT EXISTS (SELECT 1 FROM pages WHERE picture_area IS NOT NULL)").fetchone()[0] == 1
 
 
 # -- review -----------------------------------------------------------------------------------
@@ -217,13 +218,13 @@ def has_features(manifest: Manifest) -> bool:
 
 def page_rows(manifest: Manifest, threshold: float | None, flt: PageFilter = PageFilter(), sort: str = "sigma",
               limit: int = 40, offset: int = 0, *, rule: str | None = None,
-              picture_share_min: float | None = None) -> list[dict]:
+              picture_area_min: float | None = None) -> list[dict]:
     """One screenful of pages with their decision, features, suggestion and duplicate group, in SQL order.
 
     Near-duplicates come group by group, so the reprints of one plate sit side by side.
     """
     where, params = _where(flt)
-    bound = {**decision_params(manifest, threshold, rule, picture_share_min), **params}
+    bound = {**decision_params(manifest, threshold, rule, picture_area_min), **params}
     order = SORTS[sort][1]
     joins = ""
     if flt.decision == "duplicates":  # driven from the duplicate groups, a few thousand rows at most
@@ -264,14 +265,14 @@ def _by_keys(manifest: Manifest, table: str, column: str, keys: Iterable[tuple[i
 
 
 def bulk_override(manifest: Manifest, threshold: float | None, flt: PageFilter, keep: bool | None, *,
-                  rule: str | None = None, picture_share_min: float | None = None) -> int:
+                  rule: str | None = None, picture_area_min: float | None = None) -> int:
     """Include (True), exclude (False) or clear (None) every page in the filter, in one transaction.
 
     Returns how many pages the filter held. The filter is evaluated once, before anything changes,
     so "exclude everything kept" excludes exactly the pages that were kept.
     """
     where, params = _where(flt)
-    bound = {**decision_params(manifest, threshold, rule, picture_share_min), **params}
+    bound = {**decision_params(manifest, threshold, rule, picture_area_min), **params}
     with manifest.transaction():
         manifest.conn.execute("DROP TABLE IF EXISTS temp.bulk_pages")
         manifest.conn.execute(
@@ -298,18 +299,18 @@ CAPTIONED_SQL = "EXISTS (SELECT 1 FROM captions c WHERE c.doc_id = p.doc_id AND 
 
 
 def caption_counts(manifest: Manifest, threshold: float | None, flt: PageFilter, *, rule: str | None = None,
-                   picture_share_min: float | None = None) -> dict:
+                   picture_area_min: float | None = None) -> dict:
     """Pages in the filter, and how many of them have a caption already."""
     where, params = _where(flt)
     row = manifest.conn.execute(
         f"SELECT COUNT(*) AS pages, COALESCE(SUM({CAPTIONED_SQL}), 0) AS captioned {PAGES_FROM} {where}",
-        {**decision_params(manifest, threshold, rule, picture_share_min), **params},
+        {**decision_params(manifest, threshold, rule, picture_area_min), **params},
     ).fetchone()
     return dict(row)
 
 
 def bulk_caption(manifest: Manifest, threshold: float | None, flt: PageFilter, text: str | None, *,
-                 replace: bool = True, rule: str | None = None, picture_share_min: float | None = None) -> int:
+                 replace: bool = True, rule: str | None = None, picture_area_min: float | None = None) -> int:
     """Give every page in the filter the caption `text` (blank removes captions), in one transaction.
 
     With `replace` false, pages that have a caption keep it. Returns how many pages were set.
@@ -319,7 +320,7 @@ def bulk_caption(manifest: Manifest, threshold: float | None, flt: PageFilter, t
         where += f" AND NOT {CAPTIONED_SQL}"
     keys = manifest.conn.execute(
         f"SELECT p.doc_id, p.page {PAGES_FROM} {where}",
-        {**decision_params(manifest, threshold, rule, picture_share_min), **params},
+        {**decision_params(manifest, threshold, rule, picture_area_min), **params},
     ).fetchall()
     return manifest.set_captions((doc_id, page, text) for doc_id, page in keys)
 
@@ -488,7 +489,7 @@ class Histogram:
 
 def histogram(manifest: Manifest, threshold: float | None, bins: int = 60,
               span: tuple[float, float] | None = None, *, rule: str | None = None,
-              picture_share_min: float | None = None) -> Histogram | None:
+              picture_area_min: float | None = None) -> Histogram | None:
     """σ of scored pages binned in SQL, each bin split by decision. None when nothing is scored."""
     span = span or sigma_range(manifest)
     if span is None:
@@ -501,7 +502,7 @@ def histogram(manifest: Manifest, threshold: float | None, bins: int = 60,
         f"SUM({KEEP_SQL}) AS kept, COUNT(*) AS pages {PAGES_FROM} "
         f"WHERE {LIVE_DOCUMENT_SQL} AND p.sigma IS NOT NULL GROUP BY bin",
         {"low": low, "width": width, "last": bins - 1,
-         **decision_params(manifest, threshold, rule, picture_share_min)},
+         **decision_params(manifest, threshold, rule, picture_area_min)},
     ).fetchall()
     kept, total = np.zeros(bins, np.int64), np.zeros(bins, np.int64)
     for row in rows:
@@ -511,18 +512,18 @@ def histogram(manifest: Manifest, threshold: float | None, bins: int = 60,
 
 
 def picture_histogram(manifest: Manifest, threshold: float | None = None, bins: int = 45, *,
-                      rule: str | None = None, picture_share_min: float | None = None) -> Histogram | None:
-    """Picture share of pages with features, in bins equal on a log scale from PICTURE_FLOOR to 1,
-    each split by decision; pages below the floor (no picture regions at all) count in the first bin.
-    None when no page has features."""
+                      rule: str | None = None, picture_area_min: float | None = None) -> Histogram | None:
+    """The largest picture's area (square inches) of pages with features, in bins equal on a log scale
+    from PICTURE_FLOOR to PICTURE_CEILING, each split by decision; pages below the floor (no picture at
+    all) count in the first bin. None when no page has features."""
     _ensure_log10(manifest.conn)
-    low, high = math.log10(PICTURE_FLOOR), 0.0
+    low, high = math.log10(PICTURE_FLOOR), math.log10(PICTURE_CEILING)
     rows = manifest.conn.execute(
-        f"SELECT MIN(MAX(CAST((log10(MAX(p.picture_share, :floor)) - :low) / :width AS INTEGER), 0), :last) AS bin, "
+        f"SELECT MIN(MAX(CAST((log10(MAX(p.picture_area, :floor)) - :low) / :width AS INTEGER), 0), :last) AS bin, "
         f"SUM({KEEP_SQL}) AS kept, COUNT(*) AS pages {PAGES_FROM} "
-        f"WHERE {LIVE_DOCUMENT_SQL} AND p.picture_share IS NOT NULL GROUP BY bin",
+        f"WHERE {LIVE_DOCUMENT_SQL} AND p.picture_area IS NOT NULL GROUP BY bin",
         {"floor": PICTURE_FLOOR, "low": low, "width": (high - low) / bins, "last": bins - 1,
-         **decision_params(manifest, threshold, rule, picture_share_min)},
+         **decision_params(manifest, threshold, rule, picture_area_min)},
     ).fetchall()
     if not rows:
         return None
@@ -567,14 +568,14 @@ class Suggestion:
 
 
 def suggest_threshold(manifest: Manifest, bins: int = 256, *, rule: str | None = "sigma",
-                      picture_share_min: float | None = None) -> Suggestion | None:
+                      picture_area_min: float | None = None) -> Suggestion | None:
     """A σ cutoff from the σ distribution alone (Otsu's method), with what it would keep under `rule`
     (σ only by default: the cutoff is that rule's)."""
     hist = histogram(manifest, threshold=0.0, bins=bins)
     if hist is None or hist.total.sum() < 2:
         return None
     cut = round(otsu(hist.total, hist.edges), 1)
-    counts = filter_counts(manifest, cut, rule=rule, picture_share_min=picture_share_min)
+    counts = filter_counts(manifest, cut, rule=rule, picture_area_min=picture_area_min)
     how = (
         "Otsu's method: σ of all scored pages is split into two groups, text-like below and "
         "picture-like above, at the value that makes each group as tight as possible (the largest "
@@ -588,35 +589,35 @@ class Borderline(NamedTuple):
 
     below: list[dict]  # the removed side
     above: list[dict]  # the kept side
-    measure: str  # what the cut is on: "sigma", "picture_share" or "confidence" (the model's)
+    measure: str  # what the cut is on: "sigma", "picture_area" or "confidence" (the model's)
 
 
 BORDERLINE_SQL = {  # measure: (below's condition and order, above's condition and order)
     "sigma": (("p.sigma <= :threshold", "p.sigma DESC"), ("p.sigma > :threshold", "p.sigma")),
-    "picture_share": (("p.picture_share < :picture_share_min", "p.picture_share DESC"),
-                      ("p.picture_share >= :picture_share_min", "p.picture_share")),
+    "picture_area": (("p.picture_area < :picture_area_min", "p.picture_area DESC"),
+                     ("p.picture_area >= :picture_area_min", "p.picture_area")),
     "confidence": (("s.keep = 0", "s.confidence"), ("s.keep = 1", "s.confidence")),
 }
 
 
 def edge_measure(manifest: Manifest, rule: str) -> str:
-    """Where `rule` cuts: σ; the picture share (σ while no page has features); or, for the model,
-    its confidence (the picture share while nothing is learned)."""
+    """Where `rule` cuts: σ; the picture area (σ while no page has features); or, for the model,
+    its confidence (the picture area while nothing is learned)."""
     if rule == "sigma":
         return "sigma"
     if rule == "model" and manifest.conn.execute("SELECT EXISTS (SELECT 1 FROM suggestions)").fetchone()[0]:
         return "confidence"
-    return "picture_share" if has_features(manifest) else "sigma"
+    return "picture_area" if has_features(manifest) else "sigma"
 
 
 def borderline(manifest: Manifest, threshold: float | None, count: int = 8, *, rule: str | None = None,
-               picture_share_min: float | None = None) -> Borderline:
+               picture_area_min: float | None = None) -> Borderline:
     """The pages just below and just above the cut of the rule being tried, nearest first, by index.
 
-    σ only: σ at or below the cutoff and above it. Picture rule: picture share below and at or above
-    picture_share_min. Learned: the model's rejections and keeps, least confident first.
+    σ only: σ at or below the cutoff and above it. Picture rule: picture area below and at or above
+    picture_area_min. Learned: the model's rejections and keeps, least confident first.
     """
-    params = decision_params(manifest, threshold, rule, picture_share_min)
+    params = decision_params(manifest, threshold, rule, picture_area_min)
     measure = edge_measure(manifest, params["rule"])
     sides = []
     for condition, order in BORDERLINE_SQL[measure]:
@@ -701,31 +702,32 @@ def render_page(manifest: Manifest, doc_id: int, page: int, long_side: int = REN
 # -- the rule in words ------------------------------------------------------------------------
 
 
-def percent(share: float) -> str:
-    """A share as a person writes it: 3 %, 0.43 %, 8.5 %, 27 %."""
-    value = share * 100
-    return f"{value:.0f} %" if value >= 10 else f"{value:.2g} %"
+def square_inches(area: float) -> str:
+    """An area as a person writes it: 2 sq in, 0.35 sq in, 48 sq in."""
+    return f"{area:.0f} sq in" if area >= 10 else f"{area:.2g} sq in"
 
 
-def rule_summary(rule: str, threshold: float, picture_share_min: float) -> str:
-    """The rule in a few words, for a sidebar or a header: "picture rule: picture share ≥ 3 %"."""
+def rule_summary(rule: str, threshold: float, picture_area_min: float) -> str:
+    """The rule in a few words, for a sidebar or a header: "picture rule: a picture ≥ 2 sq in"."""
     if rule == "sigma":
         return f"σ only: σ > {threshold:g}"
     if rule == "model":
         return "learned from your overrides"
-    return f"picture rule: picture share ≥ {percent(picture_share_min)}"
+    return f"picture rule: a picture ≥ {square_inches(picture_area_min)}"
 
 
-def rule_explanation(rule: str, threshold: float, picture_share_min: float, *, suggestions: int = 0,
+def rule_explanation(rule: str, threshold: float, picture_area_min: float, *, suggestions: int = 0,
                      learned_from: int = 0, unfeatured: int = 0) -> str:
     """What the rule looks at and where it cuts, in a curator's words (Markdown)."""
-    picture = (f"its **picture share** is at least **{percent(picture_share_min)}** and its **ink tone** at least "
-               f"**{INK_TONE_MIN:g}**")
+    picture = (f"it holds a **picture** of at least **{square_inches(picture_area_min)}** and its **ink tone** "
+               f"is at least **{INK_TONE_MIN:g}**")
     features = (
-        "- *Picture share*: the part of the page, inside dark scanner-bed borders, covered by solid regions of "
-        "hatching and line work, the way engravings are drawn. Lines of text are too thin to form such regions, so "
-        "text columns, bleed-through and dark borders stay near 0 % however high their σ, while a faded engraving "
-        "keeps its share. Plates and mixed pages cover 7 % and more, a small ornament under 1 %.\n"
+        "- *Picture*: ink that is not text, rules or frames. Letters are small and stand in lines beside letters "
+        "of their size (a masthead's or headline's big type too); the strokes of an engraving, cartoon, cut or "
+        "plate join into shapes far larger than any letter. Its size is the area its strokes cover, in square "
+        "inches of the printed page, so the cutoff means the same at any scan resolution: a cartoon or plate "
+        "covers 10 sq in and more, a stock cut in an advertisement about 1. Text columns, bleed-through and "
+        "dark borders hold none, however high their σ.\n"
         f"- *Ink tone*: how dark the darkest ink is against the paper (0 paper, 1 black); below {INK_TONE_MIN:g} a "
         "page holds only paper grain.\n"
     )
@@ -768,7 +770,7 @@ class Step:
     why: str
 
 
-def next_steps(summary: dict, rule_saved: bool, job_running: bool, *, picture_share_min: float = 0.03,
+def next_steps(summary: dict, rule_saved: bool, job_running: bool, *, picture_area_min: float = DEFAULT_PICTURE_AREA_MIN,
                suggestions: int = 0) -> list[Step]:
     """What a curator should do next, in workflow order, given what the manifest holds.
 
@@ -785,7 +787,7 @@ def next_steps(summary: dict, rule_saved: bool, job_running: bool, *, picture_sh
         steps.append(Step("pages/ingest.py", "Check the documents that did not score fully",
                           f"{broken} document(s) are failed, partial or unfinished; the reasons are listed."))
     rule = summary.get("rule", DEFAULT_RULE)
-    in_words = rule_summary(rule, summary["threshold"], picture_share_min)
+    in_words = rule_summary(rule, summary["threshold"], picture_area_min)
     if not rule_saved:
         steps.append(Step("pages/threshold.py", "Choose the decision rule and its cutoff",
                           f"Pages are decided by the {in_words[0].lower() + in_words[1:]} (the default). See what "

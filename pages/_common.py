@@ -95,7 +95,7 @@ def sidebar() -> None:
                 return
             with manifest:
                 pages = views.page_count(manifest)
-                rule = views.rule_summary(manifest.rule, manifest.threshold, manifest.picture_share_min)
+                rule = views.rule_summary(manifest.rule, manifest.threshold, manifest.picture_area_min)
                 st.caption(f"{pages:,} pages · {rule}")
                 for job in (running_job(manifest), manifest.running_job("export")):
                     if job is not None:

@@ -21,15 +21,15 @@ def main():
         if sum(summary["documents"].values()) == 0:
             welcome(running)
             return
-        show_summary(summary, views.rule_summary(summary["rule"], summary["threshold"], manifest.picture_share_min))
+        show_summary(summary, views.rule_summary(summary["rule"], summary["threshold"], manifest.picture_area_min))
         missing = views.missing_sources(manifest)
         if missing:
             st.warning(f"{len(missing)} source PDF(s) are no longer where they were ingested, for example "
                        f"`{missing[0]}`. Their pages can still be reviewed from thumbnails, but not opened large "
                        "or exported; ingest them again from their new place.", icon=":material/warning:")
         st.subheader("Next")
-        rule_saved = any(manifest.get_setting(key) is not None for key in ("rule", "threshold", "picture_share_min"))
-        steps = views.next_steps(summary, rule_saved, running, picture_share_min=manifest.picture_share_min,
+        rule_saved = any(manifest.get_setting(key) is not None for key in ("rule", "threshold", "picture_area_min"))
+        steps = views.next_steps(summary, rule_saved, running, picture_area_min=manifest.picture_area_min,
                                  suggestions=views.learned(manifest)[0])
         for step in steps:
             common.link(step.page, step.label, ":material/arrow_forward:")

@@ -25,7 +25,7 @@ def main():
     manifest = common.require_manifest()
     with manifest:
         threshold, rule = manifest.threshold, manifest.rule
-        rule_words = views.rule_summary(rule, threshold, manifest.picture_share_min)
+        rule_words = views.rule_summary(rule, threshold, manifest.picture_area_min)
         documents = views.documents_for_filter(manifest)
         if not documents:
             st.info("No page is scored yet: ingest an archive first.")
@@ -86,10 +86,10 @@ def filters(manifest, documents: list[dict], rule: str, threshold: float) -> tup
         near = near_col.number_input(f"Within ± σ of the cutoff ({threshold:g})", 0.5, 100.0, 5.0, step=0.5,
                                      format="%.1f", key="near", on_change=first_screen)
     elif decision == "near":
-        cutoff = views.percent(manifest.picture_share_min)
-        near = near_col.number_input(f"Within ± points of the picture cutoff ({cutoff})", 0.1, 50.0, 2.0,
+        cutoff = views.square_inches(manifest.picture_area_min)
+        near = near_col.number_input(f"Within × of the picture cutoff ({cutoff})", 1.1, 100.0, 2.0,
                                      step=0.5, format="%.1f", key="near_share", on_change=first_screen,
-                                     help="Percentage points of picture share either side of the cutoff.") / 100
+                                     help="2 shows pages whose largest picture is from half to twice the cutoff.")
     return views.PageFilter(decision, doc_id or None, near, near_on=measure), sort
 
 
@@ -301,7 +301,7 @@ def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | N
     else:
         st.caption(f":red[No image: {row['error'] or 'not scored'}]")
     sigma = f"σ {row['sigma']:.1f}" if row["sigma"] is not None else "σ —"
-    picture = f" · picture {views.percent(row['picture_share'])}" if row["picture_share"] is not None else ""
+    picture = f" · picture {views.square_inches(row['picture_area'])}" if row["picture_area"] is not None else ""
     total = f" of {document['pages']}" if document and document["pages"] else ""
     st.caption(f"**{sigma}**{picture} · p. {page + 1}{total}  \n{pathlib.Path(row['doc']).name}")
     line = st.container(horizontal=True, vertical_alignment="center", gap="small")
@@ -392,7 +392,7 @@ def open_page(threshold: float, doc_id: int, page: int):
     row = rows[0]
     st.markdown(f"**{pathlib.Path(row['doc']).name}**, page {page + 1} · "
                 + (f"σ {row['sigma']:.1f}" if row["sigma"] is not None else "not scored")
-                + (f" · picture {views.percent(row['picture_share'])}" if row["picture_share"] is not None else ""))
+                + (f" · picture {views.square_inches(row['picture_area'])}" if row["picture_area"] is not None else ""))
     line = st.container(horizontal=True, vertical_alignment="center")
     with line:
         decision_badge(row)

@@ -14,12 +14,12 @@ from pages import _common as common
 RULE_DRAFT, RULE_WIDGET = "rule_draft", "threshold_rule"
 DRAFT = "threshold_draft"  # σ
 SLIDER, NUMBER = "threshold_slider", "threshold_number"
-SHARE_DRAFT = "picture_share_draft"  # a fraction; its widgets show percent
-SHARE_SLIDER, SHARE_NUMBER = "picture_share_slider", "picture_share_number"
+SHARE_DRAFT = "picture_area_draft"  # square inches
+SHARE_SLIDER, SHARE_NUMBER = "picture_area_slider", "picture_area_number"
 SEEN = "decision_seen"  # the saved decision the drafts started from
 KEPT_COLOR, REJECTED_COLOR, CUT_COLOR = "#3f7f4f", "#c9bfae", "#8a4b2a"
 STRIP = 8
-SHARE_SLIDER_MAX = 20.0  # percent: plates cover 7 % and more, ornaments under 1 %
+SHARE_SLIDER_MAX = 20.0  # square inches: cartoons and plates cover 10 and more, stock cuts about 1
 
 
 def main():
@@ -33,10 +33,10 @@ def main():
             st.info("No page is scored yet: ingest an archive first.")
             common.link("pages/ingest.py", "Ingest", ":material/upload_file:")
             return
-        saved = (manifest.rule, manifest.threshold, manifest.picture_share_min)
+        saved = (manifest.rule, manifest.threshold, manifest.picture_area_min)
         sync_drafts(saved)
         rule, draft, share = drafts()
-        trying = {"rule": rule, "picture_share_min": share}
+        trying = {"rule": rule, "picture_area_min": share}
 
         rule_control()
         explain(manifest, rule, draft, share)
@@ -87,14 +87,14 @@ def set_value(value: float):
 
 
 def use_share(source_key: str):
-    set_share(st.session_state[source_key] / 100)
+    set_share(st.session_state[source_key])
 
 
-def set_share(share: float):
-    percent = round(float(share) * 100, 2)
-    st.session_state[SHARE_DRAFT] = percent / 100
-    st.session_state[SHARE_SLIDER] = min(SHARE_SLIDER_MAX, round(percent, 1))
-    st.session_state[SHARE_NUMBER] = percent
+def set_share(area: float):
+    area = round(float(area), 2)
+    st.session_state[SHARE_DRAFT] = area
+    st.session_state[SHARE_SLIDER] = min(SHARE_SLIDER_MAX, round(area, 1))
+    st.session_state[SHARE_NUMBER] = area
 
 
 # -- the rule ---------------------------------------------------------------------------------
@@ -157,14 +157,14 @@ def describe(rule: str, threshold: float, share: float) -> str:
     """The whole decision in words: the rule and the cutoffs it uses."""
     if rule == "sigma":
         return f"σ only, σ > {threshold:g}"
-    picture = f"picture share ≥ {views.percent(share)}, σ > {threshold:g} without features"
+    picture = f"a picture ≥ {views.square_inches(share)}, σ > {threshold:g} without features"
     return f"{views.RULE_LABELS[rule].lower()} ({picture})" if rule == "model" else f"picture rule, {picture}"
 
 
 def save(rule: str, threshold: float, share: float):
     with common.open_manifest() as manifest:
         manifest.threshold = threshold
-        manifest.picture_share_min = share
+        manifest.picture_area_min = share
         if rule == "model":
             views.use_model(manifest)
         else:
@@ -178,24 +178,25 @@ def back(saved: tuple):
     set_share(saved[2])
 
 
-# -- picture share ----------------------------------------------------------------------------
+# -- picture area -----------------------------------------------------------------------------
 
 
 def picture_section(manifest, draft: float, share: float, trying: dict, span, saved):
-    st.subheader("Picture share")
-    st.caption("The part of each page covered by hatching and line work. "
+    st.subheader("Largest picture")
+    st.caption("The area covered by each page's largest picture, in square inches of the printed page. "
                + ("The picture rule keeps pages at or above the cutoff." if trying["rule"] == "picture" else
                   "The model's pages without a suggestion follow the picture rule at this cutoff."))
-    st.session_state.setdefault(SHARE_SLIDER, min(SHARE_SLIDER_MAX, round(share * 100, 1)))
-    st.session_state.setdefault(SHARE_NUMBER, round(share * 100, 2))
+    st.session_state.setdefault(SHARE_SLIDER, min(SHARE_SLIDER_MAX, round(share, 1)))
+    st.session_state.setdefault(SHARE_NUMBER, round(share, 2))
     slider_col, number_col = st.columns([4, 1], vertical_alignment="bottom")
-    slider_col.slider("picture_share_min: keep pages whose picture regions cover at least (% of the page)",
-                      0.0, SHARE_SLIDER_MAX, step=0.1, format="%.1f %%", key=SHARE_SLIDER,
+    slider_col.slider("picture_area_min: keep pages holding a picture of at least (square inches; "
+                      "raise it to leave out small stock cuts)",
+                      0.0, SHARE_SLIDER_MAX, step=0.1, format="%.1f sq in", key=SHARE_SLIDER,
                       on_change=use_share, args=(SHARE_SLIDER,))
-    number_col.number_input("Picture cutoff (%)", 0.0, 100.0, step=0.5, format="%.2f", key=SHARE_NUMBER,
+    number_col.number_input("Picture cutoff (sq in)", 0.0, 1000.0, step=0.5, format="%.2f", key=SHARE_NUMBER,
                             on_change=use_share, args=(SHARE_NUMBER,))
     log_count = st.toggle("Log count", value=True, key="picture_log",
-                          help="Text pages pile up at 0 %: on a log count the few plates stay visible.")
+                          help="Text pages pile up at no picture: on a log count the few plates stay visible.")
     hist = views.picture_histogram(manifest, draft, **trying)
     if hist is None:
         st.caption("No page has picture features to draw.")
@@ -203,18 +204,19 @@ def picture_section(manifest, draft: float, share: float, trying: dict, span, sa
     data = pd.DataFrame(hist.rows())
     scale = alt.Scale(type="symlog") if log_count else alt.Scale()
     bars = alt.Chart(data).mark_bar(binSpacing=0).encode(
-        x=alt.X("start:Q", title="picture share (log scale; the first bar holds pages with none)",
-                scale=alt.Scale(type="log", domain=[views.PICTURE_FLOOR, 1], nice=False),
-                axis=alt.Axis(format="~%", values=[0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1])),
+        x=alt.X("start:Q", title="largest picture, sq in (log scale; the first bar holds pages with none)",
+                scale=alt.Scale(type="log", domain=[views.PICTURE_FLOOR, views.PICTURE_CEILING], nice=False),
+                axis=alt.Axis(format="~g", values=[0.1, 0.3, 1, 3, 10, 30, 100, 300, 1000])),
         x2="end:Q",
         y=alt.Y("sum(pages):Q", title="pages", scale=scale, stack="zero"),
         color=decision_colors(),
         order=alt.Order("decision:N", sort="ascending"),
-        tooltip=[alt.Tooltip("start:Q", title="share from", format=".2%"),
-                 alt.Tooltip("end:Q", title="share to", format=".2%"),
+        tooltip=[alt.Tooltip("start:Q", title="sq in from", format=".2g"),
+                 alt.Tooltip("end:Q", title="sq in to", format=".2g"),
                  "decision:N", alt.Tooltip("sum(pages):Q", title="pages")],
     )
-    st.altair_chart((bars + cut_rule(share, f"cutoff {views.percent(share)}")).properties(height=260),
+    st.altair_chart((bars + cut_rule(max(share, views.PICTURE_FLOOR), f"cutoff {views.square_inches(share)}"))
+                    .properties(height=260),
                     width="stretch")
 
 
@@ -301,7 +303,7 @@ def cut_rule(value: float, text: str):
 
 STRIP_TITLES = {
     "sigma": ("Just below the σ cutoff: removed", "Just above it: kept"),
-    "picture_share": ("Just under the picture cutoff: removed", "Just over it: kept"),
+    "picture_area": ("Just under the picture cutoff: removed", "Just over it: kept"),
     "confidence": ("Rejected by the model, least sure first", "Kept by the model, least sure first"),
 }
 
@@ -335,8 +337,8 @@ def strip(title: str, rows: list[dict], thumbs: dict, measure: str, expected: in
 
 def edge_value(row: dict, measure: str) -> str:
     sigma = f"σ {row['sigma']:.1f}"
-    if measure == "picture_share":
-        return f"picture {views.percent(row['picture_share'])} · {sigma}"
+    if measure == "picture_area":
+        return f"picture {views.square_inches(row['picture_area'] or 0)} · {sigma}"
     if measure == "confidence":
         return f"model {math.floor(row['confidence'] * 100)}% sure · {sigma}"
     return sigma

@@ -80,10 +80,12 @@ def add_features(db: pathlib.Path, seed: int = 0) -> dict:
                 picture = not picture
             share = float(rng.uniform(0.06, 0.5)) if picture else float(rng.choice([0.0, rng.uniform(0, 0.01)]))
             tone = float(rng.uniform(0.6, 0.85)) if picture else float(rng.uniform(0.35, 0.55))
-            updates.append((share, tone, sigma * 0.8, share * 2, int(rng.integers(-2**62, 2**62)), doc_id, page_no))
+            # On a page of about 100 square inches the largest picture covers share × 100 of them.
+            updates.append((share, share * 100, tone, sigma * 0.8, share * 2, int(rng.integers(-2**62, 2**62)), doc_id,
+                            page_no))
             truth[(doc_id, page_no)] = picture
         with manifest.transaction():
             manifest.conn.executemany(
-                "UPDATE pages SET picture_share = ?, ink_tone = ?, sigma_content = ?, ink_coverage = ?, phash = ?, "
-                "features_version = 1 WHERE doc_id = ? AND page = ?", updates)
+                "UPDATE pages SET picture_share = ?, picture_area = ?, ink_tone = ?, sigma_content = ?, ink_coverage = ?, "
+                "phash = ?, features_version = 2 WHERE doc_id = ? AND page = ?", updates)
     return truth

@@ -31,7 +31,7 @@ def test_summary_and_next_steps(db):
     assert metrics["Kept"] == f"{expected['kept']:,}"
     assert metrics["Rejected"] == f"{expected['rejected']:,}"
     shown = texts(at) + " ".join(str(e.proto) for e in at.main)
-    assert "Choose the decision rule" in shown and "picture rule: picture share ≥ 3 %" in shown
+    assert "Choose the decision rule" in shown and "picture rule: a picture ≥ 2 sq in" in shown
     assert "σ only, the original method" in shown
     assert "no longer where they were ingested" in texts(at)  # fill_manifest's paths do not exist
 

@@ -291,14 +291,14 @@ def test_near_the_cutoff_follows_the_rule(db):
     filled_db(db, documents=2, pages=30)
     add_features(db)
     with Manifest(db) as manifest:
-        near_picture = views.filter_counts(manifest, 45, views.PageFilter("near", near=0.02,
-                                                                          near_on="picture_share"))["pages"]
+        near_picture = views.filter_counts(manifest, 45, views.PageFilter("near", near=2.0,
+                                                                          near_on="picture_area"))["pages"]
         near_sigma = views.filter_counts(manifest, 45, views.PageFilter("near", near=5.0))["pages"]
     assert near_picture != near_sigma
     at = ran(page("pages/review.py"))
     at.segmented_control(key="decision").set_value("near")
     ran(at)
-    assert at.number_input(key="near_share").value == 2.0  # percentage points around the picture cutoff
+    assert at.number_input(key="near_share").value == 2.0  # from half to twice the picture cutoff
     assert f"**{near_picture:,}** pages in this view" in texts(at)
     with Manifest(db) as manifest:
         manifest.rule = "sigma"

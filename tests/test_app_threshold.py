@@ -45,7 +45,7 @@ def test_figures_follow_the_slider_and_save_stores_it(db):
     ran(at)
     with Manifest(db) as manifest:
         assert manifest.threshold == 30
-    assert "Saved: picture rule, picture share ≥ 3 %, σ > 30" in texts(at)
+    assert "Saved: picture rule, a picture ≥ 2 sq in, σ > 30" in texts(at)
 
 
 def test_the_number_box_moves_the_slider(db):
@@ -67,8 +67,8 @@ def test_switching_the_rule_changes_the_figures_and_save_stores_it(db):
     at = ran(page("pages/threshold.py"))
     assert at.segmented_control(key="threshold_rule").value == "picture"
     assert metrics(at)["Kept"] == picture
-    assert "**Picture rule.**" in texts(at) and "**3 %**" in texts(at) and "**σ only** is the original" in texts(at)
-    assert len(at.get("vega_lite_chart")) == 2  # picture share and σ
+    assert "**Picture rule.**" in texts(at) and "**2 sq in**" in texts(at) and "**σ only** is the original" in texts(at)
+    assert len(at.get("vega_lite_chart")) == 2  # largest picture and σ
 
     at.segmented_control(key="threshold_rule").set_value("sigma")
     ran(at)
@@ -84,14 +84,14 @@ def test_switching_the_rule_changes_the_figures_and_save_stores_it(db):
 
     at.segmented_control(key="threshold_rule").set_value("picture")
     ran(at)
-    at.number_input(key="picture_share_number").set_value(25.0)  # percent
+    at.number_input(key="picture_area_number").set_value(25.0)  # square inches
     ran(at)
-    assert metrics(at)["Kept"] == kept(db, rule="picture", picture_share_min=0.25)
-    assert at.slider(key="picture_share_slider").value == 20.0  # the slider stops at 20 %
+    assert metrics(at)["Kept"] == kept(db, rule="picture", picture_area_min=25.0)
+    assert at.slider(key="picture_area_slider").value == 20.0  # the slider stops at 20 sq in
     button(at, "Save").click()
     ran(at)
     with Manifest(db) as manifest:
-        assert (manifest.rule, manifest.picture_share_min) == ("picture", 0.25)
+        assert (manifest.rule, manifest.picture_area_min) == ("picture", 25.0)
 
 
 def test_the_picture_slider_and_the_edge_follow_the_rule(db):
@@ -100,10 +100,10 @@ def test_the_picture_slider_and_the_edge_follow_the_rule(db):
     at = ran(page("pages/threshold.py"))
     assert "Just under the picture cutoff: removed" in texts(at) and "Just over it: kept" in texts(at)
     assert len(at.get("image")) == 16
-    at.slider(key="picture_share_slider").set_value(10.0)
+    at.slider(key="picture_area_slider").set_value(10.0)
     ran(at)
-    assert at.number_input(key="picture_share_number").value == 10.0
-    assert metrics(at)["Kept"] == kept(db, rule="picture", picture_share_min=0.10)
+    assert at.number_input(key="picture_area_number").value == 10.0
+    assert metrics(at)["Kept"] == kept(db, rule="picture", picture_area_min=10.0)
     at.segmented_control(key="threshold_rule").set_value("sigma")
     ran(at)
     assert "Just below the σ cutoff" in texts(at)

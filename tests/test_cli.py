@@ -45,7 +45,7 @@ def test_status_summarises_documents_pages_scores_and_the_last_job(tmp_path, arc
     out = run("status", "--db", db)
     assert "documents: 3 ok" in out
     assert "pages: 15 (15 scored, 0 failed)" in out
-    assert "rule picture (picture share >= 0.03):" in out and "removed" in out
+    assert "rule picture (a picture >= 2 sq in):" in out and "removed" in out
     assert "ingest job 1: done, 15/15 pages" in out
 
 

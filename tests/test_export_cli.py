@@ -125,9 +125,10 @@ def test_an_export_killed_midway_leaves_no_final_file(tmp_path):
 def features(manifest: Manifest, doc_id: int, page: int, share: float, box=None) -> None:
     """Give a recorded page the picture ingest would have found (reference pixels)."""
     x0, y0, x1, y1 = box or (None,) * 4
-    manifest.conn.execute("UPDATE pages SET picture_share = ?, ink_tone = 0.8, picture_x0 = ?, picture_y0 = ?, "
-                          "picture_x1 = ?, picture_y1 = ? WHERE doc_id = ? AND page = ?",
-                          (share, x0, y0, x1, y1, doc_id, page))
+    # A page of about 100 square inches: its share in percent is its picture's square inches.
+    manifest.conn.execute("UPDATE pages SET picture_share = ?, picture_area = ?, ink_tone = 0.8, picture_x0 = ?, "
+                          "picture_y0 = ?, picture_x1 = ?, picture_y1 = ? WHERE doc_id = ? AND page = ?",
+                          (share, share * 100, x0, y0, x1, y1, doc_id, page))
 
 
 def grouped_manifest(folder: pathlib.Path, db: pathlib.Path) -> pathlib.Path:

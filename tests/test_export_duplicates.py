@@ -121,12 +121,12 @@ def test_two_exports_leaving_duplicates_out_are_byte_identical(manifest, tmp_pat
 @pytest.mark.parametrize("rule, threshold, share", [("picture", 45.0, 0.05), ("sigma", 52.5, 0.03)])
 def test_export_json_records_the_decision_rule_and_its_cutoffs(manifest, tmp_path, rule, threshold, share):
     manifest.rule = rule
-    manifest.picture_share_min = share
+    manifest.picture_area_min = share
     manifest.threshold = 45.0
     rows, _, document = exported(manifest, tmp_path, threshold=threshold)
     assert document["threshold"] == threshold
     decision = document["decision"]
-    assert (decision["rule"], decision["threshold"], decision["picture_share_min"]) == (rule, threshold, share)
+    assert (decision["rule"], decision["threshold"], decision["picture_area_min"]) == (rule, threshold, share)
     assert decision == manifest.decision_params(threshold)
     job = json.loads(manifest.latest_job("export")["args"])
     assert job["decision"] == decision and job["left_out"] == len(document["duplicates"]["left_out"])

@@ -20,7 +20,7 @@ def test_rescore_fills_old_rows_and_keeps_overrides_and_captions(manifest, archi
     manifest.set_override(rows[1]["doc_id"], rows[1]["page"], False)
     manifest.set_caption(rows[0]["doc_id"], rows[0]["page"], "a lady in a walking dress")
     # As scored by a version without features:
-    manifest.conn.execute("UPDATE pages SET picture_share = NULL, ink_tone = NULL, features_version = NULL "
+    manifest.conn.execute("UPDATE pages SET picture_share = NULL, picture_area = NULL, ink_tone = NULL, features_version = NULL "
                           "WHERE page % 2 = 0")
     stale = manifest.conn.execute("SELECT COUNT(*) FROM pages WHERE features_version IS NULL").fetchone()[0]
     report = Rescore(manifest, workers=1).run()

@@ -182,7 +182,7 @@ def test_next_steps_follow_the_workflow(filled):
     assert views.next_steps(summary, False, True)[0].label == "Watch the ingest"
     steps = views.next_steps(summary, rule_saved=False, job_running=False)
     assert [step.page for step in steps] == ["pages/threshold.py", "pages/export.py"]  # overrides: review began
-    assert "picture rule: picture share ≥ 3 %" in steps[0].why and "σ only" in steps[0].why
+    assert "picture rule: a picture ≥ 2 sq in" in steps[0].why and "σ only" in steps[0].why
     assert "picture rule" in steps[-1].why
     manifest.rule = "sigma"
     steps = views.next_steps(manifest.summary(), rule_saved=True, job_running=False)
@@ -232,18 +232,18 @@ def test_the_library_never_imports_streamlit():
 
 # -- decision rules: the picture rule, σ only and the learned model ---------------------------------------------
 #
-# One document of eleven pages whose features say what σ gets wrong. Page: (σ, picture share, ink tone).
+# One document of eleven pages whose features say what σ gets wrong. Page: (σ, largest picture in sq in, ink tone).
 FEATURED = [
     (20, 0.0, 0.45),  # 0 text
     (25, 0.0, 0.45),  # 1 text
     (50, 0.0, 0.45),  # 2 text on a dark scanner bed: σ keeps it
-    (44, 0.002, 0.45),  # 3 text with a small ornament
-    (30, 0.20, 0.30),  # 4 faded engraving: σ misses it
-    (60, 0.40, 0.80),  # 5 engraving
-    (55, 0.10, 0.75),  # 6 mixed page
+    (44, 0.2, 0.45),  # 3 text with a small ornament
+    (30, 20.0, 0.30),  # 4 faded engraving: σ misses it
+    (60, 40.0, 0.80),  # 5 engraving
+    (55, 10.0, 0.75),  # 6 mixed page
     (12, 0.0, 0.05),  # 7 blank
-    (35, 0.04, 0.60),  # 8 a small plate, just over the picture cutoff
-    (40, 0.025, 0.60),  # 9 just under it
+    (35, 2.5, 0.60),  # 8 a small cut, just over the picture cutoff
+    (40, 1.6, 0.60),  # 9 just under it
     (47, None, None),  # 10 scored before features existed: σ decides it
 ]
 SIGMA_KEEPS = {2, 5, 6, 10}
@@ -255,7 +255,7 @@ def featured(manifest):
     (doc,) = sample.fill_manifest(manifest, documents=1, pages=len(FEATURED), sigmas=[f[0] for f in FEATURED],
                                   thumbnails=[b"jpeg"])
     manifest.conn.executemany(
-        "UPDATE pages SET picture_share = ?, ink_tone = ? WHERE doc_id = ? AND page = ?",
+        "UPDATE pages SET picture_area = ?, ink_tone = ? WHERE doc_id = ? AND page = ?",
         [(share, tone, doc, n) for n, (_, share, tone) in enumerate(FEATURED)])
     return manifest, doc
 
@@ -269,8 +269,8 @@ def test_each_rule_decides_its_own_way(featured):
     manifest, doc = featured
     assert kept_pages(manifest) == PICTURE_KEEPS  # the saved rule: the picture rule by default
     assert kept_pages(manifest, rule="sigma") == SIGMA_KEEPS
-    assert kept_pages(manifest, rule="picture", picture_share_min=0.05) == PICTURE_KEEPS - {8}
-    assert kept_pages(manifest, rule="picture", picture_share_min=0.01) == PICTURE_KEEPS | {9}
+    assert kept_pages(manifest, rule="picture", picture_area_min=3.0) == PICTURE_KEEPS - {8}
+    assert kept_pages(manifest, rule="picture", picture_area_min=1.0) == PICTURE_KEEPS | {9}
     assert kept_pages(manifest, rule="picture", threshold=50) == PICTURE_KEEPS - {10}  # σ decides page 10
     assert kept_pages(manifest, rule="model") == PICTURE_KEEPS  # nothing learned: the picture rule
     for rule, keeps in (("sigma", SIGMA_KEEPS), ("picture", PICTURE_KEEPS)):
@@ -285,9 +285,9 @@ def test_figures_compare_the_rule_being_tried_with_the_saved_one(featured):
     manifest, _ = featured
     trying = views.figures(manifest, 45, saved=45, rule="sigma")
     assert (trying["kept"], trying["kept_saved"]) == (len(SIGMA_KEEPS), len(PICTURE_KEEPS))
-    share = views.figures(manifest, 45, saved=45, rule="picture", picture_share_min=0.05)
+    share = views.figures(manifest, 45, saved=45, rule="picture", picture_area_min=3.0)
     assert (share["kept"], share["kept_saved"]) == (len(PICTURE_KEEPS) - 1, len(PICTURE_KEEPS))
-    manifest.rule, manifest.picture_share_min = "sigma", 0.05
+    manifest.rule, manifest.picture_area_min = "sigma", 3.0
     assert manifest.summary()["kept"] == views.figures(manifest, 45)["kept"] == len(SIGMA_KEEPS)
     both = views.figures(manifest, 30, saved=45, rule="picture")  # the saved side: σ only at 45
     assert both["kept_saved"] == len(SIGMA_KEEPS) and both["kept"] == len(PICTURE_KEEPS) - 1
@@ -302,21 +302,21 @@ def test_histograms_follow_the_rule(featured):
     assert (sigma.kept.sum(), picture.kept.sum()) == (len(SIGMA_KEEPS), len(PICTURE_KEEPS))
     shares = views.picture_histogram(manifest, 45, bins=30)
     assert shares.total.sum() == 10  # page 10 has no features
-    assert shares.edges[0] == pytest.approx(views.PICTURE_FLOOR) and shares.edges[-1] == pytest.approx(1)
-    assert shares.total[0] == 4  # no picture regions at all: pages 0, 1, 2 and 7
+    assert shares.edges[0] == pytest.approx(views.PICTURE_FLOOR) and shares.edges[-1] == pytest.approx(views.PICTURE_CEILING)
+    assert shares.total[0] == 4  # no picture at all: pages 0, 1, 2 and 7
     assert shares.kept.sum() == len(PICTURE_KEEPS) - 1
-    cut = int(np.searchsorted(shares.edges, 0.03)) - 1  # the bin holding the cutoff
+    cut = int(np.searchsorted(shares.edges, 2.0)) - 1  # the bin holding the cutoff
     assert shares.kept[:cut].sum() == 0 and shares.rejected[cut + 1:].sum() == 0
-    looser = views.picture_histogram(manifest, 45, bins=30, picture_share_min=0.01)
-    assert looser.kept.sum() == len(PICTURE_KEEPS)  # page 9 (2.5 %) joins
+    looser = views.picture_histogram(manifest, 45, bins=30, picture_area_min=1.0)
+    assert looser.kept.sum() == len(PICTURE_KEEPS)  # page 9 (1.6 sq in) joins
     assert views.picture_histogram(manifest, 45, bins=30, rule="sigma").kept.sum() == len(SIGMA_KEEPS - {10})
 
 
 def test_borderline_cuts_where_the_rule_cuts(featured):
     manifest, doc = featured
     below, above, measure = views.borderline(manifest, 45, count=3)
-    assert measure == "picture_share"
-    assert [row["page"] for row in below] == [9, 3, 0]  # at 0 %, by document and page
+    assert measure == "picture_area"
+    assert [row["page"] for row in below] == [9, 3, 0]  # at 0 sq in, by document and page
     assert [row["page"] for row in above] == [8, 6, 4]
     below, above, measure = views.borderline(manifest, 45, count=2, rule="sigma")
     assert measure == "sigma" and [r["page"] for r in below] == [3, 9] and [r["page"] for r in above] == [10, 2]
@@ -389,10 +389,10 @@ def test_the_model_decides_only_when_asked_and_steps_back(featured):
 
 def test_near_the_cutoff_is_measured_where_the_rule_cuts(featured):
     manifest, doc = featured
-    assert views.near_measure(manifest, "picture") == views.near_measure(manifest, "model") == "picture_share"
+    assert views.near_measure(manifest, "picture") == views.near_measure(manifest, "model") == "picture_area"
     assert views.near_measure(manifest, "sigma") == "sigma"
-    near = views.page_rows(manifest, 45, PageFilter("near", near=0.02, near_on="picture_share"), limit=100)
-    assert {row["page"] for row in near} == {8, 9}  # 2.5 % and 4 %, within 2 points of 3 %
+    near = views.page_rows(manifest, 45, PageFilter("near", near=1.5, near_on="picture_area"), limit=100)
+    assert {row["page"] for row in near} == {8, 9}  # 1.6 and 2.5 sq in, within 1.5 times of 2
     with pytest.raises(ValueError):
         PageFilter("near", near_on="ink").sql()
 
@@ -422,14 +422,14 @@ def test_captions_for_one_page_and_a_whole_view(featured):
 
 def test_the_rule_in_words(featured):
     manifest, _ = featured
-    picture = views.rule_explanation("picture", 45, 0.03, unfeatured=1)
-    assert "picture share" in picture and "3 %" in picture and "0.15" in picture
+    picture = views.rule_explanation("picture", 45, 2.0, unfeatured=1)
+    assert "**picture**" in picture and "2 sq in" in picture and "0.15" in picture
     assert "σ only" in picture and "original method" in picture and "1 page(s)" in picture
     sigma = views.rule_explanation("sigma", 40, 0.03)
     assert "original method" in sigma and "**40**" in sigma
     assert "Nothing is learned yet" in views.rule_explanation("model", 45, 0.03)
     assert "**12**" in views.rule_explanation("model", 45, 0.03, suggestions=100, learned_from=12)
     assert views.rule_summary("sigma", 45, 0.03) == "σ only: σ > 45"
-    assert views.rule_summary("picture", 45, 0.005) == "picture rule: picture share ≥ 0.5 %"
+    assert views.rule_summary("picture", 45, 0.5) == "picture rule: a picture ≥ 0.5 sq in"
     assert views.unfeatured_count(manifest) == 1 and views.has_features(manifest)
-    assert views.percent(0.0849) == "8.5 %" and views.percent(0.271) == "27 %"
+    assert views.square_inches(2.0) == "2 sq in" and views.square_inches(48.4) == "48 sq in"
