@@ -27,6 +27,7 @@ DECODE_MARGIN = 2.0
 # Pages larger than this many reference pixels (giant boxes) are measured at a reduced scale.
 MAX_RENDER_PIXELS = 16_000_000
 COVER_TOLERANCE_PT = 1.0
+COLOUR_SPREAD = 12  # a page whose red and blue differ by more than this somewhere is shown in colour
 INVISIBLE_LOG = {"ignore-text"}
 DAMAGE_SIGNS = ("cannot load", "not a stream", "cannot find", "syntax error", "premature end", "corrupt")
 
@@ -43,7 +44,7 @@ def score_page(doc: pymupdf.Document, number: int) -> PageResult:
     try:
         pymupdf.TOOLS.reset_mupdf_warnings()
         page = doc[number]
-        gray, method = _gray_at_reference(doc, page)
+        gray, method, colour = _gray_at_reference(doc, page)
         damage = _damage(pymupdf.TOOLS.mupdf_warnings())
         if damage:
             return PageResult(page=number, status="failed", error=f"damaged page: {damage}")
@@ -51,7 +52,8 @@ def score_page(doc: pymupdf.Document, number: int) -> PageResult:
         width, height = reference_size(page)
         return PageResult(
             page=number, status="ok", sigma=sigma, width=width, height=height,
-            method=method, thumbnail=thumbnail_jpeg(gray), features=feature_columns(gray, width / gray.shape[1]),
+            method=method, thumbnail=thumbnail_jpeg(gray if colour is None else colour),
+            features=feature_columns(gray, width / gray.shape[1]),
         )
     except Exception as exc:  # MuPDF raises plain RuntimeError/ValueError for damaged content
         return PageResult(page=number, status="failed", error=f"could not read page: {error_text(exc)}")
@@ -72,21 +74,65 @@ def reference_size(page: pymupdf.Page) -> tuple[int, int]:
     return irect.width, irect.height
 
 
-def _gray_at_reference(doc, page) -> tuple[np.ndarray, str]:
+def _gray_at_reference(doc, page) -> tuple[np.ndarray, str, np.ndarray | None]:
+    """The page's luma at the reference resolution, how it was made, and for a colour page a colour
+    image (RGB, any size) for its thumbnail: curators judge hand-coloured plates by their colour."""
     jpeg = full_page_jpeg(doc, page)
     width, height = reference_size(page)
     # MuPDF paints enlarged images with its own interpolation, so scans under 144 dpi are rendered.
     if jpeg is not None and jpeg[1] >= width and jpeg[2] >= height and width * height <= MAX_RENDER_PIXELS:
-        return _decode_scaled(*jpeg, width, height), "jpeg"
+        return _decode_scaled(*jpeg, width, height), "jpeg", _colour_preview(*jpeg)
     zoom = REFERENCE_ZOOM * min(1.0, (MAX_RENDER_PIXELS / max(1, width * height)) ** 0.5)
-    return _render_gray(page, zoom), ("render" if zoom == REFERENCE_ZOOM else "render-reduced")
+    gray, colour = _render_gray(page, zoom)
+    return gray, ("render" if zoom == REFERENCE_ZOOM else "render-reduced"), colour
 
 
-def _render_gray(page: pymupdf.Page, zoom: float) -> np.ndarray:
-    # RGB then OpenCV's weights, as the reference: MuPDF's own gray differs on coloured vector art.
+def _render_gray(page: pymupdf.Page, zoom: float) -> tuple[np.ndarray, np.ndarray | None]:
+    """The rendered page's luma, and a small colour copy when the page is in colour."""
     pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
     rgb = np.frombuffer(pix.samples_mv, np.uint8).reshape(pix.h, pix.stride)[:, : pix.w * 3].reshape(pix.h, pix.w, 3)
-    return cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+    # RGB then OpenCV's weights, as the reference: MuPDF's own gray differs on coloured vector art.
+    gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+    if not _is_colour(rgb):
+        return gray, None
+    scale = min(1.0, 2 * THUMBNAIL_SIDE / max(pix.w, pix.h))  # a new array: the pixmap's memory goes with it
+    return gray, cv2.resize(rgb, (max(1, round(pix.w * scale)), max(1, round(pix.h * scale))),
+                            interpolation=cv2.INTER_AREA)
+
+
+def _is_colour(rgb: np.ndarray) -> bool:
+    sample = rgb[::8, ::8].astype(np.int16)
+    return int(np.abs(sample[..., 0] - sample[..., 2]).max(initial=0)) > COLOUR_SPREAD
+
+
+def _colour_preview(jpeg: bytes, image_w: int, image_h: int) -> np.ndarray | None:
+    """A colour JPEG decoded at the smallest libjpeg scale that still fills a thumbnail; None for gray."""
+    if _jpeg_components(jpeg) != 3:
+        return None
+    flag = cv2.IMREAD_COLOR
+    for factor, reduced in ((8, cv2.IMREAD_REDUCED_COLOR_8), (4, cv2.IMREAD_REDUCED_COLOR_4),
+                            (2, cv2.IMREAD_REDUCED_COLOR_2)):
+        if max(image_w, image_h) / factor >= THUMBNAIL_SIDE:
+            flag = reduced
+            break
+    bgr = cv2.imdecode(np.frombuffer(jpeg, np.uint8), flag | cv2.IMREAD_IGNORE_ORIENTATION)
+    if bgr is None:
+        return None
+    rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+    return rgb if _is_colour(rgb) else None
+
+
+def _jpeg_components(jpeg: bytes) -> int | None:
+    """Colour components in the JPEG's frame header (SOFn), without decoding it."""
+    at = 2
+    while at + 9 < len(jpeg):
+        if jpeg[at] != 0xFF:
+            return None
+        marker, length = jpeg[at + 1], int.from_bytes(jpeg[at + 2:at + 4], "big")
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            return jpeg[at + 9]
+        at += 2 + length
+    return None
 
 
 def full_page_jpeg(doc: pymupdf.Document, page: pymupdf.Page) -> tuple[bytes, int, int] | None:
@@ -164,14 +210,17 @@ def mupdf_resize(gray: np.ndarray, width: int, height: int) -> np.ndarray:
     return np.frombuffer(scaled.samples_mv, np.uint8).reshape(scaled.h, scaled.w).copy()
 
 
-def thumbnail_jpeg(gray: np.ndarray) -> bytes:
-    h, w = gray.shape[:2]
+def thumbnail_jpeg(image: np.ndarray) -> bytes:
+    """A JPEG thumbnail of a gray or RGB image, THUMBNAIL_SIDE on its long side."""
+    h, w = image.shape[:2]
     step = max(h, w) // THUMBNAIL_SIDE
     if step > 1:  # OpenCV's area filter is fast for whole-number factors; finish the odd rest after
-        gray = cv2.resize(gray, (max(1, w // step), max(1, h // step)), interpolation=cv2.INTER_AREA)
-        h, w = gray.shape[:2]
+        image = cv2.resize(image, (max(1, w // step), max(1, h // step)), interpolation=cv2.INTER_AREA)
+        h, w = image.shape[:2]
     scale = THUMBNAIL_SIDE / max(h, w)
     if scale < 1:
-        gray = cv2.resize(gray, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA)
-    ok, data = cv2.imencode(".jpg", gray, [cv2.IMWRITE_JPEG_QUALITY, THUMBNAIL_QUALITY])
+        image = cv2.resize(image, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA)
+    if image.ndim == 3:
+        image = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)  # OpenCV writes BGR
+    ok, data = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, THUMBNAIL_QUALITY])
     return data.tobytes()

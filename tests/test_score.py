@@ -2,6 +2,8 @@
 
 import io
 
+import cv2
+
 import numpy as np
 import pymupdf
 import pytest
@@ -117,3 +119,25 @@ def _png(rgb):
     buffer = io.BytesIO()
     Image.fromarray(rgb).save(buffer, "PNG")
     return buffer.getvalue()
+
+
+def test_thumbnails_keep_a_colour_scan_in_colour_and_sigma_on_luma(tmp_path):
+    rgb = np.zeros((600, 450, 3), np.uint8)
+    rgb[...] = (200, 170, 120)  # a hand-coloured plate's wash
+    rgb[150:450, 100:350] = (40, 90, 160)
+    for name, image in (("colour", rgb), ("gray", cv2.cvtColor(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), cv2.COLOR_GRAY2RGB))):
+        ok, jpeg = cv2.imencode(".jpg", cv2.cvtColor(image, cv2.COLOR_RGB2BGR))
+        path = tmp_path / f"{name}.pdf"
+        with pymupdf.open() as doc:
+            page = doc.new_page(width=450 * 72 / 150, height=600 * 72 / 150)
+            page.insert_image(page.rect, stream=jpeg.tobytes())
+            doc.save(path)
+        with pymupdf.open(path) as doc:
+            result = score_page(doc, 0)
+            assert abs(result.sigma - reference_sigma(doc[0])) < 0.5
+        thumb = cv2.imdecode(np.frombuffer(result.thumbnail, np.uint8), cv2.IMREAD_UNCHANGED)
+        assert (thumb.ndim == 3) == (name == "colour"), name
+        if name == "colour":
+            h, w = thumb.shape[:2]
+            assert np.allclose(thumb[5, 5], (120, 170, 200), atol=12)  # the wash, in OpenCV's BGR
+            assert np.allclose(thumb[h // 2, w // 2], (160, 90, 40), atol=12)  # the blue coat stays blue

@@ -1,0 +1,114 @@
+"""Page analysis finds pictures as ink that is not text, rules or frames (curation.pictures), at any
+scan resolution; and on real scans where ../shared/realdata is at hand."""
+
+import json
+import pathlib
+
+import cv2
+import numpy as np
+import pymupdf
+import pytest
+
+from curation.features import page_features
+from curation.manifest import DEFAULT_PICTURE_AREA_MIN
+from curation.scorer import score_page
+from curation.synthetic import PageSpec, page_image
+
+REALDATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "realdata"
+
+
+def scored(path, image: np.ndarray, dpi: int) -> dict:
+    """Score `image` (gray or RGB) as a one-page scan PDF at `dpi`, the way ingest does."""
+    ok, jpeg = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 90])
+    with pymupdf.open() as doc:
+        page = doc.new_page(width=image.shape[1] * 72 / dpi, height=image.shape[0] * 72 / dpi)
+        page.insert_image(page.rect, stream=jpeg.tobytes())
+        doc.save(path)
+    with pymupdf.open(path) as doc:
+        result = score_page(doc, 0)
+    assert result.status == "ok", result.error
+    return result.features
+
+
+def text_page(dpi: int, seed: int = 1) -> np.ndarray:
+    return cv2.cvtColor(page_image(PageSpec(kind="text", seed=seed, dpi=dpi, uneven=False)), cv2.COLOR_RGB2GRAY)
+
+
+def line_drawing(side: int, rng) -> np.ndarray:
+    """Pen-and-ink line art: curved outlines and open hatching whose strokes never close into solid areas."""
+    art = np.full((side, side), 255, np.uint8)
+    thick = max(1, side // 300)
+
+    def stroke(x0, y0, x1, y1, bend):  # a pen line is never ruled straight
+        t = np.linspace(0, 1, 40)
+        x = x0 + (x1 - x0) * t - bend * side * np.sin(np.pi * t) * (y1 - y0) / side
+        y = y0 + (y1 - y0) * t + bend * side * np.sin(np.pi * t) * (x1 - x0) / side
+        cv2.polylines(art, [np.stack([x, y], 1).astype(np.int32)], False, 0, thick)
+
+    cv2.ellipse(art, (side // 2, side // 4), (side // 7, side // 6), 0, 0, 360, 0, thick)  # a head
+    stroke(side // 2, side * 5 // 12, side // 2, side * 3 // 4, 0.05)  # a body, arms and legs
+    stroke(side // 5, side // 2, side * 4 // 5, side // 2, 0.08)
+    stroke(side // 2, side * 3 // 4, side // 3, side - side // 20, 0.05)
+    stroke(side // 2, side * 3 // 4, side * 2 // 3, side - side // 20, -0.05)
+    step = side // 25  # hatching spaced wider than the strokes: open, never solid
+    for x in range(side // 10, side * 9 // 10, step):
+        y = int(rng.integers(side // 2, side * 2 // 3))
+        stroke(x, y, x + step, y + side // 4, 0.03)
+    return art
+
+
+@pytest.mark.parametrize("dpi", [100, 150, 300])
+def test_a_text_column_is_text_at_any_resolution(tmp_path, dpi):
+    features = scored(tmp_path / "text.pdf", text_page(dpi), dpi)
+    assert features["picture_area"] < DEFAULT_PICTURE_AREA_MIN
+    assert 0.04 < features["text_height"] < 0.2  # body type, in inches: the same page at every dpi
+
+
+def test_a_bitonal_text_page_is_text(tmp_path):
+    page = np.where(text_page(200, seed=2) < 150, 0, 255).astype(np.uint8)
+    assert scored(tmp_path / "bitonal.pdf", page, 200)["picture_area"] < DEFAULT_PICTURE_AREA_MIN
+
+
+@pytest.mark.parametrize("dpi", [100, 200])
+def test_a_line_drawing_with_open_hatching_is_a_picture_and_its_box_leaves_the_text_out(tmp_path, dpi):
+    page = text_page(dpi, seed=3)
+    side, top, left = 4 * dpi, 2 * dpi, page.shape[1] // 2 - 2 * dpi  # a 4-inch drawing mid-page
+    page[top - dpi // 4:top + side + dpi // 4, left - dpi // 4:left + side + dpi // 4] = 235  # paper around it
+    page[top:top + side, left:left + side] = np.minimum(235, line_drawing(side, np.random.default_rng(dpi)))
+    features = scored(tmp_path / "drawing.pdf", page, dpi)
+    assert features["picture_area"] >= DEFAULT_PICTURE_AREA_MIN
+    to_ref = 144 / dpi
+    x0, y0, x1, y1 = (features[f"picture_{k}"] / to_ref for k in ("x0", "y0", "x1", "y1"))
+    assert x0 >= left - dpi // 4 and x1 <= left + side + dpi // 4  # the drawing, not the columns beside it
+    assert y0 >= top - dpi // 4 and y1 <= top + side + dpi // 4
+    assert (x1 - x0) * (y1 - y0) > 0.45 * side * side  # the figure spans most of its square
+    boxes = json.loads(features["pictures"])
+    assert boxes[0][:4] == [features[f"picture_{k}"] for k in ("x0", "y0", "x1", "y1")]
+
+
+def test_two_pictures_on_a_page_are_two_boxes():
+    page = np.full((1584, 1224), 230, np.uint8)
+    rng = np.random.default_rng(4)
+    page[100:500, 100:500] = np.minimum(230, line_drawing(400, rng))
+    page[900:1400, 600:1100] = np.minimum(230, line_drawing(500, rng))
+    features = page_features(page)
+    assert features.picture_count == 2
+    boxes = sorted(p[:4] for p in features.pictures)
+    assert boxes[0][0] >= 90 and boxes[0][2] <= 510 and boxes[1][1] >= 890
+
+
+def test_a_masthead_of_big_type_is_not_a_picture():
+    page = text_page(144, seed=5)
+    page[60:260, 80:1150] = 235
+    cv2.putText(page, "THE LADIES GAZETTE", (90, 220), cv2.FONT_HERSHEY_TRIPLEX, 4.2, 20, 9)
+    assert page_features(page).picture_area < DEFAULT_PICTURE_AREA_MIN
+
+
+@pytest.mark.skipif(not (REALDATA / "labels.jsonl").exists(), reason="../shared/realdata is not here")
+def test_real_cartoons_and_plates_are_pictures_and_real_text_pages_are_not(tmp_path):
+    labels = [json.loads(line) for line in (REALDATA / "labels.jsonl").read_text().splitlines()]
+    wanted = [label for label in labels if label["file"].startswith(("05_", "39_", "17_", "20_"))]
+    for label in wanted:
+        image = cv2.imread(str(REALDATA / "pages" / label["file"]), cv2.IMREAD_GRAYSCALE)
+        features = scored(tmp_path / "real.pdf", image, label["dpi"])
+        assert (features["picture_area"] >= DEFAULT_PICTURE_AREA_MIN) == label["has_illustration"], label["file"]
