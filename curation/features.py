@@ -75,8 +75,9 @@ def page_features(gray: np.ndarray, dpi: float = REFERENCE_DPI, box_scale: float
         return PageFeatures(0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, (), perceptual_hash(small))
     ink = ink_map(content, dpi / 72)
     tone = _percentile_u8(ink, 99.5) / 255
-    mask = (ink >= 255 * max(INK_FRACTION * tone, INK_FLOOR)).astype(np.uint8)
-    layout = find_pictures(content, mask, dpi)
+    threshold = 255 * max(INK_FRACTION * tone, INK_FLOOR)
+    mask = ink >= threshold
+    layout = find_pictures(ink, threshold, dpi)
     boxes = tuple((round((p.box[0] + left) * box_scale), round((p.box[1] + top) * box_scale),
                    round((p.box[2] + left) * box_scale), round((p.box[3] + top) * box_scale), round(p.area, 3))
                   for p in layout.pictures)

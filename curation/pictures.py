@@ -28,10 +28,16 @@ BIG_HEIGHT = 4  # a stroke taller than this many text heights (and RULE-free) is
 BIG_HEIGHT_MIN_IN, BIG_WIDTH_MIN_IN = 0.3, 1.2
 BIG_WIDTH = 15
 TYPE_ROW_MIN = 3  # this many large components on one baseline are display type, not a picture
+TYPE_GAP = 1.5  # letters of display type stand closer than this many of their heights
+MASTHEAD_TOP = 0.25  # a masthead stands in the top quarter of the page
+MASTHEAD_LETTERS = 0.15  # its emblem is at most about six times as tall as the title's letters
+TYPE_FILL = 0.15  # a letter's ink fills at least this share of its box
+TYPE_HEIGHTS = 2.5  # and differ in height by less than this factor (capitals beside small letters)
 GROUP_IN = 0.4  # strokes closer than this belong to one picture
 PICTURE_SIDE_MIN_IN = 0.5
 PICTURE_ASPECT_MAX = 6.0  # longer and thinner than this is a border or an ornamental rule
 PICTURE_COVER_MIN = 0.35  # a picture's strokes cover at least this share of its box
+CORE = 1.3  # a stroke's darkest ink reaches this many times the ink threshold
 RIM_IN = 0.1  # the box takes in ink this close to the strokes: hatching that ends in loose dots
 
 
@@ -57,19 +63,43 @@ class Layout:
         return min(1.0, sum(p.area for p in self.pictures) / self.content_area) if self.content_area else 0.0
 
 
-def find_pictures(content: np.ndarray, ink: np.ndarray, dpi: float) -> Layout:
-    """Pictures in `content` (grayscale paper, scanner bed trimmed) given its binary `ink` mask."""
-    content_area = content.size / dpi / dpi
-    mask = ink & ~rules(ink, dpi)
-    _, _, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
+def find_pictures(ink: np.ndarray, threshold: float, dpi: float) -> Layout:
+    """Pictures on a page from its ink strength (0..255 against the paper, scanner bed trimmed):
+    ink is what reaches `threshold`."""
+    content_area = ink.size / dpi / dpi
+    mask = (ink >= threshold).astype(np.uint8)
+    mask &= ~rules(mask, dpi)
+    _, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
     x, y, w, h, area = stats[1:].T
     text_height = _text_height(w, h, area, dpi)
-    big = ((h > max(BIG_HEIGHT * text_height, BIG_HEIGHT_MIN_IN * dpi))
-           | (w > max(BIG_WIDTH * text_height, BIG_WIDTH_MIN_IN * dpi)))
+    big = _large(w, h, text_height, dpi)
+    big[big] = [_dark_throughout(ink, min(255, CORE * threshold), labels, stats[1 + i], i + 1, text_height, dpi)
+                for i in np.flatnonzero(big)]
     thin = (np.minimum(w, h) < 0.1 * dpi) & (np.maximum(w, h) > 8 * np.minimum(w, h))
-    strokes = np.flatnonzero(big & ~thin & ~_type_rows(x, y, w, h, big))
-    pictures = _group(strokes, stats[1:], mask, dpi)
+    big &= ~thin
+    # Letters are solid shapes; a run of parallel hatching lines also stands on one baseline.
+    display = _type_rows(x, y, w, h, big & (area >= TYPE_FILL * w * h))
+    pictures = _group(np.flatnonzero(big & ~display), stats[1:], mask, dpi)
+    pictures = [p for p in pictures if not _masthead_emblem(p, stats[1:][display], ink.shape[0])]
     return Layout(pictures=pictures, text_height=text_height / dpi, content_area=content_area)
+
+
+def _large(w, h, text_height: float, dpi: float) -> np.ndarray:
+    """Components far taller or wider than any letter of the body text."""
+    return (h > max(BIG_HEIGHT * text_height, BIG_HEIGHT_MIN_IN * dpi)) | (w > max(BIG_WIDTH * text_height, BIG_WIDTH_MIN_IN * dpi))
+
+
+def _dark_throughout(ink: np.ndarray, core: float, labels: np.ndarray, box, label: int, text_height: float,
+                     dpi: float) -> bool:
+    """Whether component `label` is still large in its darkest ink.
+
+    Heavily inked or blurred type runs together into blobs several lines tall, but through ink
+    lighter than the letters themselves; at a stricter threshold the blob falls apart into letters,
+    while a pen line or a woodcut's black stays whole."""
+    x, y, w, h = box[:4]
+    darkest = (ink[y:y + h, x:x + w] >= core) & (labels[y:y + h, x:x + w] == label)
+    _, _, stats, _ = cv2.connectedComponentsWithStats(darkest.astype(np.uint8), connectivity=8)
+    return bool(_large(stats[1:, 2], stats[1:, 3], text_height, dpi).any())
 
 
 def rules(ink: np.ndarray, dpi: float) -> np.ndarray:
@@ -89,16 +119,33 @@ def _text_height(w, h, area, dpi: float) -> float:
     return float(np.median(h[letters])) if letters.any() else DEFAULT_TEXT_HEIGHT_IN * dpi
 
 
-def _type_rows(x, y, w, h, big) -> np.ndarray:
-    """Large components standing on one baseline with like-sized neighbours: mastheads, headlines."""
-    rows = np.zeros_like(big)
-    index = np.flatnonzero(big)
+def _type_rows(x, y, w, h, letters) -> np.ndarray:
+    """Of the `letters`, those standing on one baseline with like-sized neighbours: mastheads, headlines."""
+    rows = np.zeros_like(letters)
+    index = np.flatnonzero(letters)
     bottoms, heights = y[index] + h[index], h[index]
+    lefts, rights = x[index], x[index] + w[index]
     for i in index:
-        alike = ((np.abs(bottoms - (y[i] + h[i])) < 0.2 * h[i]) & (heights < 1.6 * h[i]) & (heights > h[i] / 1.6)
-                 & (np.abs(x[index] - x[i]) < 6 * h[i]))
+        gaps = np.maximum(lefts - (x[i] + w[i]), x[i] - rights)  # negative where boxes overlap
+        alike = ((np.abs(bottoms - (y[i] + h[i])) < 0.2 * h[i]) & (heights < TYPE_HEIGHTS * h[i]) & (heights > h[i] / TYPE_HEIGHTS)
+                 & (gaps < TYPE_GAP * h[i]))
         rows[i] = alike.sum() >= TYPE_ROW_MIN
     return rows
+
+
+def _masthead_emblem(picture: Picture, display: np.ndarray, page_height: int) -> bool:
+    """A vignette set between the words of the title at the head of the page: the paper's emblem,
+    printed on every issue's front page, not a picture of its own."""
+    x0, y0, x1, y1 = picture.box
+    if y0 > MASTHEAD_TOP * page_height:
+        return False
+    reach = x1 - x0
+    # The title's letters, level with it and sized to it: type beside a cartoon is far smaller than it.
+    beside = ((display[:, 1] >= y0) & (display[:, 1] + display[:, 3] <= y1)
+              & (display[:, 3] >= MASTHEAD_LETTERS * (y1 - y0)))
+    left = beside & (display[:, 0] + display[:, 2] <= x0 + reach * 0.1) & (display[:, 0] + display[:, 2] >= x0 - reach)
+    right = beside & (display[:, 0] >= x1 - reach * 0.1) & (display[:, 0] <= x1 + reach)
+    return bool(left.any() and right.any())
 
 
 def _group(strokes: np.ndarray, stats: np.ndarray, mask: np.ndarray, dpi: float) -> list[Picture]:
