@@ -63,10 +63,13 @@ def check_enough_photos(photos_by_class, folder="the folder"):
         )
 
 
-def train_head(photos_folder, base_dir, out_dir, device="cpu", overwrite=False, on_progress=None):
+def train_head(
+    photos_folder, base_dir, out_dir, device="cpu", overwrite=False, on_progress=None, on_wait=None
+):
     """Train a linear head on `base_dir`'s features of the photos; write the model to `out_dir`.
 
-    `on_progress(done, total)` is called after each photo's features. Returns
+    `on_progress(done, total)` is called after each photo's features;
+    `on_wait(waiting)` if another request holds the model slot first. Returns
     the training record, also written to `out_dir`/training.json: classes,
     photos per class, cross-validated accuracy and confusion matrix, seconds.
     Raises TrainingError (too few photos, bad folders) with a message for a person.
@@ -78,7 +81,7 @@ def train_head(photos_folder, base_dir, out_dir, device="cpu", overwrite=False, 
         raise TrainingError(f"{out_dir} already holds a model; choose another folder.")
     if out_dir.resolve() == Path(base_dir).resolve():
         raise TrainingError("The output folder is the base model's own folder; choose another.")
-    with loaded_model(base_dir, device) as loaded:
+    with loaded_model(base_dir, device, on_wait) as loaded:
         classifier = _linear_classifier(loaded.model)
         started = time.perf_counter()
         features, targets, skipped = _features(loaded, classifier, photos, on_progress)

@@ -57,6 +57,15 @@ def make_photo(seed=0, size=(240, 320)):
     return Image.fromarray(pixels)
 
 
+@pytest.fixture
+def models(tmp_path, monkeypatch):
+    """An empty models folder that the Vet scanner page and `inference models` look in."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    monkeypatch.setenv("VET_MODELS_DIR", str(folder))
+    return folder
+
+
 REALDATA_CATTLE = ROOT.parent / "shared" / "realdata" / "cattle"
 
 
