@@ -5,8 +5,7 @@ import io
 import time
 from pathlib import Path
 
-from .cattle import has_cattle_gate
-from .classify import check_top_k, predict
+from .classify import check_top_k, has_gate, predict
 from .errors import BadImageError
 from .images import PHOTO_SUFFIXES, find_photos, open_image
 from .loader import loaded_model
@@ -68,7 +67,7 @@ def _row(loaded, folder, path, top_k):
         prediction = predict(loaded, photo, top_k)
         top, gate = prediction["top"], prediction["cattle"]
         seconds, problem = round(time.perf_counter() - started, 4), ""
-    if has_cattle_gate(loaded.info.labels):
+    if has_gate(loaded):
         row["cattle"] = "" if gate is None else ("yes" if gate["is_cattle"] else "no")
         row["cattle_score"] = None if gate is None else gate["score"]
     for rank in range(1, top_k + 1):

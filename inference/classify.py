@@ -2,7 +2,7 @@
 
 import time
 
-from .cattle import cattle_gate
+from .cattle import cattle_gate, gate_from_features, has_cattle_gate
 from .images import open_image
 from .loader import loaded_model
 
@@ -51,22 +51,42 @@ def predict(loaded, photo, top_k):
     import torch
 
     model = loaded.model
-    with torch.inference_mode():
-        inputs = loaded.processor(images=photo, return_tensors="pt")
-        pixel_values = inputs["pixel_values"].to(loaded.device, getattr(torch, loaded.dtype))
-        logits = model(pixel_values=pixel_values).logits[0].float()
-        if model.config.problem_type == "multi_label_classification":
-            # Independent yes/no per label: each score is its own probability.
-            scores = logits.sigmoid()
-        else:
-            scores = logits.softmax(dim=-1)
-        best = scores.topk(min(top_k, scores.numel()))
+    features = []
+    # A trained head keeps its base's ImageNet classifier: it reads the same features.
+    hook = (
+        model.classifier.register_forward_pre_hook(lambda _, inputs: features.append(inputs[0]))
+        if loaded.cattle_gate
+        else None
+    )
+    try:
+        with torch.inference_mode():
+            inputs = loaded.processor(images=photo, return_tensors="pt")
+            pixel_values = inputs["pixel_values"].to(loaded.device, getattr(torch, loaded.dtype))
+            logits = model(pixel_values=pixel_values).logits[0].float()
+            if model.config.problem_type == "multi_label_classification":
+                # Independent yes/no per label: each score is its own probability.
+                scores = logits.sigmoid()
+            else:
+                scores = logits.softmax(dim=-1)
+            best = scores.topk(min(top_k, scores.numel()))
+            if loaded.cattle_gate:
+                gate = gate_from_features(loaded.cattle_gate, features[0][0])
+            else:
+                gate = cattle_gate(scores.tolist(), loaded.info.labels)
+    finally:
+        if hook:
+            hook.remove()
     labels = model.config.id2label
     top = [
         {"label": labels[int(index)], "score": float(score)}
         for score, index in zip(best.values, best.indices, strict=True)
     ]
-    return {"top": top, "cattle": cattle_gate(scores.tolist(), loaded.info.labels)}
+    return {"top": top, "cattle": gate}
+
+
+def has_gate(loaded):
+    """Whether predict() gives this loaded model's photos a cattle gate."""
+    return bool(loaded.cattle_gate) or has_cattle_gate(loaded.info.labels)
 
 
 def check_top_k(top_k):

@@ -11,7 +11,6 @@ import click
 from tqdm import tqdm
 
 from . import (
-    CATTLE_CLASSES,
     INSTALLABLE,
     InferenceError,
     classify,
@@ -24,7 +23,7 @@ from . import (
     train_head,
     write_demo_model,
 )
-from .cattle import describe
+from .cattle import GATE_FILE, describe, has_cattle_gate
 
 MODEL_OPTION = click.option(
     "--model",
@@ -164,14 +163,15 @@ def models_command(folder):
             click.echo(f"{model.name}: unusable: {model.problem}")
         else:
             demo = " (untrained demo)" if model.is_demo else ""
-            click.echo(f"{model.name}{demo}: {_label_summary(model.labels)}")
+            gate = " · cattle gate" if has_cattle_gate(model.labels) or (
+                model.path / GATE_FILE).is_file() else ""
+            click.echo(f"{model.name}{demo}: {_label_summary(model.labels)}{gate}")
 
 
 def _label_summary(labels, shown=6):
     # 1000 ImageNet names on one line help nobody: a count and a few examples.
     listed = ", ".join(labels[:shown]) + (", …" if len(labels) > shown else "")
-    gate = " · cattle gate: yes" if set(CATTLE_CLASSES) <= set(labels) else ""
-    return f"{len(labels)} labels ({listed}){gate}"
+    return f"{len(labels)} labels ({listed})"
 
 
 @cli.command(name="install-model")

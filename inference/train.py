@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .catalog import DEMO_CONFIG_KEY
+from .cattle import has_cattle_gate, write_gate_file
 from .errors import BadImageError, InferenceError
 from .images import PHOTO_SUFFIXES, find_photos, open_image
 from .loader import loaded_model
@@ -208,6 +209,7 @@ def _write_model(loaded, classifier, weight, bias, labels, record, out_dir, over
     import torch
 
     model = loaded.model
+    keeps_gate = has_cattle_gate(loaded.info.labels)
     head = torch.nn.Linear(classifier.in_features, len(labels))
     with torch.no_grad():
         head.weight.copy_(torch.from_numpy(weight))
@@ -227,6 +229,8 @@ def _write_model(loaded, classifier, weight, bias, labels, record, out_dir, over
     shutil.rmtree(partial, ignore_errors=True)
     model.save_pretrained(partial)
     loaded.processor.save_pretrained(partial)
+    if keeps_gate:
+        write_gate_file(partial, classifier, loaded.info.labels)
     (partial / TRAINING_FILE).write_text(json.dumps(record, indent=2), encoding="utf-8")
     if overwrite and out_dir.exists():
         shutil.rmtree(out_dir)

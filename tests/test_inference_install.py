@@ -121,7 +121,7 @@ def test_models_command_shows_a_count_and_a_few_labels(lite0_model):
     assert result.exit_code == 0, result.output
     assert "1000 labels" in result.output and "tench" in result.output
     assert "zebra" not in result.output  # Not all 1000 names.
-    assert "cattle gate" in result.output
+    assert "imagenet-lite0: 1000 labels" in result.output and "cattle gate" in result.output
 
 
 def test_install_model_cli_writes_and_refuses_to_overwrite(tmp_path):

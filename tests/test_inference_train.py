@@ -38,6 +38,8 @@ def test_training_records_classes_counts_and_held_out_accuracy(head):
 
 def test_the_head_is_a_normal_model_folder(head):
     out, _ = head
+    assert not (out / "cattle_gate.safetensors").exists()  # The demo base has no gate to keep.
+    assert inference.classify(make_tinted_photo((0, 0, 0)), out)["cattle"] is None
     info = inference.read_model_info(out)
     assert info.labels == ("healthy", "lumpy skin") and not info.is_demo
     config = json.loads((out / "config.json").read_text())
@@ -75,6 +77,11 @@ def test_head_trained_on_the_shared_real_photos(lite0_model, cattle_photos, tmp_
     result = inference.classify(cattle_photos / "dog_not_cattle.jpg", tmp_path / "cattle-or-not")
     assert {p["label"] for p in result["top"]} == {"cattle", "not cattle"}
     assert models_alive() == 0
+    # The head keeps its base's cattle gate: the same verdict from the same features.
+    cow = cattle_photos / "cow_holstein_pasture.jpg"
+    gate = inference.classify(cow, tmp_path / "cattle-or-not")["cattle"]
+    assert gate["is_cattle"]
+    assert gate["score"] == pytest.approx(inference.classify(cow, lite0_model)["cattle"]["score"], abs=1e-4)
 
 
 def test_too_few_photos_are_refused_with_what_to_add(tmp_path, demo_model):

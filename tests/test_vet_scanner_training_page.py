@@ -72,6 +72,10 @@ def test_training_from_the_page_shows_accuracy_and_confusion_matrix(with_lite0, 
     assert not app.exception
     assert any("How my-triage was trained" in e.label for e in app.expander)
     assert app.metric[0].value == "100%"
+    # Its triage comes after the base model's cattle gate, kept with the head.
+    app.file_uploader[0].set_value(("noise.jpg", jpeg(), "image/jpeg")).run()
+    assert not app.exception
+    assert "This does not look like cattle" in texts(app.warning)
 
 
 def test_training_with_too_few_photos_is_a_message(with_lite0, tmp_path):
