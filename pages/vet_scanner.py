@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 RESULTS_KEY = "vet_scanner_results"  # {(file_id, model path, top_k): result}
 BATCH_KEY = "vet_scanner_batch"  # The last folder run: rows and CSV, or error.
 MAX_PHOTO_MB = 50
+MAX_TOP_K = 20  # An ImageNet model has 1000 labels; a chart of more than 20 says nothing.
 MiB = 2**20
 
 
@@ -37,7 +38,7 @@ def main():
     if model is None:
         return
     top_k = st.slider(
-        "Predictions per photo", 1, len(model.labels), min(5, len(model.labels))
+        "Predictions per photo", 1, min(MAX_TOP_K, len(model.labels)), min(5, len(model.labels))
     )
     show_queue()
     training = inference.read_training(model.path)
@@ -163,7 +164,7 @@ def show_cattle_gate(gate):
         return
     classes = " + ".join(gate["classes"])
     if gate["is_cattle"]:
-        st.success(f"Cattle: {classes} sum to {gate['score']:.0%}.", icon="🐄")
+        st.success(f"Cattle: {classes} sum to {gate['score']:.0%}.", icon=":material/check_circle:")
     else:
         st.warning(
             f"**This does not look like cattle**: {classes} sum to only {gate['score']:.0%} "
@@ -280,24 +281,17 @@ def show_training(record):
         f"features {record['seconds']['features']:.1f} s · fit {record['seconds']['fit']:.1f} s"
         + (f" · {len(record['skipped'])} unreadable photos skipped" if record["skipped"] else "")
     )
-    st.altair_chart(confusion_chart(record["classes"], validation["confusion_matrix"]))
+    st.write("**Confusion matrix** (photos held out of training)")
+    st.dataframe(confusion_table(record["classes"], validation["confusion_matrix"]))
 
 
-def confusion_chart(classes, matrix):
-    cells = pd.DataFrame(
-        [
-            {"true": true, "predicted": predicted, "photos": count}
-            for true, row in zip(classes, matrix, strict=True)
-            for predicted, count in zip(classes, row, strict=True)
-        ]
+def confusion_table(classes, matrix):
+    """Rows: the true class; columns: the class the held-out head predicted."""
+    return pd.DataFrame(
+        matrix,
+        index=pd.Index(classes, name="true class ↓ · predicted →"),
+        columns=list(classes),
     )
-    base = alt.Chart(cells, title="Confusion matrix (held-out photos)").encode(
-        x=alt.X("predicted:N", title="Predicted", sort=classes),
-        y=alt.Y("true:N", title="True class", sort=classes),
-    )
-    heat = base.mark_rect().encode(color=alt.Color("photos:Q", legend=None, scale=alt.Scale(scheme="blues")))
-    counts = base.mark_text(fontSize=14).encode(text="photos:Q")
-    return (heat + counts).properties(width=60 * len(classes) + 80, height=40 * len(classes) + 40)
 
 
 def run_request(what, request, doing="Classifying"):

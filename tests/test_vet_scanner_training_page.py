@@ -62,7 +62,9 @@ def test_training_from_the_page_shows_accuracy_and_confusion_matrix(with_lite0, 
     assert "Trained **my-triage**" in texts(app.success)
     [accuracy] = app.metric
     assert "4-fold cross-validation" in accuracy.label and accuracy.value == "100%"
-    assert list(app.dataframe[0].value["photos"]) == [4, 4]
+    counts, confusion = app.dataframe
+    assert list(counts.value["photos"]) == [4, 4]
+    assert confusion.value.loc["healthy", "healthy"] == 4 and confusion.value.loc["healthy", "lumpy skin"] == 0
     assert inference.read_training(with_lite0 / "my-triage")["classes"] == ["healthy", "lumpy skin"]
 
     # The new model is in the list; choosing it shows how it was trained.
