@@ -7,6 +7,7 @@ a rerun does not classify the same photo again.
 """
 
 import logging
+import re
 from pathlib import Path
 
 import altair as alt
@@ -243,7 +244,10 @@ def train_mode(model):
     photos = st.text_input("Photos folder", placeholder="/data/photos/triage").strip()
     name = st.text_input("Name of the new model", value="my-triage").strip()
     if st.button("Train", disabled=not (photos and name)):
-        out = inference.models_dir() / Path(name).name
+        if not re.fullmatch(r"\w[\w.-]*", name):
+            st.error(f"{name!r} is not a folder name: use letters, digits, '-', '_' and '.'.")
+            return
+        out = inference.models_dir() / name
         progress = st.progress(0.0, text="Loading the model…")
 
         def on_progress(done, total):

@@ -21,10 +21,12 @@ def button(app, label):
     return found
 
 
-def train_on_page(photos):
+def train_on_page(photos, name="my-triage"):
     app = open_page()
     [folder_input] = [t for t in app.text_input if t.label == "Photos folder"]
     folder_input.set_value(str(photos)).run()
+    [name_input] = [t for t in app.text_input if t.label == "Name of the new model"]
+    name_input.set_value(name).run()
     button(app, "Train").click().run()
     assert not app.exception, [e.value for e in app.exception]
     return app
@@ -84,3 +86,9 @@ def test_training_with_too_few_photos_is_a_message(with_lite0, tmp_path):
     app = train_on_page(write_training_photos(tmp_path / "photos", per_class=2))
     assert "Too few photos" in texts(app.error)
     assert not (with_lite0 / "my-triage").exists()
+
+
+def test_a_model_name_that_is_a_path_is_refused(with_lite0, tmp_path):
+    app = train_on_page(write_training_photos(tmp_path / "photos", per_class=4), name="../escape")
+    assert "is not a folder name" in texts(app.error)
+    assert not (with_lite0.parent / "escape").exists()
