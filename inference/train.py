@@ -60,7 +60,8 @@ def check_enough_photos(photos_by_class, folder="the folder"):
         listed = ", ".join(f"{name} ({count})" for name, count in short.items())
         raise TrainingError(
             f"Too few photos to train and test a head: every class needs at least "
-            f"{MIN_PHOTOS_PER_CLASS} readable photos; {listed} has fewer. Add photos and train again."
+            f"{MIN_PHOTOS_PER_CLASS} readable photos, and these have fewer: {listed}. "
+            "Add photos and train again."
         )
 
 
@@ -160,7 +161,8 @@ def _features(loaded, classifier, photos, on_progress):
                     on_progress(done, total)
     finally:
         hook.remove()
-    return np.stack(rows), targets, skipped
+    empty = np.zeros((0, classifier.in_features), np.float32)  # Every photo unreadable.
+    return (np.stack(rows) if rows else empty), targets, skipped
 
 
 def _head():

@@ -86,7 +86,7 @@ def test_head_trained_on_the_shared_real_photos(lite0_model, cattle_photos, tmp_
 
 def test_too_few_photos_are_refused_with_what_to_add(tmp_path, demo_model):
     folder = write_training_photos(tmp_path / "photos", per_class=3)
-    with pytest.raises(inference.TrainingError, match=r"at least 4 readable photos; healthy \(3\)"):
+    with pytest.raises(inference.TrainingError, match=r"at least 4 readable photos, and these have fewer: healthy \(3\)"):
         inference.train_head(folder, demo_model, tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
@@ -106,6 +106,10 @@ def test_unreadable_photos_are_skipped_and_counted_out(tmp_path, demo_model):
     (folder / "healthy" / "0.jpg").write_bytes(b"broken too")
     with pytest.raises(inference.TrainingError, match=r"healthy \(3\)"):
         inference.train_head(folder, demo_model, tmp_path / "out2")
+    for photo in folder.rglob("*.jpg"):
+        photo.write_bytes(b"")
+    with pytest.raises(inference.TrainingError, match=r"healthy \(0\), lumpy skin \(0\)"):
+        inference.train_head(folder, demo_model, tmp_path / "out3")
 
 
 def test_cli_train_prints_accuracy_and_refuses_to_overwrite(photos, demo_model, tmp_path):
