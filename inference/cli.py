@@ -226,18 +226,21 @@ def train(photos, base_dir, out_dir, force, device):
         python -m inference train photos/ --base models/imagenet-lite0 --out models/my-triage
     """
     _check_model(base_dir)
-    with tqdm(unit="photo", desc="features") as bar:
+    bars = []  # Made on the first call, when the number of photos is known.
 
-        def on_progress(done, total):
-            bar.total = total
-            bar.update(done - bar.n)
+    def on_progress(done, total):
+        if not bars:
+            bars.append(tqdm(total=total, unit="photo", desc="features"))
+        bars[0].update(done - bars[0].n)
 
-        try:
-            record = train_head(photos, base_dir, out_dir, device=device, overwrite=force,
-                                on_progress=on_progress)
-        except InferenceError as error:
+    try:
+        record = train_head(photos, base_dir, out_dir, device=device, overwrite=force,
+                            on_progress=on_progress)
+    except InferenceError as error:
+        raise click.ClickException(str(error)) from None
+    finally:
+        for bar in bars:
             bar.close()
-            raise click.ClickException(str(error)) from None
     _print_training(record, out_dir)
 
 

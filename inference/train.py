@@ -142,6 +142,8 @@ def _features(loaded, classifier, photos, on_progress):
     hook = classifier.register_forward_pre_hook(lambda _, inputs: captured.append(inputs[0]))
     rows, targets, skipped = [], [], []
     total, done = sum(len(paths) for paths in photos.values()), 0
+    if on_progress:
+        on_progress(0, total)  # The total, before the first (slowest) photo.
     try:
         for index, paths in enumerate(photos.values()):
             for path in paths:

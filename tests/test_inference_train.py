@@ -62,6 +62,8 @@ def test_head_on_the_real_model_separates_generated_classes(photos, lite0_model,
     assert record["feature_size"] == 1280
     assert inference.classify(make_tinted_photo((20, 60, 150), seed=7), tmp_path / "triage")[
         "top"][0]["label"] == "lumpy skin"
+    rows = inference.classify_folder(photos / "healthy", tmp_path / "triage")
+    assert {row["label_1"] for row in rows} == {"healthy"} and {row["cattle"] for row in rows} == {"no"}
     assert models_alive() == 0
 
 
