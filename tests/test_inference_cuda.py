@@ -63,3 +63,27 @@ def test_gpu_and_cpu_agree(demo_model):
     gpu_scores = {p["label"]: p["score"] for p in on_gpu}
     for prediction in on_cpu:  # Half precision: close, not equal.
         assert gpu_scores[prediction["label"]] == pytest.approx(prediction["score"], abs=1e-2)
+
+
+def test_real_model_on_the_gpu_agrees_with_the_cpu_and_hands_memory_back(lite0_model):
+    # float16 through the SE identity (bias 100: sigmoid is exactly 1.0 in half too) and the gate.
+    photo = make_photo(6)
+    on_gpu = inference.classify(photo, lite0_model, top_k=5, device="cuda")
+    on_cpu = inference.classify(photo, lite0_model, top_k=5, device="cpu")
+    assert on_gpu["dtype"] == "float16"
+    gpu_scores = {p["label"]: p["score"] for p in on_gpu["top"]}
+    best = on_cpu["top"][0]
+    assert gpu_scores[best["label"]] == pytest.approx(best["score"], abs=1e-2)
+    assert on_gpu["cattle"]["score"] == pytest.approx(on_cpu["cattle"]["score"], abs=1e-2)
+    memory = on_gpu["memory"]
+    assert memory["cuda_after_bytes"] <= memory["cuda_before_bytes"]
+
+
+def test_head_trains_on_the_gpu_and_keeps_the_gate(lite0_model, tmp_path):
+    from conftest import make_tinted_photo, write_training_photos
+
+    photos = write_training_photos(tmp_path / "photos", per_class=4)
+    record = inference.train_head(photos, lite0_model, tmp_path / "head", device="cuda")
+    assert record["cross_validation"]["accuracy"] == 1.0
+    result = inference.classify(make_tinted_photo((20, 60, 150), seed=9), tmp_path / "head", device="cuda")
+    assert result["top"][0]["label"] == "lumpy skin" and result["cattle"] is not None

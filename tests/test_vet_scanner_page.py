@@ -19,14 +19,6 @@ TIMEOUT = 120  # The first request in a process imports torch.
 
 
 @pytest.fixture
-def models(tmp_path, monkeypatch):
-    folder = tmp_path / "models"
-    folder.mkdir()
-    monkeypatch.setenv("VET_MODELS_DIR", str(folder))
-    return folder
-
-
-@pytest.fixture
 def with_demo(models):
     inference.write_demo_model(models / "demo-vit")
     return models
@@ -65,9 +57,11 @@ def test_without_models_the_page_says_how_to_add_one(models):
     guide = texts(app.info)
     assert "No model yet" in guide
     assert "python -m inference demo-model" in guide and "models/README.md" in guide
+    assert "install-model imagenet-lite0" in guide
     assert not app.file_uploader
 
-    app.button[0].click().run()  # "Create the demo model"
+    [demo] = [b for b in app.button if b.label == "Create the demo model"]
+    demo.click().run()
     assert not app.exception
     assert (models / "demo-vit" / "config.json").is_file()
     assert app.selectbox[0].value == "demo-vit"
