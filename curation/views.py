@@ -10,6 +10,7 @@ at most a screenful, and nothing loads a thumbnail that is not on screen.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import re
@@ -19,11 +20,13 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+import PIL.Image
+import PIL.ImageDraw
 import pymupdf
 
 from . import learn
-from .manifest import (BASE_RULE_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, DISAGREES_SQL, INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES,
-                       Manifest, now)
+from .manifest import (BASE_RULE_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, DISAGREES_SQL, INK_TONE_MIN, KEEP_SQL,
+                       LIVE_DOCUMENT_SQL, RULES, Manifest, now)
 from .reader import error_text
 
 # The joins every page query uses; aliases p, d and o as in Manifest.pages().
@@ -73,6 +76,7 @@ SORTS = {
 }
 RENDER_LONG_SIDE = 2400  # pixels: enough to judge an engraving's line work on a large screen
 RENDER_MAX_ZOOM = 4.0
+OUTLINE_COLOUR = (232, 93, 4)  # picture boxes on thumbnails: an orange no scan is printed in
 
 
 def decision_params(manifest: Manifest, threshold: float | None = None, rule: str | None = None,
@@ -245,23 +249,59 @@ def thumbnails(manifest: Manifest, keys: Iterable[tuple[int, int]]) -> dict[tupl
     return _by_keys(manifest, "thumbnails", "jpeg", keys)
 
 
+def pictures_for(manifest: Manifest, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], list[tuple]]:
+    """Every picture box (x0, y0, x1, y1, square inches; reference pixels) of the given pages, largest
+    first, in one query; pages without a picture are absent."""
+    boxes: dict[tuple[int, int], list[tuple]] = {}
+    for (doc_id, page), rows in _by_keys(manifest, "pictures", "n, x0, y0, x1, y1, area", keys, many=True).items():
+        boxes[(doc_id, page)] = [row[1:] for row in sorted(rows)]
+    return boxes
+
+
+def outline_pictures(image: bytes, boxes: list[tuple], width: int | None) -> bytes:
+    """`image` (a thumbnail or a rendered page, JPEG) with each picture box drawn on it; `width` is the
+    page's width in reference pixels, which the boxes are measured in."""
+    if not boxes or not width:
+        return image
+    with PIL.Image.open(io.BytesIO(image)) as opened:
+        picture = opened.convert("RGB")
+    scale = picture.width / width
+    draw = PIL.ImageDraw.Draw(picture)
+    line = max(2, round(picture.width / 150))
+    for x0, y0, x1, y1, *_ in boxes:
+        draw.rectangle([x0 * scale, y0 * scale, x1 * scale, y1 * scale], outline=OUTLINE_COLOUR, width=line)
+    out = io.BytesIO()
+    picture.save(out, "JPEG", quality=90)
+    return out.getvalue()
+
+
 def captions_for(manifest: Manifest, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], str]:
     """The captions of the given (doc_id, page) pairs (pages without one are absent), in one query."""
     return _by_keys(manifest, "captions", "text", keys)
 
 
-def _by_keys(manifest: Manifest, table: str, column: str, keys: Iterable[tuple[int, int]]) -> dict:
+def _by_keys(manifest: Manifest, table: str, columns: str, keys: Iterable[tuple[int, int]], many: bool = False) -> dict:
+    """Values of `columns` (one, or several comma-separated as a tuple) of `table` by (doc_id, page);
+    with `many`, a list of them per key, for tables holding several rows a page."""
     keys = list(keys)
     if not keys:
         return {}
     values = ", ".join("(?, ?)" for _ in keys)
+    selected = ", ".join(f"t.{column.strip()}" for column in columns.split(","))
     # A join from the keys, not `(doc_id, page) IN (VALUES ...)`: SQLite scans the whole table for that.
     rows = manifest.conn.execute(
         f"WITH k(doc_id, page) AS (VALUES {values}) "
-        f"SELECT t.doc_id, t.page, t.{column} FROM k JOIN {table} t ON t.doc_id = k.doc_id AND t.page = k.page",
+        f"SELECT t.doc_id, t.page, {selected} FROM k JOIN {table} t ON t.doc_id = k.doc_id AND t.page = k.page",
         [n for key in keys for n in key],
     )
-    return {(row[0], row[1]): row[2] for row in rows}
+    found: dict = {}
+    for row in rows:
+        value = row[2] if "," not in columns else tuple(row[2:])
+        if many:
+            found.setdefault((row[0], row[1]), []).append(value)
+        else:
+            found[(row[0], row[1])] = value
+    return found
 
 
 def bulk_override(manifest: Manifest, threshold: float | None, flt: PageFilter, keep: bool | None, *,

@@ -32,6 +32,9 @@ def main():
             common.link("pages/ingest.py", "Ingest", ":material/upload_file:")
             return
         flt, sort = filters(manifest, documents, rule, threshold)
+        outline = st.toggle("Outline the pictures", value=True, key="outline",
+                            help="Draws a box around every picture the page analysis found: what the picture rule "
+                                 "measures and what `--crop picture` exports.")
         counts = views.filter_counts(manifest, threshold, flt)
         total_overrides = views.override_count(manifest)
         header(counts, rule_words, total_overrides)
@@ -48,13 +51,17 @@ def main():
         rows = views.page_rows(manifest, threshold, flt, sort, limit=PER_SCREEN, offset=(screen - 1) * PER_SCREEN)
         keys = [(row["doc_id"], row["page"]) for row in rows]
         thumbs = views.thumbnails(manifest, keys)
+        if outline:
+            boxes = views.pictures_for(manifest, keys)
+            widths = {key: row["width"] for key, row in zip(keys, rows)}
+            thumbs = {key: views.outline_pictures(thumb, boxes.get(key), widths.get(key)) for key, thumb in thumbs.items()}
         captions = views.captions_for(manifest, keys)
     if flt.decision == "duplicates":
         st.caption("Pages whose pictures look alike (a perceptual hash), group by group: the same plate reprinted "
                    "across issues. The export keeps one per group by default.")
     grid(rows, thumbs, captions, {doc["id"]: doc for doc in documents})
     if OPEN in st.session_state:
-        open_page(threshold, *st.session_state[OPEN])
+        open_page(threshold, *st.session_state[OPEN], outline=outline)
     if screen < screens:
         st.button(f"Next {PER_SCREEN} pages", icon=":material/arrow_downward:", on_click=next_screen,
                   args=(screen,))
@@ -382,10 +389,11 @@ def set_override(doc_id: int, page: int, keep):
 
 
 @st.dialog("Page", width="large", on_dismiss=lambda: close(OPEN))
-def open_page(threshold: float, doc_id: int, page: int):
+def open_page(threshold: float, doc_id: int, page: int, outline: bool = True):
     with common.open_manifest() as manifest:
         rows = views.page_rows(manifest, threshold, views.PageFilter(doc_id=doc_id, page=page), limit=1)
         caption = manifest.caption(doc_id, page)
+        boxes = manifest.pictures(doc_id, page) if outline else []
     if not rows:
         st.error("This page is no longer in the manifest.")
         return
@@ -409,8 +417,8 @@ def open_page(threshold: float, doc_id: int, page: int):
     except views.PageUnavailable as exc:
         st.error(str(exc), icon=":material/broken_image:")
         return
-    st.image(image, width="stretch")
-    st.caption(f"Drawn from `{row['doc']}`")
+    st.image(views.outline_pictures(image, boxes, row["width"]), width="stretch")
+    st.caption(f"Drawn from `{row['doc']}`" + (f"; {len(boxes)} picture(s) outlined" if boxes else ""))
 
 
 def source_mtime(path: str) -> int:

@@ -1,9 +1,11 @@
 """What the dashboard shows, computed in SQL and NumPy: filters, paging, histogram, suggestion, bulk overrides."""
 
+import io
 import pathlib
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from conftest import small_pdf
 from curation import Manifest, sample, views
@@ -433,3 +435,19 @@ def test_the_rule_in_words(featured):
     assert views.rule_summary("picture", 45, 0.5) == "picture rule: a picture ≥ 0.5 sq in"
     assert views.unfeatured_count(manifest) == 1 and views.has_features(manifest)
     assert views.square_inches(2.0) == "2 sq in" and views.square_inches(48.4) == "48 sq in"
+
+
+def test_picture_boxes_are_drawn_over_the_thumbnail(featured):
+    manifest, doc = featured
+    width = manifest.conn.execute("SELECT width FROM pages WHERE doc_id = ? AND page = 5", (doc,)).fetchone()[0]
+    manifest.set_pictures(doc, 5, [(width // 4, width // 10, width // 2, width // 2, 40.0), (0, 0, 5, 5, 0.1)])
+    boxes = views.pictures_for(manifest, [(doc, 5), (doc, 6)])
+    assert boxes == {(doc, 5): [(width // 4, width // 10, width // 2, width // 2, 40.0), (0, 0, 5, 5, 0.1)]}
+    plain = Image.new("RGB", (200, 260), (230, 225, 210))
+    out = io.BytesIO()
+    plain.save(out, "JPEG")
+    drawn = np.asarray(Image.open(io.BytesIO(views.outline_pictures(out.getvalue(), boxes[(doc, 5)], width))))
+    x0 = round(200 / 4)
+    assert drawn[50, x0 - 1:x0 + 2, 0].max() > 200 and drawn[50, x0 - 1:x0 + 2, 2].min() < 60  # orange edge
+    assert np.abs(drawn[150, 150].astype(int) - (230, 225, 210)).max() < 8  # the page elsewhere untouched
+    assert views.outline_pictures(out.getvalue(), [], width) == out.getvalue()
