@@ -95,7 +95,8 @@ def main() -> None:
     print(f"corpus: {len(rows)} pages at {args.dpi} dpi, {actual.sum()} illustrations "
           f"({', '.join(f'{k} {n}' for k, n in zip(*np.unique(kinds, return_counts=True)))})")
     report("sigma > 45", sigma > 45, actual, kinds)
-    report("default rule", np.array([rule_keep[(r[0], r[1])] for r in rows]), actual, kinds)
+    rule = np.array([rule_keep[(r[0], r[1])] for r in rows])
+    report("default rule", rule, actual, kinds)
 
     expected = [{reprint, first} for reprint, first in reprints.items()]
     found = sum(any(pair <= group for group in groups.values()) for pair in expected)
@@ -109,7 +110,7 @@ def main() -> None:
         scores = []
         for _ in range(DRAWS):
             picked = rng.choice(len(rows), size, replace=False)
-            result = suggest(features[picked], actual[picked], features)
+            result = suggest(features[picked], actual[picked], features, prior=rule)
             if result is not None:
                 scores.append(float((result.keep == actual).mean()))
         if scores:

@@ -7,8 +7,9 @@ real engine, and the figures are read from the manifest:
 
 - precision and recall of σ > 45 (the original method) and of the picture rule at the saved cutoff
   (the default decision), with every page the default gets wrong;
-- the learning curve: a curator overrides N pages picked at random, the model is fitted on them,
-  and its agreement with the labels on the remaining pages is taken (mean and worst over draws);
+- the learning curve: a curator overrides N pages picked at random, the model is fitted on them
+  (beside the rule's own decisions, as `learn` does), and its agreement with the labels on the
+  remaining pages is taken (mean and worst over draws);
 - what the page analysis costs per page (ms, at the reference 144 dpi).
 
     python bench/quality_real.py [FOLDER] [--draws 25]
@@ -106,7 +107,7 @@ def main() -> None:
         scores = []
         for _ in range(args.draws):
             picked = rng.choice(len(rows), size, replace=False)
-            result = suggest(features[picked], actual[picked], features)
+            result = suggest(features[picked], actual[picked], features, prior=default)
             if result is not None:
                 rest = np.setdiff1d(np.arange(len(rows)), picked)
                 scores.append(float((result.keep[rest] == actual[rest]).mean()))

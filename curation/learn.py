@@ -15,11 +15,14 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
+from .manifest import BASE_RULE_SQL
+
 FEATURES = ["sigma", "sigma_content", "ink_tone", "ink_coverage", "picture_share", "picture_area", "picture_count",
             "text_height"]
 LOG_FEATURES = ("picture_share", "picture_area", "picture_count")
 MIN_LABELS = 10
 MIN_PER_CLASS = 2
+PRIOR_WEIGHT = 10.0  # the rule's decisions on all pages count as this many overrides
 
 
 @dataclass(frozen=True)
@@ -35,14 +38,24 @@ def ready(labels: np.ndarray) -> bool:
     return len(labels) >= MIN_LABELS and MIN_PER_CLASS <= positives <= len(labels) - MIN_PER_CLASS
 
 
-def suggest(labelled: np.ndarray, labels: np.ndarray, pages: np.ndarray) -> Suggestions | None:
-    """Fit on the labelled feature rows, suggest for every row of `pages`; None until `ready`."""
+def suggest(labelled: np.ndarray, labels: np.ndarray, pages: np.ndarray,
+            prior: np.ndarray | None = None) -> Suggestions | None:
+    """Fit on the labelled feature rows, suggest for every row of `pages`; None until `ready`.
+
+    `prior` is the rule's own decision for every row of `pages`. Together those decisions weigh as
+    much as PRIOR_WEIGHT overrides: with a handful of overrides the model keeps to the rule and bends
+    only where the curator overruled it, instead of drawing a line through a few points at random."""
     labels = np.asarray(labels, bool)
     if not ready(labels):
         return None
+    rows, targets, weights = _clean(labelled), labels, np.ones(len(labels))
+    if prior is not None and len(pages):
+        rows = np.vstack([rows, _clean(pages)])
+        targets = np.concatenate([labels, np.asarray(prior, bool)])
+        weights = np.concatenate([weights, np.full(len(pages), PRIOR_WEIGHT / len(pages))])
     model = make_pipeline(FunctionTransformer(_spread), StandardScaler(),
                           LogisticRegression(class_weight="balanced", C=10.0, max_iter=1000))
-    model.fit(_clean(labelled), labels)
+    model.fit(rows, targets, logisticregression__sample_weight=weights)
     probability = model.predict_proba(_clean(pages))[:, 1]
     keep = probability >= 0.5
     return Suggestions(keep=keep, confidence=np.where(keep, probability, 1 - probability), labels=len(labels))
@@ -71,15 +84,17 @@ def refresh_suggestions(manifest) -> Suggestions | None:
     columns = ", ".join(f"p.{name}" for name in FEATURES)
     cursor = manifest.conn.cursor()
     cursor.row_factory = None  # plain tuples, straight into NumPy (NULL becomes nan)
+    params = manifest.decision_params()
+    params["rule"] = "picture" if params["rule"] == "model" else params["rule"]  # the rule the model stands beside
     rows = cursor.execute(
-        f"SELECT p.doc_id, p.page, o.keep, {columns} FROM pages p "
+        f"SELECT p.doc_id, p.page, o.keep, COALESCE({BASE_RULE_SQL}, 0), {columns} FROM pages p "
         "JOIN documents d ON d.id = p.doc_id LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
-        "WHERE d.status != 'replaced' AND p.status = 'ok' ORDER BY p.doc_id, p.page"
+        "WHERE d.status != 'replaced' AND p.status = 'ok' ORDER BY p.doc_id, p.page", params
     ).fetchall()
-    data = np.array(rows, dtype=np.float64).reshape(-1, 3 + len(FEATURES))
+    data = np.array(rows, dtype=np.float64).reshape(-1, 4 + len(FEATURES))
     labelled = ~np.isnan(data[:, 2])
     labels = data[labelled, 2] > 0
-    result = suggest(data[labelled, 3:], labels, data[:, 3:])
+    result = suggest(data[labelled, 4:], labels, data[:, 4:], prior=data[:, 3] > 0)
     keys = data[:, :2].astype(np.int64).tolist()
     manifest.replace_suggestions(
         [] if result is None else

@@ -22,6 +22,9 @@ def synthetic_rows(n, rng):
     rows[:, FEATURES.index("ink_tone")] = rng.uniform(0.3, 0.8, n)
     rows[:, FEATURES.index("ink_coverage")] = rng.uniform(0.1, 0.4, n)
     rows[:, FEATURES.index("picture_share")] = np.where(illustration, rng.uniform(0.07, 0.6, n), rng.uniform(0, 0.005, n))
+    rows[:, FEATURES.index("picture_area")] = np.where(illustration, rng.uniform(3, 60, n), rng.uniform(0, 1.5, n))
+    rows[:, FEATURES.index("picture_count")] = np.where(illustration, rng.integers(1, 4, n), rng.integers(0, 3, n))
+    rows[:, FEATURES.index("text_height")] = rng.uniform(0.05, 0.1, n)
     return rows, illustration
 
 
@@ -38,6 +41,32 @@ def test_twenty_labels_agree_with_the_truth_on_the_rest():
     result = suggest(rows[picked], truth[picked], rows)
     assert (result.keep == truth).mean() >= 0.98
     assert ((result.confidence >= 0.5) & (result.confidence <= 1)).all()
+
+
+def test_the_model_learns_from_the_page_analysis_not_only_from_sigma():
+    assert {"picture_area", "picture_count", "text_height"} <= set(FEATURES)
+    rng = np.random.default_rng(2)
+    rows, truth = synthetic_rows(600, rng)
+    rows[:, FEATURES.index("picture_share")] = 0  # only the picture area tells the pictures apart
+    picked = np.concatenate([np.flatnonzero(truth)[:5], np.flatnonzero(~truth)[:10]])
+    assert (suggest(rows[picked], truth[picked], rows).keep == truth).mean() >= 0.97
+
+
+def test_the_rule_is_a_prior_that_overrides_bend():
+    """With the rule's decisions beside them, a few overrides that agree with the rule leave it as it is,
+    and overrides that disagree on a kind of page move the model there."""
+    rng = np.random.default_rng(3)
+    rows, truth = synthetic_rows(600, rng)
+    area = rows[:, FEATURES.index("picture_area")]
+    rule = area >= 2  # the rule as it stands
+    agree = np.concatenate([np.flatnonzero(rule)[:4], np.flatnonzero(~rule)[:6]])
+    assert (suggest(rows[agree], rule[agree], rows, prior=rule).keep == rule).mean() >= 0.98
+    # A curator who wants only large pictures overrules the small ones the rule keeps.
+    wants = area >= 20
+    small = np.flatnonzero(rule & ~wants)[:12]
+    picked = np.concatenate([small, np.flatnonzero(wants)[:6], np.flatnonzero(~rule)[:4]])
+    learned = suggest(rows[picked], wants[picked], rows, prior=rule).keep
+    assert (rule == wants).mean() < 0.93 and (learned == wants).mean() > 0.96
 
 
 def test_refresh_stores_a_suggestion_per_page_and_clears_them_when_overrides_go(manifest, tmp_path):
