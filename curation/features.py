@@ -32,6 +32,7 @@ BACKGROUND_BLUR = 25
 INK_FLOOR = 0.1
 INK_FRACTION = 0.45  # ink is whatever reaches this share of the page's own darkest ink
 REFERENCE_DPI = 144
+ANALYSIS_DPI = 100  # the page analysis runs at this resolution at most: half the pixels of 144 dpi
 
 
 @dataclass(frozen=True)
@@ -73,17 +74,26 @@ def page_features(gray: np.ndarray, dpi: float = REFERENCE_DPI, box_scale: float
     content = gray[top:bottom, left:right]
     if content.size == 0:
         return PageFeatures(0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, (), perceptual_hash(small))
-    ink = ink_map(content, dpi / 72)
+    s = FEATURE_SCALE
+    work, work_dpi = content, dpi
+    if dpi > ANALYSIS_DPI:  # what the page analysis needs of letters and strokes survives at ANALYSIS_DPI
+        work_dpi = ANALYSIS_DPI
+        work = cv2.resize(content, (max(1, round(content.shape[1] * work_dpi / dpi)),
+                                    max(1, round(content.shape[0] * work_dpi / dpi))), interpolation=cv2.INTER_AREA)
+    ink = ink_map(work, work_dpi / 72, paper_from=small[top // s:bottom // s, left // s:right // s])
     tone = _percentile_u8(ink, 99.5) / 255
     threshold = 255 * max(INK_FRACTION * tone, INK_FLOOR)
     mask = ink >= threshold
-    layout = find_pictures(ink, threshold, dpi)
-    boxes = tuple((round((p.box[0] + left) * box_scale), round((p.box[1] + top) * box_scale),
-                   round((p.box[2] + left) * box_scale), round((p.box[3] + top) * box_scale), round(p.area, 3))
-                  for p in layout.pictures)
+    layout = find_pictures(ink, threshold, work_dpi)
+    back = dpi / work_dpi * box_scale  # work pixels to the boxes' pixels
+    boxes = tuple((round(p.box[0] * back + left * box_scale), round(p.box[1] * back + top * box_scale),
+                   round(p.box[2] * back + left * box_scale), round(p.box[3] * back + top * box_scale),
+                   round(p.area, 3)) for p in layout.pictures)
     # The plate itself identifies a reprint; borders and the text around it differ between issues.
-    plate = content[layout.pictures[0].box[1]:layout.pictures[0].box[3],
-                    layout.pictures[0].box[0]:layout.pictures[0].box[2]] if layout.pictures else content
+    plate = small[top // s:bottom // s, left // s:right // s]
+    if layout.pictures:
+        x0, y0, x1, y1 = (int(v * dpi / work_dpi) // s for v in layout.pictures[0].box)
+        plate = plate[y0:y1 + 1, x0:x1 + 1]
     return PageFeatures(
         sigma_content=float(cv2.meanStdDev(content)[1][0, 0]),
         ink_tone=float(tone),
@@ -113,11 +123,16 @@ def _trim(is_dark: np.ndarray) -> tuple[int, int]:
     return int(light[0]), int(light[-1]) + 1
 
 
-def ink_map(content: np.ndarray, scale: float = 1.0) -> np.ndarray:
+def ink_map(content: np.ndarray, scale: float = 1.0, paper_from: np.ndarray | None = None) -> np.ndarray:
     """Ink strength 0..255 relative to the local paper tone (a dilated, blurred background);
-    `scale` is the image's resolution over 72 dpi."""
+    `scale` is the image's resolution over 72 dpi. The paper tone changes slowly, so it may be
+    estimated on `paper_from`, the same content at a lower resolution, at a fraction of the cost."""
+    source = content if paper_from is None else paper_from
+    scale *= source.shape[1] / content.shape[1]
     kernel, blur = max(3, round(BACKGROUND_KERNEL * scale)), max(3, round(BACKGROUND_BLUR * scale))
-    paper = cv2.blur(cv2.dilate(content, np.ones((kernel, kernel), np.uint8)), (blur, blur))
+    paper = cv2.blur(cv2.dilate(source, np.ones((kernel, kernel), np.uint8)), (blur, blur))
+    if paper_from is not None:
+        paper = cv2.resize(paper, (content.shape[1], content.shape[0]), interpolation=cv2.INTER_LINEAR)
     paper = np.maximum(paper, content)
     ink = cv2.divide(cv2.subtract(paper, content), np.maximum(paper, 1), scale=255)
     return ink

@@ -22,6 +22,7 @@ import numpy as np
 
 RULE_LENGTH_IN = 1.5  # straight runs at least this long and thin are rules, frames and column lines
 RULE_THICKNESS_IN = 0.06
+HATCHING_PITCH_IN = 0.08  # parallel lines closer than this are hatching
 LETTER_MIN_IN, LETTER_MAX_IN = 0.03, 0.3  # heights of body-text letters read when estimating their size
 DEFAULT_TEXT_HEIGHT_IN = 0.08
 BIG_HEIGHT = 4  # a stroke taller than this many text heights (and RULE-free) is no letter
@@ -34,9 +35,10 @@ MASTHEAD_LETTERS = 0.15  # its emblem is at most about six times as tall as the 
 TYPE_FILL = 0.15  # a letter's ink fills at least this share of its box
 TYPE_HEIGHTS = 2.5  # and differ in height by less than this factor (capitals beside small letters)
 GROUP_IN = 0.4  # strokes closer than this belong to one picture
+SOLID_SIDE_IN = 0.2  # hatching closed into solid areas this thick (5 mm) is picture; lines of type are thinner
 PICTURE_SIDE_MIN_IN = 0.5
 PICTURE_ASPECT_MAX = 6.0  # longer and thinner than this is a border or an ornamental rule
-PICTURE_COVER_MIN = 0.35  # a picture's strokes cover at least this share of its box
+PICTURE_COVER_MIN = 0.2  # a picture's strokes cover at least this share of its box: no loose scatter
 CORE = 1.3  # a stroke's darkest ink reaches this many times the ink threshold
 RIM_IN = 0.1  # the box takes in ink this close to the strokes: hatching that ends in loose dots
 
@@ -79,7 +81,7 @@ def find_pictures(ink: np.ndarray, threshold: float, dpi: float) -> Layout:
     big &= ~thin
     # Letters are solid shapes; a run of parallel hatching lines also stands on one baseline.
     display = _type_rows(x, y, w, h, big & (area >= TYPE_FILL * w * h))
-    pictures = _group(np.flatnonzero(big & ~display), stats[1:], mask, dpi)
+    pictures = _group(np.flatnonzero(big & ~display), stats[1:], mask, solid_regions(mask, dpi), dpi)
     pictures = [p for p in pictures if not _masthead_emblem(p, stats[1:][display], ink.shape[0])]
     return Layout(pictures=pictures, text_height=text_height / dpi, content_area=content_area)
 
@@ -103,14 +105,21 @@ def _dark_throughout(ink: np.ndarray, core: float, labels: np.ndarray, box, labe
 
 
 def rules(ink: np.ndarray, dpi: float) -> np.ndarray:
-    """Long thin horizontal and vertical lines (rules, frames, column lines), slightly widened."""
+    """Long thin horizontal and vertical lines standing alone (rules, frames, column lines), slightly
+    widened. Lines with parallel neighbours close by are an engraving's hatching, not rules."""
     length = max(3, round(RULE_LENGTH_IN * dpi))
     thick = max(3, round(RULE_THICKNESS_IN * dpi))
+    reach = max(thick + 2, round(HATCHING_PITCH_IN * dpi))
     lines = np.zeros_like(ink)
     for run, across in (((length, 1), (1, thick)), ((1, length), (thick, 1))):
         straight = cv2.morphologyEx(ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, run))
         solid = cv2.morphologyEx(straight, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, across))
-        lines |= straight & ~solid
+        thin = straight & ~solid
+        # Another thin line a little above or below (left or right): a kernel with its middle left out.
+        beside = np.ones((2 * reach + 1, 1) if run[0] > 1 else (1, 2 * reach + 1), np.uint8)
+        beside[(slice(reach - thick // 2 - 1, reach + thick // 2 + 2), slice(None)) if run[0] > 1 else
+               (slice(None), slice(reach - thick // 2 - 1, reach + thick // 2 + 2))] = 0
+        lines |= thin & ~cv2.dilate(thin, beside)
     return cv2.dilate(lines, np.ones((3, 3), np.uint8))
 
 
@@ -148,9 +157,17 @@ def _masthead_emblem(picture: Picture, display: np.ndarray, page_height: int) ->
     return bool(left.any() and right.any())
 
 
-def _group(strokes: np.ndarray, stats: np.ndarray, mask: np.ndarray, dpi: float) -> list[Picture]:
-    """Strokes near each other form one picture; keep those shaped and filled like one."""
-    boxes = np.zeros_like(mask)
+def solid_regions(mask: np.ndarray, dpi: float) -> np.ndarray:
+    """Where fine hatching, stippling or a halftone closes into solid ink thicker than any line of
+    type: a dense picture whose strokes are too short to stand out one by one."""
+    side = max(3, round(SOLID_SIDE_IN * dpi))
+    closed = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
+    return cv2.morphologyEx(closed, cv2.MORPH_OPEN, np.ones((side, side), np.uint8))
+
+
+def _group(strokes: np.ndarray, stats: np.ndarray, mask: np.ndarray, solid: np.ndarray, dpi: float) -> list[Picture]:
+    """Strokes and solid regions near each other form one picture; keep those shaped and filled like one."""
+    boxes = solid.copy()
     for i in strokes:
         x, y, w, h = stats[i, :4]
         boxes[y:y + h, x:x + w] = 1
