@@ -347,16 +347,20 @@ def sample_command(db, documents, pages, dpi, workers, quiet):
               help="The class word: what the images show.")
 @click.option("--template", default="{trigger}, {class}, {caption}", show_default=True,
               help="Caption of every image. Placeholders: {trigger}, {class}, {caption} (the page's caption "
-                   "from the Review page, empty if none), {doc} (file name), {page} (0-based). Empty parts "
+                   "from the Review page, empty if none), {doc} (file name), {page} (0-based), {picture} "
+                   "(--crop pictures: the picture's number on its page, empty for a whole page). Empty parts "
                    "drop out with their comma.")
 @click.option("--repeats", type=click.IntRange(1, 10000), default=10, show_default=True,
               help="kohya layout: times each image is seen per epoch (the number in the folder name).")
 @click.option("--pad-colour", "pad_colour", default="paper", show_default=True,
               help="Margin colour for --fit pad: 'paper' (each page's own paper) or #rrggbb.")
-@click.option("--crop", type=click.Choice(["page", "picture"]), default="page", show_default=True,
+@click.option("--crop", type=click.Choice(["page", "picture", "pictures"]), default="page", show_default=True,
               help="page: the whole page. picture: each page cut to its illustration (the bounding box ingest "
                    "found, plus a 1 % margin), so the text around a plate is left out; then shaped by --mode "
-                   "and --fit. Pages without a picture, or with one under 3 % of the page, export whole.")
+                   "and --fit. Pages without a picture, or with one under 3 % of the page, export whole. "
+                   "pictures: every picture of a page its own image (<page>_pic1 the largest, _pic2 ...), "
+                   "with the same margin; pictures under the picture_area_min setting (square inches) are "
+                   "left out, and a page with no picture that large exports whole.")
 @click.option("--duplicates", type=click.Choice(["one", "all"]), default="one", show_default=True,
               help="one: a single page per group of near-identical plates (the one whose picture covers most "
                    "of its page; ties to the first by document path and page), the others listed in "
@@ -372,7 +376,8 @@ def export(db, out, layout, mode, fit, size, quality, trigger, class_word, templ
     The kept pages are the curator's overrides, else the decision rule (see `settings`), one page
     per group of near-duplicates unless --duplicates all. Each becomes an RGB JPEG read at full
     quality from its source (the embedded scan, decoded at the smallest size that covers the
-    output; other pages rendered), cut to its picture with --crop picture, resized with LANCZOS,
+    output; other pages rendered), cut to its picture with --crop picture (or one image per
+    picture with --crop pictures), resized with LANCZOS,
     with a same-stem .txt caption. The ZIP also holds manifest.csv (source document, page, sigma,
     decided_by, caption, near-duplicate group and crop box of each image) and export.json (these
     settings, the decision rule and its cutoffs, the pages left out). The same manifest and
@@ -409,7 +414,7 @@ def export(db, out, layout, mode, fit, size, quality, trigger, class_word, templ
     if report.stopped:
         click.echo(f"Stopped. Nothing was written to {report.path}.", err=True)
         sys.exit(130)
-    cropped = f", {report.cropped} cut to their picture" if settings.crop == "picture" else ""
+    cropped = f", {report.cropped} cut to their picture" if settings.crop != "page" else ""
     click.echo(f"{report.images} images ({settings.layout} layout, {settings.shape} {settings.size}{cropped}) written "
                f"to {report.path}: {report.bytes / 1e6:.1f} MB, {report.images_per_second:.1f} images/s")
     if report.left_out:

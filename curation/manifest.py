@@ -428,6 +428,16 @@ class Manifest:
         return [tuple(row) for row in self.conn.execute(
             "SELECT x0, y0, x1, y1, area FROM pictures WHERE doc_id = ? AND page = ? ORDER BY n", (doc_id, page))]
 
+    def pictures_at_least(self, min_area: float) -> dict[tuple[int, int], list[tuple[int, int, int, int, int]]]:
+        """Every page's pictures of at least `min_area` square inches, in one query: {(doc_id, page):
+        [(n, x0, y0, x1, y1), ...]}, largest first (n is the picture's rank on its page, 0 the largest)."""
+        boxes: dict[tuple[int, int], list] = {}
+        for doc_id, page, *picture in self.conn.execute(
+                "SELECT doc_id, page, n, x0, y0, x1, y1 FROM pictures WHERE area >= ? ORDER BY doc_id, page, n",
+                (float(min_area),)):
+            boxes.setdefault((doc_id, page), []).append(tuple(picture))
+        return boxes
+
     def thumbnail(self, doc_id: int, page: int) -> bytes | None:
         row = self.conn.execute("SELECT jpeg FROM thumbnails WHERE doc_id = ? AND page = ?", (doc_id, page)).fetchone()
         return row[0] if row else None

@@ -30,6 +30,7 @@ PREVIEW_COUNT = 4
 POLL_SECONDS = 1.0
 RUNNING_KEY = "export_job_was_running"
 ONE_PER_GROUP_KEY = "export_one_per_group"
+CROP_KEY = "export_crop"
 
 LAYOUT_LABELS = {
     "kohya": "kohya_ss / sd-scripts",
@@ -57,6 +58,9 @@ CROPS = {  # label: (crop, the trade-off in one line)
     "The picture only": ("picture", "Each page cut to its illustration (the box found at ingest, with a small "
                          "margin), so the text around a plate is left out; then shaped as above. Pages without "
                          "a picture export whole."),
+    "Each picture apart": ("pictures", "Every picture of a page its own image, cut the same way, so a page of "
+                           "several cuts gives several training images. Pictures smaller than the picture rule's "
+                           "minimum size are left out; pages without a picture export whole."),
 }
 
 
@@ -65,12 +69,14 @@ def main():
     st.caption("The kept pages (your overrides, else the decision rule) as a training set: RGB JPEGs with "
                "same-stem captions, in the layout your trainer reads, with a provenance table.")
     db = common.db_path()
-    # The near-duplicate choice decides which pages go, so it is read before its widget is drawn.
+    # The near-duplicate and crop choices decide which pages and pictures go, so they are read before their
+    # widgets are drawn.
     duplicates = "one" if st.session_state.get(ONE_PER_GROUP_KEY, True) else "all"
+    crop = CROPS.get(st.session_state.get(CROP_KEY), next(iter(CROPS.values())))[0]
     with common.require_manifest() as manifest:
         threshold = manifest.threshold
         rule = manifest.rule
-        selection = select(manifest, threshold, duplicates)
+        selection = select(manifest, threshold, duplicates, crop)
         running = manifest.running_job("export") is not None
         scoring = common.running_job(manifest) is not None
     items = selection.items
@@ -112,7 +118,7 @@ def options(duplicates: str) -> tuple[ExportSettings | None, str | None]:
     """The chosen settings, or None and the reason they cannot work."""
     layout = st.radio("Trainer", list(LAYOUT_LABELS), format_func=LAYOUT_LABELS.get, key="export_layout",
                       captions=[LAYOUT_HELP[k] for k in LAYOUT_LABELS])
-    crop_label = st.radio("Crop", list(CROPS), key="export_crop", captions=[c[1] for c in CROPS.values()],
+    crop_label = st.radio("Crop", list(CROPS), key=CROP_KEY, captions=[c[1] for c in CROPS.values()],
                           horizontal=False)
     crop = CROPS[crop_label][0]
     shape = st.radio("Shape", list(SHAPES), key="export_shape", captions=[s[2] for s in SHAPES.values()])
@@ -132,7 +138,8 @@ def options(duplicates: str) -> tuple[ExportSettings | None, str | None]:
     template = st.text_input(
         "Caption template", "{trigger}, {class}, {caption}", key="export_template",
         help="{trigger}, {class}, {caption} (the page's own caption from Review, empty if none), {doc} (file name), "
-             "{page} (0-based). Empty parts drop out with their comma.",
+             "{page} (0-based), {picture} (with each picture apart: its number on the page, empty for a whole "
+             "page). Empty parts drop out with their comma.",
     )
     st.checkbox("One page per group of near-duplicates", value=True, key=ONE_PER_GROUP_KEY,
                 help="The same plate reprinted across issues is one picture: the trainer would see it several "
@@ -170,7 +177,9 @@ def show_preview(items: list[Item], settings: ExportSettings) -> list:
     key = json.dumps({k: v for k, v in settings.as_dict().items() if k != "duplicates"}, sort_keys=True)
     with st.spinner("Preparing the preview…"):
         results = [cached_preview(dataclasses.astuple(item), key) for item in sample]
-    cut = " At least half are pages cut to their picture, where there are any." if settings.crop == "picture" else ""
+    cut = {"picture": " At least half are pages cut to their picture, where there are any.",
+           "pictures": " A page with several pictures is shown as all of them, where there is one.",
+           }.get(settings.crop, "")
     st.caption(f"As exported, spread over the {len(items):,} images: the size, margins and crops the trainer "
                f"will see, and each caption.{cut} Files go to `{image_folder(settings)}/`.")
     for row_start in range(0, len(sample), 2):
@@ -182,6 +191,8 @@ def show_preview(items: list[Item], settings: ExportSettings) -> list:
                     st.warning(f"{pathlib.Path(item.doc).name} page {item.page} cannot be read: {problem}")
                     continue
                 cropped = " · cut to the picture" if crop else ""
+                if item.picture is not None:
+                    cropped = f" · picture {item.picture}"
                 st.image(jpeg, caption=f"{width}×{height} · {pathlib.Path(item.doc).name}, page {item.page}{cropped}")
                 st.code(caption, language=None, wrap_lines=True)
     return [jpeg for jpeg, *_ in results]
@@ -189,11 +200,12 @@ def show_preview(items: list[Item], settings: ExportSettings) -> list:
 
 def show_figures(selection: Selection, previews: list, rule: str) -> None:
     items = selection.items
-    overrides = sum(item.decided_by == "override" for item in items)
+    overrides = len({(item.doc_id, item.page) for item in items if item.decided_by == "override"})  # pages
     sizes = [len(jpeg) for jpeg in previews if jpeg]
     first, second, third = st.columns(3)
-    first.metric("Images", f"{len(items):,}", help=f"Kept by the {rule} rule, with {overrides:,} decided by you "
-                                                    "on the Review page.")
+    pages = f" These {selection.pages:,} pages give one image per picture." if len(items) != selection.pages else ""
+    first.metric("Images", f"{len(items):,}", help=f"Kept by the {rule} rule, with {overrides:,} pages decided by "
+                                                    f"you on the Review page.{pages}")
     if selection.left_out or not selection.duplicates:
         third.metric("Near-duplicates left out", f"{len(selection.left_out):,}",
                      help="Kept pages whose picture is a near-identical copy of another exported page's; one page "

@@ -1,8 +1,11 @@
 """Fixtures are generated here, small enough to keep the suite fast: 3x4 inch pages at 150-200 dpi."""
 
+import contextlib
 import pathlib
+import shutil
 import sys
 
+import cv2
 import numpy as np
 import pytest
 from PIL import Image
@@ -36,6 +39,14 @@ def archive(tmp_path):
 @pytest.fixture
 def manifest(tmp_path):
     with Manifest(tmp_path / "manifest.sqlite") as m:
+        yield m
+
+
+@contextlib.contextmanager
+def manifest_copy(template: pathlib.Path, folder: pathlib.Path):
+    """A copy of `template` (a manifest ingested once per module) in `folder`, open: each test changes its own."""
+    shutil.copy(template, folder / "manifest.sqlite")
+    with Manifest(folder / "manifest.sqlite") as m:
         yield m
 
 
@@ -99,3 +110,26 @@ def write_training_photos(folder, per_class=5, classes=None):
         for n in range(per_class):
             make_tinted_photo(tint, seed=100 * offset + n).save(folder / name / f"{n}.jpg")
     return folder
+
+
+def line_drawing(side: int, rng) -> np.ndarray:
+    """Pen-and-ink line art: curved outlines and open hatching whose strokes never close into solid areas."""
+    art = np.full((side, side), 255, np.uint8)
+    thick = max(1, side // 300)
+
+    def stroke(x0, y0, x1, y1, bend):  # a pen line is never ruled straight
+        t = np.linspace(0, 1, 40)
+        x = x0 + (x1 - x0) * t - bend * side * np.sin(np.pi * t) * (y1 - y0) / side
+        y = y0 + (y1 - y0) * t + bend * side * np.sin(np.pi * t) * (x1 - x0) / side
+        cv2.polylines(art, [np.stack([x, y], 1).astype(np.int32)], False, 0, thick)
+
+    cv2.ellipse(art, (side // 2, side // 4), (side // 7, side // 6), 0, 0, 360, 0, thick)  # a head
+    stroke(side // 2, side * 5 // 12, side // 2, side * 3 // 4, 0.05)  # a body, arms and legs
+    stroke(side // 5, side // 2, side * 4 // 5, side // 2, 0.08)
+    stroke(side // 2, side * 3 // 4, side // 3, side - side // 20, 0.05)
+    stroke(side // 2, side * 3 // 4, side * 2 // 3, side - side // 20, -0.05)
+    step = side // 25  # hatching spaced wider than the strokes: open, never solid
+    for x in range(side // 10, side * 9 // 10, step):
+        y = int(rng.integers(side // 2, side * 2 // 3))
+        stroke(x, y, x + step, y + side // 4, 0.03)
+    return art

@@ -53,12 +53,14 @@ def test_diffusers_metadata_names_each_file_with_its_caption():
 
 def test_provenance_table_says_where_each_image_came_from():
     cut = dataclasses.replace(record("b", picture_box=(100, 80, 900, 700), group=7), crop=(88, 68, 912, 712))
-    lines = provenance_csv([record(), cut]).decode().splitlines()
+    second = dataclasses.replace(record("c", picture_box=(10, 20, 90, 100), picture=2), crop=(0, 7, 103, 113))
+    lines = provenance_csv([record(), cut, second]).decode().splitlines()
     assert lines[0] == ("file,document,sha256,page,sigma,decided_by,caption,width,height,source,"
-                        "duplicate_group,crop,crop_x0,crop_y0,crop_x1,crop_y1")
+                        "duplicate_group,crop,crop_x0,crop_y0,crop_x1,crop_y1,picture")
     assert lines[1].startswith("train/issue-0-abcdef12-p0003.jpg,/archive/issue-0.pdf,abcdef12")
-    assert lines[1].endswith(',3,61.250,override,"ohwx, engraving, a hat",1024,1024,jpeg,,page,0,0,1224,1584')
-    assert lines[2].endswith(",jpeg,7,picture,88,68,912,712")  # its group, and the part of the page it shows
+    assert lines[1].endswith(',3,61.250,override,"ohwx, engraving, a hat",1024,1024,jpeg,,page,0,0,1224,1584,')
+    assert lines[2].endswith(",jpeg,7,picture,88,68,912,712,")  # its group, and the part of the page it shows
+    assert lines[3].endswith(",jpeg,,picture,0,7,103,113,2")  # crop "pictures": the second picture of its page
 
 
 @pytest.mark.parametrize("caption, expected", [

@@ -14,6 +14,8 @@ from curation.manifest import DEFAULT_PICTURE_AREA_MIN
 from curation.scorer import score_page
 from curation.synthetic import PageSpec, page_image
 
+from conftest import line_drawing
+
 REALDATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "realdata"
 
 
@@ -32,29 +34,6 @@ def scored(path, image: np.ndarray, dpi: int) -> dict:
 
 def text_page(dpi: int, seed: int = 1) -> np.ndarray:
     return cv2.cvtColor(page_image(PageSpec(kind="text", seed=seed, dpi=dpi, uneven=False)), cv2.COLOR_RGB2GRAY)
-
-
-def line_drawing(side: int, rng) -> np.ndarray:
-    """Pen-and-ink line art: curved outlines and open hatching whose strokes never close into solid areas."""
-    art = np.full((side, side), 255, np.uint8)
-    thick = max(1, side // 300)
-
-    def stroke(x0, y0, x1, y1, bend):  # a pen line is never ruled straight
-        t = np.linspace(0, 1, 40)
-        x = x0 + (x1 - x0) * t - bend * side * np.sin(np.pi * t) * (y1 - y0) / side
-        y = y0 + (y1 - y0) * t + bend * side * np.sin(np.pi * t) * (x1 - x0) / side
-        cv2.polylines(art, [np.stack([x, y], 1).astype(np.int32)], False, 0, thick)
-
-    cv2.ellipse(art, (side // 2, side // 4), (side // 7, side // 6), 0, 0, 360, 0, thick)  # a head
-    stroke(side // 2, side * 5 // 12, side // 2, side * 3 // 4, 0.05)  # a body, arms and legs
-    stroke(side // 5, side // 2, side * 4 // 5, side // 2, 0.08)
-    stroke(side // 2, side * 3 // 4, side // 3, side - side // 20, 0.05)
-    stroke(side // 2, side * 3 // 4, side * 2 // 3, side - side // 20, -0.05)
-    step = side // 25  # hatching spaced wider than the strokes: open, never solid
-    for x in range(side // 10, side * 9 // 10, step):
-        y = int(rng.integers(side // 2, side * 2 // 3))
-        stroke(x, y, x + step, y + side // 4, 0.03)
-    return art
 
 
 @pytest.mark.parametrize("dpi", [100, 150, 300])

@@ -2,7 +2,7 @@
 take as it is.
 
 Stages, one module each: `settings` (the options, checked once), `selection` (kept pages, one per
-group of near-duplicates, and their file names), `source` (each page's picture at the resolution the
+group of near-duplicates, each one image or one per picture, and their file names), `source` (each page's picture at the resolution the
 output needs: the embedded scan decoded reduced, or a render), `geometry` and `shape` (the whole page
 or its picture; square pad/crop/stretch or SDXL buckets, LANCZOS, JPEG), `captions` (the template),
 `layouts` (kohya, folder, diffusers; provenance and settings), `zipwriter` (deterministic, streamed,

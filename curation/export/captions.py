@@ -11,7 +11,7 @@ import pathlib
 import re
 import string
 
-PLACEHOLDERS = ("trigger", "class", "caption", "doc", "page")
+PLACEHOLDERS = ("trigger", "class", "caption", "doc", "page", "picture")
 _SPACES = re.compile(r"\s+")
 
 
@@ -21,9 +21,10 @@ def template_fields(template: str) -> list[str]:
 
 
 def render_caption(template: str, *, trigger: str, class_word: str, caption: str | None = None,
-                   doc: str = "", page: int = 0) -> str:
-    """The caption for one image, on one line."""
-    text = template.format(trigger=trigger, caption=one_line(caption or ""), doc=doc, page=page,
+                   doc: str = "", page: int = 0, picture: int | str = "") -> str:
+    """The caption for one image, on one line. `picture`: its 1-based number on the page (crop
+    "pictures"), empty for a whole page."""
+    text = template.format(trigger=trigger, caption=one_line(caption or ""), doc=doc, page=page, picture=picture,
                            **{"class": class_word})
     parts = [one_line(part) for part in text.split(",")]
     return ", ".join(part for part in parts if part)
@@ -34,6 +35,7 @@ def one_line(text: str) -> str:
 
 
 def caption_for(item, settings) -> str:
-    """The caption of one exported page (an `Item`) under `settings`."""
+    """The caption of one exported image (an `Item`) under `settings`."""
     return render_caption(settings.template, trigger=settings.trigger, class_word=settings.class_word,
-                          caption=item.caption, doc=pathlib.PurePath(item.doc).stem, page=item.page)
+                          caption=item.caption, doc=pathlib.PurePath(item.doc).stem, page=item.page,
+                          picture="" if item.picture is None else item.picture)

@@ -5,7 +5,8 @@ decodes or renders only as much as the output needs. Units are the source's own:
 embedded scan, or points of a page to render.
 
 With `crop="picture"` the part shaped is the page's illustration, not the whole page: the bounding
-box ingest found (in reference pixels, 144 dpi) with a small margin, clamped to the page. It travels
+box ingest found (in reference pixels, 144 dpi) with a small margin, clamped to the page. With
+`crop="pictures"` each picture of the page is such a part, an image of its own. It travels
 to the reader as a `Region`, fractions of the page, so it means the same on a scan and on a render.
 """
 
@@ -53,14 +54,21 @@ class Plan:
 
 def crop_box(item, settings: ExportSettings) -> tuple[int, int, int, int] | None:
     """The part of the page an item exports under `settings`, in reference pixels; None for the whole
-    page (`crop="page"`, no picture box, a box too small, or a page scored without its size)."""
-    if settings.crop != "picture" or item.picture_box is None or not item.width or not item.height:
+    page (`crop="page"`, no picture box, a box too small, or a page scored without its size).
+
+    With `crop="pictures"` an item that is one picture of its page (`item.picture`) shows that picture;
+    its size was checked when it was selected (the manifest's `picture_area_min`)."""
+    if settings.crop == "page" or item.picture_box is None or not item.width or not item.height:
+        return None
+    if settings.crop == "pictures" and item.picture is None:
         return None
     width, height = item.width, item.height
     x0, y0, x1, y1 = item.picture_box
     margin = max(2, math.ceil(CROP_MARGIN * min(width, height)))
     box = (max(0, x0 - margin), max(0, y0 - margin), min(width, x1 + margin), min(height, y1 + margin))
-    if box[2] <= box[0] or box[3] <= box[1] or (box[2] - box[0]) * (box[3] - box[1]) < MIN_CROP_SHARE * width * height:
+    if box[2] <= box[0] or box[3] <= box[1]:
+        return None
+    if settings.crop == "picture" and (box[2] - box[0]) * (box[3] - box[1]) < MIN_CROP_SHARE * width * height:
         return None
     return box
 

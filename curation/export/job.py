@@ -84,7 +84,7 @@ class Export:
         if self.out.is_dir():
             raise ExportError(f"{self.out} is a folder; give the path of the ZIP to write")
         self.decision = self.manifest.decision_params(self.threshold)
-        selection = select(self.manifest, self.threshold, self.settings.duplicates)
+        selection = select(self.manifest, self.threshold, self.settings.duplicates, self.settings.crop)
         items = selection.items
         if not items:
             raise ExportError(f"nothing to export: no scored page is kept by the {self.decision['rule']} rule at "

@@ -26,9 +26,10 @@ from .settings import MIN_BUCKET_SIDE, ExportSettings
 
 FORMAT = "curation-export/1"
 # crop_x0..crop_y1: the part of the page the image shows, in reference pixels (144 dpi, as the
-# manifest's picture_x0..y1); the whole page when crop is "page".
+# manifest's picture_x0..y1); the whole page when crop is "page". picture: which picture of its page
+# the image is (crop "pictures", 1 the largest), empty for a page.
 PROVENANCE_COLUMNS = ["file", "document", "sha256", "page", "sigma", "decided_by", "caption", "width", "height", "source",
-                      "duplicate_group", "crop", "crop_x0", "crop_y0", "crop_x1", "crop_y1"]
+                      "duplicate_group", "crop", "crop_x0", "crop_y0", "crop_x1", "crop_y1", "picture"]
 # Characters no folder name may hold on some system, and control characters.
 UNSAFE_IN_FOLDER = re.compile(r'[\\/:*?"<>|\x00-\x1f\x7f]+')
 
@@ -118,7 +119,8 @@ def provenance_csv(records: Iterable[Record]) -> bytes:
     for r in records:
         writer.writerow([r.file, r.item.doc, r.item.sha256, r.item.page, f"{r.item.sigma:.3f}", r.item.decided_by,
                          r.caption, r.width, r.height, r.method, "" if r.item.group is None else r.item.group,
-                         "page" if r.crop is None else "picture", *_shown_box(r)])
+                         "page" if r.crop is None else "picture", *_shown_box(r),
+                         "" if r.item.picture is None else r.item.picture])
     return out.getvalue().encode()
 
 
@@ -136,7 +138,13 @@ def export_json(settings: ExportSettings, threshold: float, images: int, skipped
 
     `decision` is the rule that decided the pages without an override and its cutoffs
     (`Manifest.decision_params()`); `left_out` the near-duplicates not written, each with the page of
-    its group that was; `cropped` how many images show a picture rather than a whole page."""
+    its group that was; `cropped` how many images show a picture rather than a whole page. With crop
+    "pictures", `min_area` is the size (square inches, the decision's `picture_area_min`) under which a
+    picture was not exported on its own."""
+    crop = {"mode": settings.crop, "cropped_images": cropped, "margin": CROP_MARGIN, "min_share": MIN_CROP_SHARE,
+            "units": "reference pixels (144 dpi)"}
+    if settings.crop == "pictures":
+        crop["min_area"] = (decision or {}).get("picture_area_min")
     document = {
         "format": FORMAT,
         "settings": settings.as_dict(),
@@ -145,8 +153,7 @@ def export_json(settings: ExportSettings, threshold: float, images: int, skipped
         "images": images,
         "image_folder": image_folder(settings),
         "skipped": skipped,
-        "crop": {"mode": settings.crop, "cropped_images": cropped, "margin": CROP_MARGIN,
-                 "min_share": MIN_CROP_SHARE, "units": "reference pixels (144 dpi)"},
+        "crop": crop,
         "duplicates": {"mode": settings.duplicates, "left_out": [entry.as_dict() for entry in left_out]},
     }
     return (json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()

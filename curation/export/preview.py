@@ -30,14 +30,39 @@ def sample_items(items: list[Item], count: int = 4, settings: ExportSettings | N
     """`count` items spread evenly over the selection, first and last included: a fair sample.
 
     When `settings` cut pages to their picture, at least half the sample (as many as there are) is
-    pages that are cut, so the preview shows what the crop does; the rest are whole pages."""
+    pages that are cut, so the preview shows what the crop does; the rest are whole pages. When each
+    picture is an image of its own, the sample is of pages, each shown with all its pictures (up to
+    `count` images in all, a page with several pictures first)."""
+    if settings is not None and settings.crop == "pictures":
+        return _sample_pages(items, count, settings)
     if settings is not None and settings.crop == "picture":
-        cut = [item for item in items if crop_box(item, settings) is not None]
-        whole = [item for item in items if crop_box(item, settings) is None]
-        take_cut = min(len(cut), max(count - len(whole), (count + 1) // 2))
-        chosen = set(map(id, _spread(cut, take_cut) + _spread(whole, count - take_cut)))
-        return [item for item in items if id(item) in chosen]
+        return _balanced(items, count, lambda item: crop_box(item, settings) is not None)
     return _spread(items, count)
+
+
+def _balanced(units: list, count: int, is_cut) -> list:
+    """`count` of `units`, at least half of them cut (as many as there are), each kind spread evenly."""
+    cut = [unit for unit in units if is_cut(unit)]
+    whole = [unit for unit in units if not is_cut(unit)]
+    take_cut = min(len(cut), max(count - len(whole), (count + 1) // 2))
+    chosen = set(map(id, _spread(cut, take_cut) + _spread(whole, count - take_cut)))
+    return [unit for unit in units if id(unit) in chosen]
+
+
+def _sample_pages(items: list[Item], count: int, settings: ExportSettings) -> list[Item]:
+    pages: dict[tuple[int, int], list[Item]] = {}
+    for item in items:
+        pages.setdefault((item.doc_id, item.page), []).append(item)
+    several = _spread([images for images in pages.values() if len(images) > 1], 1)
+    others = [images for images in pages.values() if not several or images is not several[0]]
+    # What this crop is for first: one page shown as its pictures (leaving room for one other page).
+    chosen = several[0][:count - 1 if others else count] if several else []
+    rest = _balanced(others, count - len(chosen), lambda images: crop_box(images[0], settings) is not None)
+    whole = [images for images in rest if crop_box(images[0], settings) is None]
+    for images in whole + [images for images in rest if images not in whole]:  # whole pages before they are crowded out
+        chosen += images[:count - len(chosen)]
+    position = {id(item): n for n, item in enumerate(items)}
+    return sorted(chosen, key=lambda item: position[id(item)])
 
 
 def _spread(items: list[Item], count: int) -> list[Item]:

@@ -1,8 +1,10 @@
-"""Which pages an export takes (the curator's decisions, one page per group of near-duplicates) and the
-file name each one gets."""
+"""Which pages an export takes (the curator's decisions, one page per group of near-duplicates), the
+images they become (one per page, or one per picture with crop "pictures") and the file name each one
+gets."""
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 import re
 import unicodedata
@@ -16,7 +18,7 @@ BOX_COLUMNS = ("picture_x0", "picture_y0", "picture_x1", "picture_y1")
 
 @dataclass(frozen=True)
 class Item:
-    """One kept page, as the export needs it."""
+    """One exported image: a kept page, or one picture of it, as the export needs it."""
 
     doc_id: int
     page: int  # 0-based, as everywhere in the manifest
@@ -29,9 +31,10 @@ class Item:
     name: str  # file stem in the ZIP: unique, safe, and stable across exports
     width: int | None = None  # the page in reference pixels (144 dpi), as scored
     height: int | None = None
-    picture_box: tuple[int, int, int, int] | None = None  # the illustration, in reference pixels
+    picture_box: tuple[int, int, int, int] | None = None  # the illustration (or this picture), in reference pixels
     picture_share: float | None = None
     group: int | None = None  # its near-duplicate group, None when it has no near-identical page
+    picture: int | None = None  # crop "pictures": which picture of the page, 1 the largest; None: the page
 
 
 @dataclass(frozen=True)
@@ -53,11 +56,18 @@ class Selection:
     left_out: list[LeftOut] = field(default_factory=list)  # near-duplicates not written
     duplicates: int = 0  # pages that are near-duplicates of another exported page (written or not)
 
+    @property
+    def pages(self) -> int:
+        """How many pages the images come from (fewer than the images when pictures are exported apart)."""
+        return len({(item.doc_id, item.page) for item in self.items})
 
-def select(manifest: Manifest, threshold: float | None = None, duplicates: str = "one") -> Selection:
+
+def select(manifest: Manifest, threshold: float | None = None, duplicates: str = "one",
+           crop: str = "page") -> Selection:
     """The kept pages, in document order: a snapshot, so decisions changed during an export do not
     change it half way (one query). With `duplicates="one"` each group of near-identical plates gives one page:
-    the one whose picture covers most of it, ties to the first by document path and page. Rows are
+    the one whose picture covers most of it, ties to the first by document path and page. With
+    `crop="pictures"` each page then gives one item per picture (see `one_per_picture`). Rows are
     small; no image is read here."""
     items, used = [], set()
     for row in manifest.export_pages(threshold):
@@ -69,12 +79,32 @@ def select(manifest: Manifest, threshold: float | None = None, duplicates: str =
         items.append(Item(row["doc_id"], row["page"], row["doc"], row["sha256"], row["doc_size"], row["sigma"],
                           row["decided_by"], row["caption"], name, row["width"], row["height"],
                           None if None in box else box, row["picture_share"], row["duplicate_group"]))
-    return one_per_group(items) if duplicates == "one" else Selection(items, [], _duplicates(items))
+    selection = one_per_group(items) if duplicates == "one" else Selection(items, [], _duplicates(items))
+    if crop == "pictures":
+        pictures = manifest.pictures_at_least(manifest.picture_area_min)
+        selection = dataclasses.replace(selection, items=one_per_picture(selection.items, pictures))
+    return selection
 
 
-def select_items(manifest: Manifest, threshold: float | None = None, duplicates: str = "one") -> list[Item]:
-    """The pages an export writes (see `select`)."""
-    return select(manifest, threshold, duplicates).items
+def select_items(manifest: Manifest, threshold: float | None = None, duplicates: str = "one",
+                 crop: str = "page") -> list[Item]:
+    """The images an export writes (see `select`)."""
+    return select(manifest, threshold, duplicates, crop).items
+
+
+def one_per_picture(items: list[Item], pictures: dict[tuple[int, int], list]) -> list[Item]:
+    """Each page with pictures (`Manifest.pictures_at_least`: the ones large enough) as one item per
+    picture, largest first, named `<page's name>_pic<n>` after the picture's rank on its page, so a
+    name stays the same whatever the size cutoff. A page without one stays one item: it exports whole."""
+    expanded = []
+    for item in items:
+        boxes = pictures.get((item.doc_id, item.page))
+        if not boxes:
+            expanded.append(item)
+            continue
+        expanded.extend(dataclasses.replace(item, name=f"{item.name}_pic{n + 1}", picture_box=tuple(box), picture=n + 1)
+                        for n, *box in boxes)
+    return expanded
 
 
 def one_per_group(items: list[Item]) -> Selection:

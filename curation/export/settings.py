@@ -11,7 +11,9 @@ from .captions import PLACEHOLDERS, render_caption, template_fields
 MODES = ("square", "bucket")
 FITS = ("pad", "crop", "stretch")
 LAYOUTS = ("kohya", "folder", "diffusers")
-CROPS = ("page", "picture")  # page: the whole page; picture: cut to the illustration's bounding box
+# page: the whole page; picture: cut to the illustration's bounding box; pictures: each picture of a page
+# its own image
+CROPS = ("page", "picture", "pictures")
 DUPLICATES = ("one", "all")  # one: a single page per group of near-identical plates; all: every kept page
 MIN_SIZE, MAX_SIZE = 64, 4096
 MIN_BUCKET_SIDE = 256  # the smallest bucket side, as sd-scripts' min_bucket_reso
@@ -41,7 +43,7 @@ class ExportSettings:
     template: str = DEFAULT_TEMPLATE
     repeats: int = 10  # kohya: how often each image is seen per epoch
     pad_colour: str = "paper"  # "paper" (estimated per page) or "#rrggbb"
-    crop: str = "page"  # page, or picture: each page cut to its illustration (pages without one stay whole)
+    crop: str = "page"  # page, picture (each page cut to its illustration) or pictures (one image per picture)
     duplicates: str = "one"  # one: the best page of each near-duplicate group; all: every kept page
 
     def __post_init__(self):
@@ -105,6 +107,6 @@ def _check_template(template: str) -> None:
     if "trigger" not in fields:
         raise SettingsError("the caption template must contain {trigger}: it is how prompts call the trained style")
     try:
-        render_caption(template, trigger="t", class_word="c", caption="x", doc="d", page=0)
+        render_caption(template, trigger="t", class_word="c", caption="x", doc="d", page=0, picture=1)
     except (ValueError, IndexError, KeyError) as exc:  # a format spec that does not fit, like {caption:d}
         raise SettingsError(f"caption template {template!r} cannot be filled in: {exc}") from exc
