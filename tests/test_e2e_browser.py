@@ -145,14 +145,14 @@ def test_ingest_threshold_review_in_a_browser(server, browser_page):
     # the figures change at once; nothing is saved until Save.
     go(page, url, "threshold")
     main = page.locator("[data-testid='stMain']")
-    assert "Picture rule." in main.inner_text() and page.get_by_role("heading", name="Picture share").count() == 1
+    assert "Picture rule." in main.inner_text() and page.get_by_role("heading", name="Largest picture").count() == 1
     with Manifest(db) as manifest:
         assert metric(page, "Kept") == str(manifest.summary()["kept"])
     page.get_by_role("radio", name="σ only").click()
     page.get_by_text("σ only, the original method.").wait_for()
     settle(page)
     no_exception(page)
-    assert page.get_by_role("heading", name="Picture share").count() == 0  # its cutoff plays no part now
+    assert page.get_by_role("heading", name="Largest picture").count() == 0  # its cutoff plays no part now
     cutoff = page.get_by_label("σ cutoff", exact=True)
     cutoff.fill("10")
     cutoff.press("Enter")
