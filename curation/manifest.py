@@ -161,6 +161,7 @@ RULES = {
 }
 DEFAULT_RULE = "picture"
 DEFAULT_PICTURE_SHARE_MIN = 0.03  # plates and mixed pages cover 7 % and more; ornaments under 1 %
+DEFAULT_PAGE_TIMEOUT = 60.0  # seconds; a page past it is skipped (a pathological pattern can take hours)
 INK_TONE_MIN = 0.15  # below this a page holds no ink at all, only paper grain
 # Documents whose file was replaced by new content no longer take part in decisions.
 LIVE_DOCUMENT_SQL = "d.status != 'replaced'"
@@ -277,6 +278,17 @@ class Manifest:
     @picture_share_min.setter
     def picture_share_min(self, value: float) -> None:
         self.set_setting("picture_share_min", float(value))
+
+    @property
+    def page_timeout(self) -> float:
+        """Seconds a page may take to be read before it is skipped (0: no limit)."""
+        return float(self.get_setting("page_timeout", str(DEFAULT_PAGE_TIMEOUT)))
+
+    @page_timeout.setter
+    def page_timeout(self, value: float) -> None:
+        if value < 0:
+            raise ValueError("the page time limit cannot be negative")
+        self.set_setting("page_timeout", float(value))
 
     def decision_params(self, threshold: float | None = None, rule: str | None = None) -> dict:
         """What KEEP_SQL binds: the saved rule and cutoffs, or the ones being tried."""
