@@ -103,7 +103,7 @@ def ingest(paths, db, workers, page_timeout, worker_memory, quiet):
         report = run_job(Ingest(manifest, paths, workers=workers, page_timeout=page_timeout,
                                 worker_memory=worker_memory, on_progress=progress, on_hash_progress=hash_progress))
     finish_run(report, f"{report.documents} documents ({report.new_documents} new): {report.pages_scored} pages "
-                       f"scored, {failed_pages(report)}, {report.pages_per_second:.1f} pages/s")
+                       f"scored, {failed_pages(report)}, {report.pages_per_second:.1f} pages/s{report.incidents}")
 
 
 @contextlib.contextmanager

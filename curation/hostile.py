@@ -259,12 +259,18 @@ def campaign(folder: str | pathlib.Path, files: int, seed: int = 0, *, crafted: 
         (folder / f"{name}.pdf").write_bytes(make())
         kinds[f"{name}.pdf"] = name
     mutations = list(MUTATIONS.items())
-    for index in range(files - len(kinds)):
+    written = {(folder / "good.pdf").read_bytes()}
+    index = 0
+    while len(kinds) < files:  # each file different: the same bytes twice would be one document
         rng = np.random.default_rng((seed, index))
         kind, mutate = mutations[index % len(mutations)]
-        name = f"mutant-{index:04d}-{kind}.pdf"
-        (folder / name).write_bytes(mutate(sources[index % len(sources)], rng))
-        kinds[name] = kind
+        data = mutate(sources[index % len(sources)], rng)
+        if data not in written:
+            written.add(data)
+            name = f"mutant-{index:04d}-{kind}.pdf"
+            (folder / name).write_bytes(data)
+            kinds[name] = kind
+        index += 1
     return kinds
 
 

@@ -28,7 +28,8 @@ import pymupdf
 
 from .jobs import DiskFull, Stopped, is_disk_full, stop_on_sigterm
 from .manifest import Manifest, PageResult
-from .reader import DocumentError, DocumentInfo, error_text, file_sha256, find_pdfs, inspect_document, open_document
+from .reader import (DocumentError, DocumentInfo, error_text, file_sha256, find_pdfs, inspect_document, open_document,
+                     readable)
 from .duplicates import refresh_duplicates
 from .features import FEATURES_VERSION
 from .scorer import score_page
@@ -66,6 +67,16 @@ class IngestReport:
     def pages_per_second(self) -> float:
         return self.pages_scored / self.seconds if self.seconds else 0.0
 
+    @property
+    def incidents(self) -> str:
+        """'; 2 worker crashes retried, 1 time-out' when there were any, else ''."""
+        parts = []
+        if self.crashes:
+            parts.append(f"{self.crashes} worker crash{'' if self.crashes == 1 else 'es'} retried")
+        if self.timeouts:
+            parts.append(f"{self.timeouts} time-out{'' if self.timeouts == 1 else 's'}")
+        return "; " + ", ".join(parts) if parts else ""
+
 
 def run_task(task: Task):
     """Worker side: what one task produces. Runs in a worker process."""
@@ -87,8 +98,8 @@ def _score_and_shrink(doc, number: int) -> PageResult:
     finally:
         # MuPDF caches every image it touched (up to 256 MB per process); a page is never needed twice.
         pymupdf.TOOLS.store_shrink(100)
-    if result.status == "failed" and out_of_memory(result.error):
-        return replace(result, error=memory_message())
+    if result.status == "failed":
+        return replace(result, error=memory_message() if out_of_memory(result.error) else readable(result.error))
     return result
 
 
@@ -538,7 +549,7 @@ class Ingest:
     def _summary(self) -> str:
         r = self.report
         return (f"{r.documents} documents ({r.new_documents} new), {r.pages_scored} pages scored, "
-                f"{r.pages_failed} failed, in {r.seconds:.1f} s")
+                f"{r.pages_failed} failed, in {r.seconds:.1f} s{r.incidents}")
 
 
 class Rescore(Ingest):

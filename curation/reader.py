@@ -111,4 +111,9 @@ def inspect_document(path: str | os.PathLike) -> DocumentInfo:
 def error_text(exc: Exception) -> str:
     """The first line of an exception's message, short enough for a table cell."""
     text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:300]
+    return readable(text.splitlines()[0][:300])
+
+
+def readable(text: str) -> str:
+    """`text` safe to store and print: MuPDF quotes the raw bytes of damaged names, not always UTF-8."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
