@@ -16,7 +16,6 @@ import os
 import pathlib
 import resource
 import signal
-import sqlite3
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -26,7 +25,7 @@ from enum import Enum
 import psutil
 import pymupdf
 
-from .jobs import DiskFull, Stopped, is_disk_full, stop_on_sigterm
+from .jobs import DiskFull, Stopped, is_disk_full, record_end, stop_on_sigterm
 from .manifest import Manifest, PageResult
 from .reader import (DocumentError, DocumentInfo, error_text, file_sha256, find_pdfs, inspect_document, open_document,
                      readable)
@@ -403,7 +402,8 @@ class Ingest:
         finally:
             self.report.seconds = time.monotonic() - self._started
             self.report.crashes, self.report.timeouts = scheduler.crashes, scheduler.timeouts
-            self._record_end(status, message or self._summary())
+            record_end(self.manifest, self.job_id, status, message or self._summary(),
+                       lambda: self._heartbeat(force=True), lambda: DiskFull(self.manifest.path, self._room_needed()))
         return self.report
 
     # -- planning -----------------------------------------------------------------------------
@@ -515,18 +515,6 @@ class Ingest:
         self._remaining.pop(doc_id, None)
 
     # -- progress -----------------------------------------------------------------------------
-
-    def _record_end(self, status: str, message: str) -> None:
-        try:
-            self._heartbeat(force=True)
-            self.manifest.finish_job(self.job_id, status, message)
-        except sqlite3.Error as exc:
-            # With the disk full even the job's last line may not fit; the run's own error says why,
-            # and a job whose process has ended no longer holds the manifest.
-            if not is_disk_full(exc):
-                raise
-            if status == "done":
-                raise DiskFull(self.manifest.path, self._room_needed()) from None
 
     def _room_needed(self) -> int:
         """What the pages left would add to the manifest, at the bytes per page it holds so far."""

@@ -114,3 +114,20 @@ def is_disk_full(exc: BaseException) -> bool:
 
 def megabytes(size: int) -> str:
     return f"{size / 1e6:,.1f} MB" if size >= 100_000 else f"{size / 1e3:,.0f} kB"
+
+
+def record_end(manifest: Manifest, job_id: int, status: str, message: str, last_beat, disk_full) -> None:
+    """A job's last progress (`last_beat()`) and outcome in the manifest, on a full disk too.
+
+    With the disk full even these lines may not fit. A job that failed or stopped then ends without
+    them: the error it raises says why, and a job whose process has ended no longer holds the manifest.
+    A job that finished raises `disk_full()`: its work is saved but the manifest cannot say so.
+    """
+    try:
+        last_beat()
+        manifest.finish_job(job_id, status, message)
+    except sqlite3.Error as exc:
+        if not is_disk_full(exc):
+            raise
+        if status == "done":
+            raise disk_full() from None

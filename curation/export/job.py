@@ -18,7 +18,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 
 from ..ingest import Failure, Scheduler, bounded_pool, process_pool, timeout_message
-from ..jobs import DiskFull, Stopped, is_disk_full, stop_on_sigterm
+from ..jobs import DiskFull, Stopped, is_disk_full, record_end, stop_on_sigterm
 from ..manifest import Manifest
 from ..reader import error_text
 from .captions import caption_for
@@ -125,8 +125,8 @@ class Export:
         finally:
             close_document()
             self.report.seconds = time.monotonic() - self._started
-            self._heartbeat(force=True)
-            self.manifest.finish_job(self.job_id, status, message or self._summary())
+            record_end(self.manifest, self.job_id, status, message or self._summary(),
+                       lambda: self._heartbeat(force=True), lambda: DiskFull(self.out, self._room_needed()))
         return self.report
 
     def _write_images(self, target: ZipTarget, items: list[Item]) -> list[Record]:
