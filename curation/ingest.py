@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+import cv2
 import psutil
 import pymupdf
 
@@ -36,6 +37,7 @@ from .scorer import score_page
 PAGES_PER_TASK = 16
 TASKS_PER_CHILD = 500  # a worker is replaced now and then so nothing it leaks can pile up
 PROGRESS_INTERVAL = 0.5
+MIN_WORKER_ROOM = 256 << 20  # bytes a worker may always allocate, whatever its memory limit
 CRASH_MESSAGE = "the PDF engine crashed on this page (twice, in fresh workers); skipped"
 
 
@@ -119,10 +121,15 @@ def _init_worker(memory_limit: int | None = None) -> None:
     # MuPDF's messages would garble the progress bar; the reasons are recorded per document instead.
     pymupdf.TOOLS.mupdf_display_errors(False)
     pymupdf.TOOLS.mupdf_display_warnings(False)
+    # One process per core already: OpenCV's own threads would only compete (and each reserves memory).
+    cv2.setNumThreads(1)
     if memory_limit:
         # Past its share an allocation fails in the worker (MuPDF and NumPy raise, the page fails with a
         # message); the kernel's OOM killer never has to choose, so the coordinator is never its victim.
-        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+        # The limit is on address space, which starts well above what is used (libraries, thread
+        # arenas: more on many-core machines), so a worker always keeps some room to work.
+        limit = max(memory_limit, psutil.Process().memory_info().vms + MIN_WORKER_ROOM)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
 def process_pool(workers: int, memory_limit: int | None = None) -> cf.Executor:
