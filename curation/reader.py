@@ -93,7 +93,12 @@ def open_document(path: str | os.PathLike) -> pymupdf.Document:
     if doc.needs_pass:
         doc.close()
         raise DocumentError("encrypted", "the PDF is password-protected; it cannot be read without the password")
-    if doc.page_count == 0:
+    try:
+        pages = doc.page_count
+    except Exception as exc:  # a page tree that lies about its count, or loops
+        doc.close()
+        raise DocumentError("failed", f"MuPDF cannot read its page tree: {error_text(exc)}") from exc
+    if pages == 0:
         doc.close()
         raise DocumentError("empty", "the PDF has no pages")
     return doc

@@ -39,7 +39,9 @@ def test_a_page_past_the_worker_limit_fails_with_a_message_and_the_rest_is_score
                     task_fn=crashing.run_task_without_render_cap)
     rows = {r["doc"].rsplit("/", 1)[1]: r for r in manifest.pages() if r["status"] == "failed"}
     assert list(rows) == ["giant.pdf"]
-    assert rows["giant.pdf"]["error"] == "needed more memory than a worker may take (1.0 GB; --worker-memory); skipped"
+    # 1 GB, or a little more where the worker's libraries already take most of that (see MIN_WORKER_ROOM)
+    assert re.fullmatch(r"needed more memory than a worker may take \(1\.\d GB; --worker-memory\); skipped",
+                        rows["giant.pdf"]["error"])
     assert report.pages_scored == 3 and report.crashes == 0
 
 
