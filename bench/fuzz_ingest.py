@@ -6,7 +6,8 @@ image, page-tree loops, deep nesting, a lying page count, a recursive form) and 
 mutations of generated scan PDFs. The ingest runs as the CLI does, in its own process, while this
 script watches every process of its tree. Printed: files, document statuses, page failures by reason,
 crashes retried and time-outs (from the run's summary), the wall time, and the peak RSS per process.
-Then a second, small run times an ingest whose only page hangs: the page time limit plus overhead.
+Then two small runs time an ingest with one hanging page: alone in its document (the limit plus
+overhead) and inside a 16-page task (about twice the limit: once in the task, once alone).
 
     python bench/fuzz_ingest.py [--files 500] [--seed 0] [--page-timeout 10] [--workers 2] [--out bench/out]
 """
@@ -46,6 +47,26 @@ def reason(text: str | None) -> str:
     return text.split(":")[0] if text.startswith(("damaged page", "could not read page")) else text[:70]
 
 
+def hang_alone_or_inside(args, inside: bool) -> None:
+    """Time an ingest whose one hanging page is a document of its own, or page 5 of a 16-page one."""
+    folder = args.out / "hang"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    hostile.scan_pdf(folder / "good.pdf", pages=16)
+    (folder / "hang.pdf").write_bytes(hostile.tiling_hang())
+    if inside:
+        import pymupdf
+
+        mixed = pymupdf.open(folder / "good.pdf")
+        mixed.insert_pdf(pymupdf.open(folder / "hang.pdf"), start_at=5)
+        mixed.save(folder / "mixed.pdf")
+        (folder / "hang.pdf").unlink()
+    where = "page 5 of a 17-page document" if inside else "a one-page document"
+    code, summary, _, seconds, _, _ = ingest(folder, args.out / "hang.sqlite", args.workers, args.page_timeout)
+    print(f"a hanging page as {where}, beside a 16-page one, limit {args.page_timeout:g} s: exit {code} in "
+          f"{seconds:.1f} s ({seconds / args.page_timeout:.2f} x the limit); {summary}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=500)
@@ -83,14 +104,8 @@ def main() -> int:
         print(f"  {role:17s} {len(values):3d} process(es), max {max(values) / 1e6:7.1f} MB, "
               f"median {sorted(values)[len(values) // 2] / 1e6:7.1f} MB")
 
-    hang = args.out / "hang"
-    shutil.rmtree(hang, ignore_errors=True)
-    hang.mkdir(parents=True)
-    (hang / "hang.pdf").write_bytes(hostile.tiling_hang())
-    hostile.scan_pdf(hang / "good.pdf", pages=16)
-    code, summary, _, seconds, _, _ = ingest(hang, args.out / "hang.sqlite", args.workers, args.page_timeout)
-    print(f"one hanging page beside a 16-page document, limit {args.page_timeout:g} s: exit {code} in "
-          f"{seconds:.1f} s ({seconds - args.page_timeout:.1f} s over the limit); {summary}")
+    for inside in (False, True):
+        hang_alone_or_inside(args, inside)
     return 0
 
 

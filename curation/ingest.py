@@ -253,24 +253,23 @@ class Scheduler:
         try:
             self._warm_up(executor)
             most = self.workers if self.page_timeout else 2 * self.workers
-            while queue or in_flight:
-                while queue and len(in_flight) < most:
-                    task = queue.popleft()
-                    try:
-                        in_flight[executor.submit(self.task_fn, task)] = (task, time.monotonic())
-                    except cf.BrokenExecutor:  # a worker died before this task could be handed over
-                        queue.appendleft(task)
-                        break
+            broken_at_submit = not self._fill(executor, queue, in_flight, most)
+            if broken_at_submit and not in_flight:
+                raise RuntimeError("the worker processes die as they start; nothing can be read")
+            while in_flight:
                 done, _ = cf.wait(in_flight, timeout=PROGRESS_INTERVAL, return_when=cf.FIRST_COMPLETED)
                 finished, broken = [], []
                 for future in done:
                     task, _ = in_flight.pop(future)
                     outcome = _outcome(future)
                     (broken if outcome is Failure.CRASHED else finished).append((task, outcome))
-                yield from finished
-                if broken:
+                if broken or broken_at_submit:
                     self.crashes += 1
+                    yield from finished
                     return [task for task, _ in broken] + [task for task, _ in in_flight.values()]
+                # Workers get their next task before the results are saved: they never wait on the manifest.
+                broken_at_submit = not self._fill(executor, queue, in_flight, most)
+                yield from finished
                 late = [future for future, (_, started) in in_flight.items() if self._late(started)]
                 if late:
                     self.timeouts += 1
@@ -286,6 +285,17 @@ class Scheduler:
                 self.kill(executor)
             else:
                 executor.shutdown(wait=True)
+
+    def _fill(self, executor: cf.Executor, queue: deque, in_flight: dict, most: int) -> bool:
+        """Hand queued tasks to the executor up to `most` in flight; False if it broke meanwhile."""
+        while queue and len(in_flight) < most:
+            task = queue.popleft()
+            try:
+                in_flight[executor.submit(self.task_fn, task)] = (task, time.monotonic())
+            except cf.BrokenExecutor:  # a worker died before this task could be handed over
+                queue.appendleft(task)
+                return False
+        return True
 
     def _give_up_late(self, late: list[cf.Future], in_flight: dict, queue: deque):
         """Late tasks split into pages queued first, single late pages failed; the rest queued again."""
