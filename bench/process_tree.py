@@ -14,7 +14,16 @@ def watch_tree(proc: subprocess.Popen) -> tuple[int, float]:
 
     Polled rather than taken from rusage: pool workers are children of the forkserver, not of the job.
     """
-    peaks: dict[int, int] = {}
+    peaks, cpu = watch_processes(proc)
+    return max((peak for _, peak in peaks.values()), default=0), cpu
+
+
+def watch_processes(proc: subprocess.Popen) -> tuple[dict[int, tuple[str, int]], float]:
+    """{pid: (role, peak RSS)} of every process the tree had, and the CPU seconds of all of them.
+
+    The role is 'coordinator' for `proc` itself, else the process's name and first arguments.
+    """
+    peaks: dict[int, tuple[str, int]] = {}
     cpu: dict[int, float] = {}
     root = psutil.Process(proc.pid)
     while proc.poll() is None:
@@ -29,8 +38,20 @@ def watch_tree(proc: subprocess.Popen) -> tuple[int, float]:
                 with open(f"/proc/{p.pid}/status") as status:
                     for line in status:
                         if line.startswith("VmHWM:"):
-                            peaks[p.pid] = max(peaks.get(p.pid, 0), int(line.split()[1]) * 1024)
+                            role = peaks[p.pid][0] if p.pid in peaks else _role(p, root)
+                            peaks[p.pid] = (role, max(peaks.get(p.pid, ("", 0))[1], int(line.split()[1]) * 1024))
             except (psutil.Error, OSError):
                 pass
         time.sleep(0.02)
-    return max(peaks.values(), default=0), sum(cpu.values())
+    return peaks, sum(cpu.values())
+
+
+def _role(process: psutil.Process, root: psutil.Process) -> str:
+    if process.pid == root.pid:
+        return "coordinator"
+    command = " ".join(process.cmdline())
+    if "resource_tracker" in command:
+        return "resource tracker"
+    if "forkserver" in command:  # pool workers are forked by the forkserver and keep its command line
+        return "worker" if process.ppid() != root.pid else "forkserver"
+    return command[:40]

@@ -9,13 +9,16 @@ import contextlib
 import csv
 import json
 import os
+import re
 import sys
 
 import click
 from tqdm import tqdm
 
-from .ingest import Ingest, default_workers
-from .manifest import DISAGREES_SQL, LIVE_DOCUMENT_SQL, RULES, JobRunning, Manifest, ManifestError
+from .ingest import Ingest, default_worker_memory, default_workers
+from .jobs import DiskFull
+from .manifest import (DEFAULT_PAGE_TIMEOUT, DISAGREES_SQL, LIVE_DOCUMENT_SQL, RULES, JobRunning, Manifest,
+                       ManifestError)
 
 DEFAULT_DB = os.environ.get("CURATION_DB", "data/manifest.sqlite")
 FORMATS = click.Choice(["table", "csv", "jsonl"])
@@ -40,6 +43,36 @@ def cli():
     """Score scanned periodical pages, review the decisions, export a training set."""
 
 
+class Size(click.ParamType):
+    """A memory size: 2G, 1500M, 800MB; a bare number is megabytes."""
+
+    name = "size"
+    UNITS = {"": 1 << 20, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)i?b?\s*", str(value).lower())
+        if not match:
+            self.fail(f"{value!r} is not a size (examples: 2G, 1500M)", param, ctx)
+        size = int(float(match.group(1)) * self.UNITS[match.group(2)])
+        if size < 256 << 20:
+            self.fail(f"{value} is too little for a worker: give it at least 256M", param, ctx)
+        return size
+
+
+page_timeout_option = click.option(
+    "--page-timeout", type=click.FloatRange(min=0), default=None, metavar="S",
+    help="Seconds one page may take; a page past it is skipped, marked failed, and the run goes on "
+         "(its worker is killed and replaced). 0: no limit. Default: the manifest's setting "
+         f"(see `settings`; {DEFAULT_PAGE_TIMEOUT:g} s when never set).")
+worker_memory_option = click.option(
+    "--worker-memory", type=Size(), default=None, metavar="SIZE",
+    help="Memory each worker process may take (2G, 1500M). A page that needs more fails with a message; "
+         f"the machine and this process are never at risk. Default: a fair share, here "
+         f"{default_worker_memory(default_workers()) / (1 << 30):.1f}G with one worker per core.")
+
+
 def open_manifest(db: str, create: bool = False) -> Manifest:
     try:
         return Manifest(db, create=create)
@@ -52,8 +85,10 @@ def open_manifest(db: str, create: bool = False) -> Manifest:
 @db_option
 @click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
               help=f"Worker processes (default: one per core, here {default_workers()}).")
+@page_timeout_option
+@worker_memory_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def ingest(paths, db, workers, quiet):
+def ingest(paths, db, workers, page_timeout, worker_memory, quiet):
     """Score every page of the PDFs in PATHS (files or folders, searched recursively).
 
     Only what the manifest does not hold yet is read: new documents, and pages a killed run did
@@ -70,9 +105,10 @@ def ingest(paths, db, workers, quiet):
         hashing.refresh()
 
     with hashing, page_bar("scoring", quiet) as progress:
-        report = run_job(Ingest(manifest, paths, workers=workers, on_progress=progress, on_hash_progress=hash_progress))
+        report = run_job(Ingest(manifest, paths, workers=workers, page_timeout=page_timeout,
+                                worker_memory=worker_memory, on_progress=progress, on_hash_progress=hash_progress))
     finish_run(report, f"{report.documents} documents ({report.new_documents} new): {report.pages_scored} pages "
-                       f"scored, {report.pages_failed} failed, {report.pages_per_second:.1f} pages/s")
+                       f"scored, {failed_pages(report)}, {report.pages_per_second:.1f} pages/s{report.incidents}")
 
 
 @contextlib.contextmanager
@@ -89,10 +125,19 @@ def page_bar(desc: str, quiet: bool):
 
 
 def run_job(job):
+    """Run an ingest, rescore or export; a refusal or a full disk ends in one line and exit 1."""
     try:
         return job.run()
-    except JobRunning as exc:
-        raise click.ClickException(str(exc)) from exc
+    except (JobRunning, DiskFull) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def failed_pages(report) -> str:
+    """'3 failed', with how many of them were over the time limit; the reasons are in `docs` and `pages`."""
+    text = f"{report.pages_failed} failed"
+    if report.pages_timed_out:
+        text += f" ({report.pages_timed_out} over the {report.page_timeout:g} s time limit)"
+    return text
 
 
 def finish_run(report, summary: str) -> None:
@@ -109,8 +154,10 @@ def finish_run(report, summary: str) -> None:
 @db_option
 @click.option("--workers", "-w", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
 @click.option("--all", "all_pages", is_flag=True, help="Score every page again, not only pages whose features are out of date.")
+@page_timeout_option
+@worker_memory_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def rescore(db, workers, all_pages, quiet):
+def rescore(db, workers, all_pages, page_timeout, worker_memory, quiet):
     """Score the manifest's pages again with this version's scorer and features.
 
     Only pages scored by an older version are read, unless --all. Overrides, captions and
@@ -120,8 +167,9 @@ def rescore(db, workers, all_pages, quiet):
 
     manifest = open_manifest(db)
     with page_bar("rescoring", quiet) as progress:
-        report = run_job(Rescore(manifest, all_pages=all_pages, workers=workers, on_progress=progress))
-    finish_run(report, f"{report.documents} documents: {report.pages_scored} pages rescored, {report.pages_failed} failed")
+        report = run_job(Rescore(manifest, all_pages=all_pages, workers=workers, page_timeout=page_timeout,
+                                 worker_memory=worker_memory, on_progress=progress))
+    finish_run(report, f"{report.documents} documents: {report.pages_scored} pages rescored, {failed_pages(report)}")
 
 
 @cli.command()
@@ -213,7 +261,9 @@ def pages(db, fmt, threshold, rule):
 @click.option("--picture-area-min", type=click.FloatRange(min=0), default=None,
               help="Picture rule: the square inches a page's largest picture must cover (2 leaves out "
                    "stock cuts of about an inch; 0 keeps any picture).")
-def settings(db, threshold, rule, picture_area_min):
+@click.option("--page-timeout", type=click.FloatRange(min=0), default=None, metavar="S",
+              help="Seconds one page may take in ingest, rescore and export before it is skipped (0: no limit).")
+def settings(db, threshold, rule, picture_area_min, page_timeout):
     """Show the decision settings; with options, change them first."""
     manifest = open_manifest(db)
     if threshold is not None:
@@ -222,9 +272,12 @@ def settings(db, threshold, rule, picture_area_min):
         manifest.rule = rule
     if picture_area_min is not None:
         manifest.picture_area_min = picture_area_min
+    if page_timeout is not None:
+        manifest.page_timeout = page_timeout
     click.echo(f"rule: {manifest.rule} ({RULES[manifest.rule]})")
     click.echo(f"threshold: {manifest.threshold:g}")
     click.echo(f"picture_area_min: {manifest.picture_area_min:g} sq in")
+    click.echo(f"page_timeout: {manifest.page_timeout:g} s" + (" (no limit)" if not manifest.page_timeout else ""))
 
 
 @cli.command()
@@ -368,9 +421,11 @@ def sample_command(db, documents, pages, dpi, workers, quiet):
 @click.option("--threshold", type=float, default=None, help="Decide at this sigma instead of the saved threshold.")
 @click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
               help=f"Worker processes reading pages (default: one per core, here {default_workers()}).")
+@page_timeout_option
+@worker_memory_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def export(db, out, layout, mode, fit, size, quality, trigger, class_word, template, repeats, pad_colour, crop,
-           duplicates, threshold, workers, quiet):
+           duplicates, threshold, workers, page_timeout, worker_memory, quiet):
     """Write the kept pages to a LoRA training ZIP that kohya_ss, ai-toolkit and diffusers take as it is.
 
     The kept pages are the curator's overrides, else the decision rule (see `settings`), one page
@@ -401,10 +456,9 @@ def export(db, out, layout, mode, fit, size, quality, trigger, class_word, templ
         bar.update(done - bar.n)
 
     try:
-        run = Export(manifest, out, settings, threshold=threshold, workers=workers or default_workers(),
-                     on_progress=progress)
-        report = run.run()
-    except (ExportError, JobRunning) as exc:
+        report = run_job(Export(manifest, out, settings, threshold=threshold, workers=workers or default_workers(),
+                                page_timeout=page_timeout, worker_memory=worker_memory, on_progress=progress))
+    except ExportError as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
         if bar is not None:

@@ -9,20 +9,27 @@ at most the tasks in flight; the next run plans only the pages that have no row 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
+import functools
 import multiprocessing
 import os
 import pathlib
+import resource
 import signal
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from enum import Enum
 
+import cv2
+import psutil
 import pymupdf
 
-from .jobs import Stopped, stop_on_sigterm
+from .jobs import DiskFull, Stopped, is_disk_full, record_end, stop_on_sigterm
 from .manifest import Manifest, PageResult
-from .reader import DocumentError, DocumentInfo, error_text, file_sha256, find_pdfs, inspect_document, open_document
+from .reader import (DocumentError, DocumentInfo, error_text, file_sha256, find_pdfs, inspect_document, open_document,
+                     readable)
 from .duplicates import refresh_duplicates
 from .features import FEATURES_VERSION
 from .scorer import score_page
@@ -30,6 +37,7 @@ from .scorer import score_page
 PAGES_PER_TASK = 16
 TASKS_PER_CHILD = 500  # a worker is replaced now and then so nothing it leaks can pile up
 PROGRESS_INTERVAL = 0.5
+MIN_WORKER_ROOM = 256 << 20  # bytes a worker may always allocate, whatever its memory limit
 CRASH_MESSAGE = "the PDF engine crashed on this page (twice, in fresh workers); skipped"
 
 
@@ -48,13 +56,27 @@ class IngestReport:
     new_documents: int = 0
     pages_scored: int = 0
     pages_failed: int = 0
+    pages_timed_out: int = 0  # of pages_failed: skipped for the time limit
+    crashes: int = 0  # workers lost to a crash, each followed by retries
+    timeouts: int = 0  # executors torn down because a task ran past the page time limit
     seconds: float = 0.0
+    page_timeout: float | None = None
     stopped: bool = False
     problems: list[str] = field(default_factory=list)
 
     @property
     def pages_per_second(self) -> float:
         return self.pages_scored / self.seconds if self.seconds else 0.0
+
+    @property
+    def incidents(self) -> str:
+        """'; 2 worker crashes retried, 1 time-out' when there were any, else ''."""
+        parts = []
+        if self.crashes:
+            parts.append(f"{self.crashes} worker crash{'' if self.crashes == 1 else 'es'} retried")
+        if self.timeouts:
+            parts.append(f"{self.timeouts} time-out{'' if self.timeouts == 1 else 's'}")
+        return "; " + ", ".join(parts) if parts else ""
 
 
 def run_task(task: Task):
@@ -73,104 +95,266 @@ def run_task(task: Task):
 
 def _score_and_shrink(doc, number: int) -> PageResult:
     try:
-        return score_page(doc, number)
+        result = score_page(doc, number)
     finally:
         # MuPDF caches every image it touched (up to 256 MB per process); a page is never needed twice.
         pymupdf.TOOLS.store_shrink(100)
+    if result.status == "failed":
+        return replace(result, error=memory_message() if out_of_memory(result.error) else readable(result.error))
+    return result
 
 
-def _init_worker() -> None:
+def out_of_memory(text: str | None) -> bool:
+    """MuPDF's and NumPy's words for an allocation the worker's memory limit refused."""
+    return bool(text) and any(sign in text for sign in ("malloc (", "out of memory", "MemoryError", "Unable to allocate"))
+
+
+def memory_message() -> str:
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    share = f" ({limit / (1 << 30):.1f} GB; --worker-memory)" if limit != resource.RLIM_INFINITY else ""
+    return f"needed more memory than a worker may take{share}; skipped"
+
+
+def _init_worker(memory_limit: int | None = None) -> None:
     # Ctrl-C is the coordinator's to handle; workers are shut down by it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # MuPDF's messages would garble the progress bar; the reasons are recorded per document instead.
     pymupdf.TOOLS.mupdf_display_errors(False)
     pymupdf.TOOLS.mupdf_display_warnings(False)
+    # One process per core already: OpenCV's own threads would only compete (and each reserves memory).
+    cv2.setNumThreads(1)
+    if memory_limit:
+        # Past its share an allocation fails in the worker (MuPDF and NumPy raise, the page fails with a
+        # message); the kernel's OOM killer never has to choose, so the coordinator is never its victim.
+        # The limit is on address space, which starts well above what is used (libraries, thread
+        # arenas: more on many-core machines), so a worker always keeps some room to work.
+        limit = max(memory_limit, psutil.Process().memory_info().vms + MIN_WORKER_ROOM)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def process_pool(workers: int) -> cf.Executor:
+def process_pool(workers: int, memory_limit: int | None = None) -> cf.Executor:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["curation.ingest"])
     return cf.ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_init_worker, max_tasks_per_child=TASKS_PER_CHILD
+        max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(memory_limit,),
+        max_tasks_per_child=TASKS_PER_CHILD,
     )
+
+
+def bounded_pool(make_executor: Callable[[int], cf.Executor], workers: int,
+                 memory_limit: int | None = None) -> Callable[[int], cf.Executor]:
+    """The default process pool with each worker's memory capped (a fair share unless given); any
+    other executor as it is."""
+    if make_executor is not process_pool:
+        return make_executor
+    return functools.partial(process_pool, memory_limit=memory_limit or default_worker_memory(workers))
+
+
+def kill_executor(executor: cf.Executor) -> None:
+    """Tear an executor down now, tasks still running included (a page stuck in MuPDF never returns).
+
+    A process pool's workers are killed (Python 3.14 has `kill_workers`; before it the pool's own
+    process table is the only handle); any other executor is asked to cancel what it can.
+    """
+    kill = getattr(executor, "kill_workers", None)
+    if kill is not None:
+        kill()
+    else:
+        for process in list((getattr(executor, "_processes", None) or {}).values()):
+            with contextlib.suppress(Exception):
+                process.kill()
+    executor.shutdown(wait=isinstance(executor, cf.ProcessPoolExecutor), cancel_futures=True)
 
 
 def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
+def default_worker_memory(workers: int) -> int:
+    """A fair share of the machine's memory per worker, one share left to the coordinator and the rest."""
+    return psutil.virtual_memory().total // (workers + 1)
+
+
+def timeout_message(seconds: float, what: str = "draw") -> str:
+    return f"took longer than {seconds:g} s to {what}; skipped"
+
+
+class Failure(Enum):
+    """What a task came to when it gave no result."""
+
+    CRASHED = "crashed"  # its worker died, twice, the second time alone
+    TIMED_OUT = "timed out"  # it ran past the time limit on its own
+
+
+def split_pages(task) -> list:
+    """The single-page tasks of a multi-page task; any other task as it is."""
+    pages = getattr(task, "pages", None)
+    if pages is None or len(pages) < 2:
+        return [task]
+    return [replace(task, pages=(number,)) for number in pages]
+
+
 class Scheduler:
-    """Runs tasks on an executor and survives workers that die.
+    """Runs tasks on an executor and survives workers that die or never finish.
 
     When a worker process dies the pool is broken and every task in flight is a suspect: each one
     is retried alone in a fresh worker. A task that crashes again alone is split into single pages,
     each run alone, so only the page that kills the engine is marked failed.
+
+    With a `page_timeout`, no more tasks are in flight than there are workers, so a task's clock
+    starts when it is handed to a worker. A task still running after the limit is abandoned: the
+    executor is torn down (`kill`, its workers with it) and a new one made; the other tasks that were
+    running go back to the queue; the late task is split into single pages, queued first, and a single
+    page that runs past the limit on its own comes out as `Failure.TIMED_OUT`. A page that hangs inside
+    a task therefore costs about twice the limit: once in its task, once alone. All of this is
+    scheduling, so it holds for any `concurrent.futures` executor that `kill` can tear down.
     """
 
     def __init__(self, make_executor: Callable[[int], cf.Executor], workers: int,
                  task_fn: Callable = run_task, should_stop: Callable[[], bool] = lambda: False,
-                 on_idle: Callable[[], None] = lambda: None):
+                 on_idle: Callable[[], None] = lambda: None, *, page_timeout: float | None = None,
+                 split: Callable[[object], list] = split_pages, kill: Callable[[cf.Executor], None] = kill_executor):
         self.make_executor = make_executor
         self.workers = workers
         self.task_fn = task_fn
         self.should_stop = should_stop
         self.on_idle = on_idle
+        self.page_timeout = page_timeout
+        self.split = split
+        self.kill = kill
+        self.crashes = 0  # workers lost to a crash (each followed by retries)
+        self.timeouts = 0  # executors torn down because a task ran past the limit
 
-    def run(self, tasks: Iterable[Task], on_result: Callable[[Task, object], None],
-            on_crash: Callable[[Task], None]) -> None:
+    def run(self, tasks: Iterable, on_result: Callable[[object, object], None],
+            on_crash: Callable[[object], None], on_timeout: Callable[[object], None] | None = None) -> None:
+        for task, result in self.results(tasks):
+            if result is Failure.CRASHED:
+                on_crash(task)
+            elif result is Failure.TIMED_OUT:
+                (on_timeout or on_crash)(task)
+            else:
+                on_result(task, result)
+
+    def results(self, tasks: Iterable) -> Iterator[tuple[object, object]]:
+        """(task, result) for every task as it finishes; result is a `Failure` for one given up.
+
+        An exception raised by the task function is its result, not a failure.
+        """
         queue = deque(tasks)
         while queue:
-            suspects = self._run_pool(queue, on_result)
+            suspects = yield from self._run_pool(queue)
             for task in suspects:
-                self._run_alone(task, on_result, on_crash, split=True)
+                yield from self._run_alone(task, split=True)
 
-    def _run_pool(self, queue: deque, on_result) -> list[Task]:
+    def _run_pool(self, queue: deque):
         executor = self.make_executor(self.workers)
-        in_flight: dict[cf.Future, Task] = {}
+        in_flight: dict[cf.Future, tuple[object, float]] = {}
+        abandon = True
         try:
-            while queue or in_flight:
-                while queue and len(in_flight) < 2 * self.workers:
-                    task = queue.popleft()
-                    in_flight[executor.submit(self.task_fn, task)] = task
+            self._warm_up(executor)
+            most = self.workers if self.page_timeout else 2 * self.workers
+            broken_at_submit = not self._fill(executor, queue, in_flight, most)
+            if broken_at_submit and not in_flight:
+                raise RuntimeError("the worker processes die as they start; nothing can be read")
+            while in_flight:
                 done, _ = cf.wait(in_flight, timeout=PROGRESS_INTERVAL, return_when=cf.FIRST_COMPLETED)
-                broken = []
+                finished, broken = [], []
                 for future in done:
-                    task = in_flight.pop(future)
-                    try:
-                        result = future.result()
-                    except cf.BrokenExecutor:
-                        broken.append(task)
-                        continue
-                    except Exception as exc:  # a bug or an I/O error in the worker, not a crash
-                        result = exc
-                    on_result(task, result)
-                if broken:
-                    return broken + list(in_flight.values())
+                    task, _ = in_flight.pop(future)
+                    outcome = _outcome(future)
+                    (broken if outcome is Failure.CRASHED else finished).append((task, outcome))
+                if broken or broken_at_submit:
+                    self.crashes += 1
+                    yield from finished
+                    return [task for task, _ in broken] + [task for task, _ in in_flight.values()]
+                # Workers get their next task before the results are saved: they never wait on the manifest.
+                broken_at_submit = not self._fill(executor, queue, in_flight, most)
+                yield from finished
+                late = [future for future, (_, started) in in_flight.items() if self._late(started)]
+                if late:
+                    self.timeouts += 1
+                    yield from self._give_up_late(late, in_flight, queue)
+                    return []
                 self.on_idle()
                 if self.should_stop():
                     raise Stopped()
+            abandon = False
             return []
         finally:
-            executor.shutdown(wait=not in_flight, cancel_futures=True)
+            if abandon:
+                self.kill(executor)
+            else:
+                executor.shutdown(wait=True)
 
-    def _run_alone(self, task: Task, on_result, on_crash, split: bool) -> None:
+    def _fill(self, executor: cf.Executor, queue: deque, in_flight: dict, most: int) -> bool:
+        """Hand queued tasks to the executor up to `most` in flight; False if it broke meanwhile."""
+        while queue and len(in_flight) < most:
+            task = queue.popleft()
+            try:
+                in_flight[executor.submit(self.task_fn, task)] = (task, time.monotonic())
+            except cf.BrokenExecutor:  # a worker died before this task could be handed over
+                queue.appendleft(task)
+                return False
+        return True
+
+    def _give_up_late(self, late: list[cf.Future], in_flight: dict, queue: deque):
+        """Late tasks split into pages queued first, single late pages failed; the rest queued again."""
+        again = [in_flight[future][0] for future in in_flight if future not in late]
+        for future in late:
+            task = in_flight[future][0]
+            pieces = self.split(task)
+            if len(pieces) > 1:
+                again[:0] = pieces
+            else:
+                yield task, Failure.TIMED_OUT
+        queue.extendleft(reversed(again))
+
+    def _late(self, started: float) -> bool:
+        return self.page_timeout is not None and time.monotonic() - started > self.page_timeout
+
+    def _warm_up(self, executor: cf.Executor) -> None:
+        # Starting workers (the forkserver's first start imports MuPDF and OpenCV) is not a page's time.
+        if self.page_timeout:
+            cf.wait([executor.submit(os.getpid) for _ in range(self.workers)])
+
+    def _run_alone(self, task, split: bool):
         if self.should_stop():
             raise Stopped()
         executor = self.make_executor(1)
+        abandon = True
         try:
-            result = executor.submit(self.task_fn, task).result()
-        except cf.BrokenExecutor:
-            if split and task.pages is not None and len(task.pages) > 1:
-                for number in task.pages:
-                    self._run_alone(Task(task.doc_id, task.path, (number,)), on_result, on_crash, split=False)
-            else:
-                on_crash(task)
-            return
-        except Exception as exc:
-            result = exc
+            self._warm_up(executor)
+            future = executor.submit(self.task_fn, task)
+            try:
+                result = _outcome(future, self.page_timeout)
+            except cf.TimeoutError:
+                result = Failure.TIMED_OUT
+            abandon = result in (Failure.CRASHED, Failure.TIMED_OUT)
         finally:
-            executor.shutdown(wait=True)
-        on_result(task, result)
+            if abandon:
+                self.kill(executor)
+            else:
+                executor.shutdown(wait=True)
+        pieces = self.split(task) if split else [task]
+        if result is Failure.TIMED_OUT:
+            self.timeouts += 1
+        if result in (Failure.CRASHED, Failure.TIMED_OUT) and len(pieces) > 1:
+            for piece in pieces:
+                yield from self._run_alone(piece, split=False)
+        else:
+            yield task, result
+
+
+def _outcome(future: cf.Future, timeout: float | None = None):
+    """A finished future's result; a dead worker is `Failure.CRASHED`, an exception is the result."""
+    try:
+        return future.result(timeout)
+    except cf.BrokenExecutor:
+        return Failure.CRASHED
+    except cf.TimeoutError:
+        raise
+    except Exception as exc:  # a bug or an I/O error in the worker, not a crash
+        return exc
 
 
 class Ingest:
@@ -179,17 +363,21 @@ class Ingest:
     def __init__(self, manifest: Manifest, paths: Sequence[str | os.PathLike], *, workers: int | None = None,
                  pages_per_task: int = PAGES_PER_TASK,
                  make_executor: Callable[[int], cf.Executor] = process_pool, task_fn: Callable = run_task,
+                 page_timeout: float | None = None, worker_memory: int | None = None,
                  on_progress: Callable[[int, int], None] = lambda done, total: None,
                  on_hash_progress: Callable[[int, int], None] = lambda done, total: None):
+        """`page_timeout`: seconds a page may take (None: the manifest's setting; 0: no limit).
+        `worker_memory`: bytes each pool worker may allocate (None: a fair share of the machine's)."""
         self.manifest = manifest
         self.pdfs = find_pdfs(paths)  # raises before any work when a path is missing
         self.workers = workers or default_workers()
         self.pages_per_task = pages_per_task
-        self.make_executor = make_executor
+        self.page_timeout = (manifest.page_timeout if page_timeout is None else page_timeout) or None
+        self.make_executor = bounded_pool(make_executor, self.workers, worker_memory)
         self.task_fn = task_fn
         self.on_progress = on_progress
         self.on_hash_progress = on_hash_progress
-        self.report = IngestReport()
+        self.report = IngestReport(page_timeout=self.page_timeout)
         self.job_id: int | None = None
         self._pending: list[int] = []
         self._remaining: dict[int, set[int]] = {}
@@ -204,16 +392,17 @@ class Ingest:
 
     def _run(self) -> IngestReport:
         self._started = time.monotonic()
-        self.job_id = self.manifest.start_job("ingest", {"paths": [str(p) for p in self.pdfs], "workers": self.workers})
+        self.job_id = self.manifest.start_job("ingest", {"paths": [str(p) for p in self.pdfs], "workers": self.workers,
+                                                         "page_timeout": self.page_timeout})
         status, message = "failed", None
+        scheduler = Scheduler(self.make_executor, self.workers, self.task_fn,
+                              should_stop=lambda: self.manifest.stop_requested(self.job_id),
+                              on_idle=self._heartbeat, page_timeout=self.page_timeout)
         try:
             documents = self._register_documents()
-            scheduler = Scheduler(self.make_executor, self.workers, self.task_fn,
-                                  should_stop=lambda: self.manifest.stop_requested(self.job_id),
-                                  on_idle=self._heartbeat)
-            scheduler.run(self._inspect_tasks(documents), self._on_result, self._on_crash)
+            scheduler.run(self._inspect_tasks(documents), self._on_result, self._on_crash, self._on_timeout)
             self._plan_totals()
-            scheduler.run(self._score_tasks(), self._on_result, self._on_crash)
+            scheduler.run(self._score_tasks(), self._on_result, self._on_crash, self._on_timeout)
             if self.report.pages_scored:
                 refresh_duplicates(self.manifest)
             status = "done"
@@ -221,12 +410,17 @@ class Ingest:
             self.report.stopped = True
             status, message = "stopped", "stopped; run ingest again to resume"
         except Exception as exc:
-            message = error_text(exc)
-            raise
+            if not is_disk_full(exc):
+                message = error_text(exc)
+                raise
+            full = DiskFull(self.manifest.path, self._room_needed())
+            message = str(full)
+            raise full from None
         finally:
             self.report.seconds = time.monotonic() - self._started
-            self._heartbeat(force=True)
-            self.manifest.finish_job(self.job_id, status, message or self._summary())
+            self.report.crashes, self.report.timeouts = scheduler.crashes, scheduler.timeouts
+            record_end(self.manifest, self.job_id, status, message or self._summary(),
+                       lambda: self._heartbeat(force=True), lambda: DiskFull(self.manifest.path, self._room_needed()))
         return self.report
 
     # -- planning -----------------------------------------------------------------------------
@@ -311,6 +505,14 @@ class Ingest:
         else:
             self._save(task.doc_id, [PageResult(page=n, status="failed", error=CRASH_MESSAGE) for n in task.pages])
 
+    def _on_timeout(self, task: Task) -> None:
+        if task.pages is None:
+            self._on_inspected(task, DocumentError("failed", timeout_message(self.page_timeout, "open")))
+        else:
+            message = timeout_message(self.page_timeout)
+            self.report.pages_timed_out += len(task.pages)
+            self._save(task.doc_id, [PageResult(page=n, status="failed", error=message) for n in task.pages])
+
     def _save(self, doc_id: int, results: list[PageResult]) -> None:
         self.manifest.save_pages(doc_id, results)
         failed = sum(r.status == "failed" for r in results)
@@ -331,6 +533,13 @@ class Ingest:
 
     # -- progress -----------------------------------------------------------------------------
 
+    def _room_needed(self) -> int:
+        """What the pages left would add to the manifest, at the bytes per page it holds so far."""
+        db = pathlib.Path(self.manifest.path)
+        size = sum(p.stat().st_size for p in (db, db.with_name(db.name + "-wal")) if p.exists())
+        pages = self.manifest.conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
+        return max(1, self._total - self._done) * (size // max(1, pages))
+
     def _heartbeat(self, force: bool = False) -> None:
         now = time.monotonic()
         if not force and now - self._last_beat < PROGRESS_INTERVAL:
@@ -345,7 +554,7 @@ class Ingest:
     def _summary(self) -> str:
         r = self.report
         return (f"{r.documents} documents ({r.new_documents} new), {r.pages_scored} pages scored, "
-                f"{r.pages_failed} failed, in {r.seconds:.1f} s")
+                f"{r.pages_failed} failed, in {r.seconds:.1f} s{r.incidents}")
 
 
 class Rescore(Ingest):

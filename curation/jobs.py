@@ -8,9 +8,11 @@ a second one: the manifest refuses a second live job of the same kind.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import pathlib
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -86,3 +88,46 @@ def stop_on_sigterm():
 
 def _raise_stopped(signum, frame):
     raise Stopped()
+
+
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+SQLITE_FULL = 13
+
+
+class DiskFull(Exception):
+    """A job ran out of disk space: which file, and about how much more room it needed."""
+
+    def __init__(self, path: str | os.PathLike, needed: int | None = None):
+        self.path, self.needed = str(path), needed
+        room = f"; about {megabytes(needed)} more is needed to finish" if needed else ""
+        super().__init__(f"the disk is full: {self.path} could not be written{room}. "
+                         "Free some space and run the same command again to resume.")
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """An OS write error for want of room (full disk, quota, file size limit), or SQLite's SQLITE_FULL."""
+    if isinstance(exc, OSError) and exc.errno in NO_ROOM:
+        return True
+    return isinstance(exc, sqlite3.Error) and (getattr(exc, "sqlite_errorcode", None) == SQLITE_FULL
+                                               or "disk is full" in str(exc))
+
+
+def megabytes(size: int) -> str:
+    return f"{size / 1e6:,.1f} MB" if size >= 100_000 else f"{size / 1e3:,.0f} kB"
+
+
+def record_end(manifest: Manifest, job_id: int, status: str, message: str, last_beat, disk_full) -> None:
+    """A job's last progress (`last_beat()`) and outcome in the manifest, on a full disk too.
+
+    With the disk full even these lines may not fit. A job that failed or stopped then ends without
+    them: the error it raises says why, and a job whose process has ended no longer holds the manifest.
+    A job that finished raises `disk_full()`: its work is saved but the manifest cannot say so.
+    """
+    try:
+        last_beat()
+        manifest.finish_job(job_id, status, message)
+    except sqlite3.Error as exc:
+        if not is_disk_full(exc):
+            raise
+        if status == "done":
+            raise disk_full() from None

@@ -180,6 +180,7 @@ RULES = {
 }
 DEFAULT_RULE = "picture"
 DEFAULT_PICTURE_AREA_MIN = 2.0  # square inches: a cartoon or plate covers 10 and more, a stock cut about 1
+DEFAULT_PAGE_TIMEOUT = 60.0  # seconds; a page past it is skipped (a pathological pattern can take hours)
 INK_TONE_MIN = 0.15  # below this a page holds no ink at all, only paper grain
 # Documents whose file was replaced by new content no longer take part in decisions.
 LIVE_DOCUMENT_SQL = "d.status != 'replaced'"
@@ -298,6 +299,17 @@ class Manifest:
         if not value >= 0:
             raise ValueError(f"picture_area_min must be 0 or more square inches, not {value!r}")
         self.set_setting("picture_area_min", float(value))
+
+    @property
+    def page_timeout(self) -> float:
+        """Seconds a page may take to be read before it is skipped (0: no limit)."""
+        return float(self.get_setting("page_timeout", str(DEFAULT_PAGE_TIMEOUT)))
+
+    @page_timeout.setter
+    def page_timeout(self, value: float) -> None:
+        if value < 0:
+            raise ValueError("the page time limit cannot be negative")
+        self.set_setting("page_timeout", float(value))
 
     def decision_params(self, threshold: float | None = None, rule: str | None = None) -> dict:
         """What KEEP_SQL binds: the saved rule and cutoffs, or the ones being tried."""

@@ -93,7 +93,12 @@ def open_document(path: str | os.PathLike) -> pymupdf.Document:
     if doc.needs_pass:
         doc.close()
         raise DocumentError("encrypted", "the PDF is password-protected; it cannot be read without the password")
-    if doc.page_count == 0:
+    try:
+        pages = doc.page_count
+    except Exception as exc:  # a page tree that lies about its count, or loops
+        doc.close()
+        raise DocumentError("failed", f"MuPDF cannot read its page tree: {error_text(exc)}") from exc
+    if pages == 0:
         doc.close()
         raise DocumentError("empty", "the PDF has no pages")
     return doc
@@ -111,4 +116,9 @@ def inspect_document(path: str | os.PathLike) -> DocumentInfo:
 def error_text(exc: Exception) -> str:
     """The first line of an exception's message, short enough for a table cell."""
     text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:300]
+    return readable(text.splitlines()[0][:300])
+
+
+def readable(text: str) -> str:
+    """`text` safe to store and print: MuPDF quotes the raw bytes of damaged names, not always UTF-8."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")

@@ -24,6 +24,8 @@ def main():
 
     add_archives(db, roots)
     show_sources(known_sources)
+    if known_sources:
+        page_timeout_input(running)
     start_button(db, roots, known_sources, running)
     common.job_panel(body=documents_table)
 
@@ -102,6 +104,23 @@ def source_stats(source: str) -> tuple[int, int]:
 def remove_source(source: str):
     with common.open_manifest() as manifest:
         paths.remove_source(manifest, source)
+
+
+def page_timeout_input(running: bool):
+    with common.open_manifest() as manifest:
+        saved = manifest.page_timeout
+    st.number_input(
+        "Time limit per page (seconds)", min_value=0.0, max_value=3600.0, value=saved, step=10.0, format="%g",
+        key="page_timeout", on_change=save_page_timeout, disabled=running,
+        help="A page that takes longer to draw (a pathological pattern can take hours) is skipped and marked "
+             "failed with the reason; its worker is replaced and the run goes on. 0: no limit. "
+             "Used by ingest, rescore and export.",
+    )
+
+
+def save_page_timeout():
+    with common.open_manifest() as manifest:
+        manifest.page_timeout = st.session_state["page_timeout"]
 
 
 def start_button(db: pathlib.Path, roots: list[pathlib.Path], known: list[str], running: bool):

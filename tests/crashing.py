@@ -1,7 +1,9 @@
-"""A task function that kills its worker process on one page, as a MuPDF segfault would."""
+"""Task functions that misbehave in a worker as hostile pages do: crash it, hang, or ask for too much memory."""
 
 import os
+import time
 
+from curation import scorer
 from curation.ingest import run_task
 
 CRASH_PAGE = 5
@@ -10,4 +12,23 @@ CRASH_PAGE = 5
 def run_task_crashing_on_page_5(task):
     if task.pages is not None and task.path.endswith("a.pdf") and CRASH_PAGE in task.pages:
         os._exit(139)
+    return run_task(task)
+
+
+def run_task_hanging_on_page_3(task):
+    """Page 3 of b.pdf never finishes, as a page drawing a pathological pattern."""
+    if task.pages is not None and task.path.endswith("b.pdf") and 3 in task.pages:
+        time.sleep(3600)
+    return run_task(task)
+
+
+def sleep_on_3(task):
+    if task == 3:
+        time.sleep(3600)
+    return task * 10
+
+
+def run_task_without_render_cap(task):
+    """The scorer with no cap on render size: a giant page then asks MuPDF for gigabytes."""
+    scorer.MAX_RENDER_PIXELS = 10**12
     return run_task(task)

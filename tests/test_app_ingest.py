@@ -93,3 +93,23 @@ def test_removing_a_source_keeps_its_documents(db, archive):
     with Manifest(db) as manifest:
         assert paths.sources(manifest) == []
     assert start_button(at).disabled
+
+
+def test_the_page_time_limit_is_shown_and_saved(db, archive):
+    at = add_path(ran(page("pages/ingest.py")), str(archive))
+    limit = next(n for n in at.number_input if n.label.startswith("Time limit per page"))
+    assert limit.value == 60
+    limit.set_value(15.0)
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.page_timeout == 15
+
+
+def test_a_failed_ingest_shows_the_reason(db, tmp_path):
+    with Manifest(db) as manifest:
+        job = manifest.start_job("ingest")
+        manifest.finish_job(job, "failed", "the disk is full: /data/manifest.sqlite could not be written; "
+                                           "about 3.2 MB more is needed to finish. Free some space and run the "
+                                           "same command again to resume.")
+    at = ran(page("pages/ingest.py"))
+    assert "the disk is full: /data/manifest.sqlite could not be written" in at.error[0].value

@@ -9,16 +9,16 @@ flight per worker, so the ZIP is the same whatever the number of workers and mem
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import os
 import pathlib
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 
-from ..ingest import process_pool
-from ..jobs import Stopped, stop_on_sigterm
+from ..ingest import Failure, Scheduler, bounded_pool, process_pool, timeout_message
+from ..jobs import DiskFull, Stopped, is_disk_full, record_end, stop_on_sigterm
 from ..manifest import Manifest
 from ..reader import error_text
 from .captions import caption_for
@@ -60,13 +60,18 @@ class Export:
     def __init__(self, manifest: Manifest, out: str | os.PathLike, settings: ExportSettings = ExportSettings(), *,
                  threshold: float | None = None, workers: int = 1,
                  make_executor: Callable[[int], cf.Executor] = process_pool,
+                 page_timeout: float | None = None, worker_memory: int | None = None,
                  on_progress: Callable[[int, int], None] = lambda done, total: None):
+        """`page_timeout`: seconds a page may take (None: the manifest's setting; 0: no limit, and one
+        worker then runs inline). `worker_memory`: bytes a pool worker may allocate (None: a fair share)."""
         self.manifest = manifest
         self.out = pathlib.Path(os.path.abspath(out))
         self.settings = settings
         self.threshold = manifest.threshold if threshold is None else float(threshold)
         self.workers = max(1, workers)
-        self.make_executor = make_executor
+        self.page_timeout = (manifest.page_timeout if page_timeout is None else page_timeout) or None
+        self.make_executor = bounded_pool(make_executor, self.workers, worker_memory)
+        self._image_bytes = 0  # JPEG bytes handed to the ZIP so far, to tell the room a full disk lacked
         self.on_progress = on_progress
         self.report = ExportReport(self.out)
         self.job_id: int | None = None
@@ -111,20 +116,24 @@ class Export:
             self.report.stopped = True
             status, message = "stopped", f"stopped; nothing was written to {self.out}"
         except Exception as exc:
-            message = error_text(exc)
-            raise
+            if not is_disk_full(exc):
+                message = error_text(exc)
+                raise
+            full = DiskFull(self.out, self._room_needed())
+            message = str(full)
+            raise full from None
         finally:
             close_document()
             self.report.seconds = time.monotonic() - self._started
-            self._heartbeat(force=True)
-            self.manifest.finish_job(self.job_id, status, message or self._summary())
+            record_end(self.manifest, self.job_id, status, message or self._summary(),
+                       lambda: self._heartbeat(force=True), lambda: DiskFull(self.out, self._room_needed()))
         return self.report
 
     def _write_images(self, target: ZipTarget, items: list[Item]) -> list[Record]:
         folder = image_folder(self.settings)
         tasks = [page_task(item, self.settings) for item in items]
         records = []
-        with closing(in_order(run_page_task, tasks, self.workers, self.make_executor)) as results:
+        with closing(in_order(run_page_task, tasks, self.workers, self.make_executor, self.page_timeout)) as results:
             for item, (_, result) in zip(items, results):
                 if isinstance(result, Exported):
                     records.append(self._add_image(target, folder, item, result))
@@ -138,6 +147,7 @@ class Export:
     def _add_image(self, target: ZipTarget, folder: str, item: Item, image: Exported) -> Record:
         caption = caption_for(item, self.settings)
         file = f"{folder}/{item.name}.jpg"
+        self._image_bytes += len(image.jpeg)
         target.add(file, image.jpeg)
         target.add(f"{folder}/{item.name}.txt", caption.encode(), compress=True)
         self.report.images += 1
@@ -167,6 +177,10 @@ class Export:
         if not force and self.manifest.stop_requested(self.job_id):
             raise Stopped()
 
+    def _room_needed(self) -> int:
+        """The ZIP's size when complete, at the bytes per image so far (its temporary file is removed)."""
+        return self._image_bytes * self._total // max(1, self.report.images)
+
     def _summary(self) -> str:
         r = self.report
         text = f"{r.images} images, {r.bytes / 1e6:.1f} MB, in {r.seconds:.1f} s → {self.out}"
@@ -186,49 +200,36 @@ def plural(count: int, noun: str) -> str:
 
 
 def in_order(fn: Callable, tasks: Iterable, workers: int,
-             make_executor: Callable[[int], cf.Executor] = process_pool) -> Iterator[tuple[object, object]]:
-    """(task, fn(task)) for every task, in the order given, with a few tasks in flight per worker.
+             make_executor: Callable[[int], cf.Executor] = process_pool,
+             page_timeout: float | None = None) -> Iterator[tuple[object, object]]:
+    """(task, fn(task)) for every task, in the order given, through the ingest's `Scheduler`.
 
-    One worker runs inline. When a pool worker dies (a MuPDF crash) every task in flight is a
-    suspect: the oldest is run again alone in a fresh worker, the others go back in the queue, so
-    only a page that crashes the engine on its own is given up, as `NotExported`.
+    One worker without a time limit runs inline. Otherwise a page whose worker dies is retried alone
+    in a fresh one, and a page still running after `page_timeout` seconds has its worker killed; either
+    is given up as `NotExported` with the reason. Results that finish early wait here for the ones
+    before them: at most what the workers finish while one page runs up to its time limit.
     """
-    if workers == 1:
+    if workers == 1 and not page_timeout:
         for task in tasks:
             yield task, fn(task)
         return
-    queue = deque(tasks)
-    while queue:
-        executor = make_executor(workers)
-        in_flight: deque = deque()
-        crashed = None
-        try:
-            while queue or in_flight:
-                while queue and len(in_flight) < IN_FLIGHT_PER_WORKER * workers:
-                    task = queue.popleft()
-                    in_flight.append((task, executor.submit(fn, task)))
-                task, future = in_flight.popleft()
-                try:
-                    result = future.result()
-                except cf.BrokenExecutor:
-                    crashed = task
-                    break
-                yield task, result
-        finally:
-            executor.shutdown(wait=crashed is None and not in_flight, cancel_futures=True)
-        if crashed is not None:
-            queue.extendleft(reversed([task for task, _ in in_flight]))
-            yield crashed, _run_alone(fn, crashed, make_executor)
+    scheduler = Scheduler(make_executor, workers, functools.partial(_numbered, fn), page_timeout=page_timeout,
+                          split=lambda task: [task])
+    waiting: dict[int, tuple[object, object]] = {}
+    following = 0
+    for (index, task), result in scheduler.results(enumerate(tasks)):
+        if result is Failure.CRASHED:
+            result = NotExported(CRASH_REASON)
+        elif result is Failure.TIMED_OUT:
+            result = NotExported(timeout_message(page_timeout))
+        waiting[index] = (task, result)
+        while following in waiting:
+            yield waiting.pop(following)
+            following += 1
 
 
-def _run_alone(fn: Callable, task, make_executor: Callable[[int], cf.Executor]):
-    executor = make_executor(1)
-    try:
-        return executor.submit(fn, task).result()
-    except cf.BrokenExecutor:
-        return NotExported(CRASH_REASON)
-    finally:
-        executor.shutdown(wait=True)
+def _numbered(fn: Callable, item: tuple[int, object]):
+    return fn(item[1])
 
 
 def export(manifest: Manifest, out: str | os.PathLike, settings: ExportSettings = ExportSettings(),

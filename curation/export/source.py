@@ -64,7 +64,10 @@ def _plain_decode(doc: pymupdf.Document, page: pymupdf.Page) -> bool:
 
 def _decode_scan(jpeg: bytes, settings: ExportSettings, region: Region | None = None) -> Source | None:
     """The scan decoded at the smallest libjpeg reduction that covers the plan; None if it cannot be."""
-    image = Image.open(io.BytesIO(jpeg))
+    try:
+        image = Image.open(io.BytesIO(jpeg))
+    except Image.DecompressionBombError:  # MuPDF reads it reduced as it decodes, at the size the output needs
+        return None
     width, height = image.size
     plan = plan_image(width, height, settings, region)
     if THREE_EIGHTHS and 1 / 4 < plan.scale <= 3 / 8 and image.mode in ("RGB", "L"):

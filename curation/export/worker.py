@@ -6,7 +6,9 @@ import os
 from dataclasses import dataclass
 
 import pymupdf
+from PIL import Image
 
+from ..ingest import memory_message, out_of_memory
 from ..reader import DocumentError, error_text, open_document
 from .geometry import Region, crop_region
 from .settings import ExportSettings
@@ -81,8 +83,11 @@ def _exported_or_reason(task: PageTask, document) -> Exported | NotExported:
         return NotExported(str(exc))
     except FileNotFoundError:
         return NotExported(f"the file is gone: {task.doc}")
+    except Image.DecompressionBombError as exc:
+        return NotExported(f"the page's image is too large to read safely ({error_text(exc)}); skipped")
     except Exception as exc:  # MuPDF raises plain RuntimeError/ValueError for damaged content
-        return NotExported(f"could not read the page: {error_text(exc)}")
+        reason = error_text(exc)
+        return NotExported(memory_message() if out_of_memory(reason) else f"could not read the page: {reason}")
     finally:
         pymupdf.TOOLS.store_shrink(100)  # MuPDF's cache is per process; keep it flat
 

@@ -78,12 +78,14 @@ class ZipTarget:
                 os.fsync(self._handle.fileno())  # the data is on disk before the name says it is complete
                 complete = True
         finally:
-            self._handle.close()
-            if complete:
-                os.replace(self.part, self.path)
-                _fsync_folder(self.path.parent)
-            else:
-                self.part.unlink(missing_ok=True)
+            try:
+                self._handle.close()  # on a full disk this flush fails too
+            finally:
+                if complete:
+                    os.replace(self.part, self.path)
+                    _fsync_folder(self.path.parent)
+                else:
+                    self.part.unlink(missing_ok=True)
 
 
 def _info(name: str, mode: int) -> zipfile.ZipInfo:
