@@ -10,6 +10,8 @@ one plain JPEG covering the page is rendered by MuPDF in grayscale.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import cv2
 import numpy as np
 import pymupdf
@@ -28,6 +30,7 @@ DECODE_MARGIN = 2.0
 MAX_RENDER_PIXELS = 16_000_000
 COVER_TOLERANCE_PT = 1.0
 COLOUR_SPREAD = 12  # a page whose red and blue differ by more than this somewhere is shown in colour
+COLOUR_PICTURE_MIN = 0.5  # square inches: a scan holding a picture this large gets a colour thumbnail
 INVISIBLE_LOG = {"ignore-text"}
 DAMAGE_SIGNS = ("cannot load", "not a stream", "cannot find", "syntax error", "premature end", "corrupt")
 
@@ -50,10 +53,14 @@ def score_page(doc: pymupdf.Document, number: int) -> PageResult:
             return PageResult(page=number, status="failed", error=f"damaged page: {damage}")
         sigma = float(cv2.meanStdDev(gray)[1][0, 0])
         width, height = reference_size(page)
+        features = feature_columns(gray, width / gray.shape[1])
+        # Colour is what a curator judges a plate by; on a page of text it is only the paper's tint, and
+        # decoding a scan's colour costs another pass over its JPEG.
+        if callable(colour):
+            colour = colour() if features["picture_area"] >= COLOUR_PICTURE_MIN else None
         return PageResult(
             page=number, status="ok", sigma=sigma, width=width, height=height,
-            method=method, thumbnail=thumbnail_jpeg(gray if colour is None else colour),
-            features=feature_columns(gray, width / gray.shape[1]),
+            method=method, thumbnail=thumbnail_jpeg(gray if colour is None else colour), features=features,
         )
     except Exception as exc:  # MuPDF raises plain RuntimeError/ValueError for damaged content
         return PageResult(page=number, status="failed", error=f"could not read page: {error_text(exc)}")
@@ -74,14 +81,14 @@ def reference_size(page: pymupdf.Page) -> tuple[int, int]:
     return irect.width, irect.height
 
 
-def _gray_at_reference(doc, page) -> tuple[np.ndarray, str, np.ndarray | None]:
+def _gray_at_reference(doc, page) -> tuple[np.ndarray, str, np.ndarray | Callable[[], np.ndarray | None] | None]:
     """The page's luma at the reference resolution, how it was made, and for a colour page a colour
-    image (RGB, any size) for its thumbnail: curators judge hand-coloured plates by their colour."""
+    image (RGB, any size) for its thumbnail, or for a scan a function that decodes one when asked."""
     jpeg = full_page_jpeg(doc, page)
     width, height = reference_size(page)
     # MuPDF paints enlarged images with its own interpolation, so scans under 144 dpi are rendered.
     if jpeg is not None and jpeg[1] >= width and jpeg[2] >= height and width * height <= MAX_RENDER_PIXELS:
-        return _decode_scaled(*jpeg, width, height), "jpeg", _colour_preview(*jpeg)
+        return _decode_scaled(*jpeg, width, height), "jpeg", lambda: _colour_preview(*jpeg)
     zoom = REFERENCE_ZOOM * min(1.0, (MAX_RENDER_PIXELS / max(1, width * height)) ** 0.5)
     gray, colour = _render_gray(page, zoom)
     return gray, ("render" if zoom == REFERENCE_ZOOM else "render-reduced"), colour

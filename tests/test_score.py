@@ -121,6 +121,15 @@ def _png(rgb):
     return buffer.getvalue()
 
 
+def test_a_colour_scan_of_plain_text_gets_a_gray_thumbnail(tmp_path):
+    text = page_image(PageSpec(kind="text", seed=4, dpi=150))  # yellowed paper: a colour JPEG
+    path = write_pdf(tmp_path / "text.pdf", [PageSpec(kind="text", seed=4, dpi=150)])
+    assert text[..., 0].mean() > text[..., 2].mean() + 5  # the scan is tinted
+    with pymupdf.open(path) as doc:
+        result = score_page(doc, 0)
+    assert cv2.imdecode(np.frombuffer(result.thumbnail, np.uint8), cv2.IMREAD_UNCHANGED).ndim == 2
+
+
 def test_thumbnails_keep_a_colour_scan_in_colour_and_sigma_on_luma(tmp_path):
     rgb = np.zeros((600, 450, 3), np.uint8)
     rgb[...] = (200, 170, 120)  # a hand-coloured plate's wash
