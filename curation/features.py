@@ -32,7 +32,7 @@ BACKGROUND_BLUR = 25
 INK_FLOOR = 0.1
 INK_FRACTION = 0.45  # ink is whatever reaches this share of the page's own darkest ink
 REFERENCE_DPI = 144
-ANALYSIS_DPI = 80  # the page analysis runs at this resolution at most: a third of the pixels of 144 dpi
+ANALYSIS_DPI = 80  # the page analysis runs at this resolution at most
 
 
 @dataclass(frozen=True)
@@ -75,24 +75,20 @@ def page_features(gray: np.ndarray, dpi: float = REFERENCE_DPI, box_scale: float
     if content.size == 0:
         return PageFeatures(0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, (), perceptual_hash(small))
     s = FEATURE_SCALE
-    work, work_dpi = content, dpi
-    if dpi > ANALYSIS_DPI:  # what the page analysis needs of letters and strokes survives at ANALYSIS_DPI
-        work_dpi = ANALYSIS_DPI
-        work = cv2.resize(content, (max(1, round(content.shape[1] * work_dpi / dpi)),
-                                    max(1, round(content.shape[0] * work_dpi / dpi))), interpolation=cv2.INTER_AREA)
-    ink = ink_map(work, work_dpi / 72, paper_from=small[top // s:bottom // s, left // s:right // s])
+    small_content = small[top // s:bottom // s, left // s:right // s]
+    work, work_dpi = _analysis_image(content, dpi)
+    ink = ink_map(work, work_dpi / 72, paper_from=small_content)
     tone = _percentile_u8(ink, 99.5) / 255
     threshold = 255 * max(INK_FRACTION * tone, INK_FLOOR)
     mask = ink >= threshold
     layout = find_pictures(ink, threshold, work_dpi)
-    back = dpi / work_dpi * box_scale  # work pixels to the boxes' pixels
-    boxes = tuple((round(p.box[0] * back + left * box_scale), round(p.box[1] * back + top * box_scale),
-                   round(p.box[2] * back + left * box_scale), round(p.box[3] * back + top * box_scale),
+    scale = dpi / work_dpi  # work pixels to `gray`'s
+    boxes = tuple((*(round((v * scale + offset) * box_scale) for v, offset in zip(p.box, (left, top, left, top))),
                    round(p.area, 3)) for p in layout.pictures)
     # The plate itself identifies a reprint; borders and the text around it differ between issues.
-    plate = small[top // s:bottom // s, left // s:right // s]
+    plate = small_content
     if layout.pictures:
-        x0, y0, x1, y1 = (int(v * dpi / work_dpi) // s for v in layout.pictures[0].box)
+        x0, y0, x1, y1 = (int(v * scale) // s for v in layout.pictures[0].box)
         plate = plate[y0:y1 + 1, x0:x1 + 1]
     return PageFeatures(
         sigma_content=float(cv2.meanStdDev(content)[1][0, 0]),
@@ -105,6 +101,16 @@ def page_features(gray: np.ndarray, dpi: float = REFERENCE_DPI, box_scale: float
         pictures=boxes,
         phash=perceptual_hash(plate),
     )
+
+
+def _analysis_image(content: np.ndarray, dpi: float) -> tuple[np.ndarray, float]:
+    """The content at ANALYSIS_DPI at most, with its resolution: what the page analysis needs of
+    letters and strokes survives there, at a third of the pixels of 144 dpi."""
+    if dpi <= ANALYSIS_DPI:
+        return content, dpi
+    scale = ANALYSIS_DPI / dpi
+    size = (max(1, round(content.shape[1] * scale)), max(1, round(content.shape[0] * scale)))
+    return cv2.resize(content, size, interpolation=cv2.INTER_AREA), ANALYSIS_DPI
 
 
 def content_box(small: np.ndarray) -> tuple[int, int, int, int]:
