@@ -72,6 +72,30 @@ worker_memory_option = click.option(
          f"the machine and this process are never at risk. Default: a fair share, here "
          f"{default_worker_memory(default_workers()) / (1 << 30):.1f}G with one worker per core.")
 
+cluster_option = click.option(
+    "--cluster", envvar="CURATION_CLUSTER", default=None, metavar="ADDRESS",
+    help="Run the tasks on a Dask cluster instead of this machine's processes: a scheduler address "
+         "(tcp://HOST:8786; start it with `dask scheduler`, workers with `dask worker tcp://HOST:8786 --nthreads 1`), "
+         "or local[:N] for N worker processes here, with Dask's dashboard. Every worker must see the archive "
+         "at the same path. Also read from $CURATION_CLUSTER.")
+
+
+@contextlib.contextmanager
+def open_cluster(address: str | None):
+    """The Dask cluster at `address` (None: the local process pool); a cluster that cannot be used, or is
+    lost during the run, ends in one line and exit 1."""
+    if not address:
+        yield None
+        return
+    from .cluster import Cluster, ClusterError
+
+    try:
+        with Cluster(address) as cluster:
+            click.echo(cluster.describe(), err=True)
+            yield cluster
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+
 
 def open_manifest(db: str, create: bool = False) -> Manifest:
     try:
@@ -87,28 +111,35 @@ def open_manifest(db: str, create: bool = False) -> Manifest:
               help=f"Worker processes (default: one per core, here {default_workers()}).")
 @page_timeout_option
 @worker_memory_option
+@cluster_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def ingest(paths, db, workers, page_timeout, worker_memory, quiet):
+def ingest(paths, db, workers, page_timeout, worker_memory, cluster, quiet):
     """Score every page of the PDFs in PATHS (files or folders, searched recursively).
 
     Only what the manifest does not hold yet is read: new documents, and pages a killed run did
     not finish. A document is known by its content, so a moved or renamed file is not scored
     again and a changed file is. Broken files are recorded with their reason and skipped.
-    Ctrl-C stops cleanly; run the same command to resume.
+    Ctrl-C stops cleanly; run the same command to resume. With --cluster the same tasks run on
+    a Dask cluster's workers; this process still plans them and is the only writer of the manifest.
     """
     manifest = open_manifest(db, create=True)
-    hashing = tqdm(desc="hashing", unit="B", unit_scale=True, disable=quiet, leave=False)
-
-    def hash_progress(done, total):
-        hashing.total = total
-        hashing.n = done
-        hashing.refresh()
-
-    with hashing, page_bar("scoring", quiet) as progress:
-        report = run_job(Ingest(manifest, paths, workers=workers, page_timeout=page_timeout,
+    with open_cluster(cluster) as dask_cluster, hash_bar(quiet) as hash_progress, page_bar("scoring", quiet) as progress:
+        report = run_job(Ingest(manifest, paths, workers=workers, page_timeout=page_timeout, cluster=dask_cluster,
                                 worker_memory=worker_memory, on_progress=progress, on_hash_progress=hash_progress))
     finish_run(report, f"{report.documents} documents ({report.new_documents} new): {report.pages_scored} pages "
                        f"scored, {failed_pages(report)}, {report.pages_per_second:.1f} pages/s{report.incidents}")
+
+
+@contextlib.contextmanager
+def hash_bar(quiet: bool):
+    """A bytes progress bar for hashing and the on_hash_progress callback that drives it."""
+    with tqdm(desc="hashing", unit="B", unit_scale=True, disable=quiet, leave=False) as bar:
+        def progress(done, total):
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+        yield progress
 
 
 @contextlib.contextmanager

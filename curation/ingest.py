@@ -179,6 +179,10 @@ def timeout_message(seconds: float, what: str = "draw") -> str:
     return f"took longer than {seconds:g} s to {what}; skipped"
 
 
+class ExecutorLost(Exception):
+    """The executor itself is gone (a cluster's scheduler lost): the run ends; what finished is saved."""
+
+
 class Failure(Enum):
     """What a task came to when it gave no result."""
 
@@ -351,7 +355,7 @@ def _outcome(future: cf.Future, timeout: float | None = None):
         return future.result(timeout)
     except cf.BrokenExecutor:
         return Failure.CRASHED
-    except cf.TimeoutError:
+    except (cf.TimeoutError, ExecutorLost):
         raise
     except Exception as exc:  # a bug or an I/O error in the worker, not a crash
         return exc
@@ -363,17 +367,23 @@ class Ingest:
     def __init__(self, manifest: Manifest, paths: Sequence[str | os.PathLike], *, workers: int | None = None,
                  pages_per_task: int = PAGES_PER_TASK,
                  make_executor: Callable[[int], cf.Executor] = process_pool, task_fn: Callable = run_task,
-                 page_timeout: float | None = None, worker_memory: int | None = None,
+                 page_timeout: float | None = None, worker_memory: int | None = None, cluster=None,
                  on_progress: Callable[[int, int], None] = lambda done, total: None,
                  on_hash_progress: Callable[[int, int], None] = lambda done, total: None):
         """`page_timeout`: seconds a page may take (None: the manifest's setting; 0: no limit).
-        `worker_memory`: bytes each pool worker may allocate (None: a fair share of the machine's)."""
+        `worker_memory`: bytes each pool worker may allocate (None: a fair share of the machine's).
+        `cluster`: a `curation.cluster.Cluster` whose workers run the tasks instead of a local pool."""
         self.manifest = manifest
         self.pdfs = find_pdfs(paths)  # raises before any work when a path is missing
-        self.workers = workers or default_workers()
         self.pages_per_task = pages_per_task
         self.page_timeout = (manifest.page_timeout if page_timeout is None else page_timeout) or None
-        self.make_executor = bounded_pool(make_executor, self.workers, worker_memory)
+        self.kill = kill_executor
+        if cluster is not None:
+            cluster.check_paths(self.pdfs)  # before any work: a worker that cannot see the archive
+            self.workers, self.make_executor, self.kill = cluster.workers(), cluster.make_executor, cluster.kill
+        else:
+            self.workers = workers or default_workers()
+            self.make_executor = bounded_pool(make_executor, self.workers, worker_memory)
         self.task_fn = task_fn
         self.on_progress = on_progress
         self.on_hash_progress = on_hash_progress
@@ -397,7 +407,7 @@ class Ingest:
         status, message = "failed", None
         scheduler = Scheduler(self.make_executor, self.workers, self.task_fn,
                               should_stop=lambda: self.manifest.stop_requested(self.job_id),
-                              on_idle=self._heartbeat, page_timeout=self.page_timeout)
+                              on_idle=self._heartbeat, page_timeout=self.page_timeout, kill=self.kill)
         try:
             documents = self._register_documents()
             scheduler.run(self._inspect_tasks(documents), self._on_result, self._on_crash, self._on_timeout)
