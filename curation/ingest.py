@@ -43,11 +43,13 @@ CRASH_MESSAGE = "the PDF engine crashed on this page (twice, in fresh workers); 
 
 @dataclass(frozen=True)
 class Task:
-    """Inspect a document (`pages` is None) or score the listed pages of it."""
+    """Inspect a document (`pages` is None) or score the listed pages of it; with `hash`, hash the
+    file and inspect it in one read where it is read (a cluster's worker), before it is a document."""
 
-    doc_id: int
+    doc_id: int | None
     path: str
     pages: tuple[int, ...] | None = None
+    hash: bool = False
 
 
 @dataclass
@@ -81,6 +83,8 @@ class IngestReport:
 
 def run_task(task: Task):
     """Worker side: what one task produces. Runs in a worker process."""
+    if task.hash:
+        return file_sha256(task.path), run_task(replace(task, hash=False))
     if task.pages is None:
         try:
             return inspect_document(task.path)
@@ -378,6 +382,8 @@ class Ingest:
         self.pages_per_task = pages_per_task
         self.page_timeout = (manifest.page_timeout if page_timeout is None else page_timeout) or None
         self.kill = kill_executor
+        # On a cluster the coordinator reading every byte would be the bottleneck: workers hash what they read.
+        self.hash_in_workers = cluster is not None
         if cluster is not None:
             cluster.check_paths(self.pdfs)  # before any work: a worker that cannot see the archive
             self.workers, self.make_executor, self.kill = cluster.workers(), cluster.make_executor, cluster.kill
@@ -405,9 +411,9 @@ class Ingest:
         self.job_id = self.manifest.start_job("ingest", {"paths": [str(p) for p in self.pdfs], "workers": self.workers,
                                                          "page_timeout": self.page_timeout})
         status, message = "failed", None
-        scheduler = Scheduler(self.make_executor, self.workers, self.task_fn,
-                              should_stop=lambda: self.manifest.stop_requested(self.job_id),
-                              on_idle=self._heartbeat, page_timeout=self.page_timeout, kill=self.kill)
+        scheduler = self._scheduler = Scheduler(
+            self.make_executor, self.workers, self.task_fn, should_stop=lambda: self.manifest.stop_requested(self.job_id),
+            on_idle=self._heartbeat, page_timeout=self.page_timeout, kill=self.kill)
         try:
             documents = self._register_documents()
             scheduler.run(self._inspect_tasks(documents), self._on_result, self._on_crash, self._on_timeout)
@@ -445,18 +451,35 @@ class Ingest:
             hashed += n
             self.on_hash_progress(hashed, total_bytes)
 
+        read = self._read_in_workers(to_hash, advance) if self.hash_in_workers else {}
         documents = []
         for path, stat in stats:
             sha = self.manifest.cached_hash(str(path), stat.st_size, stat.st_mtime_ns)
             if sha is None:
-                sha = file_sha256(path, advance)
+                # A file its worker could not read (or crashed on) is hashed here, and inspected as ever.
+                sha = read[path][0] if path in read else file_sha256(path, advance)
                 self.manifest.remember_hash(str(path), stat.st_size, stat.st_mtime_ns, sha)
                 self._heartbeat()
             known = self.manifest.document_by_hash(sha) is not None
-            documents.append(self.manifest.register_document(sha, str(path), stat.st_size))
+            doc = self.manifest.register_document(sha, str(path), stat.st_size)
+            if path in read and doc["status"] == "pending" and doc["pages"] is None:
+                self._on_inspected(Task(doc["id"], str(path)), read[path][1])
+                doc = self.manifest.document(doc["id"])
+            documents.append(doc)
             self.report.new_documents += not known
         self.report.documents = len(documents)
         return documents
+
+    def _read_in_workers(self, to_hash, advance) -> dict:
+        """{path: (sha256, what inspecting it gave)} for the files the workers could read."""
+        sizes = {str(path): stat.st_size for path, stat in to_hash}
+        read = {}
+        for task, result in self._scheduler.results(Task(None, path, hash=True) for path in sizes):
+            advance(sizes[task.path])
+            if isinstance(result, tuple):
+                read[pathlib.Path(task.path)] = result
+            self._heartbeat()
+        return read
 
     def _inspect_tasks(self, documents) -> list[Task]:
         self._pending = [doc["id"] for doc in documents if doc["status"] == "pending"]

@@ -2,6 +2,7 @@
 
 import os
 import signal
+import sys
 
 import pytest
 
@@ -55,6 +56,22 @@ def test_the_cluster_writes_the_manifest_the_local_pool_writes(cluster, bad_arch
         assert statuses(dask) == statuses(pool)
         assert statuses(dask)["renamed-photo.pdf"][0] == "not-pdf"
         assert ingest(dask, [bad_archive], cluster=cluster).pages_scored == 0  # incremental, as ever
+
+
+def test_workers_hash_the_files_and_a_renamed_file_is_not_scored_twice_a_changed_one_is(
+        cluster, manifest, bad_archive, monkeypatch):
+    def coordinator_hash(*args):
+        raise AssertionError("the coordinator read a file to hash it")
+
+    monkeypatch.setattr(sys.modules["curation.ingest"], "file_sha256", coordinator_hash)  # the workers' copy is their own
+    assert ingest(manifest, [bad_archive], cluster=cluster).pages_scored == 15
+    (bad_archive / "issue-1.pdf").rename(bad_archive / "renamed.pdf")
+    report = ingest(manifest, [bad_archive], cluster=cluster)
+    assert (report.pages_scored, report.new_documents) == (0, 0)
+    small_pdf(bad_archive / "issue-2.pdf", pages=3, seed=42)  # new content at a known path
+    report = ingest(manifest, [bad_archive], cluster=cluster)
+    assert (report.pages_scored, report.new_documents) == (3, 1)
+    assert [d["status"] for d in manifest.documents() if d["path"].endswith("issue-2.pdf")].count("replaced") == 1
 
 
 def test_a_page_that_crashes_its_worker_is_marked_failed_alone(cluster, manifest, tmp_path):
