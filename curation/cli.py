@@ -104,8 +104,18 @@ def open_manifest(db: str, create: bool = False) -> Manifest:
         raise click.ClickException(str(exc)) from exc
 
 
+class ArchivePath(click.Path):
+    """A local file or folder that exists, or a URL (s3://, gs://, https://, file://) read through fsspec."""
+
+    def __init__(self):
+        super().__init__(exists=True)
+
+    def convert(self, value, param, ctx):
+        return value if "://" in str(value) else super().convert(value, param, ctx)
+
+
 @cli.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("paths", nargs=-1, required=True, type=ArchivePath())
 @db_option
 @click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
               help=f"Worker processes (default: one per core, here {default_workers()}).")
@@ -114,7 +124,8 @@ def open_manifest(db: str, create: bool = False) -> Manifest:
 @cluster_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def ingest(paths, db, workers, page_timeout, worker_memory, cluster, quiet):
-    """Score every page of the PDFs in PATHS (files or folders, searched recursively).
+    """Score every page of the PDFs in PATHS (files or folders, searched recursively; or URLs such as
+    s3://bucket/archive/, read through fsspec with its filesystem package installed).
 
     Only what the manifest does not hold yet is read: new documents, and pages a killed run did
     not finish. A document is known by its content, so a moved or renamed file is not scored
@@ -124,8 +135,12 @@ def ingest(paths, db, workers, page_timeout, worker_memory, cluster, quiet):
     """
     manifest = open_manifest(db, create=True)
     with open_cluster(cluster) as dask_cluster, hash_bar(quiet) as hash_progress, page_bar("scoring", quiet) as progress:
-        report = run_job(Ingest(manifest, paths, workers=workers, page_timeout=page_timeout, cluster=dask_cluster,
-                                worker_memory=worker_memory, on_progress=progress, on_hash_progress=hash_progress))
+        try:
+            job = Ingest(manifest, paths, workers=workers, page_timeout=page_timeout, cluster=dask_cluster,
+                         worker_memory=worker_memory, on_progress=progress, on_hash_progress=hash_progress)
+        except FileNotFoundError as exc:  # a URL that names nothing (local paths are checked by click)
+            raise click.ClickException(str(exc)) from None
+        report = run_job(job)
     finish_run(report, f"{report.documents} documents ({report.new_documents} new): {report.pages_scored} pages "
                        f"scored, {failed_pages(report)}, {report.pages_per_second:.1f} pages/s{report.incidents}")
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import logging
-import os
 import threading
 
 import dask
@@ -24,12 +23,14 @@ import distributed
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from .ingest import ExecutorLost, default_workers
+from .reader import exists
 
 ENV = "CURATION_CLUSTER"
 LOCAL = "local"
 # Locally a task may kill one worker and be run again; the second death makes it a crash.
 LOCAL_ALLOWED_FAILURES = 1
 CONNECT_TIMEOUT = "10s"
+PROBE_TIMEOUT = "3s"  # the Ingest page waits no longer than this for a scheduler
 
 
 class ClusterError(Exception):
@@ -187,11 +188,11 @@ class Cluster:
         if not paths:
             return
         path = str(paths[0])
-        seen = self.client.run(os.path.exists, path)
+        seen = self.client.run(exists, path)
         blind = sorted(worker for worker, exists in seen.items() if not exists)
         if blind:
             raise ClusterError(f"{len(blind)} of {len(seen)} Dask workers cannot see {path} ({', '.join(blind[:3])}): "
-                               "the archive must be on storage every worker mounts at the same path")
+                               "the archive must be on storage every worker mounts at the same path, or given as a URL (s3://, gs://, https://)")
 
     # -- what the Ingest page shows ---------------------------------------------------------------
 
@@ -218,6 +219,17 @@ def local_workers(address: str) -> int | None:
     return int(count)
 
 
-def cluster_address(given: str | None) -> str | None:
-    """The address given, else $CURATION_CLUSTER, else None (the local process pool)."""
-    return given or os.environ.get(ENV) or None
+
+def probe(address: str) -> str:
+    """One line for the Ingest page: the workers connected and the dashboard's address, or why not."""
+    workers = local_workers(address)
+    if workers is not None:
+        return (f"{workers} worker processes start on this server with each job; Dask's dashboard is at "
+                f"port 8787 of this server while it runs")
+    try:
+        with distributed.Client(address, timeout=PROBE_TIMEOUT) as client:
+            threads = client.nthreads()
+            return (f"{len(threads)} workers connected ({sum(threads.values())} threads); "
+                    f"dashboard: {client.dashboard_link}")
+    except (OSError, TimeoutError) as exc:
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {exc}") from None

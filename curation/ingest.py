@@ -28,8 +28,8 @@ import pymupdf
 
 from .jobs import DiskFull, Stopped, is_disk_full, record_end, stop_on_sigterm
 from .manifest import Manifest, PageResult
-from .reader import (DocumentError, DocumentInfo, error_text, file_sha256, find_pdfs, inspect_document, open_document,
-                     readable)
+from .reader import (DocumentError, DocumentInfo, error_text, exists, file_sha256, file_stat, find_pdfs, inspect_document,
+                     open_document, readable)
 from .duplicates import refresh_duplicates
 from .features import FEATURES_VERSION
 from .scorer import score_page
@@ -442,7 +442,7 @@ class Ingest:
     # -- planning -----------------------------------------------------------------------------
 
     def _register_documents(self) -> list:
-        stats = [(path, path.stat()) for path in self.pdfs]
+        stats = [(path, file_stat(path)) for path in self.pdfs]
         to_hash = [(p, s) for p, s in stats if self.manifest.cached_hash(str(p), s.st_size, s.st_mtime_ns) is None]
         total_bytes, hashed = sum(s.st_size for _, s in to_hash), 0
 
@@ -457,13 +457,13 @@ class Ingest:
             sha = self.manifest.cached_hash(str(path), stat.st_size, stat.st_mtime_ns)
             if sha is None:
                 # A file its worker could not read (or crashed on) is hashed here, and inspected as ever.
-                sha = read[path][0] if path in read else file_sha256(path, advance)
+                sha = read[str(path)][0] if str(path) in read else file_sha256(path, advance)
                 self.manifest.remember_hash(str(path), stat.st_size, stat.st_mtime_ns, sha)
                 self._heartbeat()
             known = self.manifest.document_by_hash(sha) is not None
             doc = self.manifest.register_document(sha, str(path), stat.st_size)
-            if path in read and doc["status"] == "pending" and doc["pages"] is None:
-                self._on_inspected(Task(doc["id"], str(path)), read[path][1])
+            if str(path) in read and doc["status"] == "pending" and doc["pages"] is None:
+                self._on_inspected(Task(doc["id"], str(path)), read[str(path)][1])
                 doc = self.manifest.document(doc["id"])
             documents.append(doc)
             self.report.new_documents += not known
@@ -477,7 +477,7 @@ class Ingest:
         for task, result in self._scheduler.results(Task(None, path, hash=True) for path in sizes):
             advance(sizes[task.path])
             if isinstance(result, tuple):
-                read[pathlib.Path(task.path)] = result
+                read[task.path] = result
             self._heartbeat()
         return read
 
@@ -604,7 +604,7 @@ class Rescore(Ingest):
         for doc in self.manifest.documents():
             if doc["status"] not in ("ok", "partial") or not doc["pages"]:
                 continue
-            if not pathlib.Path(doc["path"]).exists():
+            if not exists(doc["path"]):
                 self.report.problems.append(f"{doc['path']}: the file is gone; its pages keep their old scores")
                 continue
             self.manifest.set_document(doc["id"], status="pending", error=doc["error"])

@@ -124,6 +124,16 @@ def test_a_scheduler_that_goes_away_ends_the_run_and_the_manifest_resumes(manife
     assert ingest(manifest, [folder], workers=1).pages_scored == 12 - saved
 
 
+def test_an_archive_given_as_a_url_is_listed_here_and_read_by_the_workers(cluster, bad_archive, tmp_path):
+    with Manifest(tmp_path / "path.sqlite") as by_path, Manifest(tmp_path / "url.sqlite") as by_url:
+        ingest(by_path, [bad_archive], cluster=cluster)
+        report = ingest(by_url, [bad_archive.as_uri()], cluster=cluster)
+        assert report.pages_scored == 15
+        assert rows(by_url) == rows(by_path) and statuses(by_url) == statuses(by_path)
+        assert all(d["path"].startswith("file:///") for d in by_url.documents())
+        assert ingest(by_url, [bad_archive.as_uri()], cluster=cluster).pages_scored == 0
+
+
 def test_a_path_the_workers_cannot_see_is_refused_before_any_work(cluster, tmp_path):
     with pytest.raises(ClusterError, match="2 of 2 Dask workers cannot see .*nowhere.pdf"):
         cluster.check_paths([tmp_path / "nowhere.pdf"])
@@ -136,3 +146,25 @@ def test_the_command_line_runs_on_a_local_cluster_and_explains_a_bad_address(bad
                            env={"CURATION_CLUSTER": "local:nine"})
     assert result.exit_code == 1 and "local:N" in result.output and "Traceback" not in result.output
     assert local_workers("tcp://host:8786") is None and local_workers("local:3") == 3
+
+
+def test_the_ingest_page_offers_the_cluster_and_shows_its_workers_and_dashboard(cluster, bad_archive, tmp_path,
+                                                                                 monkeypatch):
+    from apptest_support import page, ran, texts
+    from curation import paths
+
+    db = tmp_path / "data" / "manifest.sqlite"
+    monkeypatch.setenv("CURATION_DB", str(db))
+    monkeypatch.setenv(paths.ROOTS_ENV, str(bad_archive.parent))
+    monkeypatch.setenv("CURATION_CLUSTER", cluster.local.scheduler_address)
+    with Manifest(db) as manifest:
+        paths.add_source(manifest, bad_archive)
+    at = ran(page("pages/ingest.py"))
+    field = next(t for t in at.text_input if t.label == "Dask cluster")
+    assert field.value == cluster.local.scheduler_address  # from the environment
+    assert "2 workers connected" in texts(at) and "dashboard: http" in texts(at)
+    field.input("local:3")
+    ran(at)
+    assert "3 worker processes start on this server" in texts(at)
+    with Manifest(db) as manifest:
+        assert manifest.get_setting("cluster") == "local:3"
