@@ -16,7 +16,9 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import logging
+import os
 import threading
+import time
 
 import dask
 import distributed
@@ -30,7 +32,8 @@ LOCAL = "local"
 # Locally a task may kill one worker and be run again; the second death makes it a crash.
 LOCAL_ALLOWED_FAILURES = 1
 CONNECT_TIMEOUT = "10s"
-PROBE_TIMEOUT = "3s"  # the Ingest page waits no longer than this for a scheduler
+PROBE_TIMEOUT = "3s"
+REJOIN_TIMEOUT = 60  # seconds to wait for ended workers to be back before going on without them  # the Ingest page waits no longer than this for a scheduler
 
 
 class ClusterError(Exception):
@@ -102,8 +105,8 @@ class DaskExecutor(cf.Executor):
                 outcome.set_exception(ClusterLost(f"{lost_message(self.address)} ({type(exc).__name__})"))
 
     def kill(self) -> None:
-        """Cancel what is in flight and restart the workers running it (a page stuck in MuPDF never
-        returns: only a fresh process frees its worker)."""
+        """Cancel what is in flight and end the worker processes running it, as the local pool does: a
+        page stuck in MuPDF never returns, only a new process frees its worker (the nanny starts one)."""
         self._killed = True
         with self._lock:
             futures = list(self._futures)
@@ -112,7 +115,11 @@ class DaskExecutor(cf.Executor):
             busy = [worker for worker, running in self.client.processing().items() if keys & set(running)]
             self.client.cancel(futures, force=True)
             if busy:
-                self.client.restart_workers(busy, raise_for_error=False)
+                self.client.run(_end_worker, workers=busy, wait=False)
+                # Until the scheduler has seen them go, it would still hand them tasks.
+                deadline = time.monotonic() + REJOIN_TIMEOUT
+                while set(busy) & set(self.client.nthreads()) and time.monotonic() < deadline:
+                    time.sleep(0.05)
         with self._lock:
             outcomes = list(self._futures.values())
             self._futures.clear()
@@ -123,6 +130,11 @@ class DaskExecutor(cf.Executor):
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         if cancel_futures:
             self.kill()
+
+
+async def _end_worker() -> None:
+    # A coroutine: Dask runs it on the worker's event loop without waiting, while its thread is stuck.
+    os._exit(1)
 
 
 def lost_message(address: str) -> str:
@@ -139,6 +151,7 @@ class Cluster:
     def __init__(self, address: str, *, dashboard_address: str = ":8787"):
         self.address = address
         self.local: distributed.LocalCluster | None = None
+        self._worker_count = 0  # workers when the run was planned
         workers = local_workers(address)
         try:
             if workers is not None:
@@ -170,13 +183,18 @@ class Cluster:
 
     def workers(self) -> int:
         """Worker threads in the cluster now: the Scheduler keeps twice as many tasks in flight."""
-        threads = sum(self.client.nthreads().values())
+        nthreads = self.client.nthreads()
+        threads, self._worker_count = sum(nthreads.values()), len(nthreads)
         if not threads:
             raise ClusterError(f"the Dask scheduler at {self.address} has no workers; start some with "
                                f"`dask worker {self.address} --nthreads 1`")
         return threads
 
     def make_executor(self, workers: int) -> DaskExecutor:
+        # After a teardown the ended workers take seconds to come back; tasks sent before would queue behind
+        # the live ones and their time limit would run while they wait. A cluster that shrank for good goes on.
+        with contextlib.suppress(TimeoutError):
+            self.client.wait_for_workers(self._worker_count or 1, timeout=REJOIN_TIMEOUT)
         return DaskExecutor(self.client, self.address)
 
     @staticmethod

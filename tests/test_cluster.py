@@ -86,6 +86,21 @@ def test_a_page_that_crashes_its_worker_is_marked_failed_alone(cluster, manifest
     assert {name: status for name, (status, _) in statuses(manifest).items()} == {"a.pdf": "partial", "b.pdf": "ok"}
 
 
+def test_a_page_past_the_time_limit_frees_its_worker_and_fails_alone(cluster, manifest, tmp_path):
+    folder = tmp_path / "archive"
+    small_pdf(folder / "a.pdf", pages=3, seed=1)
+    small_pdf(folder / "b.pdf", pages=6, seed=2)
+    report = ingest(manifest, [folder], cluster=cluster, pages_per_task=6, page_timeout=1.5,
+                    task_fn=crashing.run_task_hanging_on_page_3)
+    pages = {(r["doc"].rsplit("/", 1)[1], r["page"]): r for r in manifest.pages()}
+    assert [key for key, row in pages.items() if row["status"] == "failed"] == [("b.pdf", 3)]
+    assert "took longer than 1.5 s" in pages[("b.pdf", 3)]["error"]
+    assert len(pages) == 9 and report.pages_scored == 8 and report.timeouts >= 1
+    cluster.client.wait_for_workers(2, timeout=30)
+    for worker in cluster.client.nthreads():  # the hung workers were replaced: none has its thread stuck
+        assert cluster.client.submit(abs, -1, workers=[worker], pure=False).result(timeout=20) == 1
+
+
 def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(cluster, manifest, tmp_path):
     folder = tmp_path / "archive"
     for n in range(3):
