@@ -202,8 +202,9 @@ def finish_run(report, summary: str) -> None:
 @click.option("--all", "all_pages", is_flag=True, help="Score every page again, not only pages whose features are out of date.")
 @page_timeout_option
 @worker_memory_option
+@cluster_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def rescore(db, workers, all_pages, page_timeout, worker_memory, quiet):
+def rescore(db, workers, all_pages, page_timeout, worker_memory, cluster, quiet):
     """Score the manifest's pages again with this version's scorer and features.
 
     Only pages scored by an older version are read, unless --all. Overrides, captions and
@@ -212,9 +213,9 @@ def rescore(db, workers, all_pages, page_timeout, worker_memory, quiet):
     from .ingest import Rescore
 
     manifest = open_manifest(db)
-    with page_bar("rescoring", quiet) as progress:
+    with open_cluster(cluster) as dask_cluster, page_bar("rescoring", quiet) as progress:
         report = run_job(Rescore(manifest, all_pages=all_pages, workers=workers, page_timeout=page_timeout,
-                                 worker_memory=worker_memory, on_progress=progress))
+                                 cluster=dask_cluster, worker_memory=worker_memory, on_progress=progress))
     finish_run(report, f"{report.documents} documents: {report.pages_scored} pages rescored, {failed_pages(report)}")
 
 
