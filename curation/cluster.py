@@ -57,6 +57,8 @@ class SetUpWorker(WorkerPlugin):
         import cv2
         import pymupdf
 
+        from . import ingest  # noqa: F401  the scorer's imports, before a page's time limit starts (as forkserver preload)
+
         pymupdf.TOOLS.mupdf_display_errors(False)
         pymupdf.TOOLS.mupdf_display_warnings(False)
         cv2.setNumThreads(1)
