@@ -72,6 +72,30 @@ worker_memory_option = click.option(
          f"the machine and this process are never at risk. Default: a fair share, here "
          f"{default_worker_memory(default_workers()) / (1 << 30):.1f}G with one worker per core.")
 
+cluster_option = click.option(
+    "--cluster", envvar="CURATION_CLUSTER", default=None, metavar="ADDRESS",
+    help="Run the tasks on a Dask cluster instead of this machine's processes: a scheduler address "
+         "(tcp://HOST:8786; start it with `dask scheduler`, workers with `dask worker tcp://HOST:8786 --nthreads 1`), "
+         "or local[:N] for N worker processes here, with Dask's dashboard. Every worker must see the archive "
+         "at the same path. Also read from $CURATION_CLUSTER.")
+
+
+@contextlib.contextmanager
+def open_cluster(address: str | None):
+    """The Dask cluster at `address` (None: the local process pool); a cluster that cannot be used, or is
+    lost during the run, ends in one line and exit 1."""
+    if not address:
+        yield None
+        return
+    from .cluster import Cluster, ClusterError
+
+    try:
+        with Cluster(address) as cluster:
+            click.echo(cluster.describe(), err=True)
+            yield cluster
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+
 
 def open_manifest(db: str, create: bool = False) -> Manifest:
     try:
@@ -80,35 +104,57 @@ def open_manifest(db: str, create: bool = False) -> Manifest:
         raise click.ClickException(str(exc)) from exc
 
 
+class ArchivePath(click.Path):
+    """A local file or folder that exists, or a URL (s3://, gs://, https://, file://) read through fsspec."""
+
+    def __init__(self):
+        super().__init__(exists=True)
+
+    def convert(self, value, param, ctx):
+        return value if "://" in str(value) else super().convert(value, param, ctx)
+
+
 @cli.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("paths", nargs=-1, required=True, type=ArchivePath())
 @db_option
 @click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
               help=f"Worker processes (default: one per core, here {default_workers()}).")
 @page_timeout_option
 @worker_memory_option
+@cluster_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def ingest(paths, db, workers, page_timeout, worker_memory, quiet):
-    """Score every page of the PDFs in PATHS (files or folders, searched recursively).
+def ingest(paths, db, workers, page_timeout, worker_memory, cluster, quiet):
+    """Score every page of the PDFs in PATHS (files or folders, searched recursively; or URLs such as
+    s3://bucket/archive/, read through fsspec with its filesystem package installed).
 
     Only what the manifest does not hold yet is read: new documents, and pages a killed run did
     not finish. A document is known by its content, so a moved or renamed file is not scored
     again and a changed file is. Broken files are recorded with their reason and skipped.
-    Ctrl-C stops cleanly; run the same command to resume.
+    Ctrl-C stops cleanly; run the same command to resume. With --cluster the same tasks run on
+    a Dask cluster's workers; this process still plans them and is the only writer of the manifest.
     """
     manifest = open_manifest(db, create=True)
-    hashing = tqdm(desc="hashing", unit="B", unit_scale=True, disable=quiet, leave=False)
-
-    def hash_progress(done, total):
-        hashing.total = total
-        hashing.n = done
-        hashing.refresh()
-
-    with hashing, page_bar("scoring", quiet) as progress:
-        report = run_job(Ingest(manifest, paths, workers=workers, page_timeout=page_timeout,
-                                worker_memory=worker_memory, on_progress=progress, on_hash_progress=hash_progress))
+    with open_cluster(cluster) as dask_cluster, hash_bar(quiet) as hash_progress, page_bar("scoring", quiet) as progress:
+        try:
+            job = Ingest(manifest, paths, workers=workers, page_timeout=page_timeout, cluster=dask_cluster,
+                         worker_memory=worker_memory, on_progress=progress, on_hash_progress=hash_progress)
+        except FileNotFoundError as exc:  # a URL that names nothing (local paths are checked by click)
+            raise click.ClickException(str(exc)) from None
+        report = run_job(job)
     finish_run(report, f"{report.documents} documents ({report.new_documents} new): {report.pages_scored} pages "
                        f"scored, {failed_pages(report)}, {report.pages_per_second:.1f} pages/s{report.incidents}")
+
+
+@contextlib.contextmanager
+def hash_bar(quiet: bool):
+    """A bytes progress bar for hashing and the on_hash_progress callback that drives it."""
+    with tqdm(desc="hashing", unit="B", unit_scale=True, disable=quiet, leave=False) as bar:
+        def progress(done, total):
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+        yield progress
 
 
 @contextlib.contextmanager
@@ -156,8 +202,9 @@ def finish_run(report, summary: str) -> None:
 @click.option("--all", "all_pages", is_flag=True, help="Score every page again, not only pages whose features are out of date.")
 @page_timeout_option
 @worker_memory_option
+@cluster_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def rescore(db, workers, all_pages, page_timeout, worker_memory, quiet):
+def rescore(db, workers, all_pages, page_timeout, worker_memory, cluster, quiet):
     """Score the manifest's pages again with this version's scorer and features.
 
     Only pages scored by an older version are read, unless --all. Overrides, captions and
@@ -166,9 +213,9 @@ def rescore(db, workers, all_pages, page_timeout, worker_memory, quiet):
     from .ingest import Rescore
 
     manifest = open_manifest(db)
-    with page_bar("rescoring", quiet) as progress:
+    with open_cluster(cluster) as dask_cluster, page_bar("rescoring", quiet) as progress:
         report = run_job(Rescore(manifest, all_pages=all_pages, workers=workers, page_timeout=page_timeout,
-                                 worker_memory=worker_memory, on_progress=progress))
+                                 cluster=dask_cluster, worker_memory=worker_memory, on_progress=progress))
     finish_run(report, f"{report.documents} documents: {report.pages_scored} pages rescored, {failed_pages(report)}")
 
 

@@ -28,8 +28,8 @@ import pymupdf
 
 from .jobs import DiskFull, Stopped, is_disk_full, record_end, stop_on_sigterm
 from .manifest import Manifest, PageResult
-from .reader import (DocumentError, DocumentInfo, error_text, file_sha256, find_pdfs, inspect_document, open_document,
-                     readable)
+from .reader import (DocumentError, DocumentInfo, error_text, exists, file_sha256, file_stat, find_pdfs, inspect_document,
+                     open_document, readable)
 from .duplicates import refresh_duplicates
 from .features import FEATURES_VERSION
 from .scorer import score_page
@@ -43,11 +43,13 @@ CRASH_MESSAGE = "the PDF engine crashed on this page (twice, in fresh workers); 
 
 @dataclass(frozen=True)
 class Task:
-    """Inspect a document (`pages` is None) or score the listed pages of it."""
+    """Inspect a document (`pages` is None) or score the listed pages of it; with `hash`, hash the
+    file and inspect it in one read where it is read (a cluster's worker), before it is a document."""
 
-    doc_id: int
+    doc_id: int | None
     path: str
     pages: tuple[int, ...] | None = None
+    hash: bool = False
 
 
 @dataclass
@@ -81,6 +83,8 @@ class IngestReport:
 
 def run_task(task: Task):
     """Worker side: what one task produces. Runs in a worker process."""
+    if task.hash:
+        return file_sha256(task.path), run_task(replace(task, hash=False))
     if task.pages is None:
         try:
             return inspect_document(task.path)
@@ -177,6 +181,10 @@ def default_worker_memory(workers: int) -> int:
 
 def timeout_message(seconds: float, what: str = "draw") -> str:
     return f"took longer than {seconds:g} s to {what}; skipped"
+
+
+class ExecutorLost(Exception):
+    """The executor itself is gone (a cluster's scheduler lost): the run ends; what finished is saved."""
 
 
 class Failure(Enum):
@@ -351,7 +359,7 @@ def _outcome(future: cf.Future, timeout: float | None = None):
         return future.result(timeout)
     except cf.BrokenExecutor:
         return Failure.CRASHED
-    except cf.TimeoutError:
+    except (cf.TimeoutError, ExecutorLost):
         raise
     except Exception as exc:  # a bug or an I/O error in the worker, not a crash
         return exc
@@ -363,17 +371,25 @@ class Ingest:
     def __init__(self, manifest: Manifest, paths: Sequence[str | os.PathLike], *, workers: int | None = None,
                  pages_per_task: int = PAGES_PER_TASK,
                  make_executor: Callable[[int], cf.Executor] = process_pool, task_fn: Callable = run_task,
-                 page_timeout: float | None = None, worker_memory: int | None = None,
+                 page_timeout: float | None = None, worker_memory: int | None = None, cluster=None,
                  on_progress: Callable[[int, int], None] = lambda done, total: None,
                  on_hash_progress: Callable[[int, int], None] = lambda done, total: None):
         """`page_timeout`: seconds a page may take (None: the manifest's setting; 0: no limit).
-        `worker_memory`: bytes each pool worker may allocate (None: a fair share of the machine's)."""
+        `worker_memory`: bytes each pool worker may allocate (None: a fair share of the machine's).
+        `cluster`: a `curation.cluster.Cluster` whose workers run the tasks instead of a local pool."""
         self.manifest = manifest
         self.pdfs = find_pdfs(paths)  # raises before any work when a path is missing
-        self.workers = workers or default_workers()
         self.pages_per_task = pages_per_task
         self.page_timeout = (manifest.page_timeout if page_timeout is None else page_timeout) or None
-        self.make_executor = bounded_pool(make_executor, self.workers, worker_memory)
+        self.kill = kill_executor
+        # On a cluster the coordinator reading every byte would be the bottleneck: workers hash what they read.
+        self.hash_in_workers = cluster is not None
+        if cluster is not None:
+            cluster.check_paths(self.pdfs)  # before any work: a worker that cannot see the archive
+            self.workers, self.make_executor, self.kill = cluster.workers(), cluster.make_executor, cluster.kill
+        else:
+            self.workers = workers or default_workers()
+            self.make_executor = bounded_pool(make_executor, self.workers, worker_memory)
         self.task_fn = task_fn
         self.on_progress = on_progress
         self.on_hash_progress = on_hash_progress
@@ -395,9 +411,9 @@ class Ingest:
         self.job_id = self.manifest.start_job("ingest", {"paths": [str(p) for p in self.pdfs], "workers": self.workers,
                                                          "page_timeout": self.page_timeout})
         status, message = "failed", None
-        scheduler = Scheduler(self.make_executor, self.workers, self.task_fn,
-                              should_stop=lambda: self.manifest.stop_requested(self.job_id),
-                              on_idle=self._heartbeat, page_timeout=self.page_timeout)
+        scheduler = self._scheduler = Scheduler(
+            self.make_executor, self.workers, self.task_fn, should_stop=lambda: self.manifest.stop_requested(self.job_id),
+            on_idle=self._heartbeat, page_timeout=self.page_timeout, kill=self.kill)
         try:
             documents = self._register_documents()
             scheduler.run(self._inspect_tasks(documents), self._on_result, self._on_crash, self._on_timeout)
@@ -426,7 +442,7 @@ class Ingest:
     # -- planning -----------------------------------------------------------------------------
 
     def _register_documents(self) -> list:
-        stats = [(path, path.stat()) for path in self.pdfs]
+        stats = [(path, file_stat(path)) for path in self.pdfs]
         to_hash = [(p, s) for p, s in stats if self.manifest.cached_hash(str(p), s.st_size, s.st_mtime_ns) is None]
         total_bytes, hashed = sum(s.st_size for _, s in to_hash), 0
 
@@ -435,18 +451,35 @@ class Ingest:
             hashed += n
             self.on_hash_progress(hashed, total_bytes)
 
+        read = self._read_in_workers(to_hash, advance) if self.hash_in_workers else {}
         documents = []
         for path, stat in stats:
             sha = self.manifest.cached_hash(str(path), stat.st_size, stat.st_mtime_ns)
             if sha is None:
-                sha = file_sha256(path, advance)
+                # A file its worker could not read (or crashed on) is hashed here, and inspected as ever.
+                sha = read[str(path)][0] if str(path) in read else file_sha256(path, advance)
                 self.manifest.remember_hash(str(path), stat.st_size, stat.st_mtime_ns, sha)
                 self._heartbeat()
             known = self.manifest.document_by_hash(sha) is not None
-            documents.append(self.manifest.register_document(sha, str(path), stat.st_size))
+            doc = self.manifest.register_document(sha, str(path), stat.st_size)
+            if str(path) in read and doc["status"] == "pending" and doc["pages"] is None:
+                self._on_inspected(Task(doc["id"], str(path)), read[str(path)][1])
+                doc = self.manifest.document(doc["id"])
+            documents.append(doc)
             self.report.new_documents += not known
         self.report.documents = len(documents)
         return documents
+
+    def _read_in_workers(self, to_hash, advance) -> dict:
+        """{path: (sha256, what inspecting it gave)} for the files the workers could read."""
+        sizes = {str(path): stat.st_size for path, stat in to_hash}
+        read = {}
+        for task, result in self._scheduler.results(Task(None, path, hash=True) for path in sizes):
+            advance(sizes[task.path])
+            if isinstance(result, tuple):
+                read[task.path] = result
+            self._heartbeat()
+        return read
 
     def _inspect_tasks(self, documents) -> list[Task]:
         self._pending = [doc["id"] for doc in documents if doc["status"] == "pending"]
@@ -571,7 +604,7 @@ class Rescore(Ingest):
         for doc in self.manifest.documents():
             if doc["status"] not in ("ok", "partial") or not doc["pages"]:
                 continue
-            if not pathlib.Path(doc["path"]).exists():
+            if not exists(doc["path"]):
                 self.report.problems.append(f"{doc['path']}: the file is gone; its pages keep their old scores")
                 continue
             self.manifest.set_document(doc["id"], status="pending", error=doc["error"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import os
 import pathlib
@@ -42,18 +43,78 @@ class DocumentInfo:
     note: str | None = None
 
 
-def find_pdfs(paths: Iterable[str | os.PathLike]) -> list[pathlib.Path]:
+def is_url(path: str | os.PathLike) -> bool:
+    """`s3://…`, `gs://…`, `https://…`, `file://…`: a location fsspec reads, not a local path."""
+    return "://" in str(path)
+
+
+def url_files(url: str):
+    """The fsspec filesystem of a URL and the URL's path within it."""
+    import fsspec  # only archives given as URLs need it
+
+    return fsspec.core.url_to_fs(url)
+
+
+def exists(path: str | os.PathLike) -> bool:
+    """Whether the path or URL can be seen from this process (a cluster's worker asks it too)."""
+    if is_url(path):
+        fs, inner = url_files(str(path))
+        return fs.exists(inner)
+    return pathlib.Path(path).exists()
+
+
+def open_binary(path: str | os.PathLike):
+    """The file at a path or URL, open for reading bytes."""
+    if is_url(path):
+        fs, inner = url_files(str(path))
+        return fs.open(inner, "rb")
+    return open(path, "rb")
+
+
+@dataclass(frozen=True)
+class FileStat:
+    st_size: int
+    st_mtime_ns: int
+
+
+def file_stat(path: str | os.PathLike):
+    """Size and modification time of a path or URL (time 0 where the store keeps none: a changed file
+    of the same size then keeps its cached hash)."""
+    if not is_url(path):
+        return pathlib.Path(path).stat()
+    fs, inner = url_files(str(path))
+    info = fs.info(inner)
+    stamp = next((info[key] for key in ("mtime", "LastModified", "updated", "created") if info.get(key)), 0)
+    if isinstance(stamp, str):  # an ISO date (Google Cloud Storage)
+        stamp = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    if isinstance(stamp, datetime.datetime):  # S3
+        stamp = stamp.timestamp()
+    return FileStat(int(info["size"]), int(float(stamp) * 1e9))
+
+
+def find_urls(url: str) -> list[str]:
+    """The PDFs at a URL: itself, or every PDF under it when it names a folder (a prefix)."""
+    fs, inner = url_files(url)
+    if not fs.isdir(inner):
+        return [url]
+    return [fs.unstrip_protocol(name) for name in sorted(fs.find(inner)) if name.lower().endswith(".pdf")]
+
+
+def find_pdfs(paths: Iterable[str | os.PathLike]) -> list:
     """Every PDF named or found (recursively) under the given paths, each once, in a stable order.
+    Local files come as resolved `pathlib.Path`s, URLs as strings.
 
     Raises FileNotFoundError naming every path that does not exist, before anything is read.
     """
-    paths = [pathlib.Path(p) for p in paths]
-    missing = [str(p) for p in paths if not p.exists()]
+    paths = [str(p) if is_url(p) else pathlib.Path(p) for p in paths]
+    missing = [str(p) for p in paths if not exists(p)]
     if missing:
         raise FileNotFoundError(f"no such file or directory: {', '.join(missing)}")
-    found: dict[pathlib.Path, None] = {}
+    found: dict = {}
     for path in paths:
-        if path.is_dir():
+        if isinstance(path, str):
+            found.update(dict.fromkeys(find_urls(path)))
+        elif path.is_dir():
             for child in sorted(path.rglob("*")):
                 if child.suffix.lower() == ".pdf" and child.is_file():
                     found[child.resolve()] = None
@@ -64,7 +125,7 @@ def find_pdfs(paths: Iterable[str | os.PathLike]) -> list[pathlib.Path]:
 
 def file_sha256(path: pathlib.Path, on_bytes: Callable[[int], None] | None = None) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with open_binary(path) as handle:
         while block := handle.read(HASH_BLOCK):
             digest.update(block)
             if on_bytes:
@@ -74,9 +135,8 @@ def file_sha256(path: pathlib.Path, on_bytes: Callable[[int], None] | None = Non
 
 def open_document(path: str | os.PathLike) -> pymupdf.Document:
     """Open a PDF for scoring, or raise DocumentError saying why it cannot be."""
-    path = pathlib.Path(path)
     try:
-        with open(path, "rb") as handle:
+        with open_binary(path) as handle:
             head = handle.read(1024)
     except OSError as exc:
         raise DocumentError("failed", f"cannot read the file: {exc.strerror or exc}") from exc
@@ -87,7 +147,11 @@ def open_document(path: str | os.PathLike) -> pymupdf.Document:
         reason = f"this is {kind}, not a PDF (renamed?)" if kind else "not a PDF: the file has no %PDF header"
         raise DocumentError("not-pdf", reason)
     try:
-        doc = pymupdf.open(path, filetype="pdf")
+        if is_url(path):  # read where it is stored; MuPDF opens the bytes
+            with open_binary(path) as handle:
+                doc = pymupdf.open(stream=handle.read(), filetype="pdf")
+        else:
+            doc = pymupdf.open(path, filetype="pdf")
     except Exception as exc:
         raise DocumentError("failed", f"MuPDF cannot open it: {error_text(exc)}") from exc
     if doc.needs_pass:

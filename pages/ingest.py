@@ -1,5 +1,6 @@
 """Ingest: add archives (upload or a server path), start and stop scoring, watch it live."""
 
+import os
 import pathlib
 
 import streamlit as st
@@ -26,6 +27,7 @@ def main():
     show_sources(known_sources)
     if known_sources:
         page_timeout_input(running)
+        cluster_input(running)
     start_button(db, roots, known_sources, running)
     common.job_panel(body=documents_table)
 
@@ -123,6 +125,38 @@ def save_page_timeout():
         manifest.page_timeout = st.session_state["page_timeout"]
 
 
+def saved_cluster() -> str:
+    """The Dask cluster the page's jobs run on: the manifest's setting, else $CURATION_CLUSTER ('': this server)."""
+    with common.open_manifest() as manifest:
+        return manifest.get_setting("cluster", os.environ.get("CURATION_CLUSTER", "")) or ""
+
+
+def cluster_input(running: bool):
+    address = st.text_input(
+        "Dask cluster", value=saved_cluster(), key="cluster", on_change=save_cluster, disabled=running,
+        placeholder="empty: worker processes on this server",
+        help="Run ingest on a Dask cluster: a scheduler address (tcp://HOST:8786; `dask scheduler` on one "
+             "machine, `dask worker tcp://HOST:8786 --nthreads 1` on each worker machine), or local:N for N "
+             "worker processes here with Dask's dashboard. Every worker must see the sources at the same path.")
+    if address:
+        st.caption(cluster_status(address))
+
+
+@st.cache_data(ttl=10, show_spinner=False)
+def cluster_status(address: str) -> str:
+    from curation.cluster import ClusterError, probe  # Dask only for the pages that use a cluster
+
+    try:
+        return probe(address)
+    except ClusterError as exc:
+        return f":orange[{exc}]"
+
+
+def save_cluster():
+    with common.open_manifest() as manifest:
+        manifest.set_setting("cluster", st.session_state["cluster"].strip())
+
+
 def start_button(db: pathlib.Path, roots: list[pathlib.Path], known: list[str], running: bool):
     help_text = ("A job is running on this manifest." if running else
                  "Scores every page not in the manifest yet, from all sources; after Stop it resumes.")
@@ -138,6 +172,8 @@ def start_button(db: pathlib.Path, roots: list[pathlib.Path], known: list[str], 
     if not usable:
         st.error("None of the sources can be read now.")
         return
+    cluster = saved_cluster()
+    usable += ["--cluster", cluster] if cluster else []
     error = common.launch_and_wait("ingest", lambda: jobs.launch(db, "ingest", *usable))
     if error:
         st.error(error)

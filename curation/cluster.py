@@ -1,0 +1,255 @@
+"""Ingest past one machine: the same tasks and the same `Scheduler`, on a Dask cluster.
+
+A `Cluster` is an executor choice, not a second ingest: it gives the `Scheduler` a
+`concurrent.futures` executor over `distributed.Client.submit` and a way to tear it down, and maps
+Dask's failures onto the ones the Scheduler already handles. A task that keeps killing workers
+(`KilledWorker`) is a crash (`cf.BrokenExecutor`): retried alone, then split to single pages. A
+worker that dies once (a machine lost) is Dask's to handle: it runs the task elsewhere. A scheduler
+that goes away is `ClusterLost`, which ends the run; every finished task is already in the manifest.
+
+Workers open the files themselves; only paths travel, so the archive must be on storage every
+worker mounts. `check_paths` says so before any work starts.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import logging
+import os
+import threading
+import time
+
+import dask
+import distributed
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from .ingest import ExecutorLost, default_workers
+from .reader import exists
+
+ENV = "CURATION_CLUSTER"
+LOCAL = "local"
+# Locally a task may kill one worker and be run again; the second death makes it a crash.
+LOCAL_ALLOWED_FAILURES = 1
+CONNECT_TIMEOUT = "10s"
+PROBE_TIMEOUT = "3s"
+REJOIN_TIMEOUT = 60  # seconds to wait for ended workers to be back before going on without them  # the Ingest page waits no longer than this for a scheduler
+
+
+class ClusterError(Exception):
+    """A cluster that cannot be used: unreachable, no workers, or workers that cannot see the files."""
+
+
+class ClusterLost(ClusterError, ExecutorLost):
+    """The scheduler went away during the run; what finished is saved, the rest is for a later run."""
+
+
+class WorkerCrashed(cf.BrokenExecutor):
+    """A task killed the workers it ran on (Dask's `KilledWorker`): the Scheduler's crash."""
+
+
+class SetUpWorker(WorkerPlugin):
+    """What the local pool's initializer does, in every Dask worker, restarted ones included."""
+
+    name = "curation-setup"
+
+    def setup(self, worker):
+        import cv2
+        import pymupdf
+
+        from . import ingest  # noqa: F401  the scorer's imports, before a page's time limit starts (as forkserver preload)
+
+        pymupdf.TOOLS.mupdf_display_errors(False)
+        pymupdf.TOOLS.mupdf_display_warnings(False)
+        cv2.setNumThreads(1)
+
+
+class DaskExecutor(cf.Executor):
+    """`submit` over a Dask client; its futures fail the way the Scheduler understands."""
+
+    def __init__(self, client: distributed.Client, address: str):
+        self.client = client
+        self.address = address
+        self._futures: dict[distributed.Future, cf.Future] = {}
+        self._lock = threading.Lock()
+        self._killed = False
+
+    def submit(self, fn, /, *args, **kwargs) -> cf.Future:
+        if self.client.status not in ("running", "connecting"):
+            raise ClusterLost(lost_message(self.address))
+        # pure=False: a task sent again (retried alone) must run again, not be answered from Dask's memory.
+        future = self.client.submit(fn, *args, pure=False, **kwargs)
+        outcome = cf.Future()
+        outcome.set_running_or_notify_cancel()
+        with self._lock:
+            self._futures[future] = outcome
+        future.add_done_callback(self._settle)
+        return outcome
+
+    def _settle(self, future: distributed.Future) -> None:
+        with self._lock:
+            outcome = self._futures.pop(future, None)
+        if outcome is None or outcome.done():
+            return
+        try:
+            if future.status == "cancelled":  # by `kill`, or by the client when the scheduler went away
+                outcome.set_exception(cf.CancelledError() if self._killed else ClusterLost(lost_message(self.address)))
+                return
+            error = future.exception()
+            if error is None:
+                outcome.set_result(future.result())
+            elif isinstance(error, distributed.KilledWorker):
+                outcome.set_exception(WorkerCrashed(str(error)))
+            else:
+                outcome.set_exception(error)
+        except Exception as exc:  # the result could not be fetched: the connection went with it
+            if not outcome.done():
+                outcome.set_exception(ClusterLost(f"{lost_message(self.address)} ({type(exc).__name__})"))
+
+    def kill(self) -> None:
+        """Cancel what is in flight and end the worker processes running it, as the local pool does: a
+        page stuck in MuPDF never returns, only a new process frees its worker (the nanny starts one)."""
+        self._killed = True
+        with self._lock:
+            futures = list(self._futures)
+        keys = {future.key for future in futures}
+        with contextlib.suppress(Exception):
+            busy = [worker for worker, running in self.client.processing().items() if keys & set(running)]
+            self.client.cancel(futures, force=True)
+            if busy:
+                self.client.run(_end_worker, workers=busy, wait=False)
+                # Until the scheduler has seen them go, it would still hand them tasks.
+                deadline = time.monotonic() + REJOIN_TIMEOUT
+                while set(busy) & set(self.client.nthreads()) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+        with self._lock:
+            outcomes = list(self._futures.values())
+            self._futures.clear()
+        for outcome in outcomes:
+            if not outcome.done():
+                outcome.set_exception(cf.CancelledError())
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        if cancel_futures:
+            self.kill()
+
+
+async def _end_worker() -> None:
+    # A coroutine: Dask runs it on the worker's event loop without waiting, while its thread is stuck.
+    os._exit(1)
+
+
+def lost_message(address: str) -> str:
+    return (f"lost the Dask scheduler at {address}; the pages finished so far are saved: "
+            "run the same command again (with a working cluster, or without --cluster) to resume")
+
+
+class Cluster:
+    """A connection to a Dask scheduler (`tcp://HOST:8786`), or a `LocalCluster` (`local[:N]`).
+
+    Use as a context manager; a local cluster is closed with it.
+    """
+
+    def __init__(self, address: str, *, dashboard_address: str = ":8787"):
+        self.address = address
+        self.local: distributed.LocalCluster | None = None
+        self._worker_count = 0  # workers when the run was planned
+        workers = local_workers(address)
+        try:
+            if workers is not None:
+                with dask.config.set({"distributed.scheduler.allowed-failures": LOCAL_ALLOWED_FAILURES}):
+                    self.local = distributed.LocalCluster(
+                        n_workers=workers, threads_per_worker=1, processes=True,
+                        dashboard_address=dashboard_address, silence_logs=logging.ERROR)
+                self.client = distributed.Client(self.local)
+            else:
+                self.client = distributed.Client(address, timeout=CONNECT_TIMEOUT)
+        except (OSError, TimeoutError) as exc:
+            self.close()
+            raise ClusterError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+        self.client.register_plugin(SetUpWorker())
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for part in (getattr(self, "client", None), self.local):
+            if part is not None:
+                with contextlib.suppress(Exception):
+                    part.close()
+
+    # -- what the Scheduler needs -----------------------------------------------------------------
+
+    def workers(self) -> int:
+        """Worker threads in the cluster now: the Scheduler keeps twice as many tasks in flight."""
+        nthreads = self.client.nthreads()
+        threads, self._worker_count = sum(nthreads.values()), len(nthreads)
+        if not threads:
+            raise ClusterError(f"the Dask scheduler at {self.address} has no workers; start some with "
+                               f"`dask worker {self.address} --nthreads 1`")
+        return threads
+
+    def make_executor(self, workers: int) -> DaskExecutor:
+        # After a teardown the ended workers take seconds to come back; tasks sent before would queue behind
+        # the live ones and their time limit would run while they wait. A cluster that shrank for good goes on.
+        with contextlib.suppress(TimeoutError):
+            self.client.wait_for_workers(self._worker_count or 1, timeout=REJOIN_TIMEOUT)
+        return DaskExecutor(self.client, self.address)
+
+    @staticmethod
+    def kill(executor: DaskExecutor) -> None:
+        executor.kill()
+
+    def check_paths(self, paths) -> None:
+        """Raise ClusterError, before any work, when a worker cannot see the first path."""
+        if not paths:
+            return
+        path = str(paths[0])
+        seen = self.client.run(exists, path)
+        blind = sorted(worker for worker, exists in seen.items() if not exists)
+        if blind:
+            raise ClusterError(f"{len(blind)} of {len(seen)} Dask workers cannot see {path} ({', '.join(blind[:3])}): "
+                               "the archive must be on storage every worker mounts at the same path, or given as a URL (s3://, gs://, https://)")
+
+    # -- what the Ingest page shows ---------------------------------------------------------------
+
+    @property
+    def dashboard_link(self) -> str | None:
+        with contextlib.suppress(Exception):
+            return self.client.dashboard_link
+        return None
+
+    def describe(self) -> str:
+        return (f"Dask cluster {self.address}: {len(self.client.nthreads())} workers, {self.workers()} threads; "
+                f"dashboard {self.dashboard_link or 'off'}")
+
+
+def local_workers(address: str) -> int | None:
+    """N for `local:N` (the cores here for `local`), None for a scheduler address."""
+    name, _, count = address.partition(":")
+    if name != LOCAL:
+        return None
+    if not count:
+        return default_workers()
+    if not count.isdigit() or int(count) < 1:
+        raise ClusterError(f"`{address}`: write local or local:N with N a number of workers, like local:4")
+    return int(count)
+
+
+
+def probe(address: str) -> str:
+    """One line for the Ingest page: the workers connected and the dashboard's address, or why not."""
+    workers = local_workers(address)
+    if workers is not None:
+        return (f"{workers} worker processes start on this server with each job; Dask's dashboard is at "
+                f"port 8787 of this server while it runs")
+    try:
+        with distributed.Client(address, timeout=PROBE_TIMEOUT) as client:
+            threads = client.nthreads()
+            return (f"{len(threads)} workers connected ({sum(threads.values())} threads); "
+                    f"dashboard: {client.dashboard_link}")
+    except (OSError, TimeoutError) as exc:
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
