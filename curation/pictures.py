@@ -5,7 +5,11 @@ What marks a page as text is text: components of letter size standing in lines. 
 join into components far taller or wider than any letter, and that do not stand in a row of
 like-sized neighbours the way the letters of a headline or a masthead do. So the page is binarised
 against its own paper, long thin rules are taken out, the body-text height is read off the letter-size
-components, and what remains large and unaligned is grouped into pictures.
+components, and what remains large and unaligned is grouped into pictures. Two kinds of ink look large
+without being pictures: heavily inked type run together through lighter smudges (a stroke must stay
+whole in its darkest ink) and a paper's emblem set between the words of its title. One kind of picture
+has no large strokes: fine hatching, stippling and halftones, which count through the solid areas they
+close into.
 
 Sizes are physical (inches, from the page's dpi), so "ignore cuts smaller than 2 square inches"
 means the same on a 90-dpi newspaper and a 300-dpi plate. A picture's `area` is the area its strokes'
@@ -30,10 +34,10 @@ BIG_HEIGHT_MIN_IN, BIG_WIDTH_MIN_IN = 0.3, 1.2
 BIG_WIDTH = 15
 TYPE_ROW_MIN = 3  # this many large components on one baseline are display type, not a picture
 TYPE_GAP = 1.5  # letters of display type stand closer than this many of their heights
+TYPE_HEIGHTS = 2.5  # and differ in height by less than this factor (capitals beside small letters)
+TYPE_FILL = 0.15  # a letter's ink fills at least this share of its box
 MASTHEAD_TOP = 0.25  # a masthead stands in the top quarter of the page
 MASTHEAD_LETTERS = 0.15  # its emblem is at most about six times as tall as the title's letters
-TYPE_FILL = 0.15  # a letter's ink fills at least this share of its box
-TYPE_HEIGHTS = 2.5  # and differ in height by less than this factor (capitals beside small letters)
 GROUP_IN = 0.4  # strokes closer than this belong to one picture
 GRID = 4  # pixels per cell of the grid strokes are grouped on
 SOLID_SIDE_IN = 0.2  # hatching closed into solid areas this thick (5 mm) is picture; lines of type are thinner
