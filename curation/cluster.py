@@ -22,6 +22,7 @@ import time
 
 import dask
 import distributed
+from distributed.core import Status
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from .ingest import ExecutorLost, default_workers
@@ -33,7 +34,11 @@ LOCAL = "local"
 LOCAL_ALLOWED_FAILURES = 1
 CONNECT_TIMEOUT = "10s"
 PROBE_TIMEOUT = "3s"
-REJOIN_TIMEOUT = 60  # seconds to wait for ended workers to be back before going on without them  # the Ingest page waits no longer than this for a scheduler
+REJOIN_TIMEOUT = 60  # seconds to wait for ended workers to be back before going on without them
+LOCAL_RESTART_TIMEOUT = 20  # a local worker's nanny restarts it in a second or two; past this it gave up
+
+
+GAVE_UP = (Status.closing, Status.closed, Status.failed)  # a nanny in these states restarts nothing
 
 
 class ClusterError(Exception):
@@ -70,6 +75,9 @@ class DaskExecutor(cf.Executor):
     def __init__(self, client: distributed.Client, address: str):
         self.client = client
         self.address = address
+        # Worker threads now: with a page time limit no more tasks are sent than this, or one would queue
+        # in Dask with its clock running (after a teardown, while a worker is slow to come back).
+        self.slots = max(1, sum(client.nthreads().values()))
         self._futures: dict[distributed.Future, cf.Future] = {}
         self._lock = threading.Lock()
         self._killed = False
@@ -194,10 +202,36 @@ class Cluster:
 
     def make_executor(self, workers: int) -> DaskExecutor:
         # After a teardown the ended workers take seconds to come back; tasks sent before would queue behind
-        # the live ones and their time limit would run while they wait. A cluster that shrank for good goes on.
-        with contextlib.suppress(TimeoutError):
-            self.client.wait_for_workers(self._worker_count or 1, timeout=REJOIN_TIMEOUT)
+        # the live ones and their time limit would run while they wait.
+        self.rejoin()
         return DaskExecutor(self.client, self.address)
+
+    def rejoin(self) -> None:
+        """Wait for the workers a teardown ended to be back.
+
+        A local cluster replaces a worker whose nanny could not restart it; a remote cluster that shrank
+        for good goes on with the workers it has (its deployment restarts workers, not this process).
+        """
+        wanted = len(self.local.worker_spec) if self.local else (self._worker_count or 1)
+        if self.local is not None and any(nanny.status in GAVE_UP for nanny in self.local.workers.values()):
+            self._replace_lost_local_workers(wanted)
+        with contextlib.suppress(TimeoutError):
+            self.client.wait_for_workers(wanted, timeout=LOCAL_RESTART_TIMEOUT if self.local else REJOIN_TIMEOUT)
+            return
+        if self.local is None:
+            return
+        self._replace_lost_local_workers(wanted)
+        with contextlib.suppress(TimeoutError):
+            self.client.wait_for_workers(wanted, timeout=REJOIN_TIMEOUT)
+
+    def _replace_lost_local_workers(self, wanted: int) -> None:
+        # Scaling down to the live workers drops the specs of the lost ones (those the scheduler does not
+        # know); once the cluster has closed them, scaling up starts new ones.
+        self.local.scale(len(self.client.nthreads()))
+        deadline = time.monotonic() + REJOIN_TIMEOUT
+        while set(self.local.workers) != set(self.local.worker_spec) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.local.scale(wanted)
 
     @staticmethod
     def kill(executor: DaskExecutor) -> None:

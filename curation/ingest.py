@@ -260,7 +260,8 @@ class Scheduler:
         abandon = True
         try:
             self._warm_up(executor)
-            most = self.workers if self.page_timeout else 2 * self.workers
+            slots = getattr(executor, "slots", self.workers)  # an executor may have fewer workers than planned
+            most = slots if self.page_timeout else 2 * slots
             broken_at_submit = not self._fill(executor, queue, in_flight, most)
             if broken_at_submit and not in_flight:
                 raise RuntimeError("the worker processes die as they start; nothing can be read")

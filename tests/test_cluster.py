@@ -19,9 +19,6 @@ from conftest import small_pdf  # noqa: E402
 import crashing  # noqa: E402
 
 
-WORKERS_BACK_S = 120  # a worker killed by a test is restarted by its nanny; on a busy machine that takes a while
-
-
 @pytest.fixture(scope="module")
 def shared_cluster():
     """One LocalCluster of 2 worker processes for the module (starting one takes seconds)."""
@@ -32,7 +29,8 @@ def shared_cluster():
 @pytest.fixture
 def cluster(shared_cluster):
     """The module's cluster with both workers up: a test that killed one leaves it restarting."""
-    shared_cluster.client.wait_for_workers(2, timeout=WORKERS_BACK_S)
+    shared_cluster.rejoin()
+    assert len(shared_cluster.client.nthreads()) == 2
     return shared_cluster
 
 
@@ -106,7 +104,7 @@ def test_a_page_past_the_time_limit_frees_its_worker_and_fails_alone(cluster, ma
     assert [key for key, row in pages.items() if row["status"] == "failed"] == [("b.pdf", 3)]
     assert "took longer than 10 s" in pages[("b.pdf", 3)]["error"]
     assert len(pages) == 9 and report.pages_scored == 8 and report.timeouts >= 1
-    cluster.client.wait_for_workers(2, timeout=WORKERS_BACK_S)
+    cluster.rejoin()
     for worker in cluster.client.nthreads():  # the hung workers were replaced: none has its thread stuck
         assert cluster.client.submit(abs, -1, workers=[worker], pure=False).result(timeout=20) == 1
 
@@ -129,7 +127,16 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(cluster, manifest,
     assert len(keys) == len(set(keys)) == 24
     assert report.pages_scored == 24 and report.pages_failed == 0
     assert {status for status, _ in statuses(manifest).values()} == {"ok"}
-    cluster.client.wait_for_workers(2, timeout=WORKERS_BACK_S)  # the nanny has replaced it
+    cluster.rejoin()
+    assert len(cluster.client.nthreads()) == 2  # the nanny has replaced it
+
+
+def test_a_local_worker_its_nanny_could_not_restart_is_replaced(cluster):
+    lost = next(iter(cluster.local.workers))
+    cluster.local.sync(cluster.local.workers[lost].close)  # as a nanny whose restart failed
+    assert len(cluster.client.nthreads()) == 1
+    cluster.rejoin()
+    assert len(cluster.client.nthreads()) == 2
 
 
 def test_a_scheduler_that_goes_away_ends_the_run_and_the_manifest_resumes(manifest, tmp_path):
