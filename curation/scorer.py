@@ -2,10 +2,10 @@
 
 The original method rendered every page with `Matrix(2, 2)`, converted it to gray with OpenCV's
 ITU-R 601 weights and took `std()`. Curators learned their cutoff (45) on that number, so every path
-here reproduces it: a scan page's embedded JPEG is decoded straight to luma by libjpeg-turbo and
-brought to the reference size with MuPDF's own scaler (the one the reference render uses), which
-keeps sigma within a few hundredths of the reference without drawing the page. Anything that is not
-one plain JPEG covering the page is rendered by MuPDF in grayscale.
+here reproduces it: a scan page's embedded JPEG is decoded the way MuPDF's render decodes it (at the
+same power-of-two reduction, by the same decoder) and brought to the reference size with MuPDF's own
+scaler, which gives the reference's sigma without drawing the page. Anything that is not one plain
+JPEG covering the page is rendered by MuPDF.
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ from .reader import error_text
 REFERENCE_ZOOM = 2.0  # Matrix(2, 2): 144 dpi, what the original pipeline measured
 THUMBNAIL_SIDE = 256
 THUMBNAIL_QUALITY = 80
-# A reduced JPEG decode loses detail MuPDF's filter keeps; it stays within 0.2 of the reference only
-# while the reduced image is still at least this many times the reference size.
-DECODE_MARGIN = 2.0
+# libjpeg scales a decode by 1/2, 1/4 or 1/8; scans reduced further (over 1100 dpi) are rendered.
+MAX_DECODE_REDUCTION = 3
 # Pages larger than this many reference pixels (giant boxes) are measured at a reduced scale.
 MAX_RENDER_PIXELS = 16_000_000
 COVER_TOLERANCE_PT = 1.0
@@ -87,7 +86,8 @@ def _gray_at_reference(doc, page) -> tuple[np.ndarray, str, np.ndarray | Callabl
     jpeg = full_page_jpeg(doc, page)
     width, height = reference_size(page)
     # MuPDF paints enlarged images with its own interpolation, so scans under 144 dpi are rendered.
-    if jpeg is not None and jpeg[1] >= width and jpeg[2] >= height and width * height <= MAX_RENDER_PIXELS:
+    if (jpeg is not None and jpeg[1] >= width and jpeg[2] >= height and width * height <= MAX_RENDER_PIXELS
+            and render_reduction(jpeg[1], jpeg[2], width, height) <= MAX_DECODE_REDUCTION):
         return _decode_scaled(*jpeg, width, height), "jpeg", lambda: _colour_preview(*jpeg)
     zoom = REFERENCE_ZOOM * min(1.0, (MAX_RENDER_PIXELS / max(1, width * height)) ** 0.5)
     gray, colour = _render_gray(page, zoom)
@@ -191,19 +191,47 @@ def _components(doc: pymupdf.Document, xref: int) -> int | None:
 
 
 def _decode_scaled(jpeg: bytes, image_w: int, image_h: int, width: int, height: int) -> np.ndarray:
-    """Decode JPEG luma at the smallest libjpeg scale that keeps sigma exact, then scale with MuPDF."""
-    flag = cv2.IMREAD_GRAYSCALE
-    for factor, reduced in ((8, cv2.IMREAD_REDUCED_GRAYSCALE_8), (4, cv2.IMREAD_REDUCED_GRAYSCALE_4),
-                            (2, cv2.IMREAD_REDUCED_GRAYSCALE_2)):
-        if image_w / factor >= DECODE_MARGIN * width and image_h / factor >= DECODE_MARGIN * height:
-            flag = reduced
-            break
-    gray = cv2.imdecode(np.frombuffer(jpeg, np.uint8), flag | cv2.IMREAD_IGNORE_ORIENTATION)
-    if gray is None:
-        raise ValueError("the embedded JPEG cannot be decoded")
+    """The JPEG's luma as MuPDF's render decodes it, scaled to width x height with MuPDF's scaler.
+
+    At full size libjpeg-turbo decodes exactly as MuPDF's own libjpeg does, and faster. A reduced
+    decode is a different image in each library (libjpeg-turbo's is softer: sigma up to 1.1 low on
+    real 300-dpi newspaper scans), so a reduced decode is MuPDF's.
+    """
+    reduction = render_reduction(image_w, image_h, width, height)
+    if reduction == 0:
+        gray = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_GRAYSCALE | cv2.IMREAD_IGNORE_ORIENTATION)
+        if gray is None:
+            raise ValueError("the embedded JPEG cannot be decoded")
+    else:
+        gray = _mupdf_decode_reduced(jpeg, image_w, image_h, reduction)
     if gray.shape == (height, width):
         return gray
     return mupdf_resize(gray, width, height)
+
+
+def render_reduction(image_w: int, image_h: int, width: int, height: int) -> int:
+    """log2 of the reduction MuPDF decodes an image at when drawing it at width x height: the largest
+    that keeps it at least 2 pixels larger than the target (fz_get_pixmap_from_image)."""
+    reduction = 0
+    while (image_w >> (reduction + 1)) >= width + 2 and (image_h >> (reduction + 1)) >= height + 2:
+        reduction += 1
+    return reduction
+
+
+def _mupdf_decode_reduced(jpeg: bytes, image_w: int, image_h: int, reduction: int) -> np.ndarray:
+    """The JPEG decoded by MuPDF's libjpeg at 1/2**reduction of its size, as luma."""
+    mupdf = pymupdf.mupdf
+    stream = mupdf.fz_open_buffer(mupdf.fz_new_buffer_from_copied_data(jpeg))
+    decoded = mupdf.fz_read_all(mupdf.fz_open_dctd(stream, -1, 0, reduction, mupdf.FzStream()), 0)
+    samples = np.frombuffer(decoded.fz_buffer_extract(), np.uint8)
+    step = 1 << reduction
+    w, h = (image_w + step - 1) >> reduction, (image_h + step - 1) >> reduction
+    if samples.size not in (w * h, 3 * w * h):
+        raise ValueError("the embedded JPEG cannot be decoded")
+    if samples.size == w * h:
+        return samples.reshape(h, w)
+    # RGB, then OpenCV's weights, as the reference (the JPEG's own Y rounds differently).
+    return cv2.cvtColor(samples.reshape(h, w, 3), cv2.COLOR_RGB2GRAY)
 
 
 def mupdf_resize(gray: np.ndarray, width: int, height: int) -> np.ndarray:

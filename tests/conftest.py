@@ -77,7 +77,8 @@ def models(tmp_path, monkeypatch):
     return folder
 
 
-REALDATA_CATTLE = ROOT.parent / "shared" / "realdata" / "cattle"
+REALDATA = ROOT.parent / "shared" / "realdata"
+REALDATA_CATTLE = REALDATA / "cattle"
 
 
 @pytest.fixture(scope="session")
@@ -94,6 +95,15 @@ def cattle_photos():
     if not REALDATA_CATTLE.is_dir():
         pytest.skip(f"real photos not available: {REALDATA_CATTLE} is absent")
     return REALDATA_CATTLE
+
+
+@pytest.fixture
+def real_scans():
+    """The shared real page scans (newspapers, books, plates; JPEG files)."""
+    pages = sorted((REALDATA / "pages").glob("*.jpg"))
+    if not pages:
+        pytest.skip(f"real scans not available: {REALDATA / 'pages'} is absent")
+    return pages
 
 
 def make_tinted_photo(tint, seed=0, size=(96, 128)):

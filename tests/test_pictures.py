@@ -2,7 +2,6 @@
 scan resolution; and on real scans where ../shared/realdata is at hand."""
 
 import json
-import pathlib
 
 import cv2
 import numpy as np
@@ -14,9 +13,8 @@ from curation.manifest import DEFAULT_PICTURE_AREA_MIN
 from curation.scorer import score_page
 from curation.synthetic import PageSpec, page_image
 
-from conftest import line_drawing
+from conftest import REALDATA, line_drawing
 
-REALDATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "realdata"
 
 
 def scored(path, image: np.ndarray, dpi: int) -> dict:
