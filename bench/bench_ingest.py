@@ -1,23 +1,28 @@
-"""Ingest benchmark: the engine against the original loop and pdf2image, side by side in one run.
+"""Ingest benchmark: the engine against the original loop and the decode floor, side by side in one run.
 
-Generates a realistic corpus (JPEG scans at 200-400 dpi of text columns, engravings and mixed pages on
-yellowed paper with uneven light, some with scanner-bed borders, bleed-through or faded ink), then:
+For each scan resolution asked for (default 200 and 300 dpi) it generates a realistic archive (JPEG
+scans of text columns, engravings and mixed pages on yellowed paper with uneven light, some with
+scanner-bed borders, bleed-through or faded ink; --docs x --pages, 600 pages by default), then:
 
 - reference: the original loop, get_pixmap(Matrix(2, 2)) RGB, cv2 gray, std(), del, gc.collect()
-- pdf2image: one page at a time at 144 dpi (convert_from_path with first_page = last_page)
-- engine: `python -m curation ingest` with 1 and with 2 workers, end to end (hashing, pool start-up and
-  manifest writes included)
+- floor: every page's embedded JPEG read from its PDF and decoded to gray at full size by
+  libjpeg-turbo, in 1 and in 2 processes that do nothing else: an exact sigma must at least do this
+- engine: `python -m curation ingest` with 1 and with 2 workers, end to end (start-up, hashing, pool,
+  page analysis, thumbnails and manifest writes included)
+- pdf2image (with --pdf2image): one page at a time at 144 dpi
 
-and prints pages/s, the ratios, the peak RSS of every process, its growth when the archive is 4x larger,
-and the largest |sigma - sigma_ref|.
+and prints pages/s, the engine's share of the floor with as many processes, its ratio to the original
+loop, the peak RSS of every process and the largest |sigma - sigma_ref| over every page. With --x4 it
+also ingests the archive copied 4 times, for memory growth.
 
-    python bench/bench_ingest.py [--docs 4] [--pages 12] [--out bench/out]
+    python bench/bench_ingest.py [--dpi 200,300] [--docs 10] [--pages 60] [--out bench/out/ingest] [--x4]
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import multiprocessing
 import pathlib
 import shutil
 import subprocess
@@ -35,15 +40,15 @@ from curation import Manifest  # noqa: E402
 from process_tree import watch_tree  # noqa: E402
 from curation.synthetic import periodical_specs, write_pdf  # noqa: E402
 
-DPIS = (300, 300, 200, 400)
+DPIS = (300, 300, 200, 400)  # the mixed archive other benchmarks build with make_corpus
 
 
-def make_corpus(folder: pathlib.Path, docs: int, pages: int) -> list[pathlib.Path]:
+def make_corpus(folder: pathlib.Path, docs: int, pages: int, dpis=DPIS) -> list[pathlib.Path]:
     paths = []
     for d in range(docs):
         path = folder / f"periodical-{d:02d}.pdf"
         if not path.exists():
-            write_pdf(path, periodical_specs(pages, seed=1000 + d, dpi=DPIS[d % len(DPIS)]))
+            write_pdf(path, periodical_specs(pages, seed=1000 + d, dpi=dpis[d % len(dpis)]))
         paths.append(path)
     return paths
 
@@ -115,22 +120,27 @@ def feature_cost(corpus) -> tuple[float, float]:
     return min(with_features, timed()), without
 
 
-def entropy_decode_floor(corpus) -> float:
-    """Milliseconds per page to decode each page's JPEG at 1/8 scale: nearly no IDCT, only the
-    entropy decoding every exact path must do. No scorer of embedded JPEGs can go below this."""
+def decode_floor(corpus, processes: int) -> float:
+    """Pages/s of `processes` processes that only read each page's JPEG and decode it to gray at full
+    size with libjpeg-turbo; their start-up is not counted."""
+    jobs = [(str(path), number) for path in corpus for number in range(pymupdf.open(path).page_count)]
+    shares = [jobs[i::processes] for i in range(processes)]
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        pool.map(_decode_pages, [[] for _ in range(processes)])  # start the processes and import
+        start = time.perf_counter()
+        pool.map(_decode_pages, shares)
+        return len(jobs) / (time.perf_counter() - start)
+
+
+def _decode_pages(jobs) -> None:
     from curation.scorer import full_page_jpeg
 
-    count, seconds = 0, 0.0
-    for path in corpus:
-        doc = pymupdf.open(path)
-        for page in doc:
-            jpeg, _w, _h = full_page_jpeg(doc, page)
-            start = time.perf_counter()
-            cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_REDUCED_GRAYSCALE_8)
-            seconds += time.perf_counter() - start
-            count += 1
-        doc.close()
-    return seconds / count * 1000
+    cv2.setNumThreads(1)
+    docs = {}
+    for path, number in jobs:
+        doc = docs.setdefault(path, pymupdf.open(path))
+        jpeg, _w, _h = full_page_jpeg(doc, doc[number])
+        cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_GRAYSCALE)
 
 
 def run_engine(folder: pathlib.Path, db: pathlib.Path, workers: int) -> tuple[float, int, int]:
@@ -150,47 +160,51 @@ def run_engine(folder: pathlib.Path, db: pathlib.Path, workers: int) -> tuple[fl
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--docs", type=int, default=4)
-    parser.add_argument("--pages", type=int, default=12)
+    parser.add_argument("--dpi", default="200,300", help="scan resolutions, one archive each")
+    parser.add_argument("--docs", type=int, default=10)
+    parser.add_argument("--pages", type=int, default=60)
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "bench" / "out" / "ingest")
-    parser.add_argument("--skip-pdf2image", action="store_true")
+    parser.add_argument("--pdf2image", action="store_true", help="time pdf2image too (slow)")
+    parser.add_argument("--x4", action="store_true", help="ingest the archive copied 4 times too, for memory growth")
     args = parser.parse_args()
+    for dpi in (int(value) for value in args.dpi.split(",")):
+        bench_resolution(args, dpi)
 
-    corpus_dir = args.out / "corpus"
-    corpus = make_corpus(corpus_dir, args.docs, args.pages)
+
+def bench_resolution(args, dpi: int) -> None:
+    corpus_dir = args.out / f"corpus-{dpi}dpi-{args.docs}x{args.pages}"
+    corpus = make_corpus(corpus_dir, args.docs, args.pages, dpis=(dpi,))
     size_mb = sum(p.stat().st_size for p in corpus) / 1e6
     pages = sum(pymupdf.open(p).page_count for p in corpus)
-    print(f"corpus: {len(corpus)} PDFs, {pages} pages, {size_mb:.0f} MB ({size_mb / pages:.2f} MB/page), dpi {DPIS[:args.docs]}")
+    print(f"\n{dpi} dpi: {len(corpus)} PDFs, {pages} pages, {size_mb:.0f} MB ({size_mb / pages:.2f} MB/page)")
 
     ref_rate, ref_sigmas = reference_loop(corpus)
-    print(f"reference loop     {ref_rate:7.2f} pages/s   1.00x")
-    if not args.skip_pdf2image:
+    print(f"  reference loop        {ref_rate:7.1f} pages/s")
+    if args.pdf2image:
         p2i_rate = pdf2image_loop(corpus)
-        print(f"pdf2image          {p2i_rate:7.2f} pages/s   {p2i_rate / ref_rate:.2f}x")
-    db = args.out / "bench.sqlite"
+        print(f"  pdf2image             {p2i_rate:7.1f} pages/s   {p2i_rate / ref_rate:.2f}x the loop")
+    db = args.out / f"bench-{dpi}dpi.sqlite"
     rss = {}
     for workers in (1, 2):
+        floor = decode_floor(corpus, workers)
         rate, rss[workers], scored = run_engine(corpus_dir, db, workers)
-        print(f"engine, {workers} worker{'s' if workers > 1 else ' '}  {rate:7.2f} pages/s   {rate / ref_rate:.2f}x"
-              f"   peak RSS of any process {rss[workers] / 2**20:.0f} MB")
+        print(f"  floor, {workers} process{'es' if workers > 1 else '  '}    {floor:7.1f} pages/s")
+        print(f"  engine, {workers} worker{'s' if workers > 1 else ' '}      {rate:7.1f} pages/s   "
+              f"{rate / floor:.0%} of the floor   {rate / ref_rate:.2f}x the loop   "
+              f"peak RSS of any process {rss[workers] / 2**20:.0f} MB")
     with Manifest(db) as m:
         worst = max(abs(r["sigma"] - ref_sigmas[(r["doc"], r["page"])]) for r in m.pages())
         methods = dict(m.conn.execute("SELECT method, COUNT(*) FROM pages GROUP BY method").fetchall())
-    print(f"largest |sigma - sigma_ref|: {worst:.3f} over {scored} pages (paths: {methods})")
+    print(f"  largest |sigma - sigma_ref|: {worst:.3f} over {scored} pages (paths: {methods})")
 
-    with_features, without = feature_cost(corpus)
-    print(f"score_page: {with_features:.1f} ms/page with the features, {without:.1f} without "
-          f"(features cost {with_features / without - 1:+.1%} of scoring throughput)")
-    floor = entropy_decode_floor(corpus)
-    print(f"entropy decoding alone (JPEG at 1/8): {floor:.1f} ms/page; one worker can be at most "
-          f"{1000 / floor / ref_rate:.1f}x the reference loop, whatever else it does")
-
-    big_dir = args.out / "corpus-x4"
-    enlarge(corpus, big_dir, 4)
-    rate4, rss4, scored4 = run_engine(big_dir, args.out / "bench-x4.sqlite", 2)
-    growth = rss4 / rss[2] - 1
-    print(f"engine, 2 workers, 4x archive ({scored4} pages): {rate4:.2f} pages/s, peak RSS {rss4 / 2**20:.0f} MB "
-          f"({growth:+.1%} vs 1x)")
+    with_features, without = feature_cost(corpus[:2])
+    print(f"  score_page in process: {with_features:.1f} ms/page, {without:.1f} without the page analysis")
+    if args.x4:
+        big_dir = args.out / f"corpus-{dpi}dpi-x4"
+        enlarge(corpus, big_dir, 4)
+        rate4, rss4, scored4 = run_engine(big_dir, args.out / f"bench-{dpi}dpi-x4.sqlite", 2)
+        print(f"  engine, 2 workers, 4x archive ({scored4} pages): {rate4:.1f} pages/s, peak RSS "
+              f"{rss4 / 2**20:.0f} MB ({rss4 / rss[2] - 1:+.1%} vs 1x)")
 
 
 if __name__ == "__main__":
