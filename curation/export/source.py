@@ -1,11 +1,12 @@
 """Read a page's picture at the resolution its exported image needs, and no more.
 
 A page that is one plain JPEG scan is not rendered: its JPEG is decoded by libjpeg-turbo at the
-smallest of its scaled-IDCT reductions (1/8, 1/4, 3/8, 1/2) that still covers the output, which skips
+smallest of its scaled-IDCT reductions (1/8, 1/4, 1/2) that still covers the output, which skips
 most of the decoding work and the page render, and keeps the scan's own pixels (no MuPDF resampling
-before ours). The 3/8 step is the one for a letter page scanned at 300 dpi and exported at 1024: it
-leaves LANCZOS 957 x 1238 pixels to resize instead of 1275 x 1650, a fifth less work per image. Anything else (vector art, several images, masks, CMYK, rotation) is rendered by
-MuPDF at just the resolution the output needs, and only the part of the page that is kept.
+before ours). libjpeg's 3/8 step, between 1/4 and 1/2, is not used: its IDCT has no SIMD, so it costs
+what it saves the libvips resize, and its image ends mid-pixel of the scan (bench/bench_export.py).
+Anything else (vector art, several images, masks, CMYK, rotation) is rendered by MuPDF at just the
+resolution the output needs, and only the part of the page that is kept.
 
 A `region` (the picture of `crop="picture"`, as fractions of the page) narrows the kept part
 before the resolution is worked out: a plate is read at the resolution its own output needs.
@@ -18,7 +19,7 @@ import math
 from dataclasses import dataclass
 
 import pymupdf
-from PIL import Image, ImageFile
+from PIL import Image
 
 from ..scorer import full_page_jpeg
 from .geometry import Plan, Region, plan_image
@@ -27,9 +28,6 @@ from .settings import ExportSettings
 # A render larger than this (a long strip cropped at a large size) is made at a lower resolution and
 # enlarged by the resize instead: memory stays bounded whatever the page's shape.
 MAX_RENDER_PIXELS = 64_000_000
-# libjpeg's 3/8 scaled IDCT between 1/4 and 1/2 (see _at_three_eighths): a fifth less CPU per 300 dpi page,
-# 1.1 dB further from a full-resolution decode than 1/2 is (bench/bench_export.py). False: 1/8, 1/4, 1/2 only.
-THREE_EIGHTHS = True
 
 
 @dataclass
@@ -70,11 +68,6 @@ def _decode_scan(jpeg: bytes, settings: ExportSettings, region: Region | None = 
         return None
     width, height = image.size
     plan = plan_image(width, height, settings, region)
-    if THREE_EIGHTHS and 1 / 4 < plan.scale <= 3 / 8 and image.mode in ("RGB", "L"):
-        decoded = _load(_at_three_eighths(image))
-        if decoded is not None:
-            return Source(decoded, _scaled_box(plan, 3 / 8, decoded), plan, "jpeg")
-        image = Image.open(io.BytesIO(jpeg))  # the decoder refused the request: the usual reductions
     # draft() picks the largest reduction whose result is still at least this size.
     needed = (math.ceil(width * plan.scale), math.ceil(height * plan.scale))
     drafted = image.draft("RGB", needed)
@@ -85,39 +78,16 @@ def _decode_scan(jpeg: bytes, settings: ExportSettings, region: Region | None = 
     return None if decoded is None else Source(decoded, _scaled_box(plan, reduction, decoded), plan, "jpeg")
 
 
-def _load(image: Image.Image | None) -> Image.Image | None:
-    if image is None:
-        return None
+def _load(image: Image.Image) -> Image.Image | None:
     try:
         image.load()
-    except (OSError, SyntaxError, ValueError):  # truncated, corrupt, or a scale the decoder refuses
+    except (OSError, SyntaxError, ValueError):  # truncated or corrupt
         return None
     return image
 
 
 def _scaled_box(plan: Plan, reduction: float, image: Image.Image) -> tuple[float, float, float, float]:
     return tuple(min(limit, value * reduction) for value, limit in zip(plan.box, (*image.size, *image.size)))
-
-
-def _at_three_eighths(image: Image.Image) -> Image.Image | None:
-    """`image` (a JPEG not loaded yet) set to decode at 3/8 of its size, or None if it cannot be.
-
-    libjpeg-turbo scales its IDCT to any of 1/8 ... 8/8; Pillow's draft() asks only for 1/1, 1/2, 1/4
-    or 1/8, but its decoder hands libjpeg any scale_denom, and libjpeg answers a denominator of 3 with
-    the smallest scale of at least 1/3: 3/8, an image of ceil(width * 3 / 8) x ceil(height * 3 / 8). Each
-    output pixel covers 8/3 source pixels exactly, so the plan's box scales by 3/8. This is the setup
-    draft() itself does, with the other denominator (Pillow 13).
-    """
-    if len(image.tile) != 1 or getattr(image, "decoderconfig", None) or not hasattr(image, "_size"):
-        return None
-    decoder, extents, offset, args = image.tile[0]
-    if decoder != "jpeg" or tuple(extents or ()) != (0, 0, *image.size):
-        return None
-    size = (-(-image.size[0] * 3 // 8), -(-image.size[1] * 3 // 8))
-    image.tile = [ImageFile._Tile(decoder, (0, 0, *size), offset, args)]
-    image._size = size
-    image.decoderconfig = (3, 0)  # (scale_denom, draft mode), as draft() sets it
-    return image
 
 
 def _render(page: pymupdf.Page, settings: ExportSettings, region: Region | None = None) -> Source:
@@ -129,13 +99,17 @@ def _render(page: pymupdf.Page, settings: ExportSettings, region: Region | None 
     if area > MAX_RENDER_PIXELS:
         zoom *= math.sqrt(MAX_RENDER_PIXELS / area)
     clip = pymupdf.Rect(rect.x0 + x0, rect.y0 + y0, rect.x0 + x1, rect.y0 + y1)
-    pixmap = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), clip=clip, alpha=False, colorspace=pymupdf.csRGB)
+    # Moved by under a pixel so the kept part starts on a whole pixel: the resize then samples the
+    # render where Pillow would (shape.lanczos_resize), even when it barely shrinks.
+    shift_x, shift_y = math.ceil(clip.x0 * zoom) - clip.x0 * zoom, math.ceil(clip.y0 * zoom) - clip.y0 * zoom
+    matrix = pymupdf.Matrix(zoom, 0, 0, zoom, shift_x, shift_y)
+    pixmap = page.get_pixmap(matrix=matrix, clip=clip, alpha=False, colorspace=pymupdf.csRGB)
     image = Image.frombuffer("RGB", (pixmap.width, pixmap.height), pixmap.samples_mv, "raw", "RGB", pixmap.stride, 1)
     # The pixmap covers the clip rounded outwards to whole pixels; place the box inside it.
     box = (
-        max(0.0, clip.x0 * zoom - pixmap.x),
-        max(0.0, clip.y0 * zoom - pixmap.y),
-        min(float(pixmap.width), clip.x1 * zoom - pixmap.x),
-        min(float(pixmap.height), clip.y1 * zoom - pixmap.y),
+        max(0.0, clip.x0 * zoom + shift_x - pixmap.x),
+        max(0.0, clip.y0 * zoom + shift_y - pixmap.y),
+        min(float(pixmap.width), clip.x1 * zoom + shift_x - pixmap.x),
+        min(float(pixmap.height), clip.y1 * zoom + shift_y - pixmap.y),
     )
     return Source(image, box, plan, "render", pixmap)
