@@ -123,9 +123,10 @@ def add_features(manifest: Manifest, ids: list[int], per_document: int) -> None:
     keys = [(row["doc_id"], row["page"]) for row in rows]
     with manifest.transaction():
         manifest.conn.executemany(
-            "UPDATE pages SET picture_share = ?, ink_tone = ?, sigma_content = ?, ink_coverage = ?, phash = ?, "
-            "features_version = 1 WHERE doc_id = ? AND page = ?",
-            ((float(a), float(b), float(c) * 0.8, float(a) * 2, int(h), d, p) for a, b, c, h, (d, p) in
+            # picture_area as on a page of about 100 square inches: the picture rule decides on it.
+            "UPDATE pages SET picture_share = ?, picture_area = ?, ink_tone = ?, sigma_content = ?, "
+            "ink_coverage = ?, phash = ?, features_version = 1 WHERE doc_id = ? AND page = ?",
+            ((float(a), float(a) * 100, float(b), float(c) * 0.8, float(a) * 2, int(h), d, p) for a, b, c, h, (d, p) in
              zip(share, tone, sigma, rng.integers(-2**62, 2**62, len(rows)), keys)))
     # A model that agrees with the truth on 97 % of the pages: it disagrees with the picture rule on a few.
     suggested = picture ^ (rng.random(len(rows)) < 0.03)
@@ -286,6 +287,8 @@ def queries(repeat: int) -> list[tuple[str, float]]:
             ("model_state()", lambda: views.model_state(m)),
             ("page_rows(first 40)", lambda: views.page_rows(m, 45, limit=40)),
             (f"page_rows(offset {deepest:,})", lambda: views.page_rows(m, 45, limit=40, offset=deepest)),
+            (f"page_rows(offset {deepest:,}, total given)", lambda: views.page_rows(
+                m, 45, limit=40, offset=deepest, total=deepest + 40)),
             ("page_rows(disagrees, first 40)", lambda: views.page_rows(m, 45, views.PageFilter("disagrees"), limit=40)),
             ("page_rows(duplicates, offset 4,000)", lambda: views.page_rows(
                 m, 45, views.PageFilter("duplicates"), limit=40, offset=4_000)),

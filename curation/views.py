@@ -225,10 +225,12 @@ def has_features(manifest: Manifest) -> bool:
 
 def page_rows(manifest: Manifest, threshold: float | None, flt: PageFilter = PageFilter(), sort: str = "sigma",
               limit: int = 40, offset: int = 0, *, rule: str | None = None,
-              picture_area_min: float | None = None) -> list[dict]:
+              picture_area_min: float | None = None, total: int | None = None) -> list[dict]:
     """One screenful of pages with their decision, features, suggestion and duplicate group, in SQL order.
 
-    Near-duplicates come group by group, so the reprints of one plate sit side by side.
+    Near-duplicates come group by group, so the reprints of one plate sit side by side. `total`, the
+    filter's page count when the caller has it, lets a screen past the middle be read from the end: a
+    deep offset walks every page before it (9 s for the last screen of a million pages, 5 ms from the end).
     """
     where, params = _where(flt)
     bound = {**decision_params(manifest, threshold, rule, picture_area_min), **params}
@@ -238,13 +240,29 @@ def page_rows(manifest: Manifest, threshold: float | None, flt: PageFilter = Pag
         joins, order = " JOIN duplicates g ON g.doc_id = p.doc_id AND g.page = p.page", f"g.group_id, {order}"
     # Two steps: the screen's pages by rowid first, through the joins the filter needs and no more
     # (a deep offset walks every page before it), then those pages in full.
+    walk, skip, take = order, int(offset), int(limit)
+    if total is not None and offset > total / 2:
+        walk, skip = reversed_order(order), max(0, total - offset - limit)
+        take = max(0, min(limit, total - offset))
     rowids = [row[0] for row in manifest.conn.execute(
-        f"SELECT p.rowid {PAGES_FROM}{joins} {where} ORDER BY {order} LIMIT {int(limit)} OFFSET {int(offset)}", bound)]
+        f"SELECT p.rowid {PAGES_FROM}{joins} {where} ORDER BY {walk} LIMIT {take} OFFSET {skip}", bound)]
     if not rowids:
         return []
     rows = manifest.pages(threshold, where=f"p.rowid IN ({', '.join(map(str, rowids))})", params=bound, order=order,
                           rule=rule)
     return [dict(row) for row in rows]
+
+
+def reversed_order(order: str) -> str:
+    """An ORDER BY list (terms "expr [DESC] [NULLS FIRST|LAST]") walked the other way, NULLs included:
+    SQLite puts NULLs first ascending and last descending unless a term says otherwise."""
+    terms = []
+    for term in order.split(","):
+        words = term.upper().split()
+        descending = "DESC" in words
+        nulls_first = "FIRST" in words or (not descending and "LAST" not in words)
+        terms.append(f"{term.split()[0]} {'ASC' if descending else 'DESC'} NULLS {'LAST' if nulls_first else 'FIRST'}")
+    return ", ".join(terms)
 
 
 def thumbnails(manifest: Manifest, keys: Iterable[tuple[int, int]], *,

@@ -49,7 +49,8 @@ def main():
         if st.session_state.get("page", 1) > screens:  # the view shrank (a bulk action, a new filter)
             st.session_state["page"] = screens
         screen = st.pagination(screens, key="page", max_visible_pages=9, bind="query-params")
-        rows = views.page_rows(manifest, threshold, flt, sort, limit=PER_SCREEN, offset=(screen - 1) * PER_SCREEN)
+        rows = views.page_rows(manifest, threshold, flt, sort, limit=PER_SCREEN, offset=(screen - 1) * PER_SCREEN,
+                               total=counts["pages"])
         keys = [(row["doc_id"], row["page"]) for row in rows]
         thumbs = views.thumbnails(manifest, keys, draw_missing=True)
         if outline:
