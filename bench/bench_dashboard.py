@@ -1,6 +1,7 @@
-"""Dashboard benchmark: how long each page's script run takes on a 100,000-page manifest.
+"""Dashboard benchmark: how long each page's script run takes on a 100,000-page (or 1,000,000-page) manifest.
 
-Builds the manifest by inserting rows directly (no PDFs, no scoring: seconds, not hours), with real
+Builds the manifest by inserting rows directly (no PDFs, no scoring: seconds, not hours; 1 M pages take
+a few minutes), with real
 256-pixel JPEG thumbnails, picture features on every page, 1,000 overrides, the model's suggestions for
 every page, 2,000 near-duplicate groups, captions and a few failed pages, then runs every page with
 Streamlit's AppTest and times each interaction a curator makes: the first load, switching the rule,
@@ -9,7 +10,12 @@ screen, an override, a caption, learning from the overrides, a bulk action. AppT
 does, so these are the server's times; the browser's drawing comes on top. The target is under one
 second per interaction. The library's queries are timed alone too, to show where the time goes.
 
-    python bench/bench_dashboard.py [--pages 100000] [--documents 300] [--repeat 3] [--out bench/out/dashboard]
+Thumbnails go to the store `--thumbnails` names (curation.thumbnail_store). Before the timings, the bytes a
+page costs in each store are measured on a sample manifest per store (`--size-sample` pages, the same
+rows): the manifest file, the folder beside it (disk blocks taken, not only bytes), and their sum.
+
+    python bench/bench_dashboard.py [--pages 100000] [--documents PAGES/333] [--thumbnails sqlite|folder|none]
+                                    [--size-sample 20000] [--repeat 3] [--out bench/out/dashboard]
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import argparse
 import os
 import pathlib
 import random
+import shutil
 import statistics
 import sys
 import time
@@ -28,7 +35,7 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from curation import Manifest, views  # noqa: E402
+from curation import Manifest, thumbnail_store, views  # noqa: E402
 from curation.manifest import PageResult  # noqa: E402
 from curation.sample import fill_manifest  # noqa: E402
 from curation.scorer import thumbnail_jpeg  # noqa: E402
@@ -37,11 +44,23 @@ from curation.synthetic import PageSpec, page_image  # noqa: E402
 TARGET_MS = 1000
 
 
-def build(db: pathlib.Path, documents: int, pages: int) -> None:
+def sample_thumbnails() -> list[bytes]:
+    """Real thumbnails of synthetic pages, used in turn: a few blobs serve a million pages."""
+    return [thumbnail_jpeg(cv2.cvtColor(page_image(PageSpec(kind=kind, seed=n, dpi=100)), cv2.COLOR_RGB2GRAY))
+            for n, kind in enumerate(["text", "engraving", "mixed", "text", "faded_engraving", "text"])]
+
+
+def remove_manifest(db: pathlib.Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        pathlib.Path(f"{db}{suffix}").unlink(missing_ok=True)
+    shutil.rmtree(thumbnail_store.folder_of(db), ignore_errors=True)
+
+
+def build(db: pathlib.Path, documents: int, pages: int, store: str = "sqlite") -> None:
     started = time.perf_counter()
-    thumbs = [thumbnail_jpeg(cv2.cvtColor(page_image(PageSpec(kind=kind, seed=n, dpi=100)), cv2.COLOR_RGB2GRAY))
-              for n, kind in enumerate(["text", "engraving", "mixed", "text", "faded_engraving", "text"])]
+    thumbs = sample_thumbnails()
     with Manifest(db) as manifest:
+        manifest.thumbnail_store = store
         ids = fill_manifest(manifest, documents, pages // documents, seed=1, thumbnails=thumbs)
         rng = random.Random(0)
         with manifest.transaction():
@@ -50,9 +69,44 @@ def build(db: pathlib.Path, documents: int, pages: int) -> None:
         manifest.save_pages(ids[0], [PageResult(page=pages // documents + n, status="failed", error="damaged page")
                                      for n in range(5)])
         add_features(manifest, ids, pages // documents)
-    size = db.stat().st_size / 1e6
-    print(f"built {db} ({documents} documents, {documents * (pages // documents):,} pages, {size:,.0f} MB) "
+        manifest.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    manifest_bytes, folder_bytes = stored_bytes(db)
+    print(f"built {db} ({documents} documents, {documents * (pages // documents):,} pages, thumbnails: {store}; "
+          f"manifest {manifest_bytes / 1e6:,.0f} MB, folder {folder_bytes / 1e6:,.0f} MB) "
           f"in {time.perf_counter() - started:.1f} s")
+
+
+def stored_bytes(db: pathlib.Path) -> tuple[int, int]:
+    """The manifest's bytes (with its WAL) and the disk its thumbnail folder takes (whole blocks per file)."""
+    manifest = sum(p.stat().st_size for p in (db, pathlib.Path(f"{db}-wal")) if p.exists())
+    folder = thumbnail_store.folder_of(db)
+    on_disk = sum(f.stat().st_blocks * 512 for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else 0
+    return manifest, on_disk
+
+
+def store_sizes(folder: pathlib.Path, pages: int) -> list[tuple[str, float, float]]:
+    """(store, manifest bytes per page, folder bytes per page) on a `pages`-page sample of the same rows."""
+    sizes = []
+    documents = max(1, pages // 333)
+    for store in thumbnail_store.STORES:
+        db = folder / f"size-{store}.sqlite"
+        remove_manifest(db)
+        build(db, documents, pages, store)
+        in_manifest, in_folder = stored_bytes(db)
+        count = documents * (pages // documents)
+        sizes.append((store, in_manifest / count, in_folder / count))
+        remove_manifest(db)
+    return sizes
+
+
+def report_sizes(sizes: list[tuple[str, float, float]], pages: int) -> None:
+    print(f"\nBytes per page by thumbnail store ({pages:,}-page sample; thumbnails average "
+          f"{statistics.mean(map(len, sample_thumbnails())):,.0f} bytes):")
+    print(f"  {'store':8s} {'manifest':>10s} {'folder':>10s} {'total':>10s}   16 M pages")
+    for store, in_manifest, in_folder in sizes:
+        total = in_manifest + in_folder
+        print(f"  {store:8s} {in_manifest:10,.0f} {in_folder:10,.0f} {total:10,.0f}   "
+              f"{16e6 * in_manifest / 1e9:,.0f} GB manifest + {16e6 * in_folder / 1e9:,.0f} GB folder")
 
 
 def add_features(manifest: Manifest, ids: list[int], per_document: int) -> None:
@@ -69,9 +123,10 @@ def add_features(manifest: Manifest, ids: list[int], per_document: int) -> None:
     keys = [(row["doc_id"], row["page"]) for row in rows]
     with manifest.transaction():
         manifest.conn.executemany(
-            "UPDATE pages SET picture_share = ?, ink_tone = ?, sigma_content = ?, ink_coverage = ?, phash = ?, "
-            "features_version = 1 WHERE doc_id = ? AND page = ?",
-            ((float(a), float(b), float(c) * 0.8, float(a) * 2, int(h), d, p) for a, b, c, h, (d, p) in
+            # picture_area as on a page of about 100 square inches: the picture rule decides on it.
+            "UPDATE pages SET picture_share = ?, picture_area = ?, ink_tone = ?, sigma_content = ?, "
+            "ink_coverage = ?, phash = ?, features_version = 1 WHERE doc_id = ? AND page = ?",
+            ((float(a), float(a) * 100, float(b), float(c) * 0.8, float(a) * 2, int(h), d, p) for a, b, c, h, (d, p) in
              zip(share, tone, sigma, rng.integers(-2**62, 2**62, len(rows)), keys)))
     # A model that agrees with the truth on 97 % of the pages: it disagrees with the picture rule on a few.
     suggested = picture ^ (rng.random(len(rows)) < 0.03)
@@ -127,7 +182,7 @@ def interactions(repeat: int) -> list[tuple[str, float]]:
     measure("threshold: load (picture rule)", lambda: run(at))
     shares = iter([2.0, 5.0, 1.0, 8.0, 3.5, 0.5, 12.0, 4.0] * repeat)
     measure("threshold: move the picture cutoff", lambda: (
-        at.slider(key="picture_share_slider").set_value(next(shares)), run(at)))
+        at.slider(key="picture_area_slider").set_value(next(shares)), run(at)))
     values = iter([30.0, 40.0, 50.0, 35.0, 45.5, 38.0, 52.0, 41.0] * repeat)
     measure("threshold: move the σ cutoff", lambda: (at.slider(key="threshold_slider").set_value(next(values)), run(at)))
     measure("threshold: log count on/off", lambda: (at.toggle(key="threshold_log").set_value(
@@ -146,7 +201,7 @@ def interactions(repeat: int) -> list[tuple[str, float]]:
     screens = iter(range(2, 2 + 3 * repeat))
     measure("review: next screen", lambda: (at.pagination[0].set_value(next(screens)), run(at)))
     last = -(-views_count() // 40)
-    measure("review: last screen (offset ~100k)", lambda: (at.pagination[0].set_value(last), run(at)))
+    measure(f"review: last screen (offset {(last - 1) * 40:,})", lambda: (at.pagination[0].set_value(last), run(at)))
     for decision in ("kept", "rejected", "near", "overridden", "disagrees", "duplicates", "failed"):
         measure(f"review: filter {decision}", lambda d=decision: (
             at.segmented_control(key="decision").set_value(d), run(at)))
@@ -211,6 +266,7 @@ def views_count() -> int:
 
 def queries(repeat: int) -> list[tuple[str, float]]:
     with Manifest(os.environ["CURATION_DB"]) as m:
+        deepest = views.page_count(m) - 40
         rows = views.page_rows(m, 45, limit=40)
         keys = [(r["doc_id"], r["page"]) for r in rows]
         checks = [
@@ -230,7 +286,9 @@ def queries(repeat: int) -> list[tuple[str, float]]:
             ("filter_counts(duplicates)", lambda: views.filter_counts(m, 45, views.PageFilter("duplicates"))),
             ("model_state()", lambda: views.model_state(m)),
             ("page_rows(first 40)", lambda: views.page_rows(m, 45, limit=40)),
-            ("page_rows(offset 99,960)", lambda: views.page_rows(m, 45, limit=40, offset=99_960)),
+            (f"page_rows(offset {deepest:,})", lambda: views.page_rows(m, 45, limit=40, offset=deepest)),
+            (f"page_rows(offset {deepest:,}, total given)", lambda: views.page_rows(
+                m, 45, limit=40, offset=deepest, total=deepest + 40)),
             ("page_rows(disagrees, first 40)", lambda: views.page_rows(m, 45, views.PageFilter("disagrees"), limit=40)),
             ("page_rows(duplicates, offset 4,000)", lambda: views.page_rows(
                 m, 45, views.PageFilter("duplicates"), limit=40, offset=4_000)),
@@ -254,17 +312,22 @@ def report(title: str, results: list[tuple[str, float]]) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=100_000)
-    parser.add_argument("--documents", type=int, default=300)
+    parser.add_argument("--documents", type=int, default=None, help="default: one per 333 pages")
+    parser.add_argument("--thumbnails", choices=list(thumbnail_store.STORES), default="sqlite",
+                        help="where the timed manifest keeps its thumbnails")
+    parser.add_argument("--size-sample", type=int, default=20_000,
+                        help="pages of the manifest built per store to measure bytes per page (0: skip)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "bench" / "out" / "dashboard")
     parser.add_argument("--keep", action="store_true", help="reuse the manifest of an earlier run if present")
     args = parser.parse_args()
-    db = args.out / f"manifest-{args.pages}.sqlite"
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.size_sample:
+        report_sizes(store_sizes(args.out, args.size_sample), args.size_sample)
+    db = args.out / f"manifest-{args.pages}-{args.thumbnails}.sqlite"
     if not (args.keep and db.exists()):
-        for suffix in ("", "-wal", "-shm"):
-            pathlib.Path(f"{db}{suffix}").unlink(missing_ok=True)
-        args.out.mkdir(parents=True, exist_ok=True)
-        build(db, args.documents, args.pages)
+        remove_manifest(db)
+        build(db, args.documents or max(1, args.pages // 333), args.pages, args.thumbnails)
     os.environ["CURATION_DB"] = str(db)
     ok = report(f"Library queries (median of {args.repeat}):", queries(args.repeat))
     ok &= report(f"Script run per interaction, AppTest (median of {args.repeat}; target < {TARGET_MS} ms):",

@@ -15,6 +15,7 @@ import sys
 import click
 from tqdm import tqdm
 
+from . import thumbnail_store
 from .ingest import Ingest, default_worker_memory, default_workers
 from .jobs import DiskFull
 from .manifest import (DEFAULT_PAGE_TIMEOUT, DISAGREES_SQL, LIVE_DOCUMENT_SQL, RULES, JobRunning, Manifest,
@@ -79,6 +80,13 @@ cluster_option = click.option(
          "or local[:N] for N worker processes here, with Dask's dashboard. Every worker must see the archive "
          "at the same path. Also read from $CURATION_CLUSTER.")
 
+thumbnails_option = click.option(
+    "--thumbnails", type=click.Choice(list(thumbnail_store.STORES)), default=None,
+    help="Where page thumbnails are kept, saved as the manifest's setting for later runs and the app: "
+         + "; ".join(f"{k}: {v}" for k, v in thumbnail_store.STORES.items())
+         + f". Default: the manifest's setting ({thumbnail_store.DEFAULT_STORE} when never set). "
+         + thumbnail_store.CHANGE_NOTE)
+
 
 @contextlib.contextmanager
 def open_cluster(address: str | None):
@@ -122,8 +130,9 @@ class ArchivePath(click.Path):
 @page_timeout_option
 @worker_memory_option
 @cluster_option
+@thumbnails_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def ingest(paths, db, workers, page_timeout, worker_memory, cluster, quiet):
+def ingest(paths, db, workers, page_timeout, worker_memory, cluster, thumbnails, quiet):
     """Score every page of the PDFs in PATHS (files or folders, searched recursively; or URLs such as
     s3://bucket/archive/, read through fsspec with its filesystem package installed).
 
@@ -134,6 +143,8 @@ def ingest(paths, db, workers, page_timeout, worker_memory, cluster, quiet):
     a Dask cluster's workers; this process still plans them and is the only writer of the manifest.
     """
     manifest = open_manifest(db, create=True)
+    if thumbnails is not None:
+        manifest.thumbnail_store = thumbnails
     with open_cluster(cluster) as dask_cluster, hash_bar(quiet) as hash_progress, page_bar("scoring", quiet) as progress:
         try:
             job = Ingest(manifest, paths, workers=workers, page_timeout=page_timeout, cluster=dask_cluster,
@@ -209,6 +220,7 @@ def rescore(db, workers, all_pages, page_timeout, worker_memory, cluster, quiet)
 
     Only pages scored by an older version are read, unless --all. Overrides, captions and
     settings are kept; near-duplicate groups are recomputed. Stops and resumes like ingest.
+    Thumbnails of the pages read go where the manifest's setting says (`settings --thumbnails`).
     """
     from .ingest import Rescore
 
@@ -310,7 +322,8 @@ def pages(db, fmt, threshold, rule):
                    "stock cuts of about an inch; 0 keeps any picture).")
 @click.option("--page-timeout", type=click.FloatRange(min=0), default=None, metavar="S",
               help="Seconds one page may take in ingest, rescore and export before it is skipped (0: no limit).")
-def settings(db, threshold, rule, picture_area_min, page_timeout):
+@thumbnails_option
+def settings(db, threshold, rule, picture_area_min, page_timeout, thumbnails):
     """Show the decision settings; with options, change them first."""
     manifest = open_manifest(db)
     if threshold is not None:
@@ -321,10 +334,15 @@ def settings(db, threshold, rule, picture_area_min, page_timeout):
         manifest.picture_area_min = picture_area_min
     if page_timeout is not None:
         manifest.page_timeout = page_timeout
+    if thumbnails is not None:
+        manifest.thumbnail_store = thumbnails
     click.echo(f"rule: {manifest.rule} ({RULES[manifest.rule]})")
     click.echo(f"threshold: {manifest.threshold:g}")
     click.echo(f"picture_area_min: {manifest.picture_area_min:g} sq in")
     click.echo(f"page_timeout: {manifest.page_timeout:g} s" + (" (no limit)" if not manifest.page_timeout else ""))
+    store = manifest.thumbnail_store
+    click.echo(f"thumbnails: {store} ({thumbnail_store.STORES[store]})"
+               + (f", in {manifest.thumbnail_folder}" if store == "folder" else ""))
 
 
 @cli.command()

@@ -422,6 +422,7 @@ class Ingest:
             scheduler.run(self._score_tasks(), self._on_result, self._on_crash, self._on_timeout)
             if self.report.pages_scored:
                 refresh_duplicates(self.manifest)
+            self.manifest.remove_orphan_thumbnails()
             status = "done"
         except (Stopped, KeyboardInterrupt):
             self.report.stopped = True

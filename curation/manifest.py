@@ -1,4 +1,5 @@
-"""The manifest: one SQLite file holding documents, page scores, thumbnails, overrides, settings and jobs.
+"""The manifest: one SQLite file holding documents, page scores, thumbnails, overrides, settings and jobs
+(thumbnails may instead be kept in a folder beside it, or not at all: curation.thumbnail_store).
 
 WAL mode lets the dashboard read while an ingest writes. Decisions are never stored: a page's
 decision is the curator's override where one exists, else the rule at the current threshold, so
@@ -14,6 +15,8 @@ import pathlib
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+
+from . import thumbnail_store
 
 DEFAULT_THRESHOLD = 45.0
 HEARTBEAT_STALE_SECONDS = 30.0
@@ -311,6 +314,22 @@ class Manifest:
             raise ValueError("the page time limit cannot be negative")
         self.set_setting("page_timeout", float(value))
 
+    @property
+    def thumbnail_store(self) -> str:
+        """Where thumbnails of pages scored from now on go (thumbnail_store.STORES)."""
+        store = self.get_setting("thumbnails", thumbnail_store.DEFAULT_STORE)
+        return store if store in thumbnail_store.STORES else thumbnail_store.DEFAULT_STORE
+
+    @thumbnail_store.setter
+    def thumbnail_store(self, value: str) -> None:
+        if value not in thumbnail_store.STORES:
+            raise ValueError(f"unknown thumbnail store {value!r}; one of {', '.join(thumbnail_store.STORES)}")
+        self.set_setting("thumbnails", value)
+
+    @property
+    def thumbnail_folder(self):
+        return thumbnail_store.folder_of(self.path)
+
     def decision_params(self, threshold: float | None = None, rule: str | None = None) -> dict:
         """What KEEP_SQL binds: the saved rule and cutoffs, or the ones being tried."""
         return {
@@ -408,6 +427,9 @@ class Manifest:
         """Store scored pages in one transaction. Overrides live elsewhere and are never touched."""
         stamp = now()
         count = 0
+        store, folder = self.thumbnail_store, self.thumbnail_folder
+        # The folder's files are named by content; looked up unless thumbnails go to SQLite and no folder exists.
+        sha256 = self.document(doc_id)["sha256"] if store != "sqlite" or folder.is_dir() else None
         with self.transaction():
             for r in results:
                 features = dict(r.features or {})
@@ -420,12 +442,28 @@ class Manifest:
                 )
                 self.set_pictures(doc_id, r.page, pictures)
                 if r.thumbnail is not None:
-                    self.conn.execute(
-                        "INSERT OR REPLACE INTO thumbnails (doc_id, page, jpeg) VALUES (?, ?, ?)",
-                        (doc_id, r.page, r.thumbnail),
-                    )
+                    self._store_thumbnail(doc_id, r.page, r.thumbnail, store,
+                                          thumbnail_store.file_of(folder, sha256, r.page) if sha256 else None)
                 count += 1
         return count
+
+    def _store_thumbnail(self, doc_id: int, page: int, jpeg: bytes, store: str, file) -> None:
+        """A page scored again keeps one thumbnail, in the store set now: a copy in another store goes."""
+        if store == "sqlite":
+            self.conn.execute("INSERT OR REPLACE INTO thumbnails (doc_id, page, jpeg) VALUES (?, ?, ?)", (doc_id, page, jpeg))
+        else:
+            self.conn.execute("DELETE FROM thumbnails WHERE doc_id = ? AND page = ?", (doc_id, page))
+        if store == "folder":
+            thumbnail_store.write_file(file, jpeg)
+        elif file is not None:
+            thumbnail_store.remove_file(file)
+
+    def remove_orphan_thumbnails(self) -> int:
+        """Thumbnail files of documents this manifest does not hold are deleted (see thumbnail_store)."""
+        if not self.thumbnail_folder.is_dir():
+            return 0
+        return thumbnail_store.remove_orphans(
+            self.thumbnail_folder, (row[0] for row in self.conn.execute("SELECT sha256 FROM documents")))
 
     def set_pictures(self, doc_id: int, page: int, pictures: Iterable[Iterable]) -> None:
         """Replace one page's picture boxes: (x0, y0, x1, y1, square inches), largest first."""
@@ -449,10 +487,6 @@ class Manifest:
                 (float(min_area),)):
             boxes.setdefault((doc_id, page), []).append(tuple(picture))
         return boxes
-
-    def thumbnail(self, doc_id: int, page: int) -> bytes | None:
-        row = self.conn.execute("SELECT jpeg FROM thumbnails WHERE doc_id = ? AND page = ?", (doc_id, page)).fetchone()
-        return row[0] if row else None
 
     def pages(self, threshold: float | None = None, *, where: str = "", params: dict | None = None,
               order: str = "d.path, p.page", limit: int | None = None, offset: int = 0,

@@ -5,7 +5,7 @@ import pathlib
 
 import streamlit as st
 
-from curation import jobs, paths, views
+from curation import jobs, paths, thumbnail_store, views
 from pages import _common as common
 
 STATUS_LABELS = {"not-pdf": "not a PDF", "replaced": "replaced (file changed)"}
@@ -27,6 +27,7 @@ def main():
     show_sources(known_sources)
     if known_sources:
         page_timeout_input(running)
+        thumbnails_input(running)
         cluster_input(running)
     start_button(db, roots, known_sources, running)
     common.job_panel(body=documents_table)
@@ -123,6 +124,23 @@ def page_timeout_input(running: bool):
 def save_page_timeout():
     with common.open_manifest() as manifest:
         manifest.page_timeout = st.session_state["page_timeout"]
+
+
+def thumbnails_input(running: bool):
+    with common.open_manifest() as manifest:
+        saved, folder = manifest.thumbnail_store, manifest.thumbnail_folder
+    stores = list(thumbnail_store.STORES)
+    st.selectbox(
+        "Thumbnails", stores, index=stores.index(saved), format_func=lambda s: f"{s}: {thumbnail_store.STORES[s]}",
+        key="thumbnails", on_change=save_thumbnails, disabled=running,
+        help=f"Where each page's thumbnail is kept. A thumbnail is about 10 kB, four fifths of a page's size in "
+             f"the manifest: on millions of pages, folder or none keeps the manifest small. The folder is "
+             f"`{folder}`. {thumbnail_store.CHANGE_NOTE}")
+
+
+def save_thumbnails():
+    with common.open_manifest() as manifest:
+        manifest.thumbnail_store = st.session_state["thumbnails"]
 
 
 def saved_cluster() -> str:

@@ -18,6 +18,7 @@ BULK, OPEN, CAPTION, USE_MODEL = "review_bulk", "review_open", "review_caption",
 NOTICE, LEARNED = "review_notice", "review_learned"
 CAPTION_KEY = "caption-"  # caption inputs: caption-<doc_id>-<page>
 MAX_CAPTION = 500
+NO_THUMBNAIL = ":grey[No thumbnail: none is kept (see Ingest) and the PDF is not at hand to draw one.]"
 
 
 def main():
@@ -48,9 +49,10 @@ def main():
         if st.session_state.get("page", 1) > screens:  # the view shrank (a bulk action, a new filter)
             st.session_state["page"] = screens
         screen = st.pagination(screens, key="page", max_visible_pages=9, bind="query-params")
-        rows = views.page_rows(manifest, threshold, flt, sort, limit=PER_SCREEN, offset=(screen - 1) * PER_SCREEN)
+        rows = views.page_rows(manifest, threshold, flt, sort, limit=PER_SCREEN, offset=(screen - 1) * PER_SCREEN,
+                               total=counts["pages"])
         keys = [(row["doc_id"], row["page"]) for row in rows]
-        thumbs = views.thumbnails(manifest, keys)
+        thumbs = views.thumbnails(manifest, keys, draw_missing=True)
         if outline:
             boxes = views.pictures_for(manifest, keys)
             widths = {key: row["width"] for key, row in zip(keys, rows)}
@@ -305,6 +307,8 @@ def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | N
     doc_id, page = row["doc_id"], row["page"]
     if thumb:
         st.image(thumb, width="stretch")
+    elif row["status"] == "ok":
+        st.caption(NO_THUMBNAIL)
     else:
         st.caption(f":red[No image: {row['error'] or 'not scored'}]")
     sigma = f"σ {row['sigma']:.1f}" if row["sigma"] is not None else "σ —"

@@ -311,7 +311,7 @@ STRIP_TITLES = {
 def show_borderline(manifest, draft: float, trying: dict):
     edge = views.borderline(manifest, draft, STRIP, **trying)
     keys = [(row["doc_id"], row["page"]) for row in edge.below + edge.above]
-    thumbs = views.thumbnails(manifest, keys)
+    thumbs = views.thumbnails(manifest, keys, draw_missing=True)
     st.subheader("At the edge")
     st.caption("What this rule costs: the pages nearest its cut on each side, with what decides them "
                "(an override, or the rule). Overrule them on Review.")
@@ -331,6 +331,8 @@ def strip(title: str, rows: list[dict], thumbs: dict, measure: str, expected: in
             image = thumbs.get((row["doc_id"], row["page"]))
             if image:
                 st.image(image, width="stretch")
+            else:
+                st.caption(":grey[No thumbnail]")
             st.caption(f"{edge_value(row, measure)}{edge_note(row, expected)}  \n"
                        f"{pathlib.Path(row['doc']).stem} p. {row['page'] + 1}")
 

@@ -10,7 +10,7 @@ import time
 import pymupdf
 import pytest
 
-from curation import Manifest, ingest, reference_sigma
+from curation import Manifest, ingest, reference_sigma, views
 from curation.ingest import CRASH_MESSAGE
 
 from conftest import ROOT, small_pdf
@@ -29,7 +29,7 @@ def test_every_page_gets_a_score_that_matches_the_reference(manifest, archive):
     for row in manifest.pages():
         page = pymupdf.open(row["doc"])[row["page"]]
         assert abs(row["sigma"] - reference_sigma(page)) <= 0.5
-        assert manifest.thumbnail(row["doc_id"], row["page"])[:2] == b"\xff\xd8"
+        assert views.thumbnails(manifest, [(row["doc_id"], row["page"])])[(row["doc_id"], row["page"])][:2] == b"\xff\xd8"
     job = manifest.latest_job("ingest")
     assert (job["status"], job["done"], job["total"]) == ("done", 15, 15)
 

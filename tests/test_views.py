@@ -73,6 +73,16 @@ def test_rows_are_paged_in_sql_order(filled):
     assert [row["sigma"] for row in near] == [42, 45, 47]
 
 
+@pytest.mark.parametrize("sort", list(views.SORTS))
+def test_screens_past_the_middle_read_from_the_end_are_the_same_screens(filled, sort):
+    manifest, _ = filled
+    total = views.filter_counts(manifest, 45)["pages"]  # 21, the failed page (σ NULL) among them
+    for limit in (4, 7):
+        for offset in range(0, total + limit, limit):
+            from_start = views.page_rows(manifest, 45, sort=sort, limit=limit, offset=offset)
+            assert views.page_rows(manifest, 45, sort=sort, limit=limit, offset=offset, total=total) == from_start
+
+
 def test_thumbnails_only_for_the_pages_asked(filled):
     manifest, ids = filled
     thumbs = views.thumbnails(manifest, [(ids[0], 0), (ids[0], 1), (ids[1], 10)])
@@ -406,6 +416,7 @@ def test_near_duplicates_come_group_by_group(featured):
     assert [(row["duplicate_group"], row["page"]) for row in rows] == [(1, 6), (1, 5), (2, 4), (2, 8)]
     assert views.filter_counts(manifest, 45, PageFilter("duplicates"))["pages"] == 4
     assert views.page_rows(manifest, 45, PageFilter("duplicates"), limit=2, offset=2)[0]["page"] == 4
+    assert views.page_rows(manifest, 45, PageFilter("duplicates"), limit=2, offset=2, total=4)[0]["page"] == 4
 
 
 def test_captions_for_one_page_and_a_whole_view(featured):
