@@ -10,7 +10,7 @@ screen, an override, a caption, learning from the overrides, a bulk action. AppT
 does, so these are the server's times; the browser's drawing comes on top. The target is under one
 second per interaction. The library's queries are timed alone too, to show where the time goes.
 
-Thumbnails go to the store `--thumbnails` names (curation.thumbnail_store). Before the timings, the bytes a
+Thumbnails go to the store `--thumbnails` names (curation.manifest.thumbnail_store). Before the timings, the bytes a
 page costs in each store are measured on a sample manifest per store (`--size-sample` pages, the same
 rows): the manifest file, the folder beside it (disk blocks taken, not only bytes), and their sum.
 
@@ -35,11 +35,12 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from curation import Manifest, thumbnail_store, views  # noqa: E402
-from curation.manifest import PageResult  # noqa: E402
-from curation.sample import fill_manifest  # noqa: E402
-from curation.scorer import thumbnail_jpeg  # noqa: E402
-from curation.synthetic import PageSpec, page_image  # noqa: E402
+from curation import Manifest  # noqa: E402
+from curation.manifest import thumbnail_store, views
+from curation.manifest.store import PageResult  # noqa: E402
+from curation.scoring.scorer import thumbnail_jpeg  # noqa: E402
+from curation.sources.sample import fill_manifest  # noqa: E402
+from curation.sources.synthetic import PageSpec, page_image  # noqa: E402
 
 TARGET_MS = 1000
 

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from curation import Manifest  # noqa: E402
 from process_tree import watch_tree  # noqa: E402
-from curation.synthetic import periodical_specs, write_pdf  # noqa: E402
+from curation.sources.synthetic import periodical_specs, write_pdf  # noqa: E402
 
 DPIS = (300, 300, 200, 400)  # the mixed archive other benchmarks build with make_corpus
 
@@ -97,7 +97,7 @@ def pdf2image_loop(corpus) -> float:
 
 def feature_cost(corpus) -> tuple[float, float]:
     """Milliseconds per page of score_page with and without the features beside sigma, in process."""
-    from curation import scorer
+    from curation.scoring import scorer
 
     def timed() -> float:
         count, start = 0, time.perf_counter()
@@ -133,7 +133,7 @@ def decode_floor(corpus, processes: int) -> float:
 
 
 def _decode_pages(jobs) -> None:
-    from curation.scorer import full_page_jpeg
+    from curation.scoring.scorer import full_page_jpeg
 
     cv2.setNumThreads(1)
     docs = {}

@@ -1,6 +1,6 @@
 """Fuzz campaign: ingest N hostile PDFs beside a good one and show how every file ended.
 
-The files come from curation.hostile (the generators the test suite uses): crafted ones (a tiling
+The files come from curation.sources.hostile (the generators the test suite uses): crafted ones (a tiling
 pattern with a 0.001 pt step, operator floods, a 500 MB content stream in 500 KB, a 24000 x 24000
 image, page-tree loops, deep nesting, a lying page count, a recursive form) and structure-aware
 mutations of generated scan PDFs. The ingest runs as the CLI does, in its own process, while this
@@ -26,7 +26,8 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from curation import Manifest, hostile  # noqa: E402
+from curation import Manifest  # noqa: E402
+from curation.sources import hostile
 from process_tree import watch_processes  # noqa: E402
 
 

@@ -27,8 +27,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from curation import Manifest  # noqa: E402
-from curation.learn import FEATURES, suggest  # noqa: E402
-from curation.synthetic import periodical_specs, write_pdf  # noqa: E402
+from curation.decisions.learn import FEATURES, suggest  # noqa: E402
+from curation.sources.synthetic import periodical_specs, write_pdf  # noqa: E402
 
 LEARNING_SIZES = (10, 15, 20, 30, 50)
 DRAWS = 25

@@ -32,9 +32,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from curation import Manifest  # noqa: E402
-from curation.features import page_features  # noqa: E402
-from curation.learn import FEATURES, suggest  # noqa: E402
-from curation.scorer import _gray_at_reference  # noqa: E402
+from curation.decisions.learn import FEATURES, suggest  # noqa: E402
+from curation.scoring.features import page_features  # noqa: E402
+from curation.scoring.scorer import _gray_at_reference  # noqa: E402
 
 LEARNING_SIZES = (5, 10, 15, 20)
 

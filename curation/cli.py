@@ -15,11 +15,11 @@ import sys
 import click
 from tqdm import tqdm
 
-from . import thumbnail_store
-from .ingest import Ingest, default_worker_memory, default_workers
-from .jobs import DiskFull
-from .manifest import (DEFAULT_PAGE_TIMEOUT, DISAGREES_SQL, LIVE_DOCUMENT_SQL, RULES, JobRunning, Manifest,
-                       ManifestError)
+from .manifest import thumbnail_store
+from .manifest.store import (DEFAULT_PAGE_TIMEOUT, DISAGREES_SQL, LIVE_DOCUMENT_SQL, RULES, JobRunning, Manifest,
+                             ManifestError)
+from .runs.ingest import Ingest, default_worker_memory, default_workers
+from .runs.jobs import DiskFull
 
 DEFAULT_DB = os.environ.get("CURATION_DB", "data/manifest.sqlite")
 FORMATS = click.Choice(["table", "csv", "jsonl"])
@@ -95,7 +95,7 @@ def open_cluster(address: str | None):
     if not address:
         yield None
         return
-    from .cluster import Cluster, ClusterError
+    from .runs.cluster import Cluster, ClusterError
 
     try:
         with Cluster(address) as cluster:
@@ -222,7 +222,7 @@ def rescore(db, workers, all_pages, page_timeout, worker_memory, cluster, quiet)
     settings are kept; near-duplicate groups are recomputed. Stops and resumes like ingest.
     Thumbnails of the pages read go where the manifest's setting says (`settings --thumbnails`).
     """
-    from .ingest import Rescore
+    from .runs.ingest import Rescore
 
     manifest = open_manifest(db)
     with open_cluster(cluster) as dask_cluster, page_bar("rescoring", quiet) as progress:
@@ -239,7 +239,7 @@ def learn(db):
     Needs at least 10 overrides with both decisions among them. The suggestions become the
     decisions only with `settings --rule model`.
     """
-    from .learn import MIN_LABELS, refresh_suggestions
+    from .decisions.learn import MIN_LABELS, refresh_suggestions
 
     manifest = open_manifest(db)
     result = refresh_suggestions(manifest)
@@ -433,7 +433,7 @@ def sample_command(db, documents, pages, dpi, workers, quiet):
     Text columns, engravings, mixed pages and the hard cases that fool sigma, to try the whole
     workflow without PDFs of your own. Files already written are kept, so a stopped run resumes.
     """
-    from . import sample
+    from .sources import sample
 
     code = sample.run(db, documents or sample.DOCUMENTS, pages or sample.PAGES, dpi or sample.DPI, workers)
     if code:

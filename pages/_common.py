@@ -12,8 +12,9 @@ import sqlite3
 
 import streamlit as st
 
-from curation import jobs, views
-from curation.manifest import Manifest, ManifestError
+from curation.manifest import views
+from curation.manifest.store import Manifest, ManifestError
+from curation.runs import jobs
 
 DEFAULT_DB = "data/manifest.sqlite"
 JOB_KINDS = ("sample", "ingest")

@@ -17,11 +17,12 @@ import shlex
 
 import streamlit as st
 
-from curation import jobs, views
 from curation.export import (ExportSettings, SettingsError, estimate_bytes, image_folder, preview, safe_zip_name,
                              sample_items, select)
 from curation.export.selection import Item, Selection
-from curation.paths import data_dir
+from curation.manifest import views
+from curation.runs import jobs
+from curation.sources.paths import data_dir
 from pages import _common as common
 
 # A download passes through the server's memory: beyond this the ZIP is fetched from the server's disk.

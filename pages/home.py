@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from curation import sample, views
+from curation.manifest import views
+from curation.sources import sample
 from pages import _common as common
 
 

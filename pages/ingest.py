@@ -5,7 +5,9 @@ import pathlib
 
 import streamlit as st
 
-from curation import jobs, paths, thumbnail_store, views
+from curation.manifest import thumbnail_store, views
+from curation.runs import jobs
+from curation.sources import paths
 from pages import _common as common
 
 STATUS_LABELS = {"not-pdf": "not a PDF", "replaced": "replaced (file changed)"}
@@ -44,7 +46,7 @@ def add_archives(db: pathlib.Path, roots: list[pathlib.Path]):
             )
             added = st.form_submit_button("Add", icon=":material/add:")
         st.caption("Allowed folders: " + ", ".join(f"`{root}`" for root in roots) +
-                   ". The server administrator adds more with `python -m curation.paths add FOLDER` "
+                   ". The server administrator adds more with `python -m curation.sources.paths add FOLDER` "
                    "or the CURATION_ROOTS environment variable.")
         if added:
             add_path(text, roots)
@@ -162,7 +164,7 @@ def cluster_input(running: bool):
 
 @st.cache_data(ttl=10, show_spinner=False)
 def cluster_status(address: str) -> str:
-    from curation.cluster import ClusterError, probe  # Dask only for the pages that use a cluster
+    from curation.runs.cluster import ClusterError, probe  # Dask only for the pages that use a cluster
 
     try:
         return probe(address)

@@ -6,7 +6,7 @@ import pathlib
 
 import streamlit as st
 
-from curation import views
+from curation.manifest import views
 from pages import _common as common
 
 PER_SCREEN = 40

@@ -7,7 +7,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from curation import views
+from curation.manifest import views
 from pages import _common as common
 
 # What is being tried survives page switches, unlike widget state: drafts live under their own keys.

@@ -7,7 +7,8 @@ import cv2
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from curation import Manifest, sample
+from curation import Manifest
+from curation.sources import sample
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

@@ -14,7 +14,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from curation import Manifest  # noqa: E402
-from curation.synthetic import PageSpec, periodical_specs, write_pdf  # noqa: E402
+from curation.sources.synthetic import PageSpec, periodical_specs, write_pdf  # noqa: E402
 
 SMALL = (3.0, 4.0)
 

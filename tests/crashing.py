@@ -3,8 +3,8 @@
 import os
 import time
 
-from curation import scorer
-from curation.ingest import run_task
+from curation.runs.ingest import run_task
+from curation.scoring import scorer
 
 CRASH_PAGE = 5
 

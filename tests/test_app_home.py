@@ -3,7 +3,8 @@
 import pytest
 
 from apptest_support import filled_db, job_finished, page, ran, texts, wait_for
-from curation import Manifest, sample
+from curation import Manifest
+from curation.sources import sample
 
 
 @pytest.fixture

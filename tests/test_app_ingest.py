@@ -4,7 +4,8 @@
 import pytest
 
 from apptest_support import job_finished, page, ran, texts, wait_for
-from curation import Manifest, paths
+from curation import Manifest
+from curation.sources import paths
 
 
 @pytest.fixture

@@ -3,7 +3,8 @@
 import pytest
 
 from apptest_support import add_features, filled_db, page, ran, texts
-from curation import Manifest, views
+from curation import Manifest
+from curation.manifest import views
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from curation import Manifest, ingest
-from curation.synthetic import jpeg_bytes, page_image, PageSpec
+from curation.sources.synthetic import jpeg_bytes, page_image, PageSpec
 
 from conftest import ROOT, SMALL, small_pdf
 

@@ -12,8 +12,8 @@ from click.testing import CliRunner  # noqa: E402
 
 from curation import Manifest, ingest  # noqa: E402
 from curation.cli import cli  # noqa: E402
-from curation.cluster import Cluster, ClusterError, ClusterLost, local_workers  # noqa: E402
-from curation.ingest import CRASH_MESSAGE  # noqa: E402
+from curation.runs.cluster import Cluster, ClusterError, ClusterLost, local_workers  # noqa: E402
+from curation.runs.ingest import CRASH_MESSAGE  # noqa: E402
 
 from conftest import small_pdf  # noqa: E402
 import crashing  # noqa: E402
@@ -71,7 +71,7 @@ def test_workers_hash_the_files_and_a_renamed_file_is_not_scored_twice_a_changed
     def coordinator_hash(*args):
         raise AssertionError("the coordinator read a file to hash it")
 
-    monkeypatch.setattr(sys.modules["curation.ingest"], "file_sha256", coordinator_hash)  # the workers' copy is their own
+    monkeypatch.setattr(sys.modules["curation.runs.ingest"], "file_sha256", coordinator_hash)  # the workers' copy is their own
     assert ingest(manifest, [bad_archive], cluster=cluster).pages_scored == 15
     (bad_archive / "issue-1.pdf").rename(bad_archive / "renamed.pdf")
     report = ingest(manifest, [bad_archive], cluster=cluster)
@@ -183,7 +183,7 @@ def test_the_command_line_runs_on_a_local_cluster_and_explains_a_bad_address(bad
 def test_the_ingest_page_offers_the_cluster_and_shows_its_workers_and_dashboard(cluster, bad_archive, tmp_path,
                                                                                  monkeypatch):
     from apptest_support import page, ran, texts
-    from curation import paths
+    from curation.sources import paths
 
     db = tmp_path / "data" / "manifest.sqlite"
     monkeypatch.setenv("CURATION_DB", str(db))

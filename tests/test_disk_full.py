@@ -14,7 +14,7 @@ from conftest import ROOT, small_pdf
 from curation import Manifest, ingest
 from curation.export import Export, ExportSettings
 from curation.export.zipwriter import ZipTarget
-from curation.jobs import DiskFull
+from curation.runs.jobs import DiskFull
 
 
 def test_ingest_that_cannot_write_the_manifest_raises_disk_full(manifest, tmp_path, monkeypatch):

@@ -18,9 +18,9 @@ from PIL import Image
 
 from curation import Manifest
 from curation.export import ExportSettings
-from curation.manifest import PageResult
-from curation.reader import file_sha256
-from curation.synthetic import PageSpec, jpeg_bytes, page_image
+from curation.manifest.store import PageResult
+from curation.sources.reader import file_sha256
+from curation.sources.synthetic import PageSpec, jpeg_bytes, page_image
 
 from conftest import ROOT, SMALL
 

@@ -21,7 +21,7 @@ from curation.export.preview import preview, sample_items
 from curation.export.selection import Item
 from curation.export.shape import shape_image
 from curation.export.source import read_source
-from curation.synthetic import PageSpec, jpeg_bytes, page_image
+from curation.sources.synthetic import PageSpec, jpeg_bytes, page_image
 
 PLATE_SEED = 2  # a framed plate: ingest's picture box is the whole plate
 DPI = 150
@@ -37,7 +37,7 @@ def plate_over_text() -> np.ndarray:
 
 
 def scan_pdf(path, pages: list[np.ndarray]):
-    """A PDF whose pages are these scans (3 x 4 inch, one JPEG each), as curation.synthetic writes them."""
+    """A PDF whose pages are these scans (3 x 4 inch, one JPEG each), as curation.sources.synthetic writes them."""
     doc = pymupdf.open()
     for rgb in pages:
         page = doc.new_page(width=216, height=288)

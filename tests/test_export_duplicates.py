@@ -13,7 +13,7 @@ import pytest
 
 from curation import Manifest, ingest
 from curation.export import Export, ExportSettings, export, select
-from curation.synthetic import PageSpec, write_pdf
+from curation.sources.synthetic import PageSpec, write_pdf
 
 from conftest import SMALL
 

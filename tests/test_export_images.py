@@ -14,7 +14,7 @@ from curation.export import ExportSettings, export_page, nearest_bucket, plan_im
 from curation.export import source as source_module
 from curation.export.shape import lanczos_resize, paper_colour, shape_image
 from curation.export.source import read_source
-from curation.synthetic import PageSpec, jpeg_bytes, page_image, write_pdf
+from curation.sources.synthetic import PageSpec, jpeg_bytes, page_image, write_pdf
 
 from conftest import SMALL
 

@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 from curation import Manifest, ingest
 from curation.export import ExportSettings, export, select, select_items
 from curation.export.preview import preview, sample_items
-from curation.synthetic import PageSpec, jpeg_bytes, page_image
+from curation.sources.synthetic import PageSpec, jpeg_bytes, page_image
 
 from conftest import line_drawing, manifest_copy
 from test_export_cli import grouped_manifest, run_cli

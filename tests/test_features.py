@@ -1,12 +1,12 @@
-"""Page features behave as named on synthetic pages (curation.features)."""
+"""Page features behave as named on synthetic pages (curation.scoring.features)."""
 
 import cv2
 import numpy as np
 import pytest
 
-from curation.duplicates import group_near_duplicates
-from curation.features import hamming, page_features
-from curation.synthetic import PageSpec, page_image
+from curation.decisions.duplicates import group_near_duplicates
+from curation.scoring.features import hamming, page_features
+from curation.sources.synthetic import PageSpec, page_image
 
 LETTER_144 = dict(dpi=144)
 

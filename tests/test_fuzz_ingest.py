@@ -7,7 +7,8 @@ import sys
 import pytest
 
 from conftest import ROOT
-from curation import Manifest, hostile
+from curation import Manifest
+from curation.sources import hostile
 
 FILES = 240
 SEED = 11

@@ -10,8 +10,9 @@ import time
 import pymupdf
 import pytest
 
-from curation import Manifest, ingest, reference_sigma, views
-from curation.ingest import CRASH_MESSAGE
+from curation import Manifest, ingest, reference_sigma
+from curation.manifest import views
+from curation.runs.ingest import CRASH_MESSAGE
 
 from conftest import ROOT, small_pdf
 import crashing
@@ -130,7 +131,7 @@ def test_a_page_that_crashes_the_worker_is_retried_then_marked_failed(manifest, 
 
 
 def test_a_second_job_on_the_same_manifest_is_refused(manifest, archive):
-    from curation.manifest import JobRunning
+    from curation.manifest.store import JobRunning
 
     job = manifest.start_job("ingest")
     with pytest.raises(JobRunning):

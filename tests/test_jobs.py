@@ -5,7 +5,9 @@ import os
 import time
 
 from apptest_support import wait_for
-from curation import Manifest, jobs, sample
+from curation import Manifest
+from curation.runs import jobs
+from curation.sources import sample
 
 
 def test_a_finished_job_is_reaped_and_its_log_kept(tmp_path):

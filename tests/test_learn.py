@@ -6,11 +6,11 @@ from click.testing import CliRunner
 
 from curation import Manifest, ingest
 from curation.cli import cli
-from curation.learn import FEATURES, ready, refresh_suggestions, suggest
-from curation.manifest import PageResult
+from curation.decisions.learn import FEATURES, ready, refresh_suggestions, suggest
+from curation.manifest.store import PageResult
 
 from conftest import small_specs
-from curation.synthetic import write_pdf
+from curation.sources.synthetic import write_pdf
 
 
 def synthetic_rows(n, rng):

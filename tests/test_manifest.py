@@ -9,7 +9,7 @@ import time
 import pytest
 
 from curation import Manifest, ManifestError, ingest
-from curation.manifest import MIGRATIONS, PageResult
+from curation.manifest.store import MIGRATIONS, PageResult
 
 from conftest import ROOT, small_pdf
 

@@ -2,8 +2,8 @@
 
 import psutil
 
-from curation.ingest import Task, run_task
-from curation.synthetic import PageSpec, write_pdf
+from curation.runs.ingest import Task, run_task
+from curation.sources.synthetic import PageSpec, write_pdf
 
 
 def test_scoring_many_pages_does_not_grow_the_process(tmp_path):

@@ -10,11 +10,12 @@ import pytest
 
 import crashing
 from conftest import ROOT, small_pdf
-from curation import Manifest, hostile, ingest
+from curation import Manifest, ingest
 from curation.export import Export, ExportSettings
 from curation.export.job import in_order
 from curation.export.worker import NotExported
-from curation.ingest import Rescore
+from curation.runs.ingest import Rescore
+from curation.sources import hostile
 
 LIMIT = 2.0
 pytestmark = pytest.mark.timeout(180)

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from curation import paths
-from curation.paths import PathRefused, check_path
+from curation.sources import paths
+from curation.sources.paths import PathRefused, check_path
 
 
 @pytest.fixture

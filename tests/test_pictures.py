@@ -1,4 +1,4 @@
-"""Page analysis finds pictures as ink that is not text, rules or frames (curation.pictures), at any
+"""Page analysis finds pictures as ink that is not text, rules or frames (curation.scoring.pictures), at any
 scan resolution; and on real scans where ../shared/realdata is at hand."""
 
 import json
@@ -8,10 +8,10 @@ import numpy as np
 import pymupdf
 import pytest
 
-from curation.features import page_features
-from curation.manifest import DEFAULT_PICTURE_AREA_MIN
-from curation.scorer import score_page
-from curation.synthetic import PageSpec, page_image
+from curation.manifest.store import DEFAULT_PICTURE_AREA_MIN
+from curation.scoring.features import page_features
+from curation.scoring.scorer import score_page
+from curation.sources.synthetic import PageSpec, page_image
 
 from conftest import REALDATA, line_drawing
 

@@ -6,9 +6,9 @@ from click.testing import CliRunner
 
 from curation import Manifest, ingest
 from curation.cli import cli
-from curation.features import FEATURES_VERSION
-from curation.ingest import Rescore
-from curation.synthetic import PageSpec, write_pdf
+from curation.runs.ingest import Rescore
+from curation.scoring.features import FEATURES_VERSION
+from curation.sources.synthetic import PageSpec, write_pdf
 
 from conftest import SMALL, small_specs
 

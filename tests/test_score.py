@@ -9,8 +9,8 @@ import pymupdf
 import pytest
 from PIL import Image
 
-from curation.scorer import reference_sigma, score_page
-from curation.synthetic import PageSpec, jpeg_bytes, page_image, write_pdf
+from curation.scoring.scorer import reference_sigma, score_page
+from curation.sources.synthetic import PageSpec, jpeg_bytes, page_image, write_pdf
 
 from conftest import SMALL
 

@@ -8,8 +8,10 @@ import pytest
 from PIL import Image
 
 from conftest import small_pdf
-from curation import Manifest, sample, views
-from curation.views import PageFilter
+from curation import Manifest
+from curation.manifest import views
+from curation.manifest.views import PageFilter
+from curation.sources import sample
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Two documents of ten pages each: σ 10, 15, ... 55 and 12, 17, ... 57.
@@ -20,7 +22,7 @@ SIGMAS = [10 + 5 * n for n in range(10)] + [12 + 5 * n for n in range(10)]
 def filled(manifest):
     """20 scored pages in two documents, a failed page, two overrides and a replaced document."""
     ids = sample.fill_manifest(manifest, documents=2, pages=10, sigmas=SIGMAS, thumbnails=[b"jpeg-a", b"jpeg-b"])
-    from curation.manifest import PageResult
+    from curation.manifest.store import PageResult
 
     manifest.save_pages(ids[1], [PageResult(page=10, status="failed", error="damaged page")])
     manifest.set_override(ids[0], 0, True)  # σ 10, included by hand
@@ -231,7 +233,7 @@ def test_sample_run_writes_and_ingests(tmp_path):
         assert manifest.summary()["scored"] == 4
         assert manifest.latest_job("sample")["status"] == "done"
         assert manifest.latest_job("ingest")["status"] == "done"
-        from curation.paths import sources
+        from curation.sources.paths import sources
 
         assert sources(manifest) == [str(sample.sample_folder(db))]
 

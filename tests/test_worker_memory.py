@@ -14,10 +14,11 @@ from PIL import Image
 
 import crashing
 from conftest import ROOT, small_pdf
-from curation import hostile, ingest
+from curation import ingest
 from curation.cli import Size
 from curation.export import ExportSettings, export_page
-from curation.ingest import process_pool
+from curation.runs.ingest import process_pool
+from curation.sources import hostile
 
 GIB = 1 << 30
 

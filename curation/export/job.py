@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 
-from ..ingest import Failure, Scheduler, bounded_pool, process_pool, timeout_message
-from ..jobs import DiskFull, Stopped, is_disk_full, record_end, stop_on_sigterm
-from ..manifest import Manifest
-from ..reader import error_text
+from ..manifest.store import Manifest
+from ..runs.ingest import Failure, Scheduler, bounded_pool, process_pool, timeout_message
+from ..runs.jobs import DiskFull, Stopped, is_disk_full, record_end, stop_on_sigterm
+from ..sources.reader import error_text
 from .captions import caption_for
 from .geometry import crop_box
 from .layouts import Record, dataset_files, export_json, image_folder, provenance_csv

@@ -10,7 +10,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from ..manifest import Manifest
+from ..manifest.store import Manifest
 
 MAX_STEM = 48
 BOX_COLUMNS = ("picture_x0", "picture_y0", "picture_x1", "picture_y1")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pymupdf
 from PIL import Image
 
-from ..scorer import full_page_jpeg
+from ..scoring.scorer import full_page_jpeg
 from .geometry import Plan, Region, plan_image
 from .settings import ExportSettings
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import pymupdf
 from PIL import Image
 
-from ..ingest import memory_message, out_of_memory
-from ..reader import DocumentError, error_text, open_document
+from ..runs.ingest import memory_message, out_of_memory
+from ..sources.reader import DocumentError, error_text, open_document
 from .geometry import Region, crop_region
 from .settings import ExportSettings
 from .shape import encode_jpeg, shape_image

@@ -15,7 +15,7 @@ import re
 import unicodedata
 import zipfile
 
-from ..manifest import _pid_alive
+from ..manifest.store import _pid_alive
 
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest time a ZIP can hold
 UNIX = 3  # "made by" system: Unix, so the permissions below are honoured on unpacking

@@ -25,8 +25,8 @@ import distributed
 from distributed.core import Status
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from ..sources.reader import exists
 from .ingest import ExecutorLost, default_workers
-from .reader import exists
 
 ENV = "CURATION_CLUSTER"
 LOCAL = "local"

@@ -1,5 +1,5 @@
 """The manifest: one SQLite file holding documents, page scores, thumbnails, overrides, settings and jobs
-(thumbnails may instead be kept in a folder beside it, or not at all: curation.thumbnail_store).
+(thumbnails may instead be kept in a folder beside it, or not at all: curation.manifest.thumbnail_store).
 
 WAL mode lets the dashboard read while an ingest writes. Decisions are never stored: a page's
 decision is the curator's override where one exists, else the rule at the current threshold, so
@@ -109,7 +109,7 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (doc_id, page)
     );
     """,
-    # Features beside sigma (curation.features), the model's suggestions and near-duplicate groups.
+    # Features beside sigma (curation.scoring.features), the model's suggestions and near-duplicate groups.
     """
     ALTER TABLE pages ADD COLUMN sigma_content REAL;
     ALTER TABLE pages ADD COLUMN ink_tone REAL;
@@ -139,7 +139,7 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX duplicates_group ON duplicates(group_id);
     """,
-    # Page analysis (curation.pictures): the largest picture's size, every picture's box, text size.
+    # Page analysis (curation.scoring.pictures): the largest picture's size, every picture's box, text size.
     """
     ALTER TABLE pages ADD COLUMN picture_area REAL;
     ALTER TABLE pages ADD COLUMN picture_count INTEGER;
@@ -209,7 +209,7 @@ class PageResult:
     method: str | None = None
     error: str | None = None
     thumbnail: bytes | None = None
-    features: dict | None = None  # column -> value, see curation.features
+    features: dict | None = None  # column -> value, see curation.scoring.features
 
 
 class Manifest:

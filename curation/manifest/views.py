@@ -26,11 +26,12 @@ import PIL.Image
 import PIL.ImageDraw
 import pymupdf
 
-from . import learn, thumbnail_store
-from .manifest import (BASE_RULE_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, DISAGREES_SQL, INK_TONE_MIN, KEEP_SQL,
-                       LIVE_DOCUMENT_SQL, RULES, Manifest, now)
-from .reader import error_text
-from .scorer import THUMBNAIL_QUALITY, THUMBNAIL_SIDE
+from . import thumbnail_store
+from ..decisions import learn
+from ..scoring.scorer import THUMBNAIL_QUALITY, THUMBNAIL_SIDE
+from ..sources.reader import error_text
+from .store import (BASE_RULE_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, DISAGREES_SQL, INK_TONE_MIN, KEEP_SQL,
+                    LIVE_DOCUMENT_SQL, RULES, Manifest, now)
 
 # The joins every page query uses; aliases p, d and o as in Manifest.pages().
 PAGES_FROM = (

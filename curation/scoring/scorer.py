@@ -16,9 +16,9 @@ import cv2
 import numpy as np
 import pymupdf
 
+from ..manifest.store import PageResult
+from ..sources.reader import error_text
 from .features import feature_columns
-from .manifest import PageResult
-from .reader import error_text
 
 REFERENCE_ZOOM = 2.0  # Matrix(2, 2): 144 dpi, what the original pipeline measured
 THUMBNAIL_SIDE = 256

@@ -1,6 +1,6 @@
 """A small synthetic archive, so a new user can try the whole workflow without PDFs of their own.
 
-`python -m curation sample --db DB` (or `python -m curation.sample`) writes a few synthetic periodical issues into the manifest's
+`python -m curation sample --db DB` (or `python -m curation.sources.sample`) writes a few synthetic periodical issues into the manifest's
 folder (`data/sample/`) and ingests them. It runs as its own process, registered in the manifest's
 jobs table as kind "sample" while it writes, then as an ordinary "ingest" job, so the dashboard shows
 its progress like any other job and a rerun or a closed tab does not stop it. About 60 pages: it is
@@ -18,8 +18,8 @@ import sys
 
 import numpy as np
 
-from . import jobs
-from .manifest import JobRunning, Manifest, PageResult
+from ..manifest.store import JobRunning, Manifest, PageResult
+from ..runs import jobs
 from .paths import add_source, data_dir
 from .synthetic import PageSpec, periodical_specs, write_pdf
 
@@ -91,7 +91,7 @@ def launch(db: str | os.PathLike, *args: str) -> subprocess.Popen:
 def run(db: str | os.PathLike, documents: int = DOCUMENTS, pages: int = PAGES, dpi: int = DPI,
         workers: int | None = None) -> int:
     """Write the sample archive under a "sample" job, then ingest it. Returns a process exit code."""
-    from .ingest import Ingest  # the process pool is only needed here
+    from ..runs.ingest import Ingest  # the process pool is only needed here
 
     folder = sample_folder(db)
     with Manifest(db) as manifest:
@@ -128,7 +128,7 @@ def run(db: str | os.PathLike, documents: int = DOCUMENTS, pages: int = PAGES, d
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m curation.sample", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m curation.sources.sample", description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", default=os.environ.get("CURATION_DB", "data/manifest.sqlite"))
     parser.add_argument("--documents", type=int, default=DOCUMENTS)
     parser.add_argument("--pages", type=int, default=PAGES)

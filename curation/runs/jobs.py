@@ -18,9 +18,9 @@ import sys
 import threading
 import time
 
-from .manifest import Manifest
+from ..manifest.store import Manifest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]  # the checkout: `python -m curation` runs from it
 
 
 def launch(db: str | os.PathLike, command: str, *args: str, log_dir: str | os.PathLike | None = None) -> subprocess.Popen:

@@ -3,7 +3,7 @@
 A person in a browser types a path and the server reads it, so only paths under allowed roots are
 accepted: the manifest's own folder (`data/` by default), the folders in $CURATION_ROOTS (separated
 by the OS path separator) and those in the manifest setting `allowed_roots` (a JSON list; add one
-with `python -m curation.paths add FOLDER --db DB`). Paths are checked twice: as written (so a path
+with `python -m curation.sources.paths add FOLDER --db DB`). Paths are checked twice: as written (so a path
 outside the roots is refused without saying whether it exists) and with every link followed (so a
 symlink out of a root is refused too). `..` is refused outright.
 """
@@ -21,7 +21,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import BinaryIO
 
-from .manifest import Manifest
+from ..manifest.store import Manifest
 from .reader import file_sha256, find_pdfs
 
 ROOTS_ENV = "CURATION_ROOTS"
@@ -220,7 +220,7 @@ def save_upload(folder: pathlib.Path, name: str, source: BinaryIO) -> pathlib.Pa
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m curation.paths", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m curation.sources.paths", description=__doc__.split("\n\n")[0])
     parser.add_argument("action", choices=["list", "add", "remove"])
     parser.add_argument("folder", nargs="?")
     parser.add_argument("--db", default=os.environ.get("CURATION_DB", "data/manifest.sqlite"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from .features import hamming
+from ..scoring.features import hamming
 
 MAX_DISTANCE = 6
 BANDS = 4

@@ -26,13 +26,13 @@ import cv2
 import psutil
 import pymupdf
 
+from ..decisions.duplicates import refresh_duplicates
+from ..manifest.store import Manifest, PageResult
+from ..scoring.features import FEATURES_VERSION
+from ..scoring.scorer import score_page
+from ..sources.reader import (DocumentError, DocumentInfo, error_text, exists, file_sha256, file_stat, find_pdfs, inspect_document,
+                              open_document, readable)
 from .jobs import DiskFull, Stopped, is_disk_full, record_end, stop_on_sigterm
-from .manifest import Manifest, PageResult
-from .reader import (DocumentError, DocumentInfo, error_text, exists, file_sha256, file_stat, find_pdfs, inspect_document,
-                     open_document, readable)
-from .duplicates import refresh_duplicates
-from .features import FEATURES_VERSION
-from .scorer import score_page
 
 PAGES_PER_TASK = 16
 TASKS_PER_CHILD = 500  # a worker is replaced now and then so nothing it leaks can pile up
@@ -138,7 +138,7 @@ def _init_worker(memory_limit: int | None = None) -> None:
 
 def process_pool(workers: int, memory_limit: int | None = None) -> cf.Executor:
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["curation.ingest"])
+    context.set_forkserver_preload(["curation.runs.ingest"])
     return cf.ProcessPoolExecutor(
         max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(memory_limit,),
         max_tasks_per_child=TASKS_PER_CHILD,
@@ -377,7 +377,7 @@ class Ingest:
                  on_hash_progress: Callable[[int, int], None] = lambda done, total: None):
         """`page_timeout`: seconds a page may take (None: the manifest's setting; 0: no limit).
         `worker_memory`: bytes each pool worker may allocate (None: a fair share of the machine's).
-        `cluster`: a `curation.cluster.Cluster` whose workers run the tasks instead of a local pool."""
+        `cluster`: a `curation.runs.cluster.Cluster` whose workers run the tasks instead of a local pool."""
         self.manifest = manifest
         self.pdfs = find_pdfs(paths)  # raises before any work when a path is missing
         self.pages_per_task = pages_per_task
