@@ -8,6 +8,7 @@ re-scoring can never overwrite what a person decided.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -16,7 +17,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from . import thumbnail_store
+from . import history, thumbnail_store
 
 DEFAULT_THRESHOLD = 45.0
 HEARTBEAT_STALE_SECONDS = 30.0
@@ -158,6 +159,35 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (doc_id, page, n)
     );
     """,
+    # Who did what (curation.manifest.history): one row per action, one per page or setting it changed.
+    """
+    CREATE TABLE history (
+        id INTEGER PRIMARY KEY,
+        at TEXT NOT NULL,
+        user TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        note TEXT,
+        description TEXT NOT NULL DEFAULT '',
+        changes INTEGER NOT NULL DEFAULT 0,
+        undoes INTEGER,
+        undone_by INTEGER
+    );
+    CREATE INDEX history_user ON history(user, id);
+    CREATE INDEX history_at ON history(at);
+
+    -- old and new keep their type: an override's keep (1, 0; NULL: none), a caption's text, a setting's value.
+    CREATE TABLE history_changes (
+        action_id INTEGER NOT NULL,
+        field TEXT NOT NULL,
+        doc_id INTEGER,
+        page INTEGER,
+        name TEXT,
+        old,
+        new
+    );
+    CREATE INDEX history_changes_action ON history_changes(action_id, doc_id, page);
+    CREATE INDEX history_changes_page ON history_changes(doc_id, page) WHERE doc_id IS NOT NULL;
+    """,
 ]
 
 # The one definition of a page's decision. `:threshold` is bound by the caller.
@@ -213,8 +243,13 @@ class PageResult:
 
 
 class Manifest:
-    def __init__(self, path: str | os.PathLike, *, create: bool = True):
+    """`user` is who the changes made through this object are recorded for (curation.manifest.history):
+    by default $CURATION_USER, else the login name."""
+
+    def __init__(self, path: str | os.PathLike, *, create: bool = True, user: str | None = None):
         self.path = pathlib.Path(path)
+        self.user = user or history.default_user()
+        self._action: int | None = None
         if not create and not self.path.exists():
             raise ManifestError(f"no manifest at {self.path}")
         if create:
@@ -262,6 +297,35 @@ class Manifest:
     def transaction(self):
         return _Transaction(self.conn)
 
+    @contextlib.contextmanager
+    def recording(self, kind: str, note: str | None = None):
+        """One action by self.user, in one transaction: what changes inside is recorded under its id (yielded),
+        and undone together. A recording inside another joins it."""
+        if self._action is not None:
+            yield self._action
+            return
+        with self.transaction():
+            self._action = history.begin(self.conn, self.user, kind, now(), note)
+            try:
+                yield self._action
+                history.finish(self.conn, self._action)
+            finally:
+                self._action = None
+
+    def undo(self, action: int | None = None) -> tuple[dict, int]:
+        """Undo `action`, or this user's latest override, caption or setting change not undone yet, in one
+        step; returns the undo action and how many of its changes were left because they changed since.
+        Raises history.UndoError."""
+        with self.transaction():
+            if action is None:
+                last = history.last_undoable(self.conn, self.user)
+                if last is None:
+                    raise history.UndoError(f"{self.user} has nothing left to undo")
+                action = last["id"]
+            with self.recording("undo") as undo:
+                left = history.undo(self.conn, undo, int(action), now())
+            return history.action(self.conn, undo), left
+
     # -- settings -----------------------------------------------------------------------------
 
     def get_setting(self, key: str, default: str | None = None) -> str | None:
@@ -269,10 +333,15 @@ class Manifest:
         return default if row is None else row[0]
 
     def set_setting(self, key: str, value) -> None:
-        self.conn.execute(
-            "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (key, str(value)),
-        )
+        """Save a setting; a person's choice is recorded in the history (history.NOT_RECORDED: bookkeeping)."""
+        with self.recording("setting") if key not in history.NOT_RECORDED else contextlib.nullcontext():
+            old = self.get_setting(key)
+            self.conn.execute(
+                "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, str(value)),
+            )
+            if self._action is not None:
+                history.record(self.conn, self._action, "setting", old, str(value), name=key)
 
     @property
     def threshold(self) -> float:
@@ -538,15 +607,19 @@ class Manifest:
 
     def set_override(self, doc_id: int, page: int, keep: bool | None) -> None:
         """Include (True), exclude (False) or clear (None) the curator's decision for one page."""
-        if keep is None:
-            self.conn.execute("DELETE FROM overrides WHERE doc_id = ? AND page = ?", (doc_id, page))
-            return
-        stamp = now()
-        self.conn.execute(
-            "INSERT INTO overrides (doc_id, page, keep, created_at, updated_at) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT(doc_id, page) DO UPDATE SET keep = excluded.keep, updated_at = excluded.updated_at",
-            (doc_id, page, int(bool(keep)), stamp, stamp),
-        )
+        new = None if keep is None else int(bool(keep))
+        with self.recording("override") as action:
+            old = self.conn.execute("SELECT keep FROM overrides WHERE doc_id = ? AND page = ?", (doc_id, page)).fetchone()
+            history.record(self.conn, action, "override", old[0] if old else None, new, doc_id=doc_id, page=page)
+            if new is None:
+                self.conn.execute("DELETE FROM overrides WHERE doc_id = ? AND page = ?", (doc_id, page))
+                return
+            stamp = now()
+            self.conn.execute(
+                "INSERT INTO overrides (doc_id, page, keep, created_at, updated_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(doc_id, page) DO UPDATE SET keep = excluded.keep, updated_at = excluded.updated_at",
+                (doc_id, page, new, stamp, stamp),
+            )
 
     def overrides(self) -> list[sqlite3.Row]:
         return self.conn.execute("SELECT * FROM overrides ORDER BY doc_id, page").fetchall()
@@ -597,8 +670,10 @@ class Manifest:
         ).fetchone()
 
     def start_job(self, kind: str, args: dict | None = None) -> int:
-        """Claim the manifest for a job; raises JobRunning if another live job holds it."""
-        with self.transaction():
+        """Claim the manifest for a job, recorded in the history as started by self.user; raises JobRunning
+        if another live job holds it."""
+        args = args or {}
+        with self.recording(kind, ", ".join(args.get("paths", [])) or args.get("out")):
             running = self.running_job(kind)
             if running is not None:
                 raise JobRunning(running)
@@ -637,9 +712,11 @@ class Manifest:
     def set_captions(self, items: Iterable[tuple[int, int, str | None]]) -> int:
         """Set many captions in one transaction (bulk editing); returns how many were given."""
         stamp, count = now(), 0
-        with self.transaction():
+        with self.recording("caption") as action:
             for doc_id, page, text in items:
                 text = (text or "").strip()
+                history.record(self.conn, action, "caption", self.caption(doc_id, page), text or None,
+                               doc_id=doc_id, page=page)
                 if text:
                     self.conn.execute(
                         "INSERT INTO captions (doc_id, page, text, updated_at) VALUES (?, ?, ?, ?) "

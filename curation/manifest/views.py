@@ -26,7 +26,7 @@ import PIL.Image
 import PIL.ImageDraw
 import pymupdf
 
-from . import thumbnail_store
+from . import history, thumbnail_store
 from ..decisions import learn
 from ..scoring.scorer import THUMBNAIL_QUALITY, THUMBNAIL_SIDE
 from ..sources.reader import error_text
@@ -364,20 +364,17 @@ def _by_keys(manifest: Manifest, table: str, columns: str, keys: Iterable[tuple[
 
 def bulk_override(manifest: Manifest, threshold: float | None, flt: PageFilter, keep: bool | None, *,
                   rule: str | None = None, picture_area_min: float | None = None) -> int:
-    """Include (True), exclude (False) or clear (None) every page in the filter, in one transaction.
+    """Include (True), exclude (False) or clear (None) every page in the filter, in one transaction, recorded as
+    one action (undone in one step).
 
     Returns how many pages the filter held. The filter is evaluated once, before anything changes,
     so "exclude everything kept" excludes exactly the pages that were kept.
     """
-    where, params = _where(flt)
-    bound = {**decision_params(manifest, threshold, rule, picture_area_min), **params}
-    with manifest.transaction():
-        manifest.conn.execute("DROP TABLE IF EXISTS temp.bulk_pages")
-        manifest.conn.execute(
-            f"CREATE TEMP TABLE bulk_pages AS SELECT p.doc_id, p.page {PAGES_FROM} {where}", bound
-        )
-        count = manifest.conn.execute("SELECT COUNT(*) FROM temp.bulk_pages").fetchone()[0]
-        if keep is None:
+    new = None if keep is None else int(bool(keep))
+    with manifest.recording("override", view_note(manifest, flt)) as action, _bulk_pages(manifest, threshold, flt,
+                                                                                           rule, picture_area_min) as count:
+        history.record_pages(manifest.conn, action, "override", "temp.bulk_pages", new)
+        if new is None:
             manifest.conn.execute(
                 "DELETE FROM overrides WHERE (doc_id, page) IN (SELECT doc_id, page FROM temp.bulk_pages)"
             )
@@ -387,10 +384,36 @@ def bulk_override(manifest: Manifest, threshold: float | None, flt: PageFilter, 
                 "INSERT INTO overrides (doc_id, page, keep, created_at, updated_at) "
                 "SELECT doc_id, page, ?, ?, ? FROM temp.bulk_pages WHERE true "
                 "ON CONFLICT(doc_id, page) DO UPDATE SET keep = excluded.keep, updated_at = excluded.updated_at",
-                (int(bool(keep)), stamp, stamp),
+                (new, stamp, stamp),
             )
-        manifest.conn.execute("DROP TABLE temp.bulk_pages")
     return count
+
+
+@contextlib.contextmanager
+def _bulk_pages(manifest: Manifest, threshold: float | None, flt: PageFilter, rule: str | None,
+                picture_area_min: float | None, extra: str = ""):
+    """The filter's pages (and `extra`'s condition) as temp.bulk_pages (doc_id, page) while the block runs,
+    taken once before anything changes; yields how many there are. Call inside a transaction."""
+    where, params = _where(flt)
+    bound = {**decision_params(manifest, threshold, rule, picture_area_min), **params}
+    manifest.conn.execute("DROP TABLE IF EXISTS temp.bulk_pages")
+    manifest.conn.execute(f"CREATE TEMP TABLE bulk_pages AS SELECT p.doc_id, p.page {PAGES_FROM} {where} {extra}",
+                          bound)
+    try:
+        yield manifest.conn.execute("SELECT COUNT(*) FROM temp.bulk_pages").fetchone()[0]
+    finally:
+        manifest.conn.execute("DROP TABLE IF EXISTS temp.bulk_pages")
+
+
+def view_note(manifest: Manifest, flt: PageFilter) -> str:
+    """Which view a bulk action applied to, for the history: "view: Kept, 1890-03.pdf"."""
+    parts = [DECISIONS.get(flt.decision, flt.decision)]
+    if flt.doc_id is not None:
+        doc = manifest.document(flt.doc_id)
+        parts.append(os.path.basename(doc["path"]) if doc else f"document {flt.doc_id}")
+    if flt.page is not None:
+        parts.append(f"p. {flt.page + 1}")
+    return "view: " + ", ".join(parts)
 
 
 CAPTIONED_SQL = "EXISTS (SELECT 1 FROM captions c WHERE c.doc_id = p.doc_id AND c.page = p.page)"
@@ -409,18 +432,26 @@ def caption_counts(manifest: Manifest, threshold: float | None, flt: PageFilter,
 
 def bulk_caption(manifest: Manifest, threshold: float | None, flt: PageFilter, text: str | None, *,
                  replace: bool = True, rule: str | None = None, picture_area_min: float | None = None) -> int:
-    """Give every page in the filter the caption `text` (blank removes captions), in one transaction.
+    """Give every page in the filter the caption `text` (blank removes captions), in one transaction, recorded
+    as one action (undone in one step).
 
     With `replace` false, pages that have a caption keep it. Returns how many pages were set.
     """
-    where, params = _where(flt)
-    if not replace:
-        where += f" AND NOT {CAPTIONED_SQL}"
-    keys = manifest.conn.execute(
-        f"SELECT p.doc_id, p.page {PAGES_FROM} {where}",
-        {**decision_params(manifest, threshold, rule, picture_area_min), **params},
-    ).fetchall()
-    return manifest.set_captions((doc_id, page, text) for doc_id, page in keys)
+    text = (text or "").strip() or None
+    extra = "" if replace else f"AND NOT {CAPTIONED_SQL}"
+    with manifest.recording("caption", view_note(manifest, flt)) as action, _bulk_pages(
+            manifest, threshold, flt, rule, picture_area_min, extra) as count:
+        history.record_pages(manifest.conn, action, "caption", "temp.bulk_pages", text)
+        if text is None:
+            manifest.conn.execute(
+                "DELETE FROM captions WHERE (doc_id, page) IN (SELECT doc_id, page FROM temp.bulk_pages)")
+        else:
+            manifest.conn.execute(
+                "INSERT INTO captions (doc_id, page, text, updated_at) SELECT doc_id, page, ?, ? "
+                "FROM temp.bulk_pages WHERE true "
+                "ON CONFLICT(doc_id, page) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at",
+                (text, now()))
+    return count
 
 
 def documents_for_filter(manifest: Manifest) -> list[dict]:

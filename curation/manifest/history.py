@@ -1,0 +1,318 @@
+"""Who did what: every change a person makes to a manifest, recorded in the transaction that makes it.
+
+An action is one thing a person did (an override, a bulk exclude of 100,000 pages, a caption, a rule
+change, an ingest or export started), with who and when; its changes are what it changed, one row per
+page or setting, with the value before and after. The rows of one action share its id, so an action is
+undone in one step: undoing writes back the values before, as a new action, on every page the action
+changed that nobody has changed since. The Manifest records as it writes (Manifest.recording): no
+caller can forget to. The tables are in store.MIGRATIONS; this module holds their queries.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+import os
+import pathlib
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+USER_VARIABLE = "CURATION_USER"  # who a job started from the app runs for (the app sets it for the process)
+PAGE_FIELDS = ("override", "caption")
+JOB_KINDS = ("ingest", "export", "sample")
+UNDOABLE = ("override", "caption", "setting")
+SETTING_WORDS = {"threshold": "σ cutoff", "picture_area_min": "picture cutoff", "page_timeout": "page time limit",
+                 "thumbnails": "thumbnails", "rule": "rule"}
+NOT_RECORDED = frozenset({"suggestions_from_overrides"})  # bookkeeping of the model, not a person's choice
+OVERRIDE_WORDS = {1: "included", 0: "excluded", None: "cleared the override of"}
+
+
+def default_user() -> str:
+    """Who this process acts for: $CURATION_USER (set for jobs the app starts), else the login name."""
+    named = os.environ.get(USER_VARIABLE, "").strip()
+    if named:
+        return named
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name at all (a container without a passwd entry)
+        return f"uid {os.getuid()}"
+
+
+class UndoError(Exception):
+    """The action cannot be undone; the message says why, for a person."""
+
+
+# -- recording ----------------------------------------------------------------------------------
+
+
+def begin(conn: sqlite3.Connection, user: str, kind: str, stamp: str, note: str | None = None) -> int:
+    """A new action's id; call inside the transaction that makes its changes, and finish() it there."""
+    return conn.execute("INSERT INTO history (at, user, kind, note) VALUES (?, ?, ?, ?)",
+                        (stamp, user, kind, note)).lastrowid
+
+
+def finish(conn: sqlite3.Connection, action: int) -> None:
+    """Count the action's changes and describe it; an action that changed nothing is not kept (but a job
+    started, or an undo, always is)."""
+    row = conn.execute("SELECT kind FROM history WHERE id = ?", (action,)).fetchone()
+    count = conn.execute("SELECT COUNT(*) FROM history_changes WHERE action_id = ?", (action,)).fetchone()[0]
+    if count == 0 and row["kind"] not in (*JOB_KINDS, "undo"):
+        conn.execute("DELETE FROM history WHERE id = ?", (action,))
+        return
+    conn.execute("UPDATE history SET changes = ?, description = ? WHERE id = ?",
+                 (count, describe(conn, action, row["kind"]), action))
+
+
+def record(conn: sqlite3.Connection, action: int, field: str, old, new, *, doc_id: int | None = None,
+           page: int | None = None, name: str | None = None) -> None:
+    """One change: a page's override or caption, or the setting `name`. Changed twice in one action, the
+    page keeps one row, from its first value to its last; back where it was, none."""
+    if field == "setting" and name in NOT_RECORDED:
+        return
+    earlier = conn.execute(
+        "SELECT rowid, old FROM history_changes WHERE action_id = ? AND doc_id IS ? AND page IS ? "
+        "AND field = ? AND name IS ?", (action, doc_id, page, field, name)).fetchone()
+    if earlier is not None:
+        if earlier["old"] == new:
+            conn.execute("DELETE FROM history_changes WHERE rowid = ?", (earlier["rowid"],))
+        else:
+            conn.execute("UPDATE history_changes SET new = ? WHERE rowid = ?", (new, earlier["rowid"]))
+    elif old != new:
+        conn.execute("INSERT INTO history_changes (action_id, field, doc_id, page, name, old, new) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?)", (action, field, doc_id, page, name, old, new))
+
+
+# What a page holds now, by field, for a page aliased k (doc_id, page).
+CURRENT_SQL = {
+    "override": "(SELECT o.keep FROM overrides o WHERE o.doc_id = k.doc_id AND o.page = k.page)",
+    "caption": "(SELECT c.text FROM captions c WHERE c.doc_id = k.doc_id AND c.page = k.page)",
+}
+
+
+def record_pages(conn: sqlite3.Connection, action: int, field: str, keys_table: str, new) -> None:
+    """The changes of setting `field` to `new` on every page of `keys_table` (columns doc_id, page), in
+    one statement: only pages whose value differs. Call before writing them."""
+    conn.execute(
+        f"INSERT INTO history_changes (action_id, field, doc_id, page, old, new) "
+        f"SELECT ?, ?, k.doc_id, k.page, {CURRENT_SQL[field]} AS old, ? FROM {keys_table} k WHERE old IS NOT ?",
+        (action, field, new, new))
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+def actions(conn: sqlite3.Connection, *, user: str | None = None, since: str | None = None,
+            limit: int | None = None) -> list[dict]:
+    """Actions, newest first: by `user`, at or after `since` (an ISO time in UTC), at most `limit`."""
+    sql = ("SELECT id, at, user, kind, description, changes, undoes, undone_by FROM history "
+           "WHERE (:user IS NULL OR user = :user) AND (:since IS NULL OR at >= :since) ORDER BY id DESC")
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    return [dict(row) for row in conn.execute(sql, {"user": user, "since": since})]
+
+
+def changes(conn: sqlite3.Connection, *, user: str | None = None, since: str | None = None) -> Iterable[dict]:
+    """Every change with its action's who, when and kind, newest action first, as a person reads it."""
+    rows = conn.execute(
+        "SELECT h.id AS action, h.at, h.user, h.kind, c.field, c.name, d.path AS doc, c.page, c.old, c.new "
+        "FROM history h JOIN history_changes c ON c.action_id = h.id LEFT JOIN documents d ON d.id = c.doc_id "
+        "WHERE (:user IS NULL OR h.user = :user) AND (:since IS NULL OR h.at >= :since) "
+        "ORDER BY h.id DESC, c.rowid", {"user": user, "since": since})
+    for row in rows:
+        target = row["name"] if row["field"] == "setting" else f"{row['doc']} p. {row['page'] + 1}"
+        yield {**dict(row), "target": target, "old": _value(row["field"], row["old"]),
+               "new": _value(row["field"], row["new"])}
+
+
+def _value(field: str, value):
+    if field == "override":
+        return {1: "include", 0: "exclude"}.get(value, "auto")
+    return value
+
+
+def action(conn: sqlite3.Connection, action_id: int) -> dict | None:
+    row = conn.execute("SELECT * FROM history WHERE id = ?", (action_id,)).fetchone()
+    return dict(row) if row else None
+
+
+def last_undoable(conn: sqlite3.Connection, user: str | None = None, kinds: Iterable[str] = UNDOABLE) -> dict | None:
+    """The latest action (by `user`, or anyone's) of `kinds` that is not undone yet."""
+    kinds = [kind for kind in kinds if kind in UNDOABLE]
+    row = conn.execute(
+        f"SELECT * FROM history WHERE kind IN ({', '.join('?' * len(kinds))}) AND undone_by IS NULL "
+        f"AND (? IS NULL OR user = ?) ORDER BY id DESC LIMIT 1", (*kinds, user, user)).fetchone()
+    return dict(row) if row else None
+
+
+@dataclass(frozen=True)
+class PageChange:
+    """The latest change of one page: who made it, when, and to what."""
+
+    user: str
+    at: str
+    field: str
+    new: object
+
+    def __str__(self) -> str:
+        """"excluded by ana, 3 Dec 14:02" (UTC), as a card shows it."""
+        if self.field == "override":
+            verb = {1: "included", 0: "excluded"}.get(self.new, "given back to the rule")
+        else:
+            verb = "captioned" if self.new is not None else "caption removed"
+        return f"{verb} by {self.user}, {short_time(self.at)}"
+
+
+def latest_page_changes(conn: sqlite3.Connection, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], PageChange]:
+    """The latest change of each of the given (doc_id, page) pages that has one, in one query."""
+    keys = list(keys)
+    if not keys:
+        return {}
+    values = ", ".join("(?, ?)" for _ in keys)
+    rows = conn.execute(
+        f"WITH k(doc_id, page) AS (VALUES {values}), "
+        f"latest AS (SELECT k.doc_id, k.page, (SELECT MAX(c.rowid) FROM history_changes c "
+        f"WHERE c.doc_id = k.doc_id AND c.page = k.page) AS change FROM k) "
+        f"SELECT l.doc_id, l.page, h.user, h.at, c.field, c.new FROM latest l "
+        f"JOIN history_changes c ON c.rowid = l.change JOIN history h ON h.id = c.action_id",
+        [n for key in keys for n in key])
+    return {(row["doc_id"], row["page"]): PageChange(row["user"], row["at"], row["field"], row["new"]) for row in rows}
+
+
+def short_time(at: str) -> str:
+    """An ISO time in UTC as "3 Dec 14:02"."""
+    when = dt.datetime.fromisoformat(at)
+    return f"{when.day} {when:%b %H:%M}"
+
+
+def parse_since(text: str, today: dt.datetime | None = None) -> str:
+    """A --since value as an ISO time in UTC: a date or time (2026-12-03, 2026-12-03T14:00, taken as UTC
+    unless it says otherwise), or a span back from now: 30m, 2h, 7d. Raises ValueError."""
+    text = text.strip()
+    units = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+    if text[:-1].isdigit() and text[-1:].lower() in units:
+        now = today or dt.datetime.now(dt.timezone.utc)
+        when = now - dt.timedelta(**{units[text[-1].lower()]: int(text[:-1])})
+    else:
+        when = dt.datetime.fromisoformat(text.replace(" ", "T"))
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.timezone.utc)
+    return when.astimezone(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+# -- describing ---------------------------------------------------------------------------------
+
+
+def describe(conn: sqlite3.Connection, action: int, kind: str) -> str:
+    """The action in a few words: "excluded 1,204 pages (view: Kept)", "σ cutoff 45 → 50"."""
+    row = conn.execute("SELECT * FROM history WHERE id = ?", (action,)).fetchone()
+    note = f" ({row['note']})" if row["note"] and kind in PAGE_FIELDS else ""
+    if kind == "ingest":
+        return f"started an ingest of {row['note']}" if row["note"] else "started an ingest"
+    if kind == "export":
+        return f"started an export to {row['note']}" if row["note"] else "started an export"
+    if kind == "sample":
+        return "started the sample archive"
+    if kind == "undo":
+        target = conn.execute("SELECT id, description FROM history WHERE id = ?", (row["undoes"],)).fetchone()
+        return f"undid #{target['id']}: {target['description']}" if target else "undid an action"
+    parts = [_describe_field(conn, action, field) for field in ("override", "caption", "setting")]
+    return "; ".join(part for part in parts if part) + note
+
+
+def _describe_field(conn: sqlite3.Connection, action: int, field: str) -> str:
+    if field == "setting":
+        rows = conn.execute("SELECT name, old, new FROM history_changes WHERE action_id = ? AND field = 'setting' "
+                            "ORDER BY rowid", (action,)).fetchall()
+        return "; ".join(f"{SETTING_WORDS.get(r['name'], r['name'])} {_setting(r['old'])} → {_setting(r['new'])}"
+                         for r in rows)
+    row = conn.execute(
+        "SELECT COUNT(*) AS n, COALESCE(SUM(new = 1), 0) AS included, COALESCE(SUM(new = 0), 0) AS excluded, "
+        "COALESCE(SUM(new IS NULL), 0) AS cleared, MIN(doc_id) AS doc_id, MIN(page) AS page "
+        "FROM history_changes WHERE action_id = ? AND field = ?", (action, field)).fetchone()
+    count = row["n"]
+    if not count:
+        return ""
+    where = f"p. {row['page'] + 1} of {_document_name(conn, row['doc_id'])}" if count == 1 else f"{count:,} pages"
+    if field == "caption":
+        if row["cleared"] == count:
+            return f"removed the caption of {where}" if count == 1 else f"removed the captions of {where}"
+        return f"captioned {where}"
+    for value, words in ((1, "included"), (0, "excluded"), (None, "cleared")):
+        if row[words] == count:
+            return f"{OVERRIDE_WORDS[value]} {where}"
+    return (f"overrode {where}: {row['included']:,} included, {row['excluded']:,} excluded, "
+            f"{row['cleared']:,} given back to the rule")
+
+
+def _setting(value) -> str:
+    if value is None:
+        return "(default)"
+    try:
+        return f"{float(value):g}"
+    except ValueError:
+        return str(value)
+
+
+def _document_name(conn: sqlite3.Connection, doc_id: int) -> str:
+    row = conn.execute("SELECT path FROM documents WHERE id = ?", (doc_id,)).fetchone()
+    return pathlib.PurePath(row[0]).name if row else f"document {doc_id}"
+
+
+# -- undoing ------------------------------------------------------------------------------------
+
+
+def undo(conn: sqlite3.Connection, undo_action: int, target: int, stamp: str) -> int:
+    """Write back what action `target` replaced, as the changes of `undo_action` (inside its transaction).
+
+    Only pages and settings still as `target` left them are restored: a later change by anyone stays.
+    Undoing an undo redoes. Returns how many of the target's changes were left because they changed since.
+    """
+    row = conn.execute("SELECT * FROM history WHERE id = ?", (target,)).fetchone()
+    if row is None:
+        raise UndoError(f"there is no action #{target} (see `python -m curation history`)")
+    if row["kind"] not in (*UNDOABLE, "undo"):
+        raise UndoError(f"#{target} {row['description']}: a job cannot be undone")
+    if row["undone_by"] is not None:
+        raise UndoError(f"#{target} {row['description']}: already undone by #{row['undone_by']}")
+    for field in PAGE_FIELDS:  # the pages still as the target left them, their value before to write back
+        conn.execute(
+            f"INSERT INTO history_changes (action_id, field, doc_id, page, old, new) "
+            f"SELECT ?, k.field, k.doc_id, k.page, k.new, k.old FROM history_changes k "
+            f"WHERE k.action_id = ? AND k.field = ? AND {CURRENT_SQL[field]} IS k.new", (undo_action, target, field))
+    _write_back(conn, undo_action, stamp)
+    settings = conn.execute("SELECT name, old, new FROM history_changes WHERE action_id = ? AND field = 'setting'",
+                            (target,)).fetchall()
+    for setting in settings:
+        current = conn.execute("SELECT value FROM settings WHERE key = ?", (setting["name"],)).fetchone()
+        if (current[0] if current else None) != setting["new"]:
+            continue
+        if setting["old"] is None:
+            conn.execute("DELETE FROM settings WHERE key = ?", (setting["name"],))
+        else:
+            conn.execute("INSERT INTO settings (key, value) VALUES (?, ?) "
+                         "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (setting["name"], setting["old"]))
+        record(conn, undo_action, "setting", setting["new"], setting["old"], name=setting["name"])
+    conn.execute("UPDATE history SET undoes = ? WHERE id = ?", (target, undo_action))
+    conn.execute("UPDATE history SET undone_by = ? WHERE id = ?", (undo_action, target))
+    if row["kind"] == "undo":  # redone: the action it undid stands again, and can be undone again
+        conn.execute("UPDATE history SET undone_by = NULL WHERE id = ?", (row["undoes"],))
+    restored = conn.execute("SELECT COUNT(*) FROM history_changes WHERE action_id = ?", (undo_action,)).fetchone()[0]
+    return row["changes"] - restored
+
+
+def _write_back(conn: sqlite3.Connection, action: int, stamp: str) -> None:
+    """Make the pages hold the `new` values of `action`'s page changes: set-based, whatever their number."""
+    pages = "SELECT doc_id, page FROM history_changes WHERE action_id = ? AND field = ? AND new IS NULL"
+    conn.execute(f"DELETE FROM overrides WHERE (doc_id, page) IN ({pages})", (action, "override"))
+    conn.execute(f"DELETE FROM captions WHERE (doc_id, page) IN ({pages})", (action, "caption"))
+    conn.execute(
+        "INSERT INTO overrides (doc_id, page, keep, created_at, updated_at) "
+        "SELECT doc_id, page, new, ?, ? FROM history_changes WHERE action_id = ? AND field = 'override' "
+        "AND new IS NOT NULL ON CONFLICT(doc_id, page) DO UPDATE SET keep = excluded.keep, updated_at = excluded.updated_at",
+        (stamp, stamp, action))
+    conn.execute(
+        "INSERT INTO captions (doc_id, page, text, updated_at) "
+        "SELECT doc_id, page, new, ? FROM history_changes WHERE action_id = ? AND field = 'caption' "
+        "AND new IS NOT NULL ON CONFLICT(doc_id, page) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at",
+        (stamp, action))
