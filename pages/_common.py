@@ -15,6 +15,7 @@ import streamlit as st
 from curation.manifest import views
 from curation.manifest.store import Manifest, ManifestError
 from curation.runs import jobs
+from pages import _auth
 
 DEFAULT_DB = "data/manifest.sqlite"
 JOB_KINDS = ("sample", "ingest")
@@ -29,6 +30,7 @@ def db_path() -> pathlib.Path:
 def run_page(main) -> None:
     """Run a page's body; whatever goes wrong is shown as a message, never as a traceback."""
     use_entry_script()
+    launcher = jobs.launched_by.set(_auth.current_user())  # the jobs this run starts are theirs
     try:
         main()
     except ManifestError as exc:
@@ -39,6 +41,8 @@ def run_page(main) -> None:
     except Exception as exc:  # the last line of defence: a message and the server log, not a traceback
         log.exception("page failed")
         st.error(f"Something went wrong: {exc}. The details are in the server log; reload to try again.")
+    finally:
+        jobs.launched_by.reset(launcher)
 
 
 def use_entry_script() -> None:
@@ -57,11 +61,12 @@ def use_entry_script() -> None:
 
 
 def open_manifest(create: bool = False) -> Manifest | None:
-    """The manifest at $CURATION_DB, or None when there is none yet (and `create` is false)."""
+    """The manifest at $CURATION_DB, or None when there is none yet (and `create` is false); what is changed
+    through it is recorded for the signed-in person."""
     path = db_path()
     if not create and not path.exists():
         return None
-    return Manifest(path, create=create)
+    return Manifest(path, create=create, user=_auth.current_user())
 
 
 def require_manifest() -> Manifest:

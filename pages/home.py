@@ -35,6 +35,7 @@ def main():
         for step in steps:
             common.link(step.page, step.label, ":material/arrow_forward:")
             st.caption(step.why)
+        latest_changes(views.latest_changes(manifest))
         if not sample.sample_folder(common.db_path()).exists():
             with st.expander("Try the sample archive"):
                 sample_button(running)
@@ -72,6 +73,16 @@ def sample_button(running: bool):
             st.error(error)
         else:
             st.rerun()
+
+
+def latest_changes(rows: list[dict]):
+    """Who did what lately: a table, so names and file names are shown as they are, never as Markdown."""
+    if not rows:
+        return
+    st.subheader("Latest changes")
+    st.dataframe(rows, hide_index=True, key="latest_changes")
+    st.caption("All of them, and who made each: `python -m curation history`; take one back with "
+               "`python -m curation undo`, or Undo on Review.")
 
 
 def show_summary(summary: dict, rule_words: str):

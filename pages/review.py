@@ -7,6 +7,8 @@ import pathlib
 import streamlit as st
 
 from curation.manifest import views
+from curation.manifest.history import UndoError
+from pages import _auth
 from pages import _common as common
 
 PER_SCREEN = 40
@@ -45,6 +47,7 @@ def main():
             nothing_to_show(flt, model)
             return
         bulk_actions(flt, counts["pages"], threshold)
+        undo_bar(views.last_undoable(manifest))
         screens = -(-counts["pages"] // PER_SCREEN)
         if st.session_state.get("page", 1) > screens:  # the view shrank (a bulk action, a new filter)
             st.session_state["page"] = screens
@@ -58,10 +61,11 @@ def main():
             widths = {key: row["width"] for key, row in zip(keys, rows)}
             thumbs = {key: views.outline_pictures(thumb, boxes.get(key), widths.get(key)) for key, thumb in thumbs.items()}
         captions = views.captions_for(manifest, keys)
+        changes = views.page_changes(manifest, keys)
     if flt.decision == "duplicates":
         st.caption("Pages whose pictures look alike (a perceptual hash), group by group: the same plate reprinted "
                    "across issues. The export keeps one per group by default.")
-    grid(rows, thumbs, captions, {doc["id"]: doc for doc in documents})
+    grid(rows, thumbs, captions, {doc["id"]: doc for doc in documents}, changes)
     if OPEN in st.session_state:
         open_page(threshold, *st.session_state[OPEN], outline=outline)
     if screen < screens:
@@ -292,7 +296,7 @@ def forget_caption_inputs():
 # -- the grid ---------------------------------------------------------------------------------
 
 
-def grid(rows: list[dict], thumbs: dict, captions: dict, documents: dict):
+def grid(rows: list[dict], thumbs: dict, captions: dict, documents: dict, changes: dict):
     notice = st.session_state.pop(NOTICE, None)
     if notice:
         st.toast(notice, icon=":material/check:")
@@ -300,10 +304,10 @@ def grid(rows: list[dict], thumbs: dict, captions: dict, documents: dict):
     for row in rows:
         key = (row["doc_id"], row["page"])
         with cells.cell():
-            card(row, thumbs.get(key), captions.get(key), documents.get(row["doc_id"]))
+            card(row, thumbs.get(key), captions.get(key), documents.get(row["doc_id"]), changes.get(key))
 
 
-def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | None):
+def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | None, change: str | None = None):
     doc_id, page = row["doc_id"], row["page"]
     if thumb:
         st.image(thumb, width="stretch")
@@ -321,6 +325,8 @@ def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | N
         st.space("stretch")
         st.button("Open", key=f"open-{doc_id}-{page}", icon=":material/open_in_full:", type="tertiary",
                   help="See the page large, drawn from its PDF", on_click=ask, args=(OPEN, (doc_id, page)))
+    if change:
+        st.text(change, help="The latest change of this page (UTC); all of them: `python -m curation history`.")
     if row["suggestion"] is not None or row["duplicate_group"] is not None:
         with st.container(horizontal=True, gap="small"):
             model_badge(row)
@@ -358,7 +364,7 @@ def decided(doc_id: int, page: int, key: str):
 def decision_badge(row: dict):
     if row["override"] is not None:
         label = "included" if row["override"] else "excluded"
-        st.badge(f"{label} by you", icon=":material/person:", color="violet")
+        st.badge(label, icon=":material/person:", color="violet")
     elif row["status"] == "failed":
         st.badge("failed", icon=":material/error:", color="red")
     elif row["keep"]:
@@ -389,7 +395,32 @@ def set_override(doc_id: int, page: int, keep):
     with common.open_manifest() as manifest:
         manifest.set_override(doc_id, page, keep)
     word = {True: "Included", False: "Excluded", None: "Cleared the override of"}[keep]
-    st.toast(f"{word} page {page + 1}", icon=":material/check:")
+    st.toast(f"{word} page {page + 1} · Undo is above the pages", icon=":material/check:")
+
+
+# -- undo -------------------------------------------------------------------------------------
+
+
+def undo_bar(last: dict | None):
+    """The person's last override or caption action, one page or a whole view, with Undo."""
+    if last is None or not _auth.can_curate():
+        return
+    bar = st.container(horizontal=True, vertical_alignment="center", key="undo_bar")
+    bar.text(f"Your last change: {last['description']}", width="stretch")
+    bar.button("Undo", icon=":material/undo:", key=f"undo-{last['id']}", type="tertiary", on_click=undo,
+               args=(last["id"],), help="Puts back the overrides and captions it replaced, in one step.")
+
+
+def undo(action: int):
+    with common.open_manifest() as manifest:
+        try:
+            done, left = manifest.undo(action)
+        except UndoError as exc:
+            st.toast(str(exc), icon=":material/error:")
+            return
+    forget_caption_inputs()
+    kept = f" ({left:,} changed since stay as they are)" if left else ""
+    st.toast(f"Undone: {done['description'].removeprefix('undid ')}{kept}", icon=":material/undo:")
 
 
 @st.dialog("Page", width="large", on_dismiss=lambda: close(OPEN))

@@ -894,6 +894,26 @@ def rule_explanation(rule: str, threshold: float, picture_area_min: float, *, su
             f"{features}{sigma_stays}")
 
 
+# -- who did what ----------------------------------------------------------------------------
+
+
+def page_changes(manifest: Manifest, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], str]:
+    """Each given page's latest change as a card says it, "excluded by ana, 3 Dec 14:02" (UTC); pages
+    nobody changed are absent. One query."""
+    return {key: str(change) for key, change in history.latest_page_changes(manifest.conn, keys).items()}
+
+
+def latest_changes(manifest: Manifest, count: int = 10) -> list[dict]:
+    """The latest actions, newest first, as Home lists them: when (UTC), who, what."""
+    return [{"When (UTC)": history.short_time(row["at"]), "Who": row["user"], "What": row["description"]}
+            for row in history.actions(manifest.conn, limit=count)]
+
+
+def last_undoable(manifest: Manifest) -> dict | None:
+    """The manifest user's latest override or caption action (one page or a bulk one) not undone yet."""
+    return history.last_undoable(manifest.conn, manifest.user, ("override", "caption"))
+
+
 # -- home -------------------------------------------------------------------------------------
 
 

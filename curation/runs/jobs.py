@@ -8,6 +8,7 @@ a second one: the manifest refuses a second live job of the same kind.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import os
 import signal
@@ -18,9 +19,13 @@ import sys
 import threading
 import time
 
+from ..manifest import history
 from ..manifest.store import Manifest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]  # the checkout: `python -m curation` runs from it
+# Who the jobs launched from this context run for (the app sets the signed-in person for each page run);
+# the job's history records them instead of the server's login name.
+launched_by: contextvars.ContextVar[str | None] = contextvars.ContextVar("launched_by", default=None)
 
 
 def launch(db: str | os.PathLike, command: str, *args: str, log_dir: str | os.PathLike | None = None) -> subprocess.Popen:
@@ -34,10 +39,13 @@ def launch(db: str | os.PathLike, command: str, *args: str, log_dir: str | os.Pa
     log_dir = pathlib.Path(log_dir) if log_dir else db.parent / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    env = dict(os.environ)
+    if launched_by.get():
+        env[history.USER_VARIABLE] = launched_by.get()
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "curation", command, *args, "--db", str(db), "--quiet"],
-            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
             start_new_session=True,  # not in the launcher's process group: Ctrl-C there does not reach it
         )
     # Reap the process when it ends: a long-lived server that launched it would otherwise keep a zombie
