@@ -80,7 +80,7 @@ def latest_changes(rows: list[dict]):
     if not rows:
         return
     st.subheader("Latest changes")
-    st.dataframe(rows, hide_index=True, key="latest_changes")
+    st.dataframe(rows, hide_index=True)
     st.caption("All of them, and who made each: `python -m curation history`; take one back with "
                "`python -m curation undo`, or Undo on Review.")
 

@@ -4,6 +4,7 @@ import pytest
 
 from apptest_support import filled_db, job_finished, page, ran, texts, wait_for
 from curation import Manifest
+from curation.manifest import views
 from curation.sources import sample
 
 
@@ -76,3 +77,20 @@ def test_the_sidebar_shows_the_rule_and_a_running_export(db):
     sidebar = " ".join(str(e.value) for e in at.sidebar.caption)
     assert "σ only: σ > 45" in sidebar
     assert "Export running: 2/5 images" in sidebar
+
+
+def test_the_latest_changes_say_who_did_what(db):
+    filled_db(db, documents=1, pages=10)
+    at = ran(page("pages/home.py"))
+    assert "Latest changes" not in texts(at)
+    with Manifest(db, user="ana") as manifest:
+        views.bulk_override(manifest, None, views.PageFilter("kept"), False)
+    with Manifest(db, user="[bea](https://example.com)") as manifest:
+        manifest.threshold = 50
+    at = ran(page("pages/home.py"))
+    assert "Latest changes" in texts(at)
+    table = at.dataframe[0].value
+    assert list(table.columns) == ["When (UTC)", "Who", "What"]
+    assert list(table["Who"]) == ["[bea](https://example.com)", "ana"]  # names as they are, in a table
+    assert list(table["What"])[0] == "σ cutoff (default) → 50"
+    assert list(table["What"])[1].startswith("excluded ") and list(table["What"])[1].endswith(" pages (view: Kept)")

@@ -1,5 +1,7 @@
 """Review page: a paged grid, filters, overrides saved at once, bulk actions after a confirmation."""
 
+import getpass
+
 import pytest
 
 from apptest_support import add_features, filled_db, page, ran, texts
@@ -45,7 +47,7 @@ def test_an_override_is_saved_at_once_and_shown(db):
         lowest = views.page_rows(manifest, manifest.threshold, limit=1)[0]
         assert (override["doc_id"], override["page"]) == (lowest["doc_id"], lowest["page"])
     assert cards(at)[0].value == "include"
-    assert "included by you" in texts(at)
+    assert f"included by {getpass.getuser()}, " in " ".join(t.value for t in at.text)
     assert "**1** overrides in the manifest" in texts(at)
     cards(at)[0].set_value("auto")
     ran(at)
@@ -306,3 +308,60 @@ def test_near_the_cutoff_follows_the_rule(db):
     ran(at)
     assert at.number_input(key="near").value == 5.0
     assert f"**{near_sigma:,}** pages in this view" in texts(at)
+
+
+# -- who did what, and undo ---------------------------------------------------------------------
+
+
+def test_a_card_says_who_changed_the_page_last_as_plain_text(db):
+    filled_db(db, documents=1, pages=10)
+    first = views_first(db)
+    with Manifest(db, user="**ana**](https://example.com/x.png)") as manifest:
+        manifest.set_override(*first, False)
+    with Manifest(db, user="bea") as manifest:
+        manifest.set_caption(first[0], first[1] + 1, "a plate")
+    at = ran(page("pages/review.py"))
+    notes = [t.value for t in at.text]
+    assert any(n.startswith("excluded by **ana**](https://example.com/x.png), ") for n in notes)
+    assert any(n.startswith("captioned by bea, ") for n in notes)
+    assert "example.com" not in texts(at)  # never Markdown
+    assert not any(key.startswith("undo-") for key in (b.key or "" for b in at.button))  # not this user's changes
+
+
+def test_undo_takes_back_the_last_bulk_action_in_one_step(db):
+    filled_db(db, documents=1, pages=10)
+    first = views_first(db)
+    with Manifest(db) as manifest:
+        manifest.set_override(*first, True)
+        before = [tuple(row)[:3] for row in manifest.overrides()]
+    at = ran(page("pages/review.py"))
+    button(at, "Exclude all").click()
+    ran(at)
+    button(at, "Exclude 10 pages").click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert {row["keep"] for row in manifest.overrides()} == {0} and len(manifest.overrides()) == 10
+    assert "Your last change: excluded 10 pages (view: All pages)" in [t.value for t in at.text]
+    button(at, "Undo").click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert [tuple(row)[:3] for row in manifest.overrides()] == before  # the include back, no other override
+    assert "Your last change: included p. " in " ".join(t.value for t in at.text)  # the one before is next
+    button(at, "Undo").click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.overrides() == []
+    assert not any(b.label == "Undo" for b in at.button)
+
+
+def test_undo_of_a_caption_brings_its_text_back_into_the_box(db):
+    filled_db(db, documents=1, pages=10)
+    first = views_first(db)
+    with Manifest(db) as manifest:
+        manifest.set_caption(*first, "a lady in a walking dress")
+    at = ran(page("pages/review.py"))
+    at.text_input(key=f"caption-{first[0]}-{first[1]}").input("a gentleman")
+    ran(at)
+    button(at, "Undo").click()
+    ran(at)
+    assert at.text_input(key=f"caption-{first[0]}-{first[1]}").value == "a lady in a walking dress"

@@ -125,9 +125,10 @@ def test_a_job_started_is_recorded_with_who_and_what(db):
     with Manifest(db, user="ana") as manifest:
         job = manifest.start_job("export", {"out": "/data/out.zip"})
         manifest.finish_job(job, "done")
-        manifest.start_job("ingest", {"paths": ["/archive/a", "/archive/b"]})
+        manifest.start_job("ingest", {"paths": [f"/archive/{n}.pdf" for n in range(1200)]})
         described = [(a["user"], a["kind"], a["description"]) for a in actions(manifest)]
-    assert described == [("ana", "ingest", "started an ingest of /archive/a, /archive/b"),
+    assert described == [("ana", "ingest", "started an ingest of /archive/0.pdf, /archive/1.pdf, /archive/2.pdf "
+                                           "and 1,197 more"),
                          ("ana", "export", "started an export to /data/out.zip")]
 
 

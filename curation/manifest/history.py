@@ -23,7 +23,8 @@ PAGE_FIELDS = ("override", "caption")
 JOB_KINDS = ("ingest", "export", "sample")
 UNDOABLE = ("override", "caption", "setting")
 SETTING_WORDS = {"threshold": "σ cutoff", "picture_area_min": "picture cutoff", "page_timeout": "page time limit",
-                 "thumbnails": "thumbnails", "rule": "rule"}
+                 "thumbnails": "thumbnails", "rule": "rule", "ingest_sources": "sources to ingest",
+                 "allowed_roots": "allowed folders", "rule_before_model": "rule before the model"}
 NOT_RECORDED = frozenset({"suggestions_from_overrides"})  # bookkeeping of the model, not a person's choice
 OVERRIDE_WORDS = {1: "included", 0: "excluded", None: "cleared the override of"}
 
@@ -97,6 +98,12 @@ def record_pages(conn: sqlite3.Connection, action: int, field: str, keys_table: 
         f"INSERT INTO history_changes (action_id, field, doc_id, page, old, new) "
         f"SELECT ?, ?, k.doc_id, k.page, {CURRENT_SQL[field]} AS old, ? FROM {keys_table} k WHERE old IS NOT ?",
         (action, field, new, new))
+
+
+def paths_note(paths: list[str], shown: int = 3) -> str | None:
+    """What a job read, in a line: the first few paths and how many more."""
+    more = f" and {len(paths) - shown:,} more" if len(paths) > shown else ""
+    return ", ".join(str(path) for path in paths[:shown]) + more if paths else None
 
 
 # -- reading ------------------------------------------------------------------------------------

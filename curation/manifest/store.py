@@ -673,7 +673,7 @@ class Manifest:
         """Claim the manifest for a job, recorded in the history as started by self.user; raises JobRunning
         if another live job holds it."""
         args = args or {}
-        with self.recording(kind, ", ".join(args.get("paths", [])) or args.get("out")):
+        with self.recording(kind, history.paths_note(args.get("paths", [])) or args.get("out")):
             running = self.running_job(kind)
             if running is not None:
                 raise JobRunning(running)
