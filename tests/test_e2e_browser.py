@@ -5,6 +5,7 @@ and move its cutoff and see the figures change, overrule and caption a page on R
 the override and the caption still there. No page may show an exception element.
 """
 
+import getpass
 import os
 import pathlib
 import re
@@ -170,12 +171,12 @@ def test_ingest_threshold_review_in_a_browser(server, browser_page):
     page.get_by_text("0 overrides in the manifest").wait_for()
     first_card = page.locator("[class*='st-key-decide-']").first  # a card's Include / Auto / Exclude
     first_card.get_by_role("radio", name="Exclude").click()
-    page.get_by_text("excluded by you").first.wait_for()
+    page.get_by_text(f"excluded by {getpass.getuser()}, ").first.wait_for()
     settle(page)
     page.reload()
     settle(page)
     no_exception(page)
-    page.get_by_text("excluded by you").first.wait_for()
+    page.get_by_text(f"excluded by {getpass.getuser()}, ").first.wait_for()
     assert re.search(r"\b1\s+overrides in the manifest", page.locator("[data-testid='stMain']").inner_text())
     with Manifest(db) as manifest:
         assert [row["keep"] for row in manifest.overrides()] == [0]

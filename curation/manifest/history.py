@@ -248,8 +248,9 @@ def _describe_field(conn: sqlite3.Connection, action: int, field: str) -> str:
     for value, words in ((1, "included"), (0, "excluded"), (None, "cleared")):
         if row[words] == count:
             return f"{OVERRIDE_WORDS[value]} {where}"
-    return (f"overrode {where}: {row['included']:,} included, {row['excluded']:,} excluded, "
-            f"{row['cleared']:,} given back to the rule")
+    parts = [f"{row[words]:,} {said}" for words, said in (("included", "included"), ("excluded", "excluded"),
+                                                           ("cleared", "given back to the rule")) if row[words]]
+    return f"overrode {where}: {', '.join(parts)}"
 
 
 def _setting(value) -> str:
