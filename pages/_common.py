@@ -15,6 +15,7 @@ import streamlit as st
 from curation.manifest import views
 from curation.manifest.store import Manifest, ManifestError
 from curation.runs import jobs
+from pages import _auth as auth
 
 DEFAULT_DB = "data/manifest.sqlite"
 JOB_KINDS = ("sample", "ingest")
@@ -42,7 +43,7 @@ def run_page(main) -> None:
 
 
 def use_entry_script() -> None:
-    """Make sure the page runs under streamlit_app.py's navigation.
+    """Make sure the page runs under dashboard.py's navigation.
 
     Because a `pages/` folder exists, Streamlit starts in its old folder mode: until some session
     has run the entry script (whose st.navigation switches that mode off for the process), a first
@@ -172,7 +173,7 @@ def show_job(manifest: Manifest, job, show_finished: bool) -> None:
                 st.caption("Stopping after the pages in hand… Start resumes where it stopped.")
             else:
                 st.button("Stop", icon=":material/stop_circle:", key=f"stop-{job['id']}",
-                          on_click=stop_job, args=(job["id"],))
+                          on_click=stop_job, args=(job["id"],), disabled=auth.locked(), help=auth.help_for())
         return
     if not show_finished:
         return
@@ -193,6 +194,8 @@ def show_job(manifest: Manifest, job, show_finished: bool) -> None:
 
 def stop_job(job_id: int) -> None:
     """Stop's callback: opens the manifest itself, as a callback runs before the next script run."""
+    if not auth.require_curator():
+        return
     with open_manifest() as manifest:
         jobs.stop(manifest, job_id)
 
