@@ -48,7 +48,8 @@ def sign_in_configured() -> bool:
 
 def _providers() -> list[str]:
     """The named providers ([auth.google], [auth.microsoft]…); empty when [auth] holds one provider itself."""
-    return [name for name, value in _secrets_table("auth").items() if isinstance(value, Mapping)]
+    return [name for name, value in _secrets_table("auth").items()
+            if isinstance(value, Mapping) and "client_id" in value]
 
 
 def _patterns(key: str) -> list[str]:

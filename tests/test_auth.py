@@ -68,6 +68,39 @@ def test_without_sign_in_the_local_user_curates_and_home_says_so(db):
     assert at.title[0].value == "Curation dashboard"
 
 
+@pytest.fixture
+def server_address():
+    """Set `server.address` as the server's config would, for one test."""
+    from streamlit import config
+
+    before = config.get_option("server.address")
+    yield lambda address: config.set_option("server.address", address)
+    config.set_option("server.address", before)
+
+
+def test_home_says_who_can_reach_a_dashboard_without_sign_in(db, server_address):
+    server_address("127.0.0.1")
+    at = ran(page("pages/home.py"))
+    assert "Sign-in is off" in at.info[0].value and "listens on 127.0.0.1 only" in at.info[0].value
+    server_address("0.0.0.0")
+    at = ran(page("pages/home.py"))
+    assert "listens beyond this machine" in at.warning[0].value
+    at.secrets.update(SECRETS)
+    at.user = {"is_logged_in": True, "email": CURATOR}
+    ran(at)
+    assert "Sign-in is off" not in texts(at)
+
+
+def test_each_named_provider_has_its_sign_in_button(db):
+    at = page("dashboard.py")
+    provider = {key: SECRETS["auth"][key] for key in ("client_id", "client_secret", "server_metadata_url")}
+    at.secrets["auth"] = {"redirect_uri": SECRETS["auth"]["redirect_uri"], "cookie_secret": "not-a-real-secret",
+                          "google": provider, "microsoft": provider}
+    at.user = {"is_logged_in": False}
+    ran(at)
+    assert [b.label for b in at.button] == ["Sign in with Google", "Sign in with Microsoft"]
+
+
 def test_not_signed_in_sees_only_the_sign_in_screen(db):
     filled_db(db, documents=1, pages=5)
     at = as_user("dashboard.py", None)
