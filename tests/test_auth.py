@@ -293,3 +293,19 @@ def test_a_viewer_cannot_export(tmp_path, monkeypatch):
     with Manifest(db) as manifest:
         assert manifest.latest_job("export") is None
     assert not (db.parent / "exports").exists()
+
+
+def test_a_viewer_cannot_install_or_train_a_vet_model(models, demo_model):
+    at = as_user("pages/vet_scanner.py", VIEWER)
+    forced(button(at, "Create the demo model")).click()
+    ran(at)
+    forced(button(at, "Install the ImageNet model (EfficientNet-Lite0)")).click()
+    ran(at)
+    assert list(models.iterdir()) == []
+    (models / "demo-vit").symlink_to(demo_model, target_is_directory=True)
+    at = as_user("pages/vet_scanner.py", VIEWER)
+    next(box for box in at.text_input if box.label == "Photos folder").input(str(models))
+    ran(at)
+    forced(button(at, "Train")).click()
+    ran(at)
+    assert sorted(path.name for path in models.iterdir()) == ["demo-vit"]
