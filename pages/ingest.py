@@ -132,7 +132,7 @@ def page_timeout_input(running: bool):
 
 def save_page_timeout():
     if not auth.require_curator():
-        del st.session_state["page_timeout"]  # the box shows the saved limit again
+        st.session_state.pop("page_timeout", None)  # the box shows the saved limit again
         return
     with common.open_manifest() as manifest:
         manifest.page_timeout = st.session_state["page_timeout"]
@@ -152,7 +152,7 @@ def thumbnails_input(running: bool):
 
 def save_thumbnails():
     if not auth.require_curator():
-        del st.session_state["thumbnails"]
+        st.session_state.pop("thumbnails", None)
         return
     with common.open_manifest() as manifest:
         manifest.thumbnail_store = st.session_state["thumbnails"]
@@ -187,7 +187,7 @@ def cluster_status(address: str) -> str:
 
 def save_cluster():
     if not auth.require_curator():
-        del st.session_state["cluster"]
+        st.session_state.pop("cluster", None)
         return
     with common.open_manifest() as manifest:
         manifest.set_setting("cluster", st.session_state["cluster"].strip())

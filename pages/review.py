@@ -355,7 +355,7 @@ def caption_input(doc_id: int, page: int, caption: str | None):
 
 def captioned(doc_id: int, page: int, key: str):
     if not auth.require_curator():
-        del st.session_state[key]  # the box shows the saved caption again
+        st.session_state.pop(key, None)  # the box shows the saved caption again
         return
     text = (st.session_state[key] or "").strip()
     with common.open_manifest() as manifest:
@@ -366,7 +366,7 @@ def captioned(doc_id: int, page: int, key: str):
 
 def decided(doc_id: int, page: int, key: str):
     if not auth.require_curator():
-        del st.session_state[key]  # the control shows the saved decision again
+        st.session_state.pop(key, None)  # the control shows the saved decision again
         return
     set_override(doc_id, page, OVERRIDE_OF_CHOICE[st.session_state[key]])
 
