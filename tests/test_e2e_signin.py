@@ -2,7 +2,7 @@
 provider (oidc-provider-mock: its login form takes the person's e-mail address as the subject).
 
 Not signed in, every address shows only the sign-in screen; a viewer sees Review but cannot overrule a
-page; a curator's override is saved and the card names who made it.
+page; signed out, the sign-in screen again; a curator's override is saved and the card names who made it.
 """
 
 import os
@@ -141,8 +141,14 @@ def test_sign_in_then_a_viewer_looks_and_a_curator_overrules(server, browser):
     with Manifest(db) as manifest:
         assert manifest.overrides() == []
 
-    # A curator, in a browser of their own, overrules a page: saved, and the card says who and when.
-    page = new_page(browser)
+    # Signing out (and ending the provider's session) leaves only the sign-in screen again.
+    page.get_by_role("button", name="Sign out").click()
+    page.get_by_role("button", name="End session").click()  # the provider's page
+    page.get_by_role("button", name="Sign in").wait_for()
+    settle(page)
+    assert "overrides in the manifest" not in main_text(page)
+
+    # A curator overrules a page: saved, and the card says who and when.
     sign_in(page, url, CURATOR)
     assert f"{CURATOR} · curator" in page.locator("[data-testid='stSidebar']").inner_text()
     open_review(page, url)
