@@ -13,8 +13,8 @@ tell apart: the dashboard serves the person at the server (it listens on 127.0.0
 login name, as a curator.
 
 Roles are checked on the server in every action that changes something (`require_curator()` in the
-callbacks and button branches), not only by disabling widgets: a hand-made WebSocket message can send
-a disabled widget's value.
+callbacks and button branches), not only by disabling widgets: Streamlit drops a value sent for a widget
+drawn disabled, but a page drawn before someone lost the curator's role still has its controls enabled.
 """
 
 from __future__ import annotations
