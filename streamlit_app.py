@@ -1,30 +1,15 @@
-"""The dashboard's entry point: `streamlit run streamlit_app.py`.
+"""The dashboard's server: `streamlit run streamlit_app.py` serves dashboard.py through this st.App.
 
-It registers the pages and shows in the sidebar which manifest is open ($CURATION_DB, default
-data/manifest.sqlite).
+It adds one check to Streamlit's own: every request, HTTP and WebSocket alike, must name an allowed host
+(`server.allowedHosts` in .streamlit/config.toml). Streamlit checks it on its WebSocket only; checking
+every route as well means a web page whose domain was rebound to this server's address (DNS rebinding)
+gets nothing from it.
 """
 
 import streamlit as st
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from pages import _common as common
+ALLOWED_HOSTS = st.get_option("server.allowedHosts") or ["*"]  # empty: Streamlit's own default, any host
 
-SECTIONS = {
-    "Curation": [
-        ("pages/home.py", "Home", ":material/home:"),
-        ("pages/ingest.py", "Ingest", ":material/upload_file:"),
-        ("pages/threshold.py", "Threshold", ":material/tune:"),
-        ("pages/review.py", "Review", ":material/grid_view:"),
-        ("pages/export.py", "Export", ":material/archive:"),
-    ],
-    "Veterinary": [
-        ("pages/vet_scanner.py", "Vet scanner", ":material/pets:"),
-    ],
-}
-
-st.set_page_config(page_title="Curation dashboard", page_icon=":material/auto_stories:", layout="wide")
-page = st.navigation({
-    section: [st.Page(path, title=title, icon=icon, default=path == "pages/home.py") for path, title, icon in pages]
-    for section, pages in SECTIONS.items()
-})
-common.sidebar()
-page.run()
+app = st.App("dashboard.py", middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=ALLOWED_HOSTS)])

@@ -1,15 +1,214 @@
-"""Sign-in: who is using the app and what they may do.
+"""Who is using the dashboard and what they may do: sign-in with Streamlit's own OpenID Connect
+(st.login), and the roles the server keeps.
 
-current_user() names the person every change is recorded for (curation.manifest.history);
-can_curate() says whether they may change anything (override, caption, export, ingest).
+Sign-in is on when `.streamlit/secrets.toml` has an `[auth]` table. Then only signed-in people get
+past `gate()`, and a `[curation]` table in the same file says who may curate and who may only look:
+
+    [curation]
+    curators = ["ana@example.org"]
+    viewers = ["*@example.org"]   # shell-style patterns; "*" lets every signed-in person look
+
+Someone signed in but in neither list sees a "not allowed" screen. Without `[auth]` there is no one to
+tell apart: the dashboard serves the person at the server (it listens on 127.0.0.1 only), by their OS
+login name, as a curator.
+
+Roles are checked on the server in every action that changes something (`require_curator()` in the
+callbacks and button branches), not only by disabling widgets: Streamlit drops a value sent for a widget
+drawn disabled, but a page drawn before someone lost the curator's role still has its controls enabled.
 """
 
+from __future__ import annotations
+
+import fnmatch
 import getpass
+import ipaddress
+from collections.abc import Mapping
+
+import streamlit as st
+
+CURATOR, VIEWER = "curator", "viewer"
+LOCKED_HELP = "Only curators can change this; you may look."
+LOOPBACK_NAMES = ("localhost",)
+
+
+# -- configuration: the server's secrets.toml, never the browser ------------------------------
+
+
+def _secrets_table(name: str) -> Mapping:
+    if not st.secrets.load_if_toml_exists():
+        return {}
+    table = st.secrets.get(name)
+    return table if isinstance(table, Mapping) else {}
+
+
+def sign_in_configured() -> bool:
+    """Whether `[auth]` is set in the server's secrets.toml (the same test st.login makes)."""
+    return bool(_secrets_table("auth"))
+
+
+def _providers() -> list[str]:
+    """The named providers ([auth.google], [auth.microsoft]…); empty when [auth] holds one provider itself."""
+    return [name for name, value in _secrets_table("auth").items()
+            if isinstance(value, Mapping) and "client_id" in value]
+
+
+def _patterns(key: str) -> list[str]:
+    value = _secrets_table("curation").get(key, [])
+    if isinstance(value, str):
+        value = [value]
+    return [str(pattern).strip().lower() for pattern in value if str(pattern).strip()]
+
+
+def role_of(email: str | None) -> str | None:
+    """CURATOR, VIEWER, or None (not allowed) for a signed-in e-mail address, by the [curation] lists."""
+    if not email:
+        return None
+    email = email.strip().lower()
+    if any(fnmatch.fnmatchcase(email, pattern) for pattern in _patterns("curators")):
+        return CURATOR
+    if any(fnmatch.fnmatchcase(email, pattern) for pattern in _patterns("viewers")):
+        return VIEWER
+    return None
+
+
+# -- the person in this session -----------------------------------------------------------------
+
+
+def _user() -> dict:
+    return st.user.to_dict()
+
+
+def signed_in() -> bool:
+    return bool(_user().get("is_logged_in"))
+
+
+def _signed_in_email() -> str | None:
+    user = _user()
+    if not user.get("is_logged_in") or user.get("email_verified") is False:
+        return None
+    email = user.get("email")
+    return str(email) if email else None
 
 
 def current_user() -> str:
-    return getpass.getuser()
+    """The signed-in person's e-mail address; without sign-in, the server's OS login name."""
+    if not sign_in_configured():
+        return _os_login()
+    return _signed_in_email() or ""
+
+
+def _os_login() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a bare container)
+        return "local user"
+
+
+def role() -> str | None:
+    """This session's role: CURATOR, VIEWER, or None (not signed in, or not allowed)."""
+    if not sign_in_configured():
+        return CURATOR
+    return role_of(_signed_in_email())
 
 
 def can_curate() -> bool:
+    return role() == CURATOR
+
+
+def require_curator() -> bool:
+    """For an action that changes something: True for a curator; else a message, and False."""
+    if can_curate():
+        return True
+    st.toast(f"Not changed: {LOCKED_HELP}", icon=":material/block:")
+    return False
+
+
+def locked() -> bool:
+    """Whether widgets that change things are shown disabled in this session."""
+    return not can_curate()
+
+
+def help_for(help_text: str | None = None) -> str | None:
+    """A changing widget's help: why it is disabled for a viewer, else its own."""
+    return LOCKED_HELP if locked() else help_text
+
+
+# -- the gate -----------------------------------------------------------------------------------
+
+
+def gate() -> bool:
+    """Run before any page: True when this session may use the dashboard.
+
+    Otherwise it has drawn the sign-in or the not-allowed screen as the only page (so no URL reaches
+    another), and the caller stops.
+    """
+    if not sign_in_configured():
+        with st.sidebar:
+            st.caption(f":material/person: {_os_login()} · sign-in is off")
+        return True
+    if not signed_in():
+        st.navigation([st.Page(sign_in_screen, title="Sign in", icon=":material/login:")], position="hidden").run()
+        return False
+    if role() is None:
+        st.navigation([st.Page(not_allowed_screen, title="Not allowed", icon=":material/block:")],
+                      position="hidden").run()
+        return False
+    with st.sidebar:
+        st.caption(f":material/person: {current_user()} · {role()}")
+        st.button("Sign out", icon=":material/logout:", key="sign-out", on_click=st.logout, type="tertiary")
     return True
+
+
+def sign_in_screen() -> None:
+    st.title("Curation dashboard")
+    st.markdown("Sign in to use the dashboard.")
+    providers = _providers()
+    if not providers:
+        st.button("Sign in", type="primary", icon=":material/login:", key="sign-in", on_click=st.login)
+    for provider in providers:
+        st.button(f"Sign in with {provider.title()}", type="primary", icon=":material/login:",
+                  key=f"sign-in-{provider}", on_click=st.login, args=(provider,))
+
+
+def not_allowed_screen() -> None:
+    st.title("Not allowed")
+    who = _signed_in_email()
+    if who:
+        st.error(f"You are signed in as {who}, but the dashboard's administrator has not given this address "
+                 "a role. Ask them to add it to the curators or viewers.", icon=":material/block:")
+    else:
+        st.error("You are signed in, but your sign-in provider sent no verified e-mail address, which the "
+                 "dashboard needs to know your role.", icon=":material/block:")
+    st.button("Sign out", icon=":material/logout:", key="sign-out", on_click=st.logout)
+
+
+# -- what Home says about it ----------------------------------------------------------------------
+
+
+def listens_on_loopback_only() -> bool:
+    """Whether the server is bound to this machine alone (`server.address`)."""
+    address = (st.get_option("server.address") or "").strip().strip("[]")
+    if address in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:  # empty (every interface) or a host name
+        return False
+
+
+def access_notice() -> None:
+    """On Home: who can reach this dashboard, said plainly when sign-in is off."""
+    if sign_in_configured():
+        return
+    if listens_on_loopback_only():
+        st.info(f"**Sign-in is off.** The server listens on {st.get_option('server.address')} only, so only "
+                f"people on this machine can open the dashboard; they act as **{_os_login()}**, a curator. "
+                "To serve a team, turn on sign-in (an `[auth]` table in `.streamlit/secrets.toml`) or put a "
+                "reverse proxy with its own authentication in front: see the README, *Serving a team*.",
+                icon=":material/lock:")
+    else:
+        st.warning("**Sign-in is off, and the server listens beyond this machine** (`server.address` is "
+                   f"`{st.get_option('server.address') or 'every interface'}`): anyone who reaches it can "
+                   "change and export everything. Turn on sign-in or bind it to 127.0.0.1 behind a reverse "
+                   "proxy with its own authentication: see the README, *Serving a team*.",
+                   icon=":material/lock_open:")

@@ -15,7 +15,7 @@ import streamlit as st
 from curation.manifest import views
 from curation.manifest.store import Manifest, ManifestError
 from curation.runs import jobs
-from pages import _auth
+from pages import _auth as auth
 
 DEFAULT_DB = "data/manifest.sqlite"
 JOB_KINDS = ("sample", "ingest")
@@ -30,7 +30,7 @@ def db_path() -> pathlib.Path:
 def run_page(main) -> None:
     """Run a page's body; whatever goes wrong is shown as a message, never as a traceback."""
     use_entry_script()
-    launcher = jobs.launched_by.set(_auth.current_user())  # the jobs this run starts are theirs
+    launcher = jobs.launched_by.set(auth.current_user())  # the jobs this run starts are theirs
     try:
         main()
     except ManifestError as exc:
@@ -46,7 +46,7 @@ def run_page(main) -> None:
 
 
 def use_entry_script() -> None:
-    """Make sure the page runs under streamlit_app.py's navigation.
+    """Make sure the page runs under dashboard.py's navigation.
 
     Because a `pages/` folder exists, Streamlit starts in its old folder mode: until some session
     has run the entry script (whose st.navigation switches that mode off for the process), a first
@@ -66,7 +66,7 @@ def open_manifest(create: bool = False) -> Manifest | None:
     path = db_path()
     if not create and not path.exists():
         return None
-    return Manifest(path, create=create, user=_auth.current_user())
+    return Manifest(path, create=create, user=auth.current_user())
 
 
 def require_manifest() -> Manifest:
@@ -177,7 +177,7 @@ def show_job(manifest: Manifest, job, show_finished: bool) -> None:
                 st.caption("Stopping after the pages in hand… Start resumes where it stopped.")
             else:
                 st.button("Stop", icon=":material/stop_circle:", key=f"stop-{job['id']}",
-                          on_click=stop_job, args=(job["id"],))
+                          on_click=stop_job, args=(job["id"],), disabled=auth.locked(), help=auth.help_for())
         return
     if not show_finished:
         return
@@ -198,6 +198,8 @@ def show_job(manifest: Manifest, job, show_finished: bool) -> None:
 
 def stop_job(job_id: int) -> None:
     """Stop's callback: opens the manifest itself, as a callback runs before the next script run."""
+    if not auth.require_curator():
+        return
     with open_manifest() as manifest:
         jobs.stop(manifest, job_id)
 

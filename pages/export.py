@@ -23,6 +23,7 @@ from curation.export.selection import Item, Selection
 from curation.manifest import views
 from curation.runs import jobs
 from curation.sources.paths import data_dir
+from pages import _auth as auth
 from pages import _common as common
 
 # A download passes through the server's memory: beyond this the ZIP is fetched from the server's disk.
@@ -235,7 +236,9 @@ def human_size(size: int) -> str:
 
 def launch_button(db: pathlib.Path, args: list[str], out: pathlib.Path, count: int):
     label = f"Export {count:,} images" + (f" (replaces {out.name})" if out.exists() else "")
-    if not st.button(label, type="primary", icon=":material/archive:"):
+    if not st.button(label, type="primary", icon=":material/archive:", disabled=auth.locked(), help=auth.help_for()):
+        return
+    if not auth.require_curator():
         return
     with common.open_manifest() as manifest:
         process = jobs.launch(pathlib.Path(os.path.abspath(db)), "export", *args)
@@ -287,7 +290,7 @@ def show_job(job) -> None:
                 st.caption("Stopping… nothing will be written.")
             else:
                 st.button("Stop", icon=":material/stop_circle:", key=f"stop-export-{job['id']}",
-                          on_click=stop_job, args=(job["id"],))
+                          on_click=stop_job, args=(job["id"],), disabled=auth.locked(), help=auth.help_for())
         return
     finished = (job["finished_at"] or "")[:19].replace("T", " ")
     message = job["message"] or ""
@@ -322,6 +325,8 @@ def offer_download(out: pathlib.Path) -> None:
 
 
 def stop_job(job_id: int) -> None:
+    if not auth.require_curator():
+        return
     with common.open_manifest() as manifest:
         jobs.stop(manifest, job_id)
 

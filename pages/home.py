@@ -4,6 +4,7 @@ import streamlit as st
 
 from curation.manifest import views
 from curation.sources import sample
+from pages import _auth as auth
 from pages import _common as common
 
 
@@ -11,6 +12,7 @@ def main():
     st.title("Curation dashboard")
     st.caption("Scanned periodical pages in, a checked LoRA training set out: score every page, choose the "
                "rule that decides what to keep, overrule single pages, export.")
+    auth.access_notice()
     common.job_panel(show_finished=False)
     manifest = common.open_manifest()
     if manifest is None:
@@ -66,13 +68,16 @@ def welcome(running: bool = False):
 
 
 def sample_button(running: bool):
-    if st.button("Try a sample archive", type="primary", icon=":material/science:", disabled=running,
-                 help="A job is running; wait for it to finish." if running else None):
-        error = common.launch_and_wait(sample.KIND, lambda: sample.launch(common.db_path()))
-        if error:
-            st.error(error)
-        else:
-            st.rerun()
+    clicked = st.button("Try a sample archive", type="primary", icon=":material/science:",
+                        disabled=running or auth.locked(),
+                        help=auth.help_for("A job is running; wait for it to finish." if running else None))
+    if not clicked or not auth.require_curator():
+        return
+    error = common.launch_and_wait(sample.KIND, lambda: sample.launch(common.db_path()))
+    if error:
+        st.error(error)
+    else:
+        st.rerun()
 
 
 def latest_changes(rows: list[dict]):

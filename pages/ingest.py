@@ -8,6 +8,7 @@ import streamlit as st
 from curation.manifest import thumbnail_store, views
 from curation.runs import jobs
 from curation.sources import paths
+from pages import _auth as auth
 from pages import _common as common
 
 STATUS_LABELS = {"not-pdf": "not a PDF", "replaced": "replaced (file changed)"}
@@ -44,18 +45,21 @@ def add_archives(db: pathlib.Path, roots: list[pathlib.Path]):
                 help="A folder (searched recursively for PDFs) or one PDF. Relative paths start in "
                      f"{roots[0]}.",
             )
-            added = st.form_submit_button("Add", icon=":material/add:")
+            added = st.form_submit_button("Add", icon=":material/add:", disabled=auth.locked(),
+                                          help=auth.help_for())
         st.caption("Allowed folders: " + ", ".join(f"`{root}`" for root in roots) +
                    ". The server administrator adds more with `python -m curation.sources.paths add FOLDER` "
                    "or the CURATION_ROOTS environment variable.")
-        if added:
+        if added and auth.require_curator():
             add_path(text, roots)
     with by_upload:
-        uploads = st.file_uploader("PDFs", type=["pdf"], accept_multiple_files=True)
+        uploads = st.file_uploader("PDFs", type=["pdf"], accept_multiple_files=True, disabled=auth.locked(),
+                                   help=auth.help_for())
         st.caption("Uploads travel through the browser and are held in the server's memory until saved, "
                    f"so big archives go by path: copy them under `{roots[0]}` on the server instead. "
                    f"Saved to `{paths.uploads_dir(db)}`.")
-        if uploads and st.button(f"Save {len(uploads)} file(s) for ingest", icon=":material/save:"):
+        if uploads and st.button(f"Save {len(uploads)} file(s) for ingest", icon=":material/save:",
+                                 disabled=auth.locked()) and auth.require_curator():
             save_uploads(db, uploads)
 
 
@@ -98,7 +102,8 @@ def show_sources(known: list[str]):
         left.markdown(f"`{source}` · {count} PDF(s), {size / 1e6:,.1f} MB" if count else
                       f"`{source}` · :orange[no PDFs there now]")
         right.button("Remove", key=f"remove-{source}", on_click=remove_source, args=(source,),
-                     help="Forget this source. Documents already ingested stay.")
+                     disabled=auth.locked(),
+                     help=auth.help_for("Forget this source. Documents already ingested stay."))
 
 
 @st.cache_data(ttl=10, show_spinner=False)
@@ -107,6 +112,8 @@ def source_stats(source: str) -> tuple[int, int]:
 
 
 def remove_source(source: str):
+    if not auth.require_curator():
+        return
     with common.open_manifest() as manifest:
         paths.remove_source(manifest, source)
 
@@ -116,14 +123,17 @@ def page_timeout_input(running: bool):
         saved = manifest.page_timeout
     st.number_input(
         "Time limit per page (seconds)", min_value=0.0, max_value=3600.0, value=saved, step=10.0, format="%g",
-        key="page_timeout", on_change=save_page_timeout, disabled=running,
-        help="A page that takes longer to draw (a pathological pattern can take hours) is skipped and marked "
-             "failed with the reason; its worker is replaced and the run goes on. 0: no limit. "
-             "Used by ingest, rescore and export.",
+        key="page_timeout", on_change=save_page_timeout, disabled=running or auth.locked(),
+        help=auth.help_for("A page that takes longer to draw (a pathological pattern can take hours) is skipped "
+                           "and marked failed with the reason; its worker is replaced and the run goes on. 0: no "
+                           "limit. Used by ingest, rescore and export."),
     )
 
 
 def save_page_timeout():
+    if not auth.require_curator():
+        st.session_state.pop("page_timeout", None)  # the box shows the saved limit again
+        return
     with common.open_manifest() as manifest:
         manifest.page_timeout = st.session_state["page_timeout"]
 
@@ -134,13 +144,16 @@ def thumbnails_input(running: bool):
     stores = list(thumbnail_store.STORES)
     st.selectbox(
         "Thumbnails", stores, index=stores.index(saved), format_func=lambda s: f"{s}: {thumbnail_store.STORES[s]}",
-        key="thumbnails", on_change=save_thumbnails, disabled=running,
-        help=f"Where each page's thumbnail is kept. A thumbnail is about 10 kB, four fifths of a page's size in "
-             f"the manifest: on millions of pages, folder or none keeps the manifest small. The folder is "
-             f"`{folder}`. {thumbnail_store.CHANGE_NOTE}")
+        key="thumbnails", on_change=save_thumbnails, disabled=running or auth.locked(),
+        help=auth.help_for(f"Where each page's thumbnail is kept. A thumbnail is about 10 kB, four fifths of a "
+                           f"page's size in the manifest: on millions of pages, folder or none keeps the manifest "
+                           f"small. The folder is `{folder}`. {thumbnail_store.CHANGE_NOTE}"))
 
 
 def save_thumbnails():
+    if not auth.require_curator():
+        st.session_state.pop("thumbnails", None)
+        return
     with common.open_manifest() as manifest:
         manifest.thumbnail_store = st.session_state["thumbnails"]
 
@@ -153,8 +166,8 @@ def saved_cluster() -> str:
 
 def cluster_input(running: bool):
     address = st.text_input(
-        "Dask cluster", value=saved_cluster(), key="cluster", on_change=save_cluster, disabled=running,
-        placeholder="empty: worker processes on this server",
+        "Dask cluster", value=saved_cluster(), key="cluster", on_change=save_cluster,
+        disabled=running or auth.locked(), placeholder="empty: worker processes on this server",
         help="Run ingest on a Dask cluster: a scheduler address (tcp://HOST:8786; `dask scheduler` on one "
              "machine, `dask worker tcp://HOST:8786 --nthreads 1` on each worker machine), or local:N for N "
              "worker processes here with Dask's dashboard. Every worker must see the sources at the same path.")
@@ -173,6 +186,9 @@ def cluster_status(address: str) -> str:
 
 
 def save_cluster():
+    if not auth.require_curator():
+        st.session_state.pop("cluster", None)
+        return
     with common.open_manifest() as manifest:
         manifest.set_setting("cluster", st.session_state["cluster"].strip())
 
@@ -180,8 +196,10 @@ def save_cluster():
 def start_button(db: pathlib.Path, roots: list[pathlib.Path], known: list[str], running: bool):
     help_text = ("A job is running on this manifest." if running else
                  "Scores every page not in the manifest yet, from all sources; after Stop it resumes.")
-    if not st.button("Start", type="primary", icon=":material/play_arrow:", disabled=running or not known,
-                     help=help_text):
+    if not st.button("Start", type="primary", icon=":material/play_arrow:",
+                     disabled=running or not known or auth.locked(), help=auth.help_for(help_text)):
+        return
+    if not auth.require_curator():
         return
     usable = []
     for source in known:

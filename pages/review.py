@@ -8,7 +8,7 @@ import streamlit as st
 
 from curation.manifest import views
 from curation.manifest.history import UndoError
-from pages import _auth
+from pages import _auth as auth
 from pages import _common as common
 
 PER_SCREEN = 40
@@ -153,16 +153,18 @@ def model_panel(model: views.ModelState, rule: str):
         bar = st.container(horizontal=True, vertical_alignment="center")
         bar.markdown(status, width="stretch")
         learn = bar.button("Learn from my overrides", icon=":material/model_training:", key="learn",
-                           help="Fit a small model on your includes and excludes and show its suggestion on every "
-                                "page.")
+                           disabled=auth.locked(),
+                           help=auth.help_for("Fit a small model on your includes and excludes and show its "
+                                              "suggestion on every page."))
         if rule == "model":
             bar.button("Stop using the model", icon=":material/undo:", key="stop-model", on_click=stop_model,
-                       help="Decisions follow the rule used before again.")
+                       disabled=auth.locked(), help=auth.help_for("Decisions follow the rule used before again."))
         elif model.suggestions:
             bar.button("Let the model decide", icon=":material/psychology:", key="use-model", on_click=ask,
-                       args=(USE_MODEL, True),
-                       help="Make the model's suggestions the decisions (the rule 'Learned from overrides').")
-    if learn:
+                       args=(USE_MODEL, True), disabled=auth.locked(),
+                       help=auth.help_for("Make the model's suggestions the decisions (the rule 'Learned from "
+                                          "overrides')."))
+    if learn and auth.require_curator():
         with st.spinner(f"Learning from your {model.labels:,} overrides…"):
             with common.open_manifest() as manifest:
                 st.session_state[LEARNED] = views.learn_from_overrides(manifest)
@@ -175,6 +177,8 @@ def model_panel(model: views.ModelState, rule: str):
 
 
 def stop_model():
+    if not auth.require_curator():
+        return
     with common.open_manifest() as manifest:
         rule = views.stop_using_model(manifest)
     st.toast(f"Decisions follow the {views.RULE_LABELS[rule]} again.", icon=":material/check:")
@@ -191,7 +195,7 @@ def confirm_use_model():
                f"{views.RULE_LABELS[rule]}'s decision; pages without a suggestion follow the picture rule. Your "
                "overrides stay. Switch back here or on Threshold at any time.")
     left, right = st.columns(2)
-    if left.button("Let the model decide", type="primary", key="use-model-confirm"):
+    if left.button("Let the model decide", type="primary", key="use-model-confirm") and auth.require_curator():
         with common.open_manifest() as manifest:
             views.use_model(manifest)
         close(USE_MODEL)
@@ -211,9 +215,10 @@ def bulk_actions(flt: views.PageFilter, count: int, threshold: float):
     for label, action, icon in (("Include all", "include", ":material/add_circle:"),
                                 ("Exclude all", "exclude", ":material/remove_circle:"),
                                 ("Clear all overrides", "auto", ":material/undo:")):
-        bar.button(label, icon=icon, key=f"bulk-{action}", type="tertiary", on_click=ask, args=(BULK, action))
+        bar.button(label, icon=icon, key=f"bulk-{action}", type="tertiary", on_click=ask, args=(BULK, action),
+                   disabled=auth.locked(), help=auth.help_for())
     bar.button("Caption all", icon=":material/edit_note:", key="bulk-caption", type="tertiary", on_click=ask,
-               args=(CAPTION, True))
+               args=(CAPTION, True), disabled=auth.locked(), help=auth.help_for())
     # The dialog is drawn on every run while the question is open, so a rerun does not lose it.
     if BULK in st.session_state:
         confirm_bulk(flt, count, threshold, st.session_state[BULK])
@@ -236,7 +241,7 @@ def confirm_bulk(flt: views.PageFilter, count: int, threshold: float, action: st
     st.caption("Each page gets an override that wins over the rule." if action != "auto" else
                "These pages go back to the rule's decision.")
     left, right = st.columns(2)
-    if left.button(f"{verb} {count:,} pages", type="primary", key="bulk-confirm"):
+    if left.button(f"{verb} {count:,} pages", type="primary", key="bulk-confirm") and auth.require_curator():
         with common.open_manifest() as manifest:
             done = views.bulk_override(manifest, threshold, flt, OVERRIDE_OF_CHOICE[action])
         close(BULK)
@@ -279,6 +284,8 @@ def confirm_captions(flt: views.PageFilter, threshold: float):
 
 def finish_captions(flt: views.PageFilter, threshold: float, text: str | None, replace: bool, notice: str):
     """Set (or with `text` None remove) the captions of the view, then close the dialog with `notice`."""
+    if not auth.require_curator():
+        return
     with common.open_manifest() as manifest:
         done = views.bulk_caption(manifest, threshold, flt, text, replace=replace)
     close(CAPTION)
@@ -337,7 +344,8 @@ def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | N
     key = f"decide-{doc_id}-{page}-{choice}"
     st.segmented_control("Decision", list(CHOICES), format_func=CHOICES.get, default=choice, required=True,
                          key=key, label_visibility="collapsed", on_change=decided, args=(doc_id, page, key),
-                         help="Include or exclude whatever the rule says; Auto: the rule decides.")
+                         disabled=auth.locked(),
+                         help=auth.help_for("Include or exclude whatever the rule says; Auto: the rule decides."))
     caption_input(doc_id, page, caption)
 
 
@@ -345,11 +353,15 @@ def caption_input(doc_id: int, page: int, caption: str | None):
     key = f"{CAPTION_KEY}{doc_id}-{page}"
     st.text_input("Caption", value=caption or "", key=key, max_chars=MAX_CAPTION, label_visibility="collapsed",
                   placeholder="Caption for the export…", icon=":material/edit_note:", on_change=captioned,
-                  args=(doc_id, page, key), help="Saved when you press Enter or leave the box; the export puts it "
-                                                 "where its template says {caption}.")
+                  args=(doc_id, page, key), disabled=auth.locked(),
+                  help=auth.help_for("Saved when you press Enter or leave the box; the export puts it where its "
+                                     "template says {caption}."))
 
 
 def captioned(doc_id: int, page: int, key: str):
+    if not auth.require_curator():
+        st.session_state.pop(key, None)  # the box shows the saved caption again
+        return
     text = (st.session_state[key] or "").strip()
     with common.open_manifest() as manifest:
         manifest.set_caption(doc_id, page, text)
@@ -358,6 +370,9 @@ def captioned(doc_id: int, page: int, key: str):
 
 
 def decided(doc_id: int, page: int, key: str):
+    if not auth.require_curator():
+        st.session_state.pop(key, None)  # the control shows the saved decision again
+        return
     set_override(doc_id, page, OVERRIDE_OF_CHOICE[st.session_state[key]])
 
 
@@ -403,7 +418,7 @@ def set_override(doc_id: int, page: int, keep):
 
 def undo_bar(last: dict | None):
     """The person's last override or caption action, one page or a whole view, with Undo."""
-    if last is None or not _auth.can_curate():
+    if last is None or not auth.can_curate():
         return
     bar = st.container(horizontal=True, vertical_alignment="center", key="undo_bar")
     bar.text(f"Your last change: {last['description']}", width="stretch")
@@ -412,6 +427,8 @@ def undo_bar(last: dict | None):
 
 
 def undo(action: int):
+    if not auth.require_curator():
+        return
     with common.open_manifest() as manifest:
         try:
             done, left = manifest.undo(action)
@@ -444,7 +461,8 @@ def open_page(threshold: float, doc_id: int, page: int, outline: bool = True):
         choice = CHOICE_OF_OVERRIDE[row["override"]]
         key = f"dialog-{doc_id}-{page}-{choice}"
         st.segmented_control("Decision", list(CHOICES), format_func=CHOICES.get, default=choice, required=True,
-                             key=key, label_visibility="collapsed", on_change=decided, args=(doc_id, page, key))
+                             key=key, label_visibility="collapsed", on_change=decided, args=(doc_id, page, key),
+                             disabled=auth.locked(), help=auth.help_for())
     if caption:
         st.caption(f"Caption: {caption}")
     try:

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from curation.manifest import views
+from pages import _auth as auth
 from pages import _common as common
 
 # What is being tried survives page switches, unlike widget state: drafts live under their own keys.
@@ -142,9 +143,9 @@ def show_figures(manifest, draft: float, saved_threshold: float, trying: dict):
 def save_bar(saved: tuple, trying: tuple):
     changed = saved != trying
     buttons = st.container(horizontal=True, vertical_alignment="center")
-    buttons.button("Save", type="primary", icon=":material/save:", disabled=not changed, on_click=save,
-                   args=trying, key="threshold_save", help="Store the rule and both cutoffs: Review, Export and "
-                                                           "the CLI use them.")
+    buttons.button("Save", type="primary", icon=":material/save:", disabled=not changed or auth.locked(),
+                   on_click=save, args=trying, key="threshold_save",
+                   help=auth.help_for("Store the rule and both cutoffs: Review, Export and the CLI use them."))
     buttons.button("Back to saved", icon=":material/undo:", disabled=not changed, on_click=back, args=(saved,))
     words = describe(*saved)
     if not changed:
@@ -162,6 +163,8 @@ def describe(rule: str, threshold: float, share: float) -> str:
 
 
 def save(rule: str, threshold: float, share: float):
+    if not auth.require_curator():
+        return
     with common.open_manifest() as manifest:
         manifest.threshold = threshold
         manifest.picture_area_min = share

@@ -15,9 +15,10 @@ import pandas as pd
 import streamlit as st
 
 import inference
+from pages import _auth as auth
 from pages import _common
 
-_common.use_entry_script()  # a direct URL (/vet_scanner) runs under streamlit_app.py's navigation
+_common.use_entry_script()  # a direct URL (/vet_scanner) runs under dashboard.py's navigation
 
 log = logging.getLogger(__name__)
 
@@ -97,9 +98,10 @@ def show_how_to_add_a_model(folder):
         "folder (`config.json`, `model.safetensors`, `preprocessor_config.json`) "
         "into a subfolder: `models/README.md` says how."
     )
-    install = st.button("Install the ImageNet model (EfficientNet-Lite0)", type="primary")
-    demo = st.button("Create the demo model")
-    if install or demo:
+    install = st.button("Install the ImageNet model (EfficientNet-Lite0)", type="primary", disabled=auth.locked(),
+                        help=auth.help_for())
+    demo = st.button("Create the demo model", disabled=auth.locked(), help=auth.help_for())
+    if (install or demo) and auth.require_curator():
         try:
             with st.spinner("Writing the model…"):
                 if install:
@@ -243,7 +245,8 @@ def train_mode(model):
     )
     photos = st.text_input("Photos folder", placeholder="/data/photos/triage").strip()
     name = st.text_input("Name of the new model", value="my-triage").strip()
-    if st.button("Train", disabled=not (photos and name)):
+    train = st.button("Train", disabled=not (photos and name) or auth.locked(), help=auth.help_for())
+    if train and auth.require_curator():
         if not re.fullmatch(r"\w[\w.-]*", name):
             st.error(f"{name!r} is not a folder name: use letters, digits, '-', '_' and '.'.")
             return

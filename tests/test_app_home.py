@@ -38,7 +38,7 @@ def test_summary_and_next_steps(db):
     assert "no longer where they were ingested" in texts(at)  # fill_manifest's paths do not exist
 
 
-@pytest.mark.parametrize("script", ["streamlit_app.py", "pages/home.py", "pages/ingest.py", "pages/threshold.py",
+@pytest.mark.parametrize("script", ["dashboard.py", "pages/home.py", "pages/ingest.py", "pages/threshold.py",
                                     "pages/review.py"])
 def test_an_unreadable_manifest_is_a_message_on_every_page(db, script):
     db.parent.mkdir(parents=True)
@@ -62,7 +62,7 @@ def test_the_sample_button_writes_and_ingests_in_its_own_process(db, monkeypatch
 
 def test_the_entry_point_shows_the_open_manifest(db):
     filled_db(db, documents=1, pages=5)
-    at = ran(page("streamlit_app.py"))
+    at = ran(page("dashboard.py"))
     sidebar = " ".join(str(e.value) for e in at.sidebar.caption) + " ".join(str(c.value) for c in at.sidebar.code)
     assert str(db) in sidebar and "5 pages" in sidebar
 
@@ -73,7 +73,7 @@ def test_the_sidebar_shows_the_rule_and_a_running_export(db):
         manifest.rule = "sigma"
         job_id = manifest.start_job("export", {})  # this process stands in for the export
         manifest.update_job(job_id, done=2, total=5)
-    at = ran(page("streamlit_app.py"))
+    at = ran(page("dashboard.py"))
     sidebar = " ".join(str(e.value) for e in at.sidebar.caption)
     assert "σ only: σ > 45" in sidebar
     assert "Export running: 2/5 images" in sidebar

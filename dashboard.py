@@ -1,0 +1,34 @@
+"""The dashboard's script, served by streamlit_app.py (`streamlit run streamlit_app.py`).
+
+It lets in only who may use the dashboard (pages/_auth.py: the sign-in screen when sign-in is on),
+registers the pages and shows in the sidebar which manifest is open ($CURATION_DB, default
+data/manifest.sqlite).
+"""
+
+import streamlit as st
+
+from pages import _auth as auth
+from pages import _common as common
+
+SECTIONS = {
+    "Curation": [
+        ("pages/home.py", "Home", ":material/home:"),
+        ("pages/ingest.py", "Ingest", ":material/upload_file:"),
+        ("pages/threshold.py", "Threshold", ":material/tune:"),
+        ("pages/review.py", "Review", ":material/grid_view:"),
+        ("pages/export.py", "Export", ":material/archive:"),
+    ],
+    "Veterinary": [
+        ("pages/vet_scanner.py", "Vet scanner", ":material/pets:"),
+    ],
+}
+
+st.set_page_config(page_title="Curation dashboard", page_icon=":material/auto_stories:", layout="wide")
+if not auth.gate():  # the sign-in or not-allowed screen is all this session gets
+    st.stop()
+page = st.navigation({
+    section: [st.Page(path, title=title, icon=icon, default=path == "pages/home.py") for path, title, icon in pages]
+    for section, pages in SECTIONS.items()
+})
+common.sidebar()
+page.run()

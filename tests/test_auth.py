@@ -1,0 +1,311 @@
+"""Sign-in and roles in the app: with sign-in on, only signed-in people get past the entry script, and
+only curators change anything. A viewer's changes are refused on the server even when the browser sends
+them for a disabled widget (AppTest sends what a hand-made WebSocket message would), or from a page drawn
+before they lost the curator's role; the manifest is left as it was. A curator's changes go through."""
+
+import getpass
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from apptest_support import ROOT, filled_db, page, ran, texts
+from curation import Manifest
+from curation.sources import paths
+from test_export_cli import record_scores, repeated_scan_pdf
+
+CURATOR, VIEWER = "ana@example.org", "bo@example.org"
+SECRETS = {
+    "auth": {"redirect_uri": "http://127.0.0.1:8501/oauth2callback", "cookie_secret": "not-a-real-secret",
+             "client_id": "dashboard", "client_secret": "not-a-real-secret",
+             "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration"},
+    "curation": {"curators": [CURATOR], "viewers": ["*@example.org"]},
+}
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    path = tmp_path / "data" / "manifest.sqlite"
+    monkeypatch.setenv("CURATION_DB", str(path))
+    monkeypatch.setenv(paths.ROOTS_ENV, str(tmp_path / "archive"))
+    return path
+
+
+def as_user(script: str, email: str | None) -> AppTest:
+    """`script` with sign-in on, signed in as `email` (None: not signed in)."""
+    at = page(script)
+    at.secrets.update(SECRETS)
+    at.user = {"is_logged_in": True, "email": email} if email else {"is_logged_in": False}
+    return ran(at)
+
+
+def button(at, label):
+    return next(b for b in at.button if b.label == label)
+
+
+def cards(at):
+    return [control for control in at.segmented_control if control.label == "Decision"]
+
+
+def forced(widget):
+    """The widget as a hand-made WebSocket message treats it: its value is sent though it is disabled."""
+    assert widget.disabled and "Only curators" in (widget.help or "")
+    widget.proto.disabled = False
+    return widget
+
+
+def refused(at) -> bool:
+    return any("Only curators can change this" in str(toast.value) for toast in at.toast)
+
+
+# -- who gets in ----------------------------------------------------------------------------------
+
+
+def test_without_sign_in_the_local_user_curates_and_home_says_so(db):
+    at = ran(page("dashboard.py"))
+    assert f"{getpass.getuser()} · sign-in is off" in " ".join(str(c.value) for c in at.sidebar.caption)
+    notice = texts(at)
+    assert "Sign-in is off" in notice and "Serving a team" in notice
+    assert at.title[0].value == "Curation dashboard"
+
+
+@pytest.fixture
+def server_address():
+    """Set `server.address` as the server's config would, for one test."""
+    from streamlit import config
+
+    before = config.get_option("server.address")
+    yield lambda address: config.set_option("server.address", address)
+    config.set_option("server.address", before)
+
+
+def test_home_says_who_can_reach_a_dashboard_without_sign_in(db, server_address):
+    server_address("127.0.0.1")
+    at = ran(page("pages/home.py"))
+    assert "Sign-in is off" in at.info[0].value and "listens on 127.0.0.1 only" in at.info[0].value
+    server_address("0.0.0.0")
+    at = ran(page("pages/home.py"))
+    assert "listens beyond this machine" in at.warning[0].value
+    at.secrets.update(SECRETS)
+    at.user = {"is_logged_in": True, "email": CURATOR}
+    ran(at)
+    assert "Sign-in is off" not in texts(at)
+
+
+def test_each_named_provider_has_its_sign_in_button(db):
+    at = page("dashboard.py")
+    provider = {key: SECRETS["auth"][key] for key in ("client_id", "client_secret", "server_metadata_url")}
+    at.secrets["auth"] = {"redirect_uri": SECRETS["auth"]["redirect_uri"], "cookie_secret": "not-a-real-secret",
+                          "google": provider, "microsoft": provider}
+    at.user = {"is_logged_in": False}
+    ran(at)
+    assert [b.label for b in at.button] == ["Sign in with Google", "Sign in with Microsoft"]
+
+
+def test_not_signed_in_sees_only_the_sign_in_screen(db):
+    filled_db(db, documents=1, pages=5)
+    at = as_user("dashboard.py", None)
+    assert [b.label for b in at.button] == ["Sign in"]
+    assert "Sign in to use the dashboard" in texts(at)
+    assert str(db) not in " ".join(str(c.value) for c in at.sidebar.code)  # no manifest, no pages
+    assert not at.metric and len(at.title) == 1
+
+
+def test_someone_in_neither_list_is_not_allowed(db):
+    filled_db(db, documents=1, pages=5)
+    at = as_user("dashboard.py", "eve@elsewhere.org")
+    assert at.title[0].value == "Not allowed"
+    assert "eve@elsewhere.org" in at.error[0].value
+    assert [b.label for b in at.button] == ["Sign out"]
+    assert not at.metric
+
+
+@pytest.mark.parametrize("email, role", [(CURATOR, "curator"), (VIEWER, "viewer")])
+def test_a_signed_in_person_sees_the_dashboard_with_their_role(db, email, role):
+    filled_db(db, documents=1, pages=5)
+    at = as_user("dashboard.py", email)
+    assert f"{email} · {role}" in " ".join(str(c.value) for c in at.sidebar.caption)
+    assert {m.label: m.value for m in at.metric}["Pages scored"] == "5"
+    assert "Sign-in is off" not in texts(at)
+
+
+def test_an_unverified_address_gets_no_role(db):
+    at = page("dashboard.py")
+    at.secrets.update(SECRETS)
+    at.user = {"is_logged_in": True, "email": CURATOR, "email_verified": False}
+    ran(at)
+    assert at.title[0].value == "Not allowed"
+
+
+# -- Review ---------------------------------------------------------------------------------------
+
+
+def test_a_viewer_cannot_override_or_caption(db):
+    filled_db(db, documents=1, pages=10)
+    at = as_user("pages/review.py", VIEWER)
+    first = cards(at)[0]
+    forced(first).set_value("exclude")
+    ran(at)
+    assert cards(at)[0].value == "auto"  # the control shows the saved decision again
+    doc_id, page_no = first.key.split("-")[1:3]
+    forced(at.text_input(key=f"caption-{doc_id}-{page_no}")).input("a hijacked caption")
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.overrides() == []
+        assert not manifest.conn.execute("SELECT COUNT(*) FROM captions").fetchone()[0]
+
+
+def test_a_viewer_cannot_apply_a_bulk_action_or_learn(db):
+    filled_db(db, documents=1, pages=10)
+    at = as_user("pages/review.py", VIEWER)
+    forced(button(at, "Exclude all")).click()
+    ran(at)
+    assert not [b for b in at.button if b.label == "Exclude 10 pages"]  # the question is not even asked
+    with Manifest(db) as manifest:
+        assert manifest.overrides() == []
+    forced(button(at, "Learn from my overrides")).click()
+    ran(at)
+    assert not [w for w in at.warning if "learns from your overrides" in w.value]  # it did not try
+
+
+def test_a_curator_who_lost_the_role_cannot_change_from_the_page_still_open(db):
+    """The page was drawn for a curator; the administrator then made them a viewer. The controls they
+    see are still enabled, so the change reaches the callbacks, which refuse it."""
+    filled_db(db, documents=1, pages=10)
+    at = as_user("pages/review.py", CURATOR)
+    at.secrets["curation"] = {"curators": [], "viewers": [CURATOR]}
+    first = cards(at)[0]
+    doc_id, page_no = first.key.split("-")[1:3]
+    first.set_value("exclude")
+    ran(at)
+    assert refused(at)
+    assert cards(at)[0].value == "auto" and cards(at)[0].disabled
+    at = as_user("pages/review.py", CURATOR)
+    at.secrets["curation"] = {"curators": [], "viewers": [CURATOR]}
+    at.text_input(key=f"caption-{doc_id}-{page_no}").input("a hijacked caption")
+    ran(at)
+    assert refused(at)
+    with Manifest(db) as manifest:
+        assert manifest.overrides() == []
+        assert manifest.caption(int(doc_id), int(page_no)) in (None, "")
+
+
+@pytest.mark.parametrize("script, key, value", [("pages/threshold.py", "threshold_save", None),
+                                                ("pages/ingest.py", "page_timeout", 0.0)])
+def test_a_demoted_curator_cannot_save_settings_from_the_page_still_open(db, archive, script, key, value):
+    filled_db(db, documents=1, pages=10)
+    with Manifest(db) as manifest:
+        paths.add_source(manifest, archive)
+        before = (manifest.threshold, manifest.page_timeout)
+    at = as_user(script, CURATOR)
+    if script.endswith("threshold.py"):
+        at.number_input(key="threshold_number").set_value(30.0)
+        ran(at)
+    at.secrets["curation"] = {"curators": [], "viewers": [CURATOR]}
+    widget = at.button(key=key) if value is None else at.number_input(key=key)
+    widget.click() if value is None else widget.set_value(value)
+    ran(at)
+    assert refused(at)
+    with Manifest(db) as manifest:
+        assert (manifest.threshold, manifest.page_timeout) == before
+
+
+def test_a_curator_overrides_and_captions(db):
+    filled_db(db, documents=1, pages=10)
+    at = as_user("pages/review.py", CURATOR)
+    first = cards(at)[0]
+    assert not first.disabled
+    first.set_value("exclude")
+    ran(at)
+    doc_id, page_no = (int(part) for part in first.key.split("-")[1:3])
+    at.text_input(key=f"caption-{doc_id}-{page_no}").input("a lady in a promenade dress")
+    ran(at)
+    assert not refused(at)
+    with Manifest(db) as manifest:
+        assert [(o["doc_id"], o["page"], o["keep"]) for o in manifest.overrides()] == [(doc_id, page_no, 0)]
+        assert manifest.caption(doc_id, page_no) == "a lady in a promenade dress"
+
+
+# -- Threshold, Ingest, Home, Export ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("email, saved", [(VIEWER, False), (CURATOR, True)])
+def test_only_a_curator_saves_the_rule(db, email, saved):
+    filled_db(db, documents=1, pages=10)
+    at = as_user("pages/threshold.py", email)
+    at.number_input(key="threshold_number").set_value(30.0)
+    ran(at)
+    save = at.button(key="threshold_save")
+    (save if saved else forced(save)).click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.threshold == (30.0 if saved else 45.0)
+
+
+@pytest.mark.parametrize("email, saved", [(VIEWER, False), (CURATOR, True)])
+def test_only_a_curator_changes_ingest_settings(db, archive, email, saved):
+    with Manifest(db) as manifest:
+        paths.add_source(manifest, archive)
+    at = as_user("pages/ingest.py", email)
+    limit = at.number_input(key="page_timeout")
+    (limit if saved else forced(limit)).set_value(0.0)
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.page_timeout == (0 if saved else 60)
+    if not saved:
+        assert at.number_input(key="page_timeout").value == 60  # the box shows the saved limit again
+
+
+def test_a_viewer_cannot_add_a_source_start_an_ingest_or_remove_a_source(db, archive):
+    with Manifest(db) as manifest:
+        paths.add_source(manifest, archive)
+    at = as_user("pages/ingest.py", VIEWER)
+    forced(button(at, "Start")).click()
+    ran(at)
+    forced(button(at, "Remove")).click()
+    ran(at)
+    at.text_input[0].input(str(archive / "issue-0.pdf"))
+    forced(button(at, "Add")).click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.latest_job("ingest") is None
+        assert paths.sources(manifest) == [str(archive)]
+
+
+def test_a_viewer_cannot_write_the_sample_archive(db):
+    at = as_user("pages/home.py", VIEWER)
+    forced(button(at, "Try a sample archive")).click()
+    ran(at)
+    assert not db.exists()
+
+
+def test_a_viewer_cannot_export(tmp_path, monkeypatch):
+    pdf = repeated_scan_pdf(tmp_path / "issue.pdf", 4)
+    db = tmp_path / "data" / "manifest.sqlite"
+    with Manifest(db) as manifest:
+        record_scores(manifest, pdf, [60, 20, 70, 80])
+    monkeypatch.setenv("CURATION_DB", str(db))
+    at = AppTest.from_file(str(ROOT / "pages" / "export.py"), default_timeout=60)
+    at.secrets.update(SECRETS)
+    at.user = {"is_logged_in": True, "email": VIEWER}
+    ran(at)
+    forced(next(b for b in at.button if b.label.startswith("Export"))).click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.latest_job("export") is None
+    assert not (db.parent / "exports").exists()
+
+
+def test_a_viewer_cannot_install_or_train_a_vet_model(models, demo_model):
+    at = as_user("pages/vet_scanner.py", VIEWER)
+    forced(button(at, "Create the demo model")).click()
+    ran(at)
+    forced(button(at, "Install the ImageNet model (EfficientNet-Lite0)")).click()
+    ran(at)
+    assert list(models.iterdir()) == []
+    (models / "demo-vit").symlink_to(demo_model, target_is_directory=True)
+    at = as_user("pages/vet_scanner.py", VIEWER)
+    next(box for box in at.text_input if box.label == "Photos folder").input(str(models))
+    ran(at)
+    forced(button(at, "Train")).click()
+    ran(at)
+    assert sorted(path.name for path in models.iterdir()) == ["demo-vit"]

@@ -1,0 +1,167 @@
+"""Sign-in end to end: Chromium, `streamlit run streamlit_app.py` with sign-in on, and a real OpenID Connect
+provider (oidc-provider-mock: its login form takes the person's e-mail address as the subject).
+
+Not signed in, every address shows only the sign-in screen; a viewer sees Review but cannot overrule a
+page; signed out, the sign-in screen again; a curator's override is saved and the card names who made it.
+"""
+
+import os
+import re
+import time
+
+import pytest
+
+from apptest_support import filled_db
+from curation import Manifest
+from server_support import free_port, streamlit_server
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+IDLE = "[data-test-script-state='notRunning']"
+CURATOR, VIEWER = "ana@example.org", "bo@example.org"
+
+playwright = pytest.importorskip("playwright.sync_api")
+oidc_provider_mock = pytest.importorskip("oidc_provider_mock")
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                reason="needs Debian's chromium (apt-get install chromium)")
+
+
+@pytest.fixture
+def provider(monkeypatch):
+    """The OpenID Connect provider, on plain HTTP on this machine (Authlib wants HTTPS unless told)."""
+    monkeypatch.setenv("AUTHLIB_INSECURE_TRANSPORT", "1")
+    with oidc_provider_mock.run_server_in_thread() as server:
+        yield f"http://localhost:{server.server_port}"
+
+
+@pytest.fixture
+def server(tmp_path, provider):
+    """The dashboard with sign-in on: a secrets file of its own, the repository's left untouched."""
+    db = filled_db(tmp_path / "data" / "manifest.sqlite", documents=1, pages=8)
+    port = free_port()
+    secrets = tmp_path / "secrets.toml"
+    secrets.write_text(f"""
+[auth]
+redirect_uri = "http://127.0.0.1:{port}/oauth2callback"
+cookie_secret = "a-cookie-secret-for-this-test-only"
+client_id = "curation-dashboard"
+client_secret = "a-client-secret-for-this-test-only"
+server_metadata_url = "{provider}/.well-known/openid-configuration"
+
+[curation]
+curators = ["{CURATOR}"]
+viewers = ["*@example.org"]
+""")
+    env = {"CURATION_DB": str(db), "AUTHLIB_INSECURE_TRANSPORT": "1"}
+    with streamlit_server(tmp_path / "streamlit.log", env, "--secrets.files", str(secrets), port=port):
+        yield f"http://127.0.0.1:{port}", db
+
+
+@pytest.fixture
+def browser():
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def new_page(browser):
+    """A page in a context of its own: no cookie from an earlier sign-in."""
+    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    page.set_default_timeout(30_000)
+    page.route(re.compile(r"^https://"), lambda route: route.abort())  # the provider's page links a CDN style
+    return page
+
+
+def settle(page) -> None:
+    for _ in range(2):
+        page.wait_for_selector(IDLE)
+        page.wait_for_timeout(400)
+    page.wait_for_selector(IDLE)
+
+
+def no_exception(page) -> None:
+    exceptions = page.locator("[data-testid='stException']")
+    assert exceptions.count() == 0, exceptions.first.inner_text()
+
+
+def main_text(page) -> str:
+    return page.locator("[data-testid='stMain']").inner_text()
+
+
+def sign_in(page, url: str, email: str) -> None:
+    page.goto(url)
+    page.get_by_role("button", name="Sign in").click()
+    page.locator("input[name='sub']").fill(email)  # the provider's login form
+    page.get_by_role("button", name="Authorize").click()
+    page.wait_for_url(re.compile(re.escape(url)))
+    page.get_by_text(f"{email} ·").wait_for()
+    settle(page)
+    no_exception(page)
+
+
+def open_review(page, url: str) -> None:
+    page.goto(f"{url}/review")
+    page.get_by_text("overrides in the manifest").wait_for()
+    settle(page)
+    no_exception(page)
+
+
+def first_card_exclude(page):
+    return page.locator("[class*='st-key-decide-']").first.get_by_role("radio", name="Exclude")
+
+
+def test_sign_in_then_a_viewer_looks_and_a_curator_overrules(server, browser):
+    url, db = server
+
+    # Not signed in: the sign-in screen, whatever the address; no page, no manifest, no navigation.
+    page = new_page(browser)
+    for path in ("", "/review", "/ingest"):
+        page.goto(url + path)
+        page.get_by_role("button", name="Sign in").wait_for()
+        settle(page)
+        no_exception(page)
+        assert "Sign in to use the dashboard" in main_text(page)
+        assert "overrides in the manifest" not in main_text(page)
+        assert page.locator("[data-testid='stSidebarNav']").count() == 0
+        assert str(db) not in page.content()
+
+    # A viewer sees Review, its controls disabled; a click changes nothing.
+    sign_in(page, url, VIEWER)
+    assert f"{VIEWER} · viewer" in page.locator("[data-testid='stSidebar']").inner_text()
+    open_review(page, url)
+    exclude = first_card_exclude(page)
+    assert exclude.is_disabled()
+    exclude.click(force=True)
+    settle(page)
+    no_exception(page)
+    with Manifest(db) as manifest:
+        assert manifest.overrides() == []
+
+    # Signing out (and ending the provider's session) leaves only the sign-in screen again.
+    page.get_by_role("button", name="Sign out").click()
+    page.get_by_role("button", name="End session").click()  # the provider's page
+    page.get_by_role("button", name="Sign in").wait_for()
+    settle(page)
+    assert "overrides in the manifest" not in main_text(page)
+
+    # A curator overrules a page: saved, and the card says who and when.
+    sign_in(page, url, CURATOR)
+    assert f"{CURATOR} · curator" in page.locator("[data-testid='stSidebar']").inner_text()
+    open_review(page, url)
+    first_card_exclude(page).click()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with Manifest(db) as manifest:
+            if manifest.overrides():
+                break
+        time.sleep(0.2)
+    with Manifest(db) as manifest:
+        assert [row["keep"] for row in manifest.overrides()] == [0]
+    settle(page)
+    no_exception(page)
+    # Who did what is drawn on the card by the Review page's history ("excluded by ana@example.org, 3 Dec 14:02").
+    page.get_by_text(re.compile(rf"excluded by {re.escape(CURATOR)}")).first.wait_for(timeout=10_000)
