@@ -165,7 +165,7 @@ def describe(rule: str, threshold: float, share: float) -> str:
 def save(rule: str, threshold: float, share: float):
     if not auth.require_curator():
         return
-    with common.open_manifest() as manifest:
+    with common.open_manifest() as manifest, manifest.recording("setting"):  # one action, undone together
         manifest.threshold = threshold
         manifest.picture_area_min = share
         if rule == "model":
