@@ -36,6 +36,7 @@ from .ingest import ExecutorLost
 # Locally a task may kill one worker and be run again; the second death makes it a crash.
 LOCAL_ALLOWED_FAILURES = 1
 CONNECT_TIMEOUT = 10  # seconds for the scheduler to answer, handshake included
+SETUP_TIMEOUT = 120  # seconds for every worker to import the scorer (a busy machine takes its time)
 REJOIN_TIMEOUT = 60  # seconds to wait for ended workers to be back before going on without them
 LOCAL_RESTART_TIMEOUT = 20  # a local worker's nanny restarts it in a second or two; past this it gave up
 
@@ -176,7 +177,12 @@ class Cluster:
         except (OSError, TimeoutError) as exc:  # the local cluster could not start
             self.close()
             raise ClusterError(f"cannot start the Dask cluster {address}: {exc}") from None
-        self.client.register_plugin(SetUpWorker())
+        try:
+            within(SETUP_TIMEOUT, lambda: self.client.register_plugin(SetUpWorker()))
+        except Exception as exc:  # raised in a worker and sent back as text, or a worker that never answered
+            self.close()
+            raise ClusterError(f"the Dask workers of {address} cannot load this project ({exc}): each worker runs "
+                               "in a checkout of it, with its requirements installed") from None
 
     def __enter__(self) -> Cluster:
         return self
@@ -267,26 +273,33 @@ def connect(address: str, timeout: float = CONNECT_TIMEOUT) -> distributed.Clien
     """A client of the scheduler at a checked `address`, or ClusterError within about `timeout` seconds.
 
     Dask bounds the TCP connection but not the handshake that follows: a port that accepts and then
-    says nothing would hold the job for good. The connection is made in a thread that is left behind
-    when it has not answered in time.
+    says nothing would hold the job for good.
     """
+    try:
+        return within(timeout, lambda: distributed.Client(address, timeout=f"{timeout}s", security=security(address)))
+    except TimeoutError:
+        raise ClusterError(f"the Dask scheduler at {address} did not answer within {timeout:g} s: "
+                           "is a Dask scheduler listening there, with the protocol the address names?") from None
+    except Exception as exc:  # unreachable, TLS refused, not a scheduler
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {exc or type(exc).__name__}") from None
+
+
+def within(seconds: float, call):
+    """`call()`'s result, or TimeoutError after about `seconds`: it runs in a thread that is left behind
+    if it has not returned by then (a Dask call waiting on a peer that never answers cannot be cancelled)."""
     outcome: dict = {}
 
     def attempt():
         try:
-            outcome["client"] = distributed.Client(address, timeout=f"{timeout}s", security=security(address))
+            outcome["result"] = call()
         except BaseException as exc:  # handed to the caller
             outcome["error"] = exc
 
-    thread = threading.Thread(target=attempt, name=f"connect {address}", daemon=True)
+    thread = threading.Thread(target=attempt, daemon=True)
     thread.start()
-    thread.join(timeout + 2)
+    thread.join(seconds + 2)
     if thread.is_alive():
-        raise ClusterError(f"the Dask scheduler at {address} did not answer within {timeout:g} s: "
-                           "is a Dask scheduler listening there, with the protocol the address names?")
-    error = outcome.get("error")
-    if isinstance(error, Exception):  # unreachable, TLS refused, not a scheduler
-        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {error or type(error).__name__}") from None
-    if error is not None:
-        raise error
-    return outcome["client"]
+        raise TimeoutError(f"no answer in {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
