@@ -30,7 +30,7 @@ from distributed.core import Status
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from ..sources.reader import exists
-from .cluster_config import LOOPBACK, DASHBOARD_PORT, ClusterError, check_address, local_workers, security
+from .cluster_config import DASHBOARD_PORT, LOOPBACK, ClusterError, check_address, local_workers, security
 from .ingest import ExecutorLost
 
 # Locally a task may kill one worker and be run again; the second death makes it a crash.
@@ -255,7 +255,7 @@ class Cluster:
             raise ClusterError(f"{len(blind)} of {len(seen)} Dask workers cannot see {path} ({', '.join(blind[:3])}): "
                                "the archive must be on storage every worker mounts at the same path, or given as a URL (s3://, gs://, https://)")
 
-    # -- what the Ingest page shows ---------------------------------------------------------------
+    # -- what the job reports, in its log and the Ingest page's job panel -------------------------
 
     @property
     def dashboard_link(self) -> str | None:
