@@ -179,10 +179,14 @@ class Cluster:
             raise ClusterError(f"cannot start the Dask cluster {address}: {exc}") from None
         try:
             within(SETUP_TIMEOUT, lambda: self.client.register_plugin(SetUpWorker()))
-        except Exception as exc:  # raised in a worker and sent back as text, or a worker that never answered
+        except TimeoutError:
             self.close()
-            raise ClusterError(f"the Dask workers of {address} cannot load this project ({exc}): each worker runs "
-                               "in a checkout of it, with its requirements installed") from None
+            raise ClusterError(f"the Dask workers of {address} did not finish setting up within {SETUP_TIMEOUT} s; "
+                               "the scheduler's log says which one is stuck") from None
+        except Exception as exc:  # raised in a worker and sent back as text
+            self.close()
+            raise ClusterError(f"the Dask workers of {address} cannot load this project ({exc}): the scheduler and "
+                               "each worker run with a checkout of it on PYTHONPATH, its requirements installed") from None
 
     def __enter__(self) -> Cluster:
         return self
