@@ -39,15 +39,17 @@ def dask_processes(workers: int, folder: pathlib.Path):
     scheduler_file.unlink(missing_ok=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    scheduler = subprocess.Popen(["dask", "scheduler", "--port", "0", "--dashboard-address", ":0",
-                                  "--scheduler-file", str(scheduler_file)], **quiet)
+    # On loopback: a plain tcp:// scheduler on another address is refused (README, Past one machine).
+    scheduler = subprocess.Popen(["dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
+                                  "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(scheduler_file)], **quiet)
     worker = None
     try:
         while not scheduler_file.exists():
             time.sleep(0.1)
         time.sleep(0.2)
         address = json.loads(scheduler_file.read_text())["address"]
-        worker = subprocess.Popen(["dask", "worker", address, "--nthreads", "1", "--nworkers", str(workers)], **quiet)
+        worker = subprocess.Popen(["dask", "worker", address, "--nthreads", "1", "--nworkers", str(workers),
+                                   "--host", "127.0.0.1", "--no-dashboard"], **quiet)
         yield address
     finally:
         for process in (worker, scheduler):

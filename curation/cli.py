@@ -75,10 +75,12 @@ worker_memory_option = click.option(
 
 cluster_option = click.option(
     "--cluster", envvar="CURATION_CLUSTER", default=None, metavar="ADDRESS",
-    help="Run the tasks on a Dask cluster instead of this machine's processes: a scheduler address "
-         "(tcp://HOST:8786; start it with `dask scheduler`, workers with `dask worker tcp://HOST:8786 --nthreads 1`), "
-         "or local[:N] for N worker processes here, with Dask's dashboard. Every worker must see the archive "
-         "at the same path. Also read from $CURATION_CLUSTER.")
+    help="Run the tasks on a Dask cluster instead of this machine's processes: a scheduler address, "
+         "tls://HOST:8786 with the cluster's CA and this machine's certificate and key in "
+         "$CURATION_CLUSTER_TLS_CA_FILE, $CURATION_CLUSTER_TLS_CERT and $CURATION_CLUSTER_TLS_KEY (plain tcp:// "
+         "only to this machine's loopback), or local[:N] for N worker processes here, on 127.0.0.1, with Dask's "
+         "dashboard at 127.0.0.1:8787. Every worker must see the archive at the same path. Also read from "
+         "$CURATION_CLUSTER, which is what the app's ingest jobs use.")
 
 thumbnails_option = click.option(
     "--thumbnails", type=click.Choice(list(thumbnail_store.STORES)), default=None,
@@ -89,20 +91,34 @@ thumbnails_option = click.option(
 
 
 @contextlib.contextmanager
-def open_cluster(address: str | None):
+def open_cluster(address: str | None, manifest: Manifest):
     """The Dask cluster at `address` (None: the local process pool); a cluster that cannot be used, or is
-    lost during the run, ends in one line and exit 1."""
+    lost during the run, ends in one line and exit 1, and in the manifest as a failed ingest job, so the
+    Ingest page that started this process shows why."""
     if not address:
         yield None
         return
     from .runs.cluster import Cluster, ClusterError
 
+    before = manifest.latest_job("ingest")
     try:
         with Cluster(address) as cluster:
             click.echo(cluster.describe(), err=True)
             yield cluster
     except ClusterError as exc:
+        _record_cluster_failure(manifest, before, address, str(exc))
         raise click.ClickException(str(exc)) from None
+
+
+def _record_cluster_failure(manifest: Manifest, before, address: str, message: str) -> None:
+    """A failed ingest job saying why the cluster could not be used, unless this process's job already
+    said so (a scheduler lost mid-run) or another job holds the manifest."""
+    latest = manifest.latest_job("ingest")
+    if latest is not None and latest["pid"] == os.getpid() and (before is None or latest["id"] != before["id"]):
+        return
+    with contextlib.suppress(JobRunning):
+        job_id = manifest.start_job("ingest", {"cluster": address})
+        manifest.finish_job(job_id, "failed", message)
 
 
 def open_manifest(db: str, create: bool = False) -> Manifest:
@@ -145,7 +161,7 @@ def ingest(paths, db, workers, page_timeout, worker_memory, cluster, thumbnails,
     manifest = open_manifest(db, create=True)
     if thumbnails is not None:
         manifest.thumbnail_store = thumbnails
-    with open_cluster(cluster) as dask_cluster, hash_bar(quiet) as hash_progress, page_bar("scoring", quiet) as progress:
+    with open_cluster(cluster, manifest) as dask_cluster, hash_bar(quiet) as hash_progress, page_bar("scoring", quiet) as progress:
         try:
             job = Ingest(manifest, paths, workers=workers, page_timeout=page_timeout, cluster=dask_cluster,
                          worker_memory=worker_memory, on_progress=progress, on_hash_progress=hash_progress)
@@ -225,7 +241,7 @@ def rescore(db, workers, all_pages, page_timeout, worker_memory, cluster, quiet)
     from .runs.ingest import Rescore
 
     manifest = open_manifest(db)
-    with open_cluster(cluster) as dask_cluster, page_bar("rescoring", quiet) as progress:
+    with open_cluster(cluster, manifest) as dask_cluster, page_bar("rescoring", quiet) as progress:
         report = run_job(Rescore(manifest, all_pages=all_pages, workers=workers, page_timeout=page_timeout,
                                  cluster=dask_cluster, worker_memory=worker_memory, on_progress=progress))
     finish_run(report, f"{report.documents} documents: {report.pages_scored} pages rescored, {failed_pages(report)}")
@@ -321,7 +337,8 @@ def pages(db, fmt, threshold, rule):
               help="Picture rule: the square inches a page's largest picture must cover (2 leaves out "
                    "stock cuts of about an inch; 0 keeps any picture).")
 @click.option("--page-timeout", type=click.FloatRange(min=0), default=None, metavar="S",
-              help="Seconds one page may take in ingest, rescore and export before it is skipped (0: no limit).")
+              help="Seconds one page may take in ingest, rescore and export before it is skipped (0: no limit). "
+                   "The app shows it and cannot change it.")
 @thumbnails_option
 def settings(db, threshold, rule, picture_area_min, page_timeout, thumbnails):
     """Show the decision settings; with options, change them first."""
@@ -343,6 +360,9 @@ def settings(db, threshold, rule, picture_area_min, page_timeout, thumbnails):
     store = manifest.thumbnail_store
     click.echo(f"thumbnails: {store} ({thumbnail_store.STORES[store]})"
                + (f", in {manifest.thumbnail_folder}" if store == "folder" else ""))
+    from .runs.cluster_config import ADDRESS_ENV, configured_address
+
+    click.echo(f"cluster: {configured_address() or 'none, worker processes here'} (${ADDRESS_ENV}; not a manifest setting)")
 
 
 @cli.command()

@@ -173,6 +173,8 @@ def show_job(manifest: Manifest, job, show_finished: bool) -> None:
                 text = (f"{title}: {progress['done']:,} of {progress['total']:,} pages · "
                         f"{progress['rate']}" + (f" · {progress['eta']}" if progress["eta"] else ""))
             st.progress(progress["fraction"], text=text)
+            if job["message"]:  # what the job says while it runs (the Dask cluster it runs on)
+                st.caption(job["message"])
             if job["stop_requested"]:
                 st.caption("Stopping after the pages in hand… Start resumes where it stopped.")
             else:

@@ -1,12 +1,11 @@
 """Ingest: add archives (upload or a server path), start and stop scoring, watch it live."""
 
-import os
 import pathlib
 
 import streamlit as st
 
 from curation.manifest import thumbnail_store, views
-from curation.runs import jobs
+from curation.runs import cluster_config, jobs
 from curation.sources import paths
 from pages import _auth as auth
 from pages import _common as common
@@ -29,9 +28,9 @@ def main():
     add_archives(db, roots)
     show_sources(known_sources)
     if known_sources:
-        page_timeout_input(running)
+        page_timeout_setting()
         thumbnails_input(running)
-        cluster_input(running)
+        cluster_setting()
     start_button(db, roots, known_sources, running)
     common.job_panel(body=documents_table)
 
@@ -118,24 +117,15 @@ def remove_source(source: str):
         paths.remove_source(manifest, source)
 
 
-def page_timeout_input(running: bool):
+def page_timeout_setting():
+    """The time limit, read-only: it bounds what a hostile PDF may cost the server, so it is the server's."""
     with common.open_manifest() as manifest:
-        saved = manifest.page_timeout
-    st.number_input(
-        "Time limit per page (seconds)", min_value=0.0, max_value=3600.0, value=saved, step=10.0, format="%g",
-        key="page_timeout", on_change=save_page_timeout, disabled=running or auth.locked(),
-        help=auth.help_for("A page that takes longer to draw (a pathological pattern can take hours) is skipped "
-                           "and marked failed with the reason; its worker is replaced and the run goes on. 0: no "
-                           "limit. Used by ingest, rescore and export."),
-    )
-
-
-def save_page_timeout():
-    if not auth.require_curator():
-        st.session_state.pop("page_timeout", None)  # the box shows the saved limit again
-        return
-    with common.open_manifest() as manifest:
-        manifest.page_timeout = st.session_state["page_timeout"]
+        limit = manifest.page_timeout
+    st.markdown(f"**Time limit per page:** {f'{limit:g} s' if limit else 'none'}")
+    st.caption("A page that takes longer to draw (a pathological pattern can take hours) is skipped and marked "
+               "failed with the reason; its worker is replaced and the run goes on. Used by ingest, rescore and "
+               "export. The server's administrator changes it with "
+               "`python -m curation settings --page-timeout SECONDS`.")
 
 
 def thumbnails_input(running: bool):
@@ -158,39 +148,17 @@ def save_thumbnails():
         manifest.thumbnail_store = st.session_state["thumbnails"]
 
 
-def saved_cluster() -> str:
-    """The Dask cluster the page's jobs run on: the manifest's setting, else $CURATION_CLUSTER ('': this server)."""
-    with common.open_manifest() as manifest:
-        return manifest.get_setting("cluster", os.environ.get("CURATION_CLUSTER", "")) or ""
-
-
-def cluster_input(running: bool):
-    address = st.text_input(
-        "Dask cluster", value=saved_cluster(), key="cluster", on_change=save_cluster,
-        disabled=running or auth.locked(), placeholder="empty: worker processes on this server",
-        help="Run ingest on a Dask cluster: a scheduler address (tcp://HOST:8786; `dask scheduler` on one "
-             "machine, `dask worker tcp://HOST:8786 --nthreads 1` on each worker machine), or local:N for N "
-             "worker processes here with Dask's dashboard. Every worker must see the sources at the same path.")
+def cluster_setting():
+    """The Dask cluster, read-only and never dialled here: a Dask client runs what its scheduler sends, so
+    only the server's configuration names one, and only the ingest job connects (its panel says how it went)."""
+    address = cluster_config.configured_address()
+    st.markdown(f"**Dask cluster:** `{address}`" if address else "**Dask cluster:** none, worker processes on this server")
     if address:
-        st.caption(cluster_status(address))
-
-
-@st.cache_data(ttl=10, show_spinner=False)
-def cluster_status(address: str) -> str:
-    from curation.runs.cluster import ClusterError, probe  # Dask only for the pages that use a cluster
-
-    try:
-        return probe(address)
-    except ClusterError as exc:
-        return f":orange[{exc}]"
-
-
-def save_cluster():
-    if not auth.require_curator():
-        st.session_state.pop("cluster", None)
-        return
-    with common.open_manifest() as manifest:
-        manifest.set_setting("cluster", st.session_state["cluster"].strip())
+        try:
+            st.caption(cluster_config.describe(address))
+        except cluster_config.ClusterError as exc:
+            st.caption(f":orange[{exc}]")
+    st.caption(cluster_config.HOW_TO_CHANGE)
 
 
 def start_button(db: pathlib.Path, roots: list[pathlib.Path], known: list[str], running: bool):
@@ -210,7 +178,7 @@ def start_button(db: pathlib.Path, roots: list[pathlib.Path], known: list[str], 
     if not usable:
         st.error("None of the sources can be read now.")
         return
-    cluster = saved_cluster()
+    cluster = cluster_config.configured_address()
     usable += ["--cluster", cluster] if cluster else []
     error = common.launch_and_wait("ingest", lambda: jobs.launch(db, "ingest", *usable))
     if error:

@@ -96,14 +96,20 @@ def test_removing_a_source_keeps_its_documents(db, archive):
     assert start_button(at).disabled
 
 
-def test_the_page_time_limit_is_shown_and_saved(db, archive):
+def test_the_page_time_limit_and_the_cluster_are_shown_not_offered(db, archive):
     at = add_path(ran(page("pages/ingest.py")), str(archive))
-    limit = next(n for n in at.number_input if n.label.startswith("Time limit per page"))
-    assert limit.value == 60
-    limit.set_value(15.0)
-    ran(at)
+    assert not [n for n in at.number_input if n.label.startswith("Time limit per page")]
+    assert not [t for t in at.text_input if "cluster" in t.label.lower()]
+    assert "Time limit per page:** 60 s" in texts(at) and "Dask cluster:** none" in texts(at)
+
+
+def test_a_running_job_shows_what_it_says_about_its_cluster(db):
     with Manifest(db) as manifest:
-        assert manifest.page_timeout == 15
+        job_id = manifest.start_job("ingest", {"paths": []})
+        manifest.update_job(job_id, done=3, total=40, message="Dask cluster tls://10.0.0.5:8786: 4 workers, 4 threads; "
+                                                              "dashboard http://10.0.0.5:8787/status")
+    at = ran(page("pages/ingest.py"))
+    assert "4 workers, 4 threads; dashboard http://10.0.0.5:8787/status" in texts(at)
 
 
 def test_a_failed_ingest_shows_the_reason(db, tmp_path):

@@ -190,23 +190,23 @@ def test_a_curator_who_lost_the_role_cannot_change_from_the_page_still_open(db):
 
 
 @pytest.mark.parametrize("script, key, value", [("pages/threshold.py", "threshold_save", None),
-                                                ("pages/ingest.py", "page_timeout", 0.0)])
+                                                ("pages/ingest.py", "thumbnails", "none")])
 def test_a_demoted_curator_cannot_save_settings_from_the_page_still_open(db, archive, script, key, value):
     filled_db(db, documents=1, pages=10)
     with Manifest(db) as manifest:
         paths.add_source(manifest, archive)
-        before = (manifest.threshold, manifest.page_timeout)
+        before = (manifest.threshold, manifest.thumbnail_store)
     at = as_user(script, CURATOR)
     if script.endswith("threshold.py"):
         at.number_input(key="threshold_number").set_value(30.0)
         ran(at)
     at.secrets["curation"] = {"curators": [], "viewers": [CURATOR]}
-    widget = at.button(key=key) if value is None else at.number_input(key=key)
+    widget = at.button(key=key) if value is None else at.selectbox(key=key)
     widget.click() if value is None else widget.set_value(value)
     ran(at)
     assert refused(at)
     with Manifest(db) as manifest:
-        assert (manifest.threshold, manifest.page_timeout) == before
+        assert (manifest.threshold, manifest.thumbnail_store) == before
 
 
 def test_a_curator_overrides_and_captions(db):
@@ -246,13 +246,11 @@ def test_only_a_curator_changes_ingest_settings(db, archive, email, saved):
     with Manifest(db) as manifest:
         paths.add_source(manifest, archive)
     at = as_user("pages/ingest.py", email)
-    limit = at.number_input(key="page_timeout")
-    (limit if saved else forced(limit)).set_value(0.0)
+    store = at.selectbox(key="thumbnails")
+    (store if saved else forced(store)).set_value("none")
     ran(at)
     with Manifest(db) as manifest:
-        assert manifest.page_timeout == (0 if saved else 60)
-    if not saved:
-        assert at.number_input(key="page_timeout").value == 60  # the box shows the saved limit again
+        assert manifest.thumbnail_store == ("none" if saved else "sqlite")
 
 
 def test_a_viewer_cannot_add_a_source_start_an_ingest_or_remove_a_source(db, archive):

@@ -3,7 +3,9 @@
 import os
 import signal
 import sys
+import urllib.parse
 
+import psutil
 import pytest
 
 pytest.importorskip("distributed")
@@ -22,7 +24,7 @@ import crashing  # noqa: E402
 @pytest.fixture(scope="module")
 def shared_cluster():
     """One LocalCluster of 2 worker processes for the module (starting one takes seconds)."""
-    with Cluster("local:2", dashboard_address=":0") as started:
+    with Cluster("local:2", dashboard_port=0) as started:
         yield started
 
 
@@ -142,7 +144,7 @@ def test_a_local_worker_its_nanny_could_not_restart_is_replaced(cluster):
 def test_a_scheduler_that_goes_away_ends_the_run_and_the_manifest_resumes(manifest, tmp_path):
     folder = tmp_path / "archive"
     small_pdf(folder / "a.pdf", pages=12, seed=6)
-    lost = Cluster("local:1", dashboard_address=":0")
+    lost = Cluster("local:1", dashboard_port=0)
 
     def close_the_cluster(done, total):
         if done and lost.local is not None:
@@ -180,23 +182,20 @@ def test_the_command_line_runs_on_a_local_cluster_and_explains_a_bad_address(bad
     assert local_workers("tcp://host:8786") is None and local_workers("local:3") == 3
 
 
-def test_the_ingest_page_offers_the_cluster_and_shows_its_workers_and_dashboard(cluster, bad_archive, tmp_path,
-                                                                                 monkeypatch):
-    from apptest_support import page, ran, texts
-    from curation.sources import paths
+def test_a_local_cluster_listens_on_loopback_only_dashboard_included_and_speaks_tls(cluster):
+    assert cluster.local.scheduler_address.startswith("tls://127.0.0.1:")
+    assert all(worker.startswith("tls://127.0.0.1:") for worker in cluster.client.nthreads())
+    dashboard = urllib.parse.urlsplit(cluster.dashboard_link)
+    assert dashboard.hostname == "127.0.0.1"
+    here = psutil.Process()
+    listening = {(c.laddr.ip, c.laddr.port) for process in (here, *here.children(recursive=True))
+                 for c in process.net_connections("inet") if c.status == psutil.CONN_LISTEN}
+    assert ("127.0.0.1", dashboard.port) in listening
+    assert {ip for ip, _ in listening} == {"127.0.0.1"}
 
-    db = tmp_path / "data" / "manifest.sqlite"
-    monkeypatch.setenv("CURATION_DB", str(db))
-    monkeypatch.setenv(paths.ROOTS_ENV, str(bad_archive.parent))
-    monkeypatch.setenv("CURATION_CLUSTER", cluster.local.scheduler_address)
-    with Manifest(db) as manifest:
-        paths.add_source(manifest, bad_archive)
-    at = ran(page("pages/ingest.py"))
-    field = next(t for t in at.text_input if t.label == "Dask cluster")
-    assert field.value == cluster.local.scheduler_address  # from the environment
-    assert "2 workers connected" in texts(at) and "dashboard: http" in texts(at)
-    field.input("local:3")
-    ran(at)
-    assert "3 worker processes start on this server" in texts(at)
-    with Manifest(db) as manifest:
-        assert manifest.get_setting("cluster") == "local:3"
+
+def test_the_job_says_which_workers_and_dashboard_it_runs_on_while_it_runs(cluster, manifest, bad_archive):
+    said = []
+    ingest(manifest, [bad_archive], cluster=cluster,
+           on_progress=lambda done, total: said.append(manifest.running_job("ingest")["message"]))
+    assert said and "2 workers, 2 threads" in said[0] and "dashboard http://127.0.0.1:" in said[0]

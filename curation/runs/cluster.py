@@ -9,6 +9,10 @@ that goes away is `ClusterLost`, which ends the run; every finished task is alre
 
 Workers open the files themselves; only paths travel, so the archive must be on storage every
 worker mounts. `check_paths` says so before any work starts.
+
+Which addresses may be used, and with which TLS files, is `cluster_config`'s: it is checked before any
+connection. A local cluster listens on 127.0.0.1 only, dashboard included, and speaks TLS with a
+certificate made for it, so another user of this machine cannot hand its workers code either.
 """
 
 from __future__ import annotations
@@ -26,23 +30,18 @@ from distributed.core import Status
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from ..sources.reader import exists
-from .ingest import ExecutorLost, default_workers
+from .cluster_config import DASHBOARD_PORT, LOOPBACK, ClusterError, check_address, local_workers, security
+from .ingest import ExecutorLost
 
-ENV = "CURATION_CLUSTER"
-LOCAL = "local"
 # Locally a task may kill one worker and be run again; the second death makes it a crash.
 LOCAL_ALLOWED_FAILURES = 1
-CONNECT_TIMEOUT = "10s"
-PROBE_TIMEOUT = "3s"
+CONNECT_TIMEOUT = 10  # seconds for the scheduler to answer, handshake included
+SETUP_TIMEOUT = 120  # seconds for every worker to import the scorer (a busy machine takes its time)
 REJOIN_TIMEOUT = 60  # seconds to wait for ended workers to be back before going on without them
 LOCAL_RESTART_TIMEOUT = 20  # a local worker's nanny restarts it in a second or two; past this it gave up
 
 
 GAVE_UP = (Status.closing, Status.closed, Status.failed)  # a nanny in these states restarts nothing
-
-
-class ClusterError(Exception):
-    """A cluster that cannot be used: unreachable, no workers, or workers that cannot see the files."""
 
 
 class ClusterLost(ClusterError, ExecutorLost):
@@ -153,12 +152,14 @@ def lost_message(address: str) -> str:
 
 
 class Cluster:
-    """A connection to a Dask scheduler (`tcp://HOST:8786`), or a `LocalCluster` (`local[:N]`).
+    """A connection to a Dask scheduler (`tls://HOST:8786`; plain `tcp://` on loopback only), or a
+    `LocalCluster` (`local[:N]`) on 127.0.0.1.
 
     Use as a context manager; a local cluster is closed with it.
     """
 
-    def __init__(self, address: str, *, dashboard_address: str = ":8787"):
+    def __init__(self, address: str, *, dashboard_port: int = DASHBOARD_PORT):
+        check_address(address)  # before any connection: a refused address is never dialled
         self.address = address
         self.local: distributed.LocalCluster | None = None
         self._worker_count = 0  # workers when the run was planned
@@ -167,15 +168,25 @@ class Cluster:
             if workers is not None:
                 with dask.config.set({"distributed.scheduler.allowed-failures": LOCAL_ALLOWED_FAILURES}):
                     self.local = distributed.LocalCluster(
-                        n_workers=workers, threads_per_worker=1, processes=True,
-                        dashboard_address=dashboard_address, silence_logs=logging.ERROR)
+                        n_workers=workers, threads_per_worker=1, processes=True, host=LOOPBACK,
+                        dashboard_address=f"{LOOPBACK}:{dashboard_port}", security=True,  # TLS, certificates made here
+                        silence_logs=logging.ERROR)
                 self.client = distributed.Client(self.local)
             else:
-                self.client = distributed.Client(address, timeout=CONNECT_TIMEOUT)
-        except (OSError, TimeoutError) as exc:
+                self.client = connect(address)
+        except (OSError, TimeoutError) as exc:  # the local cluster could not start
             self.close()
-            raise ClusterError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
-        self.client.register_plugin(SetUpWorker())
+            raise ClusterError(f"cannot start the Dask cluster {address}: {exc}") from None
+        try:
+            within(SETUP_TIMEOUT, lambda: self.client.register_plugin(SetUpWorker()))
+        except TimeoutError:
+            self.close()
+            raise ClusterError(f"the Dask workers of {address} did not finish setting up within {SETUP_TIMEOUT} s; "
+                               "the scheduler's log says which one is stuck") from None
+        except Exception as exc:  # raised in a worker and sent back as text
+            self.close()
+            raise ClusterError(f"the Dask workers of {address} cannot load this project ({exc}): the scheduler and "
+                               "each worker run with a checkout of it on PYTHONPATH, its requirements installed") from None
 
     def __enter__(self) -> Cluster:
         return self
@@ -248,7 +259,7 @@ class Cluster:
             raise ClusterError(f"{len(blind)} of {len(seen)} Dask workers cannot see {path} ({', '.join(blind[:3])}): "
                                "the archive must be on storage every worker mounts at the same path, or given as a URL (s3://, gs://, https://)")
 
-    # -- what the Ingest page shows ---------------------------------------------------------------
+    # -- what the job reports, in its log and the Ingest page's job panel -------------------------
 
     @property
     def dashboard_link(self) -> str | None:
@@ -257,33 +268,42 @@ class Cluster:
         return None
 
     def describe(self) -> str:
+        """What the job runs on, for its log and the Ingest page's job panel."""
         return (f"Dask cluster {self.address}: {len(self.client.nthreads())} workers, {self.workers()} threads; "
                 f"dashboard {self.dashboard_link or 'off'}")
 
 
-def local_workers(address: str) -> int | None:
-    """N for `local:N` (the cores here for `local`), None for a scheduler address."""
-    name, _, count = address.partition(":")
-    if name != LOCAL:
-        return None
-    if not count:
-        return default_workers()
-    if not count.isdigit() or int(count) < 1:
-        raise ClusterError(f"`{address}`: write local or local:N with N a number of workers, like local:4")
-    return int(count)
+def connect(address: str, timeout: float = CONNECT_TIMEOUT) -> distributed.Client:
+    """A client of the scheduler at a checked `address`, or ClusterError within about `timeout` seconds.
 
-
-
-def probe(address: str) -> str:
-    """One line for the Ingest page: the workers connected and the dashboard's address, or why not."""
-    workers = local_workers(address)
-    if workers is not None:
-        return (f"{workers} worker processes start on this server with each job; Dask's dashboard is at "
-                f"port 8787 of this server while it runs")
+    Dask bounds the TCP connection but not the handshake that follows: a port that accepts and then
+    says nothing would hold the job for good.
+    """
     try:
-        with distributed.Client(address, timeout=PROBE_TIMEOUT) as client:
-            threads = client.nthreads()
-            return (f"{len(threads)} workers connected ({sum(threads.values())} threads); "
-                    f"dashboard: {client.dashboard_link}")
-    except (OSError, TimeoutError) as exc:
-        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+        return within(timeout, lambda: distributed.Client(address, timeout=f"{timeout}s", security=security(address)))
+    except TimeoutError:
+        raise ClusterError(f"the Dask scheduler at {address} did not answer within {timeout:g} s: "
+                           "is a Dask scheduler listening there, with the protocol the address names?") from None
+    except Exception as exc:  # unreachable, TLS refused, not a scheduler
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {exc or type(exc).__name__}") from None
+
+
+def within(seconds: float, call):
+    """`call()`'s result, or TimeoutError after about `seconds`: it runs in a thread that is left behind
+    if it has not returned by then (a Dask call waiting on a peer that never answers cannot be cancelled)."""
+    outcome: dict = {}
+
+    def attempt():
+        try:
+            outcome["result"] = call()
+        except BaseException as exc:  # handed to the caller
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=attempt, daemon=True)
+    thread.start()
+    thread.join(seconds + 2)
+    if thread.is_alive():
+        raise TimeoutError(f"no answer in {seconds:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]

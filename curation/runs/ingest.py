@@ -385,6 +385,7 @@ class Ingest:
         self.kill = kill_executor
         # On a cluster the coordinator reading every byte would be the bottleneck: workers hash what they read.
         self.hash_in_workers = cluster is not None
+        self.cluster = cluster
         if cluster is not None:
             cluster.check_paths(self.pdfs)  # before any work: a worker that cannot see the archive
             self.workers, self.make_executor, self.kill = cluster.workers(), cluster.make_executor, cluster.kill
@@ -416,6 +417,8 @@ class Ingest:
             self.make_executor, self.workers, self.task_fn, should_stop=lambda: self.manifest.stop_requested(self.job_id),
             on_idle=self._heartbeat, page_timeout=self.page_timeout, kill=self.kill)
         try:
+            if self.cluster is not None:  # the job panel shows it while the job runs: workers, dashboard link
+                self.manifest.update_job(self.job_id, message=self.cluster.describe())
             documents = self._register_documents()
             scheduler.run(self._inspect_tasks(documents), self._on_result, self._on_crash, self._on_timeout)
             self._plan_totals()
