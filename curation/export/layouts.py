@@ -104,8 +104,8 @@ def kohya_toml(settings: ExportSettings) -> str:
 
 
 def toml_string(text: str) -> str:
-    # A JSON string is a valid TOML basic string for every character JSON escapes.
-    return json.dumps(text, ensure_ascii=False)
+    # A JSON string is a TOML basic string, but JSON leaves DEL (U+007F) as it is, which TOML forbids.
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def metadata_jsonl(records: Iterable[Record]) -> bytes:
