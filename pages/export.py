@@ -264,7 +264,7 @@ def export_panel(running: bool) -> None:
                 job = manifest.latest_job("export")
         except Exception as exc:
             common.log.exception("reading the export job failed")
-            st.error(f"Reading the export's progress failed: {exc}. The export itself goes on; reload to retry.")
+            st.error(f"Reading the export's progress failed: {common.escape_markdown(exc)}. The export itself goes on; reload to retry.")
             return
         if job is None:
             return
