@@ -266,6 +266,19 @@ def test_a_bad_index_is_refused_before_anything_is_loaded(demo_model, loads, tmp
     assert loads == []
 
 
+def test_an_index_changed_while_waiting_in_line_is_refused_at_load(demo_model, tmp_path):
+    folder = tmp_path / "model"
+    shutil.copytree(demo_model, folder)
+    request = inference.loader.loaded_model(folder)  # the folder is checked here, before queueing
+    (folder / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"a": "pytorch_model.bin"}})
+    )
+    with pytest.raises(inference.ModelFolderError, match="points at 'pytorch_model.bin'"):
+        with request:
+            pass
+    assert_nothing_loaded()
+
+
 def test_unknown_device_is_a_clear_error(demo_model):
     with pytest.raises(inference.InferenceError, match="Unknown device"):
         inference.classify(jpeg_bytes(), demo_model, device="tpu")
