@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from apptest_support import filled_db, page, ran
+from apptest_support import filled_db, page, ran, shown
 from curation import Manifest
 from curation.sources import paths
 from pages._common import code_span, escape_markdown
@@ -24,14 +24,6 @@ CAPTION = "![tracker](http://evil.example/t.png) [click](http://evil.example/) :
 INTERPRETED = re.compile(r"(?<!\\)\]\(|(?<!\\):red\[|(?<!\\):material[/_]|(?<!\\)\$|(?<!\\)<img|"
                          r"https?:(?!\u2060)//|www(?!\u2060)\.|\w@")
 CODE_SPAN = re.compile(r"(?<![\\`])(`+)(?!`)(.+?)(?<!`)\1(?!`)")
-ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
-
-
-def shown(body: str) -> str:
-    """What a person reads of a Markdown body made of escaped text (and code spans)."""
-    return ESCAPE.sub(r"\1", body).replace("\u2060", "")
-
-
 def markdown_bodies(at) -> list[str]:
     """The source of every element that Streamlit renders as Markdown."""
     bodies = [str(e.value) for kind in ("markdown", "caption", "info", "success", "warning", "error", "toast")
