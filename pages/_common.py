@@ -219,6 +219,7 @@ def launch_and_wait(kind: str, launch) -> str | None:
 
 MARKDOWN_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
 WWW = re.compile(r"(www)(?=\.)", re.IGNORECASE)
+AFTER_COLON = re.compile(r":(?=[\w+/-])")
 
 
 def escape_markdown(text) -> str:
@@ -228,11 +229,12 @@ def escape_markdown(text) -> str:
     with extras of its own (`:red[…]`, `:material/…:`, `$…$`): a caption holding `![x](http://…)` would
     make every visitor's browser fetch that image. CommonMark lets a backslash escape any ASCII
     punctuation, and Streamlit's extras are parsed the same way, so escaping all of it leaves nothing to
-    interpret. Bare addresses (`http://…`, `www.…`, `a@b.c`) are made links after parsing, whatever the
-    escapes: an invisible word joiner (U+2060) inside `://`, after `www` and before `@` stops that.
+    interpret. Bare addresses (`http://…`, `www.…`, `a@b.c`) and shortcodes (`:material_home:`, `:smile:`)
+    are found in the text after parsing, whatever the escapes: an invisible word joiner (U+2060) after a
+    colon that a word or `/` follows, after `www` and before `@` stops that.
     """
-    text = str(text).replace("://", ":\u2060//").replace("@", "\u2060@")
-    return MARKDOWN_SPECIAL.sub(r"\\\1", WWW.sub("\\1\u2060", text))
+    text = AFTER_COLON.sub(":\u2060", WWW.sub("\\1\u2060", str(text))).replace("@", "\u2060@")
+    return MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 def code_span(text) -> str:

@@ -19,11 +19,19 @@ HOSTILE = ("![tracker](https:evil.example?t.png) [click](https:evil.example) :re
 NAME = f"a`{HOSTILE}`b"  # backticks too: a path shown as code must not break out of it
 CAPTION = "![tracker](http://evil.example/t.png) [click](http://evil.example/) :red[alarm] :material/home: $x$ # h"
 
-# What would be interpreted: a link or image, a Streamlit colour or icon, math, HTML, or an address that is
-# made a link (escape_markdown puts a word joiner, U+2060, inside those).
-INTERPRETED = re.compile(r"(?<!\\)\]\(|(?<!\\):red\[|(?<!\\):material[/_]|(?<!\\)\$|(?<!\\)<img|"
-                         r"https?:(?!\u2060)//|www(?!\u2060)\.|\w@")
+# What Markdown would interpret: a link or image, a Streamlit colour, math, HTML...
+PARSED = re.compile(r"(?<!\\)\]\(|(?<!\\):red\[|(?<!\\)\$|(?<!\\)<img")
+# ...and what is found in the text once parsed, escapes or not: an address made a link, a shortcode made an
+# icon or emoji (escape_markdown puts a word joiner, U+2060, inside those).
+FOUND_IN_TEXT = re.compile(r"https?://|www\.|\w@|:[a-z_][\w+-]*:", re.IGNORECASE)
 CODE_SPAN = re.compile(r"(?<![\\`])(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def interpreted(body: str):
+    """What of `body` (code spans aside) Streamlit's Markdown would turn into something else, or None."""
+    outside_code = CODE_SPAN.sub("", body)
+    return PARSED.search(outside_code) or FOUND_IN_TEXT.search(ESCAPED.sub(r"\1", outside_code))
 def markdown_bodies(at) -> list[str]:
     """The source of every element that Streamlit renders as Markdown."""
     bodies = [str(e.value) for kind in ("markdown", "caption", "info", "success", "warning", "error", "toast")
@@ -38,8 +46,7 @@ def assert_shown_literally(at, *texts: str) -> None:
     for text in texts:
         assert any(text in shown(body) for body in bodies), (text, bodies)
     for body in (body for body in bodies if "evil" in shown(body)):  # the page's own Markdown may use all of it
-        outside_code = CODE_SPAN.sub("", body)
-        assert not INTERPRETED.search(outside_code), body
+        assert not interpreted(body), body
 
 
 @pytest.mark.parametrize("text", [HOSTILE, NAME, CAPTION, "# h\n1. x\n- y\n> z\n```\ncode\n```", "\\*not em\\*",
@@ -47,7 +54,7 @@ def assert_shown_literally(at, *texts: str) -> None:
 def test_escaped_text_reads_back_as_it_was(text):
     body = escape_markdown(text)
     assert shown(body) == text
-    assert not INTERPRETED.search(body)
+    assert not interpreted(body)
     assert not re.search(r"(?<!\\)[*_`#>\[\]()!|~:$-]", body)  # every special character escaped
 
 
@@ -142,3 +149,55 @@ def test_vet_scanner_shows_model_folders_and_problems_literally(models):
     at = page("pages/vet_scanner.py")
     ran(at)
     assert_shown_literally(at, f"{HOSTILE}** cannot be used", f"the architecture(s) {HOSTILE}")
+
+
+def test_in_a_browser_a_hostile_caption_and_file_name_fetch_nothing_and_link_nowhere(db, tmp_path):
+    """Chromium against `streamlit run`: Review's cards and its page dialog, and Home."""
+    import os
+    import subprocess
+    import sys
+
+    from test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, ROOT, free_port, settle, wait_until_up  # skips without it
+
+    from playwright.sync_api import sync_playwright
+
+    hostile_document(db)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with open(tmp_path / "streamlit.log", "wb") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.headless", "true",
+             "--server.port", str(port), "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"],
+            cwd=ROOT, env={**os.environ, "CURATION_DB": str(db)}, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_until_up(url, server)
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.set_default_timeout(30_000)
+                fetched = []
+                page.on("request", lambda request: fetched.append(request.url))
+                page.goto(f"{url}/review")
+                settle(page)
+                page.locator("button").filter(has_text="Open").first.click()  # the card's, not a select box's
+                page.get_by_role("dialog").wait_for()
+                settle(page)
+                text = page.locator("[data-testid='stMain']").inner_text() + page.get_by_role("dialog").inner_text()
+                links = page.locator("a[href]").evaluate_all("links => links.map(a => a.href)")
+                icons = (page.locator("[data-testid='stMarkdownContainer']").filter(has_text="evil")
+                         .locator("[data-testid='stIconMaterial'], .katex").count())
+                images = page.locator("img").evaluate_all("images => images.map(i => i.src)")
+                page.goto(url)
+                settle(page)
+                text += page.locator("[data-testid='stMain']").inner_text()
+                links += page.locator("a[href]").evaluate_all("links => links.map(a => a.href)")
+                browser.close()
+        finally:
+            server.terminate()
+            server.wait(10)
+    text = text.replace("\u2060", "")
+    assert f"{NAME}.pdf" in text and f"Caption: {CAPTION}" in text
+    assert not [link for link in links if "evil" in link], links
+    assert not [image for image in images if "evil" in image], images
+    assert not [request for request in fetched if "evil" in request], fetched
+    assert icons == 0  # no :material_home: icon, no $math$ in the hostile text
