@@ -36,10 +36,12 @@ def run_page(main) -> None:
         st.error(f"The manifest cannot be used: {escape_markdown(exc)}")
     except sqlite3.Error as exc:
         log.exception("manifest query failed")
-        st.error(f"Reading the manifest {code_span(db_path())} failed: {escape_markdown(exc)}. Nothing you decided is lost; reload to try again.")
+        st.error(f"Reading the manifest {code_span(db_path())} failed: {escape_markdown(exc)}. Nothing you decided "
+                 "is lost; reload to try again.")
     except Exception as exc:  # the last line of defence: a message and the server log, not a traceback
         log.exception("page failed")
-        st.error(f"Something went wrong: {escape_markdown(exc)}. The details are in the server log; reload to try again.")
+        st.error(f"Something went wrong: {escape_markdown(exc)}. The details are in the server log; reload to "
+                 "try again.")
 
 
 def use_entry_script() -> None:

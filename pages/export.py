@@ -189,8 +189,8 @@ def show_preview(items: list[Item], settings: ExportSettings) -> list:
                 columns, sample[row_start:row_start + 2], results[row_start:row_start + 2]):
             with column:
                 if jpeg is None:
-                    st.warning(f"{common.escape_markdown(pathlib.Path(item.doc).name)} page {item.page} cannot be read: "
-                               f"{common.escape_markdown(problem)}")
+                    name = common.escape_markdown(pathlib.Path(item.doc).name)
+                    st.warning(f"{name} page {item.page} cannot be read: {common.escape_markdown(problem)}")
                     continue
                 cropped = " · cut to the picture" if crop else ""
                 if item.picture is not None:
@@ -264,7 +264,8 @@ def export_panel(running: bool) -> None:
                 job = manifest.latest_job("export")
         except Exception as exc:
             common.log.exception("reading the export job failed")
-            st.error(f"Reading the export's progress failed: {common.escape_markdown(exc)}. The export itself goes on; reload to retry.")
+            st.error(f"Reading the export's progress failed: {common.escape_markdown(exc)}. The export itself goes "
+                     "on; reload to retry.")
             return
         if job is None:
             return
@@ -314,13 +315,15 @@ def offer_download(out: pathlib.Path) -> None:
     size = out.stat().st_size
     if size <= DOWNLOAD_LIMIT:
         # A callable: the file is read only when someone clicks, not on every rerun.
-        st.download_button(f"Download {common.escape_markdown(out.name)} ({human_size(size)})", data=lambda: out.read_bytes(),
+        st.download_button(f"Download {common.escape_markdown(out.name)} ({human_size(size)})",
+                           data=lambda: out.read_bytes(),
                            file_name=out.name, mime="application/zip", icon=":material/download:",
                            type="primary", on_click="ignore")
         st.caption(f"On the server: {common.code_span(out)}")
     else:
-        st.info(f"{common.escape_markdown(out.name)} is {human_size(size)}, too large to pass through a browser download. "
-                f"It is on the server at {common.code_span(out)}: copy it from there (scp, rsync, or your host's file browser).",
+        st.info(f"{common.escape_markdown(out.name)} is {human_size(size)}, too large to pass through a browser "
+                f"download. It is on the server at {common.code_span(out)}: copy it from there (scp, rsync, or your "
+                "host's file browser).",
                 icon=":material/folder_zip:")
 
 

@@ -71,7 +71,8 @@ def add_path(text: str, roots: list[pathlib.Path]):
         return
     with common.open_manifest(create=True) as manifest:
         paths.add_source(manifest, path)
-    st.session_state["ingest_notice"] = f"Added {common.code_span(path)}: {count} PDF(s), {size / 1e6:,.1f} MB. Press Start."
+    st.session_state["ingest_notice"] = (f"Added {common.code_span(path)}: {count} PDF(s), {size / 1e6:,.1f} MB. "
+                                         "Press Start.")
     st.rerun()
 
 

@@ -314,7 +314,8 @@ def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | N
     sigma = f"σ {row['sigma']:.1f}" if row["sigma"] is not None else "σ —"
     picture = f" · picture {views.square_inches(row['picture_area'])}" if row["picture_area"] is not None else ""
     total = f" of {document['pages']}" if document and document["pages"] else ""
-    st.caption(f"**{sigma}**{picture} · p. {page + 1}{total}  \n{common.escape_markdown(pathlib.Path(row['doc']).name)}")
+    name = common.escape_markdown(pathlib.Path(row["doc"]).name)
+    st.caption(f"**{sigma}**{picture} · p. {page + 1}{total}  \n{name}")
     line = st.container(horizontal=True, vertical_alignment="center", gap="small")
     with line:
         decision_badge(row)

@@ -62,7 +62,10 @@ def choose_model():
     folder = inference.models_dir()
     models = inference.list_models(folder)
     for broken in (model for model in models if model.problem):
-        st.warning(f"**{_common.escape_markdown(broken.name)}** cannot be used: {_common.escape_markdown(broken.problem)}")
+        st.warning(
+            f"**{_common.escape_markdown(broken.name)}** cannot be used: "
+            f"{_common.escape_markdown(broken.problem)}"
+        )
     usable = {model.name: model for model in models if not model.problem}
     if not usable:
         show_how_to_add_a_model(folder)
@@ -245,7 +248,10 @@ def train_mode(model):
     name = st.text_input("Name of the new model", value="my-triage").strip()
     if st.button("Train", disabled=not (photos and name)):
         if not re.fullmatch(r"\w[\w.-]*", name):
-            st.error(f"{_common.escape_markdown(repr(name))} is not a folder name: use letters, digits, '-', '_' and '.'.")
+            st.error(
+                f"{_common.escape_markdown(repr(name))} is not a folder name: "
+                "use letters, digits, '-', '_' and '.'."
+            )
             return
         out = inference.models_dir() / name
         progress = st.progress(0.0, text="Loading the model…")
