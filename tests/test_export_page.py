@@ -150,3 +150,12 @@ def test_the_crop_to_the_picture_is_previewed(grouped):
     cut = [c for c in captions if "cut to the picture" in c]
     assert len(cut) == 1 and cut[0].startswith("1216×832")  # the landscape plate (362 x 240), its own bucket
     assert any("--crop picture" in text for text in texts(at.code))
+
+
+def test_a_control_character_in_the_trigger_is_refused_with_the_reason(db):
+    at = page()
+    at.text_input(key="export_trigger").set_value("ohwx\x7f").run()
+    assert not at.exception
+    assert any("trigger word must not hold control characters" in shown(e) and "U+007F" in shown(e)
+               for e in texts(at.error))
+    assert not [b for b in at.button if b.label.startswith("Export")]
