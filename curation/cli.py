@@ -15,6 +15,8 @@ import sys
 import click
 from tqdm import tqdm
 
+from csv_cells import safe_row
+
 from .manifest import history as history_, thumbnail_store
 from .manifest.store import (DEFAULT_PAGE_TIMEOUT, DISAGREES_SQL, LIVE_DOCUMENT_SQL, RULES, JobRunning, Manifest,
                              ManifestError)
@@ -627,7 +629,7 @@ def write_rows(rows, columns, fmt) -> None:
     elif fmt == "csv":
         writer = csv.DictWriter(out, columns, extrasaction="ignore", lineterminator="\n")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(safe_row(row) for row in rows)
     else:
         import pandas as pd  # only the table view needs it
 

@@ -5,6 +5,8 @@ import io
 import time
 from pathlib import Path
 
+from csv_cells import safe_row
+
 from .classify import check_top_k, has_gate, predict
 from .errors import BadImageError
 from .images import PHOTO_SUFFIXES, find_photos, open_image
@@ -52,7 +54,7 @@ def rows_to_csv(rows):
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows(safe_row(row) for row in rows)
     return out.getvalue()
 
 

@@ -16,6 +16,9 @@ from .errors import ModelFolderError
 MODELS_DIR_ENV = "VET_MODELS_DIR"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+# The list of weight files of a model saved in several shards.
+WEIGHT_INDEX = "model.safetensors.index.json"
+
 # A custom key in config.json that marks a model as an untrained demo.
 DEMO_CONFIG_KEY = "vet_scanner_demo"
 
@@ -110,7 +113,7 @@ def _check_is_image_classifier(folder, config):
 
 def _check_files(folder):
     has_safetensors = (folder / "model.safetensors").is_file() or (
-        folder / "model.safetensors.index.json"
+        folder / WEIGHT_INDEX
     ).is_file()
     if not has_safetensors:
         other = [p.name for p in folder.glob("*.bin")]
@@ -122,11 +125,45 @@ def _check_files(folder):
             else ""
         )
         raise ModelFolderError(f"{folder} has no model.safetensors weights.{hint}")
+    check_weight_index(folder)
     if not (folder / "preprocessor_config.json").is_file():
         raise ModelFolderError(
             f"{folder} has no preprocessor_config.json: the scanner cannot know how "
             "to resize and normalise photos for this model."
         )
+
+
+def check_weight_index(folder):
+    """Refuse a sharded-weights index unless every shard is a .safetensors file inside `folder`.
+
+    transformers follows `model.safetensors.index.json` wherever its weight_map points: at a pickled
+    pytorch_model.bin (which can run code when unpickled) or, through `..` or a link, at files outside
+    the model folder. Checked before anything is loaded, and again right before loading.
+    """
+    index_path = folder / WEIGHT_INDEX
+    if not index_path.exists():
+        return
+    try:
+        weight_map = json.loads(index_path.read_text(encoding="utf-8")).get("weight_map")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as error:
+        raise ModelFolderError(f"{index_path} cannot be read: {error}") from None
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise ModelFolderError(f"{index_path} has no weight_map naming the weight files.")
+    inside = folder.resolve()
+    for shard in sorted(set(map(str, weight_map.values()))):
+        path = (folder / shard).resolve()
+        if not shard.endswith(".safetensors"):
+            raise ModelFolderError(
+                f"{index_path} points at {shard!r}: the scanner loads safetensors only, because "
+                "pickled weights can run code. Re-save the model with save_pretrained()."
+            )
+        if not path.is_relative_to(inside):
+            raise ModelFolderError(
+                f"{index_path} points at {shard!r}, which lies outside the model folder "
+                "(after following links); every weight file must be inside it."
+            )
+        if not path.is_file():
+            raise ModelFolderError(f"{index_path} points at {shard!r}, which is not in the model folder.")
 
 
 def _labels(folder, config):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from .catalog import read_model_info
+from .catalog import check_weight_index, read_model_info
 from .cattle import read_gate_file
 from .errors import InferenceError, ModelBusyError, ModelFolderError
 
@@ -155,6 +155,7 @@ def _load(loaded, dtype):
     from transformers import AutoImageProcessor, AutoModelForImageClassification
 
     path = loaded.info.path
+    check_weight_index(path)  # again: the request may have waited in line while the folder changed
     failure = None
     try:
         # The PIL backend: torchvision is not a dependency here (it is large).

@@ -144,7 +144,7 @@ def gate() -> bool:
     """
     if not sign_in_configured():
         with st.sidebar:
-            st.caption(f":material/person: {_os_login()} · sign-in is off")
+            st.caption(f":material/person: {_shown(_os_login())} · sign-in is off")
         return True
     if not signed_in():
         st.navigation([st.Page(sign_in_screen, title="Sign in", icon=":material/login:")], position="hidden").run()
@@ -154,9 +154,16 @@ def gate() -> bool:
                       position="hidden").run()
         return False
     with st.sidebar:
-        st.caption(f":material/person: {current_user()} · {role()}")
+        st.caption(f":material/person: {_shown(current_user())} · {role()}")
         st.button("Sign out", icon=":material/logout:", key="sign-out", on_click=st.logout, type="tertiary")
     return True
+
+
+def _shown(text: str) -> str:
+    """A name from the sign-in provider or the OS, as literal text in Markdown."""
+    from pages._common import escape_markdown  # _common imports this module
+
+    return escape_markdown(text)
 
 
 def sign_in_screen() -> None:
@@ -174,8 +181,8 @@ def not_allowed_screen() -> None:
     st.title("Not allowed")
     who = _signed_in_email()
     if who:
-        st.error(f"You are signed in as {who}, but the dashboard's administrator has not given this address "
-                 "a role. Ask them to add it to the curators or viewers.", icon=":material/block:")
+        st.error(f"You are signed in as {_shown(who)}, but the dashboard's administrator has not given this "
+                 "address a role. Ask them to add it to the curators or viewers.", icon=":material/block:")
     else:
         st.error("You are signed in, but your sign-in provider sent no verified e-mail address, which the "
                  "dashboard needs to know your role.", icon=":material/block:")

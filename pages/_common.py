@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import pathlib
+import re
 import sqlite3
 
 import streamlit as st
@@ -34,13 +35,15 @@ def run_page(main) -> None:
     try:
         main()
     except ManifestError as exc:
-        st.error(f"The manifest cannot be used: {exc}")
+        st.error(f"The manifest cannot be used: {escape_markdown(exc)}")
     except sqlite3.Error as exc:
         log.exception("manifest query failed")
-        st.error(f"Reading the manifest {db_path()} failed: {exc}. Nothing you decided is lost; reload to try again.")
+        st.error(f"Reading the manifest {code_span(db_path())} failed: {escape_markdown(exc)}. Nothing you decided "
+                 "is lost; reload to try again.")
     except Exception as exc:  # the last line of defence: a message and the server log, not a traceback
         log.exception("page failed")
-        st.error(f"Something went wrong: {exc}. The details are in the server log; reload to try again.")
+        st.error(f"Something went wrong: {escape_markdown(exc)}. The details are in the server log; reload to "
+                 "try again.")
     finally:
         jobs.launched_by.reset(launcher)
 
@@ -109,7 +112,7 @@ def sidebar() -> None:
                         st.caption(f":material/sync: {job_title(job)} running: "
                                    f"{job['done']:,}/{job['total']:,} {unit}")
         except (ManifestError, sqlite3.Error) as exc:
-            st.error(f"Cannot read it: {exc}")
+            st.error(f"Cannot read it: {escape_markdown(exc)}")
 
 
 # -- jobs -------------------------------------------------------------------------------------
@@ -183,7 +186,7 @@ def show_job(manifest: Manifest, job, show_finished: bool) -> None:
         return
     if not show_finished:
         return
-    message = job["message"] or ""
+    message = escape_markdown(job["message"] or "")  # it may quote a file name or a PDF's error
     finished = (job["finished_at"] or "")[:19].replace("T", " ")
     if job["status"] == "done":
         st.success(f"{title} finished {finished} UTC: {message}", icon=":material/check_circle:")
@@ -221,3 +224,33 @@ def launch_and_wait(kind: str, launch) -> str | None:
             return None  # it was quick: nothing new to do, and its outcome is shown with the job
         return (f"The {kind} process ended before it began (exit code {process.poll()}). "
                 f"Its log is in `{db_path().parent / 'logs'}`.")
+
+
+# -- text from people and files -----------------------------------------------------------------
+
+MARKDOWN_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
+WWW = re.compile(r"(www)(?=\.)", re.IGNORECASE)
+AFTER_COLON = re.compile(r":(?=[\w+/-])")
+
+
+def escape_markdown(text) -> str:
+    """`text` (a caption, a file name, a message quoting a file) as Markdown that shows it literally.
+
+    Streamlit renders Markdown in st.markdown, captions, alerts, toasts, labels, help and image captions,
+    with extras of its own (`:red[…]`, `:material/…:`, `$…$`): a caption holding `![x](http://…)` would
+    make every visitor's browser fetch that image. CommonMark lets a backslash escape any ASCII
+    punctuation, and Streamlit's extras are parsed the same way, so escaping all of it leaves nothing to
+    interpret. Bare addresses (`http://…`, `www.…`, `a@b.c`) and shortcodes (`:material_home:`, `:smile:`)
+    are found in the text after parsing, whatever the escapes: an invisible word joiner (U+2060) after a
+    colon that a word or `/` follows, after `www` and before `@` stops that.
+    """
+    text = AFTER_COLON.sub(":\u2060", WWW.sub("\\1\u2060", str(text))).replace("@", "\u2060@")
+    return MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def code_span(text) -> str:
+    """`text` as inline code (a path, a command): shown literally, in a fence of more backticks than it holds."""
+    text = str(text).replace("\n", " ")
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or text.startswith(" ") and text.endswith(" ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"

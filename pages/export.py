@@ -156,7 +156,7 @@ def options(duplicates: str) -> tuple[ExportSettings | None, str | None]:
                               trigger=trigger.strip(), class_word=class_word.strip(), template=template,
                               repeats=int(repeats), pad_colour=pad_colour, crop=crop, duplicates=duplicates), None
     except SettingsError as exc:
-        return None, f"These settings cannot be exported: {exc}."
+        return None, f"These settings cannot be exported: {common.escape_markdown(exc)}."
 
 
 # -- preview and figures -----------------------------------------------------------------------
@@ -190,12 +190,14 @@ def show_preview(items: list[Item], settings: ExportSettings) -> list:
                 columns, sample[row_start:row_start + 2], results[row_start:row_start + 2]):
             with column:
                 if jpeg is None:
-                    st.warning(f"{pathlib.Path(item.doc).name} page {item.page} cannot be read: {problem}")
+                    name = common.escape_markdown(pathlib.Path(item.doc).name)
+                    st.warning(f"{name} page {item.page} cannot be read: {common.escape_markdown(problem)}")
                     continue
                 cropped = " · cut to the picture" if crop else ""
                 if item.picture is not None:
                     cropped = f" · picture {item.picture}"
-                st.image(jpeg, caption=f"{width}×{height} · {pathlib.Path(item.doc).name}, page {item.page}{cropped}")
+                name = common.escape_markdown(pathlib.Path(item.doc).name)
+                st.image(jpeg, caption=f"{width}×{height} · {name}, page {item.page}{cropped}")
                 st.code(caption, language=None, wrap_lines=True)
     return [jpeg for jpeg, *_ in results]
 
@@ -235,7 +237,7 @@ def human_size(size: int) -> str:
 
 
 def launch_button(db: pathlib.Path, args: list[str], out: pathlib.Path, count: int):
-    label = f"Export {count:,} images" + (f" (replaces {out.name})" if out.exists() else "")
+    label = f"Export {count:,} images" + (f" (replaces {common.escape_markdown(out.name)})" if out.exists() else "")
     if not st.button(label, type="primary", icon=":material/archive:", disabled=auth.locked(), help=auth.help_for()):
         return
     if not auth.require_curator():
@@ -265,7 +267,8 @@ def export_panel(running: bool) -> None:
                 job = manifest.latest_job("export")
         except Exception as exc:
             common.log.exception("reading the export job failed")
-            st.error(f"Reading the export's progress failed: {exc}. The export itself goes on; reload to retry.")
+            st.error(f"Reading the export's progress failed: {common.escape_markdown(exc)}. The export itself goes "
+                     "on; reload to retry.")
             return
         if job is None:
             return
@@ -279,11 +282,12 @@ def export_panel(running: bool) -> None:
 def show_job(job) -> None:
     args = json.loads(job["args"] or "{}")
     out = pathlib.Path(args.get("out", ""))
+    name = common.escape_markdown(out.name)
     if job["status"] == "running":
         progress = views.job_progress(job)
         rate = f"{job['rate']:.1f} images/s" if job["rate"] else "measuring speed…"
         with st.container(border=True):
-            st.progress(progress["fraction"], text=f"Exporting {out.name}: {progress['done']:,} of "
+            st.progress(progress["fraction"], text=f"Exporting {name}: {progress['done']:,} of "
                                                    f"{progress['total']:,} images · {rate}"
                                                    + (f" · {progress['eta']}" if progress["eta"] else ""))
             if job["stop_requested"]:
@@ -293,7 +297,7 @@ def show_job(job) -> None:
                           on_click=stop_job, args=(job["id"],), disabled=auth.locked(), help=auth.help_for())
         return
     finished = (job["finished_at"] or "")[:19].replace("T", " ")
-    message = job["message"] or ""
+    message = common.escape_markdown(job["message"] or "")  # it may quote a document's name or error
     if job["status"] == "done":
         st.success(f"Export finished {finished} UTC: {message}", icon=":material/check_circle:")
         offer_download(out)
@@ -309,18 +313,20 @@ def show_job(job) -> None:
 
 def offer_download(out: pathlib.Path) -> None:
     if not out.is_file():
-        st.warning(f"`{out}` is no longer there; export again.")
+        st.warning(f"{common.code_span(out)} is no longer there; export again.")
         return
     size = out.stat().st_size
     if size <= DOWNLOAD_LIMIT:
         # A callable: the file is read only when someone clicks, not on every rerun.
-        st.download_button(f"Download {out.name} ({human_size(size)})", data=lambda: out.read_bytes(),
+        st.download_button(f"Download {common.escape_markdown(out.name)} ({human_size(size)})",
+                           data=lambda: out.read_bytes(),
                            file_name=out.name, mime="application/zip", icon=":material/download:",
                            type="primary", on_click="ignore")
-        st.caption(f"On the server: `{out}`")
+        st.caption(f"On the server: {common.code_span(out)}")
     else:
-        st.info(f"{out.name} is {human_size(size)}, too large to pass through a browser download. It is on the "
-                f"server at `{out}`: copy it from there (scp, rsync, or your host's file browser).",
+        st.info(f"{common.escape_markdown(out.name)} is {human_size(size)}, too large to pass through a browser "
+                f"download. It is on the server at {common.code_span(out)}: copy it from there (scp, rsync, or your "
+                "host's file browser).",
                 icon=":material/folder_zip:")
 
 

@@ -28,8 +28,8 @@ def main():
         missing = views.missing_sources(manifest)
         if missing:
             st.warning(f"{len(missing)} source PDF(s) are no longer where they were ingested, for example "
-                       f"`{missing[0]}`. Their pages can still be reviewed from thumbnails, but not opened large "
-                       "or exported; ingest them again from their new place.", icon=":material/warning:")
+                       f"{common.code_span(missing[0])}. Their pages can still be reviewed from thumbnails, but not "
+                       "opened large or exported; ingest them again from their new place.", icon=":material/warning:")
         st.subheader("Next")
         rule_saved = any(manifest.get_setting(key) is not None for key in ("rule", "threshold", "picture_area_min"))
         steps = views.next_steps(summary, rule_saved, running, picture_area_min=manifest.picture_area_min,

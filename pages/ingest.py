@@ -66,15 +66,16 @@ def add_path(text: str, roots: list[pathlib.Path]):
     try:
         path = paths.check_path(text, roots, base=roots[0])
     except paths.PathRefused as exc:
-        st.error(str(exc), icon=":material/block:")
+        st.error(common.escape_markdown(exc), icon=":material/block:")
         return
     count, size = paths.pdf_stats(path)
     if count == 0:
-        st.warning(f"No PDFs found in `{path}`.")
+        st.warning(f"No PDFs found in {common.code_span(path)}.")
         return
     with common.open_manifest(create=True) as manifest:
         paths.add_source(manifest, path)
-    st.session_state["ingest_notice"] = f"Added `{path}`: {count} PDF(s), {size / 1e6:,.1f} MB. Press Start."
+    st.session_state["ingest_notice"] = (f"Added {common.code_span(path)}: {count} PDF(s), {size / 1e6:,.1f} MB. "
+                                         "Press Start.")
     st.rerun()
 
 
@@ -98,8 +99,8 @@ def show_sources(known: list[str]):
     for source in known:
         count, size = source_stats(source)
         left, right = st.columns([6, 1], vertical_alignment="center")
-        left.markdown(f"`{source}` · {count} PDF(s), {size / 1e6:,.1f} MB" if count else
-                      f"`{source}` · :orange[no PDFs there now]")
+        left.markdown(f"{common.code_span(source)} · {count} PDF(s), {size / 1e6:,.1f} MB" if count else
+                      f"{common.code_span(source)} · :orange[no PDFs there now]")
         right.button("Remove", key=f"remove-{source}", on_click=remove_source, args=(source,),
                      disabled=auth.locked(),
                      help=auth.help_for("Forget this source. Documents already ingested stay."))
@@ -157,7 +158,7 @@ def cluster_setting():
         try:
             st.caption(cluster_config.describe(address))
         except cluster_config.ClusterError as exc:
-            st.caption(f":orange[{exc}]")
+            st.caption(f":orange[{common.escape_markdown(exc)}]")
     st.caption(cluster_config.HOW_TO_CHANGE)
 
 
@@ -174,7 +175,7 @@ def start_button(db: pathlib.Path, roots: list[pathlib.Path], known: list[str], 
         try:
             usable.append(str(paths.check_path(source, roots, base=roots[0])))
         except paths.PathRefused as exc:
-            st.warning(f"Skipped: {exc}")
+            st.warning(f"Skipped: {common.escape_markdown(exc)}")
     if not usable:
         st.error("None of the sources can be read now.")
         return

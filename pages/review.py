@@ -321,11 +321,12 @@ def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | N
     elif row["status"] == "ok":
         st.caption(NO_THUMBNAIL)
     else:
-        st.caption(f":red[No image: {row['error'] or 'not scored'}]")
+        st.caption(f":red[No image: {common.escape_markdown(row['error'] or 'not scored')}]")
     sigma = f"σ {row['sigma']:.1f}" if row["sigma"] is not None else "σ —"
     picture = f" · picture {views.square_inches(row['picture_area'])}" if row["picture_area"] is not None else ""
     total = f" of {document['pages']}" if document and document["pages"] else ""
-    st.caption(f"**{sigma}**{picture} · p. {page + 1}{total}  \n{pathlib.Path(row['doc']).name}")
+    name = common.escape_markdown(pathlib.Path(row["doc"]).name)
+    st.caption(f"**{sigma}**{picture} · p. {page + 1}{total}  \n{name}")
     line = st.container(horizontal=True, vertical_alignment="center", gap="small")
     with line:
         decision_badge(row)
@@ -433,11 +434,11 @@ def undo(action: int):
         try:
             done, left = manifest.undo(action)
         except UndoError as exc:
-            st.toast(str(exc), icon=":material/error:")
+            st.toast(common.escape_markdown(exc), icon=":material/error:")
             return
     forget_caption_inputs()
     kept = f" ({left:,} changed since stay as they are)" if left else ""
-    st.toast(f"Undone: {done['description'].removeprefix('undid ')}{kept}", icon=":material/undo:")
+    st.toast(f"Undone: {common.escape_markdown(done['description'].removeprefix('undid '))}{kept}", icon=":material/undo:")
 
 
 @st.dialog("Page", width="large", on_dismiss=lambda: close(OPEN))
@@ -450,7 +451,7 @@ def open_page(threshold: float, doc_id: int, page: int, outline: bool = True):
         st.error("This page is no longer in the manifest.")
         return
     row = rows[0]
-    st.markdown(f"**{pathlib.Path(row['doc']).name}**, page {page + 1} · "
+    st.markdown(f"**{common.escape_markdown(pathlib.Path(row['doc']).name)}**, page {page + 1} · "
                 + (f"σ {row['sigma']:.1f}" if row["sigma"] is not None else "not scored")
                 + (f" · picture {views.square_inches(row['picture_area'])}" if row["picture_area"] is not None else ""))
     line = st.container(horizontal=True, vertical_alignment="center")
@@ -464,14 +465,14 @@ def open_page(threshold: float, doc_id: int, page: int, outline: bool = True):
                              key=key, label_visibility="collapsed", on_change=decided, args=(doc_id, page, key),
                              disabled=auth.locked(), help=auth.help_for())
     if caption:
-        st.caption(f"Caption: {caption}")
+        st.caption(f"Caption: {common.escape_markdown(caption)}")
     try:
         image = rendered(str(common.db_path()), doc_id, page, row["doc"], source_mtime(row["doc"]))
     except views.PageUnavailable as exc:
-        st.error(str(exc), icon=":material/broken_image:")
+        st.error(common.escape_markdown(exc), icon=":material/broken_image:")
         return
     st.image(views.outline_pictures(image, boxes, row["width"]), width="stretch")
-    st.caption(f"Drawn from `{row['doc']}`" + (f"; {len(boxes)} picture(s) outlined" if boxes else ""))
+    st.caption(f"Drawn from {common.code_span(row['doc'])}" + (f"; {len(boxes)} picture(s) outlined" if boxes else ""))
 
 
 def source_mtime(path: str) -> int:

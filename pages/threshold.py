@@ -337,7 +337,7 @@ def strip(title: str, rows: list[dict], thumbs: dict, measure: str, expected: in
             else:
                 st.caption(":grey[No thumbnail]")
             st.caption(f"{edge_value(row, measure)}{edge_note(row, expected)}  \n"
-                       f"{pathlib.Path(row['doc']).stem} p. {row['page'] + 1}")
+                       f"{common.escape_markdown(pathlib.Path(row['doc']).stem)} p. {row['page'] + 1}")
 
 
 def edge_value(row: dict, measure: str) -> str:

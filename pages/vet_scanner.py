@@ -45,7 +45,7 @@ def main():
     show_queue()
     training = inference.read_training(model.path)
     if training:
-        with st.expander(f"How {model.name} was trained", expanded=False):
+        with st.expander(f"How {_common.escape_markdown(model.name)} was trained", expanded=False):
             show_training(training)
     photos_tab, folder_tab, train_tab = st.tabs(
         ["Photos", "Folder on the server (batch)", "Train a triage head"]
@@ -63,7 +63,10 @@ def choose_model():
     folder = inference.models_dir()
     models = inference.list_models(folder)
     for broken in (model for model in models if model.problem):
-        st.warning(f"**{broken.name}** cannot be used: {broken.problem}")
+        st.warning(
+            f"**{_common.escape_markdown(broken.name)}** cannot be used: "
+            f"{_common.escape_markdown(broken.problem)}"
+        )
     usable = {model.name: model for model in models if not model.problem}
     if not usable:
         show_how_to_add_a_model(folder)
@@ -109,7 +112,7 @@ def show_how_to_add_a_model(folder):
                 else:
                     inference.write_demo_model(folder / "demo-vit")
         except (inference.InferenceError, OSError) as error:
-            st.error(f"Could not write the model: {error}")
+            st.error(f"Could not write the model: {_common.escape_markdown(error)}")
             return
         st.rerun()
 
@@ -152,11 +155,11 @@ def photos_mode(model, top_k):
 def show_photo(photo, result):
     with st.container(border=True):
         if "error" in result:
-            st.error(result["error"])
+            st.error(_common.escape_markdown(result["error"]))
             return
         show_cattle_gate(result.get("cattle"))
         image_column, chart_column = st.columns([1, 2])
-        image_column.image(photo, caption=photo.name, width="stretch")
+        image_column.image(photo, caption=_common.escape_markdown(photo.name), width="stretch")
         chart_column.altair_chart(prediction_chart(result["top"]), width="stretch")
         chart_column.caption(timing_line(result))
 
@@ -165,7 +168,7 @@ def show_cattle_gate(gate):
     """Before any triage: does the photo show cattle? (Models with ImageNet's classes.)"""
     if gate is None:
         return
-    classes = " + ".join(gate["classes"])
+    classes = _common.escape_markdown(" + ".join(gate["classes"]))  # from the model's config
     if gate["is_cattle"]:
         st.success(f"Cattle: {classes} sum to {gate['score']:.0%}.", icon=":material/check_circle:")
     else:
@@ -209,12 +212,12 @@ def folder_mode(model, top_k):
 
 def show_batch(batch):
     if "error" in batch:
-        st.error(batch["error"])
+        st.error(_common.escape_markdown(batch["error"]))
         return
     rows = batch["rows"]
     failed = sum(1 for row in rows if row["error"])
     unreadable = f"; {failed} could not be read (see the error column)" if failed else ""
-    st.success(f"{len(rows)} photos from {batch['folder']}{unreadable}.")
+    st.success(f"{len(rows)} photos from {_common.escape_markdown(batch['folder'])}{unreadable}.")
     table = pd.DataFrame(rows)
     st.dataframe(
         table,
@@ -239,7 +242,7 @@ def train_mode(model):
         "Teach the scanner your own classes from labelled photos on the server: one "
         "subfolder per class (`photos/healthy/`, `photos/lumpy-skin/`, …), at least "
         f"{inference.MIN_PHOTOS_PER_CLASS} photos each. A linear head learns them from the "
-        f"features of **{model.name}** (the model chosen above) in seconds on a CPU; "
+        f"features of **{_common.escape_markdown(model.name)}** (the model chosen above) in seconds on a CPU; "
         "cross-validation says how often it is right on photos it was not trained on. "
         "The result is a new model in the list."
     )
@@ -248,7 +251,10 @@ def train_mode(model):
     train = st.button("Train", disabled=not (photos and name) or auth.locked(), help=auth.help_for())
     if train and auth.require_curator():
         if not re.fullmatch(r"\w[\w.-]*", name):
-            st.error(f"{name!r} is not a folder name: use letters, digits, '-', '_' and '.'.")
+            st.error(
+                f"{_common.escape_markdown(repr(name))} is not a folder name: "
+                "use letters, digits, '-', '_' and '.'."
+            )
             return
         out = inference.models_dir() / name
         progress = st.progress(0.0, text="Loading the model…")
@@ -265,9 +271,9 @@ def train_mode(model):
         )
         progress.empty()
         if "error" in outcome:
-            st.error(outcome["error"])
+            st.error(_common.escape_markdown(outcome["error"]))
         else:
-            st.success(f"Trained **{out.name}**: choose it in the Model list above.")
+            st.success(f"Trained **{_common.escape_markdown(out.name)}**: choose it in the Model list above.")
             show_training(outcome)
 
 
@@ -284,7 +290,8 @@ def show_training(record):
     )
     st.dataframe(counts, hide_index=True)
     st.caption(
-        f"Base model {record['base']} · photos from {record['photos_folder']} · "
+        f"Base model {_common.escape_markdown(record['base'])} · "
+        f"photos from {_common.escape_markdown(record['photos_folder'])} · "
         f"features {record['seconds']['features']:.1f} s · fit {record['seconds']['fit']:.1f} s"
         + (f" · {len(record['skipped'])} unreadable photos skipped" if record["skipped"] else "")
     )
@@ -316,7 +323,7 @@ def run_request(what, request, doing="Classifying"):
         )
 
     try:
-        with st.spinner(f"{doing} {what}…"):
+        with st.spinner(f"{doing} {_common.escape_markdown(what)}…"):
             return request(on_wait)
     except inference.InferenceError as error:
         return {"error": str(error)}

@@ -1,6 +1,7 @@
 """Helpers for the dashboard's AppTest suites: manifests built with the library, pages run in-process."""
 
 import pathlib
+import re
 import time
 
 import cv2
@@ -43,7 +44,17 @@ def texts(at: AppTest) -> str:
     parts = [e.value for kind in ("markdown", "caption", "info", "success", "warning", "error", "title", "subheader")
              for e in getattr(at, kind)]
     parts += [f"{m.label} {m.value}" for m in at.metric]
-    return "\n".join(str(p) for p in parts)
+    return "\n".join(shown(str(p)) for p in parts)
+
+
+MARKDOWN_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def shown(body: str) -> str:
+    """What a person reads of Markdown that holds escaped text (pages._common.escape_markdown): the
+    characters without their backslashes, and without the invisible word joiners that keep addresses from
+    becoming links."""
+    return MARKDOWN_ESCAPE.sub(r"\1", body).replace("\u2060", "")
 
 
 def wait_for(condition, timeout: float = 60.0, interval: float = 0.2):

@@ -3,7 +3,7 @@
 
 import pytest
 
-from apptest_support import job_finished, page, ran, texts, wait_for
+from apptest_support import job_finished, page, ran, shown, texts, wait_for
 from curation import Manifest
 from curation.sources import paths
 
@@ -38,7 +38,7 @@ def test_paths_outside_the_allowed_folders_are_refused(db, tmp_path):
     at = add_path(ran(page("pages/ingest.py")), str(outside))
     assert "outside the folders" in at.error[0].value
     at = add_path(at, str(tmp_path / "archive" / ".." / "elsewhere"))
-    assert "`..`" in at.error[0].value
+    assert "`..`" in shown(at.error[0].value)
     assert not db.exists()
 
 
@@ -119,4 +119,4 @@ def test_a_failed_ingest_shows_the_reason(db, tmp_path):
                                            "about 3.2 MB more is needed to finish. Free some space and run the "
                                            "same command again to resume.")
     at = ran(page("pages/ingest.py"))
-    assert "the disk is full: /data/manifest.sqlite could not be written" in at.error[0].value
+    assert "the disk is full: /data/manifest.sqlite could not be written" in shown(at.error[0].value)

@@ -5,7 +5,10 @@ import json
 import tomllib
 
 import pytest
+import toml as kohya_toml_parser
+from click.testing import CliRunner
 
+from curation import Manifest
 from curation.cli import cli
 from curation.export import ExportSettings, SettingsError, image_folder, safe_zip_name
 from curation.export.captions import render_caption
@@ -97,6 +100,34 @@ def test_captions_can_name_the_document_and_page():
 def test_settings_that_cannot_work_are_refused_with_the_reason(options, message):
     with pytest.raises(SettingsError, match=message.replace("{", r"\{").replace("}", r"\}")):
         ExportSettings(**options)
+
+
+@pytest.mark.parametrize("field", ["trigger", "class_word"])
+@pytest.mark.parametrize("char", ["\x7f", "\x00", "\x1b", "\t", "\n", "\r", "\x85", "\u2028"])
+def test_control_characters_in_trigger_and_class_are_refused(field, char):
+    with pytest.raises(SettingsError, match=rf"must not hold control characters.*U\+{ord(char):04X}"):
+        ExportSettings(**{field: f"oh{char}wx"})
+
+
+def test_the_command_line_says_why_a_control_character_is_refused(tmp_path):
+    Manifest(tmp_path / "m.sqlite").close()
+    result = CliRunner().invoke(cli, ["export", "--db", str(tmp_path / "m.sqlite"), "--out", str(tmp_path / "x.zip"),
+                                      "--trigger", "ohwx\x7f"])
+    assert result.exit_code == 2 and "trigger word must not hold control characters" in result.output
+    assert "U+007F" in result.output and not (tmp_path / "x.zip").exists()
+
+
+@pytest.mark.parametrize("trigger, class_word", [
+    ('sks"', "a\\b"), ("#ohwx", "[[datasets]]"), ("x = 1", "'''"), ("ünï", "漢字 🎨"), ("a\u200db", "c\u00a0d"),
+    ("\\u0041", '"""'),
+])
+def test_dataset_toml_reads_back_the_same_words_in_kohya_s_parser(trigger, class_word):
+    settings = ExportSettings(trigger=trigger, class_word=class_word)
+    text = kohya_toml(settings)
+    for loads in (tomllib.loads, kohya_toml_parser.loads):  # the standard, and the `toml` package sd-scripts uses
+        subset = loads(text)["datasets"][0]["subsets"][0]
+        assert subset["class_tokens"] == f"{trigger} {class_word}"
+        assert subset["image_dir"] == image_folder(settings)
 
 
 def test_settings_round_trip_through_the_command_line():

@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from curation import Manifest
 
+from apptest_support import shown
 from conftest import ROOT
 from test_export_cli import grouped_manifest, record_scores, repeated_scan_pdf
 
@@ -55,7 +56,7 @@ def test_settings_that_cannot_work_are_an_error_message(db):
     at = page()
     at.text_input(key="export_template").set_value("{caption} {oops}").run()
     assert not at.exception
-    assert any("unknown placeholder {oops}" in e for e in texts(at.error))
+    assert any("unknown placeholder {oops}" in shown(e) for e in texts(at.error))
     assert not [b for b in at.button if b.label.startswith("Export")]
 
 
@@ -73,7 +74,7 @@ def test_export_runs_in_its_own_process_then_offers_the_download(db):
     assert not at.exception
     assert any("Export finished" in s for s in texts(at.success))
     download = at.get("download_button")[0]
-    assert download.proto.label.startswith("Download lora.zip")
+    assert shown(download.proto.label).startswith("Download lora.zip")
     out = db.parent / "exports" / "lora.zip"
     with zipfile.ZipFile(out) as z:
         assert sum(n.endswith(".jpg") for n in z.namelist()) == 4
@@ -104,7 +105,7 @@ def test_a_running_export_shows_live_progress_and_can_be_stopped(tmp_path, monke
     at.button[0].click().run()
     assert not at.exception and not at.error
     progress = at.get("progress")
-    assert progress and "Exporting lora.zip" in progress[0].proto.text
+    assert progress and "Exporting lora.zip" in shown(progress[0].proto.text)
     stop = next(b for b in at.button if b.label == "Stop")
     stop.click().run()
     with Manifest(db) as m:
@@ -149,3 +150,12 @@ def test_the_crop_to_the_picture_is_previewed(grouped):
     cut = [c for c in captions if "cut to the picture" in c]
     assert len(cut) == 1 and cut[0].startswith("1216×832")  # the landscape plate (362 x 240), its own bucket
     assert any("--crop picture" in text for text in texts(at.code))
+
+
+def test_a_control_character_in_the_trigger_is_refused_with_the_reason(db):
+    at = page()
+    at.text_input(key="export_trigger").set_value("ohwx\x7f").run()
+    assert not at.exception
+    assert any("trigger word must not hold control characters" in shown(e) and "U+007F" in shown(e)
+               for e in texts(at.error))
+    assert not [b for b in at.button if b.label.startswith("Export")]

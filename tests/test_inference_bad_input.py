@@ -173,6 +173,46 @@ def backbone_without_head(folder, demo):
     (folder / "config.json").write_text(json.dumps(patched))
 
 
+def sharded(folder, demo, shard_name):
+    """The demo model with its weights listed in model.safetensors.index.json as the file `shard_name`."""
+    from safetensors import safe_open
+
+    shutil.copytree(demo, folder)
+    with safe_open(folder / "model.safetensors", "pt") as weights:
+        keys = list(weights.keys())
+    (folder / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {}, "weight_map": {key: shard_name for key in keys}})
+    )
+    weights = folder / "model.safetensors"
+    return weights
+
+
+def index_to_pickle(folder, demo):
+    # A pickle under the index: only torch's weights_only default kept it from running code.
+    import torch
+    from safetensors.torch import load_file
+
+    weights = sharded(folder, demo, "pytorch_model.bin")
+    torch.save(load_file(weights), folder / "pytorch_model.bin")
+    weights.unlink()
+
+
+def index_to_outside(folder, demo):
+    weights = sharded(folder, demo, "../outside.safetensors")
+    weights.rename(folder.parent / "outside.safetensors")
+
+
+def index_to_link_outside(folder, demo):
+    weights = sharded(folder, demo, "shard-1.safetensors")
+    weights.rename(folder.parent / "elsewhere.safetensors")
+    (folder / "shard-1.safetensors").symlink_to(folder.parent / "elsewhere.safetensors")
+
+
+def index_to_absolute_path(folder, demo):
+    weights = sharded(folder, demo, str(folder.parent / "elsewhere.safetensors"))
+    weights.rename(folder.parent / "elsewhere.safetensors")
+
+
 @pytest.mark.parametrize(
     "make_folder, message",
     [
@@ -185,6 +225,13 @@ def backbone_without_head(folder, demo):
         pytest.param(no_preprocessor, "no preprocessor_config.json", id="no-preprocessor"),
         pytest.param(corrupt_weights, "could not be loaded as an image classifier", id="corrupt"),
         pytest.param(backbone_without_head, "weights do not match", id="no-head"),
+        pytest.param(index_to_pickle, "points at 'pytorch_model.bin': the scanner loads safetensors only",
+                     id="index-to-pickle"),
+        pytest.param(index_to_outside, "points at '../outside.safetensors', which lies outside the model folder",
+                     id="index-to-outside"),
+        pytest.param(index_to_link_outside, "'shard-1.safetensors', which lies outside the model folder",
+                     id="index-to-link-outside"),
+        pytest.param(index_to_absolute_path, "which lies outside the model folder", id="index-to-absolute-path"),
     ],
 )
 def test_bad_model_folder_is_a_clear_error(demo_model, tmp_path, make_folder, message):
@@ -197,6 +244,39 @@ def test_bad_model_folder_is_a_clear_error(demo_model, tmp_path, make_folder, me
     assert_nothing_loaded()
     # The slot is free again: the next request goes through.
     assert inference.classify(jpeg_bytes(), demo_model)["top"]
+
+
+def test_an_index_of_safetensors_shards_inside_the_folder_loads(demo_model, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path / "model"
+    weights = sharded(folder, demo_model, "model-00001-of-00001.safetensors")
+    save_file(load_file(weights), folder / "model-00001-of-00001.safetensors", metadata={"format": "pt"})
+    weights.unlink()
+    assert inference.classify(jpeg_bytes(), folder)["top"]
+
+
+@pytest.mark.parametrize("make_folder", [index_to_pickle, index_to_outside])
+def test_a_bad_index_is_refused_before_anything_is_loaded(demo_model, loads, tmp_path, make_folder):
+    make_folder(tmp_path / "model", demo_model)
+    (listed,) = inference.list_models(tmp_path)
+    assert "model.safetensors.index.json points at" in listed.problem
+    with pytest.raises(inference.ModelFolderError, match="model.safetensors.index.json points at"):
+        inference.classify(jpeg_bytes(), tmp_path / "model")
+    assert loads == []
+
+
+def test_an_index_changed_while_waiting_in_line_is_refused_at_load(demo_model, tmp_path):
+    folder = tmp_path / "model"
+    shutil.copytree(demo_model, folder)
+    request = inference.loader.loaded_model(folder)  # the folder is checked here, before queueing
+    (folder / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"a": "pytorch_model.bin"}})
+    )
+    with pytest.raises(inference.ModelFolderError, match="points at 'pytorch_model.bin'"):
+        with request:
+            pass
+    assert_nothing_loaded()
 
 
 def test_unknown_device_is_a_clear_error(demo_model):

@@ -12,6 +12,7 @@ from PIL import Image
 from streamlit.testing.v1 import AppTest
 
 import inference
+from apptest_support import shown
 from inference.loader import model_slot
 
 PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "vet_scanner.py")
@@ -49,7 +50,8 @@ def walk(node):
 
 
 def texts(elements):
-    return " ".join(element.value for element in elements)
+    """What a person reads in these elements (Markdown escapes resolved)."""
+    return " ".join(shown(element.value) for element in elements)
 
 
 def test_without_models_the_page_says_how_to_add_one(models):

@@ -20,6 +20,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from csv_cells import safe_row
+
 from .geometry import BUCKET_STEP, CROP_MARGIN, MIN_CROP_SHARE, max_bucket_side
 from .selection import Item, LeftOut
 from .settings import MIN_BUCKET_SIDE, ExportSettings
@@ -102,8 +104,8 @@ def kohya_toml(settings: ExportSettings) -> str:
 
 
 def toml_string(text: str) -> str:
-    # A JSON string is a valid TOML basic string for every character JSON escapes.
-    return json.dumps(text, ensure_ascii=False)
+    # A JSON string is a TOML basic string, but JSON leaves DEL (U+007F) as it is, which TOML forbids.
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def metadata_jsonl(records: Iterable[Record]) -> bytes:
@@ -117,10 +119,11 @@ def provenance_csv(records: Iterable[Record]) -> bytes:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(PROVENANCE_COLUMNS)
     for r in records:
-        writer.writerow([r.file, r.item.doc, r.item.sha256, r.item.page, f"{r.item.sigma:.3f}", r.item.decided_by,
-                         r.caption, r.width, r.height, r.method, "" if r.item.group is None else r.item.group,
-                         "page" if r.crop is None else "picture", *_shown_box(r),
-                         "" if r.item.picture is None else r.item.picture])
+        writer.writerow(safe_row([
+            r.file, r.item.doc, r.item.sha256, r.item.page, f"{r.item.sigma:.3f}", r.item.decided_by, r.caption,
+            r.width, r.height, r.method, "" if r.item.group is None else r.item.group,
+            "page" if r.crop is None else "picture", *_shown_box(r), "" if r.item.picture is None else r.item.picture,
+        ]))
     return out.getvalue().encode()
 
 

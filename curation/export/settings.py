@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from .captions import PLACEHOLDERS, render_caption, template_fields
@@ -19,6 +20,7 @@ MIN_SIZE, MAX_SIZE = 64, 4096
 MIN_BUCKET_SIDE = 256  # the smallest bucket side, as sd-scripts' min_bucket_reso
 MIN_BUCKET_AREA_SIDE = 512  # a bucket area smaller than this² leaves too few buckets to choose from
 HEX_COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
+UNPRINTABLE = ("Cc", "Zl", "Zp")  # Unicode categories: control characters, line and paragraph separators
 
 DEFAULT_TRIGGER = "ohwx"  # a rare token, the kohya convention; curators set their own
 DEFAULT_CLASS = "engraving"
@@ -70,6 +72,8 @@ class ExportSettings:
             raise SettingsError(f"repeats must be between 1 and 10000, not {self.repeats}")
         if not self.trigger.strip():
             raise SettingsError("the trigger word must not be empty: it is how prompts call the trained style")
+        _check_one_line("trigger word", self.trigger)
+        _check_one_line("class word", self.class_word)
         if self.pad_colour != "paper" and not HEX_COLOUR.match(self.pad_colour):
             raise SettingsError(f"pad colour must be 'paper' or #rrggbb, not {self.pad_colour!r}")
         _check_template(self.template)
@@ -93,6 +97,16 @@ class ExportSettings:
     def from_dict(cls, values: dict) -> ExportSettings:
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
+
+
+def _check_one_line(what: str, text: str) -> None:
+    """Refuse control characters and line breaks: they end up in a folder name, in every caption and in
+    kohya's dataset.toml, where TOML forbids most of them; a person cannot see or type them on purpose."""
+    for char in text:
+        if unicodedata.category(char) in UNPRINTABLE:
+            name = unicodedata.name(char, "a control character")
+            raise SettingsError(f"the {what} must not hold control characters or line breaks: it holds "
+                                f"U+{ord(char):04X} ({name.lower()}); type it again without it")
 
 
 def _check_template(template: str) -> None:

@@ -1,0 +1,203 @@
+"""Text that a person or a file supplied (captions, PDF file names, job messages, model folders) is shown
+literally on every page: Markdown in it neither loads a remote image nor makes a live link nor colours text."""
+
+import json
+import re
+
+import pytest
+
+from apptest_support import filled_db, page, ran, shown
+from curation import Manifest
+from curation.sources import paths
+from pages._common import code_span, escape_markdown
+
+from test_export_cli import record_scores, repeated_scan_pdf
+
+# No "/" in it: it has to be a file name too.
+HOSTILE = ("![tracker](https:evil.example?t.png) [click](https:evil.example) :red[alarm] :material_home: $x^2$ "
+           "<img src=x> *em* __strong__ www.evil.example me@evil.example ~~gone~~ a|b")
+NAME = f"a`{HOSTILE}`b"  # backticks too: a path shown as code must not break out of it
+CAPTION = "![tracker](http://evil.example/t.png) [click](http://evil.example/) :red[alarm] :material/home: $x$ # h"
+
+# What Markdown would interpret: a link or image, a Streamlit colour, math, HTML...
+PARSED = re.compile(r"(?<!\\)\]\(|(?<!\\):red\[|(?<!\\)\$|(?<!\\)<img")
+# ...and what is found in the text once parsed, escapes or not: an address made a link, a shortcode made an
+# icon or emoji (escape_markdown puts a word joiner, U+2060, inside those).
+FOUND_IN_TEXT = re.compile(r"https?://|www\.|\w@|:[a-z_][\w+-]*:", re.IGNORECASE)
+CODE_SPAN = re.compile(r"(?<![\\`])(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def interpreted(body: str):
+    """What of `body` (code spans aside) Streamlit's Markdown would turn into something else, or None."""
+    outside_code = CODE_SPAN.sub("", body)
+    return PARSED.search(outside_code) or FOUND_IN_TEXT.search(ESCAPED.sub(r"\1", outside_code))
+def markdown_bodies(at) -> list[str]:
+    """The source of every element that Streamlit renders as Markdown."""
+    bodies = [str(e.value) for kind in ("markdown", "caption", "info", "success", "warning", "error", "toast")
+              for e in getattr(at, kind)]
+    bodies += [image.proto.imgs[0].caption for image in at.get("image")]
+    bodies += [b.label for b in at.button] + [e.label for e in at.expander]
+    return bodies
+
+
+def assert_shown_literally(at, *texts: str) -> None:
+    bodies = markdown_bodies(at)
+    for text in texts:
+        assert any(text in shown(body) for body in bodies), (text, bodies)
+    for body in (body for body in bodies if "evil" in shown(body)):  # the page's own Markdown may use all of it
+        assert not interpreted(body), body
+
+
+@pytest.mark.parametrize("text", [HOSTILE, NAME, CAPTION, "# h\n1. x\n- y\n> z\n```\ncode\n```", "\\*not em\\*",
+                                  "emoji :smile: and :help[x] and mailto:x@y.example"])
+def test_escaped_text_reads_back_as_it_was(text):
+    body = escape_markdown(text)
+    assert shown(body) == text
+    assert not interpreted(body)
+    assert not re.search(r"(?<!\\)[*_`#>\[\]()!|~:$-]", body)  # every special character escaped
+
+
+@pytest.mark.parametrize("text", ["plain/path.pdf", "a`b", "``x``", "`", "a ``` b", " x "])
+def test_a_code_span_holds_any_text(text):
+    body = code_span(text)
+    match = CODE_SPAN.fullmatch(body)
+    assert match, body
+    content = match.group(2)
+    if content.startswith(" ") and content.endswith(" ") and content.strip():
+        content = content[1:-1]  # CommonMark strips one space each side
+    assert content == text
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    path = tmp_path / "data" / "manifest.sqlite"
+    monkeypatch.setenv("CURATION_DB", str(path))
+    return path
+
+
+def hostile_document(db, name: str = NAME) -> None:
+    """One document of ten pages whose file name is `name`, its lowest-σ page captioned with CAPTION."""
+    filled_db(db, documents=1, pages=10)
+    with Manifest(db) as manifest:
+        manifest.conn.execute("UPDATE documents SET path = ?", (f"/archive/{name}.pdf",))
+        lowest = min(manifest.pages(), key=lambda row: row["sigma"])
+        manifest.set_caption(lowest["doc_id"], lowest["page"], CAPTION)
+
+
+def finished_job(db, kind: str, status: str, message: str, args: dict | None = None) -> None:
+    with Manifest(db) as manifest:
+        job = manifest.start_job(kind, args)
+        manifest.finish_job(job, status, message)
+
+
+def test_review_shows_file_names_and_captions_literally(db):
+    hostile_document(db)
+    at = ran(page("pages/review.py"))
+    assert_shown_literally(at, f"{NAME}.pdf")
+    next(b for b in at.button if b.label == "Open").click()
+    ran(at)  # the page opened large: its name, its caption, and why it cannot be drawn (no PDF there)
+    assert_shown_literally(at, f"{NAME}.pdf", f"Caption: {CAPTION}", f"/archive/{NAME}.pdf")
+
+
+def test_threshold_shows_file_names_literally(db):
+    filled_db(db, documents=1, pages=10)
+    with Manifest(db) as manifest:
+        manifest.conn.execute("UPDATE documents SET path = ?", (f"/archive/{HOSTILE}.pdf",))
+    at = ran(page("pages/threshold.py"))
+    assert_shown_literally(at, HOSTILE)
+
+
+def test_ingest_shows_sources_and_job_messages_literally(db, tmp_path):
+    filled_db(db, documents=1, pages=4)
+    with Manifest(db) as manifest:
+        paths.add_source(manifest, tmp_path / NAME)
+    finished_job(db, "ingest", "failed", f"{tmp_path / NAME} cannot be read: {HOSTILE}")
+    at = ran(page("pages/ingest.py"))
+    assert_shown_literally(at, str(tmp_path / NAME), f"{tmp_path / NAME} cannot be read: {HOSTILE}")
+
+
+def test_home_shows_missing_sources_literally(db):
+    hostile_document(db)
+    at = ran(page("pages/home.py"))
+    assert_shown_literally(at, f"/archive/{NAME}.pdf")
+
+
+def test_export_shows_file_names_and_job_messages_literally(db, tmp_path):
+    pdf = repeated_scan_pdf(tmp_path / f"{HOSTILE}.pdf", 2)
+    with Manifest(db) as manifest:
+        record_scores(manifest, pdf, [60, 70])
+    finished_job(db, "export", "done", f"2 images; skipped {HOSTILE}", {"out": str(tmp_path / f"{NAME}.zip")})
+    at = ran(page("pages/export.py"))
+    assert_shown_literally(at, f"{HOSTILE}.pdf", f"skipped {HOSTILE}", str(tmp_path / f"{NAME}.zip"))
+
+
+def test_export_shows_a_refused_template_literally(db, tmp_path):
+    pdf = repeated_scan_pdf(tmp_path / "issue.pdf", 2)
+    with Manifest(db) as manifest:
+        record_scores(manifest, pdf, [60, 70])
+    at = ran(page("pages/export.py"))
+    at.text_input(key="export_template").set_value("{trigger} ![x](http://evil.example/x.png) {caption")
+    ran(at)
+    assert_shown_literally(at, "![x](http://evil.example/x.png)")
+
+
+def test_vet_scanner_shows_model_folders_and_problems_literally(models):
+    broken = models / HOSTILE
+    broken.mkdir()
+    (broken / "config.json").write_text(json.dumps({"architectures": [HOSTILE]}))
+    at = page("pages/vet_scanner.py")
+    ran(at)
+    assert_shown_literally(at, f"{HOSTILE}** cannot be used", f"the architecture(s) {HOSTILE}")
+
+
+def test_in_a_browser_a_hostile_caption_and_file_name_fetch_nothing_and_link_nowhere(db, tmp_path):
+    """Chromium against `streamlit run`: Review's cards and its page dialog, and Home."""
+    import os
+    import subprocess
+    import sys
+
+    from test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, ROOT, free_port, settle, wait_until_up  # skips without it
+
+    from playwright.sync_api import sync_playwright
+
+    hostile_document(db)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with open(tmp_path / "streamlit.log", "wb") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.headless", "true",
+             "--server.port", str(port), "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"],
+            cwd=ROOT, env={**os.environ, "CURATION_DB": str(db)}, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_until_up(url, server)
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.set_default_timeout(30_000)
+                fetched = []
+                page.on("request", lambda request: fetched.append(request.url))
+                page.goto(f"{url}/review")
+                settle(page)
+                page.locator("button").filter(has_text="Open").first.click()  # the card's, not a select box's
+                page.get_by_role("dialog").wait_for()
+                settle(page)
+                text = page.locator("[data-testid='stMain']").inner_text() + page.get_by_role("dialog").inner_text()
+                links = page.locator("a[href]").evaluate_all("links => links.map(a => a.href)")
+                icons = (page.locator("[data-testid='stMarkdownContainer']").filter(has_text="evil")
+                         .locator("[data-testid='stIconMaterial'], .katex").count())
+                images = page.locator("img").evaluate_all("images => images.map(i => i.src)")
+                page.goto(url)
+                settle(page)
+                text += page.locator("[data-testid='stMain']").inner_text()
+                links += page.locator("a[href]").evaluate_all("links => links.map(a => a.href)")
+                browser.close()
+        finally:
+            server.terminate()
+            server.wait(10)
+    text = text.replace("\u2060", "")
+    assert f"{NAME}.pdf" in text and f"Caption: {CAPTION}" in text
+    assert not [link for link in links if "evil" in link], links
+    assert not [image for image in images if "evil" in image], images
+    assert not [request for request in fetched if "evil" in request], fetched
+    assert icons == 0  # no :material_home: icon, no $math$ in the hostile text
