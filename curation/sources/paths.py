@@ -6,6 +6,9 @@ by the OS path separator) and those in the manifest setting `allowed_roots` (a J
 with `python -m curation.sources.paths add FOLDER --db DB`). Paths are checked twice: as written (so a path
 outside the roots is refused without saying whether it exists) and with every link followed (so a
 symlink out of a root is refused too). `..` is refused outright.
+
+A check when a path is typed can be raced (a link planted after it), so every job reads with the
+same roots again, checked on each file as it is opened (`allowed_folders.open_inside`).
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ import unicodedata
 from collections.abc import Iterable
 from typing import BinaryIO
 
+from allowed_folders import REFUSAL, inside  # noqa: F401 - one check for every reader, curation's and the Vet scanner's
+
 from ..manifest.store import Manifest
-from .reader import file_sha256, find_pdfs
+from .reader import file_sha256, find_pdfs, is_url
 
 ROOTS_ENV = "CURATION_ROOTS"
 ROOTS_SETTING = "allowed_roots"
@@ -48,6 +53,21 @@ def allowed_roots(db: str | os.PathLike, manifest: Manifest | None = None) -> li
         roots += [pathlib.Path(p) for p in configured_roots(manifest)]
     absolute = [pathlib.Path(os.path.abspath(root.expanduser())) for root in roots]
     return list(dict.fromkeys(absolute))
+
+
+def reading_roots(db: str | os.PathLike, manifest: Manifest | None,
+                  named: Iterable[str | os.PathLike] = ()) -> list[pathlib.Path]:
+    """The folders a job may read: the allowed roots, plus each local path in `named` that lies
+    outside them, with its links resolved.
+
+    `named` are paths a person gave on the command line (or documents such a run ingested): whoever
+    runs the command may read them anyway. The app only ever names paths inside the allowed roots, so
+    a path there gets no such pass: what it holds must really lie under the roots, links followed.
+    """
+    roots = allowed_roots(db, manifest)
+    extra = [pathlib.Path(p).resolve() for p in named
+             if not is_url(p) and not inside(pathlib.Path(os.path.abspath(p)), roots)]
+    return list(dict.fromkeys(roots + extra))
 
 
 def configured_roots(manifest: Manifest) -> list[str]:
@@ -107,11 +127,6 @@ def check_path(text: str, roots: Iterable[pathlib.Path], base: pathlib.Path) -> 
     else:
         raise PathRefused(f"{path} is neither a file nor a folder.")
     return real
-
-
-def inside(path: pathlib.Path, roots: Iterable[pathlib.Path]) -> bool:
-    """Whether `path` is a root or under one, comparing with each root as given and as its real path."""
-    return any(path.is_relative_to(form) for root in roots for form in (root, root.resolve()))
 
 
 def escaping_links(folder: pathlib.Path, roots: Iterable[pathlib.Path]) -> list[tuple[pathlib.Path, pathlib.Path]]:
