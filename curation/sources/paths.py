@@ -24,7 +24,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import BinaryIO
 
-from allowed_folders import REFUSAL, inside  # noqa: F401 - one check for every reader, curation's and the Vet scanner's
+from guards.folders import REFUSAL, inside  # noqa: F401 - one check for every reader, curation's and the Vet scanner's
 
 from ..manifest.store import Manifest
 from .reader import file_sha256, find_pdfs, is_url

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pymupdf
 
-from allowed_folders import REFUSAL, OutsideAllowedFolders, inside, open_binary_inside, open_inside, reopenable
+from guards.folders import REFUSAL, OutsideAllowedFolders, inside, open_binary_inside, open_inside, reopenable
 
 HASH_BLOCK = 1 << 20
 # What a file that is not a PDF usually is, by its first bytes.

@@ -6,8 +6,7 @@ Linux the kernel names it (`/proc/self/fd/N`); elsewhere its device and inode mu
 its path with every link resolved. The opened descriptor is what is read, so what was checked is
 what is read.
 
-Standard library only: the curation jobs and the Vet scanner (`inference`) both read server files,
-and neither package should pull the other in for one check.
+The curation jobs and the Vet scanner (`inference`) both read server files with it.
 """
 
 from __future__ import annotations
@@ -48,8 +47,13 @@ def open_inside(path: str | os.PathLike, roots: Iterable[str | os.PathLike] | No
 
 
 def open_binary_inside(path: str | os.PathLike, roots: Iterable[str | os.PathLike] | None):
-    """`open_inside` as a binary file object."""
-    return os.fdopen(open_inside(path, roots), "rb")
+    """`open_inside` as a binary file object (IsADirectoryError for a folder)."""
+    fd = open_inside(path, roots)
+    try:
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def real_path(fd: int, path: str | os.PathLike) -> pathlib.Path:
@@ -69,3 +73,21 @@ def reopenable(fd: int) -> str | None:
     where the system has none."""
     link = FD_LINKS / str(fd)
     return str(link) if link.exists() else None
+
+
+def folder_entries(folder: str | os.PathLike, roots: Iterable[str | os.PathLike] | None,
+                   seen: set | None = None) -> list[tuple[str, bool]]:
+    """(name, is a folder) of each entry of `folder`, sorted, listed from the folder really opened
+    (so it lies under `roots`: OutsideAllowedFolders otherwise). `seen`, the real paths listed so
+    far, stops a walk that follows links from going round a loop: a folder already seen lists empty."""
+    fd = open_inside(folder, roots)
+    try:
+        real = str(real_path(fd, folder))
+        if seen is not None:
+            if real in seen:
+                return []
+            seen.add(real)
+        with os.scandir(fd) as entries:
+            return sorted((entry.name, entry.is_dir()) for entry in entries)
+    finally:
+        os.close(fd)
