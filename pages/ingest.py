@@ -1,5 +1,6 @@
 """Ingest: add archives (upload or a server path), start and stop scoring, watch it live."""
 
+import math
 import os
 import pathlib
 
@@ -51,7 +52,10 @@ def add_archives(db: pathlib.Path, roots: list[pathlib.Path]):
         if added:
             add_path(text, roots)
     with by_upload:
-        uploads = st.file_uploader("PDFs", type=["pdf"], accept_multiple_files=True)
+        limits = paths.UPLOAD_LIMITS
+        uploads = st.file_uploader("PDFs", type=["pdf"], accept_multiple_files=True,
+                                   max_upload_size=math.ceil(limits.file_bytes / 2**20), help=limits.help())
+        uploads = common.within_upload_limits(uploads, limits)
         st.caption("Uploads travel through the browser and are held in the server's memory until saved, "
                    f"so big archives go by path: copy them under `{roots[0]}` on the server instead. "
                    f"Saved to `{paths.uploads_dir(db)}`.")

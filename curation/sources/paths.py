@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from typing import BinaryIO
 
 from guards.folders import REFUSAL, inside  # noqa: F401 - one check for every reader, curation's and the Vet scanner's
+from guards.uploads import UploadLimits
 
 from ..manifest.store import Manifest
 from .reader import file_sha256, find_pdfs, is_url
@@ -34,6 +35,9 @@ ROOTS_SETTING = "allowed_roots"
 UPLOADS = "uploads"
 MAX_NAME = 120
 LINKS_SHOWN = 3
+# What one session may upload to the Ingest page ($CURATION_UPLOAD_MAX_FILE_MB, _SESSION_MB, _FILES);
+# Streamlit's server.maxUploadSize (.streamlit/config.toml) caps any one file before the page sees it.
+UPLOAD_LIMITS = UploadLimits.from_env("CURATION_UPLOAD", file_mb=200, session_mb=500, files=50, noun="PDF")
 
 
 class PathRefused(ValueError):
@@ -93,10 +97,12 @@ def remove_root(manifest: Manifest, folder: str | os.PathLike) -> None:
     manifest.set_setting(ROOTS_SETTING, json.dumps([r for r in configured_roots(manifest) if r != folder]))
 
 
-def check_path(text: str, roots: Iterable[pathlib.Path], base: pathlib.Path) -> pathlib.Path:
+def check_path(text: str, roots: Iterable[pathlib.Path], base: pathlib.Path, *,
+               folders_only: bool = False) -> pathlib.Path:
     """The real path of a folder or PDF a person typed, or PathRefused saying why not.
 
-    Relative paths start at `base` (the data folder).
+    Relative paths start at `base` (the data folder). With `folders_only`, a file is refused too
+    (the Vet scanner reads folders of photos).
     """
     roots = list(roots)
     text = text.strip().strip("'\"").strip()
@@ -116,6 +122,8 @@ def check_path(text: str, roots: Iterable[pathlib.Path], base: pathlib.Path) -> 
     if not inside(real, roots):
         raise PathRefused(f"{path} is a link to {real}, outside the folders this server may read ({_names(roots)}).")
     if real.is_file():
+        if folders_only:
+            raise PathRefused(f"{path} is a file: give the folder that holds it.")
         if real.suffix.lower() != ".pdf":
             raise PathRefused(f"{path} is not a PDF (its name does not end in .pdf).")
     elif real.is_dir():
