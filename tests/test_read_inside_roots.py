@@ -109,3 +109,21 @@ def test_open_document_without_roots_reads_what_it_is_given(setup):
     swap_for_link(archive / "issue-1.pdf", private)
     with open_document(archive / "issue-1.pdf") as doc:
         assert doc.page_count == 3
+
+
+def test_export_does_not_follow_a_document_replaced_by_a_link(setup, tmp_path):
+    """Same size, so the check that the file is unchanged passes: only the open-time check refuses it."""
+    from curation.export import Export, ExportSettings
+
+    manifest, data, archive, _ = setup
+    Ingest(manifest, [archive], workers=1).run()
+    for doc in manifest.documents():
+        for page in range(doc["pages"]):
+            manifest.set_override(doc["id"], page, True)
+    twin = tmp_path / "private" / "twin.pdf"
+    twin.write_bytes((archive / "issue-1.pdf").read_bytes())
+    swap_for_link(archive / "issue-1.pdf", twin)
+    report = Export(manifest, data / "lora.zip", ExportSettings(size=128), workers=1, page_timeout=0).run()
+    refused = [s for s in report.skipped if s["document"].endswith("issue-1.pdf")]
+    assert len(refused) == 2 and all("outside the allowed folders" in s["reason"] for s in refused)
+    assert report.images == 2

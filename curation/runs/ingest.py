@@ -30,7 +30,7 @@ from ..decisions.duplicates import refresh_duplicates
 from ..manifest.store import Manifest, PageResult
 from ..scoring.features import FEATURES_VERSION
 from ..scoring.scorer import score_page
-from ..sources.paths import REFUSAL, reading_roots
+from ..sources.paths import REFUSAL, document_roots, reading_roots
 from ..sources.reader import (DocumentError, DocumentInfo, OutsideAllowedFolders, error_text, exists, file_sha256, file_stat,
                               find_pdfs, inspect_document, open_document, readable)
 from .jobs import DiskFull, Stopped, is_disk_full, record_end, stop_on_sigterm
@@ -621,9 +621,8 @@ class Rescore(Ingest):
     documents are not touched. Runs as an ingest job, so it never overlaps one."""
 
     def __init__(self, manifest: Manifest, *, all_pages: bool = False, **options):
-        if options.get("roots") is None:  # documents a command-line ingest read from outside the allowed folders
-            folders = {os.path.dirname(doc["path"]) for doc in manifest.documents()}
-            options["roots"] = reading_roots(manifest.path, manifest, folders)
+        if options.get("roots") is None:
+            options["roots"] = document_roots(manifest.path, manifest)
         super().__init__(manifest, [], **options)
         self.all_pages = all_pages
 

@@ -74,6 +74,13 @@ def reading_roots(db: str | os.PathLike, manifest: Manifest | None,
     return list(dict.fromkeys(roots + extra))
 
 
+def document_roots(db: str | os.PathLike, manifest: Manifest) -> list[pathlib.Path]:
+    """The folders a job over the manifest's documents (rescore, export) may read: the allowed roots,
+    plus the folders of documents a command-line ingest read from outside them."""
+    folders = {os.path.dirname(row[0]) for row in manifest.conn.execute("SELECT DISTINCT path FROM documents")}
+    return reading_roots(db, manifest, folders)
+
+
 def configured_roots(manifest: Manifest) -> list[str]:
     try:
         value = json.loads(manifest.get_setting(ROOTS_SETTING, "[]"))
