@@ -127,3 +127,17 @@ def test_export_does_not_follow_a_document_replaced_by_a_link(setup, tmp_path):
     refused = [s for s in report.skipped if s["document"].endswith("issue-1.pdf")]
     assert len(refused) == 2 and all("outside the allowed folders" in s["reason"] for s in refused)
     assert report.images == 2
+
+
+def test_review_does_not_draw_a_document_replaced_by_a_link(setup, tmp_path):
+    from curation.manifest import views
+
+    manifest, _, archive, _ = setup
+    Ingest(manifest, [archive], workers=1).run()
+    doc = next(d for d in manifest.documents() if d["path"].endswith("issue-1.pdf"))
+    assert views.render_page(manifest, doc["id"], 0)[:2] == b"\xff\xd8"
+    twin = tmp_path / "private" / "twin.pdf"
+    twin.write_bytes((archive / "issue-1.pdf").read_bytes())
+    swap_for_link(archive / "issue-1.pdf", twin)
+    with pytest.raises(views.PageUnavailable, match="outside the allowed folders"):
+        views.render_page(manifest, doc["id"], 0)
