@@ -26,13 +26,14 @@ def db_path() -> pathlib.Path:
     return pathlib.Path(os.environ.get("CURATION_DB", DEFAULT_DB))
 
 
-def allowed_roots() -> list[pathlib.Path]:
-    """The server folders a page may read (the server's configuration: see curation.sources.paths)."""
+def allowed_roots(documents=()) -> list[pathlib.Path]:
+    """The server folders a page may read (the server's configuration: see curation.sources.paths), and
+    the folders of `documents` (manifest paths) that a command-line ingest read from outside them."""
     from curation.sources import paths
 
     manifest = open_manifest()
     try:
-        return paths.allowed_roots(db_path(), manifest)
+        return paths.reading_roots(db_path(), manifest, {os.path.dirname(path) for path in documents})
     finally:
         if manifest is not None:
             manifest.close()
