@@ -191,6 +191,13 @@ def _decoded_rgb(image, name):
     return image if image.mode == "RGB" else image.convert("RGB")
 
 
+def to_jpeg(image, quality=85):
+    """A decoded photo as JPEG bytes, to show it."""
+    buffer = io.BytesIO()
+    image.save(buffer, "JPEG", quality=quality)
+    return buffer.getvalue()
+
+
 def _describe(source):
     if isinstance(source, (str, Path, os.PathLike)):
         return str(source)

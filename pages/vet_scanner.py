@@ -145,7 +145,7 @@ def photos_mode(model, top_k):
             results[key] = run_request(
                 photo.name,
                 lambda on_wait, photo=photo: inference.classify(
-                    photo, model.path, top_k, on_wait=on_wait
+                    photo, model.path, top_k, on_wait=on_wait, with_jpeg=True
                 ),
             )
         show_photo(photo, results[key])
@@ -160,7 +160,8 @@ def show_photo(photo, result):
             return
         show_cattle_gate(result.get("cattle"))
         image_column, chart_column = st.columns([1, 2])
-        image_column.image(photo, caption=photo.name, width="stretch")
+        # The photo as decoded for the model: showing the upload itself would decode it again, in full.
+        image_column.image(result["jpeg"], caption=photo.name, width="stretch")
         chart_column.altair_chart(prediction_chart(result["top"]), width="stretch")
         chart_column.caption(timing_line(result))
 
