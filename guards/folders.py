@@ -26,7 +26,7 @@ class OutsideAllowedFolders(PermissionError):
 def inside(path: str | os.PathLike, roots: Iterable[str | os.PathLike]) -> bool:
     """Whether `path` is a root or under one, comparing with each root as given and as its real path."""
     path = pathlib.Path(path)
-    return any(path.is_relative_to(form) for root in roots for form in (pathlib.Path(root), pathlib.Path(root).resolve()))
+    return any(path.is_relative_to(form) for root in map(pathlib.Path, roots) for form in (root, root.resolve()))
 
 
 def open_inside(path: str | os.PathLike, roots: Iterable[str | os.PathLike] | None) -> int:

@@ -66,7 +66,8 @@ def vet_page(models, monkeypatch):
     inference.write_demo_model(models / "demo-vit")
     calls = []
     real_classify = inference.classify
-    monkeypatch.setattr(inference, "classify", lambda photo, *a, **k: calls.append(photo.name) or real_classify(photo, *a, **k))
+    monkeypatch.setattr(inference, "classify",
+                        lambda photo, *a, **k: calls.append(photo.name) or real_classify(photo, *a, **k))
     return open_page(), calls
 
 
@@ -100,12 +101,13 @@ def test_a_photo_of_too_many_pixels_is_refused_from_its_header(vet_page):
 
 def test_the_ingest_page_refuses_uploads_past_its_limits(tmp_path, monkeypatch):
     monkeypatch.setenv("CURATION_DB", str(tmp_path / "data" / "manifest.sqlite"))
-    monkeypatch.setattr(paths, "UPLOAD_LIMITS", UploadLimits(file_bytes=2_000, session_bytes=10_000, files=2, noun="PDF"))
+    monkeypatch.setattr(paths, "UPLOAD_LIMITS",
+                        UploadLimits(file_bytes=2_000, session_bytes=10_000, files=2, noun="PDF"))
     at = ran(page("pages/ingest.py"))
     assert "up to 2 PDFs at a time" in at.file_uploader[0].help
     pdf = b"%PDF-1.4\n" + b"0" * 500
-    at.file_uploader[0].set_value([("big.pdf", pdf + b"0" * 2_000, "application/pdf"), ("a.pdf", pdf, "application/pdf"),
-                                   ("b.pdf", pdf, "application/pdf"), ("c.pdf", pdf, "application/pdf")])
+    at.file_uploader[0].set_value([("big.pdf", pdf + b"0" * 2_000, "application/pdf"),
+                                   *((name, pdf, "application/pdf") for name in ("a.pdf", "b.pdf", "c.pdf"))])
     ran(at)
     errors = " ".join(e.value for e in at.error)
     assert "big.pdf" in errors and "over the limit" in errors and "c.pdf: at most 2 PDFs" in errors
@@ -113,7 +115,8 @@ def test_the_ingest_page_refuses_uploads_past_its_limits(tmp_path, monkeypatch):
     assert save.label == "Save 2 file(s) for ingest"
     save.click()
     ran(at)
-    assert sorted(p.name for p in paths.uploads_dir(tmp_path / "data" / "manifest.sqlite").glob("*.pdf")) == ["a.pdf", "b.pdf"]
+    saved = paths.uploads_dir(tmp_path / "data" / "manifest.sqlite").glob("*.pdf")
+    assert sorted(p.name for p in saved) == ["a.pdf", "b.pdf"]
 
 
 # Pixels decoded ---------------------------------------------------------------------------------------
@@ -137,8 +140,8 @@ def decode_in_a_fresh_process(tmp_path, data):
     """What open_image makes of `data`, and how much its process's peak memory grew meanwhile."""
     photo = tmp_path / "photo"
     photo.write_bytes(data)
-    out = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, str(photo)], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, str(photo)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120, check=True).stdout
     return json.loads(out)
 
 

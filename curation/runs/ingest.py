@@ -31,8 +31,8 @@ from ..manifest.store import Manifest, PageResult
 from ..scoring.features import FEATURES_VERSION
 from ..scoring.scorer import score_page
 from ..sources.paths import REFUSAL, document_roots, reading_roots
-from ..sources.reader import (DocumentError, DocumentInfo, OutsideAllowedFolders, error_text, exists, file_sha256, file_stat,
-                              find_pdfs, inspect_document, open_document, readable)
+from ..sources.reader import (DocumentError, DocumentInfo, OutsideAllowedFolders, error_text, exists, file_sha256,
+                              file_stat, find_pdfs, inspect_document, open_document, readable)
 from .jobs import DiskFull, Stopped, is_disk_full, record_end, stop_on_sigterm
 
 PAGES_PER_TASK = 16
