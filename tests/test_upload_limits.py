@@ -58,6 +58,31 @@ def test_limits_are_server_settings_shown_in_words(monkeypatch):
     assert limits.help() == "Server limits: up to 2 photos at a time, 5.0 MB each, 200 MB in all."
 
 
+def held_uploads_script():
+    import streamlit as st
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    from guards.uploads import UploadLimits
+    from pages import _common
+
+    uploads = st.file_uploader("Files", accept_multiple_files=True)
+    _common.within_upload_limits(uploads, UploadLimits(file_bytes=10, session_bytes=100, files=5))
+    context = get_script_run_ctx()
+    held = context.uploaded_file_mgr.get_files(context.session_id, [u.file_id for u in uploads or []])
+    st.text("held: " + ", ".join(sorted(f.name for f in held)))
+
+
+def test_a_refused_upload_is_dropped_from_the_servers_memory():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(held_uploads_script)
+    at.run()
+    at.file_uploader[0].set_value([("small", b"12345", "application/octet-stream"),
+                                   ("big", b"0" * 50, "application/octet-stream")]).run()
+    assert "big: " in texts(at.error) and "per file; it was not read" in texts(at.error)
+    assert at.text[0].value == "held: small"  # Streamlit no longer holds the refused file's bytes
+
+
 # The Vet scanner's uploader --------------------------------------------------------------------------
 
 
