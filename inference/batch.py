@@ -14,14 +14,18 @@ from .loader import loaded_model
 
 
 def classify_folder(
-    folder, model_dir, top_k=3, recursive=False, device=None, on_wait=None, on_progress=None
+    folder, model_dir, top_k=3, recursive=False, device=None, on_wait=None, on_progress=None,
+    roots=None,
 ):
     """Classify every photo in `folder` with one load of the model; return CSV rows.
 
     A batch is one request: the model is loaded once, used for every photo,
     and unloaded at the end (other requests wait meanwhile). A photo that
     cannot be read gets a row with its `error` filled in; the rest go on.
-    `on_progress(done, total)` is called after each photo.
+    `on_progress(done, total)` is called after each photo. With `roots` (the
+    allowed folders), the folder is listed and each photo read only if it
+    really lies under them when opened; a photo that does not gets a row with
+    the reason.
 
     Rows are dicts with the same keys, in order: file (relative to `folder`),
     model, [cattle, cattle_score,] label_1, score_1, ... label_k, score_k,
@@ -31,7 +35,7 @@ def classify_folder(
     """
     check_top_k(top_k)
     folder = Path(folder).expanduser()
-    paths = find_photos(folder, recursive)
+    paths = find_photos(folder, recursive, roots)
     if not paths:
         raise BadImageError(
             f"{folder}: no photos found ({', '.join(PHOTO_SUFFIXES)})"
@@ -41,7 +45,7 @@ def classify_folder(
     with loaded_model(model_dir, device, on_wait) as loaded:
         top_k = min(top_k, len(loaded.info.labels))
         for done, path in enumerate(paths, start=1):
-            rows.append(_row(loaded, folder, path, top_k))
+            rows.append(_row(loaded, folder, path, top_k, roots))
             if on_progress:
                 on_progress(done, len(paths))
     return rows
@@ -58,10 +62,10 @@ def rows_to_csv(rows):
     return out.getvalue()
 
 
-def _row(loaded, folder, path, top_k):
+def _row(loaded, folder, path, top_k, roots):
     row = {"file": path.relative_to(folder).as_posix(), "model": loaded.info.name}
     try:
-        photo = open_image(path, name=row["file"])
+        photo = open_image(path, name=row["file"], roots=roots)
     except BadImageError as error:
         top, gate, seconds, problem = [], None, None, str(error)
     else:

@@ -3,16 +3,20 @@
 import time
 
 from .cattle import cattle_gate, gate_from_features, has_cattle_gate
-from .images import open_image
+from .images import check_image, open_image, to_jpeg
 from .loader import loaded_model
 
 
-def classify(image, model_dir, top_k=5, device=None, on_wait=None, wait_timeout=None):
+def classify(image, model_dir, top_k=5, device=None, on_wait=None, wait_timeout=None, roots=None,
+             with_jpeg=False):
     """Classify one photo with the model in `model_dir`, holding no model after.
 
     `image` is a PIL image, a path, bytes or a binary file (a Streamlit upload).
     `device` is "cpu", "cuda" or None for the GPU where there is one.
     `on_wait(waiting)` is called if another request holds the model first.
+    `roots`: the allowed folders a path must really lie in (None: any path).
+    `with_jpeg`: add "jpeg", the photo as decoded for the model (reduced),
+    as JPEG bytes to show it: a page need not decode the upload again.
 
     Returns a JSON-ready dict:
         top      [{"label", "score"}, ...] best first; labels from the model's
@@ -29,12 +33,16 @@ def classify(image, model_dir, top_k=5, device=None, on_wait=None, wait_timeout=
     with a message for a person; no model is left loaded either way.
     """
     check_top_k(top_k)
-    photo = open_image(image)  # A bad photo fails here, before any loading.
-    with loaded_model(model_dir, device, on_wait, wait_timeout) as loaded:
+    check_image(image, roots=roots)  # Not an image, or too many pixels: refused from its header, before waiting.
+    decoded = []  # Decoded with the slot held (one photo's pixels at a time), before the model loads.
+    with loaded_model(model_dir, device, on_wait, wait_timeout,
+                      before_load=lambda: decoded.append(open_image(image, roots=roots))) as loaded:
         started = time.perf_counter()
-        prediction = predict(loaded, photo, top_k)
+        prediction = predict(loaded, decoded[0], top_k)
         infer_seconds = time.perf_counter() - started
+    photo = decoded.pop()
     return {
+        **({"jpeg": to_jpeg(photo)} if with_jpeg else {}),
         **prediction,
         "model": loaded.info.name,
         "is_demo": loaded.info.is_demo,

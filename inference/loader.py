@@ -70,7 +70,7 @@ def model_slot(on_wait=None, timeout=None):
         _model_slot.release()
 
 
-def loaded_model(model_dir, device=None, on_wait=None, wait_timeout=None):
+def loaded_model(model_dir, device=None, on_wait=None, wait_timeout=None, before_load=None):
     """A context manager: take the slot, load `model_dir`, and unload on exit.
 
         with loaded_model("models/demo-vit") as loaded:
@@ -79,9 +79,11 @@ def loaded_model(model_dir, device=None, on_wait=None, wait_timeout=None):
     `as` gives a LoadedModel. The folder is checked before queueing, so a
     wrong folder fails at once. Whatever happens in the block, the model is
     unloaded and the slot released on the way out; an unexpected error from
-    torch or transformers comes out as an InferenceError.
+    torch or transformers comes out as an InferenceError. `before_load()` runs
+    with the slot held, before the model is loaded: decoding a photo waits its
+    turn like the model, and a photo that fails to decode costs no load.
     """
-    return _ModelRequest(read_model_info(model_dir), pick_device(device), on_wait, wait_timeout)
+    return _ModelRequest(read_model_info(model_dir), pick_device(device), on_wait, wait_timeout, before_load)
 
 
 class _ModelRequest:
@@ -90,7 +92,8 @@ class _ModelRequest:
     # traceback's frames (a forward() with `self`) would keep the model alive
     # through the unload.
 
-    def __init__(self, info, device, on_wait, wait_timeout):
+    def __init__(self, info, device, on_wait, wait_timeout, before_load=None):
+        self.before_load = before_load
         self.info = info
         self.device = device
         self.on_wait = on_wait
@@ -107,6 +110,8 @@ class _ModelRequest:
         )
         try:
             loaded.seconds["wait"] = time.perf_counter() - waited_from
+            if self.before_load:
+                self.before_load()
             loaded.memory.update(_memory_now(self.device, "before"))
             if self.device.startswith("cuda"):
                 torch.cuda.reset_peak_memory_stats(self.device)

@@ -20,6 +20,8 @@ from pathlib import Path
 from .catalog import DEMO_CONFIG_KEY
 from .cattle import has_cattle_gate, write_gate_file
 from .errors import BadImageError, InferenceError
+from guards.folders import REFUSAL, OutsideAllowedFolders, folder_entries
+
 from .images import PHOTO_SUFFIXES, find_photos, open_image
 from .loader import loaded_model
 
@@ -32,16 +34,29 @@ class TrainingError(InferenceError):
     """The photos cannot train a head: too few, one class only, unreadable."""
 
 
-def find_training_photos(folder):
-    """{class name: [photo paths]}, one class per subfolder of `folder` (searched recursively)."""
+def find_training_photos(folder, roots=None, skipped=None):
+    """{class name: [photo paths]}, one class per subfolder of `folder` (searched recursively).
+
+    With `roots` (the allowed folders), only folders that really lie under them
+    are listed: a subfolder that does not is no class, and is added to
+    `skipped` ({"file", "error"}) with the reason.
+    """
     folder = Path(folder).expanduser()
-    if not folder.is_dir():
-        raise TrainingError(f"{folder}: no such folder.")
-    classes = {
-        sub.name: find_photos(sub, recursive=True)
-        for sub in sorted(folder.iterdir())
-        if sub.is_dir() and not sub.name.startswith(".")
-    }
+    try:
+        entries = folder_entries(folder, roots)
+    except OutsideAllowedFolders:
+        raise TrainingError(f"{folder}: {REFUSAL}; this server reads photos only there.") from None
+    except (FileNotFoundError, NotADirectoryError):
+        raise TrainingError(f"{folder}: no such folder.") from None
+    classes = {}
+    for name, is_folder in entries:
+        if not is_folder or name.startswith("."):
+            continue
+        try:
+            classes[name] = find_photos(folder / name, recursive=True, roots=roots)
+        except BadImageError as error:
+            if skipped is not None:
+                skipped.append({"file": str(folder / name), "error": str(error)})
     return {name: paths for name, paths in classes.items() if paths}
 
 
@@ -66,7 +81,8 @@ def check_enough_photos(photos_by_class, folder="the folder"):
 
 
 def train_head(
-    photos_folder, base_dir, out_dir, device="cpu", overwrite=False, on_progress=None, on_wait=None
+    photos_folder, base_dir, out_dir, device="cpu", overwrite=False, on_progress=None, on_wait=None,
+    roots=None,
 ):
     """Train a linear head on `base_dir`'s features of the photos; write the model to `out_dir`.
 
@@ -74,10 +90,13 @@ def train_head(
     `on_wait(waiting)` if another request holds the model slot first. Returns
     the training record, also written to `out_dir`/training.json: classes,
     photos per class, cross-validated accuracy and confusion matrix, seconds.
-    Raises TrainingError (too few photos, bad folders) with a message for a person.
+    With `roots` (the allowed folders), photos are read only from under them,
+    checked as each is opened. Raises TrainingError (too few photos, bad
+    folders) with a message for a person.
     """
     photos_folder, out_dir = Path(photos_folder).expanduser(), Path(out_dir).expanduser()
-    photos = find_training_photos(photos_folder)
+    refused = []
+    photos = find_training_photos(photos_folder, roots, refused)
     check_enough_photos(photos, photos_folder)
     if (out_dir / "config.json").exists() and not overwrite:
         raise TrainingError(f"{out_dir} already holds a model; choose another folder.")
@@ -86,7 +105,8 @@ def train_head(
     with loaded_model(base_dir, device, on_wait) as loaded:
         classifier = _linear_classifier(loaded.model)
         started = time.perf_counter()
-        features, targets, skipped = _features(loaded, classifier, photos, on_progress)
+        features, targets, skipped = _features(loaded, classifier, photos, on_progress, roots)
+        skipped = refused + skipped
         feature_seconds = time.perf_counter() - started
         kept = {name: targets.count(index) for index, name in enumerate(photos)}
         check_enough_photos({name: [None] * count for name, count in kept.items()}, photos_folder)
@@ -132,7 +152,7 @@ def _linear_classifier(model):
     return classifier
 
 
-def _features(loaded, classifier, photos, on_progress):
+def _features(loaded, classifier, photos, on_progress, roots=None):
     """(features array, class index per row, [{"file", "error"}] skipped)."""
     import numpy as np
     import torch
@@ -148,7 +168,7 @@ def _features(loaded, classifier, photos, on_progress):
         for index, paths in enumerate(photos.values()):
             for path in paths:
                 try:
-                    photo = open_image(path)
+                    photo = open_image(path, roots=roots)
                 except BadImageError as error:
                     skipped.append({"file": str(path), "error": str(error)})
                 else:

@@ -28,6 +28,33 @@ def db_path() -> pathlib.Path:
     return pathlib.Path(os.environ.get("CURATION_DB", DEFAULT_DB))
 
 
+def allowed_roots(documents=()) -> list[pathlib.Path]:
+    """The server folders a page may read (the server's configuration: see curation.sources.paths), and
+    the folders of `documents` (manifest paths) that a command-line ingest read from outside them."""
+    from curation.sources import paths
+
+    manifest = open_manifest()
+    try:
+        return paths.reading_roots(db_path(), manifest, {os.path.dirname(path) for path in documents})
+    finally:
+        if manifest is not None:
+            manifest.close()
+
+
+def within_upload_limits(uploads, limits) -> list:
+    """The uploads within `limits` (a guards.uploads.UploadLimits); each refused one gets a message
+    and is dropped from the server's memory at once (Streamlit keeps uploads until the session ends)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    kept, refused = limits.sort(uploads or [])
+    context = get_script_run_ctx()
+    for upload, reason in refused:
+        st.error(reason, icon=":material/block:")
+        if context is not None and getattr(context, "uploaded_file_mgr", None) is not None:
+            context.uploaded_file_mgr.remove_file(context.session_id, upload.file_id)
+    return kept
+
+
 def run_page(main) -> None:
     """Run a page's body; whatever goes wrong is shown as a message, never as a traceback."""
     use_entry_script()

@@ -163,10 +163,11 @@ def options(duplicates: str) -> tuple[ExportSettings | None, str | None]:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def cached_preview(item: tuple, settings_json: str) -> tuple[bytes | None, int, int, str, str | None, bool]:
+def cached_preview(item: tuple, settings_json: str,
+                   roots: tuple[str, ...]) -> tuple[bytes | None, int, int, str, str | None, bool]:
     """(jpeg, width, height, caption, problem, cut to the picture) of one page as exported; cached per page
     and settings."""
-    result = preview(Item(*item), ExportSettings.from_dict(json.loads(settings_json)))
+    result = preview(Item(*item), ExportSettings.from_dict(json.loads(settings_json)), roots)
     if result.image is None:
         return None, 0, 0, result.caption, result.problem, False
     return (result.image.jpeg, result.image.width, result.image.height, result.caption, None,
@@ -178,7 +179,8 @@ def show_preview(items: list[Item], settings: ExportSettings) -> list:
     # Which pages go does not change how one looks: the preview cache ignores the near-duplicate choice.
     key = json.dumps({k: v for k, v in settings.as_dict().items() if k != "duplicates"}, sort_keys=True)
     with st.spinner("Preparing the preview…"):
-        results = [cached_preview(dataclasses.astuple(item), key) for item in sample]
+        roots = tuple(str(root) for root in common.allowed_roots([item.doc for item in sample]))
+        results = [cached_preview(dataclasses.astuple(item), key, roots) for item in sample]
     cut = {"picture": " At least half are pages cut to their picture, where there are any.",
            "pictures": " A page with several pictures is shown as all of them, where there is one.",
            }.get(settings.crop, "")

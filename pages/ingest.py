@@ -1,5 +1,6 @@
 """Ingest: add archives (upload or a server path), start and stop scoring, watch it live."""
 
+import math
 import pathlib
 
 import streamlit as st
@@ -52,8 +53,11 @@ def add_archives(db: pathlib.Path, roots: list[pathlib.Path]):
         if added and auth.require_curator():
             add_path(text, roots)
     with by_upload:
+        limits = paths.UPLOAD_LIMITS
         uploads = st.file_uploader("PDFs", type=["pdf"], accept_multiple_files=True, disabled=auth.locked(),
-                                   help=auth.help_for())
+                                   max_upload_size=math.ceil(limits.file_bytes / 2**20),
+                                   help=auth.help_for(limits.help()))
+        uploads = common.within_upload_limits(uploads, limits)
         st.caption("Uploads travel through the browser and are held in the server's memory until saved, "
                    f"so big archives go by path: copy them under `{roots[0]}` on the server instead. "
                    f"Saved to `{paths.uploads_dir(db)}`.")

@@ -7,6 +7,7 @@ a rerun does not classify the same photo again.
 """
 
 import logging
+import math
 import re
 from pathlib import Path
 
@@ -15,6 +16,8 @@ import pandas as pd
 import streamlit as st
 
 import inference
+from curation.sources import paths
+from inference import images
 from pages import _auth as auth
 from pages import _common
 
@@ -24,7 +27,6 @@ log = logging.getLogger(__name__)
 
 RESULTS_KEY = "vet_scanner_results"  # {(file_id, model path, top_k): result}
 BATCH_KEY = "vet_scanner_batch"  # The last folder run: rows and CSV, or error.
-MAX_PHOTO_MB = 50
 MAX_TOP_K = 20  # An ImageNet model has 1000 labels; a chart of more than 20 says nothing.
 MiB = 2**20
 
@@ -129,22 +131,26 @@ def show_queue():
 
 
 def photos_mode(model, top_k):
+    limits = images.UPLOAD_LIMITS
     photos = st.file_uploader(
         "Photos (JPEG, PNG, WebP)",
         type=["jpg", "jpeg", "png", "webp"],
         accept_multiple_files=True,
-        max_upload_size=MAX_PHOTO_MB,
+        max_upload_size=math.ceil(limits.file_bytes / 2**20),  # the browser's hint; the server checks below
+        help=f"{limits.help()} Photos of more than {images.MAX_PIXELS:,} pixels are refused "
+             "(JPEGs count at the reduced size they are decoded at).",
     )
+    photos = _common.within_upload_limits(photos, limits)
     results = st.session_state.setdefault(RESULTS_KEY, {})
     current = set()
-    for photo in photos or []:
+    for photo in photos:
         key = (photo.file_id, str(model.path), top_k)
         current.add(key)
         if key not in results:
             results[key] = run_request(
                 photo.name,
                 lambda on_wait, photo=photo: inference.classify(
-                    photo, model.path, top_k, on_wait=on_wait
+                    photo, model.path, top_k, on_wait=on_wait, with_jpeg=True
                 ),
             )
         show_photo(photo, results[key])
@@ -159,7 +165,8 @@ def show_photo(photo, result):
             return
         show_cattle_gate(result.get("cattle"))
         image_column, chart_column = st.columns([1, 2])
-        image_column.image(photo, caption=_common.escape_markdown(photo.name), width="stretch")
+        # The photo as decoded for the model: showing the upload itself would decode it again, in full.
+        image_column.image(result["jpeg"], caption=_common.escape_markdown(photo.name), width="stretch")
         chart_column.altair_chart(prediction_chart(result["top"]), width="stretch")
         chart_column.caption(timing_line(result))
 
@@ -179,14 +186,31 @@ def show_cattle_gate(gate):
         )
 
 
+def server_folder(text, roots):
+    """The real path of a folder under the allowed folders, or None after saying why not."""
+    try:
+        return paths.check_path(text, roots, base=roots[0], folders_only=True)
+    except paths.PathRefused as error:
+        st.error(str(error), icon=":material/block:")
+        return None
+
+
+def allowed_folders_caption(roots):
+    st.caption("Allowed folders: " + ", ".join(f"`{root}`" for root in roots) +
+               ". The server administrator adds more with `python -m curation.sources.paths add FOLDER` "
+               "or the CURATION_ROOTS environment variable.")
+
+
 def folder_mode(model, top_k):
     st.write(
         "Classify every photo in a folder on the server into a table and a CSV. "
         "The model is loaded once for the whole folder; other requests wait meanwhile."
     )
-    folder = st.text_input("Folder", placeholder="/data/photos/herd-2024-05").strip()
+    roots = _common.allowed_roots()
+    folder = st.text_input("Folder", placeholder=str(roots[0] / "photos")).strip()
+    allowed_folders_caption(roots)
     recursive = st.checkbox("Include subfolders")
-    if st.button("Classify the folder", disabled=not folder):
+    if st.button("Classify the folder", disabled=not folder) and (checked := server_folder(folder, roots)):
         progress = st.progress(0.0, text="Loading the model…")
 
         def on_progress(done, total):
@@ -196,8 +220,8 @@ def folder_mode(model, top_k):
             folder,
             lambda on_wait: {
                 "rows": inference.classify_folder(
-                    folder, model.path, top_k, recursive,
-                    on_wait=on_wait, on_progress=on_progress,
+                    checked, model.path, top_k, recursive,
+                    on_wait=on_wait, on_progress=on_progress, roots=roots,
                 )
             },
         )
@@ -246,7 +270,9 @@ def train_mode(model):
         "cross-validation says how often it is right on photos it was not trained on. "
         "The result is a new model in the list."
     )
-    photos = st.text_input("Photos folder", placeholder="/data/photos/triage").strip()
+    roots = _common.allowed_roots()
+    photos = st.text_input("Photos folder", placeholder=str(roots[0] / "triage")).strip()
+    allowed_folders_caption(roots)
     name = st.text_input("Name of the new model", value="my-triage").strip()
     train = st.button("Train", disabled=not (photos and name) or auth.locked(), help=auth.help_for())
     if train and auth.require_curator():
@@ -255,6 +281,9 @@ def train_mode(model):
                 f"{_common.escape_markdown(repr(name))} is not a folder name: "
                 "use letters, digits, '-', '_' and '.'."
             )
+            return
+        checked = server_folder(photos, roots)
+        if checked is None:
             return
         out = inference.models_dir() / name
         progress = st.progress(0.0, text="Loading the model…")
@@ -265,7 +294,8 @@ def train_mode(model):
         outcome = run_request(
             photos,
             lambda on_wait: inference.train_head(
-                photos, model.path, out, device=None, on_progress=on_progress, on_wait=on_wait
+                checked, model.path, out, device=None, on_progress=on_progress, on_wait=on_wait,
+                roots=roots,
             ),
             doing="Training on",
         )

@@ -20,9 +20,16 @@ TIMEOUT = 120  # The first request in a process imports torch.
 
 
 @pytest.fixture
-def with_demo(models):
+def with_demo(models, monkeypatch):
     inference.write_demo_model(models / "demo-vit")
+    allow_test_folder(models.parent, monkeypatch)
     return models
+
+
+def allow_test_folder(folder, monkeypatch):
+    """The test's folder is the server's allowed folder (and holds its manifest's place)."""
+    monkeypatch.setenv("CURATION_DB", str(folder / "data" / "manifest.sqlite"))
+    monkeypatch.setenv("CURATION_ROOTS", str(folder))
 
 
 def jpeg(seed=0):
@@ -163,7 +170,7 @@ def test_batch_mode_with_a_missing_folder_shows_an_error(with_demo, tmp_path):
     [classify_folder] = [b for b in app.button if b.label == "Classify the folder"]
     classify_folder.click().run()
     assert not app.exception
-    assert "no such folder" in texts(app.error)
+    assert "Nothing at" in texts(app.error)
 
 
 def test_the_page_shows_when_the_model_is_busy(with_demo):

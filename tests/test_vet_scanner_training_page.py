@@ -8,12 +8,13 @@ import inference
 
 from apptest_support import shown
 from conftest import write_training_photos
-from test_vet_scanner_page import jpeg, open_page, texts
+from test_vet_scanner_page import allow_test_folder, jpeg, open_page, texts
 
 
 @pytest.fixture
-def with_lite0(models, lite0_model):
+def with_lite0(models, lite0_model, monkeypatch):
     shutil.copytree(lite0_model, models / "imagenet-lite0")
+    allow_test_folder(models.parent, monkeypatch)
     return models
 
 

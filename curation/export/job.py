@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from ..manifest.store import Manifest
 from ..runs.ingest import Failure, Scheduler, bounded_pool, process_pool, timeout_message
 from ..runs.jobs import DiskFull, Stopped, is_disk_full, record_end, stop_on_sigterm
+from ..sources.paths import document_roots
 from ..sources.reader import error_text
 from .captions import caption_for
 from .geometry import crop_box
@@ -131,7 +132,8 @@ class Export:
 
     def _write_images(self, target: ZipTarget, items: list[Item]) -> list[Record]:
         folder = image_folder(self.settings)
-        tasks = [page_task(item, self.settings) for item in items]
+        roots = document_roots(self.manifest.path, self.manifest)  # each PDF checked again as it is opened
+        tasks = [page_task(item, self.settings, roots) for item in items]
         records = []
         with closing(in_order(run_page_task, tasks, self.workers, self.make_executor, self.page_timeout)) as results:
             for item, (_, result) in zip(items, results):

@@ -74,10 +74,11 @@ def _spread(items: list[Item], count: int) -> list[Item]:
     return [items[round(i * step)] for i in range(count)]
 
 
-def preview(item: Item, settings: ExportSettings) -> Preview:
-    """One page as the export writes it: the same reader, crop, shaping and encoder."""
+def preview(item: Item, settings: ExportSettings, roots=None) -> Preview:
+    """One page as the export writes it: the same reader (its PDF read only under `roots`), crop, shaping
+    and encoder."""
     with _MUPDF:
-        result = export_one(page_task(item, settings))
+        result = export_one(page_task(item, settings, roots))
     caption = caption_for(item, settings)
     crop = crop_box(item, settings)
     if isinstance(result, Exported):

@@ -23,11 +23,13 @@ class PageTask:
     page: int
     settings: ExportSettings
     region: Region | None = None  # the part of the page exported (crop="picture"); None: all of it
+    roots: tuple[str, ...] | None = None  # the folders the PDF must really lie in when opened (None: no check)
 
 
-def page_task(item, settings: ExportSettings) -> PageTask:
-    """The task of exporting one selected page (an `Item`) under `settings`."""
-    return PageTask(item.doc, item.doc_size, item.page, settings, crop_region(item, settings))
+def page_task(item, settings: ExportSettings, roots=None) -> PageTask:
+    """The task of exporting one selected page (an `Item`) under `settings`, read only under `roots`."""
+    return PageTask(item.doc, item.doc_size, item.page, settings, crop_region(item, settings),
+                    None if roots is None else tuple(str(root) for root in roots))
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ _open: tuple[str, pymupdf.Document] | None = None
 
 def run_page_task(task: PageTask) -> Exported | NotExported:
     """A pool worker's (or the inline run's) task: keeps its document open for the next page."""
-    return _exported_or_reason(task, lambda: _document(task.doc, task.doc_size))
+    return _exported_or_reason(task, lambda: _document(task.doc, task.doc_size, task.roots))
 
 
 def export_one(task: PageTask) -> Exported | NotExported:
@@ -66,7 +68,7 @@ def export_one(task: PageTask) -> Exported | NotExported:
 
     def document():
         nonlocal doc
-        doc = _open_checked(task.doc, task.doc_size)
+        doc = _open_checked(task.doc, task.doc_size, task.roots)
         return doc
 
     try:
@@ -96,17 +98,17 @@ class FileChanged(Exception):
     pass
 
 
-def _open_checked(path: str, size: int) -> pymupdf.Document:
+def _open_checked(path: str, size: int, roots=None) -> pymupdf.Document:
     if os.stat(path).st_size != size:
         raise FileChanged(f"the file changed since it was scored; run ingest again: {path}")
-    return open_document(path)
+    return open_document(path, roots)
 
 
-def _document(path: str, size: int) -> pymupdf.Document:
+def _document(path: str, size: int, roots=None) -> pymupdf.Document:
     global _open
     if _open is None or _open[0] != path:
         close_document()
-        _open = (path, _open_checked(path, size))
+        _open = (path, _open_checked(path, size, roots))
     return _open[1]
 
 

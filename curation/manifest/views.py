@@ -29,7 +29,8 @@ import pymupdf
 from . import history, thumbnail_store
 from ..decisions import learn
 from ..scoring.scorer import THUMBNAIL_QUALITY, THUMBNAIL_SIDE
-from ..sources.reader import error_text
+from ..sources.paths import reading_roots
+from ..sources.reader import error_text, open_document
 from .store import (BASE_RULE_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, DISAGREES_SQL, INK_TONE_MIN, KEEP_SQL,
                     LIVE_DOCUMENT_SQL, RULES, Manifest, now)
 
@@ -290,11 +291,12 @@ def thumbnails(manifest: Manifest, keys: Iterable[tuple[int, int]], *,
     if draw_missing and missing:
         # Only pages that were scored: a failed page may be one that takes hours to draw.
         scored = _by_keys(manifest, "pages", "status", missing)
+        roots = _document_roots(manifest, {documents[doc_id]["path"] for doc_id, _ in missing})
         for doc_id, page in missing:
             doc = documents[doc_id]
             if scored.get((doc_id, page)) == "ok":
                 with contextlib.suppress(PageUnavailable):
-                    found[(doc_id, page)] = _drawn_thumbnail(doc["path"], doc["size"], doc["sha256"], page)
+                    found[(doc_id, page)] = _drawn_thumbnail(doc["path"], doc["size"], doc["sha256"], page, roots)
     return found
 
 
@@ -302,9 +304,15 @@ DRAWN_KEPT = 400  # drawn thumbnails kept in memory (about 10 kB each): ten scre
 
 
 @functools.lru_cache(maxsize=DRAWN_KEPT)
-def _drawn_thumbnail(path: str, size: int, sha256: str, page: int) -> bytes:
+def _drawn_thumbnail(path: str, size: int, sha256: str, page: int, roots: tuple[str, ...]) -> bytes:
     """Keyed by content as well as path: another manifest's document at the same path is drawn anew."""
-    return draw_page(path, size, page, THUMBNAIL_SIDE, quality=THUMBNAIL_QUALITY)
+    return draw_page(path, size, page, THUMBNAIL_SIDE, quality=THUMBNAIL_QUALITY, roots=roots)
+
+
+def _document_roots(manifest: Manifest, paths: Iterable[str]) -> tuple[str, ...]:
+    """The folders these documents may be drawn from: the allowed folders, and the folder of a document a
+    command-line ingest read from outside them; a document under them must still lie there when opened."""
+    return tuple(str(root) for root in reading_roots(manifest.path, manifest, {os.path.dirname(p) for p in paths}))
 
 
 def pictures_for(manifest: Manifest, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], list[tuple]]:
@@ -808,12 +816,13 @@ def render_page(manifest: Manifest, doc_id: int, page: int, long_side: int = REN
     doc = manifest.document(doc_id)
     if doc is None:
         raise PageUnavailable(f"document {doc_id} is not in the manifest")
-    return draw_page(doc["path"], doc["size"], page, long_side)
+    return draw_page(doc["path"], doc["size"], page, long_side, roots=_document_roots(manifest, [doc["path"]]))
 
 
-def draw_page(path: str, scored_size: int, page: int, long_side: int, quality: int = 90) -> bytes:
+def draw_page(path: str, scored_size: int, page: int, long_side: int, quality: int = 90, roots=None) -> bytes:
     """Page `page` of the PDF at `path`, `long_side` pixels on its long side, as JPEG bytes; raises
-    PageUnavailable when the file is gone, is no longer the `scored_size` bytes it had, or is unreadable."""
+    PageUnavailable when the file is gone, is no longer the `scored_size` bytes it had, is unreadable, or
+    (with `roots`) no longer lies under them when opened."""
     try:
         size = os.stat(path).st_size
     except OSError:
@@ -824,7 +833,7 @@ def draw_page(path: str, scored_size: int, page: int, long_side: int, quality: i
     if size != scored_size:
         raise PageUnavailable(f"{path} has changed since it was scored; ingest it again to see it as it is now.")
     try:
-        with pymupdf.open(path, filetype="pdf") as pdf:
+        with open_document(path, roots) as pdf:
             drawn = pdf[page]
             zoom = min(RENDER_MAX_ZOOM, long_side / max(drawn.rect.width, drawn.rect.height))
             pix = drawn.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False)

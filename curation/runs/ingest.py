@@ -30,8 +30,9 @@ from ..decisions.duplicates import refresh_duplicates
 from ..manifest.store import Manifest, PageResult
 from ..scoring.features import FEATURES_VERSION
 from ..scoring.scorer import score_page
-from ..sources.reader import (DocumentError, DocumentInfo, error_text, exists, file_sha256, file_stat, find_pdfs, inspect_document,
-                              open_document, readable)
+from ..sources.paths import REFUSAL, document_roots, reading_roots
+from ..sources.reader import (DocumentError, DocumentInfo, OutsideAllowedFolders, error_text, exists, file_sha256,
+                              file_stat, find_pdfs, inspect_document, open_document, readable)
 from .jobs import DiskFull, Stopped, is_disk_full, record_end, stop_on_sigterm
 
 PAGES_PER_TASK = 16
@@ -44,12 +45,14 @@ CRASH_MESSAGE = "the PDF engine crashed on this page (twice, in fresh workers); 
 @dataclass(frozen=True)
 class Task:
     """Inspect a document (`pages` is None) or score the listed pages of it; with `hash`, hash the
-    file and inspect it in one read where it is read (a cluster's worker), before it is a document."""
+    file and inspect it in one read where it is read (a cluster's worker), before it is a document.
+    `roots`: the folders the file must really lie in when the worker opens it (None: no check)."""
 
     doc_id: int | None
     path: str
     pages: tuple[int, ...] | None = None
     hash: bool = False
+    roots: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -59,6 +62,7 @@ class IngestReport:
     pages_scored: int = 0
     pages_failed: int = 0
     pages_timed_out: int = 0  # of pages_failed: skipped for the time limit
+    refused: int = 0  # files not read: their real path is outside the allowed folders
     crashes: int = 0  # workers lost to a crash, each followed by retries
     timeouts: int = 0  # executors torn down because a task ran past the page time limit
     seconds: float = 0.0
@@ -74,6 +78,8 @@ class IngestReport:
     def incidents(self) -> str:
         """'; 2 worker crashes retried, 1 time-out' when there were any, else ''."""
         parts = []
+        if self.refused:
+            parts.append(f"{self.refused} file{'' if self.refused == 1 else 's'} refused: {REFUSAL}")
         if self.crashes:
             parts.append(f"{self.crashes} worker crash{'' if self.crashes == 1 else 'es'} retried")
         if self.timeouts:
@@ -84,13 +90,13 @@ class IngestReport:
 def run_task(task: Task):
     """Worker side: what one task produces. Runs in a worker process."""
     if task.hash:
-        return file_sha256(task.path), run_task(replace(task, hash=False))
+        return file_sha256(task.path, roots=task.roots), run_task(replace(task, hash=False))
     if task.pages is None:
         try:
-            return inspect_document(task.path)
+            return inspect_document(task.path, task.roots)
         except DocumentError as exc:
             return exc
-    doc = open_document(task.path)
+    doc = open_document(task.path, task.roots)
     try:
         return [_score_and_shrink(doc, number) for number in task.pages]
     finally:
@@ -373,13 +379,20 @@ class Ingest:
                  pages_per_task: int = PAGES_PER_TASK,
                  make_executor: Callable[[int], cf.Executor] = process_pool, task_fn: Callable = run_task,
                  page_timeout: float | None = None, worker_memory: int | None = None, cluster=None,
+                 roots: Sequence[str | os.PathLike] | None = None,
                  on_progress: Callable[[int, int], None] = lambda done, total: None,
                  on_hash_progress: Callable[[int, int], None] = lambda done, total: None):
         """`page_timeout`: seconds a page may take (None: the manifest's setting; 0: no limit).
         `worker_memory`: bytes each pool worker may allocate (None: a fair share of the machine's).
-        `cluster`: a `curation.runs.cluster.Cluster` whose workers run the tasks instead of a local pool."""
+        `cluster`: a `curation.runs.cluster.Cluster` whose workers run the tasks instead of a local pool.
+        `roots`: the folders every file read must really lie in, checked as it is opened (None: the
+        allowed folders, and `paths` that lie outside them: see `paths.reading_roots`)."""
         self.manifest = manifest
-        self.pdfs = find_pdfs(paths)  # raises before any work when a path is missing
+        self.report = IngestReport()
+        if roots is None:
+            roots = reading_roots(manifest.path, manifest, paths)
+        self.roots = tuple(str(root) for root in roots)
+        self.pdfs = find_pdfs(paths, self.roots, self._refuse)  # raises before any work when a path is missing
         self.pages_per_task = pages_per_task
         self.page_timeout = (manifest.page_timeout if page_timeout is None else page_timeout) or None
         self.kill = kill_executor
@@ -395,7 +408,7 @@ class Ingest:
         self.task_fn = task_fn
         self.on_progress = on_progress
         self.on_hash_progress = on_hash_progress
-        self.report = IngestReport(page_timeout=self.page_timeout)
+        self.report.page_timeout = self.page_timeout
         self.job_id: int | None = None
         self._pending: list[int] = []
         self._remaining: dict[int, set[int]] = {}
@@ -462,7 +475,11 @@ class Ingest:
             sha = self.manifest.cached_hash(str(path), stat.st_size, stat.st_mtime_ns)
             if sha is None:
                 # A file its worker could not read (or crashed on) is hashed here, and inspected as ever.
-                sha = read[str(path)][0] if str(path) in read else file_sha256(path, advance)
+                try:
+                    sha = read[str(path)][0] if str(path) in read else file_sha256(path, advance, self.roots)
+                except OutsideAllowedFolders:  # replaced by a link since it was listed
+                    self._refuse(path)
+                    continue
                 self.manifest.remember_hash(str(path), stat.st_size, stat.st_mtime_ns, sha)
                 self._heartbeat()
             known = self.manifest.document_by_hash(sha) is not None
@@ -479,7 +496,7 @@ class Ingest:
         """{path: (sha256, what inspecting it gave)} for the files the workers could read."""
         sizes = {str(path): stat.st_size for path, stat in to_hash}
         read = {}
-        for task, result in self._scheduler.results(Task(None, path, hash=True) for path in sizes):
+        for task, result in self._scheduler.results(Task(None, path, hash=True, roots=self.roots) for path in sizes):
             advance(sizes[task.path])
             if isinstance(result, tuple):
                 read[task.path] = result
@@ -488,7 +505,8 @@ class Ingest:
 
     def _inspect_tasks(self, documents) -> list[Task]:
         self._pending = [doc["id"] for doc in documents if doc["status"] == "pending"]
-        return [Task(doc["id"], doc["path"]) for doc in documents if doc["status"] == "pending" and doc["pages"] is None]
+        return [Task(doc["id"], doc["path"], roots=self.roots)
+                for doc in documents if doc["status"] == "pending" and doc["pages"] is None]
 
     def _plan_totals(self) -> None:
         for doc_id in self._pending:
@@ -514,7 +532,12 @@ class Ingest:
             path = self.manifest.document(doc_id)["path"]
             pages = sorted(remaining)
             for start in range(0, len(pages), self.pages_per_task):
-                yield Task(doc_id, path, tuple(pages[start:start + self.pages_per_task]))
+                yield Task(doc_id, path, tuple(pages[start:start + self.pages_per_task]), roots=self.roots)
+
+    def _refuse(self, path) -> None:
+        """A file not read because it really lies outside the allowed folders: said in the job's summary."""
+        self.report.refused += 1
+        self.report.problems.append(f"{path}: not read, {REFUSAL}")
 
     # -- results ------------------------------------------------------------------------------
 
@@ -601,6 +624,8 @@ class Rescore(Ingest):
     documents are not touched. Runs as an ingest job, so it never overlaps one."""
 
     def __init__(self, manifest: Manifest, *, all_pages: bool = False, **options):
+        if options.get("roots") is None:
+            options["roots"] = document_roots(manifest.path, manifest)
         super().__init__(manifest, [], **options)
         self.all_pages = all_pages
 

@@ -6,6 +6,9 @@ by the OS path separator) and those in the manifest setting `allowed_roots` (a J
 with `python -m curation.sources.paths add FOLDER --db DB`). Paths are checked twice: as written (so a path
 outside the roots is refused without saying whether it exists) and with every link followed (so a
 symlink out of a root is refused too). `..` is refused outright.
+
+A check when a path is typed can be raced (a link planted after it), so every job reads with the
+same roots again, checked on each file as it is opened (`allowed_folders.open_inside`).
 """
 
 from __future__ import annotations
@@ -21,14 +24,20 @@ import unicodedata
 from collections.abc import Iterable
 from typing import BinaryIO
 
+from guards.folders import REFUSAL, inside  # noqa: F401 - one check for every reader, curation's and the Vet scanner's
+from guards.uploads import UploadLimits
+
 from ..manifest.store import Manifest
-from .reader import file_sha256, find_pdfs
+from .reader import file_sha256, find_pdfs, is_url
 
 ROOTS_ENV = "CURATION_ROOTS"
 ROOTS_SETTING = "allowed_roots"
 UPLOADS = "uploads"
 MAX_NAME = 120
 LINKS_SHOWN = 3
+# What one session may upload to the Ingest page ($CURATION_UPLOAD_MAX_FILE_MB, _SESSION_MB, _FILES);
+# Streamlit's server.maxUploadSize (.streamlit/config.toml) caps any one file before the page sees it.
+UPLOAD_LIMITS = UploadLimits.from_env("CURATION_UPLOAD", file_mb=200, session_mb=500, files=50, noun="PDF")
 
 
 class PathRefused(ValueError):
@@ -48,6 +57,28 @@ def allowed_roots(db: str | os.PathLike, manifest: Manifest | None = None) -> li
         roots += [pathlib.Path(p) for p in configured_roots(manifest)]
     absolute = [pathlib.Path(os.path.abspath(root.expanduser())) for root in roots]
     return list(dict.fromkeys(absolute))
+
+
+def reading_roots(db: str | os.PathLike, manifest: Manifest | None,
+                  named: Iterable[str | os.PathLike] = ()) -> list[pathlib.Path]:
+    """The folders a job may read: the allowed roots, plus each local path in `named` that lies
+    outside them, with its links resolved.
+
+    `named` are paths a person gave on the command line (or documents such a run ingested): whoever
+    runs the command may read them anyway. The app only ever names paths inside the allowed roots, so
+    a path there gets no such pass: what it holds must really lie under the roots, links followed.
+    """
+    roots = allowed_roots(db, manifest)
+    extra = [pathlib.Path(p).resolve() for p in named
+             if not is_url(p) and not inside(pathlib.Path(os.path.abspath(p)), roots)]
+    return list(dict.fromkeys(roots + extra))
+
+
+def document_roots(db: str | os.PathLike, manifest: Manifest) -> list[pathlib.Path]:
+    """The folders a job over the manifest's documents (rescore, export) may read: the allowed roots,
+    plus the folders of documents a command-line ingest read from outside them."""
+    folders = {os.path.dirname(row[0]) for row in manifest.conn.execute("SELECT DISTINCT path FROM documents")}
+    return reading_roots(db, manifest, folders)
 
 
 def configured_roots(manifest: Manifest) -> list[str]:
@@ -73,10 +104,12 @@ def remove_root(manifest: Manifest, folder: str | os.PathLike) -> None:
     manifest.set_setting(ROOTS_SETTING, json.dumps([r for r in configured_roots(manifest) if r != folder]))
 
 
-def check_path(text: str, roots: Iterable[pathlib.Path], base: pathlib.Path) -> pathlib.Path:
+def check_path(text: str, roots: Iterable[pathlib.Path], base: pathlib.Path, *,
+               folders_only: bool = False) -> pathlib.Path:
     """The real path of a folder or PDF a person typed, or PathRefused saying why not.
 
-    Relative paths start at `base` (the data folder).
+    Relative paths start at `base` (the data folder). With `folders_only`, a file is refused too
+    (the Vet scanner reads folders of photos).
     """
     roots = list(roots)
     text = text.strip().strip("'\"").strip()
@@ -96,6 +129,8 @@ def check_path(text: str, roots: Iterable[pathlib.Path], base: pathlib.Path) -> 
     if not inside(real, roots):
         raise PathRefused(f"{path} is a link to {real}, outside the folders this server may read ({_names(roots)}).")
     if real.is_file():
+        if folders_only:
+            raise PathRefused(f"{path} is a file: give the folder that holds it.")
         if real.suffix.lower() != ".pdf":
             raise PathRefused(f"{path} is not a PDF (its name does not end in .pdf).")
     elif real.is_dir():
@@ -107,11 +142,6 @@ def check_path(text: str, roots: Iterable[pathlib.Path], base: pathlib.Path) -> 
     else:
         raise PathRefused(f"{path} is neither a file nor a folder.")
     return real
-
-
-def inside(path: pathlib.Path, roots: Iterable[pathlib.Path]) -> bool:
-    """Whether `path` is a root or under one, comparing with each root as given and as its real path."""
-    return any(path.is_relative_to(form) for root in roots for form in (root, root.resolve()))
 
 
 def escaping_links(folder: pathlib.Path, roots: Iterable[pathlib.Path]) -> list[tuple[pathlib.Path, pathlib.Path]]:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import pymupdf
 
+from guards.folders import REFUSAL, OutsideAllowedFolders, inside, open_binary_inside, open_inside, reopenable
+
 HASH_BLOCK = 1 << 20
 # What a file that is not a PDF usually is, by its first bytes.
 SIGNATURES = [
@@ -63,12 +65,20 @@ def exists(path: str | os.PathLike) -> bool:
     return pathlib.Path(path).exists()
 
 
-def open_binary(path: str | os.PathLike):
-    """The file at a path or URL, open for reading bytes."""
+Roots = Iterable[str | os.PathLike] | None  # the folders a reader may read; None: a path a person named
+
+
+def open_binary(path: str | os.PathLike, roots: Roots = None):
+    """The file at a path or URL, open for reading bytes.
+
+    With `roots`, a local file is read only if its real path, links followed at the moment it is
+    opened, lies under one of them (else OutsideAllowedFolders). A URL is not in any folder: only a
+    person on the command line can name one (the app accepts server paths only).
+    """
     if is_url(path):
         fs, inner = url_files(str(path))
         return fs.open(inner, "rb")
-    return open(path, "rb")
+    return open_binary_inside(path, roots)
 
 
 @dataclass(frozen=True)
@@ -100,9 +110,11 @@ def find_urls(url: str) -> list[str]:
     return [fs.unstrip_protocol(name) for name in sorted(fs.find(inner)) if name.lower().endswith(".pdf")]
 
 
-def find_pdfs(paths: Iterable[str | os.PathLike]) -> list:
+def find_pdfs(paths: Iterable[str | os.PathLike], roots: Roots = None,
+              on_refused: Callable[[pathlib.Path], None] = lambda path: None) -> list:
     """Every PDF named or found (recursively) under the given paths, each once, in a stable order.
-    Local files come as resolved `pathlib.Path`s, URLs as strings.
+    Local files come as resolved `pathlib.Path`s, URLs as strings. With `roots`, a file whose real
+    path lies outside them is left out and handed to `on_refused` as found (a link, not its target).
 
     Raises FileNotFoundError naming every path that does not exist, before anything is read.
     """
@@ -117,15 +129,23 @@ def find_pdfs(paths: Iterable[str | os.PathLike]) -> list:
         elif path.is_dir():
             for child in sorted(path.rglob("*")):
                 if child.suffix.lower() == ".pdf" and child.is_file():
-                    found[child.resolve()] = None
+                    _keep_inside(found, child, roots, on_refused)
         else:
-            found[path.resolve()] = None
+            _keep_inside(found, path, roots, on_refused)
     return list(found)
 
 
-def file_sha256(path: pathlib.Path, on_bytes: Callable[[int], None] | None = None) -> str:
+def _keep_inside(found: dict, path: pathlib.Path, roots: Roots, on_refused) -> None:
+    real = path.resolve()
+    if roots is None or inside(real, roots):
+        found[real] = None
+    else:
+        on_refused(path)
+
+
+def file_sha256(path: pathlib.Path, on_bytes: Callable[[int], None] | None = None, roots: Roots = None) -> str:
     digest = hashlib.sha256()
-    with open_binary(path) as handle:
+    with open_binary(path, roots) as handle:
         while block := handle.read(HASH_BLOCK):
             digest.update(block)
             if on_bytes:
@@ -133,11 +153,34 @@ def file_sha256(path: pathlib.Path, on_bytes: Callable[[int], None] | None = Non
     return digest.hexdigest()
 
 
-def open_document(path: str | os.PathLike) -> pymupdf.Document:
-    """Open a PDF for scoring, or raise DocumentError saying why it cannot be."""
+def open_document(path: str | os.PathLike, roots: Roots = None) -> pymupdf.Document:
+    """Open a PDF for scoring, or raise DocumentError saying why it cannot be.
+
+    With `roots`, only a file that really lies under them when it is opened (see `open_binary`);
+    MuPDF then reads that very file, never the path again.
+    """
+    if is_url(path):
+        return _open_pdf(path, None)
     try:
-        with open_binary(path) as handle:
-            head = handle.read(1024)
+        fd = open_inside(path, roots)
+    except OutsideAllowedFolders:
+        raise DocumentError("outside", f"not read: the file is {REFUSAL} (a link, or replaced by one)") from None
+    except OSError as exc:
+        raise DocumentError("failed", f"cannot read the file: {exc.strerror or exc}") from exc
+    try:
+        return _open_pdf(path, fd)
+    finally:
+        os.close(fd)
+
+
+def _open_pdf(path: str | os.PathLike, fd: int | None) -> pymupdf.Document:
+    """The PDF at a URL (`fd` None) or open on `fd`, checked for what makes it unreadable."""
+    try:
+        if fd is None:
+            with open_binary(path) as handle:
+                head = handle.read(1024)
+        else:
+            head = os.pread(fd, 1024, 0)
     except OSError as exc:
         raise DocumentError("failed", f"cannot read the file: {exc.strerror or exc}") from exc
     if not head:
@@ -147,11 +190,13 @@ def open_document(path: str | os.PathLike) -> pymupdf.Document:
         reason = f"this is {kind}, not a PDF (renamed?)" if kind else "not a PDF: the file has no %PDF header"
         raise DocumentError("not-pdf", reason)
     try:
-        if is_url(path):  # read where it is stored; MuPDF opens the bytes
+        if fd is None:  # read where it is stored; MuPDF opens the bytes
             with open_binary(path) as handle:
                 doc = pymupdf.open(stream=handle.read(), filetype="pdf")
-        else:
-            doc = pymupdf.open(path, filetype="pdf")
+        elif (same_file := reopenable(fd)) is not None:
+            doc = pymupdf.open(same_file, filetype="pdf")
+        else:  # no way to name the open file: MuPDF reads its bytes
+            doc = pymupdf.open(stream=_read_all(fd), filetype="pdf")
     except Exception as exc:
         raise DocumentError("failed", f"MuPDF cannot open it: {error_text(exc)}") from exc
     if doc.needs_pass:
@@ -168,8 +213,14 @@ def open_document(path: str | os.PathLike) -> pymupdf.Document:
     return doc
 
 
-def inspect_document(path: str | os.PathLike) -> DocumentInfo:
-    doc = open_document(path)
+def _read_all(fd: int) -> bytes:
+    with os.fdopen(os.dup(fd), "rb") as handle:
+        handle.seek(0)
+        return handle.read()
+
+
+def inspect_document(path: str | os.PathLike, roots: Roots = None) -> DocumentInfo:
+    doc = open_document(path, roots)
     try:
         note = REPAIRED_NOTE if doc.is_repaired else None
         return DocumentInfo(pages=doc.page_count, note=note)

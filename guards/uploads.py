@@ -1,0 +1,83 @@
+"""Uploads within the server's limits: size per file, size of all a session holds, number of files.
+
+A browser's own limit (Streamlit's `max_upload_size` on an uploader) is advice to the browser: a
+hand-made request ignores it. Streamlit's `server.maxUploadSize` is enforced by the server but is one
+cap for every uploader. So each uploader's files are sorted here, by the size the server received
+(never by reading them), into those within its limits and those refused with a reason.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+MB = 1_000_000
+
+
+def env_number(name: str, default: float) -> float:
+    """A limit from the environment (the server's configuration), else `default`."""
+    text = os.environ.get(name, "").strip()
+    try:
+        return float(text) if text else default
+    except ValueError:
+        return default
+
+
+@dataclass(frozen=True)
+class UploadLimits:
+    file_bytes: int
+    session_bytes: int
+    files: int
+    noun: str = "file"  # how the help and the refusals name one upload
+
+    @classmethod
+    def from_env(cls, prefix: str, *, file_mb: float, session_mb: float, files: int, noun: str = "file"):
+        """Limits from $PREFIX_MAX_FILE_MB, $PREFIX_MAX_SESSION_MB and $PREFIX_MAX_FILES, else the defaults."""
+        return cls(int(env_number(f"{prefix}_MAX_FILE_MB", file_mb) * MB),
+                   int(env_number(f"{prefix}_MAX_SESSION_MB", session_mb) * MB),
+                   int(env_number(f"{prefix}_MAX_FILES", files)), noun)
+
+    def help(self) -> str:
+        """The limits in words, for an uploader's help."""
+        return (f"Server limits: up to {self.files} {self.noun}s at a time, {megabytes(self.file_bytes)} each, "
+                f"{megabytes(self.session_bytes)} in all.")
+
+    def sort(self, uploads) -> tuple[list, list[tuple[object, str]]]:
+        """(uploads within the limits, [(upload, why it is refused)]), in the order given.
+
+        Files are taken in order until the count or the session's total would be passed; a file over
+        the size per file is refused on its own. No file is read.
+        """
+        kept, refused, total = [], [], 0
+        for upload in uploads:
+            size = upload_size(upload)
+            name = getattr(upload, "name", None) or self.noun
+            if size > self.file_bytes:
+                refused.append((upload, f"{name}: {megabytes(size)} is over the limit of "
+                                        f"{megabytes(self.file_bytes)} per {self.noun}; it was not read."))
+            elif len(kept) >= self.files:
+                refused.append((upload, f"{name}: at most {self.files} {self.noun}s at a time; "
+                                        "remove some to add more. It was not read."))
+            elif total + size > self.session_bytes:
+                refused.append((upload, f"{name}: the {self.noun}s together would pass the limit of "
+                                        f"{megabytes(self.session_bytes)}; it was not read."))
+            else:
+                kept.append(upload)
+                total += size
+        return kept, refused
+
+
+def upload_size(upload) -> int:
+    """The size of an uploaded file as received: its `size`, else its length by seeking (no reading)."""
+    size = getattr(upload, "size", None)
+    if isinstance(size, int):
+        return size
+    position = upload.tell()
+    try:
+        return upload.seek(0, os.SEEK_END)
+    finally:
+        upload.seek(position)
+
+
+def megabytes(size: int) -> str:
+    return f"{size / MB:,.0f} MB" if size >= 10 * MB else f"{size / MB:,.1f} MB"
