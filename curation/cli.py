@@ -15,7 +15,7 @@ import sys
 import click
 from tqdm import tqdm
 
-from csv_cells import safe_row
+from guards.csv_cells import safe_row
 
 from .manifest import history as history_, thumbnail_store
 from .manifest.store import (DEFAULT_PAGE_TIMEOUT, DISAGREES_SQL, LIVE_DOCUMENT_SQL, RULES, JobRunning, Manifest,

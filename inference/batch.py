@@ -5,7 +5,7 @@ import io
 import time
 from pathlib import Path
 
-from csv_cells import safe_row
+from guards.csv_cells import safe_row
 
 from .classify import check_top_k, has_gate, predict
 from .errors import BadImageError

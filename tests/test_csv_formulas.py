@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from PIL import Image
 
 import inference
-from csv_cells import safe_cell, safe_row
+from guards.csv_cells import safe_cell, safe_row
 from curation import Manifest, ingest
 from curation.cli import cli
 from curation.export import ExportSettings, export

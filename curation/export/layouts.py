@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from csv_cells import safe_row
+from guards.csv_cells import safe_row
 
 from .geometry import BUCKET_STEP, CROP_MARGIN, MIN_CROP_SHARE, max_bucket_side
 from .selection import Item, LeftOut
