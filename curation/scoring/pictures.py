@@ -26,6 +26,7 @@ import numpy as np
 
 RULE_LENGTH_IN = 1.5  # straight runs at least this long and thin are rules, frames and column lines
 RULE_THICKNESS_IN = 0.06
+LINE_ASPECT = 8  # a component this many times longer than wide and thin in its ink is a line
 HATCHING_PITCH_IN = 0.08  # parallel lines closer than this are hatching
 LETTER_MIN_IN, LETTER_MAX_IN = 0.03, 0.3  # heights of body-text letters read when estimating their size
 DEFAULT_TEXT_HEIGHT_IN = 0.08
@@ -35,9 +36,14 @@ BIG_WIDTH = 15
 TYPE_ROW_MIN = 3  # this many large components on one baseline are display type, not a picture
 TYPE_GAP = 1.5  # letters of display type stand closer than this many of their heights
 TYPE_HEIGHTS = 2.5  # and differ in height by less than this factor (capitals beside small letters)
+TYPE_OVERLAP = 0.3  # and overlap by less than this share of the narrower one (italics lean into each other)
 TYPE_FILL = 0.15  # a letter's ink fills at least this share of its box
 MASTHEAD_TOP = 0.25  # a masthead stands in the top quarter of the page
 MASTHEAD_LETTERS = 0.15  # its emblem is at most about six times as tall as the title's letters
+FRAME_EDGE_IN = 0.06  # a frame's ink lies this close to the edges of its box
+FRAME_EDGE_SHARE = 0.1  # or within this share of its shorter side (a double rule)
+FRAME_INSIDE = 0.1  # and less than this share of it inside
+EDGE_THICKNESS_IN = 0.12  # ink along the image's border thinner than this on average is the sheet's edge
 GROUP_IN = 0.4  # strokes closer than this belong to one picture
 GRID = 4  # pixels per cell of the grid strokes are grouped on
 SOLID_SIDE_IN = 0.2  # hatching closed into solid areas this thick (5 mm) is picture; lines of type are thinner
@@ -82,18 +88,48 @@ def find_pictures(ink: np.ndarray, threshold: float, dpi: float) -> Layout:
     big = _large(w, h, text_height, dpi)
     big[big] = [_dark_throughout(ink, min(255, CORE * threshold), labels, stats[1 + i], i + 1, text_height, dpi)
                 for i in np.flatnonzero(big)]
-    thin = (np.minimum(w, h) < 0.1 * dpi) & (np.maximum(w, h) > 8 * np.minimum(w, h))
+    # A line, straight or slanted, solid or broken, which the rules left: thin in its ink for its length.
+    thin = (area < RULE_THICKNESS_IN * dpi * np.maximum(w, h)) & (np.maximum(w, h) > LINE_ASPECT * np.minimum(w, h))
     big &= ~thin
     # Letters are solid shapes; a run of parallel hatching lines also stands on one baseline.
-    display = _type_rows(x, y, w, h, big & (area >= TYPE_FILL * w * h))
-    pictures = _group(np.flatnonzero(big & ~display), stats[1:], mask, solid_regions(mask, dpi), dpi)
+    solid = (area >= TYPE_FILL * w * h) & (area >= 3)
+    display = _type_rows(x, y, w, h, big & solid, solid & (h >= _big_height(text_height, dpi) / TYPE_HEIGHTS))
+    strokes = big & ~display
+    strokes[strokes] = [not _frame(labels, stats[1 + i], i + 1, dpi) for i in np.flatnonzero(strokes)]
+    strokes &= ~_page_edge(x, y, w, h, area, mask.shape, dpi)
+    # Heavy display type closes into solid areas too: what is type is no hatching.
+    lettering = np.zeros(len(stats), np.uint8)
+    lettering[1:][display] = 1
+    solid_ink = solid_regions(mask & (1 - lettering[labels]), dpi)
+    pictures = _group(np.flatnonzero(strokes), stats[1:], mask, solid_ink, dpi)
     pictures = [p for p in pictures if not _masthead_emblem(p, stats[1:][display], ink.shape[0])]
     return Layout(pictures=pictures, text_height=text_height / dpi, content_area=content_area)
 
 
+def _big_height(text_height: float, dpi: float) -> float:
+    return max(BIG_HEIGHT * text_height, BIG_HEIGHT_MIN_IN * dpi)
+
+
 def _large(w, h, text_height: float, dpi: float) -> np.ndarray:
     """Components far taller or wider than any letter of the body text."""
-    return (h > max(BIG_HEIGHT * text_height, BIG_HEIGHT_MIN_IN * dpi)) | (w > max(BIG_WIDTH * text_height, BIG_WIDTH_MIN_IN * dpi))
+    return (h > _big_height(text_height, dpi)) | (w > max(BIG_WIDTH * text_height, BIG_WIDTH_MIN_IN * dpi))
+
+
+def _frame(labels: np.ndarray, box, label: int, dpi: float) -> bool:
+    """Whether component `label` is a frame: its ink runs along the edges of its box and leaves the
+    inside empty (a ruled box around a notice, too short or too doubled to be taken for a rule)."""
+    x, y, w, h = box[:4]
+    edge = max(2, round(FRAME_EDGE_IN * dpi), round(FRAME_EDGE_SHARE * min(w, h)))
+    if min(w, h) <= 4 * edge:
+        return False
+    ink = labels[y:y + h, x:x + w] == label
+    return int(ink[edge:-edge, edge:-edge].sum()) < FRAME_INSIDE * int(ink.sum())
+
+
+def _page_edge(x, y, w, h, area, shape: tuple[int, int], dpi: float) -> np.ndarray:
+    """Thin ink along the border of the image: the edge of the sheet or of the scanner bed."""
+    touches = (x == 0) | (y == 0) | (x + w == shape[1]) | (y + h == shape[0])
+    return touches & (area < EDGE_THICKNESS_IN * dpi * np.maximum(w, h))
 
 
 def _dark_throughout(ink: np.ndarray, core: float, labels: np.ndarray, box, label: int, text_height: float,
@@ -133,17 +169,26 @@ def _text_height(w, h, area, dpi: float) -> float:
     return float(np.median(h[letters])) if letters.any() else DEFAULT_TEXT_HEIGHT_IN * dpi
 
 
-def _type_rows(x, y, w, h, letters) -> np.ndarray:
-    """Of the `letters`, those standing on one baseline with like-sized neighbours: mastheads, headlines."""
+def _type_rows(x, y, w, h, letters, neighbours) -> np.ndarray:
+    """Of the large `letters`, those standing in a line of like-sized `neighbours` (solid shapes: letters
+    and words run together) on one baseline or under one cap line: mastheads, headlines, ad lettering.
+    A capital among small letters lines up with them at the foot; a line is followed from letter to
+    letter, so a word of heavy capitals run into one blob still belongs to the line it stands in."""
     rows = np.zeros_like(letters)
-    index = np.flatnonzero(letters)
-    bottoms, heights = y[index] + h[index], h[index]
+    index = np.flatnonzero(neighbours)
+    tops, bottoms, heights = y[index], y[index] + h[index], h[index]
     lefts, rights = x[index], x[index] + w[index]
-    for i in index:
+    links = {}
+    for i in np.flatnonzero(letters):
         gaps = np.maximum(lefts - (x[i] + w[i]), x[i] - rights)  # negative where boxes overlap
-        alike = ((np.abs(bottoms - (y[i] + h[i])) < 0.2 * h[i]) & (heights < TYPE_HEIGHTS * h[i]) & (heights > h[i] / TYPE_HEIGHTS)
-                 & (gaps < TYPE_GAP * h[i]))
+        level = (np.abs(bottoms - (y[i] + h[i])) < 0.2 * h[i]) | (np.abs(tops - y[i]) < 0.2 * h[i])
+        beside = (gaps < TYPE_GAP * h[i]) & (gaps > -TYPE_OVERLAP * np.minimum(w[index], w[i]))  # not one inside another
+        alike = level & (heights < TYPE_HEIGHTS * h[i]) & (heights > h[i] / TYPE_HEIGHTS) & beside
+        links[i] = index[alike]
         rows[i] = alike.sum() >= TYPE_ROW_MIN
+    for _ in range(2):  # a letter beside a letter of a line is in the line
+        for i, alike in links.items():
+            rows[i] |= bool(rows[alike].any())
     return rows
 
 
