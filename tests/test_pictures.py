@@ -63,11 +63,13 @@ def test_a_line_drawing_with_open_hatching_is_a_picture_and_its_box_leaves_the_t
     assert boxes[0][:4] == [features[f"picture_{k}"] for k in ("x0", "y0", "x1", "y1")]
 
 
-def test_two_pictures_on_a_page_are_two_boxes():
-    page = np.full((1584, 1224), 230, np.uint8)
+def test_two_pictures_among_text_are_two_boxes():
+    page = text_page(144, seed=4)
     rng = np.random.default_rng(4)
-    page[100:500, 100:500] = np.minimum(230, line_drawing(400, rng))
-    page[900:1400, 600:1100] = np.minimum(230, line_drawing(500, rng))
+    page[90:510, 90:510] = 235  # paper around the cuts
+    page[890:1410, 590:1110] = 235
+    page[100:500, 100:500] = np.minimum(235, line_drawing(400, rng))
+    page[900:1400, 600:1100] = np.minimum(235, line_drawing(500, rng))
     features = page_features(page)
     assert features.picture_count == 2
     boxes = sorted(p[:4] for p in features.pictures)

@@ -44,6 +44,8 @@ FRAME_EDGE_IN = 0.06  # a frame's ink lies this close to the edges of its box
 FRAME_EDGE_SHARE = 0.1  # or within this share of its shorter side (a double rule)
 FRAME_INSIDE = 0.1  # and less than this share of it inside
 EDGE_THICKNESS_IN = 0.12  # ink along the image's border thinner than this on average is the sheet's edge
+EDGE_BAND = 0.08  # and ink touching the border that stays within this share of the page from it
+PLATE_LETTERS = 10  # letters per square inch: a page of body text holds 25 to 110, a plate 5 at most
 GROUP_IN = 0.4  # strokes closer than this belong to one picture
 GRID = 4  # pixels per cell of the grid strokes are grouped on
 SOLID_SIDE_IN = 0.2  # hatching closed into solid areas this thick (5 mm) is picture; lines of type are thinner
@@ -84,7 +86,8 @@ def find_pictures(ink: np.ndarray, threshold: float, dpi: float) -> Layout:
     mask &= ~rules(mask, dpi)
     _, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
     x, y, w, h, area = stats[1:].T
-    text_height = _text_height(w, h, area, dpi)
+    letters = _letters(w, h, area, dpi)
+    text_height = float(np.median(h[letters])) if letters.any() else DEFAULT_TEXT_HEIGHT_IN * dpi
     big = _large(w, h, text_height, dpi)
     big[big] = [_dark_throughout(ink, min(255, CORE * threshold), labels, stats[1 + i], i + 1, text_height, dpi)
                 for i in np.flatnonzero(big)]
@@ -103,6 +106,9 @@ def find_pictures(ink: np.ndarray, threshold: float, dpi: float) -> Layout:
     solid_ink = solid_regions(mask & (1 - lettering[labels]), dpi)
     pictures = _group(np.flatnonzero(strokes), stats[1:], mask, solid_ink, dpi)
     pictures = [p for p in pictures if not _masthead_emblem(p, stats[1:][display], ink.shape[0])]
+    # A page with next to no text (a plate: figure numbers, a title) prints its figures as one plate.
+    if letters.sum() < PLATE_LETTERS * content_area:
+        pictures = _one_plate(pictures, dpi)
     return Layout(pictures=pictures, text_height=text_height / dpi, content_area=content_area)
 
 
@@ -127,9 +133,13 @@ def _frame(labels: np.ndarray, box, label: int, dpi: float) -> bool:
 
 
 def _page_edge(x, y, w, h, area, shape: tuple[int, int], dpi: float) -> np.ndarray:
-    """Thin ink along the border of the image: the edge of the sheet or of the scanner bed."""
-    touches = (x == 0) | (y == 0) | (x + w == shape[1]) | (y + h == shape[0])
-    return touches & (area < EDGE_THICKNESS_IN * dpi * np.maximum(w, h))
+    """Ink along the border of the image, thin or kept to a narrow band there: the edge of the sheet,
+    a torn corner, the scanner bed showing past a page that is not square to it."""
+    height, width = shape
+    band = ((y == 0) & (y + h < EDGE_BAND * height)) | ((x == 0) & (x + w < EDGE_BAND * width)) \
+        | ((y + h == height) & (y > (1 - EDGE_BAND) * height)) | ((x + w == width) & (x > (1 - EDGE_BAND) * width))
+    touches = (x == 0) | (y == 0) | (x + w == width) | (y + h == height)
+    return band | (touches & (area < EDGE_THICKNESS_IN * dpi * np.maximum(w, h)))
 
 
 def _dark_throughout(ink: np.ndarray, core: float, labels: np.ndarray, box, label: int, text_height: float,
@@ -164,9 +174,20 @@ def rules(ink: np.ndarray, dpi: float) -> np.ndarray:
     return cv2.dilate(lines, np.ones((3, 3), np.uint8))
 
 
-def _text_height(w, h, area, dpi: float) -> float:
-    letters = (area >= 3) & (h >= LETTER_MIN_IN * dpi) & (h <= LETTER_MAX_IN * dpi) & (w <= 3 * h)
-    return float(np.median(h[letters])) if letters.any() else DEFAULT_TEXT_HEIGHT_IN * dpi
+def _letters(w, h, area, dpi: float) -> np.ndarray:
+    """Components of the size and shape of body-text letters."""
+    return (area >= 3) & (h >= LETTER_MIN_IN * dpi) & (h <= LETTER_MAX_IN * dpi) & (w <= 3 * h)
+
+
+def _one_plate(pictures: list[Picture], dpi: float) -> list[Picture]:
+    """The figures of a plate as one picture: the plate is printed, cropped and trained on whole."""
+    if len(pictures) < 2:
+        return pictures
+    x0, y0 = min(p.box[0] for p in pictures), min(p.box[1] for p in pictures)
+    x1, y1 = max(p.box[2] for p in pictures), max(p.box[3] for p in pictures)
+    area = (x1 - x0) * (y1 - y0)
+    cover = sum(p.cover * (p.box[2] - p.box[0]) * (p.box[3] - p.box[1]) for p in pictures) / area
+    return [Picture(box=(x0, y0, x1, y1), area=area / dpi / dpi, cover=cover)]
 
 
 def _type_rows(x, y, w, h, letters, neighbours) -> np.ndarray:
@@ -238,7 +259,7 @@ def _group(strokes: np.ndarray, stats: np.ndarray, mask: np.ndarray, solid: np.n
         cover = covered / ((x1 - x0) * (y1 - y0))
         if cover >= PICTURE_COVER_MIN:
             box = _with_rim(mask, (x0, y0, x1, y1), round(RIM_IN * dpi))
-            pictures.append(Picture(box=box, area=covered / dpi / dpi, cover=cover))
+            pictures.append(Picture(box=box, area=(box[2] - box[0]) * (box[3] - box[1]) / dpi / dpi, cover=cover))
     return sorted(pictures, key=lambda p: p.area, reverse=True)
 
 
