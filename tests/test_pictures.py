@@ -91,3 +91,160 @@ def test_real_cartoons_and_plates_are_pictures_and_real_text_pages_are_not(tmp_p
         image = cv2.imread(str(REALDATA / "pages" / label["file"]), cv2.IMREAD_GRAYSCALE)
         features = scored(tmp_path / "real.pdf", image, label["dpi"])
         assert (features["picture_area"] >= DEFAULT_PICTURE_AREA_MIN) == label["has_illustration"], label["file"]
+
+
+# What fools a picture rule on real pages, drawn: each page is text around one kind of ink that is no
+# picture (or two pictures that are two), at 144 dpi, the resolution pages are scored at.
+
+def paper(page: np.ndarray, x0: int, y0: int, x1: int, y1: int) -> None:
+    page[y0:y1, x0:x1] = 235
+
+
+def blackletter(page: np.ndarray, text: str, x: int, baseline: int, cap: int) -> None:
+    """Dense, ornate letters on one baseline: capitals twice as tall as the small letters, stems heavy
+    enough to close into solid ink, hairline flourishes, descenders below the line, letters nearly
+    touching, the way a Fraktur masthead stands."""
+    for ch in text:
+        if ch == " ":
+            x += cap // 3
+            continue
+        height = cap if ch.isupper() else cap // 2
+        width = int(height * (0.7 if ch.isupper() else 0.55))
+        top = baseline - height
+        foot = baseline + (cap // 3 if ch in "gjpqy" else 0)
+        cv2.rectangle(page, (x + width // 4, top), (x + width // 4 + max(3, width // 3), foot), 15, -1)  # stem
+        cv2.ellipse(page, (x + width // 2, top + height // 3), (width // 2, height // 4), 0, 180, 360, 15, max(2, height // 14))
+        cv2.line(page, (x, baseline), (x + width, baseline - height // 5), 15, max(2, height // 16))  # foot
+        if ch.isupper():  # a hairline swash
+            cv2.ellipse(page, (x + width // 3, top + height // 2), (width // 2, height // 2), 30, 90, 300, 15, 1)
+        x += width + max(2, cap // 20)
+
+
+def test_a_blackletter_masthead_is_not_a_picture():
+    page = text_page(144, seed=21)
+    paper(page, 40, 30, 1190, 280)
+    blackletter(page, "The Evening Star", 70, 200, 150)
+    for y in (236, 242):  # the double rule under the title
+        cv2.line(page, (50, y), (1180, y + 2), 20, 2)
+    features = page_features(page)
+    assert features.picture_area < DEFAULT_PICTURE_AREA_MIN, features.pictures
+
+
+def test_a_wide_headline_is_not_a_picture():
+    page = text_page(144, seed=22)
+    paper(page, 40, 300, 1190, 420)
+    # Capitals among small letters, heavy and close enough to run together.
+    cv2.putText(page, "French Gain on Canal du Nord", (50, 390), cv2.FONT_HERSHEY_TRIPLEX, 2.1, 15, 7)
+    features = page_features(page)
+    assert features.picture_area < DEFAULT_PICTURE_AREA_MIN, features.pictures
+
+
+def test_a_ruled_box_of_text_is_not_a_picture():
+    page = text_page(144, seed=23)
+    x0, y0, x1, y1 = 420, 300, 800, 1000  # 2.6 x 4.9 inches, framed by a double rule
+    paper(page, x0 - 10, y0 - 10, x1 + 10, y1 + 10)
+    for inset in (0, 6):
+        cv2.rectangle(page, (x0 + inset, y0 + inset), (x1 - inset, y1 - inset), 20, 2)
+    cv2.putText(page, "TOMORROW", (x0 + 50, y0 + 60), cv2.FONT_HERSHEY_TRIPLEX, 1.2, 20, 2)
+    rng = np.random.default_rng(23)
+    for y in range(y0 + 100, y1 - 30, 22):
+        words = "".join(rng.choice(list("abcdefghilmnoprstuvw "), 24))
+        cv2.putText(page, words, (x0 + 25, y), cv2.FONT_HERSHEY_SIMPLEX, 0.6, 20, 1)
+    features = page_features(page)
+    assert features.picture_area < DEFAULT_PICTURE_AREA_MIN, features.pictures
+
+
+def test_an_engravings_box_stops_above_its_legend():
+    page = text_page(144, seed=25)
+    left, top, side = 330, 300, 560  # a 3.9-inch engraving mid-page, its legend under it
+    paper(page, left - 30, top - 30, left + side + 30, top + side + 110)
+    page[top:top + side, left:left + side] = np.minimum(235, line_drawing(side, np.random.default_rng(25)))
+    legend_top = top + side + 30
+    cv2.putText(page, "SEPTEMBER MORN.", (left + 120, legend_top + 28), cv2.FONT_HERSHEY_TRIPLEX, 1.1, 20, 2)
+    features = page_features(page)
+    x0, y0, x1, y1 = features.picture_box
+    assert y1 <= legend_top and y1 > top + 0.8 * side
+    assert x0 >= left - 20 and x1 <= left + side + 20
+
+
+def test_two_cuts_side_by_side_are_two_boxes():
+    page = text_page(144, seed=26)
+    paper(page, 180, 300, 1050, 760)
+    rng = np.random.default_rng(26)
+    for left in (200, 563):  # two 2.2-inch cuts whose ink stands 0.3 inch apart
+        page[320:720, left:left + 400] = np.minimum(page[320:720, left:left + 400], line_drawing(400, rng))
+    features = page_features(page)
+    big = sorted(p[:4] for p in features.pictures if p[4] >= DEFAULT_PICTURE_AREA_MIN)
+    assert len(big) == 2, features.pictures
+    assert big[0][2] <= 585 and big[1][0] >= 580
+
+
+def test_the_figures_of_a_plate_are_one_picture():
+    page = np.full((1584, 1224), 232, np.uint8)  # a plate: figures and no text
+    rng = np.random.default_rng(27)
+    page[150:550, 150:550] = np.minimum(232, line_drawing(400, rng))
+    page[800:1300, 600:1100] = np.minimum(232, line_drawing(500, rng))
+    features = page_features(page)
+    assert features.picture_count == 1
+    x0, y0, x1, y1 = features.picture_box
+    assert x0 <= 200 and y0 <= 200 and x1 >= 1040 and y1 >= 1250  # from the first figure to the second
+
+
+def test_pictures_command_lists_every_picture_with_its_box_and_decision(tmp_path):
+    from click.testing import CliRunner
+
+    from curation import Manifest
+    from curation.cli import cli
+
+    page = text_page(144, seed=28)
+    paper(page, 290, 290, 910, 910)
+    page[300:900, 300:900] = np.minimum(235, line_drawing(600, np.random.default_rng(28)))
+    ok, jpeg = cv2.imencode(".jpg", page)
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    with pymupdf.open() as doc:
+        doc.new_page(width=612, height=792).insert_image(pymupdf.Rect(0, 0, 612, 792), stream=jpeg.tobytes())
+        doc.save(folder / "issue.pdf")
+    db = str(tmp_path / "m.sqlite")
+    assert CliRunner().invoke(cli, ["ingest", str(folder), "--db", db, "-q"]).exit_code == 0
+    result = CliRunner().invoke(cli, ["pictures", "--db", db, "--format", "jsonl"], catch_exceptions=False)
+    rows = [json.loads(line) for line in result.output.splitlines()]
+    assert [r["picture"] for r in rows] == list(range(1, len(rows) + 1)) and rows
+    first = rows[0]
+    assert first["doc"].endswith("issue.pdf") and first["page"] == 0
+    assert first["keep"] is True and first["decided_by"] == "threshold"
+    assert abs(first["x0"] - 360 / 1224) < 0.02 and abs(first["y1"] - 870 / 1584) < 0.02  # the drawing's ink
+    assert 10 < first["area"] < 17  # about 3.3 by 4 inches
+    with Manifest(db) as manifest:
+        manifest.set_override(manifest.documents()[0]["id"], 0, False)
+    result = CliRunner().invoke(cli, ["pictures", "--db", db, "--format", "csv"], catch_exceptions=False)
+    assert "False,override" in result.output
+    for fmt in ("table",):
+        assert "decided_by" in CliRunner().invoke(cli, ["pictures", "--db", db, "--format", fmt]).output
+
+
+@pytest.mark.skipif(not (REALDATA / "pictures.jsonl").exists(), reason="../shared/realdata is not here")
+def test_real_pages_exported_pictures_are_pictures_and_the_pictures_are_found(tmp_path):
+    """Every picture of the 26 shared real pages boxed by hand, judged as the folder's README says:
+    what `export --crop pictures` would write (pictures of kept pages, at least the default size)."""
+    import sys
+
+    from conftest import ROOT
+    sys.path.insert(0, str(ROOT / "bench"))
+    from quality_real import judge
+
+    labels = {json.loads(line)["file"]: json.loads(line) for line in (REALDATA / "labels.jsonl").read_text().splitlines()}
+    right = wrong = found = counted = 0
+    for line in (REALDATA / "pictures.jsonl").read_text().splitlines():
+        boxed = json.loads(line)
+        image = cv2.imread(str(REALDATA / "pages" / boxed["file"]), cv2.IMREAD_GRAYSCALE)
+        features = scored(tmp_path / "real.pdf", image, labels[boxed["file"]]["dpi"])
+        with pymupdf.open(tmp_path / "real.pdf") as doc:
+            width, height = (round(v * 2) for v in (doc[0].rect.width, doc[0].rect.height))
+        kept = [(x0 / width, y0 / height, x1 / width, y1 / height) for x0, y0, x1, y1, area in json.loads(features["pictures"])
+                if area >= DEFAULT_PICTURE_AREA_MIN] if features["picture_area"] >= DEFAULT_PICTURE_AREA_MIN else []
+        result = judge(kept, boxed["pictures"], width / height)
+        verdicts = [v for v, _ in result["verdicts"]]
+        right, wrong = right + verdicts.count("right"), wrong + verdicts.count("wrong")
+        found, counted = found + sum(result["found"]), counted + len(result["found"])
+    assert right / max(1, right + wrong) >= 0.9 and found / counted >= 0.9, (right, wrong, found, counted)

@@ -24,7 +24,7 @@ import numpy as np
 
 from .pictures import find_pictures
 
-FEATURES_VERSION = 2  # raise when a feature's definition changes: `rescore` recomputes older rows
+FEATURES_VERSION = 3  # raise when a feature's definition changes: `rescore` recomputes older rows
 FEATURE_SCALE = 2  # the content box and the hash are found at half the reference resolution
 BORDER_DARKNESS = 0.5  # a row or column darker than half the paper tone is scanner bed, not page
 BACKGROUND_KERNEL = 9
