@@ -154,6 +154,31 @@ def test_a_ruled_box_of_text_is_not_a_picture():
     assert features.picture_area < DEFAULT_PICTURE_AREA_MIN, features.pictures
 
 
+def handwriting_page(seed: int) -> np.ndarray:
+    """Cursive lines: each word one pen stroke of loops whose height wanders, ascenders and
+    descenders reaching two and three times the small letters, the baseline drifting."""
+    rng = np.random.default_rng(seed)
+    page = np.full((1584, 1224), 232, np.uint8)
+    for line in range(14):
+        baseline, x = 150 + line * 95 + rng.integers(-8, 8), 90 + rng.integers(0, 40)
+        while x < 1100:
+            n = int(rng.integers(8, 30))
+            t = np.linspace(0, n * np.pi, n * 12)
+            small = rng.uniform(12, 20)
+            tall = rng.random(n)[np.minimum((t / np.pi).astype(int), n - 1)] < 0.2  # ascenders and descenders
+            height = small * np.where(tall, 2.8, 1.0)
+            xs = x + t / np.pi * small * 0.9 + 4 * np.sin(t)
+            ys = baseline - height * (0.5 - 0.5 * np.cos(t)) + np.linspace(0, rng.uniform(-10, 10), t.size)
+            cv2.polylines(page, [np.stack([xs, ys], 1).astype(np.int32)], False, 30, 2, cv2.LINE_AA)
+            x = int(xs[-1]) + int(rng.integers(20, 45))
+    return page
+
+
+def test_a_handwritten_page_is_not_a_picture():
+    features = page_features(handwriting_page(24))
+    assert features.picture_area < DEFAULT_PICTURE_AREA_MIN, features.pictures
+
+
 def test_an_engravings_box_stops_above_its_legend():
     page = text_page(144, seed=25)
     left, top, side = 330, 300, 560  # a 3.9-inch engraving mid-page, its legend under it

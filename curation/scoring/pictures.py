@@ -36,8 +36,12 @@ BIG_WIDTH = 15
 TYPE_ROW_MIN = 3  # this many large components on one baseline are display type, not a picture
 TYPE_GAP = 1.5  # letters of display type stand closer than this many of their heights
 TYPE_HEIGHTS = 2.5  # and differ in height by less than this factor (capitals beside small letters)
+TYPE_LEVEL = 0.5  # and overlap in height by at least this share of the smaller
+TYPE_BAND = 3.0  # a line's letters fill a band at most this many times their (median) height
+TYPE_STACK = 1.2  # and stand side by side: their widths add up to little more than the line's length
 TYPE_OVERLAP = 0.3  # and overlap by less than this share of the narrower one (italics lean into each other)
-TYPE_FILL = 0.15  # a letter's ink fills at least this share of its box
+TYPE_FILL = 0.05  # a letter's ink fills at least this share of its box
+PEN_LINE_IN = 0.03  # and is more ink than a line this thick from corner to corner of it
 MASTHEAD_TOP = 0.25  # a masthead stands in the top quarter of the page
 MASTHEAD_LETTERS = 0.15  # its emblem is at most about six times as tall as the title's letters
 FRAME_EDGE_IN = 0.06  # a frame's ink lies this close to the edges of its box
@@ -94,8 +98,9 @@ def find_pictures(ink: np.ndarray, threshold: float, dpi: float) -> Layout:
     # A line, straight or slanted, solid or broken, which the rules left: thin in its ink for its length.
     thin = (area < RULE_THICKNESS_IN * dpi * np.maximum(w, h)) & (np.maximum(w, h) > LINE_ASPECT * np.minimum(w, h))
     big &= ~thin
-    # Letters are solid shapes; a run of parallel hatching lines also stands on one baseline.
-    solid = (area >= TYPE_FILL * w * h) & (area >= 3)
+    # A run of parallel hatching lines also stands in a row: a letter or a written word holds more ink
+    # than one pen line drawn across its box.
+    solid = (area >= TYPE_FILL * w * h) & (area >= 3) & (area >= PEN_LINE_IN * dpi * np.hypot(w, h))
     display = _type_rows(x, y, w, h, big & solid, solid & (h >= _big_height(text_height, dpi) / TYPE_HEIGHTS))
     strokes = big & ~display
     strokes[strokes] = [not _frame(labels, stats[1 + i], i + 1, dpi) for i in np.flatnonzero(strokes)]
@@ -191,26 +196,46 @@ def _one_plate(pictures: list[Picture], dpi: float) -> list[Picture]:
 
 
 def _type_rows(x, y, w, h, letters, neighbours) -> np.ndarray:
-    """Of the large `letters`, those standing in a line of like-sized `neighbours` (solid shapes: letters
-    and words run together) on one baseline or under one cap line: mastheads, headlines, ad lettering.
-    A capital among small letters lines up with them at the foot; a line is followed from letter to
-    letter, so a word of heavy capitals run into one blob still belongs to the line it stands in."""
-    rows = np.zeros_like(letters)
-    index = np.flatnonzero(neighbours)
+    """Of the large `letters`, those standing in a line of type: mastheads, headlines, ad lettering,
+    handwriting.
+
+    A line is followed from letter to letter among the `neighbours` (solid shapes of about their size:
+    letters, words run together): each stands beside the next, overlapping it in height, like-sized
+    (a capital among small letters, an ascender, a descender). What makes it a line is that it stays one
+    row: its letters stand side by side, not above one another, in a band hardly taller than they are,
+    where the pieces of a drawing linked the same way spread up and down as well as across. Handwriting is such a line without a regular letter
+    height; a blackletter masthead one of ornate, heavy letters."""
+    index = np.flatnonzero(neighbours | letters)
     tops, bottoms, heights = y[index], y[index] + h[index], h[index]
     lefts, rights = x[index], x[index] + w[index]
-    links = {}
+    parent = {int(i): int(i) for i in index}
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
     for i in np.flatnonzero(letters):
         gaps = np.maximum(lefts - (x[i] + w[i]), x[i] - rights)  # negative where boxes overlap
-        level = (np.abs(bottoms - (y[i] + h[i])) < 0.2 * h[i]) | (np.abs(tops - y[i]) < 0.2 * h[i])
         beside = (gaps < TYPE_GAP * h[i]) & (gaps > -TYPE_OVERLAP * np.minimum(w[index], w[i]))  # not one inside another
+        level = np.minimum(bottoms, y[i] + h[i]) - np.maximum(tops, y[i]) >= TYPE_LEVEL * np.minimum(heights, h[i])
         alike = level & (heights < TYPE_HEIGHTS * h[i]) & (heights > h[i] / TYPE_HEIGHTS) & beside
-        links[i] = index[alike]
-        rows[i] = alike.sum() >= TYPE_ROW_MIN
-    for _ in range(2):  # a letter beside a letter of a line is in the line
-        for i, alike in links.items():
-            rows[i] |= bool(rows[alike].any())
-    return rows
+        for j in index[alike]:
+            parent[root(int(j))] = root(int(i))
+    lines: dict[int, list[int]] = {}
+    for i in parent:
+        lines.setdefault(root(i), []).append(i)
+    rows = np.zeros_like(letters)
+    for members in lines.values():
+        if len(members) < TYPE_ROW_MIN:
+            continue
+        members = np.array(members)
+        band = (y[members] + h[members]).max() - y[members].min()
+        across = (x[members] + w[members]).max() - x[members].min()
+        if band <= TYPE_BAND * np.median(h[members]) and w[members].sum() <= TYPE_STACK * across:
+            rows[members] = True
+    return rows & letters
 
 
 def _masthead_emblem(picture: Picture, display: np.ndarray, page_height: int) -> bool:
