@@ -33,7 +33,7 @@ DEFAULT_TEXT_HEIGHT_IN = 0.08
 BIG_HEIGHT = 4  # a stroke taller than this many text heights (and RULE-free) is no letter
 BIG_HEIGHT_MIN_IN, BIG_WIDTH_MIN_IN = 0.3, 1.2
 BIG_WIDTH = 15
-TYPE_ROW_MIN = 3  # this many large components on one baseline are display type, not a picture
+TYPE_ROW_MIN = 4  # this many large components on one baseline are display type, not a picture
 TYPE_GAP = 1.5  # letters of display type stand closer than this many of their heights
 TYPE_HEIGHTS = 2.5  # and differ in height by less than this factor (capitals beside small letters)
 TYPE_LEVEL = 0.5  # and overlap in height by at least this share of the smaller
@@ -49,7 +49,10 @@ FRAME_EDGE_SHARE = 0.1  # or within this share of its shorter side (a double rul
 FRAME_INSIDE = 0.1  # and less than this share of it inside
 EDGE_THICKNESS_IN = 0.12  # ink along the image's border thinner than this on average is the sheet's edge
 EDGE_BAND = 0.08  # and ink touching the border that stays within this share of the page from it
-PLATE_LETTERS = 10  # letters per square inch: a page of body text holds 25 to 110, a plate 5 at most
+PLATE_INK = 0.5  # a page with at least this share of its ink in its figures is a plate
+HAIRLINE_IN = 0.02  # display type's hairlines and joins are thinner than this, its stems thicker
+RUN_PIECE = 0.02  # what stays of a word with its hairlines off: letters, each this share of its ink at least
+RUN_TOGETHER = 0.6  # and this share of the ink standing in a line makes it a word
 GROUP_IN = 0.4  # strokes closer than this belong to one picture
 GRID = 4  # pixels per cell of the grid strokes are grouped on
 SOLID_SIDE_IN = 0.2  # hatching closed into solid areas this thick (5 mm) is picture; lines of type are thinner
@@ -98,21 +101,21 @@ def find_pictures(ink: np.ndarray, threshold: float, dpi: float) -> Layout:
     # A line, straight or slanted, solid or broken, which the rules left: thin in its ink for its length.
     thin = (area < RULE_THICKNESS_IN * dpi * np.maximum(w, h)) & (np.maximum(w, h) > LINE_ASPECT * np.minimum(w, h))
     big &= ~thin
-    # A run of parallel hatching lines also stands in a row: a letter or a written word holds more ink
-    # than one pen line drawn across its box.
-    solid = (area >= TYPE_FILL * w * h) & (area >= 3) & (area >= PEN_LINE_IN * dpi * np.hypot(w, h))
-    display = _type_rows(x, y, w, h, big & solid, solid & (h >= _big_height(text_height, dpi) / TYPE_HEIGHTS))
+    lines = _type_rows(x, y, w, h, big & _letterlike(w, h, area, dpi),
+                       _letterlike(w, h, area, dpi) & (h >= _big_height(text_height, dpi) / TYPE_HEIGHTS))
+    display = big & lines
     strokes = big & ~display
-    strokes[strokes] = [not _frame(labels, stats[1 + i], i + 1, dpi) for i in np.flatnonzero(strokes)]
+    strokes[strokes] = [not (_frame(labels, stats[1 + i], i + 1, dpi) or _run_together(labels, stats[1 + i], i + 1, dpi))
+                        for i in np.flatnonzero(strokes)]
+    display |= big & ~strokes
     strokes &= ~_page_edge(x, y, w, h, area, mask.shape, dpi)
     # Heavy display type closes into solid areas too: what is type is no hatching.
     lettering = np.zeros(len(stats), np.uint8)
     lettering[1:][display] = 1
     solid_ink = solid_regions(mask & (1 - lettering[labels]), dpi)
     pictures = _group(np.flatnonzero(strokes), stats[1:], mask, solid_ink, dpi)
-    pictures = [p for p in pictures if not _masthead_emblem(p, stats[1:][display], ink.shape[0])]
-    # A page with next to no text (a plate: figure numbers, a title) prints its figures as one plate.
-    if letters.sum() < PLATE_LETTERS * content_area:
+    pictures = [p for p in pictures if not _masthead_emblem(p, stats[1:][display & lines], ink.shape[0])]
+    if len(pictures) > 1 and _plate(mask, pictures):
         pictures = _one_plate(pictures, dpi)
     return Layout(pictures=pictures, text_height=text_height / dpi, content_area=content_area)
 
@@ -124,6 +127,30 @@ def _big_height(text_height: float, dpi: float) -> float:
 def _large(w, h, text_height: float, dpi: float) -> np.ndarray:
     """Components far taller or wider than any letter of the body text."""
     return (h > _big_height(text_height, dpi)) | (w > max(BIG_WIDTH * text_height, BIG_WIDTH_MIN_IN * dpi))
+
+
+def _letterlike(w, h, area, dpi: float) -> np.ndarray:
+    """Shapes that may be letters or written words. A run of parallel hatching lines stands in a row
+    too, but a letter or a written word holds more ink than one pen line drawn across its box."""
+    return (area >= TYPE_FILL * w * h) & (area >= 3) & (area >= PEN_LINE_IN * dpi * np.hypot(w, h))
+
+
+def _run_together(labels: np.ndarray, box, label: int, dpi: float) -> bool:
+    """Whether component `label` is a word of display type whose letters run together through
+    hairlines and joins (a blackletter title, heavy lettering in an advertisement): with its hairlines
+    taken off, most of its ink stands as letters in a line. A drawing's pen lines go with the
+    hairlines, and what stays of it (its blacks) does not stand in a row."""
+    x, y, w, h = box[:4]
+    ink = (labels[y:y + h, x:x + w] == label).astype(np.uint8)
+    side = max(2, round(HAIRLINE_IN * dpi) + 1)
+    core = cv2.morphologyEx(ink, cv2.MORPH_OPEN, np.ones((side, side), np.uint8))
+    count, _, stats, _ = cv2.connectedComponentsWithStats(core, connectivity=8)
+    if count - 1 < TYPE_ROW_MIN:
+        return False
+    px, py, pw, ph, pa = stats[1:].T
+    pieces = _letterlike(pw, ph, pa, dpi) & (pa >= RUN_PIECE * pa.sum())
+    in_line = _type_rows(px, py, pw, ph, pieces, pieces)
+    return bool(pa[in_line].sum() >= RUN_TOGETHER * pa.sum())
 
 
 def _frame(labels: np.ndarray, box, label: int, dpi: float) -> bool:
@@ -184,6 +211,15 @@ def _letters(w, h, area, dpi: float) -> np.ndarray:
     return (area >= 3) & (h >= LETTER_MIN_IN * dpi) & (h <= LETTER_MAX_IN * dpi) & (w <= 3 * h)
 
 
+def _plate(mask: np.ndarray, pictures: list[Picture]) -> bool:
+    """Whether the page is a plate: most of its ink is in its figures (what is left is figure
+    numbers and a title), where a page of text, printed or written, has most of its ink outside them."""
+    figures = np.zeros_like(mask)
+    for p in pictures:
+        figures[p.box[1]:p.box[3], p.box[0]:p.box[2]] = 1
+    return int((mask & figures).sum()) >= PLATE_INK * int(mask.sum())
+
+
 def _one_plate(pictures: list[Picture], dpi: float) -> list[Picture]:
     """The figures of a plate as one picture: the plate is printed, cropped and trained on whole."""
     if len(pictures) < 2:
@@ -235,7 +271,7 @@ def _type_rows(x, y, w, h, letters, neighbours) -> np.ndarray:
         across = (x[members] + w[members]).max() - x[members].min()
         if band <= TYPE_BAND * np.median(h[members]) and w[members].sum() <= TYPE_STACK * across:
             rows[members] = True
-    return rows & letters
+    return rows
 
 
 def _masthead_emblem(picture: Picture, display: np.ndarray, page_height: int) -> bool:
