@@ -36,6 +36,7 @@ BIG_WIDTH = 15
 TYPE_ROW_MIN = 4  # this many large components on one baseline are display type, not a picture
 TYPE_GAP = 1.5  # letters of display type stand closer than this many of their heights
 TYPE_HEIGHTS = 2.5  # and differ in height by less than this factor (capitals beside small letters)
+TYPE_STEPS = 2  # a line is followed this many letters from each large one
 TYPE_LEVEL = 0.5  # and overlap in height by at least this share of the smaller
 TYPE_BAND = 3.0  # a line's letters fill a band at most this many times their (median) height
 TYPE_STACK = 1.2  # and stand side by side: their widths add up to little more than the line's length
@@ -101,8 +102,8 @@ def find_pictures(ink: np.ndarray, threshold: float, dpi: float) -> Layout:
     # A line, straight or slanted, solid or broken, which the rules left: thin in its ink for its length.
     thin = (area < RULE_THICKNESS_IN * dpi * np.maximum(w, h)) & (np.maximum(w, h) > LINE_ASPECT * np.minimum(w, h))
     big &= ~thin
-    lines = _type_rows(x, y, w, h, big & _letterlike(w, h, area, dpi),
-                       _letterlike(w, h, area, dpi) & (h >= _big_height(text_height, dpi) / TYPE_HEIGHTS))
+    letterlike = _letterlike(w, h, area, dpi)
+    lines = _type_rows(x, y, w, h, big & letterlike, letterlike)
     display = big & lines
     strokes = big & ~display
     strokes[strokes] = [not (_frame(labels, stats[1 + i], i + 1, dpi) or _run_together(labels, stats[1 + i], i + 1, dpi))
@@ -232,35 +233,48 @@ def _one_plate(pictures: list[Picture], dpi: float) -> list[Picture]:
 
 
 def _type_rows(x, y, w, h, letters, neighbours) -> np.ndarray:
-    """Of the large `letters`, those standing in a line of type: mastheads, headlines, ad lettering,
-    handwriting.
+    """The shapes standing in a line of type with one of the large `letters`: mastheads, headlines,
+    ad lettering, handwriting.
 
-    A line is followed from letter to letter among the `neighbours` (solid shapes of about their size:
-    letters, words run together): each stands beside the next, overlapping it in height, like-sized
-    (a capital among small letters, an ascender, a descender). What makes it a line is that it stays one
-    row: its letters stand side by side, not above one another, in a band hardly taller than they are,
-    where the pieces of a drawing linked the same way spread up and down as well as across. Handwriting is such a line without a regular letter
-    height; a blackletter masthead one of ornate, heavy letters."""
+    A line is followed from letter to letter among the `neighbours` (shapes that may be letters or
+    words), two steps from each large letter: each stands beside the next, overlapping it in height,
+    like-sized (a capital among small letters, an ascender, a descender). What makes it a line is that
+    it stays one row: its letters stand side by side, not above one another, in a band hardly taller
+    than they are, where the pieces of a drawing linked the same way spread up and down as well as
+    across. Handwriting is such a line without a regular letter height; a blackletter masthead one of
+    ornate, heavy letters."""
     index = np.flatnonzero(neighbours | letters)
-    tops, bottoms, heights = y[index], y[index] + h[index], h[index]
-    lefts, rights = x[index], x[index] + w[index]
-    parent = {int(i): int(i) for i in index}
+    index = index[np.argsort(y[index], kind="stable")]  # by top: what can overlap a letter is a slice
+    tops = y[index]
+    parent: dict[int, int] = {}
 
     def root(i: int) -> int:
+        parent.setdefault(i, i)
         while parent[i] != i:
             parent[i] = parent[parent[i]]
             i = parent[i]
         return i
 
-    for i in np.flatnonzero(letters):
-        gaps = np.maximum(lefts - (x[i] + w[i]), x[i] - rights)  # negative where boxes overlap
-        beside = (gaps < TYPE_GAP * h[i]) & (gaps > -TYPE_OVERLAP * np.minimum(w[index], w[i]))  # not one inside another
-        level = np.minimum(bottoms, y[i] + h[i]) - np.maximum(tops, y[i]) >= TYPE_LEVEL * np.minimum(heights, h[i])
-        alike = level & (heights < TYPE_HEIGHTS * h[i]) & (heights > h[i] / TYPE_HEIGHTS) & beside
-        for j in index[alike]:
-            parent[root(int(j))] = root(int(i))
+    def alike(i: int) -> np.ndarray:
+        near = index[np.searchsorted(tops, y[i] - TYPE_HEIGHTS * h[i]):np.searchsorted(tops, y[i] + h[i])]
+        gaps = np.maximum(x[near] - (x[i] + w[i]), x[i] - x[near] - w[near])  # negative where boxes overlap
+        beside = (gaps < TYPE_GAP * h[i]) & (gaps > -TYPE_OVERLAP * np.minimum(w[near], w[i]))  # not one inside another
+        level = np.minimum(y[near] + h[near], y[i] + h[i]) - np.maximum(y[near], y[i]) >= TYPE_LEVEL * np.minimum(h[near], h[i])
+        return near[level & (h[near] < TYPE_HEIGHTS * h[i]) & (h[near] > h[i] / TYPE_HEIGHTS) & beside]
+
+    seen = set(np.flatnonzero(letters).tolist())
+    step = list(seen)
+    for _ in range(TYPE_STEPS):
+        following = []
+        for i in step:
+            for j in alike(i).tolist():
+                parent[root(j)] = root(i)
+                if j not in seen:
+                    seen.add(j)
+                    following.append(j)
+        step = following
     lines: dict[int, list[int]] = {}
-    for i in parent:
+    for i in list(parent):
         lines.setdefault(root(i), []).append(i)
     rows = np.zeros_like(letters)
     for members in lines.values():
