@@ -106,7 +106,7 @@ def blackletter(page: np.ndarray, text: str, x: int, baseline: int, cap: int, se
     line by a different length in each letter, and each letter joined to the next by a hairline, so a
     word is one dense, ornate shape the way a Fraktur title prints."""
     rng = np.random.default_rng(seed)
-    stem = max(3, cap // 8)
+    stem = max(3, cap // 6)
     for word in text.split():
         start = x
         for ch in word:
