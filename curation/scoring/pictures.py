@@ -111,9 +111,11 @@ def find_pictures(ink: np.ndarray, threshold: float, dpi: float) -> Layout:
     display |= big & ~strokes
     strokes &= ~_page_edge(x, y, w, h, area, mask.shape, dpi)
     # Heavy display type closes into solid areas too: what is type is no hatching.
-    lettering = np.zeros(len(stats), np.uint8)
-    lettering[1:][display] = 1
-    solid_ink = solid_regions(mask & (1 - lettering[labels]), dpi)
+    untyped = mask.copy()
+    for i in np.flatnonzero(display):
+        left, top, width, height = stats[1 + i, :4]
+        untyped[top:top + height, left:left + width][labels[top:top + height, left:left + width] == i + 1] = 0
+    solid_ink = solid_regions(untyped, dpi)
     pictures = _group(np.flatnonzero(strokes), stats[1:], mask, solid_ink, dpi)
     pictures = [p for p in pictures if not _masthead_emblem(p, stats[1:][display & lines], ink.shape[0])]
     if len(pictures) > 1 and _plate(mask, pictures):
@@ -215,10 +217,8 @@ def _letters(w, h, area, dpi: float) -> np.ndarray:
 def _plate(mask: np.ndarray, pictures: list[Picture]) -> bool:
     """Whether the page is a plate: most of its ink is in its figures (what is left is figure
     numbers and a title), where a page of text, printed or written, has most of its ink outside them."""
-    figures = np.zeros_like(mask)
-    for p in pictures:
-        figures[p.box[1]:p.box[3], p.box[0]:p.box[2]] = 1
-    return int((mask & figures).sum()) >= PLATE_INK * int(mask.sum())
+    inside = sum(int(np.count_nonzero(mask[p.box[1]:p.box[3], p.box[0]:p.box[2]])) for p in pictures)  # boxes apart
+    return inside >= PLATE_INK * int(np.count_nonzero(mask))
 
 
 def _one_plate(pictures: list[Picture], dpi: float) -> list[Picture]:
