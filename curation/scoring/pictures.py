@@ -33,6 +33,7 @@ DEFAULT_TEXT_HEIGHT_IN = 0.08
 BIG_HEIGHT = 4  # a stroke taller than this many text heights (and RULE-free) is no letter
 BIG_HEIGHT_MIN_IN, BIG_WIDTH_MIN_IN = 0.3, 1.2
 BIG_WIDTH = 15
+TEXT_LINE = 2.0  # a shape no taller than this many text heights is a line of type, however long
 TYPE_ROW_MIN = 4  # this many large components on one baseline are display type, not a picture
 TYPE_GAP = 1.5  # letters of display type stand closer than this many of their heights
 TYPE_HEIGHTS = 2.5  # and differ in height by less than this factor (capitals beside small letters)
@@ -49,6 +50,7 @@ FRAME_EDGE_IN = 0.06  # a frame's ink lies this close to the edges of its box
 FRAME_EDGE_SHARE = 0.1  # or within this share of its shorter side (a double rule)
 FRAME_INSIDE = 0.1  # and less than this share of it inside
 EDGE_THICKNESS_IN = 0.12  # ink along the image's border thinner than this on average is the sheet's edge
+EDGE_NEAR_IN = 0.05  # ink this close to the border touches it
 EDGE_BAND = 0.08  # and ink touching the border that stays within this share of the page from it
 PLATE_INK = 0.5  # a page with at least this share of its ink in its figures is a plate
 HAIRLINE_IN = 0.02  # display type's hairlines and joins are thinner than this, its stems thicker
@@ -101,7 +103,8 @@ def find_pictures(ink: np.ndarray, threshold: float, dpi: float) -> Layout:
                 for i in np.flatnonzero(big)]
     # A line, straight or slanted, solid or broken, which the rules left: thin in its ink for its length.
     thin = (area < RULE_THICKNESS_IN * dpi * np.maximum(w, h)) & (np.maximum(w, h) > LINE_ASPECT * np.minimum(w, h))
-    big &= ~thin
+    # No taller than a line of text: a line of type run together by heavy ink, however long.
+    big &= ~thin & (h > TEXT_LINE * text_height)
     letterlike = _letterlike(w, h, area, dpi)
     lines = _type_rows(x, y, w, h, big & letterlike, letterlike)
     display = big & lines
@@ -109,14 +112,15 @@ def find_pictures(ink: np.ndarray, threshold: float, dpi: float) -> Layout:
     strokes[strokes] = [not (_frame(labels, stats[1 + i], i + 1, dpi) or _run_together(labels, stats[1 + i], i + 1, dpi))
                         for i in np.flatnonzero(strokes)]
     display |= big & ~strokes
-    strokes &= ~_page_edge(x, y, w, h, area, mask.shape, dpi)
-    # Heavy display type closes into solid areas too: what is type is no hatching.
-    untyped = mask.copy()
-    for i in np.flatnonzero(display):
+    edge = _page_edge(x, y, w, h, area, mask.shape, dpi)
+    strokes &= ~edge
+    # Heavy display type and the scanner bed close into solid areas too, and lie close to pictures:
+    # neither is hatching, nor a picture's rim.
+    drawn = mask.copy()
+    for i in np.flatnonzero(display | edge):
         left, top, width, height = stats[1 + i, :4]
-        untyped[top:top + height, left:left + width][labels[top:top + height, left:left + width] == i + 1] = 0
-    solid_ink = solid_regions(untyped, dpi)
-    pictures = _group(np.flatnonzero(strokes), stats[1:], mask, solid_ink, dpi)
+        drawn[top:top + height, left:left + width][labels[top:top + height, left:left + width] == i + 1] = 0
+    pictures = _group(np.flatnonzero(strokes), stats[1:], drawn, solid_regions(drawn, dpi), dpi)
     pictures = [p for p in pictures if not _masthead_emblem(p, stats[1:][display & lines], ink.shape[0])]
     if len(pictures) > 1 and _plate(mask, pictures):
         pictures = _one_plate(pictures, dpi)
@@ -171,9 +175,11 @@ def _page_edge(x, y, w, h, area, shape: tuple[int, int], dpi: float) -> np.ndarr
     """Ink along the border of the image, thin or kept to a narrow band there: the edge of the sheet,
     a torn corner, the scanner bed showing past a page that is not square to it."""
     height, width = shape
-    band = ((y == 0) & (y + h < EDGE_BAND * height)) | ((x == 0) & (x + w < EDGE_BAND * width)) \
-        | ((y + h == height) & (y > (1 - EDGE_BAND) * height)) | ((x + w == width) & (x > (1 - EDGE_BAND) * width))
-    touches = (x == 0) | (y == 0) | (x + w == width) | (y + h == height)
+    near = max(1, round(EDGE_NEAR_IN * dpi))  # the trimmed scanner bed leaves a pixel or two of paper
+    top, left, bottom, right = y < near, x < near, y + h > height - near, x + w > width - near
+    band = ((top & (y + h < EDGE_BAND * height)) | (left & (x + w < EDGE_BAND * width))
+            | (bottom & (y > (1 - EDGE_BAND) * height)) | (right & (x > (1 - EDGE_BAND) * width)))
+    touches = top | left | bottom | right
     return band | (touches & (area < EDGE_THICKNESS_IN * dpi * np.maximum(w, h)))
 
 
