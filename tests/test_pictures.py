@@ -197,6 +197,14 @@ def test_a_handwritten_page_is_not_a_picture():
         assert features.picture_area < DEFAULT_PICTURE_AREA_MIN, (seed, features.pictures)
 
 
+def test_the_scanner_bed_in_a_corner_is_not_a_picture():
+    page = text_page(144, seed=29)
+    # The page lay askew: a wedge of dark scanner bed in its top corner, the rest of the border paper.
+    cv2.fillConvexPoly(page, np.array([(0, 0), (560, 0), (0, 110)]), 25)
+    features = page_features(page)
+    assert features.picture_area < DEFAULT_PICTURE_AREA_MIN, features.pictures
+
+
 def test_an_engravings_box_stops_above_its_legend():
     page = text_page(144, seed=25)
     left, top, side = 330, 300, 560  # a 3.9-inch engraving mid-page, its legend under it
