@@ -161,11 +161,12 @@ def _run_together(labels: np.ndarray, box, label: int, dpi: float) -> bool:
 
 
 def _frame(labels: np.ndarray, box, label: int, dpi: float) -> bool:
-    """Whether component `label` is a frame: its ink runs along the edges of its box and leaves the
-    inside empty (a ruled box around a notice, too short or too doubled to be taken for a rule)."""
+    """Whether component `label` is a frame: ruled lines running along the edges of its box that
+    leave the inside empty (a ruled box around a notice, too short or too doubled to be taken for a
+    rule). A solid block shows as a broad rim, the inside matching the paper estimated around it."""
     x, y, w, h = box[:4]
     edge = max(2, round(FRAME_EDGE_IN * dpi), round(FRAME_EDGE_SHARE * min(w, h)))
-    if min(w, h) <= 4 * edge:
+    if min(w, h) <= 4 * edge or box[4] > 2 * (w + h) * RULE_THICKNESS_IN * dpi:
         return False
     ink = labels[y:y + h, x:x + w] == label
     return int(ink[edge:-edge, edge:-edge].sum()) < FRAME_INSIDE * int(ink.sum())
