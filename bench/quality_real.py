@@ -140,7 +140,8 @@ def picture_report(pages: list[tuple[str, list, list[dict], float]]) -> tuple[fl
     for name, kept, labelled, aspect in pages:
         result = judge(kept, labelled, aspect)
         verdicts = [v for v, _ in result["verdicts"]]
-        right, wrong, neither = right + verdicts.count("right"), wrong + verdicts.count("wrong"), neither + verdicts.count("neither")
+        right, neither = right + verdicts.count("right"), neither + verdicts.count("neither")
+        wrong += verdicts.count("wrong")
         found, counted = found + sum(result["found"]), counted + len(result["found"])
         mistakes = []
         for box, (verdict, kind) in zip(kept, result["verdicts"]):
@@ -157,7 +158,8 @@ def picture_report(pages: list[tuple[str, list, list[dict], float]]) -> tuple[fl
           f"(exported {right + wrong + neither}: {right} right, {neither} neither, {wrong} wrong; "
           f"{found} of {counted} counted pictures found)")
     if kinds:
-        print("  wrong crops by kind: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1])))
+        ranked = sorted(kinds.items(), key=lambda kv: -kv[1])
+        print("  wrong crops by kind: " + ", ".join(f"{k} {n}" for k, n in ranked))
     print("\n".join(lines))
     return precision, recall
 

@@ -118,13 +118,15 @@ def blackletter(page: np.ndarray, text: str, x: int, baseline: int, cap: int, se
                 foot = baseline + int(rng.uniform(0, 0.35) * height)
                 cv2.rectangle(page, (sx, top + stem // 2), (sx + stem, foot), 15, -1)
                 for tip in (top + stem // 2, foot):  # diamond head and foot
-                    cv2.fillConvexPoly(page, np.array([(sx - stem // 3, tip), (sx + stem // 2, tip - stem // 2),
-                                                       (sx + stem + stem // 3, tip), (sx + stem // 2, tip + stem // 2)]), 15)
+                    diamond = [(sx - stem // 3, tip), (sx + stem // 2, tip - stem // 2),
+                               (sx + stem + stem // 3, tip), (sx + stem // 2, tip + stem // 2)]
+                    cv2.fillConvexPoly(page, np.array(diamond), 15)
             if x > start:  # a hairline up from the last letter's foot to this one's head
                 cv2.line(page, (x - stem, baseline - stem), (x + stem // 2, top + stem), 15, max(3, stem // 5))
             right = x + (2 * stems - 1) * stem
             if ch.isupper():  # a heavy bowl and a hairline swash
-                cv2.ellipse(page, (x + 2 * stem, top + height // 3), (2 * stem, height // 4), 0, 200, 340, 15, stem // 2)
+                bowl = (x + 2 * stem, top + height // 3), (2 * stem, height // 4)
+                cv2.ellipse(page, *bowl, 0, 200, 340, 15, stem // 2)
                 cv2.ellipse(page, (x + stem, top + height // 2), (3 * stem, height // 2), 20, 100, 260, 15, 2)
                 right = x + 4 * stem
             x = right + stem // 2
@@ -284,7 +286,8 @@ def test_real_pages_exported_pictures_are_pictures_and_the_pictures_are_found(tm
     sys.path.insert(0, str(ROOT / "bench"))
     from quality_real import judge
 
-    labels = {json.loads(line)["file"]: json.loads(line) for line in (REALDATA / "labels.jsonl").read_text().splitlines()}
+    lines = (REALDATA / "labels.jsonl").read_text().splitlines()
+    labels = {json.loads(line)["file"]: json.loads(line) for line in lines}
     right = wrong = found = counted = 0
     for line in (REALDATA / "pictures.jsonl").read_text().splitlines():
         boxed = json.loads(line)
@@ -292,8 +295,9 @@ def test_real_pages_exported_pictures_are_pictures_and_the_pictures_are_found(tm
         features = scored(tmp_path / "real.pdf", image, labels[boxed["file"]]["dpi"])
         with pymupdf.open(tmp_path / "real.pdf") as doc:
             width, height = (round(v * 2) for v in (doc[0].rect.width, doc[0].rect.height))
-        kept = [(x0 / width, y0 / height, x1 / width, y1 / height) for x0, y0, x1, y1, area in json.loads(features["pictures"])
-                if area >= DEFAULT_PICTURE_AREA_MIN] if features["picture_area"] >= DEFAULT_PICTURE_AREA_MIN else []
+        exported = features["picture_area"] >= DEFAULT_PICTURE_AREA_MIN  # a kept page, as export takes it
+        kept = [(x0 / width, y0 / height, x1 / width, y1 / height) for x0, y0, x1, y1, area
+                in json.loads(features["pictures"]) if exported and area >= DEFAULT_PICTURE_AREA_MIN]
         result = judge(kept, boxed["pictures"], width / height)
         verdicts = [v for v, _ in result["verdicts"]]
         right, wrong = right + verdicts.count("right"), wrong + verdicts.count("wrong")

@@ -2,19 +2,22 @@
 
 What marks a page as text is text: components of letter size standing in lines. Real line art
 (pen cartoons, open wood engravings, advertisement cuts, technical plates) is drawn with strokes that
-join into components far taller or wider than any letter, and that do not stand in a row of
-like-sized neighbours the way the letters of a headline or a masthead do. So the page is binarised
-against its own paper, long thin rules are taken out, the body-text height is read off the letter-size
-components, and what remains large and unaligned is grouped into pictures. Two kinds of ink look large
-without being pictures: heavily inked type run together through lighter smudges (a stroke must stay
-whole in its darkest ink) and a paper's emblem set between the words of its title. One kind of picture
-has no large strokes: fine hatching, stippling and halftones, which count through the solid areas they
-close into.
+join into components far taller or wider than any letter. So the page is binarised against its own
+paper, long thin rules are taken out, the body-text height is read off the letter-size components,
+and the large components are judged one by one. Large letters are still letters: those standing in a
+line of like-sized neighbours (a masthead in roman or Fraktur, a headline, advertisement lettering, a
+line of handwriting) are type, and so is a word whose heavy letters run together through hairlines.
+Other large ink is no picture either: a frame of ruled lines (what it holds is judged on its own), a
+thin line, the sheet's edge and the scanner bed, heavily inked type run together through lighter
+smudges (a stroke must stay whole in its darkest ink), and a paper's emblem set between the words of
+its title. What is left is a picture's strokes, grouped by nearness into pictures; fine hatching,
+stippling and halftones, which have no large strokes, count through the solid areas they close into.
+A plate's figures are one picture, the plate.
 
 Sizes are physical (inches, from the page's dpi), so "ignore cuts smaller than 2 square inches"
-means the same on a 90-dpi newspaper and a 300-dpi plate. A picture's `area` is the area its strokes'
-boxes cover, not its bounding box: a few stray big words of a heavily inked column, spread over
-several inches, do not add up to a picture.
+means the same on a 90-dpi newspaper and a 300-dpi plate. A picture's box is its strokes' extent (a
+legend under it and the text beside it stay out), and its `area` is that box's, the crop an export
+writes.
 """
 
 from __future__ import annotations
@@ -69,8 +72,8 @@ RIM_IN = 0.1  # the box takes in ink this close to the strokes: hatching that en
 @dataclass(frozen=True)
 class Picture:
     box: tuple[int, int, int, int]  # x0, y0, x1, y1 in the pixels of the image given
-    area: float  # square inches covered by its strokes' boxes
-    cover: float  # share of the box those strokes cover
+    area: float  # square inches of its box
+    cover: float  # share of the box its strokes' boxes cover
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,25 @@ def find_pictures(ink: np.ndarray, threshold: float, dpi: float) -> Layout:
     x, y, w, h, area = stats[1:].T
     letters = _letters(w, h, area, dpi)
     text_height = float(np.median(h[letters])) if letters.any() else DEFAULT_TEXT_HEIGHT_IN * dpi
+    strokes, lettering, edge = _sort_large_ink(ink, threshold, labels, stats, text_height, dpi)
+    # Heavy display type and the scanner bed close into solid areas too, and lie close to pictures:
+    # neither is hatching, nor a picture's rim.
+    drawn = mask.copy()
+    for i in np.flatnonzero(lettering | edge):
+        left, top, width, height = stats[1 + i, :4]
+        drawn[top:top + height, left:left + width][labels[top:top + height, left:left + width] == i + 1] = 0
+    pictures = _group(np.flatnonzero(strokes), stats[1:], drawn, solid_regions(drawn, dpi), dpi)
+    pictures = [p for p in pictures if not _masthead_emblem(p, stats[1:][lettering], ink.shape[0])]
+    if len(pictures) > 1 and _plate(mask, pictures):
+        pictures = _one_plate(pictures, dpi)
+    return Layout(pictures=pictures, text_height=text_height / dpi, content_area=content_area)
+
+
+def _sort_large_ink(ink: np.ndarray, threshold: float, labels: np.ndarray, stats: np.ndarray, text_height: float,
+                    dpi: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The large components (far taller or wider than a letter) sorted: a picture's strokes, lettering
+    (type and writing standing in lines, words run together, frames), and ink at the sheet's edge."""
+    x, y, w, h, area = stats[1:].T
     big = _large(w, h, text_height, dpi)
     big[big] = [_dark_throughout(ink, min(255, CORE * threshold), labels, stats[1 + i], i + 1, text_height, dpi)
                 for i in np.flatnonzero(big)]
@@ -106,25 +128,12 @@ def find_pictures(ink: np.ndarray, threshold: float, dpi: float) -> Layout:
     # No taller than a line of text: a line of type run together by heavy ink, however long.
     big &= ~thin & (h > TEXT_LINE * text_height)
     letterlike = _letterlike(w, h, area, dpi)
-    lines = _type_rows(x, y, w, h, big & letterlike, letterlike)
-    display = big & lines
-    strokes = big & ~display
-    strokes[strokes] = [not (_frame(labels, stats[1 + i], i + 1, dpi) or _run_together(labels, stats[1 + i], i + 1, dpi))
-                        for i in np.flatnonzero(strokes)]
-    display |= big & ~strokes
-    edge = _page_edge(x, y, w, h, area, mask.shape, dpi)
-    strokes &= ~edge
-    # Heavy display type and the scanner bed close into solid areas too, and lie close to pictures:
-    # neither is hatching, nor a picture's rim.
-    drawn = mask.copy()
-    for i in np.flatnonzero(display | edge):
-        left, top, width, height = stats[1 + i, :4]
-        drawn[top:top + height, left:left + width][labels[top:top + height, left:left + width] == i + 1] = 0
-    pictures = _group(np.flatnonzero(strokes), stats[1:], drawn, solid_regions(drawn, dpi), dpi)
-    pictures = [p for p in pictures if not _masthead_emblem(p, stats[1:][display & lines], ink.shape[0])]
-    if len(pictures) > 1 and _plate(mask, pictures):
-        pictures = _one_plate(pictures, dpi)
-    return Layout(pictures=pictures, text_height=text_height / dpi, content_area=content_area)
+    lettering = big & _type_rows(x, y, w, h, big & letterlike, letterlike)
+    strokes = big & ~lettering
+    strokes[strokes] = [not (_frame(labels, stats[1 + i], i + 1, dpi)
+                             or _run_together(labels, stats[1 + i], i + 1, dpi)) for i in np.flatnonzero(strokes)]
+    edge = _page_edge(x, y, w, h, area, labels.shape, dpi)
+    return strokes & ~edge, big & ~strokes, edge
 
 
 def _big_height(text_height: float, dpi: float) -> float:
@@ -266,7 +275,8 @@ def _type_rows(x, y, w, h, letters, neighbours) -> np.ndarray:
         near = index[np.searchsorted(tops, y[i] - TYPE_HEIGHTS * h[i]):np.searchsorted(tops, y[i] + h[i])]
         gaps = np.maximum(x[near] - (x[i] + w[i]), x[i] - x[near] - w[near])  # negative where boxes overlap
         beside = (gaps < TYPE_GAP * h[i]) & (gaps > -TYPE_OVERLAP * np.minimum(w[near], w[i]))  # not one inside another
-        level = np.minimum(y[near] + h[near], y[i] + h[i]) - np.maximum(y[near], y[i]) >= TYPE_LEVEL * np.minimum(h[near], h[i])
+        overlap = np.minimum(y[near] + h[near], y[i] + h[i]) - np.maximum(y[near], y[i])
+        level = overlap >= TYPE_LEVEL * np.minimum(h[near], h[i])
         return near[level & (h[near] < TYPE_HEIGHTS * h[i]) & (h[near] > h[i] / TYPE_HEIGHTS) & beside]
 
     seen = set(np.flatnonzero(letters).tolist())
