@@ -133,18 +133,21 @@ def blackletter(page: np.ndarray, text: str, x: int, baseline: int, cap: int, se
         x += cap // 3
 
 
-@pytest.mark.parametrize("drawn", ["solid", "open"])
-def test_a_blackletter_masthead_is_not_a_picture(drawn):
-    page = text_page(144, seed=21)
-    paper(page, 40, 30, 1190, 330)
-    title = np.full_like(page, 235)
-    blackletter(title, "Evening Star", 90, 230, 170)
+@pytest.mark.parametrize("drawn, cap, inches", [("solid", 300, (17.0, 22.0)), ("open", 170, (8.5, 11.0))])
+def test_a_blackletter_masthead_is_not_a_picture(drawn, cap, inches):
+    """A newspaper's title: on a 17-inch front page its capitals stand two inches tall."""
+    page = cv2.cvtColor(page_image(PageSpec(kind="text", seed=21, dpi=144, uneven=False, inches=inches)),
+                        cv2.COLOR_RGB2GRAY)
+    head = 2 * cap
+    paper(page, 40, 30, page.shape[1] - 40, head)
+    title = np.full_like(page[:head], 235)
+    blackletter(title, "Evening Star", page.shape[1] // 10, int(1.35 * cap), cap)
     if drawn == "open":  # open (shaded) letters: only their outline is inked, most of the box is paper
         inked = (title < 128).astype(np.uint8)
         title[(inked - cv2.erode(inked, np.ones((7, 7), np.uint8))) == 0] = 235
-    page[:330] = np.minimum(page[:330], title[:330])
-    for y in (306, 312):  # the double rule under the title
-        cv2.line(page, (50, y), (1180, y + 2), 20, 2)
+    page[:head] = np.minimum(page[:head], title)
+    for y in (head - 24, head - 18):  # the double rule under the title
+        cv2.line(page, (50, y), (page.shape[1] - 50, y + 2), 20, 2)
     features = page_features(page)
     assert features.picture_area < DEFAULT_PICTURE_AREA_MIN, features.pictures
 
