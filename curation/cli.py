@@ -29,6 +29,7 @@ DOC_COLUMNS = ["path", "pages", "status", "error", "scored", "failed", "sha256"]
 PAGE_COLUMNS = ["doc", "page", "sigma", "width", "height", "keep", "decided_by", "status", "method", "error",
                 "sigma_content", "ink_tone", "ink_coverage", "picture_area", "picture_count", "picture_share",
                 "text_height", "suggestion", "confidence", "duplicate_group"]
+PICTURE_COLUMNS = ["doc", "page", "picture", "x0", "y0", "x1", "y1", "area", "keep", "decided_by"]
 DECISIONS = {"include": True, "exclude": False, "auto": None}
 # What a labels file may say for a decision, beside include/exclude/auto: the `keep` column of `pages`.
 DECISION_WORDS = {**DECISIONS, "true": True, "1": True, "keep": True, "yes": True,
@@ -328,6 +329,21 @@ def pages(db, fmt, threshold, rule):
     manifest = open_manifest(db)
     rows = ({**dict(row), "keep": bool(row["keep"])} for row in manifest.pages(threshold, rule=rule))
     write_rows(rows, PAGE_COLUMNS, fmt)
+
+
+@cli.command()
+@db_option
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.option("--threshold", type=float, default=None, help="Decide at this sigma instead of the saved threshold.")
+@click.option("--rule", type=click.Choice(list(RULES)), default=None, help="Decide with this rule instead of the saved one.")
+def pictures(db, fmt, threshold, rule):
+    """One row per picture found: doc, page (0-based), picture (its number on the page, 1 the largest,
+    as `export --crop pictures` names it), x0 y0 x1 y1 (its box as fractions of the page's width and
+    height), area (square inches), keep (whether `export --crop pictures` writes it: its page is kept
+    and it is at least picture_area_min) and decided_by (who decided its page: override or threshold)."""
+    from .manifest.views import picture_rows
+
+    write_rows(picture_rows(open_manifest(db), threshold, rule=rule), PICTURE_COLUMNS, fmt)
 
 
 @cli.command()

@@ -31,8 +31,8 @@ from ..decisions import learn
 from ..scoring.scorer import THUMBNAIL_QUALITY, THUMBNAIL_SIDE
 from ..sources.paths import reading_roots
 from ..sources.reader import error_text, open_document
-from .store import (BASE_RULE_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, DISAGREES_SQL, INK_TONE_MIN, KEEP_SQL,
-                    LIVE_DOCUMENT_SQL, RULES, Manifest, now)
+from .store import (BASE_RULE_SQL, DECIDED_BY_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, DISAGREES_SQL,
+                    INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES, Manifest, now)
 
 # The joins every page query uses; aliases p, d and o as in Manifest.pages().
 PAGES_FROM = (
@@ -322,6 +322,25 @@ def pictures_for(manifest: Manifest, keys: Iterable[tuple[int, int]]) -> dict[tu
     for (doc_id, page), rows in _by_keys(manifest, "pictures", "n, x0, y0, x1, y1, area", keys, many=True).items():
         boxes[(doc_id, page)] = [row[1:] for row in sorted(rows)]
     return boxes
+
+
+def picture_rows(manifest: Manifest, threshold: float | None = None, *, rule: str | None = None,
+                 picture_area_min: float | None = None) -> Iterable[dict]:
+    """Every picture found, in document and page order, largest first: `picture` is its rank on its page
+    (1 the largest, as export names it), x0 y0 x1 y1 its box as fractions of the page, `area` its square
+    inches; `keep` whether `export --crop pictures` writes it (its page is kept and it is at least
+    `picture_area_min`), `decided_by` who decided its page (override or threshold). One query, streamed."""
+    bound = decision_params(manifest, threshold, rule, picture_area_min)
+    rows = manifest.conn.execute(
+        f"SELECT d.path AS doc, q.page, q.n + 1 AS picture, 1.0 * q.x0 / p.width AS x0, 1.0 * q.y0 / p.height AS y0, "
+        f"1.0 * q.x1 / p.width AS x1, 1.0 * q.y1 / p.height AS y1, q.area, "
+        f"{KEEP_SQL} AND q.area >= :picture_area_min AS keep, {DECIDED_BY_SQL} AS decided_by "
+        f"FROM pictures q JOIN pages p ON p.doc_id = q.doc_id AND p.page = q.page "
+        f"JOIN documents d ON d.id = p.doc_id LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
+        f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' ORDER BY d.path, q.page, q.n", bound)
+    for row in rows:
+        yield {**dict(row), "keep": bool(row["keep"]),
+               **{k: round(row[k], 4) for k in ("x0", "y0", "x1", "y1")}, "area": round(row["area"], 3)}
 
 
 def outline_pictures(image: bytes, boxes: list[tuple], width: int | None) -> bytes:

@@ -7,8 +7,8 @@ engravings fall low. These features look at what is on the paper instead of how 
 - `ink_tone`: how dark the darkest ink is relative to the paper around it (0 paper, 1 black);
   lighting is flattened first, so uneven light and yellowing do not count as ink.
 - `ink_coverage`: share of the content covered by ink.
-- `picture_area`: square inches covered by the page's largest picture (curation.scoring.pictures: ink that
-  is not text, rules or frames); `picture_count` how many pictures it holds, `picture_share` the share
+- `picture_area`: square inches of the page's largest picture, its box (curation.scoring.pictures: ink
+  that is not text, rules or frames); `picture_count` how many pictures it holds, `picture_share` the share
   of the content they cover, `text_height` the body-text letter height in inches.
 - `picture_box`: the largest picture's bounding box, in reference pixels; `pictures` every picture's.
 - `phash`: a 64-bit perceptual hash of the plate (else of the content), to find a plate printed twice.
@@ -24,7 +24,7 @@ import numpy as np
 
 from .pictures import find_pictures
 
-FEATURES_VERSION = 2  # raise when a feature's definition changes: `rescore` recomputes older rows
+FEATURES_VERSION = 3  # raise when a feature's definition changes: `rescore` recomputes older rows
 FEATURE_SCALE = 2  # the content box and the hash are found at half the reference resolution
 BORDER_DARKNESS = 0.5  # a row or column darker than half the paper tone is scanner bed, not page
 BACKGROUND_KERNEL = 9

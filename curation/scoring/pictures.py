@@ -2,19 +2,22 @@
 
 What marks a page as text is text: components of letter size standing in lines. Real line art
 (pen cartoons, open wood engravings, advertisement cuts, technical plates) is drawn with strokes that
-join into components far taller or wider than any letter, and that do not stand in a row of
-like-sized neighbours the way the letters of a headline or a masthead do. So the page is binarised
-against its own paper, long thin rules are taken out, the body-text height is read off the letter-size
-components, and what remains large and unaligned is grouped into pictures. Two kinds of ink look large
-without being pictures: heavily inked type run together through lighter smudges (a stroke must stay
-whole in its darkest ink) and a paper's emblem set between the words of its title. One kind of picture
-has no large strokes: fine hatching, stippling and halftones, which count through the solid areas they
-close into.
+join into components far taller or wider than any letter. So the page is binarised against its own
+paper, long thin rules are taken out, the body-text height is read off the letter-size components,
+and the large components are judged one by one. Large letters are still letters: those standing in a
+line of like-sized neighbours (a masthead in roman or Fraktur, a headline, advertisement lettering, a
+line of handwriting) are type, and so is a word whose heavy letters run together through hairlines.
+Other large ink is no picture either: a frame of ruled lines (what it holds is judged on its own), a
+thin line, the sheet's edge and the scanner bed, heavily inked type run together through lighter
+smudges (a stroke must stay whole in its darkest ink), and a paper's emblem set between the words of
+its title. What is left is a picture's strokes, grouped by nearness into pictures; fine hatching,
+stippling and halftones, which have no large strokes, count through the solid areas they close into.
+A plate's figures are one picture, the plate.
 
 Sizes are physical (inches, from the page's dpi), so "ignore cuts smaller than 2 square inches"
-means the same on a 90-dpi newspaper and a 300-dpi plate. A picture's `area` is the area its strokes'
-boxes cover, not its bounding box: a few stray big words of a heavily inked column, spread over
-several inches, do not add up to a picture.
+means the same on a 90-dpi newspaper and a 300-dpi plate. A picture's box is its strokes' extent (a
+legend under it and the text beside it stay out), and its `area` is that box's, the crop an export
+writes.
 """
 
 from __future__ import annotations
@@ -26,18 +29,36 @@ import numpy as np
 
 RULE_LENGTH_IN = 1.5  # straight runs at least this long and thin are rules, frames and column lines
 RULE_THICKNESS_IN = 0.06
+LINE_ASPECT = 8  # a component this many times longer than wide and thin in its ink is a line
 HATCHING_PITCH_IN = 0.08  # parallel lines closer than this are hatching
 LETTER_MIN_IN, LETTER_MAX_IN = 0.03, 0.3  # heights of body-text letters read when estimating their size
 DEFAULT_TEXT_HEIGHT_IN = 0.08
 BIG_HEIGHT = 4  # a stroke taller than this many text heights (and RULE-free) is no letter
 BIG_HEIGHT_MIN_IN, BIG_WIDTH_MIN_IN = 0.3, 1.2
 BIG_WIDTH = 15
-TYPE_ROW_MIN = 3  # this many large components on one baseline are display type, not a picture
+TEXT_LINE = 2.0  # a shape no taller than this many text heights is a line of type, however long
+TYPE_ROW_MIN = 4  # this many large components on one baseline are display type, not a picture
 TYPE_GAP = 1.5  # letters of display type stand closer than this many of their heights
 TYPE_HEIGHTS = 2.5  # and differ in height by less than this factor (capitals beside small letters)
-TYPE_FILL = 0.15  # a letter's ink fills at least this share of its box
+TYPE_STEPS = 2  # a line is followed this many letters from each large one
+TYPE_LEVEL = 0.5  # and overlap in height by at least this share of the smaller
+TYPE_BAND = 3.0  # a line's letters fill a band at most this many times their (median) height
+TYPE_STACK = 1.2  # and stand side by side: their widths add up to little more than the line's length
+TYPE_OVERLAP = 0.3  # and overlap by less than this share of the narrower one (italics lean into each other)
+TYPE_FILL = 0.05  # a letter's ink fills at least this share of its box
+PEN_LINE_IN = 0.03  # and is more ink than a line this thick from corner to corner of it
 MASTHEAD_TOP = 0.25  # a masthead stands in the top quarter of the page
 MASTHEAD_LETTERS = 0.15  # its emblem is at most about six times as tall as the title's letters
+FRAME_EDGE_IN = 0.06  # a frame's ink lies this close to the edges of its box
+FRAME_EDGE_SHARE = 0.1  # or within this share of its shorter side (a double rule)
+FRAME_INSIDE = 0.1  # and less than this share of it inside
+EDGE_THICKNESS_IN = 0.12  # ink along the image's border thinner than this on average is the sheet's edge
+EDGE_NEAR_IN = 0.05  # ink this close to the border touches it
+EDGE_BAND = 0.08  # and ink touching the border that stays within this share of the page from it
+PLATE_INK = 0.5  # a page with at least this share of its ink in its figures is a plate
+HAIRLINE_IN = 0.02  # display type's hairlines and joins are thinner than this, its stems thicker
+RUN_PIECE = 0.02  # what stays of a word with its hairlines off: letters, each this share of its ink at least
+RUN_TOGETHER = 0.6  # and this share of the ink standing in a line makes it a word
 GROUP_IN = 0.4  # strokes closer than this belong to one picture
 GRID = 4  # pixels per cell of the grid strokes are grouped on
 SOLID_SIDE_IN = 0.2  # hatching closed into solid areas this thick (5 mm) is picture; lines of type are thinner
@@ -51,8 +72,8 @@ RIM_IN = 0.1  # the box takes in ink this close to the strokes: hatching that en
 @dataclass(frozen=True)
 class Picture:
     box: tuple[int, int, int, int]  # x0, y0, x1, y1 in the pixels of the image given
-    area: float  # square inches covered by its strokes' boxes
-    cover: float  # share of the box those strokes cover
+    area: float  # square inches of its box
+    cover: float  # share of the box its strokes' boxes cover
 
 
 @dataclass(frozen=True)
@@ -78,22 +99,98 @@ def find_pictures(ink: np.ndarray, threshold: float, dpi: float) -> Layout:
     mask &= ~rules(mask, dpi)
     _, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
     x, y, w, h, area = stats[1:].T
-    text_height = _text_height(w, h, area, dpi)
+    letters = _letters(w, h, area, dpi)
+    text_height = float(np.median(h[letters])) if letters.any() else DEFAULT_TEXT_HEIGHT_IN * dpi
+    strokes, lettering, edge = _sort_large_ink(ink, threshold, labels, stats, text_height, dpi)
+    # Heavy display type and the scanner bed close into solid areas too, and lie close to pictures:
+    # neither is hatching, nor a picture's rim.
+    drawn = mask.copy()
+    for i in np.flatnonzero(lettering | edge):
+        left, top, width, height = stats[1 + i, :4]
+        drawn[top:top + height, left:left + width][labels[top:top + height, left:left + width] == i + 1] = 0
+    pictures = _group(np.flatnonzero(strokes), stats[1:], drawn, solid_regions(drawn, dpi), dpi)
+    pictures = [p for p in pictures if not _masthead_emblem(p, stats[1:][lettering], ink.shape[0])]
+    if len(pictures) > 1 and _plate(mask, pictures):
+        pictures = _one_plate(pictures, dpi)
+    return Layout(pictures=pictures, text_height=text_height / dpi, content_area=content_area)
+
+
+def _sort_large_ink(ink: np.ndarray, threshold: float, labels: np.ndarray, stats: np.ndarray, text_height: float,
+                    dpi: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The large components (far taller or wider than a letter) sorted: a picture's strokes, lettering
+    (type and writing standing in lines, words run together, frames), and ink at the sheet's edge."""
+    x, y, w, h, area = stats[1:].T
     big = _large(w, h, text_height, dpi)
     big[big] = [_dark_throughout(ink, min(255, CORE * threshold), labels, stats[1 + i], i + 1, text_height, dpi)
                 for i in np.flatnonzero(big)]
-    thin = (np.minimum(w, h) < 0.1 * dpi) & (np.maximum(w, h) > 8 * np.minimum(w, h))
-    big &= ~thin
-    # Letters are solid shapes; a run of parallel hatching lines also stands on one baseline.
-    display = _type_rows(x, y, w, h, big & (area >= TYPE_FILL * w * h))
-    pictures = _group(np.flatnonzero(big & ~display), stats[1:], mask, solid_regions(mask, dpi), dpi)
-    pictures = [p for p in pictures if not _masthead_emblem(p, stats[1:][display], ink.shape[0])]
-    return Layout(pictures=pictures, text_height=text_height / dpi, content_area=content_area)
+    # A line, straight or slanted, solid or broken, which the rules left: thin in its ink for its length.
+    thin = (area < RULE_THICKNESS_IN * dpi * np.maximum(w, h)) & (np.maximum(w, h) > LINE_ASPECT * np.minimum(w, h))
+    # No taller than a line of text: a line of type run together by heavy ink, however long.
+    big &= ~thin & (h > TEXT_LINE * text_height)
+    letterlike = _letterlike(w, h, area, dpi)
+    lettering = big & _type_rows(x, y, w, h, big & letterlike, letterlike)
+    strokes = big & ~lettering
+    strokes[strokes] = [not (_frame(labels, stats[1 + i], i + 1, dpi)
+                             or _run_together(labels, stats[1 + i], i + 1, dpi)) for i in np.flatnonzero(strokes)]
+    edge = _page_edge(x, y, w, h, area, labels.shape, dpi)
+    return strokes & ~edge, big & ~strokes, edge
+
+
+def _big_height(text_height: float, dpi: float) -> float:
+    return max(BIG_HEIGHT * text_height, BIG_HEIGHT_MIN_IN * dpi)
 
 
 def _large(w, h, text_height: float, dpi: float) -> np.ndarray:
     """Components far taller or wider than any letter of the body text."""
-    return (h > max(BIG_HEIGHT * text_height, BIG_HEIGHT_MIN_IN * dpi)) | (w > max(BIG_WIDTH * text_height, BIG_WIDTH_MIN_IN * dpi))
+    return (h > _big_height(text_height, dpi)) | (w > max(BIG_WIDTH * text_height, BIG_WIDTH_MIN_IN * dpi))
+
+
+def _letterlike(w, h, area, dpi: float) -> np.ndarray:
+    """Shapes that may be letters or written words. A run of parallel hatching lines stands in a row
+    too, but a letter or a written word holds more ink than one pen line drawn across its box."""
+    return (area >= TYPE_FILL * w * h) & (area >= 3) & (area >= PEN_LINE_IN * dpi * np.hypot(w, h))
+
+
+def _run_together(labels: np.ndarray, box, label: int, dpi: float) -> bool:
+    """Whether component `label` is a word of display type whose letters run together through
+    hairlines and joins (a blackletter title, heavy lettering in an advertisement): with its hairlines
+    taken off, most of its ink stands as letters in a line. A drawing's pen lines go with the
+    hairlines, and what stays of it (its blacks) does not stand in a row."""
+    x, y, w, h = box[:4]
+    ink = (labels[y:y + h, x:x + w] == label).astype(np.uint8)
+    side = max(2, round(HAIRLINE_IN * dpi) + 1)
+    core = cv2.morphologyEx(ink, cv2.MORPH_OPEN, np.ones((side, side), np.uint8))
+    count, _, stats, _ = cv2.connectedComponentsWithStats(core, connectivity=8)
+    if count - 1 < TYPE_ROW_MIN:
+        return False
+    px, py, pw, ph, pa = stats[1:].T
+    pieces = _letterlike(pw, ph, pa, dpi) & (pa >= RUN_PIECE * pa.sum())
+    in_line = _type_rows(px, py, pw, ph, pieces, pieces)
+    return bool(pa[in_line].sum() >= RUN_TOGETHER * pa.sum())
+
+
+def _frame(labels: np.ndarray, box, label: int, dpi: float) -> bool:
+    """Whether component `label` is a frame: ruled lines running along the edges of its box that
+    leave the inside empty (a ruled box around a notice, too short or too doubled to be taken for a
+    rule). A solid block shows as a broad rim, the inside matching the paper estimated around it."""
+    x, y, w, h = box[:4]
+    edge = max(2, round(FRAME_EDGE_IN * dpi), round(FRAME_EDGE_SHARE * min(w, h)))
+    if min(w, h) <= 4 * edge or box[4] > 2 * (w + h) * RULE_THICKNESS_IN * dpi:
+        return False
+    ink = labels[y:y + h, x:x + w] == label
+    return int(ink[edge:-edge, edge:-edge].sum()) < FRAME_INSIDE * int(ink.sum())
+
+
+def _page_edge(x, y, w, h, area, shape: tuple[int, int], dpi: float) -> np.ndarray:
+    """Ink along the border of the image, thin or kept to a narrow band there: the edge of the sheet,
+    a torn corner, the scanner bed showing past a page that is not square to it."""
+    height, width = shape
+    near = max(1, round(EDGE_NEAR_IN * dpi))  # the trimmed scanner bed leaves a pixel or two of paper
+    top, left, bottom, right = y < near, x < near, y + h > height - near, x + w > width - near
+    band = ((top & (y + h < EDGE_BAND * height)) | (left & (x + w < EDGE_BAND * width))
+            | (bottom & (y > (1 - EDGE_BAND) * height)) | (right & (x > (1 - EDGE_BAND) * width)))
+    touches = top | left | bottom | right
+    return band | (touches & (area < EDGE_THICKNESS_IN * dpi * np.maximum(w, h)))
 
 
 def _dark_throughout(ink: np.ndarray, core: float, labels: np.ndarray, box, label: int, text_height: float,
@@ -128,22 +225,83 @@ def rules(ink: np.ndarray, dpi: float) -> np.ndarray:
     return cv2.dilate(lines, np.ones((3, 3), np.uint8))
 
 
-def _text_height(w, h, area, dpi: float) -> float:
-    letters = (area >= 3) & (h >= LETTER_MIN_IN * dpi) & (h <= LETTER_MAX_IN * dpi) & (w <= 3 * h)
-    return float(np.median(h[letters])) if letters.any() else DEFAULT_TEXT_HEIGHT_IN * dpi
+def _letters(w, h, area, dpi: float) -> np.ndarray:
+    """Components of the size and shape of body-text letters."""
+    return (area >= 3) & (h >= LETTER_MIN_IN * dpi) & (h <= LETTER_MAX_IN * dpi) & (w <= 3 * h)
 
 
-def _type_rows(x, y, w, h, letters) -> np.ndarray:
-    """Of the `letters`, those standing on one baseline with like-sized neighbours: mastheads, headlines."""
+def _plate(mask: np.ndarray, pictures: list[Picture]) -> bool:
+    """Whether the page is a plate: most of its ink is in its figures (what is left is figure
+    numbers and a title), where a page of text, printed or written, has most of its ink outside them."""
+    inside = sum(int(np.count_nonzero(mask[p.box[1]:p.box[3], p.box[0]:p.box[2]])) for p in pictures)  # boxes apart
+    return inside >= PLATE_INK * int(np.count_nonzero(mask))
+
+
+def _one_plate(pictures: list[Picture], dpi: float) -> list[Picture]:
+    """The figures of a plate as one picture: the plate is printed, cropped and trained on whole."""
+    if len(pictures) < 2:
+        return pictures
+    x0, y0 = min(p.box[0] for p in pictures), min(p.box[1] for p in pictures)
+    x1, y1 = max(p.box[2] for p in pictures), max(p.box[3] for p in pictures)
+    area = (x1 - x0) * (y1 - y0)
+    cover = sum(p.cover * (p.box[2] - p.box[0]) * (p.box[3] - p.box[1]) for p in pictures) / area
+    return [Picture(box=(x0, y0, x1, y1), area=area / dpi / dpi, cover=cover)]
+
+
+def _type_rows(x, y, w, h, letters, neighbours) -> np.ndarray:
+    """The shapes standing in a line of type with one of the large `letters`: mastheads, headlines,
+    ad lettering, handwriting.
+
+    A line is followed from letter to letter among the `neighbours` (shapes that may be letters or
+    words), two steps from each large letter: each stands beside the next, overlapping it in height,
+    like-sized (a capital among small letters, an ascender, a descender). What makes it a line is that
+    it stays one row: its letters stand side by side, not above one another, in a band hardly taller
+    than they are, where the pieces of a drawing linked the same way spread up and down as well as
+    across. Handwriting is such a line without a regular letter height; a blackletter masthead one of
+    ornate, heavy letters."""
+    index = np.flatnonzero(neighbours | letters)
+    index = index[np.argsort(y[index], kind="stable")]  # by top: what can overlap a letter is a slice
+    tops = y[index]
+    parent: dict[int, int] = {}
+
+    def root(i: int) -> int:
+        parent.setdefault(i, i)
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def alike(i: int) -> np.ndarray:
+        near = index[np.searchsorted(tops, y[i] - TYPE_HEIGHTS * h[i]):np.searchsorted(tops, y[i] + h[i])]
+        gaps = np.maximum(x[near] - (x[i] + w[i]), x[i] - x[near] - w[near])  # negative where boxes overlap
+        beside = (gaps < TYPE_GAP * h[i]) & (gaps > -TYPE_OVERLAP * np.minimum(w[near], w[i]))  # not one inside another
+        overlap = np.minimum(y[near] + h[near], y[i] + h[i]) - np.maximum(y[near], y[i])
+        level = overlap >= TYPE_LEVEL * np.minimum(h[near], h[i])
+        return near[level & (h[near] < TYPE_HEIGHTS * h[i]) & (h[near] > h[i] / TYPE_HEIGHTS) & beside]
+
+    seen = set(np.flatnonzero(letters).tolist())
+    step = list(seen)
+    for _ in range(TYPE_STEPS):
+        following = []
+        for i in step:
+            for j in alike(i).tolist():
+                parent[root(j)] = root(i)
+                if j not in seen:
+                    seen.add(j)
+                    following.append(j)
+        step = following
+    lines: dict[int, list[int]] = {}
+    for i in list(parent):
+        lines.setdefault(root(i), []).append(i)
     rows = np.zeros_like(letters)
-    index = np.flatnonzero(letters)
-    bottoms, heights = y[index] + h[index], h[index]
-    lefts, rights = x[index], x[index] + w[index]
-    for i in index:
-        gaps = np.maximum(lefts - (x[i] + w[i]), x[i] - rights)  # negative where boxes overlap
-        alike = ((np.abs(bottoms - (y[i] + h[i])) < 0.2 * h[i]) & (heights < TYPE_HEIGHTS * h[i]) & (heights > h[i] / TYPE_HEIGHTS)
-                 & (gaps < TYPE_GAP * h[i]))
-        rows[i] = alike.sum() >= TYPE_ROW_MIN
+    for members in lines.values():
+        if len(members) < TYPE_ROW_MIN:
+            continue
+        members = np.array(members)
+        band = (y[members] + h[members]).max() - y[members].min()
+        across = (x[members] + w[members]).max() - x[members].min()
+        if band <= TYPE_BAND * np.median(h[members]) and w[members].sum() <= TYPE_STACK * across:
+            rows[members] = True
     return rows
 
 
@@ -193,7 +351,7 @@ def _group(strokes: np.ndarray, stats: np.ndarray, mask: np.ndarray, solid: np.n
         cover = covered / ((x1 - x0) * (y1 - y0))
         if cover >= PICTURE_COVER_MIN:
             box = _with_rim(mask, (x0, y0, x1, y1), round(RIM_IN * dpi))
-            pictures.append(Picture(box=box, area=covered / dpi / dpi, cover=cover))
+            pictures.append(Picture(box=box, area=(box[2] - box[0]) * (box[3] - box[1]) / dpi / dpi, cover=cover))
     return sorted(pictures, key=lambda p: p.area, reverse=True)
 
 
