@@ -8,6 +8,7 @@ import streamlit as st
 
 from curation.manifest import views
 from curation.manifest.history import UndoError
+from curation.sources.page_numbers import page_number
 from pages import _auth as auth
 from pages import _common as common
 
@@ -326,7 +327,7 @@ def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | N
     picture = f" · picture {views.square_inches(row['picture_area'])}" if row["picture_area"] is not None else ""
     total = f" of {document['pages']}" if document and document["pages"] else ""
     name = common.escape_markdown(pathlib.Path(row["doc"]).name)
-    st.caption(f"**{sigma}**{picture} · p. {page + 1}{total}  \n{name}")
+    st.caption(f"**{sigma}**{picture} · p. {page_number(page)}{total}  \n{name}")
     line = st.container(horizontal=True, vertical_alignment="center", gap="small")
     with line:
         decision_badge(row)
@@ -366,7 +367,7 @@ def captioned(doc_id: int, page: int, key: str):
     text = (st.session_state[key] or "").strip()
     with common.open_manifest() as manifest:
         manifest.set_caption(doc_id, page, text)
-    st.toast(f"Caption saved for page {page + 1}" if text else f"Caption removed from page {page + 1}",
+    st.toast(f"Caption saved for page {page_number(page)}" if text else f"Caption removed from page {page_number(page)}",
              icon=":material/check:")
 
 
@@ -411,7 +412,7 @@ def set_override(doc_id: int, page: int, keep):
     with common.open_manifest() as manifest:
         manifest.set_override(doc_id, page, keep)
     word = {True: "Included", False: "Excluded", None: "Cleared the override of"}[keep]
-    st.toast(f"{word} page {page + 1} · Undo is above the pages", icon=":material/check:")
+    st.toast(f"{word} page {page_number(page)} · Undo is above the pages", icon=":material/check:")
 
 
 # -- undo -------------------------------------------------------------------------------------
@@ -451,7 +452,7 @@ def open_page(threshold: float, doc_id: int, page: int, outline: bool = True):
         st.error("This page is no longer in the manifest.")
         return
     row = rows[0]
-    st.markdown(f"**{common.escape_markdown(pathlib.Path(row['doc']).name)}**, page {page + 1} · "
+    st.markdown(f"**{common.escape_markdown(pathlib.Path(row['doc']).name)}**, page {page_number(page)} · "
                 + (f"σ {row['sigma']:.1f}" if row["sigma"] is not None else "not scored")
                 + (f" · picture {views.square_inches(row['picture_area'])}" if row["picture_area"] is not None else ""))
     line = st.container(horizontal=True, vertical_alignment="center")

@@ -30,6 +30,7 @@ from . import history, thumbnail_store
 from ..decisions import learn
 from ..scoring.scorer import THUMBNAIL_QUALITY, THUMBNAIL_SIDE
 from ..sources.paths import reading_roots
+from ..sources.page_numbers import page_number
 from ..sources.reader import error_text, open_document
 from .store import (BASE_RULE_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, DISAGREES_SQL, INK_TONE_MIN, KEEP_SQL,
                     LIVE_DOCUMENT_SQL, RULES, Manifest, now)
@@ -420,7 +421,7 @@ def view_note(manifest: Manifest, flt: PageFilter) -> str:
         doc = manifest.document(flt.doc_id)
         parts.append(os.path.basename(doc["path"]) if doc else f"document {flt.doc_id}")
     if flt.page is not None:
-        parts.append(f"p. {flt.page + 1}")
+        parts.append(f"p. {page_number(flt.page)}")
     return "view: " + ", ".join(parts)
 
 
@@ -839,7 +840,7 @@ def draw_page(path: str, scored_size: int, page: int, long_side: int, quality: i
             pix = drawn.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False)
             return pix.tobytes("jpeg", jpg_quality=quality)
     except Exception as exc:  # MuPDF raises plain RuntimeError/ValueError for damaged files
-        raise PageUnavailable(f"{path}, page {page + 1}, cannot be drawn: {error_text(exc)}") from exc
+        raise PageUnavailable(f"{path}, page {page_number(page)}, cannot be drawn: {error_text(exc)}") from exc
 
 
 # -- the rule in words ------------------------------------------------------------------------
