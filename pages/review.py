@@ -3,6 +3,7 @@ whole view; the model learned from the overrides, where it disagrees, and the ne
 
 import math
 import pathlib
+import zlib
 
 import streamlit as st
 
@@ -47,7 +48,7 @@ def main():
         if counts["pages"] == 0:
             nothing_to_show(flt, model)
             return
-        bulk_actions(flt, counts["pages"], threshold)
+        bulk_actions(flt, counts, threshold)
         undo_bar(views.last_undoable(manifest))
         screens = -(-counts["pages"] // PER_SCREEN)
         if st.session_state.get("page", 1) > screens:  # the view shrank (a bulk action, a new filter)
@@ -210,7 +211,8 @@ def confirm_use_model():
 # -- bulk actions -----------------------------------------------------------------------------
 
 
-def bulk_actions(flt: views.PageFilter, count: int, threshold: float):
+def bulk_actions(flt: views.PageFilter, counts: dict, threshold: float):
+    count = counts["pages"]
     bar = st.container(horizontal=True, vertical_alignment="center")
     bar.caption(f"Everything in this view ({count:,} pages):")
     for label, action, icon in (("Include all", "include", ":material/add_circle:"),
@@ -222,7 +224,7 @@ def bulk_actions(flt: views.PageFilter, count: int, threshold: float):
                args=(CAPTION, True), disabled=auth.locked(), help=auth.help_for())
     # The dialog is drawn on every run while the question is open, so a rerun does not lose it.
     if BULK in st.session_state:
-        confirm_bulk(flt, count, threshold, st.session_state[BULK])
+        confirm_bulk(flt, counts, threshold, st.session_state[BULK])
     elif CAPTION in st.session_state:
         confirm_captions(flt, threshold)
 
@@ -236,11 +238,11 @@ def close(key: str):
 
 
 @st.dialog("Apply to the whole view", on_dismiss=lambda: close(BULK))
-def confirm_bulk(flt: views.PageFilter, count: int, threshold: float, action: str):
+def confirm_bulk(flt: views.PageFilter, counts: dict, threshold: float, action: str):
+    count = counts["pages"]
     verb = {"include": "Include", "exclude": "Exclude", "auto": "Clear the override of"}[action]
     st.markdown(f"**{verb} all {count:,} pages** in this view?")
-    st.caption("Each page gets an override that wins over the rule." if action != "auto" else
-               "These pages go back to the rule's decision.")
+    st.markdown(views.bulk_override_effect(counts, OVERRIDE_OF_CHOICE[action]))  # exactly what it changes
     left, right = st.columns(2)
     if left.button(f"{verb} {count:,} pages", type="primary", key="bulk-confirm") and auth.require_curator():
         with common.open_manifest() as manifest:
@@ -260,13 +262,13 @@ def confirm_captions(flt: views.PageFilter, threshold: float):
     text = (st.text_area("Caption", key="bulk-caption-text", max_chars=MAX_CAPTION,
                          placeholder="e.g. a lady in a promenade dress, full length",
                          help="The export puts it where its template says {caption}.") or "").strip()
-    keep_theirs = False
-    if counts["captioned"]:
-        keep_theirs = st.toggle(f"Keep the captions of the {counts['captioned']:,} pages that have one",
-                                key="bulk-caption-keep")
-    count = counts["pages"] - counts["captioned"] if keep_theirs else counts["pages"]
+    overwrite = False
+    if counts["captioned"]:  # a typed caption is never overwritten unless asked
+        overwrite = st.checkbox(f"Also overwrite the {counts['captioned']:,} captions already written",
+                                key="bulk-caption-overwrite")
+    count, effect = views.bulk_caption_effect(counts["pages"], counts["captioned"], overwrite)
     if text:
-        st.markdown(f"**Caption all {count:,} pages** in this view with this text?")
+        st.markdown(f"**Write this caption on {count:,} of the {counts['pages']:,} pages** in this view? {effect}")
     else:
         st.caption("Type the caption for every page in this view." +
                    (f" Or remove the captions of the {counts['captioned']:,} pages that have one."
@@ -274,7 +276,7 @@ def confirm_captions(flt: views.PageFilter, threshold: float):
     left, middle, right = st.columns(3)
     if left.button(f"Caption {count:,} pages", type="primary", key="bulk-caption-confirm",
                    disabled=not text or count == 0):
-        finish_captions(flt, threshold, text, not keep_theirs, "Captioned {done:,} pages.")
+        finish_captions(flt, threshold, text, overwrite, "Captioned {done:,} pages.")
     if counts["captioned"] and not text and middle.button(f"Remove {counts['captioned']:,} captions",
                                                           key="bulk-caption-remove"):
         finish_captions(flt, threshold, None, True, f"Removed the captions of {counts['captioned']:,} pages.")
@@ -352,7 +354,9 @@ def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | N
 
 
 def caption_input(doc_id: int, page: int, caption: str | None):
-    key = f"{CAPTION_KEY}{doc_id}-{page}"
+    # The saved caption is part of the key: when it changes elsewhere (a bulk caption, an undo, another
+    # browser) the box starts afresh from the manifest; a browser keeps a box's old text otherwise.
+    key = f"{CAPTION_KEY}{doc_id}-{page}-{zlib.crc32((caption or '').encode()):08x}"
     st.text_input("Caption", value=caption or "", key=key, max_chars=MAX_CAPTION, label_visibility="collapsed",
                   placeholder="Caption for the export…", icon=":material/edit_note:", on_change=captioned,
                   args=(doc_id, page, key), disabled=auth.locked(),

@@ -147,7 +147,8 @@ def test_a_viewer_cannot_override_or_caption(db):
     ran(at)
     assert cards(at)[0].value == "auto"  # the control shows the saved decision again
     doc_id, page_no = first.key.split("-")[1:3]
-    forced(at.text_input(key=f"caption-{doc_id}-{page_no}")).input("a hijacked caption")
+    forced(next(box for box in at.text_input if box.key.startswith(f"caption-{doc_id}-{page_no}-"))).input(
+        "a hijacked caption")
     ran(at)
     with Manifest(db) as manifest:
         assert manifest.overrides() == []

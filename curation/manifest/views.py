@@ -152,11 +152,12 @@ def _where(flt: PageFilter) -> tuple[str, dict]:
 
 def filter_counts(manifest: Manifest, threshold: float | None, flt: PageFilter = PageFilter(), *,
                   rule: str | None = None, picture_area_min: float | None = None) -> dict:
-    """How many pages the filter holds, and of those how many are kept and overridden."""
+    """How many pages the filter holds, and of those how many are kept and overridden (included, excluded)."""
     where, params = _where(flt)
     row = manifest.conn.execute(
         f"SELECT COUNT(*) AS pages, COALESCE(SUM({KEEP_SQL}), 0) AS kept, "
-        f"COALESCE(SUM(o.keep IS NOT NULL), 0) AS overridden {PAGES_FROM} {where}",
+        f"COALESCE(SUM(o.keep IS NOT NULL), 0) AS overridden, COALESCE(SUM(o.keep = 1), 0) AS included, "
+        f"COALESCE(SUM(o.keep = 0), 0) AS excluded {PAGES_FROM} {where}",
         {**decision_params(manifest, threshold, rule, picture_area_min), **params},
     ).fetchone()
     return {**dict(row), "rejected": row["pages"] - row["kept"]}
@@ -369,6 +370,49 @@ def _by_keys(manifest: Manifest, table: str, columns: str, keys: Iterable[tuple[
         else:
             found[(row[0], row[1])] = value
     return found
+
+
+def bulk_override_effect(counts: dict, keep: bool | None) -> str:
+    """What including (True), excluding (False) or clearing (None) every page of a view changes, in words, from
+    its `filter_counts`: "This replaces 4 Include overrides; 1 page is already excluded"."""
+    pages, included, excluded = counts["pages"], counts["included"], counts["excluded"]
+    if keep is None:
+        if not included and not excluded:
+            return "No page in this view has an override: nothing changes."
+        return (f"This removes {_overrides(included + excluded)} ({included:,} Include, {excluded:,} Exclude); "
+                "those pages go back to the rule's decision.")
+    replaced, same = (excluded, included) if keep else (included, excluded)
+    word, other = ("Include", "Exclude") if keep else ("Exclude", "Include")
+    parts = [f"This replaces {_overrides(replaced, other)}" if replaced else f"It replaces no {other} override"]
+    if same:
+        parts.append(f"{_pages(same)} {'is' if same == 1 else 'are'} already {word.lower()}d")
+    fresh = pages - replaced - same
+    if fresh:
+        parts.append(f"{_pages(fresh)} without an override get{'s' if fresh == 1 else ''} one")
+    return "; ".join(parts) + "."
+
+
+def bulk_caption_effect(pages: int, captioned: int, overwrite: bool) -> tuple[int, str]:
+    """How many captions a bulk caption writes, and in words what it does to the `captioned` pages that have
+    one already: kept unless `overwrite`."""
+    if overwrite:
+        return pages, (f"It overwrites {_captions(captioned)} already written." if captioned else
+                       "No page here has a caption yet.")
+    writes = pages - captioned
+    return writes, (f"{_pages(captioned)} with a caption keep{'s' if captioned == 1 else ''} it." if captioned else
+                    "No page here has a caption yet.")
+
+
+def _pages(n: int) -> str:
+    return f"{n:,} page" + ("" if n == 1 else "s")
+
+
+def _overrides(n: int, kind: str = "") -> str:
+    return f"{n:,} {kind + ' ' if kind else ''}override" + ("" if n == 1 else "s")
+
+
+def _captions(n: int) -> str:
+    return f"{n:,} caption" + ("" if n == 1 else "s")
 
 
 def bulk_override(manifest: Manifest, threshold: float | None, flt: PageFilter, keep: bool | None, *,
