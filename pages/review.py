@@ -15,7 +15,12 @@ from pages import _common as common
 
 PER_SCREEN = 40
 COLUMNS = 6  # at most; the grid wraps to fewer on narrow screens
+CARD_WIDTH = 170  # px at least: 5 cards a row at 1440 px beside the sidebar, 6 without it
 CHOICES = {"include": "Include", "auto": "Auto", "exclude": "Exclude"}
+# On a card the control is three icons, so it fits the narrowest card; its tooltip names them.
+CHOICE_ICONS = {"include": ":material/add_circle:", "auto": ":material/hdr_auto:", "exclude": ":material/do_not_disturb_on:"}
+CARD_CONTROL_HELP = ("**Include** (plus) keeps the page whatever the rule says; **Auto** (A): the rule decides; "
+                     "**Exclude** (minus) leaves it out.")
 CHOICE_OF_OVERRIDE = {1: "include", None: "auto", 0: "exclude"}
 OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
 BULK, OPEN, CAPTION, USE_MODEL = "review_bulk", "review_open", "review_caption", "review_use_model"  # open dialogs
@@ -310,10 +315,10 @@ def grid(rows: list[dict], thumbs: dict, captions: dict, documents: dict, change
     notice = st.session_state.pop(NOTICE, None)
     if notice:
         st.toast(notice, icon=":material/check:")
-    cells = st.grid(COLUMNS, border=True, min_column_width=230)
+    cells = st.grid(COLUMNS, border=True, min_column_width=CARD_WIDTH)
     for row in rows:
         key = (row["doc_id"], row["page"])
-        with cells.cell():
+        with cells.cell(), st.container(gap="xsmall"):  # tight: the thumbnail is most of the card
             card(row, thumbs.get(key), captions.get(key), documents.get(row["doc_id"]), changes.get(key))
 
 
@@ -326,18 +331,19 @@ def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | N
     else:
         st.caption(f":red[No image: {common.escape_markdown(row['error'] or 'not scored')}]")
     sigma = f"σ {row['sigma']:.1f}" if row["sigma"] is not None else "σ —"
-    picture = f" · picture {views.square_inches(row['picture_area'])}" if row["picture_area"] is not None else ""
+    picture = f" · {views.square_inches(row['picture_area'])}" if row["picture_area"] is not None else ""
     total = f" of {document['pages']}" if document and document["pages"] else ""
     name = common.escape_markdown(pathlib.Path(row["doc"]).name)
-    st.caption(f"**{sigma}**{picture} · p. {page_number(page)}{total}  \n{name}")
+    # One line each, whatever the card's width: every card of a row keeps the same height.
+    st.caption(f"**{sigma}**{picture}  \np. {page_number(page)}{total} · {name}", wrap=False)
     line = st.container(horizontal=True, vertical_alignment="center", gap="small")
     with line:
         decision_badge(row)
         st.space("stretch")
         st.button("Open", key=f"open-{doc_id}-{page}", icon=":material/open_in_full:", type="tertiary",
                   help="See the page large, drawn from its PDF", on_click=ask, args=(OPEN, (doc_id, page)))
-    if change:
-        st.text(change, help="The latest change of this page (UTC); all of them: `python -m curation history`.")
+    # Always one line, so a card keeps its height when the page is overridden.
+    st.text(change or "\u200b", wrap=False)  # a zero-width space: an empty text would take no line
     if row["suggestion"] is not None or row["duplicate_group"] is not None:
         with st.container(horizontal=True, gap="small"):
             model_badge(row)
@@ -346,10 +352,9 @@ def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | N
     # The override is part of the key: when it changes elsewhere (bulk, another browser) the
     # control starts afresh from the manifest instead of keeping a stale selection.
     key = f"decide-{doc_id}-{page}-{choice}"
-    st.segmented_control("Decision", list(CHOICES), format_func=CHOICES.get, default=choice, required=True,
+    st.segmented_control("Decision", list(CHOICES), format_func=CHOICE_ICONS.get, default=choice, required=True,
                          key=key, label_visibility="collapsed", on_change=decided, args=(doc_id, page, key),
-                         disabled=auth.locked(),
-                         help=auth.help_for("Include or exclude whatever the rule says; Auto: the rule decides."))
+                         disabled=auth.locked(), width="stretch", help=auth.help_for(CARD_CONTROL_HELP))
     caption_input(doc_id, page, caption)
 
 

@@ -11,6 +11,7 @@ at most a screenful, and nothing loads a thumbnail that is not on screen.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import functools
 import io
 import math
@@ -824,15 +825,25 @@ def missing_sources(manifest: Manifest) -> list[str]:
 
 
 def job_progress(job: sqlite3.Row | dict) -> dict:
-    """A job row as a person reads it: fraction done, speed and time left as text."""
+    """A job row as a person reads it: fraction done, speed and time left as text. Until the speed is known,
+    the time since it started, so the line moves from the first second."""
     done, total = job["done"] or 0, job["total"] or 0
     return {
         "fraction": min(1.0, done / total) if total else 0.0,
         "done": done,
         "total": total,
-        "rate": f"{job['rate']:.1f} pages/s" if job["rate"] else "measuring speed…",
+        "rate": f"{job['rate']:.1f} pages/s" if job["rate"] else f"{duration(elapsed(job))} so far",
         "eta": duration(job["eta"]) + " left" if job["eta"] is not None and job["status"] == "running" else "",
     }
+
+
+def elapsed(job: sqlite3.Row | dict) -> float:
+    """Seconds since the job started (0 when its start cannot be read)."""
+    try:
+        started = dt.datetime.fromisoformat(job["started_at"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return 0.0
+    return max(0.0, (dt.datetime.now(dt.timezone.utc) - started).total_seconds())
 
 
 def duration(seconds: float | None) -> str:
