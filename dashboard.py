@@ -24,6 +24,7 @@ SECTIONS = {
 }
 
 st.set_page_config(page_title="Curation dashboard", page_icon=":material/auto_stories:", layout="wide")
+page_list = st.sidebar.container()  # first in the sidebar, filled once the person is let in
 if not auth.gate():  # the sign-in or not-allowed screen is all this session gets
     st.stop()
 # The page list is drawn here, not by Streamlit: Streamlit's own (hidden by client.showSidebarNavigation in
@@ -33,7 +34,7 @@ registered = {
     for section, pages in SECTIONS.items()
 }
 page = st.navigation(registered, position="hidden")
-with st.sidebar:
+with page_list:
     for section, pages in registered.items():
         st.caption(section)
         for entry in pages:

@@ -17,10 +17,11 @@ PER_SCREEN = 40
 COLUMNS = 6  # at most; the grid wraps to fewer on narrow screens
 CARD_WIDTH = 170  # px at least: 5 cards a row at 1440 px beside the sidebar, 6 without it
 CHOICES = {"include": "Include", "auto": "Auto", "exclude": "Exclude"}
-# On a card the control is three icons, so it fits the narrowest card; its tooltip names them.
-CHOICE_ICONS = {"include": ":material/add_circle:", "auto": ":material/hdr_auto:", "exclude": ":material/do_not_disturb_on:"}
-CARD_CONTROL_HELP = ("**Include** (plus) keeps the page whatever the rule says; **Auto** (A): the rule decides; "
-                     "**Exclude** (minus) leaves it out.")
+# On a card the control is three icons, so it fits the narrowest card; the tooltip of the card's Open
+# button and of the bulk actions use the same icons and words.
+CARD_CHOICES = {"include": ":material/add_circle:", "auto": ":material/hdr_auto:",
+                "exclude": ":material/do_not_disturb_on:"}
+CARD_CONTROL_HELP = "Plus: include whatever the rule says; A: auto, the rule decides; minus: exclude."
 CHOICE_OF_OVERRIDE = {1: "include", None: "auto", 0: "exclude"}
 OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
 BULK, OPEN, CAPTION, USE_MODEL = "review_bulk", "review_open", "review_caption", "review_use_model"  # open dialogs
@@ -340,8 +341,8 @@ def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | N
     with line:
         decision_badge(row)
         st.space("stretch")
-        st.button("Open", key=f"open-{doc_id}-{page}", icon=":material/open_in_full:", type="tertiary",
-                  help="See the page large, drawn from its PDF", on_click=ask, args=(OPEN, (doc_id, page)))
+        st.button("", key=f"open-{doc_id}-{page}", icon=":material/open_in_full:", type="tertiary",
+                  help="Open: see the page large, drawn from its PDF", on_click=ask, args=(OPEN, (doc_id, page)))
     # Always one line, so a card keeps its height when the page is overridden.
     st.text(change or "\u200b", wrap=False)  # a zero-width space: an empty text would take no line
     if row["suggestion"] is not None or row["duplicate_group"] is not None:
@@ -352,7 +353,7 @@ def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | N
     # The override is part of the key: when it changes elsewhere (bulk, another browser) the
     # control starts afresh from the manifest instead of keeping a stale selection.
     key = f"decide-{doc_id}-{page}-{choice}"
-    st.segmented_control("Decision", list(CHOICES), format_func=CHOICE_ICONS.get, default=choice, required=True,
+    st.segmented_control("Decision", list(CHOICES), format_func=CARD_CHOICES.get, default=choice, required=True,
                          key=key, label_visibility="collapsed", on_change=decided, args=(doc_id, page, key),
                          disabled=auth.locked(), width="stretch", help=auth.help_for(CARD_CONTROL_HELP))
     caption_input(doc_id, page, caption)

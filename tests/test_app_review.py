@@ -24,6 +24,11 @@ def button(at, label):
     return next(b for b in at.button if b.label == label)
 
 
+def open_button(at):
+    """The first card's Open (an icon button)."""
+    return next(b for b in at.button if (b.key or "").startswith("open-"))
+
+
 def caption_box(at, key: tuple[int, int]):
     """The caption box of page `key` (its widget key also holds a digest of the saved caption)."""
     return next(box for box in at.text_input if box.key.startswith(f"caption-{key[0]}-{key[1]}-"))
@@ -97,7 +102,7 @@ def test_bulk_action_asks_first_and_states_the_count(db):
 def test_opening_a_page_whose_pdf_is_gone_is_a_message(db):
     filled_db(db, documents=1, pages=3)  # fill_manifest's documents have no file
     at = ran(page("pages/review.py"))
-    button(at, "Open").click()
+    open_button(at).click()
     ran(at)
     assert "no longer at" in at.error[0].value
 
@@ -108,7 +113,7 @@ def test_opening_a_page_draws_it_from_the_pdf(db, archive):
     with Manifest(db) as manifest:
         ingest(manifest, [archive / "issue-0.pdf"], workers=1)
     at = ran(page("pages/review.py"))
-    button(at, "Open").click()
+    open_button(at).click()
     ran(at)
     assert not at.error
     assert any("Drawn from" in c.value for c in at.caption)
