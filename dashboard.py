@@ -1,7 +1,7 @@
 """The dashboard's script, served by streamlit_app.py (`streamlit run streamlit_app.py`).
 
 It lets in only who may use the dashboard (pages/_auth.py: the sign-in screen when sign-in is on),
-registers the pages and shows in the sidebar which manifest is open ($CURATION_DB, default
+registers the pages, lists them in the sidebar and shows there which manifest is open ($CURATION_DB, default
 data/manifest.sqlite).
 """
 
@@ -24,11 +24,20 @@ SECTIONS = {
 }
 
 st.set_page_config(page_title="Curation dashboard", page_icon=":material/auto_stories:", layout="wide")
+page_list = st.sidebar.container()  # first in the sidebar, filled once the person is let in
 if not auth.gate():  # the sign-in or not-allowed screen is all this session gets
     st.stop()
-page = st.navigation({
+# The page list is drawn here, not by Streamlit: Streamlit's own (hidden by client.showSidebarNavigation in
+# .streamlit/config.toml) would first list the files of pages/ until this script has run.
+registered = {
     section: [st.Page(path, title=title, icon=icon, default=path == "pages/home.py") for path, title, icon in pages]
     for section, pages in SECTIONS.items()
-})
+}
+page = st.navigation(registered, position="hidden")
+with page_list:
+    for section, pages in registered.items():
+        st.caption(section)
+        for entry in pages:
+            st.page_link(entry)
 common.sidebar()
 page.run()

@@ -22,6 +22,7 @@ from .manifest.store import (DEFAULT_PAGE_TIMEOUT, DISAGREES_SQL, LIVE_DOCUMENT_
                              ManifestError)
 from .runs.ingest import Ingest, default_worker_memory, default_workers
 from .runs.jobs import DiskFull
+from .sources.page_numbers import page_index, page_number
 
 DEFAULT_DB = os.environ.get("CURATION_DB", "data/manifest.sqlite")
 FORMATS = click.Choice(["table", "csv", "jsonl"])
@@ -42,7 +43,7 @@ db_option = click.option(
 
 
 @click.group()
-@click.version_option(package_name=None, version="0.1.0")
+@click.version_option(package_name=None, version="0.2.0")
 def cli():
     """Score scanned periodical pages, review the decisions, export a training set."""
 
@@ -323,11 +324,12 @@ def docs(db, fmt):
 @click.option("--threshold", type=float, default=None, help="Decide at this sigma instead of the saved threshold.")
 @click.option("--rule", type=click.Choice(list(RULES)), default=None, help="Decide with this rule instead of the saved one.")
 def pages(db, fmt, threshold, rule):
-    """One row per page: doc, page (0-based), sigma, width and height (pixels at 144 dpi),
+    """One row per page: doc, page (from 1, as a PDF viewer counts), sigma, width and height (pixels at 144 dpi),
     keep (the curator's override where one exists, else the decision rule: see `settings`) and
     decided_by (override or threshold), then the features beside sigma."""
     manifest = open_manifest(db)
-    rows = ({**dict(row), "keep": bool(row["keep"])} for row in manifest.pages(threshold, rule=rule))
+    rows = ({**dict(row), "page": page_number(row["page"]), "keep": bool(row["keep"])}
+            for row in manifest.pages(threshold, rule=rule))
     write_rows(rows, PAGE_COLUMNS, fmt)
 
 
@@ -337,13 +339,14 @@ def pages(db, fmt, threshold, rule):
 @click.option("--threshold", type=float, default=None, help="Decide at this sigma instead of the saved threshold.")
 @click.option("--rule", type=click.Choice(list(RULES)), default=None, help="Decide with this rule instead of the saved one.")
 def pictures(db, fmt, threshold, rule):
-    """One row per picture found: doc, page (0-based), picture (its number on the page, 1 the largest,
+    """One row per picture found: doc, page (from 1), picture (its number on the page, 1 the largest,
     as `export --crop pictures` names it), x0 y0 x1 y1 (its box as fractions of the page's width and
     height), area (square inches), keep (whether `export --crop pictures` writes it: its page is kept
     and it is at least picture_area_min) and decided_by (who decided its page: override or threshold)."""
     from .manifest.views import picture_rows
 
-    write_rows(picture_rows(open_manifest(db), threshold, rule=rule), PICTURE_COLUMNS, fmt)
+    rows = ({**row, "page": page_number(row["page"])} for row in picture_rows(open_manifest(db), threshold, rule=rule))
+    write_rows(rows, PICTURE_COLUMNS, fmt)
 
 
 @cli.command()
@@ -385,18 +388,20 @@ def settings(db, threshold, rule, picture_area_min, page_timeout, thumbnails):
 
 @cli.command()
 @click.argument("doc", required=False)
-@click.argument("page", required=False, type=click.IntRange(min=0))
+@click.argument("page", required=False, type=click.IntRange(min=0))  # 0 is told "pages count from 1"
 @click.argument("decision", required=False, type=click.Choice(list(DECISIONS)))
 @db_option
 @click.option("--from", "labels", type=click.File("r", encoding="utf-8-sig"), default=None,
-              help="A CSV with columns doc, page and decision (include, exclude or auto; or keep as "
+              help="A CSV with columns doc, page (from 1) and decision (include, exclude or auto; or keep as "
                    "`pages` writes it: true/false), one override per row. '-' reads standard input.")
 def override(doc, page, decision, db, labels):
     """Overrule the decision of one page, or of every page in a labels file.
 
     DOC is a document as `pages` lists it (its path), its file name when that is unique, or its
-    id; PAGE is 0-based, as `pages` lists it. include keeps the page whatever the rule says,
-    exclude removes it, auto hands it back to the rule. Re-scoring never touches an override.
+    id; PAGE counts from 1, as a PDF viewer and `pages` count (until version 0.2 it counted from
+    0: add 1 to page numbers in older scripts and labels files). include keeps the page whatever
+    the rule says, exclude removes it, auto hands it back to the rule. Re-scoring never touches an
+    override.
 
     \b
         python -m curation override data/archive/1890-03.pdf 12 include
@@ -439,7 +444,8 @@ def _label_rows(labels):
 
 
 def _find_page(manifest: Manifest, line: int, name: str, number: int) -> tuple[int, int]:
-    """(doc_id, page) of a live document named by path, unique file name or id; a clear error otherwise."""
+    """(doc_id, stored page index) of page `number` (from 1) of a live document named by path, unique file name
+    or id; a clear error otherwise."""
     docs = manifest.conn.execute(f"SELECT d.id, d.path, d.pages FROM documents d WHERE {LIVE_DOCUMENT_SQL}").fetchall()
     matches = ([d for d in docs if d["path"] == name or os.path.abspath(name) == d["path"]]
                or [d for d in docs if os.path.basename(d["path"]) == name]
@@ -450,9 +456,11 @@ def _find_page(manifest: Manifest, line: int, name: str, number: int) -> tuple[i
     if len(matches) > 1:
         raise click.ClickException(f"{where}{name!r} names {len(matches)} documents; give the full path")
     doc = matches[0]
-    if manifest.conn.execute("SELECT 1 FROM pages WHERE doc_id = ? AND page = ?", (doc["id"], number)).fetchone() is None:
-        raise click.ClickException(f"{where}{doc['path']} has no page {number} (pages count from 0)")
-    return doc["id"], number
+    index = page_index(number)
+    if manifest.conn.execute("SELECT 1 FROM pages WHERE doc_id = ? AND page = ?", (doc["id"], index)).fetchone() is None:
+        raise click.ClickException(f"{where}{doc['path']} has no page {number} (pages count from 1 to "
+                                   f"{doc['pages']}, as a PDF viewer counts)")
+    return doc["id"], index
 
 
 
@@ -503,7 +511,7 @@ def sample_command(db, documents, pages, dpi, workers, quiet):
               help="The class word: what the images show.")
 @click.option("--template", default="{trigger}, {class}, {caption}", show_default=True,
               help="Caption of every image. Placeholders: {trigger}, {class}, {caption} (the page's caption "
-                   "from the Review page, empty if none), {doc} (file name), {page} (0-based), {picture} "
+                   "from the Review page, empty if none), {doc} (file name), {page} (from 1), {picture} "
                    "(--crop pictures: the picture's number on its page, empty for a whole page). Empty parts "
                    "drop out with their comma.")
 @click.option("--repeats", type=click.IntRange(1, 10000), default=10, show_default=True,

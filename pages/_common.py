@@ -136,8 +136,8 @@ def sidebar() -> None:
                 for job in (running_job(manifest), manifest.running_job("export")):
                     if job is not None:
                         unit = "images" if job["kind"] == "export" else "pages"
-                        st.caption(f":material/sync: {job_title(job)} running: "
-                                   f"{job['done']:,}/{job['total']:,} {unit}")
+                        done = f"{job['done']:,}/{job['total']:,} {unit}" if job["total"] else "starting"
+                        st.caption(f":material/sync: {job_title(job)} running: {done}")
         except (ManifestError, sqlite3.Error) as exc:
             st.error(f"Cannot read it: {escape_markdown(exc)}")
 
@@ -198,7 +198,10 @@ def show_job(manifest: Manifest, job, show_finished: bool) -> None:
     if job["status"] == "running":
         with st.container(border=True):
             if job["kind"] == "sample":
-                text = f"Writing the sample archive: {progress['done']} of {progress['total']} pages"
+                text = (f"Writing the sample archive: {progress['done']} of {progress['total']} pages · "
+                        f"{views.duration(views.elapsed(job))}")
+            elif not progress["total"]:  # finding, hashing and counting the PDFs' pages
+                text = f"{title}: finding the PDFs and counting their pages · {progress['rate']}"
             else:
                 text = (f"{title}: {progress['done']:,} of {progress['total']:,} pages · "
                         f"{progress['rate']}" + (f" · {progress['eta']}" if progress["eta"] else ""))

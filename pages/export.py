@@ -22,6 +22,7 @@ from curation.export import (ExportSettings, SettingsError, estimate_bytes, imag
 from curation.export.selection import Item, Selection
 from curation.manifest import views
 from curation.runs import jobs
+from curation.sources.page_numbers import page_number
 from curation.sources.paths import data_dir
 from pages import _auth as auth
 from pages import _common as common
@@ -140,7 +141,7 @@ def options(duplicates: str) -> tuple[ExportSettings | None, str | None]:
     template = st.text_input(
         "Caption template", "{trigger}, {class}, {caption}", key="export_template",
         help="{trigger}, {class}, {caption} (the page's own caption from Review, empty if none), {doc} (file name), "
-             "{page} (0-based), {picture} (with each picture apart: its number on the page, empty for a whole "
+             "{page} (from 1, as a PDF viewer counts), {picture} (with each picture apart: its number on the page, empty for a whole "
              "page). Empty parts drop out with their comma.",
     )
     st.checkbox("One page per group of near-duplicates", value=True, key=ONE_PER_GROUP_KEY,
@@ -193,13 +194,13 @@ def show_preview(items: list[Item], settings: ExportSettings) -> list:
             with column:
                 if jpeg is None:
                     name = common.escape_markdown(pathlib.Path(item.doc).name)
-                    st.warning(f"{name} page {item.page} cannot be read: {common.escape_markdown(problem)}")
+                    st.warning(f"{name} page {page_number(item.page)} cannot be read: {common.escape_markdown(problem)}")
                     continue
                 cropped = " · cut to the picture" if crop else ""
                 if item.picture is not None:
                     cropped = f" · picture {item.picture}"
                 name = common.escape_markdown(pathlib.Path(item.doc).name)
-                st.image(jpeg, caption=f"{width}×{height} · {name}, page {item.page}{cropped}")
+                st.image(jpeg, caption=f"{width}×{height} · {name}, page {page_number(item.page)}{cropped}")
                 st.code(caption, language=None, wrap_lines=True)
     return [jpeg for jpeg, *_ in results]
 

@@ -16,8 +16,9 @@ STATUS_LABELS = {"not-pdf": "not a PDF", "replaced": "replaced (file changed)"}
 
 def main():
     st.title("Ingest")
-    st.caption("Every page of every PDF gets σ and a thumbnail. Ingest runs in its own process: "
-               "reloading, closing the tab or a second browser neither stops it nor starts another.")
+    st.caption("Every page of every PDF gets its scores and a thumbnail.",
+               help="Ingest runs in its own process: reloading, closing the tab or a second browser neither stops "
+                    "it nor starts another.")
     db = common.db_path()
     manifest = common.open_manifest()
     roots = paths.allowed_roots(db, manifest)
@@ -28,11 +29,13 @@ def main():
 
     add_archives(db, roots)
     show_sources(known_sources)
-    if known_sources:
-        page_timeout_setting()
-        thumbnails_input(running)
-        cluster_setting()
     start_button(db, roots, known_sources, running)
+    if known_sources:  # what the server decides, and where thumbnails go: rarely needed, folded away
+        with st.expander("Advanced: thumbnails, time limit per page, Dask cluster", icon=":material/settings:",
+                         key="ingest_advanced"):
+            thumbnails_input(running)
+            page_timeout_setting()
+            cluster_setting()
     common.job_panel(body=documents_table)
 
 
@@ -126,11 +129,11 @@ def page_timeout_setting():
     """The time limit, read-only: it bounds what a hostile PDF may cost the server, so it is the server's."""
     with common.open_manifest() as manifest:
         limit = manifest.page_timeout
-    st.markdown(f"**Time limit per page:** {f'{limit:g} s' if limit else 'none'}")
-    st.caption("A page that takes longer to draw (a pathological pattern can take hours) is skipped and marked "
-               "failed with the reason; its worker is replaced and the run goes on. Used by ingest, rescore and "
-               "export. The server's administrator changes it with "
-               "`python -m curation settings --page-timeout SECONDS`.")
+    st.markdown(f"**Time limit per page:** {f'{limit:g} s' if limit else 'none'}",
+                help="A page that takes longer to draw (a pathological pattern can take hours) is skipped and "
+                     "marked failed with the reason; its worker is replaced and the run goes on. Used by ingest, "
+                     "rescore and export. The server's administrator changes it with "
+                     "`python -m curation settings --page-timeout SECONDS`.")
 
 
 def thumbnails_input(running: bool):

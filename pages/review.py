@@ -3,17 +3,25 @@ whole view; the model learned from the overrides, where it disagrees, and the ne
 
 import math
 import pathlib
+import zlib
 
 import streamlit as st
 
 from curation.manifest import views
 from curation.manifest.history import UndoError
+from curation.sources.page_numbers import page_number
 from pages import _auth as auth
 from pages import _common as common
 
 PER_SCREEN = 40
 COLUMNS = 6  # at most; the grid wraps to fewer on narrow screens
+CARD_WIDTH = 170  # px at least: 5 cards a row at 1440 px beside the sidebar, 6 without it
 CHOICES = {"include": "Include", "auto": "Auto", "exclude": "Exclude"}
+# On a card the control is three icons, so it fits the narrowest card; the tooltip of the card's Open
+# button and of the bulk actions use the same icons and words.
+CARD_CHOICES = {"include": ":material/add_circle:", "auto": ":material/hdr_auto:",
+                "exclude": ":material/do_not_disturb_on:"}
+CARD_CONTROL_HELP = "Plus: include whatever the rule says; A: auto, the rule decides; minus: exclude."
 CHOICE_OF_OVERRIDE = {1: "include", None: "auto", 0: "exclude"}
 OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
 BULK, OPEN, CAPTION, USE_MODEL = "review_bulk", "review_open", "review_caption", "review_use_model"  # open dialogs
@@ -46,7 +54,7 @@ def main():
         if counts["pages"] == 0:
             nothing_to_show(flt, model)
             return
-        bulk_actions(flt, counts["pages"], threshold)
+        bulk_actions(flt, counts, threshold)
         undo_bar(views.last_undoable(manifest))
         screens = -(-counts["pages"] // PER_SCREEN)
         if st.session_state.get("page", 1) > screens:  # the view shrank (a bulk action, a new filter)
@@ -209,7 +217,8 @@ def confirm_use_model():
 # -- bulk actions -----------------------------------------------------------------------------
 
 
-def bulk_actions(flt: views.PageFilter, count: int, threshold: float):
+def bulk_actions(flt: views.PageFilter, counts: dict, threshold: float):
+    count = counts["pages"]
     bar = st.container(horizontal=True, vertical_alignment="center")
     bar.caption(f"Everything in this view ({count:,} pages):")
     for label, action, icon in (("Include all", "include", ":material/add_circle:"),
@@ -221,7 +230,7 @@ def bulk_actions(flt: views.PageFilter, count: int, threshold: float):
                args=(CAPTION, True), disabled=auth.locked(), help=auth.help_for())
     # The dialog is drawn on every run while the question is open, so a rerun does not lose it.
     if BULK in st.session_state:
-        confirm_bulk(flt, count, threshold, st.session_state[BULK])
+        confirm_bulk(flt, counts, threshold, st.session_state[BULK])
     elif CAPTION in st.session_state:
         confirm_captions(flt, threshold)
 
@@ -235,11 +244,11 @@ def close(key: str):
 
 
 @st.dialog("Apply to the whole view", on_dismiss=lambda: close(BULK))
-def confirm_bulk(flt: views.PageFilter, count: int, threshold: float, action: str):
+def confirm_bulk(flt: views.PageFilter, counts: dict, threshold: float, action: str):
+    count = counts["pages"]
     verb = {"include": "Include", "exclude": "Exclude", "auto": "Clear the override of"}[action]
     st.markdown(f"**{verb} all {count:,} pages** in this view?")
-    st.caption("Each page gets an override that wins over the rule." if action != "auto" else
-               "These pages go back to the rule's decision.")
+    st.markdown(views.bulk_override_effect(counts, OVERRIDE_OF_CHOICE[action]))  # exactly what it changes
     left, right = st.columns(2)
     if left.button(f"{verb} {count:,} pages", type="primary", key="bulk-confirm") and auth.require_curator():
         with common.open_manifest() as manifest:
@@ -259,13 +268,13 @@ def confirm_captions(flt: views.PageFilter, threshold: float):
     text = (st.text_area("Caption", key="bulk-caption-text", max_chars=MAX_CAPTION,
                          placeholder="e.g. a lady in a promenade dress, full length",
                          help="The export puts it where its template says {caption}.") or "").strip()
-    keep_theirs = False
-    if counts["captioned"]:
-        keep_theirs = st.toggle(f"Keep the captions of the {counts['captioned']:,} pages that have one",
-                                key="bulk-caption-keep")
-    count = counts["pages"] - counts["captioned"] if keep_theirs else counts["pages"]
+    overwrite = False
+    if counts["captioned"]:  # a typed caption is never overwritten unless asked
+        overwrite = st.checkbox(f"Also overwrite the {counts['captioned']:,} captions already written",
+                                key="bulk-caption-overwrite")
+    count, effect = views.bulk_caption_effect(counts["pages"], counts["captioned"], overwrite)
     if text:
-        st.markdown(f"**Caption all {count:,} pages** in this view with this text?")
+        st.markdown(f"**Write this caption on {count:,} of the {counts['pages']:,} pages** in this view? {effect}")
     else:
         st.caption("Type the caption for every page in this view." +
                    (f" Or remove the captions of the {counts['captioned']:,} pages that have one."
@@ -273,7 +282,7 @@ def confirm_captions(flt: views.PageFilter, threshold: float):
     left, middle, right = st.columns(3)
     if left.button(f"Caption {count:,} pages", type="primary", key="bulk-caption-confirm",
                    disabled=not text or count == 0):
-        finish_captions(flt, threshold, text, not keep_theirs, "Captioned {done:,} pages.")
+        finish_captions(flt, threshold, text, overwrite, "Captioned {done:,} pages.")
     if counts["captioned"] and not text and middle.button(f"Remove {counts['captioned']:,} captions",
                                                           key="bulk-caption-remove"):
         finish_captions(flt, threshold, None, True, f"Removed the captions of {counts['captioned']:,} pages.")
@@ -307,10 +316,10 @@ def grid(rows: list[dict], thumbs: dict, captions: dict, documents: dict, change
     notice = st.session_state.pop(NOTICE, None)
     if notice:
         st.toast(notice, icon=":material/check:")
-    cells = st.grid(COLUMNS, border=True, min_column_width=230)
+    cells = st.grid(COLUMNS, border=True, min_column_width=CARD_WIDTH)
     for row in rows:
         key = (row["doc_id"], row["page"])
-        with cells.cell():
+        with cells.cell(), st.container(gap="xsmall"):  # tight: the thumbnail is most of the card
             card(row, thumbs.get(key), captions.get(key), documents.get(row["doc_id"]), changes.get(key))
 
 
@@ -323,18 +332,19 @@ def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | N
     else:
         st.caption(f":red[No image: {common.escape_markdown(row['error'] or 'not scored')}]")
     sigma = f"σ {row['sigma']:.1f}" if row["sigma"] is not None else "σ —"
-    picture = f" · picture {views.square_inches(row['picture_area'])}" if row["picture_area"] is not None else ""
+    picture = f" · {views.square_inches(row['picture_area'])}" if row["picture_area"] is not None else ""
     total = f" of {document['pages']}" if document and document["pages"] else ""
     name = common.escape_markdown(pathlib.Path(row["doc"]).name)
-    st.caption(f"**{sigma}**{picture} · p. {page + 1}{total}  \n{name}")
+    # One line each, whatever the card's width: every card of a row keeps the same height.
+    st.caption(f"**{sigma}**{picture}  \np. {page_number(page)}{total} · {name}", wrap=False)
     line = st.container(horizontal=True, vertical_alignment="center", gap="small")
     with line:
         decision_badge(row)
         st.space("stretch")
-        st.button("Open", key=f"open-{doc_id}-{page}", icon=":material/open_in_full:", type="tertiary",
-                  help="See the page large, drawn from its PDF", on_click=ask, args=(OPEN, (doc_id, page)))
-    if change:
-        st.text(change, help="The latest change of this page (UTC); all of them: `python -m curation history`.")
+        st.button("", key=f"open-{doc_id}-{page}", icon=":material/open_in_full:", type="tertiary",
+                  help="Open: see the page large, drawn from its PDF", on_click=ask, args=(OPEN, (doc_id, page)))
+    # Always one line, so a card keeps its height when the page is overridden.
+    st.text(change or "\u200b", wrap=False)  # a zero-width space: an empty text would take no line
     if row["suggestion"] is not None or row["duplicate_group"] is not None:
         with st.container(horizontal=True, gap="small"):
             model_badge(row)
@@ -343,15 +353,16 @@ def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | N
     # The override is part of the key: when it changes elsewhere (bulk, another browser) the
     # control starts afresh from the manifest instead of keeping a stale selection.
     key = f"decide-{doc_id}-{page}-{choice}"
-    st.segmented_control("Decision", list(CHOICES), format_func=CHOICES.get, default=choice, required=True,
+    st.segmented_control("Decision", list(CHOICES), format_func=CARD_CHOICES.get, default=choice, required=True,
                          key=key, label_visibility="collapsed", on_change=decided, args=(doc_id, page, key),
-                         disabled=auth.locked(),
-                         help=auth.help_for("Include or exclude whatever the rule says; Auto: the rule decides."))
+                         disabled=auth.locked(), width="stretch", help=auth.help_for(CARD_CONTROL_HELP))
     caption_input(doc_id, page, caption)
 
 
 def caption_input(doc_id: int, page: int, caption: str | None):
-    key = f"{CAPTION_KEY}{doc_id}-{page}"
+    # The saved caption is part of the key: when it changes elsewhere (a bulk caption, an undo, another
+    # browser) the box starts afresh from the manifest; a browser keeps a box's old text otherwise.
+    key = f"{CAPTION_KEY}{doc_id}-{page}-{zlib.crc32((caption or '').encode()):08x}"
     st.text_input("Caption", value=caption or "", key=key, max_chars=MAX_CAPTION, label_visibility="collapsed",
                   placeholder="Caption for the export…", icon=":material/edit_note:", on_change=captioned,
                   args=(doc_id, page, key), disabled=auth.locked(),
@@ -366,7 +377,7 @@ def captioned(doc_id: int, page: int, key: str):
     text = (st.session_state[key] or "").strip()
     with common.open_manifest() as manifest:
         manifest.set_caption(doc_id, page, text)
-    st.toast(f"Caption saved for page {page + 1}" if text else f"Caption removed from page {page + 1}",
+    st.toast(f"Caption saved for page {page_number(page)}" if text else f"Caption removed from page {page_number(page)}",
              icon=":material/check:")
 
 
@@ -411,7 +422,7 @@ def set_override(doc_id: int, page: int, keep):
     with common.open_manifest() as manifest:
         manifest.set_override(doc_id, page, keep)
     word = {True: "Included", False: "Excluded", None: "Cleared the override of"}[keep]
-    st.toast(f"{word} page {page + 1} · Undo is above the pages", icon=":material/check:")
+    st.toast(f"{word} page {page_number(page)} · Undo is above the pages", icon=":material/check:")
 
 
 # -- undo -------------------------------------------------------------------------------------
@@ -451,7 +462,7 @@ def open_page(threshold: float, doc_id: int, page: int, outline: bool = True):
         st.error("This page is no longer in the manifest.")
         return
     row = rows[0]
-    st.markdown(f"**{common.escape_markdown(pathlib.Path(row['doc']).name)}**, page {page + 1} · "
+    st.markdown(f"**{common.escape_markdown(pathlib.Path(row['doc']).name)}**, page {page_number(page)} · "
                 + (f"σ {row['sigma']:.1f}" if row["sigma"] is not None else "not scored")
                 + (f" · picture {views.square_inches(row['picture_area'])}" if row["picture_area"] is not None else ""))
     line = st.container(horizontal=True, vertical_alignment="center")

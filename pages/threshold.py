@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from curation.manifest import views
+from curation.sources.page_numbers import page_number
 from pages import _auth as auth
 from pages import _common as common
 
@@ -20,13 +21,14 @@ SHARE_SLIDER, SHARE_NUMBER = "picture_area_slider", "picture_area_number"
 SEEN = "decision_seen"  # the saved decision the drafts started from
 KEPT_COLOR, REJECTED_COLOR, CUT_COLOR = "#3f7f4f", "#c9bfae", "#8a4b2a"
 STRIP = 8
+EDGE_THUMB = 180  # px: large enough to tell an engraving from text
 SHARE_SLIDER_MAX = 20.0  # square inches: cartoons and plates cover 10 and more, stock cuts about 1
 
 
 def main():
     st.title("Threshold")
-    st.caption("How a page is decided when you have not overruled it on Review. Try a rule and its cutoffs: "
-               "the figures, histograms and pages at the edge follow at once. Nothing changes until you save.")
+    st.caption("How pages you have not overruled are decided. Nothing changes until you save.",
+               help="Try a rule and its cutoffs: the figures, histograms and pages at the edge follow at once.")
     manifest = common.require_manifest()
     with manifest:
         span = views.sigma_range(manifest)
@@ -43,9 +45,12 @@ def main():
         explain(manifest, rule, draft, share)
         show_figures(manifest, draft, saved[1], trying)
         save_bar(saved, (rule, draft, share))
-        sections = [picture_section, sigma_section] if rule != "sigma" else [sigma_section]
-        for section in sections:
-            section(manifest, draft, share, trying, span, saved)
+        if rule == "sigma":
+            sigma_section(manifest, draft, share, trying, span, saved)
+        else:  # the active rule's controls first; σ folds away, for comparison with the original method
+            picture_section(manifest, draft, share, trying, span, saved)
+            with st.expander("σ, the original method's score: its cutoff, histogram and Suggest", key="sigma_fold"):
+                sigma_section(manifest, draft, share, trying, span, saved)
         show_borderline(manifest, draft, trying)
 
 
@@ -112,9 +117,13 @@ def rule_control():
 def explain(manifest, rule: str, draft: float, share: float):
     suggestions, learned_from = views.learned(manifest) if rule == "model" else (0, 0)
     unfeatured = views.unfeatured_count(manifest) if rule != "sigma" else 0
+    lead, _, details = views.rule_explanation(rule, draft, share, suggestions=suggestions,
+                                              learned_from=learned_from, unfeatured=unfeatured).partition("\n\n")
     with st.container(border=True):
-        st.markdown(views.rule_explanation(rule, draft, share, suggestions=suggestions, learned_from=learned_from,
-                                           unfeatured=unfeatured))
+        st.markdown(lead, help=details or None)  # one line; what the rule measures is in its tooltip
+        if rule == "model" and not suggestions:
+            st.caption("**Nothing is learned yet**, so every page follows the picture rule: press **Learn from my "
+                       "overrides** on Review.")
         if rule != "sigma" and not views.has_features(manifest):
             st.warning("No page has picture features yet (they were scored before features existed), so every "
                        f"page is decided by σ > {draft:g}. Run `python -m curation rescore` to measure them; "
@@ -185,16 +194,17 @@ def back(saved: tuple):
 
 
 def picture_section(manifest, draft: float, share: float, trying: dict, span, saved):
-    st.subheader("Largest picture")
-    st.caption("The area covered by each page's largest picture, in square inches of the printed page. "
-               + ("The picture rule keeps pages at or above the cutoff." if trying["rule"] == "picture" else
-                  "The model's pages without a suggestion follow the picture rule at this cutoff."))
+    st.subheader("Largest picture", help="The area covered by each page's largest picture, in square inches of "
+                 "the printed page. " + ("The picture rule keeps pages at or above the cutoff."
+                                         if trying["rule"] == "picture" else
+                                         "The model's pages without a suggestion follow the picture rule at this "
+                                         "cutoff."))
     st.session_state.setdefault(SHARE_SLIDER, min(SHARE_SLIDER_MAX, round(share, 1)))
     st.session_state.setdefault(SHARE_NUMBER, round(share, 2))
     slider_col, number_col = st.columns([4, 1], vertical_alignment="bottom")
-    slider_col.slider("picture_area_min: keep pages holding a picture of at least (square inches; "
-                      "raise it to leave out small stock cuts)",
-                      0.0, SHARE_SLIDER_MAX, step=0.1, format="%.1f sq in", key=SHARE_SLIDER,
+    slider_col.slider("Keep pages with a picture of at least", 0.0, SHARE_SLIDER_MAX,
+                      help="Square inches of the printed page: a cartoon or plate covers 10 and more, a stock cut "
+                           "about 1. Raise it to leave out small stock cuts.", step=0.1, format="%.1f sq in", key=SHARE_SLIDER,
                       on_change=use_share, args=(SHARE_SLIDER,))
     number_col.number_input("Picture cutoff (sq in)", 0.0, 1000.0, step=0.5, format="%.2f", key=SHARE_NUMBER,
                             on_change=use_share, args=(SHARE_NUMBER,))
@@ -228,16 +238,16 @@ def picture_section(manifest, draft: float, share: float, trying: dict, span, sa
 
 def sigma_section(manifest, draft: float, share: float, trying: dict, span, saved):
     rule = trying["rule"]
-    st.subheader("σ, the original method's score")
-    st.caption("The spread of each page's grey levels at 144 dpi: text columns around 15–30, engravings at "
-               "50–90. " + ("σ only keeps pages above the cutoff." if rule == "sigma" else
-                            "Under this rule the σ cutoff decides only pages without picture features; it is "
-                            "shown so you can compare with the original method."))
+    st.subheader("σ, the original method's score", help=(
+        "The spread of each page's grey levels at 144 dpi: text columns around 15–30, engravings at 50–90. "
+        + ("σ only keeps pages above the cutoff." if rule == "sigma" else
+           "Under this rule the σ cutoff decides only pages without picture features; it is shown so you can "
+           "compare with the original method.")))
     top = float(max(100, math.ceil(span[1]) + 1, math.ceil(saved[1]) + 1))
     for key in (SLIDER, NUMBER):
         st.session_state.setdefault(key, draft)
     slider_col, number_col = st.columns([4, 1], vertical_alignment="bottom")
-    slider_col.slider("min_variance: keep pages whose σ is above", 0.0, top, step=0.1, format="%.1f", key=SLIDER,
+    slider_col.slider("Keep pages whose σ is above", 0.0, top, step=0.1, format="%.1f", key=SLIDER,
                       on_change=use_value, args=(SLIDER,))
     number_col.number_input("σ cutoff", 0.0, top, step=0.5, format="%.1f", key=NUMBER,
                             on_change=use_value, args=(NUMBER,))
@@ -260,9 +270,8 @@ def show_suggestion():
     if suggestion is None:
         return
     total = suggestion.kept + suggestion.rejected
-    st.info(f"**Suggested: σ > {suggestion.threshold:g}**, keeping {suggestion.kept:,} and removing "
-            f"{suggestion.rejected:,} of {total:,} pages ({suggestion.rejected / total:.0%}) with the rule being "
-            f"tried. {suggestion.how}", icon=":material/auto_awesome:")
+    st.info(f"Suggested **σ > {suggestion.threshold:g}**: keeps {suggestion.kept:,} of {total:,} pages.",
+            icon=":material/auto_awesome:")  # how it was found: the button's tooltip
 
 
 def show_histogram(manifest, draft: float, trying: dict):
@@ -285,7 +294,7 @@ def show_histogram(manifest, draft: float, trying: dict):
     label = f"cutoff {draft:g}" if trying["rule"] == "sigma" else f"σ cutoff {draft:g} (σ only)"
     st.altair_chart((bars + cut_rule(draft, label)).properties(height=300), width="stretch")
     if trying["rule"] != "sigma":
-        st.caption("Colours show the rule being tried: kept pages below the σ cutoff are the faded engravings "
+        st.caption("Colours: the rule being tried.", help="Kept pages below the σ cutoff are the faded engravings "
                    "σ misses, rejected ones above it the text pages σ is fooled by.")
 
 
@@ -315,9 +324,8 @@ def show_borderline(manifest, draft: float, trying: dict):
     edge = views.borderline(manifest, draft, STRIP, **trying)
     keys = [(row["doc_id"], row["page"]) for row in edge.below + edge.above]
     thumbs = views.thumbnails(manifest, keys, draw_missing=True)
-    st.subheader("At the edge")
-    st.caption("What this rule costs: the pages nearest its cut on each side, with what decides them "
-               "(an override, or the rule). Overrule them on Review.")
+    st.subheader("At the edge", help="What this rule costs: the pages nearest its cut on each side, with what "
+                 "decides them (an override, or the rule). Overrule them on Review.")
     below, above = STRIP_TITLES[edge.measure]
     strip(below, edge.below, thumbs, edge.measure, expected=0)
     strip(above, edge.above, thumbs, edge.measure, expected=1)
@@ -328,16 +336,16 @@ def strip(title: str, rows: list[dict], thumbs: dict, measure: str, expected: in
     if not rows:
         st.caption("No pages on this side.")
         return
-    columns = st.columns(STRIP)
-    for column, row in zip(columns, rows):
-        with column:
+    cells = st.grid(STRIP, min_column_width=EDGE_THUMB)  # wraps to fewer a row: a thumbnail never shrinks below
+    for row in rows:
+        with cells.cell():
             image = thumbs.get((row["doc_id"], row["page"]))
             if image:
                 st.image(image, width="stretch")
             else:
                 st.caption(":grey[No thumbnail]")
             st.caption(f"{edge_value(row, measure)}{edge_note(row, expected)}  \n"
-                       f"{common.escape_markdown(pathlib.Path(row['doc']).stem)} p. {row['page'] + 1}")
+                       f"{common.escape_markdown(pathlib.Path(row['doc']).stem)} p. {page_number(row['page'])}")
 
 
 def edge_value(row: dict, measure: str) -> str:

@@ -29,23 +29,48 @@ RESULTS_KEY = "vet_scanner_results"  # {(file_id, model path, top_k): result}
 BATCH_KEY = "vet_scanner_batch"  # The last folder run: rows and CSV, or error.
 MAX_TOP_K = 20  # An ImageNet model has 1000 labels; a chart of more than 20 says nothing.
 MiB = 2**20
+RANKS_KEY = "vet_scanner_ranks"
+# The charts in the theme's colours (.streamlit/config.toml), not Vega's default blue.
+THEME_COLOR = st.get_option("theme.primaryColor") or "#8a4b2a"
+TEXT_COLOR = st.get_option("theme.textColor") or "#2b2520"
+# What a model's labels are, in words: (plural, singular).
+RANKS = {
+    "triage": ("likely conditions", "Condition"),  # a head trained on the curator's own labelled photos
+    "imagenet": ("likely ImageNet classes (animals, objects; not conditions)", "ImageNet class"),
+    "demo": ("made-up conditions (random weights)", "Label"),
+    "other": ("likely classes", "Class"),
+}
+IMAGENET_CLASS_COUNT = 1000
+
+
+def model_kind(model, training) -> str:
+    """triage for a head trained here, imagenet for a model with ImageNet's 1000 classes, demo, or other."""
+    if model.is_demo:
+        return "demo"
+    if training:
+        return "triage"
+    if len(model.labels) == IMAGENET_CLASS_COUNT and inference.has_cattle_gate(model.labels):
+        return "imagenet"
+    return "other"
 
 
 def main():
     st.title("Vet scanner")
-    st.caption(
-        "Upload photos of an animal: an image classifier ranks the likely conditions. "
-        "The model is loaded for each request and unloaded right after it, so the "
-        "server holds no model between requests."
-    )
     model = choose_model()
     if model is None:
         return
+    training = inference.read_training(model.path)
+    ranks = RANKS[model_kind(model, training)]
+    st.caption(
+        f"Upload photos of an animal: the model ranks its {ranks[0]}.",
+        help="The model is loaded for each request and unloaded right after it, so the server holds no model "
+             "between requests.",
+    )
     top_k = st.slider(
         "Predictions per photo", 1, min(MAX_TOP_K, len(model.labels)), min(5, len(model.labels))
     )
+    st.session_state[RANKS_KEY] = ranks  # what the charts call a label
     show_queue()
-    training = inference.read_training(model.path)
     if training:
         with st.expander(f"How {_common.escape_markdown(model.name)} was trained", expanded=False):
             show_training(training)
@@ -169,6 +194,8 @@ def show_photo(photo, result):
         image_column.image(result["jpeg"], caption=_common.escape_markdown(photo.name), width="stretch")
         chart_column.altair_chart(prediction_chart(result["top"]), width="stretch")
         chart_column.caption(timing_line(result))
+        with chart_column.expander("Server memory", icon=":material/memory:"):
+            st.caption(memory_line(result))
 
 
 def show_cattle_gate(gate):
@@ -366,7 +393,8 @@ def run_request(what, request, doing="Classifying"):
 
 def prediction_chart(top):
     data = pd.DataFrame(top)
-    bars = alt.Chart(data).mark_bar().encode(
+    label = st.session_state.get(RANKS_KEY, RANKS["other"])[1]
+    bars = alt.Chart(data).mark_bar(color=THEME_COLOR).encode(
         x=alt.X(
             "score:Q",
             title="Probability",
@@ -375,17 +403,16 @@ def prediction_chart(top):
         ),
         y=alt.Y("label:N", title=None, sort="-x", axis=alt.Axis(labelLimit=240)),
         tooltip=[
-            alt.Tooltip("label:N", title="Condition"),
+            alt.Tooltip("label:N", title=label),
             alt.Tooltip("score:Q", title="Probability", format=".1%"),
         ],
     )
-    values = bars.mark_text(align="left", dx=4).encode(text=alt.Text("score:Q", format=".0%"))
+    values = bars.mark_text(align="left", dx=4, color=TEXT_COLOR).encode(text=alt.Text("score:Q", format=".0%"))
     return (bars + values).properties(height=32 * len(data) + 40)
 
 
 def timing_line(result):
     seconds = result["seconds"]
-    memory = result["memory"]
     parts = [result["device"]]
     if seconds["wait"] >= 0.05:
         parts.append(f"waited {seconds['wait']:.1f} s for another request")
@@ -393,9 +420,15 @@ def timing_line(result):
         f"load {seconds['load']:.2f} s",
         f"infer {seconds['infer']:.2f} s",
         f"unload {seconds['unload']:.2f} s",
-        f"RSS {memory['rss_before_bytes'] / MiB:.0f} → {memory['rss_after_bytes'] / MiB:.0f} MiB",
     ]
     return " · ".join(parts)
+
+
+def memory_line(result):
+    """The server's memory around the request: for whoever runs the server, not for triage."""
+    memory = result["memory"]
+    return (f"Resident memory of the server process (RSS) {memory['rss_before_bytes'] / MiB:.0f} MiB before "
+            f"the model was loaded, {memory['rss_after_bytes'] / MiB:.0f} MiB after it was unloaded.")
 
 
 main()

@@ -120,3 +120,31 @@ def test_a_failed_ingest_shows_the_reason(db, tmp_path):
                                            "same command again to resume.")
     at = ran(page("pages/ingest.py"))
     assert "the disk is full: /data/manifest.sqlite could not be written" in shown(at.error[0].value)
+
+
+def test_start_comes_first_and_the_advanced_options_fold_away(db, archive):
+    at = add_path(ran(page("pages/ingest.py")), str(archive))
+    [advanced] = at.expander
+    assert "Advanced" in advanced.label
+    assert [s.key for s in advanced.selectbox] == ["thumbnails"]  # the thumbnail store is in it...
+    assert any("Time limit per page" in m.value for m in advanced.markdown)  # ...and the server's settings
+    assert any("Dask cluster" in m.value for m in advanced.markdown)
+    assert not [b for b in advanced.button if b.label == "Start"] and not start_button(at).disabled
+
+
+def test_a_starting_ingest_moves_from_the_first_second(db):
+    with Manifest(db) as manifest:
+        manifest.start_job("ingest", {"paths": []})  # found nothing yet: no total, no speed
+    at = ran(page("pages/ingest.py"))
+    line = next(p.proto.text for p in at.get("progress"))
+    assert "finding the PDFs" in line and " s so far" in line and "0 of 0" not in line
+    assert "measuring speed" not in texts(at)
+
+
+def test_the_sample_writer_reports_every_page(tmp_path):
+    from curation.sources import sample, synthetic
+
+    specs = [[synthetic.PageSpec(kind="text", seed=n, dpi=20) for n in range(3)] for _ in range(2)]
+    seen = []
+    sample.write_sample(tmp_path / "sample", specs, on_page=lambda done, total: seen.append(done))
+    assert seen == [0, 1, 2, 3, 4, 5, 6]  # page by page, not an issue at a time

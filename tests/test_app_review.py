@@ -24,6 +24,16 @@ def button(at, label):
     return next(b for b in at.button if b.label == label)
 
 
+def open_button(at):
+    """The first card's Open (an icon button)."""
+    return next(b for b in at.button if (b.key or "").startswith("open-"))
+
+
+def caption_box(at, key: tuple[int, int]):
+    """The caption box of page `key` (its widget key also holds a digest of the saved caption)."""
+    return next(box for box in at.text_input if box.key.startswith(f"caption-{key[0]}-{key[1]}-"))
+
+
 def test_a_screen_holds_forty_pages_and_pages_on(db):
     filled_db(db, documents=2, pages=30)
     at = ran(page("pages/review.py"))
@@ -92,7 +102,7 @@ def test_bulk_action_asks_first_and_states_the_count(db):
 def test_opening_a_page_whose_pdf_is_gone_is_a_message(db):
     filled_db(db, documents=1, pages=3)  # fill_manifest's documents have no file
     at = ran(page("pages/review.py"))
-    button(at, "Open").click()
+    open_button(at).click()
     ran(at)
     assert "no longer at" in at.error[0].value
 
@@ -103,7 +113,7 @@ def test_opening_a_page_draws_it_from_the_pdf(db, archive):
     with Manifest(db) as manifest:
         ingest(manifest, [archive / "issue-0.pdf"], workers=1)
     at = ran(page("pages/review.py"))
-    button(at, "Open").click()
+    open_button(at).click()
     ran(at)
     assert not at.error
     assert any("Drawn from" in c.value for c in at.caption)
@@ -229,14 +239,14 @@ def test_a_caption_is_saved_at_once_and_shown_again(db):
     filled_db(db, documents=1, pages=10)
     at = ran(page("pages/review.py"))
     first = views_first(db)
-    box = at.text_input(key=f"caption-{first[0]}-{first[1]}")
+    box = caption_box(at, first)
     box.input("  a lady in a walking dress ")
     ran(at)
     with Manifest(db) as manifest:
         assert manifest.caption(*first) == "a lady in a walking dress"
     again = ran(page("pages/review.py"))  # a new session: the caption comes from the manifest
-    assert again.text_input(key=f"caption-{first[0]}-{first[1]}").value == "a lady in a walking dress"
-    again.text_input(key=f"caption-{first[0]}-{first[1]}").input("")
+    assert caption_box(again, first).value == "a lady in a walking dress"
+    caption_box(again, first).input("")
     ran(again)
     with Manifest(db) as manifest:
         assert manifest.caption(*first) is None
@@ -248,30 +258,54 @@ def views_first(db) -> tuple[int, int]:
         return row["doc_id"], row["page"]
 
 
-def test_bulk_captions_ask_first_and_state_the_count(db):
+def test_a_bulk_caption_keeps_a_typed_caption_unless_told_and_every_box_shows_the_new_text(db):
     filled_db(db, documents=2, pages=30)
     with Manifest(db) as manifest:
         kept = views.filter_counts(manifest, 45, views.PageFilter("kept"))["pages"]
         first_kept = views.page_rows(manifest, 45, views.PageFilter("kept"), limit=1)[0]
-        manifest.set_caption(first_kept["doc_id"], first_kept["page"], "her own caption")
+        typed = (first_kept["doc_id"], first_kept["page"])
     at = ran(page("pages/review.py"))
     at.segmented_control(key="decision").set_value("kept")
+    ran(at)
+    caption_box(at, typed).input("her own caption")  # typed on the card
     ran(at)
     button(at, "Caption all").click()
     ran(at)
     at.text_area(key="bulk-caption-text").input("fashion plate, engraving")
-    at.toggle(key="bulk-caption-keep").set_value(True)
     ran(at)
-    assert f"Caption all {kept - 1:,} pages" in texts(at)
+    overwrite = at.checkbox(key="bulk-caption-overwrite")
+    assert overwrite.value is False and "overwrite the 1 captions" in overwrite.label  # asks; keeps by default
+    assert f"Write this caption on {kept - 1:,} of the {kept:,} pages" in texts(at)
+    assert "1 page with a caption keeps it" in texts(at)
     with Manifest(db) as manifest:
         assert len(manifest.captions()) == 1  # nothing before the confirmation
     button(at, f"Caption {kept - 1:,} pages").click()
     ran(at)
     with Manifest(db) as manifest:
         captions = manifest.captions()
-    assert len(captions) == kept and sorted(set(captions.values())) == ["fashion plate, engraving", "her own caption"]
-    shown = [box.value for box in at.text_input if box.key.startswith("caption-")]
-    assert shown.count("fashion plate, engraving") == kept - 1 and "her own caption" in shown
+    assert captions[typed] == "her own caption" and len(captions) == kept
+    shown = {box.key: box.value for box in at.text_input if box.key.startswith("caption-")}
+    assert list(shown.values()).count("fashion plate, engraving") == len(shown) - 1  # every box, no reload
+    assert caption_box(at, typed).value == "her own caption"
+
+
+def test_a_bulk_caption_overwrites_only_when_ticked_and_says_how_many(db):
+    filled_db(db, documents=1, pages=10)
+    keys = pages_of(db)
+    with Manifest(db) as manifest:
+        manifest.set_caption(*keys[0], "typed")
+    at = ran(page("pages/review.py"))
+    button(at, "Caption all").click()
+    ran(at)
+    at.text_area(key="bulk-caption-text").input("a plate")
+    at.checkbox(key="bulk-caption-overwrite").check()
+    ran(at)
+    assert "Write this caption on 10 of the 10 pages" in texts(at) and "It overwrites 1 caption" in texts(at)
+    button(at, "Caption 10 pages").click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert set(manifest.captions().values()) == {"a plate"}
+    assert {box.value for box in at.text_input if box.key.startswith("caption-")} == {"a plate"}
 
 
 def test_bulk_caption_removal_is_its_own_button(db):
@@ -360,8 +394,47 @@ def test_undo_of_a_caption_brings_its_text_back_into_the_box(db):
     with Manifest(db) as manifest:
         manifest.set_caption(*first, "a lady in a walking dress")
     at = ran(page("pages/review.py"))
-    at.text_input(key=f"caption-{first[0]}-{first[1]}").input("a gentleman")
+    caption_box(at, first).input("a gentleman")
     ran(at)
     button(at, "Undo").click()
     ran(at)
-    assert at.text_input(key=f"caption-{first[0]}-{first[1]}").value == "a lady in a walking dress"
+    assert caption_box(at, first).value == "a lady in a walking dress"
+
+
+# -- feedback on every override ------------------------------------------------------------------
+
+
+def test_a_bulk_confirmation_says_which_overrides_it_replaces(db):
+    filled_db(db, documents=1, pages=5)
+    keys = pages_of(db)
+    with Manifest(db) as manifest:
+        for key in keys[:4]:
+            manifest.set_override(*key, True)
+    at = ran(page("pages/review.py"))
+    button(at, "Exclude all").click()
+    ran(at)
+    assert "**Exclude all 5 pages** in this view?" in texts(at)
+    assert "This replaces 4 Include overrides; 1 page without an override gets one." in texts(at)
+    button(at, "Cancel").click()
+    ran(at)
+    button(at, "Clear all overrides").click()
+    ran(at)
+    assert "This removes 4 overrides (4 Include, 0 Exclude)" in texts(at)
+
+
+def test_an_override_that_takes_a_page_out_of_the_view_says_so_with_undo(db):
+    filled_db(db, documents=1, pages=10)
+    at = ran(page("pages/review.py"))
+    at.segmented_control(key="decision").set_value("kept")
+    ran(at)
+    before = len(cards(at))
+    card = cards(at)[0]
+    page_no = int(card.key.split("-")[2]) + 1
+    card.set_value("exclude")
+    ran(at)
+    assert len(cards(at)) == before - 1  # it left the Kept view...
+    assert [t.value for t in at.toast] == [f"Excluded page {page_no} · Undo is above the pages"]  # ...and says so
+    assert any(b.label == "Undo" for b in at.button)
+    button(at, "Undo").click()
+    ran(at)
+    assert len(cards(at)) == before

@@ -68,7 +68,8 @@ def test_switching_the_rule_changes_the_figures_and_save_stores_it(db):
     at = ran(page("pages/threshold.py"))
     assert at.segmented_control(key="threshold_rule").value == "picture"
     assert metrics(at)["Kept"] == picture
-    assert "**Picture rule.**" in texts(at) and "**2 sq in**" in texts(at) and "**σ only** is the original" in texts(at)
+    assert "**Picture rule.**" in texts(at) and "**2 sq in**" in texts(at)
+    assert "**σ only** is the original" in at.markdown[0].proto.help  # the details: the explanation's tooltip
     assert len(at.get("vega_lite_chart")) == 2  # largest picture and σ
 
     at.segmented_control(key="threshold_rule").set_value("sigma")
@@ -134,14 +135,35 @@ def test_a_rule_saved_elsewhere_replaces_the_draft(db):
     assert "Not saved" not in texts(at)
 
 
-def test_suggest_proposes_a_cutoff_and_says_how(db):
+def test_suggest_proposes_a_cutoff_in_one_line(db):
     filled_db(db, documents=4, pages=100)
     at = ran(page("pages/threshold.py"))
-    button(at, "Suggest a σ cutoff").click()
+    suggest = button(at, "Suggest a σ cutoff")
+    assert "Otsu" in suggest.help  # how it is found: the button's tooltip, not the answer
+    suggest.click()
     ran(at)
-    assert "Otsu" in at.info[0].value
+    answer = at.info[0].value
     suggested = at.slider(key="threshold_slider").value
-    assert 30 < suggested < 55 and f"σ > {suggested:g}" in at.info[0].value
+    assert 30 < suggested < 55 and f"σ > {suggested:g}" in answer
+    assert "\n" not in answer and "Otsu" not in answer and len(answer) < 80
+
+
+def test_the_active_rule_comes_first_in_plain_words_and_sigma_folds_away(db):
+    filled_db(db, documents=2, pages=30)
+    add_features(db)
+    at = ran(page("pages/threshold.py"))  # the picture rule, the default
+    labels = [s.label for s in at.slider] + [n.label for n in at.number_input]
+    assert not [label for label in labels if "_" in label]  # no internal names (picture_area_min, min_variance)
+    assert at.slider[0].key == "picture_area_slider"  # the picture rule's control first
+    fold = at.expander[0]
+    assert "σ" in fold.label and [s.key for s in fold.slider] == ["threshold_slider", "threshold_bins"]
+    assert [b.label for b in fold.button] == ["Suggest a σ cutoff"]
+    assert [s.key for s in at.slider if s.key == "picture_area_slider"]
+    explanation = at.markdown[0].value
+    assert "\n" not in explanation.strip() and "Picture rule" in explanation  # one line; details in its tooltip
+    at.segmented_control(key="threshold_rule").set_value("sigma")
+    ran(at)
+    assert not at.expander and at.slider[0].key == "threshold_slider"  # σ only: σ is the rule, not folded
 
 
 def test_histogram_options_and_borderline_strips(db):

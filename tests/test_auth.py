@@ -147,7 +147,8 @@ def test_a_viewer_cannot_override_or_caption(db):
     ran(at)
     assert cards(at)[0].value == "auto"  # the control shows the saved decision again
     doc_id, page_no = first.key.split("-")[1:3]
-    forced(at.text_input(key=f"caption-{doc_id}-{page_no}")).input("a hijacked caption")
+    forced(next(box for box in at.text_input if box.key.startswith(f"caption-{doc_id}-{page_no}-"))).input(
+        "a hijacked caption")
     ran(at)
     with Manifest(db) as manifest:
         assert manifest.overrides() == []
@@ -181,7 +182,7 @@ def test_a_curator_who_lost_the_role_cannot_change_from_the_page_still_open(db):
     assert cards(at)[0].value == "auto" and cards(at)[0].disabled
     at = as_user("pages/review.py", CURATOR)
     at.secrets["curation"] = {"curators": [], "viewers": [CURATOR]}
-    at.text_input(key=f"caption-{doc_id}-{page_no}").input("a hijacked caption")
+    next(box for box in at.text_input if box.key.startswith(f"caption-{doc_id}-{page_no}-")).input("a hijacked caption")
     ran(at)
     assert refused(at)
     with Manifest(db) as manifest:
@@ -217,7 +218,7 @@ def test_a_curator_overrides_and_captions(db):
     first.set_value("exclude")
     ran(at)
     doc_id, page_no = (int(part) for part in first.key.split("-")[1:3])
-    at.text_input(key=f"caption-{doc_id}-{page_no}").input("a lady in a promenade dress")
+    next(box for box in at.text_input if box.key.startswith(f"caption-{doc_id}-{page_no}-")).input("a lady in a promenade dress")
     ran(at)
     assert not refused(at)
     with Manifest(db) as manifest:

@@ -30,7 +30,7 @@ def test_ingest_then_list_documents_and_pages(tmp_path, archive):
     assert {"doc", "page", "sigma", "width", "height", "keep", "decided_by"} <= set(pages[0])
     assert {p["decided_by"] for p in pages} == {"threshold"}
     assert all((float(p["sigma"]) > 45) == (p["keep"] == "True") for p in pages)
-    assert [int(p["page"]) for p in pages[:4]] == [0, 1, 2, 3]
+    assert [int(p["page"]) for p in pages[:4]] == [1, 2, 3, 4]  # as a PDF viewer counts
 
     everything = [json.loads(l) for l in run("pages", "--db", db, "--format", "jsonl", "--threshold", 0, "--rule", "sigma").splitlines()]
     assert all(p["keep"] for p in everything)

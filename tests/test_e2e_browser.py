@@ -170,7 +170,7 @@ def test_ingest_threshold_review_in_a_browser(server, browser_page):
     go(page, url, "review")
     page.get_by_text("0 overrides in the manifest").wait_for()
     first_card = page.locator("[class*='st-key-decide-']").first  # a card's Include / Auto / Exclude
-    first_card.get_by_role("radio", name="Exclude").click()
+    first_card.get_by_role("radio").last.click()  # Exclude, the last of Include / Auto / Exclude
     page.get_by_text(f"excluded by {getpass.getuser()}, ").first.wait_for()
     settle(page)
     page.reload()

@@ -20,6 +20,7 @@ from curation import Manifest
 from curation.export import ExportSettings
 from curation.manifest.store import PageResult
 from curation.sources.reader import file_sha256
+from curation.sources.page_numbers import page_index
 from curation.sources.synthetic import PageSpec, jpeg_bytes, page_image
 
 from conftest import ROOT, SMALL
@@ -156,8 +157,8 @@ def test_near_duplicates_are_left_out_unless_asked_for(grouped_db, tmp_path):
     assert "2 images" in result.stdout and "2 near-duplicates left out" in result.stdout
     with zipfile.ZipFile(tmp_path / "one.zip") as z:
         rows = list(csv.DictReader(io.StringIO(z.read("manifest.csv").decode())))
-        assert [(r["page"], r["duplicate_group"]) for r in rows] == [("2", "1"), ("5", "")]  # the largest picture
-        assert [e["page"] for e in json.loads(z.read("export.json"))["duplicates"]["left_out"]] == [0, 3]
+        assert [(r["page"], r["duplicate_group"]) for r in rows] == [("3", "1"), ("6", "")]  # the largest picture; pages from 1
+        assert [e["page"] for e in json.loads(z.read("export.json"))["duplicates"]["left_out"]] == [1, 4]
     result = run_cli("--db", grouped_db, "--out", tmp_path / "all.zip", "--workers", "1", "--quiet", "--size", "64",
                      "--duplicates", "all")
     assert result.returncode == 0, result.stderr
@@ -172,7 +173,7 @@ def test_crop_picture_cuts_the_pages_that_have_one(grouped_db, tmp_path):
     assert result.returncode == 0, result.stderr
     assert "2 cut to their picture" in result.stdout
     with zipfile.ZipFile(tmp_path / "cut.zip") as z:
-        rows = {int(r["page"]): r for r in csv.DictReader(io.StringIO(z.read("manifest.csv").decode()))}
+        rows = {page_index(int(r["page"])): r for r in csv.DictReader(io.StringIO(z.read("manifest.csv").decode()))}
         assert [rows[p]["crop"] for p in (0, 2, 3, 5)] == ["picture", "picture", "page", "page"]
         assert [int(rows[0][f"crop_{c}"]) for c in ("x0", "y0", "x1", "y1")] == [35, 25, 397, 265]  # 1 % margin
         assert [int(rows[5][f"crop_{c}"]) for c in ("x0", "y0", "x1", "y1")] == [0, 0, 432, 576]

@@ -17,7 +17,7 @@ from curation.export.selection import Item, safe_stem
 from curation.export.zipwriter import UnsafeName, check_name
 
 
-def record(name="issue-0-abcdef12-p0003", caption="ohwx, engraving, a hat", folder="train", **extra):
+def record(name="issue-0-abcdef12-p0004", caption="ohwx, engraving, a hat", folder="train", **extra):
     item = Item(1, 3, "/archive/issue-0.pdf", "abcdef12" * 8, 1000, 61.25, "override", "a hat", name,
                 **{"width": 1224, "height": 1584, **extra})
     return Record(item, f"{folder}/{name}.jpg", caption, 1024, 1024, "jpeg")
@@ -50,7 +50,7 @@ def test_other_layouts_use_plain_folders():
 
 def test_diffusers_metadata_names_each_file_with_its_caption():
     rows = [json.loads(line) for line in metadata_jsonl([record(), record("b", "ohwx, ü")]).decode().splitlines()]
-    assert rows == [{"file_name": "issue-0-abcdef12-p0003.jpg", "text": "ohwx, engraving, a hat"},
+    assert rows == [{"file_name": "issue-0-abcdef12-p0004.jpg", "text": "ohwx, engraving, a hat"},
                     {"file_name": "b.jpg", "text": "ohwx, ü"}]
 
 
@@ -60,8 +60,9 @@ def test_provenance_table_says_where_each_image_came_from():
     lines = provenance_csv([record(), cut, second]).decode().splitlines()
     assert lines[0] == ("file,document,sha256,page,sigma,decided_by,caption,width,height,source,"
                         "duplicate_group,crop,crop_x0,crop_y0,crop_x1,crop_y1,picture")
-    assert lines[1].startswith("train/issue-0-abcdef12-p0003.jpg,/archive/issue-0.pdf,abcdef12")
-    assert lines[1].endswith(',3,61.250,override,"ohwx, engraving, a hat",1024,1024,jpeg,,page,0,0,1224,1584,')
+    # page index 3 in the manifest is page 4, in the file name and the page column alike
+    assert lines[1].startswith("train/issue-0-abcdef12-p0004.jpg,/archive/issue-0.pdf,abcdef12")
+    assert lines[1].endswith(',4,61.250,override,"ohwx, engraving, a hat",1024,1024,jpeg,,page,0,0,1224,1584,')
     assert lines[2].endswith(",jpeg,7,picture,88,68,912,712,")  # its group, and the part of the page it shows
     assert lines[3].endswith(",jpeg,,picture,0,7,103,113,2")  # crop "pictures": the second picture of its page
 

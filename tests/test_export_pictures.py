@@ -101,9 +101,9 @@ def test_each_picture_is_an_image_of_its_own_covering_it_and_not_the_other(manif
     settings = ExportSettings(size=256, fit="stretch", crop="pictures", template="{trigger}, {class}, {picture}")
     rows, images, document = exported(manifest, tmp_path / "lora.zip", settings)
     assert [(r["page"], r["picture"], r["crop"]) for r in rows] == [
-        ("0", "1", "picture"), ("0", "2", "picture"), ("1", "", "page")]
+        ("1", "1", "picture"), ("1", "2", "picture"), ("2", "", "page")]  # pages from 1
     assert [r["file"].rsplit("/", 1)[1] for r in rows[:2]] == [
-        rows[2]["file"].rsplit("/", 1)[1].replace("p0001.jpg", f"p0000_pic{n}.jpg") for n in (1, 2)]
+        rows[2]["file"].rsplit("/", 1)[1].replace("p0002.jpg", f"p0001_pic{n}.jpg") for n in (1, 2)]
     masks = pages["masks"]
     assert covered(masks["large"], rows[0]) > 0.99 and covered(masks["small"], rows[0]) == 0  # pic1: the largest
     assert covered(masks["small"], rows[1]) > 0.99 and covered(masks["large"], rows[1]) == 0
@@ -121,7 +121,7 @@ def test_a_page_without_a_picture_exports_whole(manifest, tmp_path, pages):
     rows, images, _ = exported(manifest, tmp_path / "lora.zip", ExportSettings(size=256, fit="stretch",
                                                                               crop="pictures"))
     whole = rows[2]
-    assert whole["crop"] == "page" and box_of(whole) == (0, 0, 864, 1152) and whole["file"].endswith("p0001.jpg")
+    assert whole["crop"] == "page" and box_of(whole) == (0, 0, 864, 1152) and whole["file"].endswith("p0002.jpg")
     scan = Image.open(io.BytesIO(jpeg_bytes(pages["text"])))
     assert blurred_psnr(images[whole["file"]], scan.resize((256, 256), Image.Resampling.LANCZOS)) > 30
 
@@ -130,11 +130,11 @@ def test_pictures_under_the_size_cutoff_are_left_out_and_the_names_stay(manifest
     areas = [picture[4] for picture in manifest.pictures(next(manifest.pages())["doc_id"], 0)]
     manifest.picture_area_min = (areas[0] + areas[1]) / 2  # the smaller drawing is under it
     rows, _, document = exported(manifest, tmp_path / "large.zip", ExportSettings(size=64, crop="pictures"))
-    assert [(r["page"], r["picture"]) for r in rows] == [("0", "1"), ("1", "")]
-    assert rows[0]["file"].endswith("p0000_pic1.jpg") and document["crop"]["min_area"] == manifest.picture_area_min
+    assert [(r["page"], r["picture"]) for r in rows] == [("1", "1"), ("2", "")]
+    assert rows[0]["file"].endswith("p0001_pic1.jpg") and document["crop"]["min_area"] == manifest.picture_area_min
     manifest.picture_area_min = areas[0] + 1  # no picture large enough: the (overridden) page exports whole
     rows, _, _ = exported(manifest, tmp_path / "none.zip", ExportSettings(size=64, crop="pictures"))
-    assert [(r["page"], r["crop"]) for r in rows] == [("0", "page"), ("1", "page")]
+    assert [(r["page"], r["crop"]) for r in rows] == [("1", "page"), ("2", "page")]
 
 
 def test_the_other_crops_still_give_one_image_per_page(manifest):
@@ -171,8 +171,8 @@ def test_the_command_line_round_trip(manifest, tmp_path):
     assert "3 images" in result.stdout and "2 cut to their picture" in result.stdout
     with zipfile.ZipFile(out) as z:
         names = sorted(n for n in z.namelist() if n.startswith("images/") and n != "images/")
-        assert [n.rsplit("-", 1)[1] for n in names] == ["p0000_pic1.jpg", "p0000_pic1.txt", "p0000_pic2.jpg",
-                                                        "p0000_pic2.txt", "p0001.jpg", "p0001.txt"]
+        assert [n.rsplit("-", 1)[1] for n in names] == ["p0001_pic1.jpg", "p0001_pic1.txt", "p0001_pic2.jpg",
+                                                        "p0001_pic2.txt", "p0002.jpg", "p0002.txt"]
         assert json.loads(z.read("export.json"))["settings"]["crop"] == "pictures"
     assert "--crop" in run_cli("--help").stdout and "pictures" in run_cli("--help").stdout
 
@@ -187,7 +187,7 @@ def test_the_export_page_previews_each_picture(manifest, tmp_path, monkeypatch):
     assert not at.exception
     assert {m.label: m.value for m in at.metric}["Images"] == "3"
     captions = [image.proto.imgs[0].caption for image in at.get("image")]
-    assert [c.rsplit("· ", 1)[1] for c in captions] == ["picture 1", "picture 2", "two.pdf, page 1"]
+    assert [c.rsplit("· ", 1)[1].replace("\\.", ".") for c in captions] == ["picture 1", "picture 2", "two.pdf, page 2"]
     assert at.button[0].label == "Export 3 images"
     assert any("--crop pictures" in text for text in texts(at.code))
 

@@ -15,6 +15,7 @@ from curation.export import Export, ExportError, ExportSettings, export, image_f
 from curation.export.job import CRASH_REASON, in_order
 from curation.export.worker import NotExported
 from curation.export.zipwriter import check_name
+from curation.sources.page_numbers import page_index
 
 from conftest import small_pdf
 
@@ -73,7 +74,7 @@ def test_one_rgb_jpeg_of_the_promised_size_and_a_caption_per_kept_page(manifest,
     rows = provenance(files)
     assert [r["file"] for r in rows] == sorted(images) == list(images)
     expected = {(r["doc"], r["page"]) for r in manifest.pages() if r["keep"]}
-    assert {(r["document"], int(r["page"])) for r in rows} == expected
+    assert {(r["document"], page_index(int(r["page"]))) for r in rows} == expected  # pages from 1
     assert {r["decided_by"] for r in rows} == {"threshold"}
     assert all(float(r["sigma"]) > 45 for r in rows)
     settings = json.loads(files["export.json"])
@@ -102,7 +103,7 @@ def test_overrides_are_honoured_both_ways(manifest, tmp_path):
     manifest.set_override(rejected["doc_id"], rejected["page"], True)
     manifest.set_override(kept["doc_id"], kept["page"], False)
     export(manifest, tmp_path / "lora.zip", SMALL)
-    rows = {(r["document"], int(r["page"])): r for r in provenance(members(tmp_path / "lora.zip"))}
+    rows = {(r["document"], page_index(int(r["page"]))): r for r in provenance(members(tmp_path / "lora.zip"))}
     assert (rejected["doc"], rejected["page"]) in rows
     assert rows[(rejected["doc"], rejected["page"])]["decided_by"] == "override"
     assert (kept["doc"], kept["page"]) not in rows

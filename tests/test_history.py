@@ -135,7 +135,7 @@ def test_an_ingest_is_one_entry_and_an_override_keeps_its_history_through_a_resc
     monkeypatch.delenv(history.USER_VARIABLE, raising=False)
     db = tmp_path / "m.sqlite"
     run("ingest", archive, "--db", db, "-w", 1, "-q")
-    run("override", "issue-0.pdf", 1, "exclude", "--db", db)
+    run("override", "issue-0.pdf", 2, "exclude", "--db", db)
     run("rescore", "--all", "--db", db, "-w", 1, "-q")
     with Manifest(db) as manifest:
         described = [(a["user"], a["kind"]) for a in reversed(actions(manifest))]
@@ -233,7 +233,7 @@ def test_undo_of_a_setting_and_what_cannot_be_undone(db):
 
 def test_the_cli_records_its_user_by_login_name_and_lists_by_user_and_time(db, tmp_path):
     labels = tmp_path / "labels.csv"
-    labels.write_text("doc,page,decision\nissue-000-0000.pdf,0,include\nissue-000-0000.pdf,1,exclude\n")
+    labels.write_text("doc,page,decision\nissue-000-0000.pdf,1,include\nissue-000-0000.pdf,2,exclude\n")
     run("override", "--from", labels, "--db", db)
     with Manifest(db, user="ana") as manifest:
         manifest.threshold = 50
@@ -259,7 +259,7 @@ def test_the_cli_records_its_user_by_login_name_and_lists_by_user_and_time(db, t
 
 def test_cli_undo_takes_back_the_login_users_last_action_or_a_named_one(db, tmp_path):
     labels = tmp_path / "labels.csv"
-    labels.write_text("doc,page,decision\nissue-000-0000.pdf,0,include\nissue-000-0000.pdf,1,exclude\n")
+    labels.write_text("doc,page,decision\nissue-000-0000.pdf,1,include\nissue-000-0000.pdf,2,exclude\n")
     run("override", "--from", labels, "--db", db)
     run("settings", "--threshold", 30, "--db", db)
     with Manifest(db, user="ana") as manifest:

@@ -30,9 +30,34 @@ def test_one_page_by_path_file_name_or_id(tmp_path, archive):
     assert after["decided_by"] == "override" and after["keep"] == str(flipped == "include")
     run("override", doc.rsplit("/", 1)[-1], page, "auto", "--db", db)  # by file name
     assert pages(db)[(doc, page)]["decided_by"] == "threshold"
-    run("override", "1", 0, "include", "--db", db)  # by id
-    assert "no document" in run("override", "nothing.pdf", 0, "include", "--db", db, ok=False)
+    run("override", "1", 1, "include", "--db", db)  # by id
+    assert "no document" in run("override", "nothing.pdf", 1, "include", "--db", db, ok=False)
     assert "has no page 99" in run("override", doc, 99, "include", "--db", db, ok=False)
+
+
+def test_pages_count_from_one_as_a_pdf_viewer_counts(tmp_path, archive):
+    """`pages` lists page 1 for the first page of a PDF, and `override DOC 1` overrules that page: the
+    first page as the manifest stores it (index 0), as the app and the export's file names call it."""
+    from curation.manifest.store import Manifest
+
+    db = tmp_path / "m.sqlite"
+    run("ingest", archive, "--db", db, "--workers", 1, "-q")
+    listed = pages(db)
+    doc = sorted(listed)[0][0]
+    numbers = sorted(page for name, page in listed if name == doc)
+    assert numbers[0] == 1 and numbers == list(range(1, len(numbers) + 1))
+    run("override", doc, 1, "exclude", "--db", db)
+    with Manifest(db) as manifest:
+        stored = manifest.conn.execute("SELECT page, keep FROM overrides").fetchall()
+    assert [tuple(row) for row in stored] == [(0, 0)]
+    assert pages(db)[(doc, 1)]["decided_by"] == "override"
+    last = len(numbers)
+    assert "has no page 0" in run("override", doc, 0, "include", "--db", db, ok=False)
+    assert f"has no page {last + 1}" in run("override", "--from", "-", "--db", db, ok=False,
+                                             stdin=f"doc,page,decision\n{doc},{last + 1},include\n")
+    run("override", "--from", "-", "--db", db, stdin=f"doc,page,decision\n{doc},{last},include\n")
+    with Manifest(db) as manifest:
+        assert manifest.conn.execute("SELECT MAX(page) FROM overrides").fetchone()[0] == last - 1
 
 
 def test_a_labels_file_round_trips_with_pages_and_survives_a_rescore(tmp_path, archive):

@@ -196,3 +196,26 @@ def test_a_queued_upload_waits_then_runs(with_demo):
     assert not app.exception
     assert len(charts(app)) == 1
     assert any("waited" in caption.value for caption in app.caption)
+
+
+def test_the_page_names_what_the_model_ranks():
+    from pages.vet_scanner import model_kind  # noqa: E402 - the page module is importable without a run
+
+    imagenet = inference.ModelInfo("imagenet-lite0", Path("."), labels=inference.install.imagenet_classes())
+    assert model_kind(imagenet, training=None) == "imagenet"  # ImageNet classes, never "conditions"
+    assert model_kind(imagenet, training={"classes": ["healthy", "lame"]}) == "triage"  # a head trained here
+    assert model_kind(inference.ModelInfo("x", Path("."), labels=("a", "b"), is_demo=True), None) == "demo"
+
+
+def test_a_photo_chart_wears_the_theme_and_memory_is_folded_away(with_demo):
+    app = open_page()
+    assert "ranks its made-up conditions" in texts(app.caption)  # the demo is not a triage model
+    app.file_uploader[0].set_value([("cow.jpg", jpeg(), "image/jpeg")]).run()
+    [chart] = charts(app)
+    spec = json.loads(chart.proto.spec)
+    marks = [layer["mark"] for layer in spec["layer"]]
+    assert marks[0]["color"] == "#8a4b2a"  # primaryColor of .streamlit/config.toml
+    [timing] = [c.value for c in app.caption if "cpu · load" in c.value]
+    assert "RSS" not in timing and "MiB" not in timing
+    [memory] = [e for e in app.expander if e.label == "Server memory"]
+    assert "RSS" in " ".join(c.value for c in memory.caption)

@@ -11,6 +11,8 @@ import pathlib
 import re
 import string
 
+from ..sources.page_numbers import page_number
+
 PLACEHOLDERS = ("trigger", "class", "caption", "doc", "page", "picture")
 _SPACES = re.compile(r"\s+")
 
@@ -37,5 +39,5 @@ def one_line(text: str) -> str:
 def caption_for(item, settings) -> str:
     """The caption of one exported image (an `Item`) under `settings`."""
     return render_caption(settings.template, trigger=settings.trigger, class_word=settings.class_word,
-                          caption=item.caption, doc=pathlib.PurePath(item.doc).stem, page=item.page,
+                          caption=item.caption, doc=pathlib.PurePath(item.doc).stem, page=page_number(item.page),
                           picture="" if item.picture is None else item.picture)

@@ -21,6 +21,7 @@ from ..manifest.store import Manifest
 from ..runs.ingest import Failure, Scheduler, bounded_pool, process_pool, timeout_message
 from ..runs.jobs import DiskFull, Stopped, is_disk_full, record_end, stop_on_sigterm
 from ..sources.paths import document_roots
+from ..sources.page_numbers import page_number
 from ..sources.reader import error_text
 from .captions import caption_for
 from .geometry import crop_box
@@ -140,7 +141,7 @@ class Export:
                 if isinstance(result, Exported):
                     records.append(self._add_image(target, folder, item, result))
                 else:
-                    self.report.skipped.append({"document": item.doc, "page": item.page, "reason": result.reason})
+                    self.report.skipped.append({"document": item.doc, "page": page_number(item.page), "reason": result.reason})
                 self._done += 1
                 self.on_progress(self._done, self._total)
                 self._heartbeat()

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from guards.csv_cells import safe_row
 
+from ..sources.page_numbers import page_number
 from .geometry import BUCKET_STEP, CROP_MARGIN, MIN_CROP_SHARE, max_bucket_side
 from .selection import Item, LeftOut
 from .settings import MIN_BUCKET_SIDE, ExportSettings
@@ -120,7 +121,7 @@ def provenance_csv(records: Iterable[Record]) -> bytes:
     writer.writerow(PROVENANCE_COLUMNS)
     for r in records:
         writer.writerow(safe_row([
-            r.file, r.item.doc, r.item.sha256, r.item.page, f"{r.item.sigma:.3f}", r.item.decided_by, r.caption,
+            r.file, r.item.doc, r.item.sha256, page_number(r.item.page), f"{r.item.sigma:.3f}", r.item.decided_by, r.caption,
             r.width, r.height, r.method, "" if r.item.group is None else r.item.group,
             "page" if r.crop is None else "picture", *_shown_box(r), "" if r.item.picture is None else r.item.picture,
         ]))

@@ -11,6 +11,7 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from ..manifest.store import Manifest
+from ..sources.page_numbers import page_number
 
 MAX_STEM = 48
 BOX_COLUMNS = ("picture_x0", "picture_y0", "picture_x1", "picture_y1")
@@ -21,7 +22,7 @@ class Item:
     """One exported image: a kept page, or one picture of it, as the export needs it."""
 
     doc_id: int
-    page: int  # 0-based, as everywhere in the manifest
+    page: int  # 0-based, as everywhere in the manifest; people read page_number(page)
     doc: str  # the PDF's path
     sha256: str
     doc_size: int  # bytes: a file whose size changed since scoring is not read
@@ -45,9 +46,9 @@ class LeftOut:
     kept: Item  # the page of the group that is exported
 
     def as_dict(self) -> dict:
-        return {"document": self.item.doc, "page": self.item.page, "group": self.item.group,
+        return {"document": self.item.doc, "page": page_number(self.item.page), "group": self.item.group,
                 "picture_share": _share(self.item.picture_share),
-                "kept": {"document": self.kept.doc, "page": self.kept.page}}
+                "kept": {"document": self.kept.doc, "page": page_number(self.kept.page)}}
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def select(manifest: Manifest, threshold: float | None = None, duplicates: str =
     small; no image is read here."""
     items, used = [], set()
     for row in manifest.export_pages(threshold):
-        name = f"{safe_stem(row['doc'])}-{row['sha256'][:8]}-p{row['page']:04d}"
+        name = f"{safe_stem(row['doc'])}-{row['sha256'][:8]}-p{page_number(row['page']):04d}"  # p0001: page 1
         while name in used:  # two documents sharing a name and a hash prefix: vanishingly rare
             name += "x"
         used.add(name)

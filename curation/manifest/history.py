@@ -18,6 +18,8 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..sources.page_numbers import page_number
+
 USER_VARIABLE = "CURATION_USER"  # who a job started from the app runs for (the app sets it for the process)
 PAGE_FIELDS = ("override", "caption")
 JOB_KINDS = ("ingest", "export", "sample")
@@ -127,7 +129,7 @@ def changes(conn: sqlite3.Connection, *, user: str | None = None, since: str | N
         "WHERE (:user IS NULL OR h.user = :user) AND (:since IS NULL OR h.at >= :since) "
         "ORDER BY h.id DESC, c.rowid", {"user": user, "since": since})
     for row in rows:
-        target = row["name"] if row["field"] == "setting" else f"{row['doc']} p. {row['page'] + 1}"
+        target = row["name"] if row["field"] == "setting" else f"{row['doc']} p. {page_number(row['page'])}"
         yield {**dict(row), "target": target, "old": _value(row["field"], row["old"]),
                "new": _value(row["field"], row["new"])}
 
@@ -240,7 +242,7 @@ def _describe_field(conn: sqlite3.Connection, action: int, field: str) -> str:
     count = row["n"]
     if not count:
         return ""
-    where = f"p. {row['page'] + 1} of {_document_name(conn, row['doc_id'])}" if count == 1 else f"{count:,} pages"
+    where = f"p. {page_number(row['page'])} of {_document_name(conn, row['doc_id'])}" if count == 1 else f"{count:,} pages"
     if field == "caption":
         if row["cleared"] == count:
             return f"removed the caption of {where}" if count == 1 else f"removed the captions of {where}"

@@ -17,6 +17,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from ..sources.page_numbers import page_number
 from . import history, thumbnail_store
 
 DEFAULT_THRESHOLD = 45.0
@@ -481,7 +482,7 @@ class Manifest:
         elif len(failed) == doc["pages"]:
             self.set_document(doc_id, status="failed", error=f"no page could be scored: {failed[0]['error']}")
         else:
-            shown = "; ".join(f"page {row['page']}: {row['error']}" for row in failed[:3])
+            shown = "; ".join(f"page {page_number(row['page'])}: {row['error']}" for row in failed[:3])
             more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
             self.set_document(
                 doc_id, status="partial", error=f"{len(failed)} of {doc['pages']} pages failed: {shown}{more}"

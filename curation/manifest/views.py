@@ -11,6 +11,7 @@ at most a screenful, and nothing loads a thumbnail that is not on screen.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import functools
 import io
 import math
@@ -30,6 +31,7 @@ from . import history, thumbnail_store
 from ..decisions import learn
 from ..scoring.scorer import THUMBNAIL_QUALITY, THUMBNAIL_SIDE
 from ..sources.paths import reading_roots
+from ..sources.page_numbers import page_number
 from ..sources.reader import error_text, open_document
 from .store import (BASE_RULE_SQL, DECIDED_BY_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, DISAGREES_SQL,
                     INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES, Manifest, now)
@@ -151,11 +153,12 @@ def _where(flt: PageFilter) -> tuple[str, dict]:
 
 def filter_counts(manifest: Manifest, threshold: float | None, flt: PageFilter = PageFilter(), *,
                   rule: str | None = None, picture_area_min: float | None = None) -> dict:
-    """How many pages the filter holds, and of those how many are kept and overridden."""
+    """How many pages the filter holds, and of those how many are kept and overridden (included, excluded)."""
     where, params = _where(flt)
     row = manifest.conn.execute(
         f"SELECT COUNT(*) AS pages, COALESCE(SUM({KEEP_SQL}), 0) AS kept, "
-        f"COALESCE(SUM(o.keep IS NOT NULL), 0) AS overridden {PAGES_FROM} {where}",
+        f"COALESCE(SUM(o.keep IS NOT NULL), 0) AS overridden, COALESCE(SUM(o.keep = 1), 0) AS included, "
+        f"COALESCE(SUM(o.keep = 0), 0) AS excluded {PAGES_FROM} {where}",
         {**decision_params(manifest, threshold, rule, picture_area_min), **params},
     ).fetchone()
     return {**dict(row), "rejected": row["pages"] - row["kept"]}
@@ -389,6 +392,49 @@ def _by_keys(manifest: Manifest, table: str, columns: str, keys: Iterable[tuple[
     return found
 
 
+def bulk_override_effect(counts: dict, keep: bool | None) -> str:
+    """What including (True), excluding (False) or clearing (None) every page of a view changes, in words, from
+    its `filter_counts`: "This replaces 4 Include overrides; 1 page is already excluded"."""
+    pages, included, excluded = counts["pages"], counts["included"], counts["excluded"]
+    if keep is None:
+        if not included and not excluded:
+            return "No page in this view has an override: nothing changes."
+        return (f"This removes {_overrides(included + excluded)} ({included:,} Include, {excluded:,} Exclude); "
+                "those pages go back to the rule's decision.")
+    replaced, same = (excluded, included) if keep else (included, excluded)
+    word, other = ("Include", "Exclude") if keep else ("Exclude", "Include")
+    parts = [f"This replaces {_overrides(replaced, other)}" if replaced else f"It replaces no {other} override"]
+    if same:
+        parts.append(f"{_pages(same)} {'is' if same == 1 else 'are'} already {word.lower()}d")
+    fresh = pages - replaced - same
+    if fresh:
+        parts.append(f"{_pages(fresh)} without an override get{'s' if fresh == 1 else ''} one")
+    return "; ".join(parts) + "."
+
+
+def bulk_caption_effect(pages: int, captioned: int, overwrite: bool) -> tuple[int, str]:
+    """How many captions a bulk caption writes, and in words what it does to the `captioned` pages that have
+    one already: kept unless `overwrite`."""
+    if overwrite:
+        return pages, (f"It overwrites {_captions(captioned)} already written." if captioned else
+                       "No page here has a caption yet.")
+    writes = pages - captioned
+    return writes, (f"{_pages(captioned)} with a caption keep{'s' if captioned == 1 else ''} it." if captioned else
+                    "No page here has a caption yet.")
+
+
+def _pages(n: int) -> str:
+    return f"{n:,} page" + ("" if n == 1 else "s")
+
+
+def _overrides(n: int, kind: str = "") -> str:
+    return f"{n:,} {kind + ' ' if kind else ''}override" + ("" if n == 1 else "s")
+
+
+def _captions(n: int) -> str:
+    return f"{n:,} caption" + ("" if n == 1 else "s")
+
+
 def bulk_override(manifest: Manifest, threshold: float | None, flt: PageFilter, keep: bool | None, *,
                   rule: str | None = None, picture_area_min: float | None = None) -> int:
     """Include (True), exclude (False) or clear (None) every page in the filter, in one transaction, recorded as
@@ -439,7 +485,7 @@ def view_note(manifest: Manifest, flt: PageFilter) -> str:
         doc = manifest.document(flt.doc_id)
         parts.append(os.path.basename(doc["path"]) if doc else f"document {flt.doc_id}")
     if flt.page is not None:
-        parts.append(f"p. {flt.page + 1}")
+        parts.append(f"p. {page_number(flt.page)}")
     return "view: " + ", ".join(parts)
 
 
@@ -798,15 +844,25 @@ def missing_sources(manifest: Manifest) -> list[str]:
 
 
 def job_progress(job: sqlite3.Row | dict) -> dict:
-    """A job row as a person reads it: fraction done, speed and time left as text."""
+    """A job row as a person reads it: fraction done, speed and time left as text. Until the speed is known,
+    the time since it started, so the line moves from the first second."""
     done, total = job["done"] or 0, job["total"] or 0
     return {
         "fraction": min(1.0, done / total) if total else 0.0,
         "done": done,
         "total": total,
-        "rate": f"{job['rate']:.1f} pages/s" if job["rate"] else "measuring speed…",
+        "rate": f"{job['rate']:.1f} pages/s" if job["rate"] else f"{duration(elapsed(job))} so far",
         "eta": duration(job["eta"]) + " left" if job["eta"] is not None and job["status"] == "running" else "",
     }
+
+
+def elapsed(job: sqlite3.Row | dict) -> float:
+    """Seconds since the job started (0 when its start cannot be read)."""
+    try:
+        started = dt.datetime.fromisoformat(job["started_at"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return 0.0
+    return max(0.0, (dt.datetime.now(dt.timezone.utc) - started).total_seconds())
 
 
 def duration(seconds: float | None) -> str:
@@ -858,7 +914,7 @@ def draw_page(path: str, scored_size: int, page: int, long_side: int, quality: i
             pix = drawn.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False)
             return pix.tobytes("jpeg", jpg_quality=quality)
     except Exception as exc:  # MuPDF raises plain RuntimeError/ValueError for damaged files
-        raise PageUnavailable(f"{path}, page {page + 1}, cannot be drawn: {error_text(exc)}") from exc
+        raise PageUnavailable(f"{path}, page {page_number(page)}, cannot be drawn: {error_text(exc)}") from exc
 
 
 # -- the rule in words ------------------------------------------------------------------------

@@ -61,6 +61,15 @@ def sample_specs(documents: int = DOCUMENTS, pages: int = PAGES, seed: int = SEE
     return specs
 
 
+def drawn(doc: list[PageSpec], done: int, total: int, on_page):
+    """The pages of `doc`, reporting each as written (when the next is asked for): progress moves page by page,
+    not a whole issue at a time."""
+    for n, spec in enumerate(doc):
+        if n:
+            on_page(done + n, total)
+        yield spec
+
+
 def write_sample(folder: pathlib.Path, specs: list[list[PageSpec]], on_page=lambda done, total: None,
                  should_stop=lambda: False) -> list[pathlib.Path]:
     """Write the sample PDFs; ones already there are kept, so a stopped run resumes.
@@ -75,7 +84,7 @@ def write_sample(folder: pathlib.Path, specs: list[list[PageSpec]], on_page=lamb
         if not path.exists():
             if should_stop():
                 break
-            partial = write_pdf(folder / f".{path.name}.part", doc)
+            partial = write_pdf(folder / f".{path.name}.part", drawn(doc, done, total, on_page))
             os.replace(partial, path)
         written.append(path)
         done += len(doc)
