@@ -22,6 +22,7 @@ from curation.sources.synthetic import PageSpec, jpeg_bytes, page_image
 from conftest import line_drawing, manifest_copy
 from test_export_cli import grouped_manifest, run_cli
 from test_export_crop import blurred_psnr, box_of
+from apptest_support import shown
 from test_export_page import PAGE, texts
 
 DPI = 150

@@ -267,7 +267,7 @@ def test_pictures_command_lists_every_picture_with_its_box_and_decision(tmp_path
     rows = [json.loads(line) for line in result.output.splitlines()]
     assert [r["picture"] for r in rows] == list(range(1, len(rows) + 1)) and rows
     first = rows[0]
-    assert first["doc"].endswith("issue.pdf") and first["page"] == 0
+    assert first["doc"].endswith("issue.pdf") and first["page"] == 1  # pages count from 1, as a PDF viewer counts
     assert first["keep"] is True and first["decided_by"] == "threshold"
     assert abs(first["x0"] - 360 / 1224) < 0.02 and abs(first["y1"] - 870 / 1584) < 0.02  # the drawing's ink
     assert 10 < first["area"] < 17  # about 3.3 by 4 inches
