@@ -1,4 +1,5 @@
-"""`streamlit run streamlit_app.py` as a real server in a subprocess, for the tests that need one."""
+"""`streamlit run streamlit_app.py` as a real server in a subprocess, and Debian's Chromium driven by Playwright
+against it, for the tests that need them."""
 
 import contextlib
 import os
@@ -10,6 +11,10 @@ import time
 import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+IDLE = "[data-test-script-state='notRunning']"
 
 
 def free_port() -> int:
@@ -53,3 +58,36 @@ def wait_until_up(url: str, process: subprocess.Popen, timeout: float = 60) -> N
         except OSError:
             time.sleep(0.3)
     raise TimeoutError("streamlit did not come up")
+
+
+@contextlib.contextmanager
+def chromium():
+    """Debian's Chromium (Playwright's own browser download does not work here)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def settle(page) -> None:
+    """Wait until the script run is over, and stays over (a callback or a rerun may follow)."""
+    for _ in range(2):
+        page.wait_for_selector(IDLE)
+        page.wait_for_timeout(400)
+    page.wait_for_selector(IDLE)
+
+
+def no_exception(page) -> None:
+    exceptions = page.locator("[data-testid='stException']")
+    assert exceptions.count() == 0, exceptions.first.inner_text()
+
+
+def go(page, url: str, path: str) -> None:
+    """Open one of the dashboard's pages and wait for its script run; no exception on it."""
+    page.goto(f"{url}/{path}")
+    settle(page)
+    no_exception(page)

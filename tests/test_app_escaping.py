@@ -2,6 +2,7 @@
 literally on every page: Markdown in it neither loads a remote image nor makes a live link nor colours text."""
 
 import json
+import os
 import re
 
 import pytest
@@ -11,6 +12,7 @@ from curation import Manifest
 from curation.sources import paths
 from pages._common import code_span, escape_markdown
 
+from server_support import CHROMIUM, chromium, settle, streamlit_server
 from test_export_cli import record_scores, repeated_scan_pdf
 
 # No "/" in it: it has to be a file name too.
@@ -153,48 +155,30 @@ def test_vet_scanner_shows_model_folders_and_problems_literally(models):
 
 def test_in_a_browser_a_hostile_caption_and_file_name_fetch_nothing_and_link_nowhere(db, tmp_path):
     """Chromium against `streamlit run`: Review's cards and its page dialog, and Home."""
-    import os
-    import subprocess
-    import sys
-
-    from test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, ROOT, free_port, settle, wait_until_up  # skips without it
-
-    from playwright.sync_api import sync_playwright
-
+    pytest.importorskip("playwright.sync_api")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("needs Debian's chromium (apt-get install chromium)")
     hostile_document(db)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    with open(tmp_path / "streamlit.log", "wb") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.headless", "true",
-             "--server.port", str(port), "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"],
-            cwd=ROOT, env={**os.environ, "CURATION_DB": str(db)}, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            wait_until_up(url, server)
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.set_default_timeout(30_000)
-                fetched = []
-                page.on("request", lambda request: fetched.append(request.url))
-                page.goto(f"{url}/review")
-                settle(page)
-                page.locator("[class*='st-key-open-'] button").first.click()  # a card's Open
-                page.get_by_role("dialog").wait_for()
-                settle(page)
-                text = page.locator("[data-testid='stMain']").inner_text() + page.get_by_role("dialog").inner_text()
-                links = page.locator("a[href]").evaluate_all("links => links.map(a => a.href)")
-                icons = (page.locator("[data-testid='stMarkdownContainer']").filter(has_text="evil")
-                         .locator("[data-testid='stIconMaterial'], .katex").count())
-                images = page.locator("img").evaluate_all("images => images.map(i => i.src)")
-                page.goto(url)
-                settle(page)
-                text += page.locator("[data-testid='stMain']").inner_text()
-                links += page.locator("a[href]").evaluate_all("links => links.map(a => a.href)")
-                browser.close()
-        finally:
-            server.terminate()
-            server.wait(10)
+    with streamlit_server(tmp_path / "streamlit.log", {"CURATION_DB": str(db)}) as (_, port), chromium() as browser:
+        url = f"http://127.0.0.1:{port}"
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(30_000)
+        fetched = []
+        page.on("request", lambda request: fetched.append(request.url))
+        page.goto(f"{url}/review")
+        settle(page)
+        page.locator("[class*='st-key-open-'] button").first.click()  # a card's Open
+        page.get_by_role("dialog").wait_for()
+        settle(page)
+        text = page.locator("[data-testid='stMain']").inner_text() + page.get_by_role("dialog").inner_text()
+        links = page.locator("a[href]").evaluate_all("links => links.map(a => a.href)")
+        icons = (page.locator("[data-testid='stMarkdownContainer']").filter(has_text="evil")
+                 .locator("[data-testid='stIconMaterial'], .katex").count())
+        images = page.locator("img").evaluate_all("images => images.map(i => i.src)")
+        page.goto(url)
+        settle(page)
+        text += page.locator("[data-testid='stMain']").inner_text()
+        links += page.locator("a[href]").evaluate_all("links => links.map(a => a.href)")
     text = text.replace("\u2060", "")
     assert f"{NAME}.pdf" in text and f"Caption: {CAPTION}" in text
     assert not [link for link in links if "evil" in link], links

@@ -153,7 +153,8 @@ def test_the_time_limit_is_shown_read_only_and_the_command_line_changes_it(app):
     at = ran(page("pages/ingest.py"))
     no_browser_input_for_server_settings(at)
     assert "Time limit per page:** 60 s" in texts(at)
-    assert "settings --page-timeout" in texts(at)
+    limit = next(m for m in at.markdown if "Time limit per page" in m.value)
+    assert "settings --page-timeout" in limit.proto.help  # how the administrator changes it
     result = CliRunner().invoke(cli, ["settings", "--db", str(app), "--page-timeout", "15"])
     assert result.exit_code == 0, result.output
     assert "Time limit per page:** 15 s" in texts(ran(page("pages/ingest.py")))

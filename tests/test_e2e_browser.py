@@ -7,103 +7,34 @@ the override and the caption still there. No page may show an exception element.
 
 import getpass
 import os
-import pathlib
 import re
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 
 import pytest
 
 from curation import Manifest
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-IDLE = "[data-test-script-state='notRunning']"
+from server_support import CHROMIUM, chromium, go, no_exception, settle, streamlit_server
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
                                 reason="needs Debian's chromium (apt-get install chromium)")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def server(tmp_path, archive):
     """`streamlit run` on a fresh manifest, with the archive's folder as an allowed root."""
     db = tmp_path / "data" / "manifest.sqlite"
-    port = free_port()
-    env = {**os.environ, "CURATION_DB": str(db), "CURATION_ROOTS": str(archive)}
-    log = open(tmp_path / "streamlit.log", "wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_up(url, process)
-        yield url, db, archive
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
-
-
-def wait_until_up(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError("streamlit exited before it served")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise TimeoutError("streamlit did not come up")
+    env = {"CURATION_DB": str(db), "CURATION_ROOTS": str(archive)}
+    with streamlit_server(tmp_path / "streamlit.log", env) as (_, port):
+        yield f"http://127.0.0.1:{port}", db, archive
 
 
 @pytest.fixture
 def browser_page(server):
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(30_000)
-        try:
-            yield page
-        finally:
-            browser.close()
-
-
-def settle(page) -> None:
-    """Wait until the script run is over, and stays over (a callback or a rerun may follow)."""
-    for _ in range(2):
-        page.wait_for_selector(IDLE)
-        page.wait_for_timeout(400)
-    page.wait_for_selector(IDLE)
-
-
-def no_exception(page) -> None:
-    exceptions = page.locator("[data-testid='stException']")
-    assert exceptions.count() == 0, exceptions.first.inner_text()
-
-
-def go(page, url: str, name: str) -> None:
-    page.goto(f"{url}/{name}")
-    settle(page)
-    no_exception(page)
+        yield page
 
 
 def metric(page, label: str) -> str:

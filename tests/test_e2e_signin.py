@@ -13,12 +13,8 @@ import pytest
 
 from apptest_support import filled_db
 from curation import Manifest
-from server_support import free_port, streamlit_server
+from server_support import CHROMIUM, chromium, free_port, no_exception, settle, streamlit_server
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-IDLE = "[data-test-script-state='notRunning']"
 CURATOR, VIEWER = "ana@example.org", "bo@example.org"
 
 playwright = pytest.importorskip("playwright.sync_api")
@@ -60,12 +56,8 @@ viewers = ["*@example.org"]
 
 @pytest.fixture
 def browser():
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with chromium() as browser:
+        yield browser
 
 
 def new_page(browser):
@@ -74,18 +66,6 @@ def new_page(browser):
     page.set_default_timeout(30_000)
     page.route(re.compile(r"^https://"), lambda route: route.abort())  # the provider's page links a CDN style
     return page
-
-
-def settle(page) -> None:
-    for _ in range(2):
-        page.wait_for_selector(IDLE)
-        page.wait_for_timeout(400)
-    page.wait_for_selector(IDLE)
-
-
-def no_exception(page) -> None:
-    exceptions = page.locator("[data-testid='stException']")
-    assert exceptions.count() == 0, exceptions.first.inner_text()
 
 
 def main_text(page) -> str:

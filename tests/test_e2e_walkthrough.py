@@ -14,7 +14,7 @@ import zipfile
 import pytest
 
 from curation import Manifest
-from test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, IDLE, ROOT, free_port, no_exception, settle, wait_until_up
+from server_support import CHROMIUM, ROOT, chromium, go, no_exception, settle, streamlit_server
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
@@ -39,36 +39,11 @@ def ingested(tmp_path, archive):
 @pytest.fixture
 def dashboard(tmp_path, ingested):
     db, archive = ingested
-    port = free_port()
-    env = {**os.environ, "CURATION_DB": str(db), "CURATION_ROOTS": str(archive)}
-    with open(tmp_path / "streamlit.log", "wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.headless", "true",
-             "--server.port", str(port), "--server.address", "127.0.0.1", "--server.fileWatcherType", "none"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_until_up(url, process)
-            with playwright.sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                page = browser.new_page(viewport={"width": 1440, "height": 900})
-                page.set_default_timeout(30_000)
-                try:
-                    yield url, db, page
-                finally:
-                    browser.close()
-        finally:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-
-
-def go(page, url: str, path: str) -> None:
-    page.goto(f"{url}/{path}")
-    settle(page)
-    no_exception(page)
+    env = {"CURATION_DB": str(db), "CURATION_ROOTS": str(archive)}
+    with streamlit_server(tmp_path / "streamlit.log", env) as (_, port), chromium() as browser:
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.set_default_timeout(30_000)
+        yield f"http://127.0.0.1:{port}", db, page
 
 
 def test_one_page_number_on_review_in_the_export_preview_and_in_the_zip(dashboard, tmp_path):

@@ -75,11 +75,12 @@ def manifest(scored_db, tmp_path):
 
 
 def exported(manifest, tmp_path, settings, name="lora.zip"):
-    """{page: (image, provenance row)} and export.json of an export with `settings`."""
+    """{page index (0-based, as the manifest keeps it): (image, provenance row)} and export.json of an export
+    with `settings`; manifest.csv counts pages from 1."""
     export(manifest, tmp_path / name, settings)
     with zipfile.ZipFile(tmp_path / name) as z:
         rows = list(csv.DictReader(io.StringIO(z.read("manifest.csv").decode())))
-        images = {int(r["page"]): (Image.open(io.BytesIO(z.read(r["file"]))), r) for r in rows}
+        images = {int(r["page"]) - 1: (Image.open(io.BytesIO(z.read(r["file"]))), r) for r in rows}
         return images, json.loads(z.read("export.json"))
 
 

@@ -127,7 +127,7 @@ def test_a_page_that_crashes_the_worker_is_retried_then_marked_failed(manifest, 
     assert len(rows) == 11 and report.pages_scored == 10
     statuses = {d["path"].rsplit("/", 1)[1]: d["status"] for d in manifest.documents()}
     assert statuses == {"a.pdf": "partial", "b.pdf": "ok"}
-    assert "page 5" in next(d["error"] for d in manifest.documents() if d["path"].endswith("a.pdf"))
+    assert "page 6" in next(d["error"] for d in manifest.documents() if d["path"].endswith("a.pdf"))  # index 5, page 6 as a person counts
 
 
 def test_a_second_job_on_the_same_manifest_is_refused(manifest, archive):
