@@ -12,6 +12,7 @@ from curation.manifest.history import UndoError
 from curation.sources.page_numbers import page_number
 from pages import _auth as auth
 from pages import _common as common
+from pages import _pictures_view as pictures_view
 
 PER_SCREEN = 40
 COLUMNS = 6  # at most; the grid wraps to fewer on narrow screens
@@ -31,8 +32,16 @@ MAX_CAPTION = 500
 NO_THUMBNAIL = ":grey[No thumbnail: none is kept (see Ingest) and the PDF is not at hand to draw one.]"
 
 
+VIEWS = {"pages": "Pages", "pictures": "Pictures"}
+
+
 def main():
     st.title("Review")
+    view = st.segmented_control("View", list(VIEWS), format_func=VIEWS.get, default="pages", required=True,
+                                key="view", bind="query-params", label_visibility="collapsed")
+    if view == "pictures":
+        pictures_view.show(undo_bar)
+        return
     manifest = common.require_manifest()
     with manifest:
         threshold, rule = manifest.threshold, manifest.rule

@@ -1013,8 +1013,8 @@ def latest_changes(manifest: Manifest, count: int = 10) -> list[dict]:
 
 
 def last_undoable(manifest: Manifest) -> dict | None:
-    """The manifest user's latest override or caption action (one page or a bulk one) not undone yet."""
-    return history.last_undoable(manifest.conn, manifest.user, ("override", "caption"))
+    """The manifest user's latest override, caption or picture action (one or a bulk one) not undone yet."""
+    return history.last_undoable(manifest.conn, manifest.user, ("override", "caption", "picture"))
 
 
 # -- home -------------------------------------------------------------------------------------

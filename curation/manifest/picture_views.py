@@ -1,0 +1,375 @@
+"""What Review's Pictures view shows: pictures with their decision, filtered, sorted and paged, their crops,
+and the bulk actions on a view, computed in SQL and tested without Streamlit.
+
+Paging is by key, not OFFSET: a screen is the pictures after the last one of the screen before in the sort's
+order (every sort ends on the picture's id, so the order is total), so the thousandth screen costs what the
+first does. A card's crop is cut from its page's stored thumbnail (instant, a few hundred pixels; measured
+about 1 ms a crop where drawing it from the PDF takes tens of milliseconds a page); the large view draws the
+page from its PDF once, on demand (curation.manifest.views.render_page).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import PIL.Image
+import PIL.ImageDraw
+
+from .pictures import PictureError
+from .rules import KEEP_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL, PICTURE_KEEP_SQL
+from .store import Manifest, now
+from .views import OUTLINE_COLOUR, decision_params, documents_for_filter, thumbnails
+
+__all__ = ["PictureError", "documents_for_filter"]
+
+FROM_SQL = "FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page JOIN documents d ON d.id = x.doc_id"
+# Joined only when a query reads them (by alias): every join costs a lookup per picture.
+JOINS = {"o": "LEFT JOIN overrides o ON o.doc_id = x.doc_id AND o.page = x.page",
+         "g": "LEFT JOIN duplicates g ON g.doc_id = x.doc_id AND g.page = x.page"}
+BASE_SQL = f"{LIVE_DOCUMENT_SQL} AND p.status = 'ok'"
+# What the export writes: the picture is kept and so is its page.
+EXPORTED_SQL = f"(({KEEP_SQL}) AND ({PICTURE_KEEP_SQL}))"
+DECISIONS = {
+    "all": "All pictures",
+    "kept": "Kept",
+    "excluded": "Excluded",
+    "overridden": "Overridden",
+    "duplicates": "Near-duplicates",
+    "gone": "Not found any more",
+    "deleted": "Deleted",
+}
+DECISION_HELP = ("Overridden: included, excluded, added or redrawn by a curator. Not found any more: the last "
+                 "scoring no longer finds the picture, kept because a curator worked on it. Deleted pictures "
+                 "are shown only under Deleted.")
+DECISION_SQL = {
+    "all": "NOT x.deleted",
+    "kept": f"NOT x.deleted AND {EXPORTED_SQL}",
+    "excluded": f"NOT x.deleted AND NOT {EXPORTED_SQL}",
+    "overridden": "NOT x.deleted AND (x.keep IS NOT NULL OR x.added OR x.fx0 IS NOT NULL)",
+    "duplicates": "NOT x.deleted AND g.group_id IS NOT NULL",
+    "gone": "NOT x.deleted AND x.rank IS NULL AND NOT x.added",
+    "deleted": "x.deleted",
+}
+# How far a picture is from the rule's cut, 1 on it: under σ only, its page's σ from the cutoff (plus 1);
+# else its size against the picture cutoff, as a factor (2: half or twice the cutoff).
+UNSURE_SQL = (
+    f"CASE WHEN x.added THEN 1e9 WHEN :rule = 'sigma' THEN 1 + ABS(COALESCE(p.sigma, 1e9) - :threshold) "
+    f"ELSE MAX({PICTURE_AREA_SQL} / :picture_area_min, :picture_area_min / MAX({PICTURE_AREA_SQL}, 1e-6)) END"
+)
+# Each sort is a list of ascending terms that tell every two pictures apart (the picture's id ends those that
+# do not), so a screen's key is unique. Document and page walks the index of (doc_id, page, number): its
+# screens take milliseconds however deep; the others sort the view, a fraction of a second at 250,000.
+SORTS = {
+    "size": ("Largest first", [f"-{PICTURE_AREA_SQL}", "x.id"]),
+    "page": ("Document and page", ["x.doc_id", "x.page", "x.number"]),
+    "unsure": ("Least sure first", [UNSURE_SQL, "x.id"]),
+    "duplicates": ("Near-duplicates together", ["COALESCE(g.group_id, 9e18)", "x.doc_id", "x.page", "x.number"]),
+}
+CROP_SIDE = 200  # pixels: a card's square crop, enough for the widest card of the grid
+CROP_MARGIN = 0.03  # of the page's width: a little of the page around the box, to see what the box cut
+PAPER = (243, 238, 228)  # the theme's secondary background: the letterbox around a crop
+SELECTED_COLOUR = (0, 114, 178)  # the open picture's box: a blue no scan is printed in
+
+
+@dataclass(frozen=True)
+class PictureFilter:
+    """Which pictures a screen shows: by decision, optionally one document."""
+
+    decision: str = "all"
+    doc_id: int | None = None
+
+    def sql(self) -> tuple[str, dict]:
+        if self.decision not in DECISION_SQL:
+            raise ValueError(f"unknown picture filter {self.decision!r}")
+        conditions, params = [BASE_SQL, DECISION_SQL[self.decision]], {}
+        if self.doc_id is not None:
+            conditions.append("x.doc_id = :doc_id")
+            params["doc_id"] = int(self.doc_id)
+        return " AND ".join(f"({c})" for c in conditions), params
+
+
+def from_sql(*sql: str) -> str:
+    """FROM_SQL with the joins that `sql` (conditions, terms) reads."""
+    text = " ".join(sql)
+    return " ".join([FROM_SQL, *(join for alias, join in JOINS.items() if re.search(rf"\b{alias}\.", text))])
+
+
+def _bound(manifest: Manifest, threshold: float | None, flt: PictureFilter, rule: str | None = None) -> tuple[str, dict]:
+    where, params = flt.sql()
+    return where, {**decision_params(manifest, threshold, rule), **params}
+
+
+# -- counts -----------------------------------------------------------------------------------
+
+
+def filter_counts(manifest: Manifest, threshold: float | None, doc_id: int | None = None, *,
+                  rule: str | None = None) -> dict[str, int]:
+    """How many pictures each decision filter holds (of one document, or all), in one scan."""
+    where, params = BASE_SQL, decision_params(manifest, threshold, rule)
+    if doc_id is not None:
+        where, params["doc_id"] = f"{where} AND x.doc_id = :doc_id", int(doc_id)
+    sums = ", ".join(f"COALESCE(SUM({sql}), 0) AS \"{name}\"" for name, sql in DECISION_SQL.items())
+    return dict(manifest.conn.execute(f"SELECT {sums} {from_sql(sums)} WHERE {where}", params).fetchone())
+
+
+def override_counts(manifest: Manifest, threshold: float | None, flt: PictureFilter, *,
+                    rule: str | None = None) -> dict[str, int]:
+    """Of the filter's pictures that a bulk action changes (every one but the deleted): how many, how many
+    a curator included and excluded, and how many have a typed caption."""
+    where, params = _bound(manifest, threshold, flt, rule)
+    row = manifest.conn.execute(
+        f"SELECT COUNT(*) AS pictures, COALESCE(SUM(x.keep = 1), 0) AS included, "
+        f"COALESCE(SUM(x.keep = 0), 0) AS excluded, COALESCE(SUM(x.caption IS NOT NULL), 0) AS captioned "
+        f"{from_sql(where)} WHERE {where} AND NOT x.deleted", params).fetchone()
+    return dict(row)
+
+
+# -- one screen -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Screen:
+    rows: list[dict]  # as Manifest.picture_rows gives them, plus duplicate_group
+    next_after: tuple | None  # the key to pass as `after` for the next screen; None: this is the last
+
+
+def screen(manifest: Manifest, threshold: float | None, flt: PictureFilter = PictureFilter(), sort: str = "size",
+           after: Sequence | None = None, limit: int = 48, *, rule: str | None = None) -> Screen:
+    """The `limit` pictures after key `after` (None: from the start) in `sort`'s order, with their decision.
+
+    Two steps: the screen's ids and keys by the filter and the sort alone, then those pictures in full."""
+    terms = SORTS[sort][1]
+    where, params = _bound(manifest, threshold, flt, rule)
+    if after is not None:
+        if len(after) != len(terms):
+            raise ValueError("a screen's key does not fit this sort")
+        where += f" AND ({', '.join(terms)}) > ({', '.join(f':after{i}' for i in range(len(terms)))})"
+        params.update({f"after{i}": value for i, value in enumerate(after)})
+    keys = manifest.conn.execute(
+        f"SELECT {', '.join(terms)}, x.id {from_sql(where, *terms)} WHERE {where} ORDER BY {', '.join(terms)} LIMIT {int(limit) + 1}",
+        params).fetchall()
+    more = len(keys) > limit
+    keys = [tuple(key) for key in keys[:limit]]
+    ids = [key[-1] for key in keys]
+    if not ids:
+        return Screen([], None)
+    found = {row["id"]: dict(row) for row in manifest.picture_rows(
+        threshold, where=f"x.id IN ({', '.join(map(str, ids))})", rule=rule)}
+    groups = dict(manifest.conn.execute(
+        f"SELECT x.id, g.group_id FROM pictures x JOIN duplicates g ON g.doc_id = x.doc_id AND g.page = x.page "
+        f"WHERE x.id IN ({', '.join(map(str, ids))})").fetchall())
+    rows = [{**found[i], "duplicate_group": groups.get(i)} for i in ids if i in found]
+    return Screen(rows, keys[-1][:-1] if more else None)
+
+
+def page_boxes(manifest: Manifest, doc_id: int, page: int) -> list[dict]:
+    """Every picture of one page with its number and box as the curator left it (deleted ones too, marked),
+    for the large view."""
+    return [dict(row) for row in manifest.picture_rows(
+        where="x.doc_id = :doc_id AND x.page = :page", params={"doc_id": doc_id, "page": page},
+        order="x.number")]
+
+
+def status_words(row: dict) -> str:
+    """What a card says beside its decision, one line: deleted, its page excluded, not found any more,
+    added, redrawn."""
+    words = []
+    if row["deleted"]:
+        words.append("deleted")
+    elif row["picture_decided_by"] == "page":
+        words.append("page excluded by a curator")
+    if row["rank"] is None and not row["added"]:
+        words.append("not found by the last scoring")
+    if row["added"]:
+        words.append("added by a curator")
+    if row["fx0"] is not None:
+        words.append("box redrawn")
+    return " · ".join(words)
+
+
+def decision_of(row: dict) -> str:
+    """The card's state, its border's colour: deleted, kept (exported) or excluded."""
+    if row["deleted"]:
+        return "deleted"
+    return "kept" if row["keep_picture"] and row["page_keep"] else "excluded"
+
+
+# -- crops and the page with its boxes ----------------------------------------------------------
+
+
+def crop(image: bytes, box: Sequence[float], page_width: int, page_height: int, side: int = CROP_SIDE) -> bytes:
+    """The part of `image` (a page, any size, JPEG) inside `box` (reference pixels of a page `page_width` by
+    `page_height`) with a small margin, fitted into a `side`-pixel square on paper colour: every card the
+    same height, whatever the picture's shape."""
+    with PIL.Image.open(io.BytesIO(image)) as opened:
+        picture = opened.convert("RGB")
+    sx, sy = picture.width / page_width, picture.height / page_height
+    margin = CROP_MARGIN * page_width
+    x0, y0, x1, y1 = box[:4]
+    region = (max(0, int((x0 - margin) * sx)), max(0, int((y0 - margin) * sy)),
+              min(picture.width, int(round((x1 + margin) * sx))), min(picture.height, int(round((y1 + margin) * sy))))
+    if region[2] - region[0] < 1 or region[3] - region[1] < 1:
+        region = (0, 0, picture.width, picture.height)
+    part = picture.crop(region)
+    scale = side / max(part.width, part.height)
+    part = part.resize((max(1, round(part.width * scale)), max(1, round(part.height * scale))), PIL.Image.LANCZOS)
+    square = PIL.Image.new("RGB", (side, side), PAPER)
+    square.paste(part, ((side - part.width) // 2, (side - part.height) // 2))
+    out = io.BytesIO()
+    square.save(out, "JPEG", quality=85)
+    return out.getvalue()
+
+
+def crops(manifest: Manifest, rows: Iterable[dict]) -> dict[int, bytes]:
+    """Each picture's crop by id, cut from its page's thumbnail (drawn from the PDF when none is stored and
+    the PDF is at hand, as views.thumbnails does); pictures whose page has no image are absent."""
+    rows = list(rows)
+    pages = thumbnails(manifest, {(row["doc_id"], row["page"]) for row in rows}, draw_missing=True)
+    cut = {}
+    for row in rows:
+        thumb = pages.get((row["doc_id"], row["page"]))
+        if thumb and row["width"] and row["height"]:
+            cut[row["id"]] = crop(thumb, (row["bx0"], row["by0"], row["bx1"], row["by1"]), row["width"], row["height"])
+    return cut
+
+
+def numbered_outline(image: bytes, boxes: list[dict], page_width: int, selected: int | None = None) -> PIL.Image.Image:
+    """`image` (the page drawn, JPEG) with every picture box of `boxes` (page_boxes) drawn and numbered as the
+    export numbers them; the `selected` picture in blue, deleted ones dashed."""
+    with PIL.Image.open(io.BytesIO(image)) as opened:
+        picture = opened.convert("RGB")
+    scale = picture.width / page_width
+    draw = PIL.ImageDraw.Draw(picture)
+    line = max(2, round(picture.width / 300))
+    size = max(14, round(picture.width / 40))
+    for row in boxes:
+        x0, y0, x1, y1 = (row[k] * scale for k in ("bx0", "by0", "bx1", "by1"))
+        colour = SELECTED_COLOUR if row["id"] == selected else OUTLINE_COLOUR
+        if row["deleted"]:
+            _dashed_rectangle(draw, (x0, y0, x1, y1), colour, line)
+        else:
+            draw.rectangle([x0, y0, x1, y1], outline=colour, width=line * (2 if row["id"] == selected else 1))
+        label = str(row["number"])
+        draw.rectangle([x0, y0, x0 + size * (0.7 * len(label) + 0.5), y0 + size * 1.3], fill=colour)
+        draw.text((x0 + size * 0.25, y0 + size * 0.1), label, fill=(255, 255, 255), font_size=size)
+    return picture
+
+
+def _dashed_rectangle(draw: PIL.ImageDraw.ImageDraw, box: tuple, colour: tuple, width: int, dash: int = 12) -> None:
+    x0, y0, x1, y1 = box
+    for start, end in (((x0, y0), (x1, y0)), ((x1, y0), (x1, y1)), ((x1, y1), (x0, y1)), ((x0, y1), (x0, y0))):
+        length = max(abs(end[0] - start[0]), abs(end[1] - start[1]))
+        for t in range(0, int(length), dash * 2):
+            a, b = t / length, min(1.0, (t + dash) / length)
+            draw.line([(start[0] + (end[0] - start[0]) * a, start[1] + (end[1] - start[1]) * a),
+                       (start[0] + (end[0] - start[0]) * b, start[1] + (end[1] - start[1]) * b)],
+                      fill=colour, width=width)
+
+
+def box_from_clicks(first: Sequence[float], second: Sequence[float], shown_width: float,
+                    page_width: int) -> list[int]:
+    """Two clicks on a page shown `shown_width` pixels wide, as a box in reference pixels (the corners in any
+    order). Manifest.add_picture and set_picture_box hold it to the page and refuse a line or a point."""
+    if not shown_width:
+        raise PictureError("the page's size on screen is not known; click again")
+    scale = page_width / shown_width
+    (ax, ay), (bx, by) = first[:2], second[:2]
+    return [round(min(ax, bx) * scale), round(min(ay, by) * scale), round(max(ax, bx) * scale),
+            round(max(ay, by) * scale)]
+
+
+# -- bulk actions -------------------------------------------------------------------------------
+
+
+def bulk_override_effect(counts: dict, keep: bool | None) -> str:
+    """What including (True), excluding (False) or giving back to the rule (None) every picture of a view
+    changes, from its override_counts: "This replaces 4 Include overrides; 1 picture is already excluded"."""
+    total, included, excluded = counts["pictures"], counts["included"], counts["excluded"]
+    if keep is None:
+        if not included and not excluded:
+            return "No picture in this view has an override: nothing changes."
+        return (f"This removes {_count(included + excluded, 'override')} ({included:,} Include, {excluded:,} "
+                "Exclude); those pictures go back to the rule's decision.")
+    replaced, same = (excluded, included) if keep else (included, excluded)
+    word, other = ("Include", "Exclude") if keep else ("Exclude", "Include")
+    parts = [f"This replaces {_count(replaced, other + ' override')}" if replaced else f"It replaces no {other} override"]
+    if same:
+        parts.append(f"{_count(same, 'picture')} {'is' if same == 1 else 'are'} already {word.lower()}d")
+    fresh = total - replaced - same
+    if fresh:
+        parts.append(f"{_count(fresh, 'picture')} without an override get{'s' if fresh == 1 else ''} one")
+    return "; ".join(parts) + "."
+
+
+def bulk_caption_effect(counts: dict, overwrite: bool) -> tuple[int, str]:
+    """How many captions a bulk caption writes, and in words what happens to the typed ones: kept unless
+    `overwrite`."""
+    total, captioned = counts["pictures"], counts["captioned"]
+    if not captioned:
+        return total, "No picture here has a typed caption yet."
+    if overwrite:
+        return total, f"It overwrites {_count(captioned, 'typed caption')}."
+    return total - captioned, (f"{_count(captioned, 'picture')} with a typed caption "
+                               f"keep{'s' if captioned == 1 else ''} it.")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def bulk_override(manifest: Manifest, threshold: float | None, flt: PictureFilter, keep: bool | None, *,
+                  rule: str | None = None) -> int:
+    """Include, exclude or give back to the rule every picture of the view (deleted ones left as they are),
+    as one action undone in one step. The view is taken once, before anything changes. Returns how many."""
+    new = None if keep is None else int(bool(keep))
+    with manifest.recording("picture") as action, _bulk_pictures(manifest, threshold, flt, rule) as count:
+        _record(manifest, action, "picture_override", "keep", new)
+        manifest.conn.execute("UPDATE pictures SET keep = ?, updated_at = ? WHERE id IN "
+                              "(SELECT id FROM temp.bulk_pictures)", (new, now()))
+        _refresh(manifest)
+    return count
+
+
+def bulk_caption(manifest: Manifest, threshold: float | None, flt: PictureFilter, text: str | None, *,
+                 replace: bool = False, rule: str | None = None) -> int:
+    """Give every picture of the view the caption `text` (blank removes), as one action; a typed caption is
+    kept unless `replace`. Returns how many captions were written."""
+    text = (text or "").strip() or None
+    extra = "" if replace else "AND x.caption IS NULL"
+    with manifest.recording("picture") as action, _bulk_pictures(manifest, threshold, flt, rule, extra) as count:
+        _record(manifest, action, "picture_caption", "caption", text)
+        manifest.conn.execute("UPDATE pictures SET caption = ?, updated_at = ? WHERE id IN "
+                              "(SELECT id FROM temp.bulk_pictures)", (text, now()))
+    return count
+
+
+@contextlib.contextmanager
+def _bulk_pictures(manifest: Manifest, threshold: float | None, flt: PictureFilter, rule: str | None, extra: str = ""):
+    """The view's pictures (not deleted; and `extra`) as temp.bulk_pictures (id, doc_id, page, keep, caption)
+    while the block runs, taken once; yields how many. Use inside a recording."""
+    where, params = _bound(manifest, threshold, flt, rule)
+    conn = manifest.conn
+    conn.execute("DROP TABLE IF EXISTS temp.bulk_pictures")
+    conn.execute(f"CREATE TEMP TABLE bulk_pictures AS SELECT x.id, x.doc_id, x.page, x.keep, x.caption "
+                 f"{from_sql(where)} WHERE {where} AND NOT x.deleted {extra}", params)
+    try:
+        yield conn.execute("SELECT COUNT(*) FROM temp.bulk_pictures").fetchone()[0]
+    finally:
+        conn.execute("DROP TABLE IF EXISTS temp.bulk_pictures")
+
+
+def _record(manifest: Manifest, action: int, field: str, column: str, new) -> None:
+    """The action's changes, one per picture whose value differs, in one statement (as history.record)."""
+    manifest.conn.execute(
+        f"INSERT INTO history_changes (action_id, field, doc_id, page, name, old, new) "
+        f"SELECT ?, ?, doc_id, page, CAST(id AS TEXT), {column}, ? FROM temp.bulk_pictures WHERE {column} IS NOT ?",
+        (action, field, new, new))
+
+
+def _refresh(manifest: Manifest) -> None:
+    pages = manifest.conn.execute("SELECT DISTINCT doc_id, page FROM temp.bulk_pictures").fetchall()
+    manifest._refresh_pages([tuple(row) for row in pages])

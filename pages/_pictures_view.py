@@ -1,0 +1,452 @@
+"""Review's Pictures view: a dense grid of the pictures themselves, the decision as each card's border;
+include, exclude or give back to the rule, caption, and open a picture on its page to fix its box, delete it,
+or add one the scorer missed, by two clicks on the page. Streamlit only; curation.manifest.picture_views
+computes what it shows."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import zlib
+
+import streamlit as st
+from streamlit_image_coordinates import streamlit_image_coordinates
+
+from curation.manifest import picture_views as pv
+from curation.manifest import views
+from curation.manifest.pictures import PictureError
+from curation.sources.page_numbers import page_number
+from pages import _auth as auth
+from pages import _common as common
+
+PER_SCREEN = 48
+COLUMNS = 8  # at most; the grid wraps to fewer on narrow screens
+CARD_WIDTH = 132  # px at least: 6 cards a row at 1440 px beside the sidebar
+CHOICES = {"include": "Include", "auto": "Auto", "exclude": "Exclude"}
+CARD_CHOICES = {"include": ":material/add_circle:", "auto": ":material/hdr_auto:",
+                "exclude": ":material/do_not_disturb_on:"}
+CARD_CONTROL_HELP = "Plus: include the picture; A: auto, the rule decides; minus: exclude it."
+CHOICE_OF_OVERRIDE = {1: "include", None: "auto", 0: "exclude"}
+OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
+OPEN, BULK, CAPTION, NOTICE = "pictures_open", "pictures_bulk", "pictures_caption", "pictures_notice"
+SCREENS = "pictures_screens"  # the keys the screens so far start after: [None, key of screen 1's last, ...]
+CLICK, CORNER = "pictures_click", "pictures_corner"  # the large view's click mode, and its first corner
+CAPTION_KEY = "picture-caption-"
+MAX_CAPTION = 500
+CLICK_MODES = {"fix": "Fix this picture's box", "add": "Add a missed picture"}
+VIEW_LONG_SIDE = 1400  # pixels: the page in the large view, sharp enough to place a corner
+BORDERS = """<style>
+[class*="st-key-picture-card-"] {border-radius: 0.5rem; padding: 0.4rem; border: 3px solid transparent;}
+[class*="st-key-picture-card-kept-"] {border-color: #2e7d32;}
+[class*="st-key-picture-card-excluded-"] {border-color: #b3261e;}
+[class*="st-key-picture-card-deleted-"] {border: 3px dashed #9e9e9e; opacity: 0.5;}
+</style>"""
+
+
+def show(undo_bar):
+    """The Pictures view of Review; `undo_bar(last)` is Review's (the person's last change, with Undo)."""
+    manifest = common.require_manifest()
+    with manifest:
+        threshold = manifest.threshold
+        documents = views.documents_for_filter(manifest)
+        if not documents:
+            st.info("No page is scored yet: ingest an archive first.")
+            return
+        flt, sort, counts = filters(manifest, documents, threshold)
+        total = counts[flt.decision]
+        bulk_actions(flt, total, threshold)
+        last = views.last_undoable(manifest)
+        screens = st.session_state.setdefault(SCREENS, [None])
+        shown = pv.screen(manifest, threshold, flt, sort, after=screens[-1], limit=PER_SCREEN)
+        if not shown.rows and len(screens) > 1:  # the view shrank (a bulk action, another browser)
+            st.session_state[SCREENS] = screens = [None]
+            shown = pv.screen(manifest, threshold, flt, sort, limit=PER_SCREEN)
+        crops = pv.crops(manifest, shown.rows)
+    if OPEN not in st.session_state:
+        undo_bar(last)
+    notice = st.session_state.pop(NOTICE, None)
+    if notice:
+        st.toast(notice, icon=":material/check:")
+    if not shown.rows:
+        st.info("No pictures match this view." if flt.decision != "all" else
+                "No picture is found on any page yet: pictures are found when pages are scored.")
+        return
+    first = (len(screens) - 1) * PER_SCREEN + 1
+    st.caption(f"Pictures {first:,}–{first + len(shown.rows) - 1:,} of {total:,} in this view")
+    grid(shown.rows, crops, {doc["id"]: doc for doc in documents})
+    pager(len(screens), shown.next_after)
+    if OPEN in st.session_state:
+        large_view(threshold, st.session_state[OPEN], [row["id"] for row in shown.rows], last, undo_bar)
+
+
+# -- filters ------------------------------------------------------------------------------------
+
+
+def filters(manifest, documents: list[dict], threshold: float) -> tuple[pv.PictureFilter, str, dict]:
+    names = {0: "All documents", **{doc["id"]: pathlib.Path(doc["path"]).name for doc in documents}}
+    top = st.container()
+    document_col, sort_col = st.columns([3, 2], vertical_alignment="bottom")
+    doc_id = document_col.selectbox("Document", list(names), format_func=names.get, key="pic_doc",
+                                    bind="query-params", on_change=first_screen)
+    sort = sort_col.selectbox("Sort by", list(pv.SORTS), format_func=lambda s: pv.SORTS[s][0], key="pic_sort",
+                              bind="query-params", on_change=first_screen,
+                              help="Least sure first: the pictures closest to the rule's cutoff. Near-duplicates "
+                                   "together: pictures of pages that show the same picture, group by group.")
+    counts = cached_counts(str(common.db_path()), manifest_stamp(manifest), threshold, doc_id or None)
+    decision = top.segmented_control(
+        "Show", list(pv.DECISIONS), format_func=lambda d: f"{pv.DECISIONS[d]} · {counts[d]:,}", default="all",
+        required=True, key="pic_decision", bind="query-params", on_change=first_screen, help=pv.DECISION_HELP)
+    return pv.PictureFilter(decision, doc_id or None), sort, counts
+
+
+def manifest_stamp(manifest) -> tuple:
+    """Changes whenever the manifest does: its files' times and sizes (every commit writes one of them) and its
+    latest action."""
+    files = []
+    for suffix in ("", "-wal"):
+        try:
+            stat = os.stat(f"{manifest.path}{suffix}")
+            files += [stat.st_mtime_ns, stat.st_size]
+        except OSError:
+            files += [0, 0]
+    latest = manifest.conn.execute("SELECT MAX(id) FROM history").fetchone()[0]
+    return (*files, latest)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_counts(db: str, stamp: tuple, threshold: float, doc_id: int | None) -> dict:
+    """Every filter's count is one scan of the pictures (about a second at 250,000): counted again only when
+    the manifest changed (`stamp`)."""
+    with common.open_manifest() as manifest:
+        return pv.filter_counts(manifest, threshold, doc_id)
+
+
+def first_screen():
+    st.session_state[SCREENS] = [None]
+
+
+def pager(screens: int, next_after):
+    if screens == 1 and next_after is None:
+        return
+    bar = st.container(horizontal=True, vertical_alignment="center")
+    bar.button("Previous", icon=":material/arrow_back:", key="pictures-previous", disabled=screens == 1,
+               on_click=previous_screen)
+    bar.button(f"Next {PER_SCREEN}", icon=":material/arrow_forward:", key="pictures-next",
+               disabled=next_after is None, on_click=next_screen, args=(next_after,))
+
+
+def next_screen(after):
+    st.session_state[SCREENS] = [*st.session_state.get(SCREENS, [None]), tuple(after)]
+
+
+def previous_screen():
+    st.session_state[SCREENS] = st.session_state.get(SCREENS, [None])[:-1] or [None]
+
+
+# -- bulk actions -------------------------------------------------------------------------------
+
+
+def bulk_actions(flt: pv.PictureFilter, total: int, threshold: float):
+    if flt.decision == "deleted" or not total:  # a deleted picture is brought back one by one
+        return
+    bar = st.container(horizontal=True, vertical_alignment="center")
+    bar.caption(f"Every picture in this view ({total:,}):")
+    for label, action, icon in (("Include all", "include", ":material/add_circle:"),
+                                ("Exclude all", "exclude", ":material/remove_circle:"),
+                                ("Clear all overrides", "auto", ":material/undo:")):
+        bar.button(label, icon=icon, key=f"pictures-bulk-{action}", type="tertiary", on_click=ask, args=(BULK, action),
+                   disabled=auth.locked(), help=auth.help_for())
+    bar.button("Caption all", icon=":material/edit_note:", key="pictures-bulk-caption", type="tertiary", on_click=ask,
+               args=(CAPTION, True), disabled=auth.locked(), help=auth.help_for())
+    # The dialog is drawn on every run while the question is open, so a rerun does not lose it.
+    if BULK in st.session_state or CAPTION in st.session_state:
+        with common.open_manifest() as manifest:
+            counts = pv.override_counts(manifest, threshold, flt)
+        if BULK in st.session_state:
+            confirm_bulk(flt, counts, threshold, st.session_state[BULK])
+        else:
+            confirm_captions(flt, counts, threshold)
+
+
+def ask(key: str, value):
+    st.session_state[key] = value
+
+
+def close(key: str):
+    st.session_state.pop(key, None)
+
+
+@st.dialog("Apply to every picture in the view", on_dismiss=lambda: close(BULK))
+def confirm_bulk(flt: pv.PictureFilter, counts: dict, threshold: float, action: str):
+    verb = {"include": "Include", "exclude": "Exclude", "auto": "Clear the override of"}[action]
+    st.markdown(f"**{verb} all {counts['pictures']:,} pictures** in this view?")
+    st.markdown(pv.bulk_override_effect(counts, OVERRIDE_OF_CHOICE[action]))
+    left, right = st.columns(2)
+    if left.button(f"{verb} {counts['pictures']:,} pictures", type="primary", key="pictures-bulk-confirm") \
+            and auth.require_curator():
+        with common.open_manifest() as manifest:
+            done = pv.bulk_override(manifest, threshold, flt, OVERRIDE_OF_CHOICE[action])
+        close(BULK)
+        st.session_state[NOTICE] = f"{verb} {done:,} pictures: done · Undo is above the pictures."
+        st.rerun()
+    if right.button("Cancel", key="pictures-bulk-cancel"):
+        close(BULK)
+        st.rerun()
+
+
+@st.dialog("Caption every picture in the view", on_dismiss=lambda: close(CAPTION))
+def confirm_captions(flt: pv.PictureFilter, counts: dict, threshold: float):
+    text = (st.text_area("Caption", key="pictures-bulk-caption-text", max_chars=MAX_CAPTION,
+                         placeholder="e.g. a lady in a promenade dress, full length") or "").strip()
+    overwrite = False
+    if counts["captioned"]:  # a typed caption is never overwritten unless asked
+        overwrite = st.checkbox(f"Also overwrite the {counts['captioned']:,} typed captions",
+                                key="pictures-bulk-caption-overwrite")
+    count, effect = pv.bulk_caption_effect(counts, overwrite)
+    if text:
+        st.markdown(f"**Write this caption on {count:,} of the {counts['pictures']:,} pictures** in this view? "
+                    f"{effect}")
+    left, right = st.columns(2)
+    if left.button(f"Caption {count:,} pictures", type="primary", key="pictures-bulk-caption-confirm",
+                   disabled=not text or count == 0) and auth.require_curator():
+        with common.open_manifest() as manifest:
+            done = pv.bulk_caption(manifest, threshold, flt, text, replace=overwrite)
+        close(CAPTION)
+        forget(CAPTION_KEY)
+        st.session_state[NOTICE] = f"Captioned {done:,} pictures · Undo is above the pictures."
+        st.rerun()
+    if right.button("Cancel", key="pictures-bulk-caption-cancel"):
+        close(CAPTION)
+        st.rerun()
+
+
+def forget(prefix: str):
+    """Inputs starting with `prefix` start afresh from the manifest."""
+    for key in [key for key in st.session_state if str(key).startswith(prefix)]:
+        del st.session_state[key]
+
+
+# -- the grid -----------------------------------------------------------------------------------
+
+
+def grid(rows: list[dict], crops: dict, documents: dict):
+    st.html(BORDERS)
+    cells = st.grid(COLUMNS, min_column_width=CARD_WIDTH, gap="small")
+    for row in rows:
+        with cells.cell():
+            card(row, crops.get(row["id"]), documents.get(row["doc_id"]))
+
+
+def card(row: dict, crop: bytes | None, document: dict | None):
+    state = pv.decision_of(row)
+    with st.container(key=f"picture-card-{state}-{row['id']}", gap="xsmall"):
+        if crop:
+            st.image(crop, width="stretch")
+        else:
+            st.caption(":grey[No image of this page: no thumbnail is kept and the PDF is not at hand.]")
+        name = common.escape_markdown(pathlib.Path(row["doc"]).name)
+        total = f"/{document['pages']}" if document and document["pages"] else ""
+        with st.container(horizontal=True, vertical_alignment="center", gap="xsmall"):
+            st.caption(f"**#{row['number']}** · p. {page_number(row['page'])}{total} · "
+                       f"{views.square_inches(row['box_area'])}  \n{name}", wrap=False, width="stretch")
+            st.button("", key=f"picture-open-{row['id']}", icon=":material/open_in_full:", type="tertiary",
+                      help="Open: the picture on its page, to fix its box, delete it or add a missed one",
+                      on_click=open_picture, args=(row["id"],))
+        st.text(pv.status_words(row) or "\u200b", wrap=False)  # always one line: cards keep their height
+        choice = CHOICE_OF_OVERRIDE[row["keep"]]
+        key = f"picture-decide-{row['id']}-{choice}"
+        st.segmented_control("Decision", list(CHOICES), format_func=CARD_CHOICES.get, default=choice, required=True,
+                             key=key, label_visibility="collapsed", on_change=decided, args=(row["id"], key),
+                             disabled=auth.locked() or bool(row["deleted"]), width="stretch",
+                             help=auth.help_for(CARD_CONTROL_HELP))
+        caption_input(row)
+
+
+def caption_input(row: dict, where: str = "card"):
+    # The saved caption is part of the key: a bulk caption, an undo or another browser shows at once.
+    key = f"{CAPTION_KEY}{where}-{row['id']}-{zlib.crc32((row['caption'] or '').encode()):08x}"
+    hint = row["auto_caption"] or row["legend"]
+    st.text_input("Caption", value=row["caption"] or "", key=key, max_chars=MAX_CAPTION, label_visibility="collapsed",
+                  placeholder=f"{hint[:80]}" if hint else "Caption…", on_change=captioned, args=(row["id"], key),
+                  disabled=auth.locked(),
+                  help=auth.help_for("Your caption, saved when you press Enter or leave the box; it wins over the "
+                                     "printed legend and the model's caption."))
+
+
+def captioned(picture_id: int, key: str):
+    if not auth.require_curator():
+        st.session_state.pop(key, None)
+        return
+    text = (st.session_state[key] or "").strip()
+    with common.open_manifest() as manifest:
+        manifest.set_picture_captions([(picture_id, text)])
+        row = manifest.picture(picture_id)
+    st.toast(f"{'Caption saved for' if text else 'Caption removed from'} {picture_words(row)} · Undo is above the "
+             "pictures", icon=":material/check:")
+
+
+def decided(picture_id: int, key: str):
+    if not auth.require_curator():
+        st.session_state.pop(key, None)
+        return
+    set_override(picture_id, OVERRIDE_OF_CHOICE[st.session_state[key]])
+
+
+def set_override(picture_id: int, keep):
+    with common.open_manifest() as manifest:
+        manifest.set_picture_override(picture_id, keep)
+        row = manifest.picture(picture_id)
+    word = {True: "Included", False: "Excluded", None: "Gave back to the rule"}[keep]
+    page = "kept" if row["page_keep"] else "not kept"
+    st.toast(f"{word} {picture_words(row)}; its page is {page} · Undo is above the pictures",
+             icon=":material/check:")
+
+
+def picture_words(row) -> str:
+    return (f"picture {row['number']} on p. {page_number(row['page'])} of "
+            f"{common.escape_markdown(pathlib.Path(row['doc']).name)}")
+
+
+def decision_badge(row: dict):
+    state = pv.decision_of(row)
+    by_curator = row["keep"] is not None and not row["deleted"]
+    colour = {"kept": "green", "excluded": "red", "deleted": "gray"}[state]
+    st.badge(state, icon=":material/person:" if by_curator else None, color=colour)
+
+
+# -- the large view -----------------------------------------------------------------------------
+
+
+def open_picture(picture_id: int):
+    st.session_state[OPEN] = picture_id
+    st.session_state.pop(CORNER, None)
+
+
+@st.dialog("Picture", width="large", on_dismiss=lambda: close(OPEN))
+def large_view(threshold: float, picture_id: int, on_screen: list[int], last, undo_bar):
+    with common.open_manifest() as manifest:
+        row = manifest.picture(picture_id)
+        if row is None:
+            st.error("This picture is no longer in the manifest.")
+            return
+        row = dict(row)
+        boxes = pv.page_boxes(manifest, row["doc_id"], row["page"])
+        try:
+            image, drawn_from = rendered(str(common.db_path()), row["doc_id"], row["page"], row["doc"],
+                                         source_mtime(row["doc"])), "its PDF"
+        except views.PageUnavailable as exc:
+            st.warning(common.escape_markdown(exc), icon=":material/broken_image:")
+            image = views.thumbnails(manifest, [(row["doc_id"], row["page"])]).get((row["doc_id"], row["page"]))
+            drawn_from = "its thumbnail (the PDF is not at hand)"
+    name = common.escape_markdown(pathlib.Path(row["doc"]).name)
+    st.markdown(f"**{name}**, page {page_number(row['page'])} · picture **{row['number']}** of {len(boxes)} · "
+                f"{views.square_inches(row['box_area'])}")
+    bar = st.container(horizontal=True, vertical_alignment="center")
+    with bar:
+        decision_badge(row)
+        if pv.status_words(row):
+            st.caption(pv.status_words(row))
+        choice = CHOICE_OF_OVERRIDE[row["keep"]]
+        key = f"picture-dialog-{picture_id}-{choice}"
+        st.segmented_control("Decision", list(CHOICES), format_func=CHOICES.get, default=choice, required=True,
+                             key=key, label_visibility="collapsed", on_change=decided, args=(picture_id, key),
+                             disabled=auth.locked() or bool(row["deleted"]), help=auth.help_for())
+        if row["deleted"]:
+            st.button("Bring back", icon=":material/restore_from_trash:", key="picture-restore",
+                      on_click=delete, args=(picture_id, False), disabled=auth.locked(), help=auth.help_for())
+        else:
+            st.button("Delete: not a picture", icon=":material/delete:", key="picture-delete",
+                      on_click=delete, args=(picture_id, True), disabled=auth.locked(),
+                      help=auth.help_for("A false picture: never exported; the page follows its other pictures."))
+        st.space("stretch")
+        index = on_screen.index(picture_id) if picture_id in on_screen else -1
+        st.button("", icon=":material/arrow_back:", key="picture-previous", disabled=index <= 0,
+                  help="Previous picture", on_click=open_picture, args=(on_screen[max(index - 1, 0)],))
+        st.button("", icon=":material/arrow_forward:", key="picture-next",
+                  disabled=index < 0 or index >= len(on_screen) - 1, help="Next picture",
+                  on_click=open_picture, args=(on_screen[min(index + 1, len(on_screen) - 1)],))
+    words(row)
+    caption_input(row, "dialog")
+    if last is not None:
+        undo_bar(last)
+    if image is None:
+        st.error("No image of this page is at hand, so its boxes cannot be drawn.")
+        return
+    click_on_page(row, boxes, image, drawn_from)
+
+
+def words(row: dict):
+    """The printed legend and the model's caption, as read: text from files, shown literally."""
+    if row["legend"]:
+        st.caption(f"Printed legend: {common.escape_markdown(row['legend'])}")
+    if row["auto_caption"]:
+        model = f" ({common.escape_markdown(row['auto_caption_model'])})" if row["auto_caption_model"] else ""
+        st.caption(f"Model's caption{model}: {common.escape_markdown(row['auto_caption'])}")
+
+
+def click_on_page(row: dict, boxes: list[dict], image: bytes, drawn_from: str):
+    locked = auth.locked()
+    mode = st.segmented_control("Two clicks on the page", list(CLICK_MODES), format_func=CLICK_MODES.get,
+                                key=CLICK, disabled=locked, on_change=lambda: close(CORNER),
+                                help=auth.help_for("Click one corner of the picture, then the opposite corner."))
+    corner = st.session_state.get(CORNER)
+    if mode and not locked:
+        st.caption("Now click the opposite corner." if corner else "Click one corner of the picture.")
+    page = pv.numbered_outline(image, boxes, row["width"], selected=row["id"])
+    clicked = streamlit_image_coordinates(page, key=f"picture-page-{row['id']}", width="stretch",
+                                          image_format="JPEG", jpeg_quality=85, cursor="crosshair" if mode else "auto")
+    st.caption(f"Drawn from {drawn_from}; {len(boxes)} picture(s) numbered, this one in blue, deleted ones dashed.")
+    if not mode or locked or not clicked or clicked.get("unix_time") == st.session_state.get("pictures_last_click"):
+        return
+    st.session_state["pictures_last_click"] = clicked.get("unix_time")
+    if corner is None:
+        st.session_state[CORNER] = (clicked["x"], clicked["y"])
+        st.rerun(scope="fragment")
+    st.session_state.pop(CORNER, None)
+    if not auth.require_curator():
+        return
+    try:
+        box = pv.box_from_clicks(corner, (clicked["x"], clicked["y"]), clicked["width"], row["width"])
+        drawn(row, mode, box)
+    except PictureError as exc:
+        st.error(common.escape_markdown(exc))
+        return
+    st.rerun()
+
+
+def drawn(row: dict, mode: str, box: list[int]):
+    """Save two clicks' box: the open picture's new box, or a new picture on its page (then opened)."""
+    with common.open_manifest() as manifest:
+        if mode == "fix":
+            manifest.set_picture_box(row["id"], box)
+            st.session_state[NOTICE] = f"Redrew the box of {picture_words(row)} · Undo is above the pictures."
+        else:
+            new = manifest.add_picture(row["doc_id"], row["page"], box)
+            added = manifest.picture(new)
+            st.session_state[OPEN] = new
+            st.session_state[NOTICE] = f"Added {picture_words(added)} · Undo is above the pictures."
+
+
+def delete(picture_id: int, deleted: bool):
+    if not auth.require_curator():
+        return
+    with common.open_manifest() as manifest:
+        manifest.delete_picture(picture_id, deleted)
+        row = manifest.picture(picture_id)
+    st.toast(f"{'Deleted' if deleted else 'Brought back'} {picture_words(row)} · Undo is above the pictures",
+             icon=":material/check:")
+
+
+def source_mtime(path: str) -> int:
+    try:
+        return pathlib.Path(path).stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+@st.cache_data(max_entries=8, show_spinner="Drawing the page…")
+def rendered(db: str, doc_id: int, page: int, path: str, mtime_ns: int) -> bytes:
+    """A page drawn from its PDF for the large view; a few recent ones are kept (next and previous are often
+    on the same page). The path and mtime are part of the key, so a moved or changed file is drawn again."""
+    with common.open_manifest() as manifest:
+        return views.render_page(manifest, doc_id, page, long_side=VIEW_LONG_SIDE)

@@ -1,0 +1,202 @@
+"""Review's Pictures view: a grid of the crops; include or exclude a picture and its page follows; open a
+picture to delete it, fix its box or add a missed one; a viewer changes nothing; text is shown literally."""
+
+import pytest
+
+from apptest_support import filled_db, page, ran, shown, texts
+from curation import Manifest
+from curation.manifest import picture_views as pv
+from test_auth import SECRETS, VIEWER, forced
+
+ENGRAVING = (100, 100, 700, 800, 20.3)  # reference pixels of a 1224 x 1584 page, square inches
+STOCK_CUT = (800, 1200, 900, 1300, 0.48)
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    path = tmp_path / "data" / "manifest.sqlite"
+    monkeypatch.setenv("CURATION_DB", str(path))
+    return path
+
+
+def with_pictures(db, pages=5) -> list[tuple[int, int]]:
+    """A manifest whose every page holds an engraving the rule keeps and a stock cut it does not."""
+    filled_db(db, documents=1, pages=pages)
+    with Manifest(db) as manifest:
+        keys = [(row["doc_id"], row["page"]) for row in manifest.pages(order="p.doc_id, p.page")]
+        manifest.conn.execute("UPDATE pages SET ink_tone = 0.6, picture_area = ?", (ENGRAVING[4],))
+        for key in keys:
+            manifest.set_pictures(*key, [ENGRAVING, STOCK_CUT])
+        manifest.conn.commit()
+    return keys
+
+
+def pictures_view(at=None):
+    at = ran(page("pages/review.py") if at is None else at)
+    at.segmented_control(key="view").set_value("pictures")
+    ran(at)
+    at.selectbox(key="pic_sort").set_value("page")
+    return ran(at)
+
+
+def cards(at):
+    return [c for c in at.segmented_control if c.label == "Decision" and c.key.startswith("picture-decide-")]
+
+
+def card(at, picture_id):
+    return next(c for c in cards(at) if c.key.startswith(f"picture-decide-{picture_id}-"))
+
+
+def picture_ids(db, page_no=0, number=None):
+    with Manifest(db) as manifest:
+        return [row["id"] for row in manifest.picture_rows(order="x.page, x.number")
+                if row["page"] == page_no and (number is None or row["number"] == number)]
+
+
+def page_keep(db, key):
+    with Manifest(db) as manifest:
+        return next(r["keep"] for r in manifest.pages() if (r["doc_id"], r["page"]) == key)
+
+
+def open_picture(at, picture_id):
+    next(b for b in at.button if b.key == f"picture-open-{picture_id}").click()
+    return ran(at)
+
+
+def test_the_pictures_view_lists_a_crop_per_picture_with_its_decision(db):
+    with_pictures(db, pages=5)
+    at = pictures_view()
+    assert len(cards(at)) == 10
+    assert len(at.get("image")) == 10  # a crop on every card
+    assert "All pictures · 10" in at.segmented_control(key="pic_decision").options[0] or \
+        any("10" in option for option in at.segmented_control(key="pic_decision").options)
+    assert "Pictures 1–10 of 10 in this view" in texts(at)
+    engraving, stock = picture_ids(db)
+    assert card(at, engraving).value == "auto"
+    html = " ".join(str(h.proto) for h in at.get("html"))
+    assert "st-key-picture-card-kept-" in html  # the border's colour follows the decision
+
+
+def test_excluding_a_picture_changes_its_pages_decision_and_says_so(db):
+    keys = with_pictures(db, pages=3)
+    engraving, stock = picture_ids(db)
+    assert page_keep(db, keys[0]) == 1
+    at = pictures_view()
+    card(at, engraving).set_value("exclude")
+    ran(at)
+    assert page_keep(db, keys[0]) == 0  # its only picture the rule keeps is excluded
+    assert any("Excluded picture 1 on p. 1" in str(t.value) and "not kept" in str(t.value) for t in at.toast)
+    assert card(at, engraving).value == "exclude"
+    card(at, stock).set_value("include")
+    ran(at)
+    assert page_keep(db, keys[0]) == 1  # a small picture a curator includes keeps its page
+    undo = next(b for b in at.button if b.label == "Undo")
+    undo.click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.picture(stock)["keep"] is None
+
+
+def test_the_decision_filter_and_a_bulk_exclude_that_says_what_it_replaces(db):
+    with_pictures(db, pages=4)
+    engraving = picture_ids(db, 0, 1)[0]
+    with Manifest(db) as manifest:
+        manifest.set_picture_override(engraving, True)
+    at = pictures_view()
+    at.segmented_control(key="pic_decision").set_value("kept")
+    ran(at)
+    assert len(cards(at)) == 4
+    next(b for b in at.button if b.label == "Exclude all").click()
+    ran(at)
+    assert "This replaces 1 Include override; 3 pictures without an override get one." in texts(at)
+    with Manifest(db) as manifest:
+        assert manifest.picture(engraving)["keep"] == 1  # nothing before the confirmation
+    next(b for b in at.button if b.label == "Exclude 4 pictures").click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.summary()["kept"] == 0
+    assert "No pictures match this view." in texts(at)
+
+
+def test_delete_a_false_picture_in_the_large_view_and_bring_it_back(db):
+    keys = with_pictures(db, pages=2)
+    engraving, stock = picture_ids(db)
+    at = open_picture(pictures_view(), engraving)
+    next(b for b in at.button if b.key == "picture-delete").click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.picture(engraving)["deleted"] == 1
+    assert page_keep(db, keys[0]) == 0
+    next(b for b in at.button if b.key == "picture-restore").click()
+    ran(at)
+    assert page_keep(db, keys[0]) == 1
+
+
+def test_the_large_view_shows_its_page_its_words_and_the_click_controls(db):
+    with_pictures(db, pages=2)
+    engraving, stock = picture_ids(db)
+    with Manifest(db) as manifest:
+        manifest.set_auto_captions([(engraving, "a lady, **bold** [x](http://example.com/a.png)", "blip")])
+        manifest.conn.execute("UPDATE pictures SET legend = ? WHERE id = ?", ("THE <b>NEW</b> BONNET", engraving))
+        manifest.conn.commit()
+    at = open_picture(pictures_view(), engraving)
+    assert "picture **1** of 2" in texts(at)
+    assert "Printed legend: THE <b>NEW</b> BONNET" in texts(at)
+    assert "a lady, **bold** [x](http://example.com/a.png)" in texts(at)
+    raw = " ".join(c.value for c in at.caption)
+    assert "\\*\\*bold\\*\\* \\[x\\]" in raw and "\\<b\\>" in raw  # escaped: shown as read, never as Markdown
+    modes = at.segmented_control(key="pictures_click")
+    assert set(modes.options) == {"Fix this picture's box", "Add a missed picture"}
+    assert not modes.disabled
+    assert any("numbered" in c.value for c in at.caption)  # the page is drawn with its boxes (from the thumbnail)
+    next(b for b in at.button if b.key == "picture-next").click()
+    ran(at)
+    assert "picture **2** of 2" in texts(at)
+
+
+def test_two_clicks_are_a_box_in_reference_pixels_that_fixes_or_adds_a_picture(db):
+    keys = with_pictures(db, pages=1)
+    engraving, stock = picture_ids(db)
+    # The page (1224 reference pixels wide) shown 612 px wide: a click is worth two reference pixels.
+    box = pv.box_from_clicks((300, 450), (100, 50), 612, 1224)
+    assert box == [200, 100, 600, 900]
+    with Manifest(db) as manifest:
+        manifest.set_picture_box(stock, box)
+        assert manifest.picture(stock)["keep_picture"] == 1  # now 15 square inches
+        new = manifest.add_picture(*keys[0], pv.box_from_clicks((10, 10), (60, 90), 612, 1224))
+        assert manifest.picture(new)["number"] == 3
+
+
+def test_a_viewer_sees_no_enabled_control_and_cannot_change_a_picture(db):
+    with_pictures(db, pages=2)
+    engraving, stock = picture_ids(db)
+    at = page("pages/review.py")
+    at.secrets.update(SECRETS)
+    at.user = {"is_logged_in": True, "email": VIEWER}
+    pictures_view(at)
+    assert cards(at) and all(c.disabled for c in cards(at))
+    assert all(box.disabled for box in at.text_input)
+    assert all(b.disabled for b in at.button if b.label in ("Include all", "Exclude all", "Caption all"))
+    forced(card(at, engraving)).set_value("exclude")
+    ran(at)
+    at = open_picture(at, engraving)
+    assert at.segmented_control(key="pictures_click").disabled
+    assert next(b for b in at.button if b.key == "picture-delete").disabled
+    with Manifest(db) as manifest:
+        assert manifest.picture(engraving)["keep"] is None and manifest.picture(engraving)["deleted"] == 0
+
+
+def test_a_typed_caption_is_saved_and_shown_literally(db):
+    with_pictures(db, pages=1)
+    engraving, stock = picture_ids(db)
+    at = pictures_view()
+    box = next(b for b in at.text_input if b.key.startswith(f"picture-caption-card-{engraving}-"))
+    box.input("![x](http://example.com/x.png) :red[A WET DAY]")
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.picture(engraving)["caption"] == "![x](http://example.com/x.png) :red[A WET DAY]"
+    toast = next(str(t.value) for t in at.toast if "Caption saved" in str(t.value))
+    assert shown(toast).startswith("Caption saved for picture 1 on p. 1 of issue-000-0000.pdf")
+    again = pictures_view()  # a new session: the box shows the saved caption as typed
+    box = next(b for b in again.text_input if b.key.startswith(f"picture-caption-card-{engraving}-"))
+    assert box.value == "![x](http://example.com/x.png) :red[A WET DAY]"
