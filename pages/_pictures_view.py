@@ -33,6 +33,7 @@ SCREENS = "pictures_screens"  # the keys the screens so far start after: [None, 
 CLICK, CORNER = "pictures_click", "pictures_corner"  # the large view's click mode, and its first corner
 CAPTION_KEY = "picture-caption-"
 MAX_CAPTION = 500
+UNDO_HINT = "Undo is beside Your last change"
 CLICK_MODES = {"fix": "Fix this picture's box", "add": "Add a missed picture"}
 VIEW_LONG_SIDE = 1400  # pixels: the page in the large view, sharp enough to place a corner
 BORDERS = """<style>
@@ -40,6 +41,9 @@ BORDERS = """<style>
 [class*="st-key-picture-card-kept-"] {border-color: #2e7d32;}
 [class*="st-key-picture-card-excluded-"] {border-color: #b3261e;}
 [class*="st-key-picture-card-deleted-"] {border: 3px dashed #9e9e9e; opacity: 0.5;}
+[class*="st-key-picture-line-"] {flex-wrap: nowrap !important;}
+[class*="st-key-picture-line-"] > div:first-child {min-width: 0; overflow: hidden;}
+[class*="st-key-picture-card-"] [data-testid="stButtonGroup"] button {padding-left: 0; padding-right: 0; min-width: 0;}
 </style>"""
 
 
@@ -187,7 +191,7 @@ def confirm_bulk(flt: pv.PictureFilter, counts: dict, threshold: float, action: 
         with common.open_manifest() as manifest:
             done = pv.bulk_override(manifest, threshold, flt, OVERRIDE_OF_CHOICE[action])
         close(BULK)
-        st.session_state[NOTICE] = f"{verb} {done:,} pictures: done · Undo is above the pictures."
+        st.session_state[NOTICE] = f"{verb} {done:,} pictures: done · {UNDO_HINT}."
         st.rerun()
     if right.button("Cancel", key="pictures-bulk-cancel"):
         close(BULK)
@@ -213,7 +217,7 @@ def confirm_captions(flt: pv.PictureFilter, counts: dict, threshold: float):
             done = pv.bulk_caption(manifest, threshold, flt, text, replace=overwrite)
         close(CAPTION)
         forget(CAPTION_KEY)
-        st.session_state[NOTICE] = f"Captioned {done:,} pictures · Undo is above the pictures."
+        st.session_state[NOTICE] = f"Captioned {done:,} pictures · {UNDO_HINT}."
         st.rerun()
     if right.button("Cancel", key="pictures-bulk-caption-cancel"):
         close(CAPTION)
@@ -246,13 +250,16 @@ def card(row: dict, crop: bytes | None, document: dict | None):
             st.caption(":grey[No image of this page: no thumbnail is kept and the PDF is not at hand.]")
         name = common.escape_markdown(pathlib.Path(row["doc"]).name)
         total = f"/{document['pages']}" if document and document["pages"] else ""
-        with st.container(horizontal=True, vertical_alignment="center", gap="xsmall"):
-            st.caption(f"**#{row['number']}** · p. {page_number(row['page'])}{total} · "
-                       f"{views.square_inches(row['box_area'])}  \n{name}", wrap=False, width="stretch")
+        st.caption(f"**#{row['number']}** · p. {page_number(row['page'])}{total} · "
+                   f"{views.square_inches(row['box_area'])}  \n{name}", wrap=False)
+        with st.container(horizontal=True, vertical_alignment="center", gap="xsmall",
+                          key=f"picture-line-{row['id']}"):
+            # Always one line, so a card keeps its height whatever happened to its picture.
+            status = pv.status_words(row)
+            st.text(status or "\u200b", wrap=False, width="stretch", help=status or None)
             st.button("", key=f"picture-open-{row['id']}", icon=":material/open_in_full:", type="tertiary",
                       help="Open: the picture on its page, to fix its box, delete it or add a missed one",
                       on_click=open_picture, args=(row["id"],))
-        st.text(pv.status_words(row) or "\u200b", wrap=False)  # always one line: cards keep their height
         choice = CHOICE_OF_OVERRIDE[row["keep"]]
         key = f"picture-decide-{row['id']}-{choice}"
         st.segmented_control("Decision", list(CHOICES), format_func=CARD_CHOICES.get, default=choice, required=True,
@@ -281,8 +288,8 @@ def captioned(picture_id: int, key: str):
     with common.open_manifest() as manifest:
         manifest.set_picture_captions([(picture_id, text)])
         row = manifest.picture(picture_id)
-    st.toast(f"{'Caption saved for' if text else 'Caption removed from'} {picture_words(row)} · Undo is above the "
-             "pictures", icon=":material/check:")
+    st.toast(f"{'Caption saved for' if text else 'Caption removed from'} {picture_words(row)} · {UNDO_HINT}",
+             icon=":material/check:")
 
 
 def decided(picture_id: int, key: str):
@@ -298,7 +305,7 @@ def set_override(picture_id: int, keep):
         row = manifest.picture(picture_id)
     word = {True: "Included", False: "Excluded", None: "Gave back to the rule"}[keep]
     page = "kept" if row["page_keep"] else "not kept"
-    st.toast(f"{word} {picture_words(row)}; its page is {page} · Undo is above the pictures",
+    st.toast(f"{word} {picture_words(row)}; its page is {page} · {UNDO_HINT}",
              icon=":material/check:")
 
 
@@ -365,14 +372,17 @@ def large_view(threshold: float, picture_id: int, on_screen: list[int], last, un
         st.button("", icon=":material/arrow_forward:", key="picture-next",
                   disabled=index < 0 or index >= len(on_screen) - 1, help="Next picture",
                   on_click=open_picture, args=(on_screen[min(index + 1, len(on_screen) - 1)],))
-    words(row)
-    caption_input(row, "dialog")
-    if last is not None:
-        undo_bar(last)
-    if image is None:
-        st.error("No image of this page is at hand, so its boxes cannot be drawn.")
-        return
-    click_on_page(row, boxes, image, drawn_from)
+    page_col, side_col = st.columns([3, 2])
+    with side_col:
+        caption_input(row, "dialog")
+        words(row)
+        if last is not None:
+            undo_bar(last)
+    with page_col:
+        if image is None:
+            st.error("No image of this page is at hand, so its boxes cannot be drawn.")
+            return
+        click_on_page(row, boxes, image, drawn_from)
 
 
 def words(row: dict):
@@ -419,12 +429,12 @@ def drawn(row: dict, mode: str, box: list[int]):
     with common.open_manifest() as manifest:
         if mode == "fix":
             manifest.set_picture_box(row["id"], box)
-            st.session_state[NOTICE] = f"Redrew the box of {picture_words(row)} · Undo is above the pictures."
+            st.session_state[NOTICE] = f"Redrew the box of {picture_words(row)} · {UNDO_HINT}."
         else:
             new = manifest.add_picture(row["doc_id"], row["page"], box)
             added = manifest.picture(new)
             st.session_state[OPEN] = new
-            st.session_state[NOTICE] = f"Added {picture_words(added)} · Undo is above the pictures."
+            st.session_state[NOTICE] = f"Added {picture_words(added)} · {UNDO_HINT}."
 
 
 def delete(picture_id: int, deleted: bool):
@@ -433,7 +443,7 @@ def delete(picture_id: int, deleted: bool):
     with common.open_manifest() as manifest:
         manifest.delete_picture(picture_id, deleted)
         row = manifest.picture(picture_id)
-    st.toast(f"{'Deleted' if deleted else 'Brought back'} {picture_words(row)} · Undo is above the pictures",
+    st.toast(f"{'Deleted' if deleted else 'Brought back'} {picture_words(row)} · {UNDO_HINT}",
              icon=":material/check:")
 
 

@@ -143,12 +143,14 @@ def test_the_page_is_drawn_with_every_box_numbered_the_open_one_in_blue(manifest
     manifest.delete_picture(picture[(0, 2)])
     boxes = pv.page_boxes(manifest, doc, 0)
     assert [(b["number"], b["deleted"]) for b in boxes] == [(1, 0), (2, 1)]
-    page = np.full((700, 500, 3), 255, np.uint8)
+    page = np.full((1400, 1000, 3), 255, np.uint8)  # drawn at the reference size
     drawn = np.asarray(pv.numbered_outline(jpeg(page), boxes, WIDTH, selected=picture[(0, 1)])).astype(int)
-    assert np.abs(drawn[15, 100] - pv.SELECTED_COLOUR).max() < 40  # the open one's top edge (y 30 / 2), in blue
-    left_edge = drawn[250:300, 210]  # the deleted stock cut's (x 420 / 2): dashes of orange and gaps of paper
+    assert np.abs(drawn[31, 200] - pv.SELECTED_COLOUR).max() < 40  # the open one's top edge, in blue
+    left_edge = drawn[500:600, 421]  # the deleted stock cut's: dashes of orange and gaps of paper
     orange = np.abs(left_edge - pv.OUTLINE_COLOUR).max(axis=1) < 40
     assert 0.3 < orange.mean() < 0.8
+    small = pv.numbered_outline(jpeg(page[::10, ::10]), boxes, WIDTH)  # a thumbnail: enlarged to be legible
+    assert small.width == pv.OUTLINE_MIN_WIDTH
 
 
 def test_two_clicks_in_any_order_are_one_box(manifest):

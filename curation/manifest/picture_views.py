@@ -72,6 +72,7 @@ SORTS = {
 CROP_SIDE = 200  # pixels: a card's square crop, enough for the widest card of the grid
 CROP_MARGIN = 0.03  # of the page's width: a little of the page around the box, to see what the box cut
 PAPER = (243, 238, 228)  # the theme's secondary background: the letterbox around a crop
+OUTLINE_MIN_WIDTH = 800  # pixels: a smaller page image is enlarged before its boxes are drawn
 SELECTED_COLOUR = (0, 114, 178)  # the open picture's box: a blue no scan is printed in
 
 
@@ -242,6 +243,9 @@ def numbered_outline(image: bytes, boxes: list[dict], page_width: int, selected:
     export numbers them; the `selected` picture in blue, deleted ones dashed."""
     with PIL.Image.open(io.BytesIO(image)) as opened:
         picture = opened.convert("RGB")
+    if picture.width < OUTLINE_MIN_WIDTH:  # a thumbnail, when the PDF is not at hand: boxes and numbers legible
+        height = round(picture.height * OUTLINE_MIN_WIDTH / picture.width)
+        picture = picture.resize((OUTLINE_MIN_WIDTH, height), PIL.Image.LANCZOS)
     scale = picture.width / page_width
     draw = PIL.ImageDraw.Draw(picture)
     line = max(2, round(picture.width / 300))

@@ -1,0 +1,60 @@
+"""Review's Pictures view in a real browser (Chromium at 1440 x 900, as a curator's laptop): a dense grid of
+the crops, at least six cards a row beside the sidebar, each card's controls inside it, and the large view
+with its page to click on."""
+
+import os
+
+import pytest
+
+from curation import Manifest
+from server_support import CHROMIUM, go, no_exception, settle, streamlit_server
+from test_e2e_walkthrough import cli
+
+playwright = pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                reason="needs Debian's chromium (apt-get install chromium)")
+
+CARDS = """() => [...document.querySelectorAll("[class*='st-key-picture-card-']")].map(card => {
+    const box = card.getBoundingClientRect(), buttons = [...card.querySelectorAll("button")];
+    return {top: Math.round(box.top), height: Math.round(box.height), width: box.width,
+            fits: buttons.every(b => b.getBoundingClientRect().right <= box.right + 0.5),
+            image: (card.querySelector("img") || {width: 0}).width};
+})"""
+
+
+def test_the_pictures_grid_at_1440_px_holds_six_cards_a_row_and_opens_a_picture(tmp_path, archive, chromium_page):
+    db = tmp_path / "data" / "manifest.sqlite"
+    cli("ingest", archive, "--db", db, "--workers", 1, "-q")
+    with Manifest(db) as manifest:  # a picture on every page: the scorer's, or one drawn as a curator would
+        for row in manifest.pages():
+            if not manifest.pictures(row["doc_id"], row["page"]):
+                manifest.add_picture(row["doc_id"], row["page"], (20, 40, row["width"] // 2, row["height"] // 3))
+        found = manifest.conn.execute("SELECT COUNT(*) FROM pictures").fetchone()[0]
+    assert found >= 15
+    env = {"CURATION_DB": str(db), "CURATION_ROOTS": str(archive)}
+    with streamlit_server(tmp_path / "streamlit.log", env) as (_, port):
+        url, page = f"http://127.0.0.1:{port}", chromium_page
+        go(page, url, "review?view=Pictures")  # the view switch as the address keeps it
+        cards = page.evaluate(CARDS)
+        assert len(cards) == min(found, 48)
+        first_row = [card for card in cards if card["top"] == cards[0]["top"]]
+        assert len(first_row) >= 6
+        assert all(card["fits"] for card in cards)  # include / auto / exclude and Open inside the card
+        assert len({card["height"] for card in first_row}) == 1  # a row of cards of one height
+        assert all(card["image"] >= 0.8 * card["width"] for card in cards)
+        page.locator("[class*='st-key-picture-open-'] button").first.click()
+        dialog = page.get_by_role("dialog")
+        dialog.get_by_text("Fix this picture's box").wait_for()
+        dialog.locator("iframe").wait_for()  # the page to click on
+        settle(page)
+        no_exception(page)
+
+
+@pytest.fixture
+def chromium_page():
+    from server_support import chromium
+
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.set_default_timeout(30_000)
+        yield page
