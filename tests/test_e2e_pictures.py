@@ -1,6 +1,6 @@
 """Review's Pictures view in a real browser (Chromium at 1440 x 900, as a curator's laptop): a dense grid of
 the crops, at least six cards a row beside the sidebar, each card's controls inside it, and the large view
-with its page to click on."""
+where two clicks on the page redraw a picture's box."""
 
 import os
 
@@ -22,7 +22,7 @@ CARDS = """() => [...document.querySelectorAll("[class*='st-key-picture-card-']"
 })"""
 
 
-def test_the_pictures_grid_at_1440_px_holds_six_cards_a_row_and_opens_a_picture(tmp_path, archive, chromium_page):
+def test_the_pictures_grid_at_1440_px_holds_six_cards_a_row_and_two_clicks_fix_a_box(tmp_path, archive, chromium_page):
     db = tmp_path / "data" / "manifest.sqlite"
     cli("ingest", archive, "--db", db, "--workers", 1, "-q")
     with Manifest(db) as manifest:  # a picture on every page: the scorer's, or one drawn as a curator would
@@ -44,10 +44,21 @@ def test_the_pictures_grid_at_1440_px_holds_six_cards_a_row_and_opens_a_picture(
         assert all(card["image"] >= 0.8 * card["width"] for card in cards)
         page.locator("[class*='st-key-picture-open-'] button").first.click()
         dialog = page.get_by_role("dialog")
-        dialog.get_by_text("Fix this picture's box").wait_for()
-        dialog.locator("iframe").wait_for()  # the page to click on
+        dialog.get_by_text("Fix this picture's box").click()  # then two clicks on the page redraw its box
+        settle(page)
+        drawn = dialog.frame_locator("iframe").locator("img")
+        size = drawn.bounding_box()
+        drawn.click(position={"x": size["width"] * 0.1, "y": size["height"] * 0.1})
+        dialog.get_by_text("Now click the opposite corner.").wait_for()
+        drawn.click(position={"x": size["width"] * 0.6, "y": size["height"] * 0.5})
+        page.get_by_text("Redrew the box of picture").first.wait_for()  # the toast
         settle(page)
         no_exception(page)
+    with Manifest(db) as manifest:
+        (fixed,) = manifest.picture_rows(where="x.fx0 IS NOT NULL")
+        assert fixed["bx0"] == pytest.approx(0.1 * fixed["width"], abs=0.02 * fixed["width"])
+        assert fixed["bx1"] == pytest.approx(0.6 * fixed["width"], abs=0.02 * fixed["width"])
+        assert fixed["by1"] == pytest.approx(0.5 * fixed["height"], abs=0.02 * fixed["height"])
 
 
 @pytest.fixture
