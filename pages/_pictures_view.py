@@ -5,7 +5,6 @@ computes what it shows."""
 
 from __future__ import annotations
 
-import os
 import pathlib
 import zlib
 
@@ -96,31 +95,19 @@ def filters(manifest, documents: list[dict], threshold: float) -> tuple[pv.Pictu
                               bind="query-params", on_change=first_screen,
                               help="Least sure first: the pictures closest to the rule's cutoff. Near-duplicates "
                                    "together: pictures of pages that show the same picture, group by group.")
-    counts = cached_counts(str(common.db_path()), manifest_stamp(manifest), threshold, doc_id or None)
+    counts = cached_counts(str(common.db_path()), pv.change_stamp(manifest), threshold, manifest.rule,
+                           manifest.picture_area_min, doc_id or None)
     decision = top.segmented_control(
         "Show", list(pv.DECISIONS), format_func=lambda d: f"{pv.DECISIONS[d]} · {counts[d]:,}", default="all",
         required=True, key="pic_decision", bind="query-params", on_change=first_screen, help=pv.DECISION_HELP)
     return pv.PictureFilter(decision, doc_id or None), sort, counts
 
 
-def manifest_stamp(manifest) -> tuple:
-    """Changes whenever the manifest does: its files' times and sizes (every commit writes one of them) and its
-    latest action."""
-    files = []
-    for suffix in ("", "-wal"):
-        try:
-            stat = os.stat(f"{manifest.path}{suffix}")
-            files += [stat.st_mtime_ns, stat.st_size]
-        except OSError:
-            files += [0, 0]
-    latest = manifest.conn.execute("SELECT MAX(id) FROM history").fetchone()[0]
-    return (*files, latest)
-
-
 @st.cache_data(max_entries=32, show_spinner=False)
-def cached_counts(db: str, stamp: tuple, threshold: float, doc_id: int | None) -> dict:
-    """Every filter's count is one scan of the pictures (about a second at 250,000): counted again only when
-    the manifest changed (`stamp`)."""
+def cached_counts(db: str, stamp: tuple, threshold: float, rule: str, picture_area_min: float,
+                  doc_id: int | None) -> dict:
+    """Every filter's count is one scan of the pictures (a fraction of a second at 250,000): counted again
+    only when the manifest changed (`stamp`) or the decision did."""
     with common.open_manifest() as manifest:
         return pv.filter_counts(manifest, threshold, doc_id)
 

@@ -64,8 +64,8 @@ UNSURE_SQL = (
 # do not), so a screen's key is unique. Document and page walks the index of (doc_id, page, number): its
 # screens take milliseconds however deep; the others sort the view, a fraction of a second at 250,000.
 SORTS = {
-    "size": ("Largest first", [f"-{PICTURE_AREA_SQL}", "x.id"]),
     "page": ("Document and page", ["x.doc_id", "x.page", "x.number"]),
+    "size": ("Largest first", [f"-{PICTURE_AREA_SQL}", "x.id"]),
     "unsure": ("Least sure first", [UNSURE_SQL, "x.id"]),
     "duplicates": ("Near-duplicates together", ["COALESCE(g.group_id, 9e18)", "x.doc_id", "x.page", "x.number"]),
 }
@@ -113,8 +113,21 @@ def filter_counts(manifest: Manifest, threshold: float | None, doc_id: int | Non
     where, params = BASE_SQL, decision_params(manifest, threshold, rule)
     if doc_id is not None:
         where, params["doc_id"] = f"{where} AND x.doc_id = :doc_id", int(doc_id)
-    sums = ", ".join(f"COALESCE(SUM({sql}), 0) AS \"{name}\"" for name, sql in DECISION_SQL.items())
-    return dict(manifest.conn.execute(f"SELECT {sums} {from_sql(sums)} WHERE {where}", params).fetchone())
+    # Excluded is what is neither kept nor deleted: the decision, the costly part, is worked out once.
+    counted = [name for name in DECISION_SQL if name != "excluded"]
+    sums = ", ".join(f"COALESCE(SUM({DECISION_SQL[name]}), 0)" for name in counted)
+    counts = dict(zip(counted, manifest.conn.execute(f"SELECT {sums} {from_sql(sums)} WHERE {where}", params).fetchone()))
+    return {**counts, "excluded": counts["all"] - counts["kept"]}
+
+
+def change_stamp(manifest: Manifest) -> tuple:
+    """A value that changes whenever filter_counts may: a person's change (every one is an action in the
+    history, settings too), a scoring (its pages' time), a new picture, a job's progress. Milliseconds,
+    where the counts take up to a second: a caller keeps the counts until it changes."""
+    return (*manifest.conn.execute(
+        "SELECT (SELECT MAX(id) FROM history), (SELECT MAX(id) FROM pictures), (SELECT MAX(scored_at) FROM pages), "
+        "(SELECT COUNT(*) FROM duplicates)").fetchone(),
+        *manifest.conn.execute("SELECT MAX(id), MAX(finished_at), SUM(done) FROM jobs").fetchone())
 
 
 def override_counts(manifest: Manifest, threshold: float | None, flt: PictureFilter, *,
