@@ -68,8 +68,7 @@ def test_the_pictures_view_lists_a_crop_per_picture_with_its_decision(db):
     at = pictures_view()
     assert len(cards(at)) == 10
     assert len(at.get("image")) == 10  # a crop on every card
-    assert "All pictures · 10" in at.segmented_control(key="pic_decision").options[0] or \
-        any("10" in option for option in at.segmented_control(key="pic_decision").options)
+    assert at.segmented_control(key="pic_decision").options[:3] == ["All pictures · 10", "Kept · 5", "Excluded · 5"]
     assert "Pictures 1–10 of 10 in this view" in texts(at)
     engraving, stock = picture_ids(db)
     assert card(at, engraving).value == "auto"
@@ -85,6 +84,7 @@ def test_excluding_a_picture_changes_its_pages_decision_and_says_so(db):
     card(at, engraving).set_value("exclude")
     ran(at)
     assert page_keep(db, keys[0]) == 0  # its only picture the rule keeps is excluded
+    assert "Kept · 2" in at.segmented_control(key="pic_decision").options  # the counts follow at once
     assert any("Excluded picture 1 on p. 1" in str(t.value) and "not kept" in str(t.value) for t in at.toast)
     assert card(at, engraving).value == "exclude"
     card(at, stock).set_value("include")
@@ -95,6 +95,19 @@ def test_excluding_a_picture_changes_its_pages_decision_and_says_so(db):
     ran(at)
     with Manifest(db) as manifest:
         assert manifest.picture(stock)["keep"] is None
+
+
+def test_next_and_previous_screens(db):
+    with_pictures(db, pages=30)
+    at = pictures_view()
+    assert len(cards(at)) == 48 and "Pictures 1–48 of 60 in this view" in texts(at)
+    next(b for b in at.button if b.key == "pictures-next").click()
+    ran(at)
+    assert len(cards(at)) == 12 and "Pictures 49–60 of 60 in this view" in texts(at)
+    assert next(b for b in at.button if b.key == "pictures-next").disabled
+    next(b for b in at.button if b.key == "pictures-previous").click()
+    ran(at)
+    assert len(cards(at)) == 48
 
 
 def test_the_decision_filter_and_a_bulk_exclude_that_says_what_it_replaces(db):
