@@ -28,7 +28,7 @@ CARD_CONTROL_HELP = "Plus: include the picture; A: auto, the rule decides; minus
 CHOICE_OF_OVERRIDE = {1: "include", None: "auto", 0: "exclude"}
 OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
 OPEN, BULK, CAPTION, NOTICE = "pictures_open", "pictures_bulk", "pictures_caption", "pictures_notice"
-SCREENS = "pictures_screens"  # the keys the screens so far start after: [None, key of screen 1's last, ...]
+SCREENS = "pictures_screens"  # (view, the keys its screens so far start after: [None, screen 1's last, ...])
 CLICK, CORNER = "pictures_click", "pictures_corner"  # the large view's click mode, and its first corner
 CAPTION_KEY = "picture-caption-"
 MAX_CAPTION = 500
@@ -59,10 +59,10 @@ def show(undo_bar):
         total = counts[flt.decision]
         bulk_actions(flt, total, threshold)
         last = views.last_undoable(manifest)
-        screens = st.session_state.setdefault(SCREENS, [None])
+        screens = screens_of((flt, sort))
         shown = pv.screen(manifest, threshold, flt, sort, after=screens[-1], limit=PER_SCREEN)
         if not shown.rows and len(screens) > 1:  # the view shrank (a bulk action, another browser)
-            st.session_state[SCREENS] = screens = [None]
+            screens[:] = [None]
             shown = pv.screen(manifest, threshold, flt, sort, limit=PER_SCREEN)
         crops = pv.crops(manifest, shown.rows)
     if OPEN not in st.session_state:
@@ -109,11 +109,20 @@ def cached_counts(db: str, stamp: tuple, threshold: float, rule: str, picture_ar
     """Every filter's count is one scan of the pictures (a fraction of a second at 250,000): counted again
     only when the manifest changed (`stamp`) or the decision did."""
     with common.open_manifest() as manifest:
-        return pv.filter_counts(manifest, threshold, doc_id)
+        return pv.filter_counts(manifest, threshold, doc_id, rule=rule)
+
+
+def screens_of(view: tuple) -> list:
+    """The keys the screens so far start after, for this view (filter and sort); a new view starts afresh,
+    however it changed (a widget, the address, the browser's Back)."""
+    held = st.session_state.get(SCREENS)
+    if held is None or held[0] != view:
+        held = st.session_state[SCREENS] = (view, [None])
+    return held[1]
 
 
 def first_screen():
-    st.session_state[SCREENS] = [None]
+    st.session_state.pop(SCREENS, None)
 
 
 def pager(screens: int, next_after):
@@ -127,11 +136,13 @@ def pager(screens: int, next_after):
 
 
 def next_screen(after):
-    st.session_state[SCREENS] = [*st.session_state.get(SCREENS, [None]), tuple(after)]
+    if SCREENS in st.session_state:
+        st.session_state[SCREENS][1].append(tuple(after))
 
 
 def previous_screen():
-    st.session_state[SCREENS] = st.session_state.get(SCREENS, [None])[:-1] or [None]
+    if SCREENS in st.session_state and len(st.session_state[SCREENS][1]) > 1:
+        st.session_state[SCREENS][1].pop()
 
 
 # -- bulk actions -------------------------------------------------------------------------------
