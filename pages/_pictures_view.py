@@ -254,7 +254,7 @@ def card(row: dict, crop: bytes | None, document: dict | None):
                           key=f"picture-line-{row['id']}"):
             # Always one line, so a card keeps its height whatever happened to its picture.
             status = pv.status_words(row)
-            st.text(status or "\u200b", wrap=False, width="stretch", help=status or None)
+            st.caption(status or "\u200b", wrap=False, width="stretch")  # the view's own words: no escaping
             st.button("", key=f"picture-open-{row['id']}", icon=":material/open_in_full:", type="tertiary",
                       help="Open: the picture on its page, to fix its box, delete it or add a missed one",
                       on_click=open_picture, args=(row["id"],))

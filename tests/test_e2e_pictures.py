@@ -21,6 +21,11 @@ CARDS = """() => [...document.querySelectorAll("[class*='st-key-picture-card-']"
             image: (card.querySelector("img") || {width: 0}).width};
 })"""
 
+FIRST_CROPS_SHOWN = """() => {
+    const crops = [...document.querySelectorAll("[class*='st-key-picture-card-'] img")].slice(0, 6);
+    return crops.length == 6 && crops.every(img => img.complete && img.naturalWidth > 0);
+}"""
+
 
 def test_the_pictures_grid_at_1440_px_holds_six_cards_a_row_and_two_clicks_fix_a_box(tmp_path, archive, chromium_page):
     db = tmp_path / "data" / "manifest.sqlite"
@@ -35,13 +40,20 @@ def test_the_pictures_grid_at_1440_px_holds_six_cards_a_row_and_two_clicks_fix_a
     with streamlit_server(tmp_path / "streamlit.log", env) as (_, port):
         url, page = f"http://127.0.0.1:{port}", chromium_page
         go(page, url, "review?view=Pictures")  # the view switch as the address keeps it
+        page.wait_for_function(FIRST_CROPS_SHOWN)
         cards = page.evaluate(CARDS)
         assert len(cards) == min(found, 48)
         first_row = [card for card in cards if card["top"] == cards[0]["top"]]
         assert len(first_row) >= 6
         assert all(card["fits"] for card in cards)  # include / auto / exclude and Open inside the card
         assert len({card["height"] for card in first_row}) == 1  # a row of cards of one height
-        assert all(card["image"] >= 0.8 * card["width"] for card in cards)
+        assert all(card["image"] >= 0.8 * card["width"] for card in first_row)  # the crop is most of the card
+        before = cards[0]["height"]
+        page.locator("[class*='st-key-picture-decide-']").first.get_by_role("radio").last.click()  # Exclude
+        page.get_by_text("Excluded picture").first.wait_for()  # the toast
+        settle(page)
+        after = page.evaluate(CARDS)[0]
+        assert after["height"] == before and after["fits"]  # the card keeps its height and its controls
         page.locator("[class*='st-key-picture-open-'] button").first.click()
         dialog = page.get_by_role("dialog")
         dialog.get_by_text("Fix this picture's box").click()  # then two clicks on the page redraw its box
