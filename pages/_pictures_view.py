@@ -95,21 +95,17 @@ def filters(manifest, documents: list[dict], threshold: float) -> tuple[pv.Pictu
                               bind="query-params", on_change=first_screen,
                               help="Least sure first: the pictures closest to the rule's cutoff. Near-duplicates "
                                    "together: pictures of pages that show the same picture, group by group.")
-    counts = cached_counts(str(common.db_path()), pv.change_stamp(manifest), threshold, manifest.rule,
-                           manifest.picture_area_min, doc_id or None)
+    counts = count_keeper(str(common.db_path())).counts(manifest, threshold, doc_id or None)
     decision = top.segmented_control(
         "Show", list(pv.DECISIONS), format_func=lambda d: f"{pv.DECISIONS[d]} · {counts[d]:,}", default="all",
         required=True, key="pic_decision", bind="query-params", on_change=first_screen, help=pv.DECISION_HELP)
     return pv.PictureFilter(decision, doc_id or None), sort, counts
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def cached_counts(db: str, stamp: tuple, threshold: float, rule: str, picture_area_min: float,
-                  doc_id: int | None) -> dict:
-    """Every filter's count is one scan of the pictures (a fraction of a second at 250,000): counted again
-    only when the manifest changed (`stamp`) or the decision did."""
-    with common.open_manifest() as manifest:
-        return pv.filter_counts(manifest, threshold, doc_id, rule=rule)
+@st.cache_resource(show_spinner=False)
+def count_keeper(db: str) -> pv.CountKeeper:
+    """The filter counts of the manifest at `db`, kept for every session (see pv.CountKeeper)."""
+    return pv.CountKeeper()
 
 
 def screens_of(view: tuple) -> list:

@@ -211,3 +211,39 @@ def test_a_card_says_what_happened_to_its_picture(manifest, doc):
     assert words[added] == "added by a curator"
     assert words[picture[(0, 2)]] == "not found by the last scoring"
     assert words[picture[(0, 1)]] == ""
+
+
+def test_kept_counts_follow_every_change_and_count_again_only_the_documents_touched(manifest, doc, monkeypatch):
+    other = manifest.register_document(sha256="b" * 64, path="/archive/b.pdf", size=1)["id"]
+    for page in range(3):
+        scored(manifest, other, page, [PLATE, STOCK_CUT])
+    keeper = pv.CountKeeper()
+    scans = []
+    counted = pv.document_counts
+    monkeypatch.setattr(pv, "document_counts", lambda *a, **k: scans.append(a[2] if len(a) > 2 else "all")
+                        or counted(*a, **k))
+
+    def same():
+        assert keeper.counts(manifest, None) == pv.filter_counts(manifest, None)
+        assert keeper.counts(manifest, None, doc) == pv.filter_counts(manifest, None, doc)
+
+    same()
+    picture = ids(manifest, doc)
+    manifest.set_picture_override(picture[(0, 1)], False)
+    same()
+    manifest.delete_picture(picture[(2, 1)])
+    manifest.set_override(doc, 3, False)
+    same()
+    assert scans == ["all", [doc], [doc]]  # after a person's change, only the document it touched
+    manifest.undo()
+    same()
+    with Manifest(manifest.path) as elsewhere:  # another browser, the command line
+        elsewhere.set_picture_override(ids(elsewhere, other)[(1, 2)], True)
+    same()
+    assert scans[-1] == [other]
+    job = manifest.start_job("rescore")  # a scoring, which runs as a job: everything again
+    scored(manifest, other, 0, [STOCK_CUT])
+    manifest.finish_job(job, "done")
+    same()
+    assert scans[-1] == "all"
+    assert keeper.counts(manifest, 1000.0, rule="sigma") == pv.filter_counts(manifest, 1000.0, rule="sigma")

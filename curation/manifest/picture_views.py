@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -109,27 +110,77 @@ def _bound(manifest: Manifest, threshold: float | None, flt: PictureFilter, rule
 # -- counts -----------------------------------------------------------------------------------
 
 
+COUNTED = [name for name in DECISION_SQL if name != "excluded"]  # excluded: neither kept nor deleted
+
+
 def filter_counts(manifest: Manifest, threshold: float | None, doc_id: int | None = None, *,
                   rule: str | None = None) -> dict[str, int]:
     """How many pictures each decision filter holds (of one document, or all), in one scan."""
     where, params = BASE_SQL, decision_params(manifest, threshold, rule)
     if doc_id is not None:
         where, params["doc_id"] = f"{where} AND x.doc_id = :doc_id", int(doc_id)
-    # Excluded is what is neither kept nor deleted: the decision, the costly part, is worked out once.
-    counted = [name for name in DECISION_SQL if name != "excluded"]
-    sums = ", ".join(f"COALESCE(SUM({DECISION_SQL[name]}), 0)" for name in counted)
-    counts = dict(zip(counted, manifest.conn.execute(f"SELECT {sums} {from_sql(sums)} WHERE {where}", params).fetchone()))
+    sums = ", ".join(f"COALESCE(SUM({DECISION_SQL[name]}), 0)" for name in COUNTED)
+    return _with_excluded(manifest.conn.execute(f"SELECT {sums} {from_sql(sums)} WHERE {where}", params).fetchone())
+
+
+def document_counts(manifest: Manifest, threshold: float | None, doc_ids: Iterable[int] | None = None, *,
+                    rule: str | None = None) -> dict[int, dict[str, int]]:
+    """filter_counts of each document (of `doc_ids`, or of every one), in one scan; a document without a
+    picture counts none."""
+    where, params = BASE_SQL, decision_params(manifest, threshold, rule)
+    wanted = None if doc_ids is None else sorted({int(d) for d in doc_ids})
+    if wanted is not None:
+        where += f" AND x.doc_id IN ({', '.join(map(str, wanted))})"
+    sums = ", ".join(f"COALESCE(SUM({DECISION_SQL[name]}), 0)" for name in COUNTED)
+    counts = {row[0]: _with_excluded(row[1:]) for row in manifest.conn.execute(
+        f"SELECT x.doc_id, {sums} {from_sql(sums)} WHERE {where} GROUP BY x.doc_id", params)}
+    return {**{doc: _with_excluded([0] * len(COUNTED)) for doc in wanted or ()}, **counts}
+
+
+def _with_excluded(values: Sequence[int]) -> dict[str, int]:
+    counts = dict(zip(COUNTED, values))
     return {**counts, "excluded": counts["all"] - counts["kept"]}
 
 
-def change_stamp(manifest: Manifest) -> tuple:
-    """A value that changes whenever filter_counts may: a person's change (every one is an action in the
-    history, settings too), a scoring (its pages' time), a new picture, a job's progress. Milliseconds,
-    where the counts take up to a second: a caller keeps the counts until it changes."""
+def scoring_stamp(manifest: Manifest) -> tuple:
+    """Changes whenever the pictures or pages change other than by a person (whose every change is an
+    action of the history): a scoring (ingest and rescore run as jobs: a job's start, progress and end; the
+    pages' latest time), a new picture, new near-duplicate groups, a replaced document. Milliseconds."""
     return (*manifest.conn.execute(
-        "SELECT (SELECT MAX(id) FROM history), (SELECT MAX(id) FROM pictures), (SELECT MAX(scored_at) FROM pages), "
-        "(SELECT COUNT(*) FROM duplicates)").fetchone(),
+        "SELECT (SELECT MAX(id) FROM pictures), (SELECT MAX(scored_at) FROM pages), (SELECT COUNT(*) FROM duplicates), "
+        "(SELECT COUNT(*) FROM documents WHERE status = 'replaced')").fetchone(),
         *manifest.conn.execute("SELECT MAX(id), MAX(finished_at), SUM(done) FROM jobs").fetchone())
+
+
+class CountKeeper:
+    """The filter counts, kept between script runs and brought up to date cheaply: a scan of every picture
+    (a second at 250,000) only when the decision or the scoring changed; after a person's changes, only the
+    documents they touched are counted again (milliseconds), read from the history. One per manifest,
+    shared by the sessions that show it."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._key, self._action, self._documents = None, None, {}
+
+    def counts(self, manifest: Manifest, threshold: float | None, doc_id: int | None = None, *,
+               rule: str | None = None) -> dict[str, int]:
+        params = decision_params(manifest, threshold, rule)
+        key = (str(manifest.path), params["threshold"], params["rule"], params["picture_area_min"],
+               scoring_stamp(manifest))
+        last = manifest.conn.execute("SELECT COALESCE(MAX(id), 0) FROM history").fetchone()[0]  # before counting
+        with self._lock:
+            if key != self._key:
+                self._documents = document_counts(manifest, threshold, rule=rule)
+            elif last != self._action:
+                touched = [row[0] for row in manifest.conn.execute(
+                    "SELECT DISTINCT doc_id FROM history_changes WHERE action_id > ? AND doc_id IS NOT NULL",
+                    (self._action,))]
+                if touched:
+                    self._documents = {**self._documents, **document_counts(manifest, threshold, touched, rule=rule)}
+            self._key, self._action, documents = key, last, self._documents
+        if doc_id is not None:
+            return documents.get(int(doc_id)) or _with_excluded([0] * len(COUNTED))
+        return {name: sum(counts[name] for counts in documents.values()) for name in DECISION_SQL}
 
 
 def override_counts(manifest: Manifest, threshold: float | None, flt: PictureFilter, *,
