@@ -47,7 +47,8 @@ def doc(manifest):
 
 def ids(manifest, doc_id):
     """{(page, number): picture id}"""
-    return {(r["page"], r["number"]): r["id"] for r in manifest.picture_rows(where="x.doc_id = :d", params={"d": doc_id})}
+    rows = manifest.picture_rows(where="x.doc_id = :d", params={"d": doc_id})
+    return {(r["page"], r["number"]): r["id"] for r in rows}
 
 
 def every_screen(manifest, flt=pv.PictureFilter(), sort="size", limit=2):

@@ -25,9 +25,7 @@ import PIL.ImageDraw
 from .pictures import PictureError
 from .rules import KEEP_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL, PICTURE_KEEP_SQL
 from .store import Manifest, now
-from .views import OUTLINE_COLOUR, decision_params, documents_for_filter, thumbnails
-
-__all__ = ["PictureError", "documents_for_filter"]
+from .views import OUTLINE_COLOUR, decision_params, thumbnails
 
 FROM_SQL = "FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page JOIN documents d ON d.id = x.doc_id"
 # Joined only when a query reads them (by alias): every join costs a lookup per picture.
@@ -102,7 +100,8 @@ def from_sql(*sql: str) -> str:
     return " ".join([FROM_SQL, *(join for alias, join in JOINS.items() if re.search(rf"\b{alias}\.", text))])
 
 
-def _bound(manifest: Manifest, threshold: float | None, flt: PictureFilter, rule: str | None = None) -> tuple[str, dict]:
+def _bound(manifest: Manifest, threshold: float | None, flt: PictureFilter,
+           rule: str | None = None) -> tuple[str, dict]:
     where, params = flt.sql()
     return where, {**decision_params(manifest, threshold, rule), **params}
 
@@ -217,7 +216,8 @@ def screen(manifest: Manifest, threshold: float | None, flt: PictureFilter = Pic
         where += f" AND ({', '.join(terms)}) > ({', '.join(f':after{i}' for i in range(len(terms)))})"
         params.update({f"after{i}": value for i, value in enumerate(after)})
     keys = manifest.conn.execute(
-        f"SELECT {', '.join(terms)}, x.id {from_sql(where, *terms)} WHERE {where} ORDER BY {', '.join(terms)} LIMIT {int(limit) + 1}",
+        f"SELECT {', '.join(terms)}, x.id {from_sql(where, *terms)} WHERE {where} "
+        f"ORDER BY {', '.join(terms)} LIMIT {int(limit) + 1}",
         params).fetchall()
     more = len(keys) > limit
     keys = [tuple(key) for key in keys[:limit]]
@@ -366,7 +366,8 @@ def bulk_override_effect(counts: dict, keep: bool | None) -> str:
                 "Exclude); those pictures go back to the rule's decision.")
     replaced, same = (excluded, included) if keep else (included, excluded)
     word, other = ("Include", "Exclude") if keep else ("Exclude", "Include")
-    parts = [f"This replaces {_count(replaced, other + ' override')}" if replaced else f"It replaces no {other} override"]
+    parts = [f"This replaces {_count(replaced, other + ' override')}" if replaced
+             else f"It replaces no {other} override"]
     if same:
         parts.append(f"{_count(same, 'picture')} {'is' if same == 1 else 'are'} already {word.lower()}d")
     fresh = total - replaced - same
