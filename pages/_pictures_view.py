@@ -28,6 +28,7 @@ CARD_CONTROL_HELP = "Plus: include the picture; A: auto, the rule decides; minus
 CHOICE_OF_OVERRIDE = {1: "include", None: "auto", 0: "exclude"}
 OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
 OPEN, BULK, CAPTION, NOTICE = "pictures_open", "pictures_bulk", "pictures_caption", "pictures_notice"
+ON_SCREEN = "pictures_on_screen"  # the ids of the screen's pictures, for next and previous in the large view
 SCREENS = "pictures_screens"  # (view, the keys its screens so far start after: [None, screen 1's last, ...])
 CLICK, CORNER = "pictures_click", "pictures_corner"  # the large view's click mode, and its first corner
 CAPTION_KEY = "picture-caption-"
@@ -79,7 +80,8 @@ def show(undo_bar):
     grid(shown.rows, crops, {doc["id"]: doc for doc in documents})
     pager(len(screens), shown.next_after)
     if OPEN in st.session_state:
-        large_view(threshold, st.session_state[OPEN], [row["id"] for row in shown.rows], last, undo_bar)
+        st.session_state[ON_SCREEN] = [row["id"] for row in shown.rows]
+        large_view(threshold, undo_bar)
 
 
 # -- filters ------------------------------------------------------------------------------------
@@ -324,9 +326,12 @@ def open_picture(picture_id: int):
 
 
 @st.dialog("Picture", width="large", on_dismiss=lambda: close(OPEN))
-def large_view(threshold: float, picture_id: int, on_screen: list[int], last, undo_bar):
+def large_view(threshold: float, undo_bar):
+    # A click inside a dialog reruns the dialog alone: what it shows is read afresh here, not passed in.
+    picture_id, on_screen = st.session_state.get(OPEN), st.session_state.get(ON_SCREEN, [])
     with common.open_manifest() as manifest:
-        row = manifest.picture(picture_id)
+        last = views.last_undoable(manifest)
+        row = manifest.picture(picture_id) if picture_id is not None else None
         if row is None:
             st.error("This picture is no longer in the manifest.")
             return
