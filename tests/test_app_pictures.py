@@ -213,3 +213,25 @@ def test_a_typed_caption_is_saved_and_shown_literally(db):
     again = pictures_view()  # a new session: the box shows the saved caption as typed
     box = next(b for b in again.text_input if b.key.startswith(f"picture-caption-card-{engraving}-"))
     assert box.value == "![x](http://example.com/x.png) :red[A WET DAY]"
+
+
+def test_a_bulk_caption_keeps_a_typed_caption_unless_asked(db):
+    with_pictures(db, pages=2)
+    engraving = picture_ids(db, 0, 1)[0]
+    at = pictures_view()
+    next(b for b in at.text_input if b.key.startswith(f"picture-caption-card-{engraving}-")).input("her own caption")
+    ran(at)
+    next(b for b in at.button if b.label == "Caption all").click()
+    ran(at)
+    at.text_area(key="pictures-bulk-caption-text").input("a fashion plate")
+    ran(at)
+    overwrite = at.checkbox(key="pictures-bulk-caption-overwrite")
+    assert overwrite.value is False and "overwrite the 1 typed captions" in overwrite.label
+    assert "Write this caption on 3 of the 4 pictures" in texts(at) and "1 picture with a typed caption keeps it" in texts(at)
+    next(b for b in at.button if b.label == "Caption 3 pictures").click()
+    ran(at)
+    with Manifest(db) as manifest:
+        captions = {row["id"]: row["caption"] for row in manifest.picture_rows()}
+    assert captions[engraving] == "her own caption" and list(captions.values()).count("a fashion plate") == 3
+    boxes = [b.value for b in at.text_input if b.key.startswith("picture-caption-card-")]
+    assert sorted(boxes) == ["a fashion plate"] * 3 + ["her own caption"]  # every card at once
