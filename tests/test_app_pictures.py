@@ -227,7 +227,8 @@ def test_a_bulk_caption_keeps_a_typed_caption_unless_asked(db):
     ran(at)
     overwrite = at.checkbox(key="pictures-bulk-caption-overwrite")
     assert overwrite.value is False and "overwrite the 1 typed captions" in overwrite.label
-    assert "Write this caption on 3 of the 4 pictures" in texts(at) and "1 picture with a typed caption keeps it" in texts(at)
+    assert "Write this caption on 3 of the 4 pictures" in texts(at)
+    assert "1 picture with a typed caption keeps it" in texts(at)
     next(b for b in at.button if b.label == "Caption 3 pictures").click()
     ran(at)
     with Manifest(db) as manifest:
