@@ -7,7 +7,7 @@ import time
 from apptest_support import wait_for
 from curation import Manifest
 from curation.runs import jobs
-from curation.sources import sample
+from curation.runs import sample
 
 
 def test_a_finished_job_is_reaped_and_its_log_kept(tmp_path):
