@@ -190,9 +190,9 @@ def hash_bar(quiet: bool):
 
 
 @contextlib.contextmanager
-def page_bar(desc: str, quiet: bool):
-    """A page progress bar and the on_progress callback that drives it."""
-    with tqdm(desc=desc, unit="page", disable=quiet, dynamic_ncols=True) as bar:
+def page_bar(desc: str, quiet: bool, unit: str = "page"):
+    """A page (or `unit`) progress bar and the on_progress callback that drives it."""
+    with tqdm(desc=desc, unit=unit, disable=quiet, dynamic_ncols=True) as bar:
         def progress(done, total):
             if bar.total != total:  # first call: pages done by earlier runs count as done
                 bar.reset(total=total)
@@ -589,6 +589,51 @@ def export(db, out, layout, mode, fit, size, quality, trigger, class_word, templ
         count = len(report.left_out)
         click.echo(f"{count} near-duplicate{'' if count == 1 else 's'} left out, one page kept per group (listed in "
                    "export.json; --duplicates all keeps them)")
+
+@cli.command()
+@db_option
+@click.option("--model", "model_dir", type=click.Path(file_okay=False), default=None,
+              help="Folder of the captioning model. Default: $CAPTIONER_MODEL_DIR, else florence-2-base in the "
+                   "models folder ($VET_MODELS_DIR or models/), downloaded there on first use.")
+@click.option("--kept/--all", "kept", default=True, show_default=True,
+              help="The pictures the export takes (kept pictures of kept pages), or every picture found.")
+@click.option("--overwrite", is_flag=True,
+              help="Caption again the pictures this model captioned before (the curator's captions are never "
+                   "touched either way).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+              help="Where the model runs: auto takes the GPU when there is one, in half precision.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def caption(db, model_dir, kept, overwrite, device, quiet):
+    """Write a caption for each picture with a captioning model (Florence-2-base), as `auto_caption`.
+
+    The model is loaded once for the run and unloaded after it. Captions are saved every few
+    pictures: Ctrl-C stops cleanly and the same command resumes, skipping the pictures this model
+    has captioned (--overwrite does them again). The curator's own caption is never replaced.
+    Without the model and without internet, one line says how to install it.
+    """
+    from inference import InferenceError
+    from inference.captioner import loaded_captioner
+
+    from .captions.job import CaptionJob  # torch only when captioning
+
+    manifest = open_manifest(db)
+    try:
+        loaded_captioner(model_dir)  # the folder checked, or downloaded, before a bar is drawn
+        with page_bar("captioning", quiet, unit="picture") as progress:
+            report = run_job(CaptionJob(manifest, model_dir, everything=not kept, overwrite=overwrite,
+                                        device=device, on_progress=progress))
+    except InferenceError as exc:
+        raise click.ClickException(str(exc)) from None
+    for failed in report.failed:
+        click.echo(f"warning: {failed['document']} page {failed['page']} picture {failed['picture']}: "
+                   f"{failed['reason']}", err=True)
+    per_image = f", {report.seconds_per_image:.2f} s per picture" if report.seconds_per_image else ""
+    click.echo(f"{report.captioned} pictures captioned by {report.model}{per_image} (model loaded in "
+               f"{report.load_seconds:.1f} s); {report.already} already captioned, {len(report.failed)} unreadable")
+    if report.stopped:
+        click.echo("Stopped. Run the same command again to resume.", err=True)
+        sys.exit(130)
+
 
 HISTORY_COLUMNS = ["id", "at", "user", "kind", "description", "changes", "undone_by"]
 CHANGE_COLUMNS = ["action", "at", "user", "kind", "field", "target", "old", "new"]

@@ -133,28 +133,41 @@ class Captioner:
         self.loaded = self._request.__enter__()
         return self
 
-    def __exit__(self, *exc):
-        # The loader unloads and turns unexpected errors into an InferenceError.
-        return self._request.__exit__(*exc)
+    def __exit__(self, exc_type, error, traceback):
+        if isinstance(error, Exception) and not isinstance(error, InferenceError):
+            # The caller's own error (a stop request, a full disk), not the model's: it goes on as it
+            # is, and the model is unloaded all the same. The model's errors come out of caption().
+            self._request.__exit__(None, None, None)
+            return False
+        return self._request.__exit__(exc_type, error, traceback)
 
     @property
     def seconds(self):
         return {**self.loaded.seconds, "caption": self.captioning_seconds}
 
     def caption(self, images):
-        """One caption per image (PIL), in order; an empty text where the model wrote nothing."""
+        """One caption per image (PIL), in order; an empty text where the model wrote nothing.
+        Whatever fails in the model comes out as an InferenceError."""
+        started = time.perf_counter()
+        try:
+            texts = self._generate(images)
+        except InferenceError:
+            raise
+        except Exception as error:  # noqa: BLE001 - torch's and transformers' errors, for a person
+            raise InferenceError(f"Captioning with {self.name} failed: {type(error).__name__}: {error}") from error
+        self.captioning_seconds += time.perf_counter() - started
+        self.images += len(images)
+        return texts
+
+    def _generate(self, images):
         import torch
 
-        started = time.perf_counter()
         model, processor = self.loaded.model, self.loaded.processor
         inputs = processor(images=[image.convert("RGB") for image in images], text=[TASK] * len(images),
                            return_tensors="pt").to(self.device, dtype=model.dtype)
         with torch.inference_mode():
             ids = model.generate(**inputs, max_new_tokens=MAX_NEW_TOKENS, num_beams=NUM_BEAMS, do_sample=False)
-        texts = [" ".join(text.split()) for text in processor.batch_decode(ids, skip_special_tokens=True)]
-        self.captioning_seconds += time.perf_counter() - started
-        self.images += len(images)
-        return texts
+        return [" ".join(text.split()) for text in processor.batch_decode(ids, skip_special_tokens=True)]
 
 
 def loaded_captioner(model_dir=None, device=None, on_wait=None):
