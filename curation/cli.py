@@ -612,14 +612,20 @@ def caption(db, model_dir, kept, overwrite, device, quiet):
     Without the model and without internet, one line says how to install it.
     """
     from inference import InferenceError
-    from inference.captioner import loaded_captioner
 
     from .captions.job import CaptionJob  # torch only when captioning
 
     manifest = open_manifest(db)
+    bars = contextlib.ExitStack()
+    shown = []
+
+    def progress(done, total):
+        if not shown:  # the bar starts with the first picture: a model that cannot be had prints none
+            shown.append(bars.enter_context(page_bar("captioning", quiet, unit="picture")))
+        shown[0](done, total)
+
     try:
-        loaded_captioner(model_dir)  # the folder checked, or downloaded, before a bar is drawn
-        with page_bar("captioning", quiet, unit="picture") as progress:
+        with bars:
             report = run_job(CaptionJob(manifest, model_dir, everything=not kept, overwrite=overwrite,
                                         device=device, on_progress=progress))
     except InferenceError as exc:

@@ -89,6 +89,19 @@ def model_name(folder):
         return folder.name
 
 
+def captioner_status(folder=None):
+    """What a page says about the captioner before anything is loaded: {"folder", "installed", "name",
+    "problem"}: not installed (the first run downloads it), installed and usable, or unusable and why."""
+    folder = Path(folder or default_model_dir())
+    status = {"folder": folder, "installed": (folder / "config.json").is_file(), "name": None, "problem": None}
+    if status["installed"]:
+        try:
+            status["name"] = read_captioner_info(folder).name
+        except ModelFolderError as error:
+            status["problem"] = str(error)
+    return status
+
+
 def _load_captioner(loaded, dtype):
     from transformers import AutoModelForImageTextToText, AutoProcessor
 

@@ -7,6 +7,7 @@ import warnings
 
 import pytest
 from click.testing import CliRunner
+from streamlit.testing.v1 import AppTest
 from transformers import PreTrainedModel
 
 from curation import Manifest, ingest
@@ -16,6 +17,7 @@ from curation.cli import cli
 from curation.sources.synthetic import PageSpec, write_pdf
 from inference.loader import queue_status
 
+from apptest_support import ran, texts, wait_for
 from captioner_support import CAPTION, write_tiny_captioner
 
 MODEL = "tiny-florence"  # the folder's name names a model that was not downloaded
@@ -155,4 +157,60 @@ def test_the_cli_without_the_model_offline_says_what_to_run(manifest, tmp_path, 
     result = CliRunner().invoke(cli, ["caption", "--db", str(manifest.path)])
     assert result.exit_code == 1
     assert "python -m inference install-captioner" in result.output and result.output.count("\n") == 1
-    assert manifest.latest_job("caption") is None  # nothing claimed the manifest
+    job = manifest.latest_job("caption")
+    assert job["status"] == "failed" and "install-captioner" in job["message"]  # what the app shows
+
+
+# -- the panel on the Review page -------------------------------------------------------------------
+
+def panel_script():
+    from pages import _common as common
+    from pages._caption_job import caption_panel
+
+    with common.open_manifest() as manifest:
+        caption_panel(manifest)
+
+
+@pytest.fixture
+def panel(manifest, tmp_path, monkeypatch):
+    """The panel over `manifest`, with an empty models folder and no captioner configured."""
+    monkeypatch.setenv("CURATION_DB", str(manifest.path))
+    monkeypatch.setenv("VET_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.delenv("CAPTIONER_MODEL_DIR", raising=False)
+    return AppTest.from_function(panel_script, default_timeout=60)
+
+
+def test_the_panel_says_how_to_install_a_missing_model(panel, tmp_path):
+    ran(panel)
+    said = texts(panel)
+    assert "not installed" in said and str(tmp_path / "models" / "florence-2-base") in said
+    assert "python -m inference install-captioner" in said
+    assert [b.label for b in panel.button] == ["Start"]  # the first run downloads it
+
+
+def test_a_curator_starts_the_job_and_sees_its_progress_then_its_outcome(panel, manifest, tiny_captioner,
+                                                                       monkeypatch):
+    monkeypatch.setenv("CAPTIONER_MODEL_DIR", str(tiny_captioner))  # the server's configuration
+    ran(panel)
+    assert f"Model: {MODEL}" in texts(panel)
+    panel.radio(key="caption_scope").set_value("All pictures")
+    panel.button(key="caption_start").click()
+    ran(panel)
+    wait_for(lambda: (manifest.latest_job("caption") or {"status": "running"})["status"] != "running", 120)
+    job = manifest.latest_job("caption")
+    assert job["status"] == "done", job["message"]
+    ran(panel)
+    assert "Captioning finished" in texts(panel) and "s per picture" in texts(panel)
+    assert set(captions(manifest).values()) == {(CAPTION, MODEL, None)} and len(captions(manifest)) == 6
+
+
+def test_a_viewer_cannot_start_the_job(panel, manifest, tiny_captioner, monkeypatch):
+    from test_auth import SECRETS, VIEWER, forced
+
+    monkeypatch.setenv("CAPTIONER_MODEL_DIR", str(tiny_captioner))
+    panel.secrets.update(SECRETS)
+    panel.user = {"is_logged_in": True, "email": VIEWER}
+    ran(panel)
+    forced(panel.button(key="caption_start")).click()
+    ran(panel)
+    assert manifest.latest_job("caption") is None

@@ -20,6 +20,8 @@ from types import SimpleNamespace
 
 from PIL import Image
 
+from inference.errors import InferenceError
+
 from ..export.geometry import crop_region
 from ..export.settings import ExportSettings
 from ..export.worker import Exported, PageTask, close_document, run_page_task
@@ -79,20 +81,16 @@ class CaptionJob:
             return self._run()
 
     def _run(self) -> CaptionReport:
-        from inference.captioner import loaded_captioner  # torch and transformers only when captioning
-
-        captioner = loaded_captioner(self.model_dir, self.device)  # checked (or downloaded) before claiming
         rows = self._selected()
-        todo = [row for row in rows if self.overwrite or row["auto_caption_model"] != captioner.name]
-        self.report.model, self.report.pictures = captioner.name, len(rows)
-        self.report.already = self._done = len(rows) - len(todo)
-        self.job_id = self.manifest.start_job(KIND, {
-            "model": captioner.name, "pictures": len(rows), "to_caption": len(todo),
-            "all": self.everything, "overwrite": self.overwrite})
+        self.report.pictures = len(rows)
+        self.job_id = self.manifest.start_job(KIND, {"model": str(self.model_dir or ""), "pictures": len(rows),
+                                                     "all": self.everything, "overwrite": self.overwrite})
         status, message = "failed", None
         try:
-            with captioner as model:
-                self.report.load_seconds = model.seconds["load"]
+            with self._captioner() as model:
+                self.report.model, self.report.load_seconds = model.name, model.seconds["load"]
+                todo = [row for row in rows if self.overwrite or row["auto_caption_model"] != model.name]
+                self.report.already = self._done = len(rows) - len(todo)
                 self._started = time.monotonic()
                 self._heartbeat(force=True)
                 self._caption_all(model, todo)
@@ -101,7 +99,8 @@ class CaptionJob:
             self.report.stopped = True
             status, message = "stopped", f"stopped after {self.report.captioned} captions; run again to resume"
         except Exception as exc:
-            message = error_text(exc)
+            # The captioner's messages are one line already, and say what to do in full.
+            message = str(exc) if isinstance(exc, InferenceError) else error_text(exc)
             if is_disk_full(exc):
                 raise DiskFull(self.manifest.path) from None
             raise
@@ -111,6 +110,16 @@ class CaptionJob:
             record_end(self.manifest, self.job_id, status, message or self._summary(),
                        lambda: self._heartbeat(force=True), lambda: DiskFull(self.manifest.path))
         return self.report
+
+    def _captioner(self):
+        """The model for this run, downloaded first where it is missing (saying so in the job's message)."""
+        from inference.captioner import captioner_status, loaded_captioner  # torch only when captioning
+
+        if not self.model_dir and not captioner_status()["installed"]:
+            self.manifest.update_job(self.job_id, message="downloading the captioning model (once)")
+        captioner = loaded_captioner(self.model_dir, self.device)
+        self.manifest.update_job(self.job_id, message=None)
+        return captioner
 
     def _selected(self) -> list:
         """The pictures asked for, in document order (one document open at a time)."""
