@@ -593,8 +593,8 @@ def export(db, out, layout, mode, fit, size, quality, trigger, class_word, templ
 @cli.command()
 @db_option
 @click.option("--model", "model_dir", type=click.Path(file_okay=False), default=None,
-              help="Folder of the captioning model. Default: $CAPTIONER_MODEL_DIR, else florence-2-base in the "
-                   "models folder ($VET_MODELS_DIR or models/), downloaded there on first use.")
+              help="Folder of the captioning model. Default: $CAPTIONER_MODEL_DIR, else captioners/florence-2-base "
+                   "in the models folder ($VET_MODELS_DIR or models/), downloaded there on first use.")
 @click.option("--kept/--all", "kept", default=True, show_default=True,
               help="The pictures the export takes (kept pictures of kept pages), or every picture found.")
 @click.option("--overwrite", is_flag=True,

@@ -7,7 +7,7 @@ no longer loads under transformers 5. It writes a paragraph on what a picture sh
 `<MORE_DETAILED_CAPTION>` task), which a LoRA learns more from than a one-line caption.
 
 Where the model comes from, in order: a folder given (`--model DIR`), $CAPTIONER_MODEL_DIR, or
-models/florence-2-base in the models folder, downloaded there on first use or ahead of it with
+models/captioners/florence-2-base, downloaded there on first use or ahead of it with
 `python -m inference install-captioner`. The download is the only time anything in `inference`
 reaches the Hub; loading always reads the folder alone.
 
@@ -31,6 +31,7 @@ REPO = "florence-community/Florence-2-base"
 # commit actually downloaded is recorded in the folder (SOURCE_FILE) and names the captions' model.
 REVISION = "main"
 FOLDER_NAME = "florence-2-base"
+CAPTIONERS = "captioners"
 MODEL_DIR_ENV = "CAPTIONER_MODEL_DIR"
 SOURCE_FILE = "captioner.json"  # {"repo": ..., "revision": the commit}: written by the download
 # What the download takes: configuration, tokenizer and safetensors weights; never pickled .bin
@@ -47,8 +48,10 @@ class CaptionerUnavailable(InferenceError):
 
 
 def default_model_dir():
-    """Where the captioner lives unless a folder is given: $CAPTIONER_MODEL_DIR, else the models folder's."""
-    return Path(os.environ.get(MODEL_DIR_ENV) or models_dir() / FOLDER_NAME)
+    """Where the captioner lives unless a folder is given: $CAPTIONER_MODEL_DIR, else
+    captioners/florence-2-base in the models folder (a subfolder, so that the vet scanner, which
+    takes every model folder at the top as a classifier, does not list it)."""
+    return Path(os.environ.get(MODEL_DIR_ENV) or models_dir() / CAPTIONERS / FOLDER_NAME)
 
 
 def read_captioner_info(folder):

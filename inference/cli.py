@@ -203,7 +203,7 @@ def install_model_command(name, folder, force):
 
 @cli.command(name="install-captioner")
 @click.option("--model-dir", "folder", type=click.Path(file_okay=False),
-              help=f"Where to put it. Default: ${MODEL_DIR_ENV}, else florence-2-base in the models folder.")
+              help=f"Where to put it. Default: ${MODEL_DIR_ENV}, else captioners/florence-2-base in the models folder.")
 @click.option("--force", is_flag=True, help="Replace a model already in the folder.")
 def install_captioner_command(folder, force):
     """Download the captioning model (Florence-2-base) ahead of its first use.

@@ -183,7 +183,7 @@ def panel(manifest, tmp_path, monkeypatch):
 def test_the_panel_says_how_to_install_a_missing_model(panel, tmp_path):
     ran(panel)
     said = texts(panel)
-    assert "not installed" in said and str(tmp_path / "models" / "florence-2-base") in said
+    assert "not installed" in said and str(tmp_path / "models" / "captioners" / "florence-2-base") in said
     assert "python -m inference install-captioner" in said
     assert [b.label for b in panel.button] == ["Start"]  # the first run downloads it
 

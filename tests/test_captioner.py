@@ -122,7 +122,7 @@ def offline(tmp_path, monkeypatch):
     monkeypatch.setattr(constants, "ENDPOINT", UNREACHABLE)
     monkeypatch.setenv("VET_MODELS_DIR", str(tmp_path / "models"))
     monkeypatch.delenv(captioner.MODEL_DIR_ENV, raising=False)
-    return tmp_path / "models" / captioner.FOLDER_NAME
+    return tmp_path / "models" / "captioners" / captioner.FOLDER_NAME
 
 
 def test_first_use_offline_says_in_one_line_what_to_run(offline):
