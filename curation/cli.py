@@ -596,7 +596,7 @@ def export(db, out, layout, mode, fit, size, quality, trigger, class_word, templ
               help="Folder of the captioning model. Default: $CAPTIONER_MODEL_DIR, else captioners/florence-2-base "
                    "in the models folder ($VET_MODELS_DIR or models/), downloaded there on first use.")
 @click.option("--kept/--all", "kept", default=True, show_default=True,
-              help="The pictures the export takes (kept pictures of kept pages), or every picture found.")
+              help="The kept pictures of kept pages (near-duplicates included), or every picture found.")
 @click.option("--overwrite", is_flag=True,
               help="Caption again the pictures this model captioned before (the curator's captions are never "
                    "touched either way).")

@@ -57,7 +57,7 @@ def show_model(model: dict) -> None:
 def start_controls() -> None:
     left, middle, right = st.columns([2, 2, 1], vertical_alignment="bottom")
     scope = left.radio("Pictures", list(SCOPES), horizontal=True, key="caption_scope",
-                       disabled=auth.locked(), help=auth.help_for("Kept: the pictures the export takes."))
+                       disabled=auth.locked(), help=auth.help_for("Kept: the kept pictures of kept pages."))
     overwrite = middle.checkbox("Caption again what this model captioned", key="caption_overwrite",
                                 disabled=auth.locked(), help=auth.help_for(
                                     "Otherwise a run skips the pictures this model has captioned, so Start "
