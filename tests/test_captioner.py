@@ -167,3 +167,14 @@ def test_the_download_reaches_the_hub_only_while_it_runs_and_lands_whole(offline
     assert "*.safetensors" in asked["patterns"] and not any("bin" in p or "py" in p for p in asked["patterns"])
     assert json.loads((offline / captioner.SOURCE_FILE).read_text())["revision"] == "f" * 40
     assert not offline.with_name(offline.name + ".partial").exists()
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
+def test_on_a_gpu_the_captioner_runs_in_half_precision_and_gives_the_memory_back(tiny_captioner):
+    import torch
+
+    with loaded_captioner(tiny_captioner) as model:
+        parameter = next(model.loaded.model.parameters())
+        assert parameter.is_cuda and parameter.dtype == torch.float16
+        assert model.caption(pictures(2)) == [CAPTION] * 2
+    assert model.loaded.memory["cuda_after_bytes"] <= model.loaded.memory["cuda_before_bytes"]
