@@ -27,8 +27,9 @@ from .errors import InferenceError, ModelFolderError
 from .loader import ModelKind, check_all_weights, loaded_model, read_weights_in
 
 REPO = "florence-community/Florence-2-base"
-# The Hub revision the download asks for. "main" until a commit is checked and pinned here; the
-# commit actually downloaded is recorded in the folder (SOURCE_FILE) and names the captions' model.
+# The Hub revision the download asks for (install-captioner --revision takes another). "main" until a
+# commit is checked against the Hub and pinned here; whichever it is, the commit actually downloaded
+# is recorded in the folder (SOURCE_FILE) and names the captions' model, so captions say what made them.
 REVISION = "main"
 FOLDER_NAME = "florence-2-base"
 CAPTIONERS = "captioners"

@@ -23,7 +23,7 @@ from . import (
     train_head,
     write_demo_model,
 )
-from .captioner import MODEL_DIR_ENV, REPO, default_model_dir, install_captioner
+from .captioner import MODEL_DIR_ENV, REVISION, default_model_dir, install_captioner, model_name
 from .cattle import GATE_FILE, describe, has_cattle_gate
 
 MODEL_OPTION = click.option(
@@ -204,8 +204,10 @@ def install_model_command(name, folder, force):
 @cli.command(name="install-captioner")
 @click.option("--model-dir", "folder", type=click.Path(file_okay=False),
               help=f"Where to put it. Default: ${MODEL_DIR_ENV}, else captioners/florence-2-base in the models folder.")
+@click.option("--revision", default=REVISION, show_default=True,
+              help="The Hub revision to fetch: a branch, a tag or a commit (the commit fetched is recorded).")
 @click.option("--force", is_flag=True, help="Replace a model already in the folder.")
-def install_captioner_command(folder, force):
+def install_captioner_command(folder, revision, force):
     """Download the captioning model (Florence-2-base) ahead of its first use.
 
     \b
@@ -220,10 +222,10 @@ def install_captioner_command(folder, force):
     """
     folder = folder or default_model_dir()
     try:
-        install_captioner(folder, overwrite=force)
+        install_captioner(folder, revision=revision, overwrite=force)
     except InferenceError as error:
         raise click.ClickException(str(error)) from None
-    click.echo(f"Installed the captioning model {REPO} in {folder}.")
+    click.echo(f"Installed the captioning model {model_name(folder)} in {folder}.")
 
 
 @cli.command()
