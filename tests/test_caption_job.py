@@ -214,3 +214,11 @@ def test_a_viewer_cannot_start_the_job(panel, manifest, tiny_captioner, monkeypa
     forced(panel.button(key="caption_start")).click()
     ran(panel)
     assert manifest.latest_job("caption") is None
+
+
+def test_the_panel_names_a_configured_folder_that_is_no_captioner_and_offers_no_start(panel, demo_model,
+                                                                                      monkeypatch):
+    monkeypatch.setenv("CAPTIONER_MODEL_DIR", str(demo_model))  # an image classifier
+    ran(panel)
+    assert "cannot be used" in texts(panel) and "not a captioning model" in texts(panel)
+    assert not panel.button
