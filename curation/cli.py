@@ -512,11 +512,14 @@ def sample_command(db, documents, pages, dpi, workers, quiet):
               help="The trigger word prompts use to call the style (a rare token).")
 @click.option("--class", "class_word", default="engraving", show_default=True,
               help="The class word: what the images show.")
-@click.option("--template", default="{trigger}, {class}, {caption}", show_default=True,
-              help="Caption of every image. Placeholders: {trigger}, {class}, {caption} (the page's caption "
-                   "from the Review page, empty if none), {doc} (file name), {page} (from 1), {picture} "
-                   "(--crop pictures: the picture's number on its page, empty for a whole page). Empty parts "
-                   "drop out with their comma.")
+@click.option("--template", default="{trigger}, {class}, {best_caption}", show_default=True,
+              help="Caption of every image. Placeholders: {trigger}, {class}, {best_caption} (the curator's "
+                   "caption, else the printed legend, else the captioning model's), {caption} (the curator's: "
+                   "the picture's, else its page's, from the Review page; empty if none), {legend} (the legend "
+                   "printed with the picture, read by OCR), {auto_caption} (the captioning model's), {doc} "
+                   "(file name), {page} (from 1), {picture} (--crop pictures: the picture's number on its page, "
+                   "empty for a whole page). A whole page takes the legend and model caption of its largest "
+                   "kept picture. Empty parts drop out with their comma.")
 @click.option("--repeats", type=click.IntRange(1, 10000), default=10, show_default=True,
               help="kohya layout: times each image is seen per epoch (the number in the folder name).")
 @click.option("--pad-colour", "pad_colour", default="paper", show_default=True,
