@@ -492,7 +492,7 @@ def _show_changes(changes, dry_run: bool, what: str) -> None:
         before = "" if change.source == "caption" else f" ({change.source.replace('_', ' ')})"
         click.echo(f"{os.path.basename(change.doc)} p. {change.page} picture {change.number}: "
                    f"{json.dumps(change.old, ensure_ascii=False)}{before} → {json.dumps(change.new, ensure_ascii=False)}")
-    count = f"{changes.count:,} caption{'' if changes.count == 1 else 's'} of {changes.searched:,} pictures"
+    count = f"{_plural(changes.count, 'caption')} of {_plural(changes.searched, 'picture')}"
     if dry_run:
         click.echo(f"{count} would change ({what}; dry run: nothing written)")
     elif changes.action is None:
@@ -500,6 +500,10 @@ def _show_changes(changes, dry_run: bool, what: str) -> None:
     else:
         click.echo(f"{count} changed ({what}), action #{changes.action}: "
                    f"`python -m curation undo {changes.action}` takes them back")
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 caption_filter_options = [
@@ -650,8 +654,9 @@ def export(db, out, layout, mode, fit, size, quality, trigger, class_word, templ
     output; other pages rendered), cut to its picture with --crop picture (or one image per
     picture with --crop pictures), resized with LANCZOS,
     with a same-stem .txt caption. The ZIP also holds manifest.csv (source document, page, sigma,
-    decided_by, caption, near-duplicate group and crop box of each image) and export.json (these
-    settings, the decision rule and its cutoffs, the pages left out). The same manifest and
+    decided_by, caption, near-duplicate group and crop box of each image, and the curator's caption,
+    legend and model caption it was made from) and export.json (these settings, the decision rule and
+    its cutoffs, the pages left out, the caption template and captioning models). The same manifest and
     settings give a byte-identical ZIP. Ctrl-C stops cleanly and writes nothing.
     """
     from .export import Export, ExportError, ExportSettings, SettingsError  # Pillow only when exporting

@@ -203,7 +203,7 @@ def test_the_command_line_previews_applies_and_is_undone(manifest, pics, tmp_pat
         assert m.picture(pics["ship"])["caption"] == "a ship at morning"
     only_b = run_captions("replace", "morning", "dawn", "-i", "--doc", "b.pdf", "--db", db)
     assert only_b.returncode == 0, only_b.stderr
-    assert "1 caption of 1 pictures changed" in only_b.stdout and "python -m curation undo" in only_b.stdout
+    assert "1 caption of 1 picture changed" in only_b.stdout and "python -m curation undo" in only_b.stdout
     with Manifest(db) as m:
         assert (m.picture(pics["lady"])["caption"], m.picture(pics["ship"])["caption"]) == (
             "A lady, dawn dress", "a ship at morning")
