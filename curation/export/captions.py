@@ -48,5 +48,6 @@ def one_line(text: str) -> str:
 def caption_for(item, settings) -> str:
     """The caption of one exported image (an `Item`) under `settings`."""
     return render_caption(settings.template, trigger=settings.trigger, class_word=settings.class_word,
-                          caption=item.caption, legend=item.legend, auto_caption=item.auto_caption, doc=pathlib.PurePath(item.doc).stem, page=page_number(item.page),
+                          caption=item.caption, legend=item.legend, auto_caption=item.auto_caption,
+                          doc=pathlib.PurePath(item.doc).stem, page=page_number(item.page),
                           picture="" if item.picture is None else item.picture)
