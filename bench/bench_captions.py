@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from curation import Manifest, ingest  # noqa: E402
+from curation.captions.edit import Pictures  # noqa: E402
 from curation.captions.job import caption_pictures  # noqa: E402
 from curation.sources.synthetic import PageSpec, page_image, write_pdf  # noqa: E402
 from inference.captioner import default_model_dir, loaded_captioner  # noqa: E402
@@ -91,7 +92,7 @@ def caption_job_cost(out: pathlib.Path, pages: int) -> None:
     db.unlink(missing_ok=True)
     with Manifest(db) as manifest:
         ingest(manifest, [pdf], workers=1)
-        report = caption_pictures(manifest, tiny, everything=True, overwrite=True)
+        report = caption_pictures(manifest, tiny, pictures=Pictures(), overwrite=True)
     print(f"pictures: {report.pictures}, captioned: {report.captioned}, unreadable: {len(report.failed)}")
     if report.captioned:  # the job's time: reading, captioning and saving, the model's load not included
         print(f"job: {report.seconds_per_image:.3f} s per picture (model load {report.load_seconds:.2f} s)")

@@ -720,6 +720,7 @@ def caption(db, model_dir, kept, overwrite, device, quiet):
     """
     from inference import InferenceError
 
+    from .captions.edit import Pictures
     from .captions.job import CaptionJob  # torch only when captioning
 
     manifest = open_manifest(db)
@@ -733,7 +734,7 @@ def caption(db, model_dir, kept, overwrite, device, quiet):
 
     try:
         with bars:
-            report = run_job(CaptionJob(manifest, model_dir, everything=not kept, overwrite=overwrite,
+            report = run_job(CaptionJob(manifest, model_dir, pictures=Pictures(kept=kept), overwrite=overwrite,
                                         device=device, on_progress=progress))
     except InferenceError as exc:
         raise click.ClickException(str(exc)) from None

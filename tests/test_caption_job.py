@@ -12,6 +12,7 @@ from transformers import PreTrainedModel
 
 from curation import Manifest, ingest
 from curation.captions import job as caption_job
+from curation.captions.edit import Pictures
 from curation.captions.job import CaptionJob, caption_pictures
 from curation.cli import cli
 from curation.sources.synthetic import PageSpec, write_pdf
@@ -88,7 +89,7 @@ def test_each_kept_picture_gets_the_models_caption_and_the_model_is_unloaded(man
 def test_all_takes_the_pictures_that_are_not_kept_too(manifest, tiny_captioner):
     excluded = next(iter(captions(manifest)))
     manifest.set_picture_override(excluded, False)
-    report = caption_pictures(manifest, tiny_captioner, everything=True)
+    report = caption_pictures(manifest, tiny_captioner, pictures=Pictures())
     assert report.captioned == 6 and captions(manifest)[excluded][:2] == (CAPTION, MODEL)
 
 
@@ -113,7 +114,7 @@ def test_the_curators_caption_is_never_replaced(manifest, tiny_captioner):
     ids = list(captions(manifest))
     manifest.set_picture_captions([(ids[0], "A wet day."), (ids[1], "September morn.")])
     caption_pictures(manifest, tiny_captioner)
-    caption_pictures(manifest, tiny_captioner, overwrite=True, everything=True)
+    caption_pictures(manifest, tiny_captioner, overwrite=True, pictures=Pictures())
     found = captions(manifest)
     assert found[ids[0]] == (CAPTION, MODEL, "A wet day.")
     assert found[ids[1]] == (CAPTION, MODEL, "September morn.")

@@ -25,14 +25,15 @@ from inference.errors import InferenceError
 from ..export.geometry import crop_region
 from ..export.settings import ExportSettings
 from ..export.worker import Exported, PageTask, close_document, run_page_task
-from ..manifest.rules import KEEP_SQL, PICTURE_KEEP_SQL
 from ..manifest.store import Manifest
 from ..runs.jobs import DiskFull, Stopped, is_disk_full, record_end, stop_on_sigterm
 from ..sources.page_numbers import page_number
 from ..sources.paths import document_roots
 from ..sources.reader import error_text
+from .edit import Pictures
 
 KIND = "caption"
+KEPT = Pictures(kept=True)  # what the export writes: kept pictures of kept pages
 BATCH = 4  # pictures per generate(): what a stop or a kill can lose, and one write to the manifest
 PROGRESS_INTERVAL = 0.5
 # Florence-2 reads every picture at 768 x 768: read it at that size, padded to a square with its own
@@ -57,15 +58,15 @@ class CaptionReport:
 
 
 class CaptionJob:
-    """Caption the kept pictures (or `everything`) of `manifest`. Use `run()`; progress goes to
-    `on_progress(done, total)`, counting pictures captioned earlier as done."""
+    """Caption `pictures` of `manifest` (a filter, as for the caption edits; default: the kept ones).
+    Use `run()`; progress goes to `on_progress(done, total)`, counting pictures captioned earlier as done."""
 
-    def __init__(self, manifest: Manifest, model_dir=None, *, everything: bool = False, overwrite: bool = False,
+    def __init__(self, manifest: Manifest, model_dir=None, *, pictures: Pictures = KEPT, overwrite: bool = False,
                  device: str | None = None, batch: int = BATCH,
                  on_progress: Callable[[int, int], None] = lambda done, total: None):
         self.manifest = manifest
         self.model_dir = model_dir
-        self.everything = everything
+        self.pictures = pictures
         self.overwrite = overwrite
         self.device = device
         self.batch = max(1, batch)
@@ -81,10 +82,10 @@ class CaptionJob:
             return self._run()
 
     def _run(self) -> CaptionReport:
-        rows = self._selected()
+        rows = list(self.pictures.rows(self.manifest))  # in document order: one document open at a time
         self.report.pictures = len(rows)
         self.job_id = self.manifest.start_job(KIND, {"model": str(self.model_dir or ""), "pictures": len(rows),
-                                                     "all": self.everything, "overwrite": self.overwrite})
+                                                     "kept": self.pictures.kept, "overwrite": self.overwrite})
         status, message = "failed", None
         try:
             with self._captioner() as model:
@@ -120,13 +121,6 @@ class CaptionJob:
         captioner = loaded_captioner(self.model_dir, self.device)
         self.manifest.update_job(self.job_id, message=None)
         return captioner
-
-    def _selected(self) -> list:
-        """The pictures asked for, in document order (one document open at a time)."""
-        if self.everything:
-            return list(self.manifest.picture_rows(deleted=False))
-        return list(self.manifest.picture_rows(where=f"({PICTURE_KEEP_SQL}) = 1 AND ({KEEP_SQL}) = 1",
-                                               deleted=False))
 
     def _caption_all(self, model, rows: list) -> None:
         roots = document_roots(self.manifest.path, self.manifest)  # each PDF checked again as it is opened
