@@ -104,6 +104,8 @@ def show_job(job) -> None:
         st.progress(progress["fraction"], text=f"Captioning: {progress['done']:,} of {progress['total']:,} "
                                                f"pictures · {speed}"
                                                + (f" · {progress['eta']}" if progress["eta"] else ""))
+        if job["message"]:  # what the job says while it runs: downloading the model first
+            st.caption(common.escape_markdown(job["message"]))
         if job["stop_requested"]:
             st.caption("Stopping after the pictures in hand… Start resumes where it stopped.")
         else:
