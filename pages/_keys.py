@@ -211,15 +211,18 @@ def large_view_buttons(name: str):
                args=(name, 1), disabled=zoom(name) >= keymap.ZOOMS[-1], help="Zoom in (+)")
 
 
-def zoomed_image(name: str, image: bytes, height: int = 720):
+def zoomed_image(name: str, image: bytes, height: int = 640):
     """The large view's image at the zoom: fitted to the view at 1×, larger in a box that scrolls both ways."""
     level = zoom(name)
     if level == keymap.ZOOMS[0]:
         st.image(image, width="stretch")
         return
     box = f"{name}-zoomed"
-    st.html(f"<style>.st-key-{box} {{ overflow: auto; }} .st-key-{box} [data-testid='stImage'], "
-            f".st-key-{box} [data-testid='stImage'] * {{ max-width: none !important; overflow: visible; }} "
-            f".st-key-{box} [data-testid='stImage'] img {{ width: {level * 100:g}% !important; }}</style>")
+    # The image's wrappers take the box's width, the image `level` times it; the box scrolls.
+    st.html(f"<style>.st-key-{box} {{ overflow: auto; }} "
+            f".st-key-{box} [data-testid='stFullScreenFrame'] * {{ width: 100% !important; max-width: none !important; "
+            f"max-height: none !important; overflow: visible !important; }} "
+            f".st-key-{box} [data-testid='stImage'] img {{ width: {level * 100:g}% !important; "
+            "height: auto !important; }</style>")
     with st.container(height=height, key=box):
         st.image(image, width="stretch")
