@@ -58,18 +58,7 @@ export default function (component) {
     setTriggerValue("key", { key: event.key, columns: columns() });
   };
   document.addEventListener("keydown", listener);
-  registry[name] = { listener, focus: previous ? previous.focus : data.focus };
-  // Bring the focused card into sight when a key moved it (not on a click elsewhere, not on first load).
-  if (data.focus && previous && previous.focus !== data.focus) {
-    registry[name].focus = data.focus;
-    let tries = 20;
-    const reveal = () => {
-      const card = document.querySelector(`.${data.focus}`);
-      if (card) card.scrollIntoView({ block: "nearest" });
-      else if (--tries > 0) setTimeout(reveal, 50);
-    };
-    reveal();
-  }
+  registry[name] = { listener };
   return () => {
     document.removeEventListener("keydown", listener);
     if (registry[name] && registry[name].listener === listener) delete registry[name];
@@ -77,7 +66,26 @@ export default function (component) {
 }
 """
 
+# Brings the focused card into sight when it moves (not on first load, not when something else reruns the page).
+REVEAL_JS = r"""
+export default function (component) {
+  const { data } = component;
+  const shown = (window.__curationFocus = window.__curationFocus || {});
+  const before = shown[data.name];
+  shown[data.name] = data.focus;
+  if (before === undefined || before === data.focus) return;
+  let tries = 20;
+  const reveal = () => {
+    const card = document.querySelector(`.${data.focus}`);
+    if (card) card.scrollIntoView({ block: "nearest" });
+    else if (--tries > 0) setTimeout(reveal, 50);
+  };
+  reveal();
+}
+"""
+
 _listener = st.components.v2.component("curation_keyboard", js=LISTENER_JS)
+_reveal = st.components.v2.component("curation_keyboard_focus", js=REVEAL_JS)
 
 FOCUS_STYLE = ("<style>.{card} {{ outline: 3px solid var(--st-primary-color, #8a4b2a); outline-offset: 7px; "
                "border-radius: 0.5rem; }}</style>")
@@ -93,16 +101,16 @@ class Actions:
     undo: Callable[[], None] | None = None  # the last change; None: nothing to undo
 
 
-def keyboard(name: str, *, large_view: bool = False, cards: str | None = None, focus: str | None = None,
+def keyboard(name: str, *, large_view: bool = False, cards: str | None = None,
              on_press: Callable[[], None] | None = None) -> dict | None:
     """Listen to the keys for a grid (or, `large_view`, for its large view) and return this run's press,
     {"key": KeyboardEvent.key, "columns": cards in the grid's first row or None}, or None.
 
-    `cards` is the start of the grid's card classes (Streamlit's "st-key-" + the container key), to count
-    the columns; `focus` the class of the focused card, brought into sight when it changes. `on_press` runs
-    before the script, as a widget's callback; it reads the press with `pressed(name)`."""
+    `cards` is what the grid's card classes start with (Streamlit's "st-key-" + the container key), to count
+    the columns. `on_press` runs before the script, as a widget's callback; it reads the press with
+    `pressed(name)`."""
     data = {"name": name, "keys": keymap.keys(large_view), "moves": keymap.move_keys(),
-            "cards": cards, "focus": focus}
+            "cards": cards}
     result = _listener(key=name, data=data, on_key_change=on_press or (lambda: None), width="content",
                        height="content")
     return result.get("key") if result is not None else None
@@ -130,16 +138,31 @@ def review_grid(name: str, items: Sequence[Hashable], *, screen: int, screen_key
         opened = items[cursor.index]
         actions.open(opened)
     state[f"{name}-cursor"] = cursor
-    focused = items[cursor.index]
-    focus_class = f"st-key-{card_key(focused)}"
-    state[f"{name}-act"] = functools.partial(_act, list(items), cursor, grid, screen_key, opened, actions, name)
-    on_press = functools.partial(_on_press, name)
+    cards = [f"st-key-{card_key(item)}" for item in items]
+    state[f"{name}-act"] = functools.partial(_act, list(items), screen, grid, screen_key, opened, actions, name)
     with st.container(horizontal=True, vertical_alignment="center", gap="small", key=f"{name}-keys"):
         st.caption(keymap.HELP)
-        keyboard(name, large_view=opened is not None, focus=focus_class, on_press=on_press,
-                 cards="st-key-" + os.path.commonprefix([card_key(item) for item in items]))
-    st.html(FOCUS_STYLE.format(card=focus_class))
-    return focused
+        keyboard(name, large_view=opened is not None, cards=os.path.commonprefix(cards),
+                 on_press=functools.partial(_on_press, name))
+        _outline(name)(name, cards, screen, grid)
+    return items[cursor.index]
+
+
+_OUTLINES: dict[str, Callable] = {}
+
+
+def _outline(name: str) -> Callable:
+    """The focused card's outline, as a fragment of its own: a move on the screen reruns only this, so it
+    costs the same however large the manifest (see _act)."""
+    if name not in _OUTLINES:
+        _OUTLINES[name] = st.fragment(_draw_outline, key=f"{name}-focus")
+    return _OUTLINES[name]
+
+
+def _draw_outline(name: str, cards: list[str], screen: int, grid: keymap.Grid):
+    focus = cards[keymap.placed(st.session_state.get(f"{name}-cursor"), screen, grid).index]
+    st.html(FOCUS_STYLE.format(card=focus))
+    _reveal(data={"name": name, "focus": focus}, key=f"{name}-reveal", width="content", height="content")
 
 
 def _on_press(name: str):
@@ -156,11 +179,15 @@ def press(name: str, key: str):
         act(key)
 
 
-def _act(items: list, cursor: keymap.Cursor, grid: keymap.Grid, screen_key: str, opened: Hashable | None,
+def _act(items: list, screen: int, grid: keymap.Grid, screen_key: str, opened: Hashable | None,
          actions: Actions, name: str, key: str, columns: int | None = None):
-    """One key press, against the screen the person saw when they pressed it."""
+    """One key press, against the screen the person saw when they pressed it. A move on the screen reruns
+    only the outline (a widget callback may name the fragment to rerun); anything else the whole page."""
+    cursor = keymap.placed(st.session_state.get(f"{name}-cursor"), screen, grid)
     large_view = opened is not None
     action = keymap.action(key, large_view)
+    if action is None:
+        return
     if action in keymap.MOVES:
         columns = columns if isinstance(columns, int) and columns > 0 else grid.columns
         moved = keymap.move(cursor, action, keymap.Grid(grid.total, grid.per_screen, columns))
@@ -172,6 +199,8 @@ def _act(items: list, cursor: keymap.Cursor, grid: keymap.Grid, screen_key: str,
                 actions.open(items[moved.index])
             else:  # its item is known once that screen is read
                 st.session_state[f"{name}-open-focused"] = True
+        if moved.screen == cursor.screen and not large_view:
+            st.rerun(f"{name}-focus")  # only the outline moves
     elif action in keymap.DECISIONS:
         actions.decide(opened if large_view else items[cursor.index], keymap.DECISIONS[action])
     elif action == "undo" and actions.undo is not None:

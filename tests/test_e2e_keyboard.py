@@ -39,7 +39,8 @@ LISTENING = "() => Boolean(window.__curationKeyboards && window.__curationKeyboa
 # Every card as a person sees it: its text, whether it has the focus's thick outline, and its row.
 CARDS = """() => [...document.querySelectorAll("[class*='st-key-review-card-']")].map(card => {
     const style = getComputedStyle(card);
-    return {text: card.innerText, top: Math.round(card.getBoundingClientRect().top),
+    const box = card.getBoundingClientRect();
+    return {text: card.innerText, top: Math.round(box.top), seen: box.top >= 0 && box.bottom <= innerHeight,
             focused: style.outlineStyle !== "none" && parseFloat(style.outlineWidth) >= 2};
 })"""
 
@@ -86,7 +87,9 @@ def test_move_exclude_undo_open_next_zoom_and_close_by_keyboard(review):
     page.get_by_text("Keys: ← → or j k move").wait_for()  # the keys are told
 
     press(page, "ArrowRight", focus=1)
+    assert not cards(page)[1 + columns]["seen"]  # the second row is below the fold...
     press(page, "ArrowDown", focus=1 + columns)  # a row down, as the browser lays out the rows
+    page.wait_for_function(f"() => ({CARDS})()[{1 + columns}].seen")  # ...and comes into sight with the focus
     press(page, "k", focus=columns)
     press(page, "j", focus=1 + columns)
     press(page, "ArrowUp", focus=1)
