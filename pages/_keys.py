@@ -2,13 +2,16 @@
 grid's focus, decisions, undo and large view follow it. Streamlit code only; what a key does and where
 the focus goes is curation.manifest.keyboard.
 
-A grid uses it in three steps (see pages/review.py):
+A grid uses it so (see pages/review.py):
 
-    focused = keys.review_grid("review-pages", items, screen=screen, screen_key="page", grid=keyboard.Grid(...),
-                               opened=open_item, actions=keys.Actions(decide=..., undo=..., open=..., close=...),
-                               card_key=lambda item: f"review-card-{item[0]}-{item[1]}")
-    ... each card in st.container(key=card_key(item)) ...
-    st.image(image, width=keys.zoom_width("review-pages", fitted_px))  # in the large view, with keys.zoom_buttons()
+    hotkeys.review_grid("review-pages", items, screen=screen, screen_key="page",
+                        grid=keyboard.Grid(total, per_screen, columns), opened=item_in_the_large_view,
+                        actions=hotkeys.Actions(decide=..., open=..., close=..., undo=...),
+                        card_key=lambda item: f"review-card-{item[0]}-{item[1]}")
+    ... every card drawn in st.container(key=card_key(item)) ...
+    # in the large view:
+    hotkeys.large_view_buttons("review-pages")
+    hotkeys.zoomed_image("review-pages", image)
 """
 
 from __future__ import annotations
@@ -101,15 +104,15 @@ class Actions:
     undo: Callable[[], None] | None = None  # the last change; None: nothing to undo
 
 
-def keyboard(name: str, *, large_view: bool = False, cards: str | None = None,
+def keyboard(name: str, *, large_view: bool = False, cards: str | None = None, paused: bool = False,
              on_press: Callable[[], None] | None = None) -> dict | None:
     """Listen to the keys for a grid (or, `large_view`, for its large view) and return this run's press,
     {"key": KeyboardEvent.key, "columns": cards in the grid's first row or None}, or None.
 
     `cards` is what the grid's card classes start with (Streamlit's "st-key-" + the container key), to count
-    the columns. `on_press` runs before the script, as a widget's callback; it reads the press with
-    `pressed(name)`."""
-    data = {"name": name, "keys": keymap.keys(large_view), "moves": keymap.move_keys(),
+    the columns. `paused`: no key does anything (another dialog is open). `on_press` runs before the
+    script, as a widget's callback; it reads the press with `pressed(name)`."""
+    data = {"name": name, "keys": [] if paused else keymap.keys(large_view), "moves": keymap.move_keys(),
             "cards": cards}
     result = _listener(key=name, data=data, on_key_change=on_press or (lambda: None), width="content",
                        height="content")
@@ -124,10 +127,12 @@ def pressed(name: str) -> dict | None:
 
 
 def review_grid(name: str, items: Sequence[Hashable], *, screen: int, screen_key: str, grid: keymap.Grid,
-                opened: Hashable | None, actions: Actions, card_key: Callable[[Hashable], str]) -> Hashable | None:
+                opened: Hashable | None, actions: Actions, card_key: Callable[[Hashable], str],
+                paused: bool = False) -> Hashable | None:
     """Keyboard review of one screen of a grid: `items` are the cards shown, in order, on screen `screen`
-    of the pager whose Session State key is `screen_key`; `opened` the item in the large view, if any.
-    Marks the focused card (its container has the key `card_key(item)`) and returns its item."""
+    of the pager whose Session State key is `screen_key`; `opened` the item in the large view, if any;
+    `paused` while another dialog is open. Marks the focused card (its container has the key
+    `card_key(item)`) and returns its item."""
     if not items:
         return None
     state = st.session_state
@@ -142,7 +147,7 @@ def review_grid(name: str, items: Sequence[Hashable], *, screen: int, screen_key
     state[f"{name}-act"] = functools.partial(_act, list(items), screen, grid, screen_key, opened, actions, name)
     with st.container(horizontal=True, vertical_alignment="center", gap="small", key=f"{name}-keys"):
         st.caption(keymap.HELP)
-        keyboard(name, large_view=opened is not None, cards=os.path.commonprefix(cards),
+        keyboard(name, large_view=opened is not None, cards=os.path.commonprefix(cards), paused=paused,
                  on_press=functools.partial(_on_press, name))
         _outline(name)(name, cards, screen, grid)
     return items[cursor.index]

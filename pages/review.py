@@ -325,8 +325,9 @@ def card_key(item: tuple[int, int]) -> str:
 def keyboard_review(items: list[tuple[int, int]], screen: int, total: int, last: dict | None):
     """The keys act on the focused card, or on the page in the large view (see curation.manifest.keyboard)."""
     undo_last = functools.partial(undo, last["id"]) if last is not None and auth.can_curate() else None
-    hotkeys.review_grid(KEYBOARD, items, screen=screen, screen_key="page", grid=keyboard.Grid(total, PER_SCREEN, COLUMNS),
-                        opened=st.session_state.get(OPEN), card_key=card_key,
+    hotkeys.review_grid(KEYBOARD, items, screen=screen, screen_key="page", card_key=card_key,
+                        grid=keyboard.Grid(total, PER_SCREEN, COLUMNS), opened=st.session_state.get(OPEN),
+                        paused=any(key in st.session_state for key in (BULK, CAPTION, USE_MODEL)),
                         actions=hotkeys.Actions(decide=decide_by_key, open=functools.partial(ask, OPEN),
                                                 close=functools.partial(close, OPEN), undo=undo_last))
 
