@@ -1,7 +1,9 @@
 """Keyboard review in a real browser (Chromium at 1440 x 900): on Review's page grid the arrow keys move a
 focus a person sees, `e` excludes the focused page with a toast, `z` undoes it, Enter opens the large view,
-→ goes on to the next page there, + zooms, Esc closes it; keys typed into a caption stay in the caption."""
+→ goes on to the next page there, + zooms, Esc closes it; past a screen's last row the focus goes on to the
+next screen; keys typed into a caption stay in the caption."""
 
+import contextlib
 import os
 import re
 import subprocess
@@ -10,6 +12,7 @@ import time
 
 import pytest
 
+from apptest_support import filled_db
 from curation import Manifest
 from server_support import CHROMIUM, ROOT, chromium, go, no_exception, settle, streamlit_server
 
@@ -24,13 +27,19 @@ def review(tmp_path, archive):
     db = tmp_path / "data" / "manifest.sqlite"
     subprocess.run([sys.executable, "-m", "curation", "ingest", str(archive), "--db", str(db), "--workers", "1",
                     "-q"], cwd=ROOT, check=True, capture_output=True, timeout=300)
-    env = {"CURATION_DB": str(db), "CURATION_ROOTS": str(archive)}
+    with reviewing(tmp_path, db, archive) as page:
+        yield page, db
+
+
+@contextlib.contextmanager
+def reviewing(tmp_path, db, roots):
+    env = {"CURATION_DB": str(db), "CURATION_ROOTS": str(roots)}
     with streamlit_server(tmp_path / "streamlit.log", env) as (_, port), chromium() as browser:
         page = browser.new_page(viewport={"width": 1440, "height": 900})
         page.set_default_timeout(30_000)
         go(page, f"http://127.0.0.1:{port}", "review")
         page.wait_for_function(LISTENING)
-        yield page, db
+        yield page
 
 
 LISTENING = "() => Boolean(window.__curationKeyboards && window.__curationKeyboards['review-pages'])"
@@ -144,3 +153,20 @@ def test_keys_typed_into_a_caption_stay_in_the_caption(review):
     settle(page)
     assert box.input_value() == "engraving"
     assert overrides(db) == [] and focused(page) == 0
+
+
+def test_past_a_screen_s_last_row_the_focus_goes_on_to_the_next_screen_and_back(tmp_path):
+    db = filled_db(tmp_path / "data" / "manifest.sqlite", documents=1, pages=45)  # screens of 40 and 5
+    with reviewing(tmp_path, db, tmp_path) as page:
+        shown = cards(page)
+        columns = sum(card["top"] == shown[0]["top"] for card in shown)
+        last_row = 39 // columns * columns
+        for row in range(columns, last_row + 1, columns):
+            press(page, "ArrowDown", focus=row)
+        press(page, "ArrowDown")
+        page.wait_for_function(f"() => ({CARDS})().length === 5")  # the second screen...
+        assert focused(page) == 0  # ...with the focus in the same column of its first row
+        press(page, "ArrowUp")
+        page.wait_for_function(f"() => ({CARDS})().length === 40")
+        assert focused(page) == last_row
+        no_exception(page)
