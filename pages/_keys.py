@@ -90,8 +90,7 @@ export default function (component) {
 _listener = st.components.v2.component("curation_keyboard", js=LISTENER_JS)
 _reveal = st.components.v2.component("curation_keyboard_focus", js=REVEAL_JS)
 
-FOCUS_STYLE = ("<style>.{card} {{ outline: 3px solid var(--st-primary-color, #8a4b2a); outline-offset: 7px; "
-               "border-radius: 0.5rem; }}</style>")
+FOCUS_STYLE = "<style>.{card} {{ outline: 3px solid {color}; outline-offset: 7px; border-radius: 0.5rem; }}</style>"
 
 
 @dataclass(frozen=True)
@@ -114,6 +113,7 @@ def keyboard(name: str, *, large_view: bool = False, cards: str | None = None, p
     script, as a widget's callback; it reads the press with `pressed(name)`."""
     data = {"name": name, "keys": [] if paused else keymap.keys(large_view), "moves": keymap.move_keys(),
             "cards": cards}
+    # A callback names the event: without one, Streamlit would not report the key at all.
     result = _listener(key=name, data=data, on_key_change=on_press or (lambda: None), width="content",
                        height="content")
     return result.get("key") if result is not None else None
@@ -166,15 +166,15 @@ def _outline(name: str) -> Callable:
 
 def _draw_outline(name: str, cards: list[str], screen: int, grid: keymap.Grid):
     focus = cards[keymap.placed(st.session_state.get(f"{name}-cursor"), screen, grid).index]
-    st.html(FOCUS_STYLE.format(card=focus))
+    st.html(FOCUS_STYLE.format(card=focus, color=st.get_option("theme.primaryColor") or "currentColor"))
     _reveal(data={"name": name, "focus": focus}, key=f"{name}-reveal", width="content", height="content")
 
 
 def _on_press(name: str):
-    press = pressed(name)
+    event = pressed(name)
     act = st.session_state.get(f"{name}-act")
-    if press is not None and act is not None:
-        act(press["key"], press.get("columns"))
+    if event is not None and act is not None:
+        act(event["key"], event.get("columns"))
 
 
 def press(name: str, key: str):
@@ -254,8 +254,8 @@ def zoomed_image(name: str, image: bytes, height: int = 640):
     box = f"{name}-zoomed"
     # The image's wrappers take the box's width, the image `level` times it; the box scrolls.
     st.html(f"<style>.st-key-{box} {{ overflow: auto; }} "
-            f".st-key-{box} [data-testid='stFullScreenFrame'] * {{ width: 100% !important; max-width: none !important; "
-            f"max-height: none !important; overflow: visible !important; }} "
+            f".st-key-{box} [data-testid='stFullScreenFrame'] * {{ width: 100% !important; "
+            "max-width: none !important; max-height: none !important; overflow: visible !important; } "
             f".st-key-{box} [data-testid='stImage'] img {{ width: {level * 100:g}% !important; "
             "height: auto !important; }</style>")
     with st.container(height=height, key=box):

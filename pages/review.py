@@ -337,7 +337,6 @@ def decide_by_key(item: tuple[int, int], keep: bool | None):
         set_override(*item, keep)
 
 
-
 def grid(rows: list[dict], thumbs: dict, captions: dict, documents: dict, changes: dict):
     notice = st.session_state.pop(NOTICE, None)
     if notice:
@@ -345,7 +344,8 @@ def grid(rows: list[dict], thumbs: dict, captions: dict, documents: dict, change
     cells = st.grid(COLUMNS, border=True, min_column_width=CARD_WIDTH)
     for row in rows:
         key = (row["doc_id"], row["page"])
-        with cells.cell(), st.container(gap="xsmall", key=card_key(key)):  # tight: the thumbnail is most of the card
+        # tight: the thumbnail is most of the card; keyed, for the keyboard's focus
+        with cells.cell(), st.container(gap="xsmall", key=card_key(key)):
             card(row, thumbs.get(key), captions.get(key), documents.get(row["doc_id"]), changes.get(key))
 
 
