@@ -155,7 +155,7 @@ def test_keys_typed_into_a_caption_stay_in_the_caption(review):
     assert overrides(db) == [] and focused(page) == 0
 
 
-def test_past_a_screen_s_last_row_the_focus_goes_on_to_the_next_screen_and_back(tmp_path):
+def test_past_a_screen_s_edge_the_focus_goes_on_to_the_next_screen_and_back(tmp_path):
     db = filled_db(tmp_path / "data" / "manifest.sqlite", documents=1, pages=45)  # screens of 40 and 5
     with reviewing(tmp_path, db, tmp_path) as page:
         shown = cards(page)
@@ -169,4 +169,13 @@ def test_past_a_screen_s_last_row_the_focus_goes_on_to_the_next_screen_and_back(
         press(page, "ArrowUp")
         page.wait_for_function(f"() => ({CARDS})().length === 40")
         assert focused(page) == last_row
+
+        for index in range(last_row + 1, 40):
+            press(page, "ArrowRight", focus=index)
+        press(page, "Enter")  # the large view of the screen's last page (its PDF is not at hand: a message)
+        page.get_by_role("dialog").get_by_text(page_label(cards(page)[39])).wait_for()
+        press(page, "ArrowRight")  # next: the first page of the next screen, in the large view
+        page.wait_for_function(f"() => ({CARDS})().length === 5")
+        page.get_by_role("dialog").get_by_text(page_label(cards(page)[0])).wait_for()
+        assert focused(page) == 0
         no_exception(page)
