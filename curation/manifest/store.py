@@ -16,14 +16,18 @@ import pathlib
 import sqlite3
 from collections.abc import Iterable, Iterator
 
-from ..sources.page_numbers import page_number
+import psutil
+
 from ..scoring.result import PageResult
-from .rules import DECIDED_BY_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES
+from ..sources.page_numbers import page_number
 from . import history, pictures, thumbnail_store
 from .history import now
+from .rules import (DECIDED_BY_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, INK_TONE_MIN, KEEP_SQL,
+                    LIVE_DOCUMENT_SQL, RULES)
 
 DEFAULT_THRESHOLD = 45.0
 HEARTBEAT_STALE_SECONDS = 30.0
+HUNG_SECONDS = 600.0  # a job's own live process silent this long is taken as hung: the manifest is freed
 DEFAULT_PAGE_TIMEOUT = 60.0  # seconds; a page past it is skipped (a pathological pattern can take hours)
 
 # Each entry moves the schema one version up. Never edit a released entry: append a new one.
@@ -697,9 +701,22 @@ class JobRunning(Exception):
 
 
 def _job_alive(row: sqlite3.Row) -> bool:
-    heartbeat = dt.datetime.fromisoformat(row["heartbeat_at"])
-    fresh = (dt.datetime.now(dt.timezone.utc) - heartbeat).total_seconds() < HEARTBEAT_STALE_SECONDS
-    return fresh and _pid_alive(row["pid"])
+    if not _pid_alive(row["pid"]):
+        return False
+    silent = (dt.datetime.now(dt.timezone.utc) - dt.datetime.fromisoformat(row["heartbeat_at"])).total_seconds()
+    if silent < HEARTBEAT_STALE_SECONDS:
+        return True
+    # A busy machine can hold a live job's heartbeat back (its workers starting, one slow page): the job
+    # holds the manifest while its own process lives; a process that took over its pid since does not.
+    return silent < HUNG_SECONDS and _process_started_by(row["pid"], dt.datetime.fromisoformat(row["started_at"]))
+
+
+def _process_started_by(pid: int, when: dt.datetime) -> bool:
+    try:
+        created = psutil.Process(pid).create_time()
+    except psutil.Error:
+        return False
+    return created <= when.timestamp() + 1  # started_at is kept to the second
 
 
 def _pid_alive(pid: int | None) -> bool:
