@@ -5,18 +5,21 @@ computes what it shows."""
 
 from __future__ import annotations
 
+import functools
 import pathlib
 import zlib
 
 import streamlit as st
 from streamlit_image_coordinates import streamlit_image_coordinates
 
+from curation.manifest import keyboard
 from curation.manifest import picture_views as pv
 from curation.manifest import views
 from curation.manifest.pictures import PictureError
 from curation.sources.page_numbers import page_number
 from pages import _auth as auth
 from pages import _common as common
+from pages import _keys as hotkeys
 
 PER_SCREEN = 48
 COLUMNS = 8  # at most; the grid wraps to fewer on narrow screens
@@ -29,6 +32,7 @@ CHOICE_OF_OVERRIDE = {1: "include", None: "auto", 0: "exclude"}
 OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
 OPEN, BULK, CAPTION, NOTICE = "pictures_open", "pictures_bulk", "pictures_caption", "pictures_notice"
 ON_SCREEN = "pictures_on_screen"  # the ids of the screen's pictures, for next and previous in the large view
+SCREEN_NUMBER, NEXT_AFTER = "pictures_screen", "pictures_next_after"  # the screen's number, the next one's key
 SCREENS = "pictures_screens"  # (view, the keys its screens so far start after: [None, screen 1's last, ...])
 CLICK, CORNER = "pictures_click", "pictures_corner"  # the large view's click mode, and its first corner
 CAPTION_KEY = "picture-caption-"
@@ -47,8 +51,9 @@ BORDERS = """<style>
 </style>"""
 
 
-def show(undo_bar):
-    """The Pictures view of Review; `undo_bar(last)` is Review's (the person's last change, with Undo)."""
+def show(undo_bar, undo):
+    """The Pictures view of Review; `undo_bar(last)` and `undo(action id)` are Review's (the person's last
+    change, with Undo)."""
     manifest = common.require_manifest()
     with manifest:
         threshold = manifest.threshold
@@ -65,6 +70,8 @@ def show(undo_bar):
         if not shown.rows and len(screens) > 1:  # the view shrank (a bulk action, another browser)
             screens[:] = [None]
             shown = pv.screen(manifest, threshold, flt, sort, limit=PER_SCREEN)
+        st.session_state[SCREEN_NUMBER] = len(screens)
+        st.session_state[NEXT_AFTER] = ((flt, sort), shown.next_after)
         crops = pv.crops(manifest, shown.rows)
     if OPEN not in st.session_state:
         undo_bar(last)
@@ -77,6 +84,7 @@ def show(undo_bar):
         return
     first = (len(screens) - 1) * PER_SCREEN + 1
     st.caption(f"Pictures {first:,}–{first + len(shown.rows) - 1:,} of {total:,} in this view")
+    keyboard_review([row["id"] for row in shown.rows], len(screens), total, last, undo)
     grid(shown.rows, crops, {doc["id"]: doc for doc in documents})
     pager(len(screens), shown.next_after)
     if OPEN in st.session_state:
@@ -112,11 +120,19 @@ def count_keeper(db: str) -> pv.CountKeeper:
 
 def screens_of(view: tuple) -> list:
     """The keys the screens so far start after, for this view (filter and sort); a new view starts afresh,
-    however it changed (a widget, the address, the browser's Back)."""
+    however it changed (a widget, the address, the browser's Back). The keyboard goes on to the next or
+    previous screen by its number (pages/_keys.py sets SCREEN_NUMBER)."""
     held = st.session_state.get(SCREENS)
     if held is None or held[0] != view:
         held = st.session_state[SCREENS] = (view, [None])
-    return held[1]
+        st.session_state.pop(SCREEN_NUMBER, None)
+    screens, wanted = held[1], st.session_state.get(SCREEN_NUMBER)
+    next_view, after = st.session_state.get(NEXT_AFTER, (None, None))
+    if wanted == len(screens) + 1 and next_view == view and after is not None:
+        screens.append(tuple(after))
+    elif wanted == len(screens) - 1 and len(screens) > 1:
+        screens.pop()
+    return screens
 
 
 def first_screen():
@@ -128,19 +144,14 @@ def pager(screens: int, next_after):
         return
     bar = st.container(horizontal=True, vertical_alignment="center")
     bar.button("Previous", icon=":material/arrow_back:", key="pictures-previous", disabled=screens == 1,
-               on_click=previous_screen)
+               on_click=turn_to, args=(screens - 1,))
     bar.button(f"Next {PER_SCREEN}", icon=":material/arrow_forward:", key="pictures-next",
-               disabled=next_after is None, on_click=next_screen, args=(next_after,))
+               disabled=next_after is None, on_click=turn_to, args=(screens + 1,))
 
 
-def next_screen(after):
-    if SCREENS in st.session_state:
-        st.session_state[SCREENS][1].append(tuple(after))
-
-
-def previous_screen():
-    if SCREENS in st.session_state and len(st.session_state[SCREENS][1]) > 1:
-        st.session_state[SCREENS][1].pop()
+def turn_to(screen: int):
+    """Go on to the next or back to the previous screen (screens_of turns), as the keyboard does."""
+    st.session_state[SCREEN_NUMBER] = screen
 
 
 # -- bulk actions -------------------------------------------------------------------------------
@@ -229,11 +240,33 @@ def forget(prefix: str):
 # -- the grid -----------------------------------------------------------------------------------
 
 
+KEYBOARD = "review-pictures"
+
+
+def card_key(picture_id: int) -> str:
+    return f"picture-focus-{picture_id}"
+
+
+def keyboard_review(ids: list[int], screen: int, total: int, last: dict | None, undo):
+    """The keys act on the focused card, or on the picture in the large view (see curation.manifest.keyboard)."""
+    undo_last = functools.partial(undo, last["id"]) if last is not None and auth.can_curate() else None
+    hotkeys.review_grid(KEYBOARD, ids, screen=screen, screen_key=SCREEN_NUMBER, card_key=card_key,
+                        grid=keyboard.Grid(total, PER_SCREEN, COLUMNS), opened=st.session_state.get(OPEN),
+                        paused=BULK in st.session_state or CAPTION in st.session_state,
+                        actions=hotkeys.Actions(decide=decide_by_key, open=open_picture,
+                                                close=functools.partial(close, OPEN), undo=undo_last))
+
+
+def decide_by_key(picture_id: int, keep: bool | None):
+    if auth.require_curator():
+        set_override(picture_id, keep)
+
+
 def grid(rows: list[dict], crops: dict, documents: dict):
     st.html(BORDERS)
     cells = st.grid(COLUMNS, min_column_width=CARD_WIDTH, gap="small")
     for row in rows:
-        with cells.cell():
+        with cells.cell(), st.container(key=card_key(row["id"])):  # the keyboard's focus outlines this
             card(row, crops.get(row["id"]), documents.get(row["doc_id"]))
 
 

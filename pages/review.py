@@ -42,7 +42,7 @@ def main():
     view = st.segmented_control("View", list(VIEWS), format_func=VIEWS.get, default="pages", required=True,
                                 key="view", bind="query-params", label_visibility="collapsed")
     if view == "pictures":
-        pictures_view.show(undo_bar)
+        pictures_view.show(undo_bar, undo)
         return
     manifest = common.require_manifest()
     with manifest:

@@ -1,6 +1,6 @@
 """Review's Pictures view in a real browser (Chromium at 1440 x 900, as a curator's laptop): a dense grid of
 the crops, at least six cards a row beside the sidebar, each card's controls inside it, and the large view
-where two clicks on the page redraw a picture's box."""
+where two clicks on the page redraw a picture's box; the keys of Review's grids work on it."""
 
 import os
 
@@ -54,7 +54,12 @@ def test_the_pictures_grid_at_1440_px_holds_six_cards_a_row_and_two_clicks_fix_a
         settle(page)
         after = page.evaluate(CARDS)[0]
         assert after["height"] == before and after["fits"]  # the card keeps its height and its controls
-        page.locator("[class*='st-key-picture-open-'] button").first.click()
+        page.keyboard.press("i")  # the keys act on the focused card, the first
+        page.get_by_text("Included picture").first.wait_for()
+        settle(page)
+        with Manifest(db) as manifest:
+            assert [row["keep"] for row in manifest.picture_rows(where="x.keep IS NOT NULL")] == [1]
+        page.keyboard.press("Enter")  # opens it large
         dialog = page.get_by_role("dialog")
         dialog.get_by_text("Fix this picture's box").click()  # then two clicks on the page redraw its box
         settle(page)
