@@ -2,8 +2,8 @@
 and the bulk actions on a view, computed in SQL and tested without Streamlit.
 
 Paging is by key, not OFFSET: a screen is the pictures after the last one of the screen before in the sort's
-order (every sort ends on the picture's id, so the order is total), so the thousandth screen costs what the
-first does. A card's crop is cut from its page's stored thumbnail: 1-4 ms a crop, where drawing it from the
+order (every sort's key tells any two pictures apart, so the order is total), so the thousandth screen costs
+what the first does. A card's crop is cut from its page's stored thumbnail: 1-4 ms a crop, where drawing it from the
 PDF took 30 ms a picture on a real 300-dpi front page (1.4 s for a screen of 48) and the page thumbnail
 itself 80 ms. The crop is small (a picture a third of the page is 85 pixels of the 256-pixel thumbnail), so
 the large view draws the whole page from its PDF, on demand and kept for the next few (0.4 s at 1,400
