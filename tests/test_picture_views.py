@@ -248,3 +248,16 @@ def test_kept_counts_follow_every_change_and_count_again_only_the_documents_touc
     same()
     assert scans[-1] == "all"
     assert keeper.counts(manifest, 1000.0, rule="sigma") == pv.filter_counts(manifest, 1000.0, rule="sigma")
+
+
+def test_a_sorted_screen_of_few_pictures_among_many_is_found_past_the_first_ones(manifest, doc, monkeypatch):
+    other = manifest.register_document(sha256="b" * 64, path="/archive/b.pdf", size=1)["id"]
+    for page in range(12):
+        scored(manifest, other, page, [PLATE])  # twelve large pictures the rule keeps
+    monkeypatch.setattr(pv, "CANDIDATES", 2)
+    excluded = every_screen(manifest, pv.PictureFilter("excluded"), sort="size", limit=1)
+    assert [r["box_area"] for r in excluded] == [STOCK_CUT[4], STOCK_CUT[4]]  # past 4 candidates, all kept
+    kept = every_screen(manifest, pv.PictureFilter("kept"), sort="size", limit=3)
+    assert [r["box_area"] for r in kept] == [PLATE[4]] * 13 + [ENGRAVING[4], NEAR_CUT[4]]
+    mine = every_screen(manifest, pv.PictureFilter("all", doc_id=doc), sort="unsure", limit=2)
+    assert [r["box_area"] for r in mine] == [NEAR_CUT[4], ENGRAVING[4], STOCK_CUT[4], STOCK_CUT[4], PLATE[4]]
