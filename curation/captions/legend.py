@@ -1,0 +1,299 @@
+"""A picture's printed legend: the lines of type directly under it (or, failing that, over it), within
+its width, before the next picture or the body text starts, read by Tesseract.
+
+Where the lines are is worked out on the page itself, read at OCR resolution around the pictures
+(the 144-dpi reference image is too coarse for 7-pt type): rows of ink under the picture are lines
+of type; the first must start close to the picture, the lines must follow one another closely and
+end with a clear gap, there must be only a few of them, and none may run on past the picture's sides
+into a column of text. Body text fails one of these: beside the picture it is not under it, under it
+it is a paragraph of many lines, or its lines run across the whole column.
+
+The engine is tesserocr's (its wheel carries libtesseract); the language data comes from the system
+(Debian's tesseract-ocr-* packages). Without either, `installed_languages()` is empty, nothing is
+read, and `engine_note()` says how to get legends.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import pathlib
+import re
+import threading
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+DEFAULT_LANGUAGES = "eng+deu+fra"
+LANGUAGE_PACKAGES = "tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-frk tesseract-ocr-rus"
+INSTALL_HINT = f"apt-get install {LANGUAGE_PACKAGES}"
+TESSDATA_FOLDERS = ("/usr/share/tesseract-ocr/5/tessdata", "/usr/share/tesseract-ocr/4.00/tessdata",
+                    "/usr/share/tessdata", "/usr/local/share/tessdata")
+LANGUAGE_CODE = re.compile(r"^[a-z][a-z_]{1,15}$")  # Tesseract's names: eng, deu, chi_sim, ...
+
+REFERENCE_DPI = 144  # picture boxes are in pixels of the reference render
+OCR_DPI = 300  # 7-pt capitals are about 20 px tall here, where Tesseract reads best
+MAX_READ_SIDE = 4096  # the largest image the exporter's reader makes: big pages are read a little coarser
+SEARCH_DEPTH_IN = 1.2  # a legend lies within this distance of its picture
+FIRST_GAP_IN = 0.4  # and its first line starts at most this far from it
+SIDE_IN, SIDE_SHARE = 0.15, 0.3  # a legend's line may run past the picture's sides by this much at most
+GUTTER_IN = 0.12  # ink closer than this across one line is words of that line; farther is another column
+LINE_MIN_IN, LINE_MAX_IN = 0.035, 0.6  # heights of a line of type (dots and rules are thinner)
+LINE_GAP = 0.9  # a gap wider than this many line heights ends the legend
+MAX_LINES = 4  # more lines than this close together are a paragraph of body text
+MIN_CONTRAST = 60  # gray levels between the paper and the darkest ink: less is no type at all
+MIN_CONFIDENCE = 0.45  # below this the OCR read hatching or noise
+PAD_IN = 0.06
+
+
+@dataclass(frozen=True)
+class Legend:
+    text: str
+    confidence: float  # 0..1: Tesseract's mean word confidence
+
+
+# -- the engine ---------------------------------------------------------------------------------
+
+
+def tessdata_folder() -> str | None:
+    """Where Tesseract's language data is: $TESSDATA_PREFIX, else Debian's and the usual folders."""
+    candidates = [os.environ.get("TESSDATA_PREFIX", ""), *TESSDATA_FOLDERS]
+    for folder in filter(None, candidates):
+        if any(pathlib.Path(folder).glob("*.traineddata")):
+            return folder
+    return None
+
+
+@functools.cache
+def installed_languages() -> frozenset[str]:
+    """Languages the engine can read; empty when tesserocr or the language data is missing."""
+    folder = tessdata_folder()
+    if folder is None:
+        return frozenset()
+    try:
+        import tesserocr  # noqa: F401  (the engine: a wheel that can be missing on a platform without one)
+    except ImportError:
+        return frozenset()
+    return frozenset(path.stem for path in pathlib.Path(folder).glob("*.traineddata")) - {"osd"}
+
+
+def engine_note() -> str | None:
+    """None when legends can be read; else one line saying how to get them."""
+    try:
+        import tesserocr  # noqa: F401
+    except ImportError:
+        return "Legends are not read: the OCR engine is missing (pip install -r requirements.txt)."
+    if not installed_languages():
+        return f"Legends are not read: Tesseract's language data is missing ({INSTALL_HINT})."
+    return None
+
+
+def check_languages(text: str) -> str:
+    """'eng+deu' as Tesseract takes it; ValueError naming what is wrong. Where the engine is present,
+    each language must be installed."""
+    codes = [code.strip().lower() for code in str(text).replace(",", "+").split("+") if code.strip()]
+    if not codes:
+        raise ValueError("name at least one legend language, e.g. eng+deu")
+    bad = [code for code in codes if not LANGUAGE_CODE.match(code)]
+    if bad:
+        raise ValueError(f"not a Tesseract language code: {', '.join(bad)} (e.g. eng, deu, fra, frk, rus)")
+    installed = installed_languages()
+    missing = [code for code in codes if installed and code not in installed]
+    if missing:
+        raise ValueError(f"legend language not installed: {', '.join(missing)}; installed: "
+                         f"{', '.join(sorted(installed))} (more with apt-get install tesseract-ocr-LANG)")
+    return "+".join(dict.fromkeys(codes))
+
+
+_engines = threading.local()  # a Tesseract instance is not thread-safe, and loading one takes 0.3 s
+
+
+def _engine(languages: str):
+    import tesserocr
+
+    engines = _engines.__dict__.setdefault("by_languages", {})
+    if languages not in engines:
+        engines[languages] = tesserocr.PyTessBaseAPI(path=tessdata_folder(), lang=languages,
+                                                     psm=tesserocr.PSM.SINGLE_BLOCK)
+    return engines[languages]
+
+
+def ocr(gray: np.ndarray, languages: str = DEFAULT_LANGUAGES, dpi: int = OCR_DPI) -> Legend | None:
+    """The text of an image of a few lines of type, with the confidence; None where it holds none."""
+    from PIL import Image
+
+    engine = _engine(languages)
+    engine.SetImage(Image.fromarray(gray))
+    engine.SetSourceResolution(dpi)
+    text = " ".join(engine.GetUTF8Text().split())
+    confidence = engine.MeanTextConf() / 100
+    engine.Clear()
+    if sum(ch.isalnum() for ch in text) < 2 or confidence < MIN_CONFIDENCE:
+        return None
+    return Legend(text, round(confidence, 3))
+
+
+# -- where a picture's legend is ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Strip:
+    """Where to look for one picture's legend, in reference pixels: `box` (x0, y0, x1, y1) holds the
+    picture's columns widened by the sides a legend may use; `below`: it starts at the picture's edge."""
+
+    box: tuple[int, int, int, int]
+    picture: tuple[int, int]  # the picture's x0, x1
+    below: bool
+    open_end: bool  # its far end is the search depth, not the page's edge or another picture
+
+
+def strips(box, boxes, width: int, height: int) -> list[Strip]:
+    """Under the picture `box`, then over it, each stopping at any other picture in its way."""
+    x0, y0, x1, y1 = box[:4]
+    side = round(min(SIDE_IN * REFERENCE_DPI, SIDE_SHARE * (x1 - x0)) + GUTTER_IN * REFERENCE_DPI)
+    left, right = max(0, x0 - side), min(width, x1 + side)
+    depth = round(SEARCH_DEPTH_IN * REFERENCE_DPI)
+    others = [b for b in boxes if tuple(b[:4]) != tuple(box[:4]) and b[0] < right and b[2] > left]
+    below_end = min([height, y1 + depth] + [b[1] for b in others if b[1] >= y1])
+    above_end = max([0, y0 - depth] + [b[3] for b in others if b[3] <= y0])
+    found = []
+    if below_end - y1 > 4:
+        found.append(Strip((left, y1, right, below_end), (x0, x1), True, below_end == y1 + depth))
+    if y0 - above_end > 4:
+        found.append(Strip((left, above_end, right, y0), (x0, x1), False, above_end == y0 - depth))
+    return found
+
+
+def legend_box(gray: np.ndarray, strip: Strip, scale: float) -> tuple[int, int, int, int] | None:
+    """The box (x0, y0, x1, y1 in `gray`'s pixels) of the legend in `gray`, the strip read at `scale`
+    pixels per reference pixel; None where the strip holds none."""
+    ink = _ink(gray)
+    if ink is None:
+        return None
+    if not strip.below:
+        ink = ink[::-1]  # looked at from the picture outwards, as under it
+    dpi = REFERENCE_DPI * scale
+    px0, px1 = (max(0, round((x - strip.box[0]) * scale)) for x in strip.picture)
+    block = _block(_lines(ink[:, px0:px1], dpi), ink.shape[0], dpi, strip.open_end)
+    if block is None:
+        return None
+    spans = [_span(ink[top:bottom], px0, px1, dpi) for top, bottom in block]
+    if any(span is None for span in spans):  # a line runs on into the next column: body text
+        return None
+    pad, height = round(PAD_IN * dpi), ink.shape[0]
+    top, bottom = max(0, block[0][0] - pad), min(height, block[-1][1] + pad)
+    if not strip.below:
+        top, bottom = height - bottom, height - top
+    x0, x1 = min(s[0] for s in spans), max(s[1] for s in spans)
+    return max(0, x0 - pad), top, min(ink.shape[1], x1 + pad), bottom
+
+
+def _ink(gray: np.ndarray) -> np.ndarray | None:
+    """Ink against the strip's paper; None for a strip of blank paper."""
+    paper, dark = np.percentile(gray, 90), np.percentile(gray, 0.2)
+    if paper - dark < MIN_CONTRAST:
+        return None
+    return gray < (paper + dark) / 2
+
+
+def _lines(ink: np.ndarray, dpi: float) -> list[tuple[int, int]]:
+    """Rows of type (top, bottom) under the picture's columns, the picture at row 0. Ink touching
+    row 0 is the picture's own (its box hugs its strokes, found at a lower resolution)."""
+    rows = np.flatnonzero(ink.sum(axis=1) >= 2)
+    if rows.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(rows) > 1)
+    bands = [(int(rows[s]), int(rows[e]) + 1) for s, e in zip(np.r_[0, breaks + 1], np.r_[breaks, rows.size - 1])]
+    return [(top, bottom) for top, bottom in bands
+            if top > 0 and LINE_MIN_IN * dpi <= bottom - top <= LINE_MAX_IN * dpi]
+
+
+def _block(lines, depth: int, dpi: float, open_end: bool) -> list[tuple[int, int]] | None:
+    """The legend's lines: the first close to the picture, each next one close to the last, a clear
+    gap after them, and few. `depth`: the strip's height; `open_end`: more may follow past it."""
+    if not lines or lines[0][0] > FIRST_GAP_IN * dpi:
+        return None
+    block = [lines[0]]
+    for top, bottom in lines[1:]:
+        height = float(np.median([b - t for t, b in block]))
+        if top - block[-1][1] > LINE_GAP * height:
+            break
+        block.append((top, bottom))
+    else:  # nothing after the block: was the gap after it seen?
+        last = block[-1]
+        if open_end and depth - last[1] < LINE_GAP * (last[1] - last[0]):
+            return None  # it may go on past what was read: a column of text, not a legend
+    return block if len(block) <= MAX_LINES else None
+
+
+def _span(line: np.ndarray, px0: int, px1: int, dpi: float) -> tuple[int, int] | None:
+    """Left and right of the line's ink around the picture's columns, joining words across gaps
+    narrower than a gutter; None when it runs to the strip's side, past where a legend may."""
+    cols = np.flatnonzero(line.any(axis=0))
+    if cols.size == 0:
+        return None
+    gutter = GUTTER_IN * dpi
+    breaks = np.flatnonzero(np.diff(cols) > gutter)
+    runs = [(int(cols[s]), int(cols[e]) + 1) for s, e in zip(np.r_[0, breaks + 1], np.r_[breaks, cols.size - 1])]
+    mine = [run for run in runs if run[0] < px1 and run[1] > px0]
+    if not mine:
+        return None
+    left, right = min(r[0] for r in mine), max(r[1] for r in mine)
+    if left <= 1 or right >= line.shape[1] - 1:
+        return None
+    return left, right
+
+
+# -- a page's legends -----------------------------------------------------------------------------
+
+
+def read_legends(doc, number: int, boxes, languages: str = DEFAULT_LANGUAGES) -> list[Legend | None]:
+    """The legend of each picture of page `number` (`boxes`: x0, y0, x1, y1 in reference pixels), in
+    the order given; the page is read once, at OCR resolution, around the pictures only."""
+    from ..scoring.scorer import reference_size
+
+    width, height = reference_size(doc[number])
+    found = [strips(box, boxes, width, height) for box in boxes]
+    every = [strip for picture in found for strip in picture]
+    if not every:
+        return [None] * len(boxes)
+    area = tuple(f(s.box[i] for s in every) for i, f in enumerate((min, min, max, max)))
+    gray, scale = read_area(doc, number, area, (width, height))
+    return [_legend(gray, area, scale, picture, languages) for picture in found]
+
+
+def _legend(gray, area, scale: float, picture_strips: list[Strip], languages: str) -> Legend | None:
+    """The first legend found under the picture, else over it."""
+    for strip in picture_strips:
+        x0, y0, x1, y1 = (round((v - o) * scale) for v, o in zip(strip.box, (*area[:2], *area[:2])))
+        part = gray[y0:y1, x0:x1]
+        box = legend_box(part, strip, scale)
+        if box is not None:
+            legend = ocr(np.ascontiguousarray(part[box[1]:box[3], box[0]:box[2]]), languages,
+                         round(REFERENCE_DPI * scale))
+            if legend is not None:
+                return legend
+    return None
+
+
+def read_area(doc, number: int, area, size) -> tuple[np.ndarray, float]:
+    """Part `area` (reference pixels) of the page in gray at OCR_DPI (less for a very large part),
+    with its pixels per reference pixel. Read as an export reads a picture: a scan's JPEG decoded,
+    anything else rendered, just that part."""
+    # The exporter's package imports the ingest runner, which reads legends: imported when used.
+    from ..export.settings import ExportSettings
+    from ..export.source import read_source
+
+    x0, y0, x1, y1 = area
+    scale = min(OCR_DPI / REFERENCE_DPI, MAX_READ_SIDE / max(x1 - x0, y1 - y0))
+    settings = ExportSettings(size=max(64, math.ceil(max(x1 - x0, y1 - y0) * scale)))
+    region = (x0 / size[0], y0 / size[1], x1 / size[0], y1 / size[1])
+    source = read_source(doc, number, settings, region=region)
+    image = source.image.crop(tuple(round(v) for v in source.box)).convert("L")
+    target = (max(1, round((x1 - x0) * scale)), max(1, round((y1 - y0) * scale)))
+    gray = np.asarray(image)
+    if gray.shape[::-1] != target:  # a scan at its own resolution: brought to OCR resolution
+        gray = cv2.resize(gray, target, interpolation=cv2.INTER_AREA if gray.shape[1] > target[0] else cv2.INTER_CUBIC)
+    return gray, scale

@@ -1,0 +1,196 @@
+"""A picture's printed legend is read by OCR; body text beside or under it is not; a page without one
+gets none. Pages are generated: an "engraving" (random hatching) with its legend under it, in several
+fonts and sizes, Latin and Cyrillic, as a vector page and as a scan."""
+
+import difflib
+import json
+
+import numpy as np
+import pymupdf
+import pytest
+
+from curation.captions import legend as legends
+from curation.captions.legend import check_languages, engine_note, installed_languages, read_legends
+
+needs_engine = pytest.mark.skipif(not installed_languages(), reason=f"no OCR engine: {engine_note()}")
+
+PAGE = (432, 576)  # 6 x 8 inches
+PICTURE = (54, 72, 234, 252)  # points: the engraving in the left column
+BODY = ("The committee met on Tuesday last and resolved that the bridge over the river shall be "
+        "rebuilt in stone before the winter sets in, at a cost not exceeding four thousand pounds, "
+        "to be raised by subscription among the merchants of the town and the county at large. ") * 3
+
+
+def engraving(page: pymupdf.Page, rect, seed: int = 0) -> None:
+    """Random hatching in a few shapes inside `rect`, framed: what the picture finder takes for line art."""
+    rng = np.random.default_rng(seed)
+    x0, y0, x1, y1 = rect
+    shape = page.new_shape()
+    shape.draw_rect(pymupdf.Rect(rect))
+    for _ in range(6):
+        r = rng.uniform(15, min(45, (x1 - x0) / 2 - 4, (y1 - y0) / 2 - 4))
+        cx, cy = rng.uniform(x0 + r + 2, x1 - r - 2), rng.uniform(y0 + r + 2, y1 - r - 2)
+        angle = rng.uniform(0, np.pi)
+        for k in np.arange(-r, r, 2.5):
+            dx, dy = np.cos(angle), np.sin(angle)
+            half = np.sqrt(max(r * r - k * k, 0))
+            a = (cx - dy * k - dx * half, cy + dx * k - dy * half)
+            b = (cx - dy * k + dx * half, cy + dx * k + dy * half)
+            shape.draw_line(_clip(a, rect), _clip(b, rect))
+        shape.draw_circle((cx, cy), r)
+    shape.finish(color=(0, 0, 0), width=0.7)
+    shape.commit()
+
+
+def _clip(point, rect):
+    return (min(max(point[0], rect[0]), rect[2]), min(max(point[1], rect[1]), rect[3]))
+
+
+def centred_line(page, text: str, y: float, font: pymupdf.Font, size: float, left=PICTURE[0], right=PICTURE[2]):
+    writer = pymupdf.TextWriter(page.rect)
+    width = font.text_length(text, fontsize=size)
+    writer.append(((left + right - width) / 2, y), text, font=font, fontsize=size)
+    writer.write_text(page)
+
+
+def body_text(page, rect, size: float = 8) -> None:
+    """A justified paragraph filling `rect`."""
+    page.insert_textbox(pymupdf.Rect(rect), BODY, fontsize=size, fontname="tiro", align=pymupdf.TEXT_ALIGN_JUSTIFY)
+
+
+def legend_page(lines, font="tiro", size=9.0, seed=0, under=True, beside=True) -> pymupdf.Document:
+    """A page with the engraving, its legend (`lines`; none when empty), body text in the next column
+    and a paragraph under the legend after a gap."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=PAGE[0], height=PAGE[1])
+    engraving(page, PICTURE, seed)
+    y = PICTURE[3] + size * 1.4
+    for line in lines:
+        centred_line(page, line, y, pymupdf.Font(font), size)
+        y += size * 1.25
+    if beside:
+        body_text(page, (252, 72, 396, 400))
+    if under:
+        body_text(page, (PICTURE[0], y + 14, PICTURE[2], 520))
+    return doc
+
+
+def as_scan(doc: pymupdf.Document, dpi: int = 200) -> pymupdf.Document:
+    """The page as a scanner gives it: one gray JPEG covering the page."""
+    pix = doc[0].get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
+    scan = pymupdf.open()
+    page = scan.new_page(width=doc[0].rect.width, height=doc[0].rect.height)
+    page.insert_image(page.rect, stream=pix.tobytes("jpeg", jpg_quality=85))
+    return scan
+
+
+def reference_box(rect=PICTURE):
+    return tuple(round(v * 2) for v in rect)  # points to reference pixels (144 dpi)
+
+
+def accuracy(read: str, printed: str) -> float:
+    """Share of the printed characters read right (1 - edit distance / length, by difflib's matching)."""
+    matcher = difflib.SequenceMatcher(None, read, printed, autojunk=False)
+    return sum(block.size for block in matcher.get_matching_blocks()) / max(len(printed), 1)
+
+
+LATIN = [
+    (["SEPTEMBER MORN."], "tiro", 9.0),
+    (["A WET DAY."], "helv", 11.0),
+    (["Fig. 3. The new bridge over the Thames,", "seen from the south bank."], "tiro", 7.0),
+    (["Die Schnell- und Zeigerwage."], "tibo", 8.0),
+    (["Le Pont Neuf, vu du quai."], "cour", 9.0),
+]
+
+
+@needs_engine
+@pytest.mark.parametrize("lines, font, size", LATIN)
+def test_the_legend_under_a_picture_is_read(lines, font, size):
+    doc = legend_page(lines, font, size)
+    [found] = read_legends(doc, 0, [reference_box()])
+    assert found is not None
+    assert accuracy(found.text, " ".join(lines)) >= 0.9, found.text
+    assert 0 < found.confidence <= 1
+
+
+@needs_engine
+def test_a_scanned_page_is_read_at_ocr_resolution():
+    lines = ["Fig. 7. Visiting dress of grey silk."]
+    doc = as_scan(legend_page(lines, "tiro", 7.0), dpi=200)
+    [found] = read_legends(doc, 0, [reference_box()])
+    assert found is not None and accuracy(found.text, lines[0]) >= 0.9, found
+
+
+@needs_engine
+def test_a_cyrillic_legend_is_read():
+    if not {"rus"} <= installed_languages():
+        pytest.skip("Tesseract's Russian data is not installed (apt-get install tesseract-ocr-rus)")
+    if not pymupdf.Font("tiro").has_glyph(ord("Ж")):
+        pytest.skip("PyMuPDF's built-in Times has no Cyrillic here")
+    lines = ["Рис. 3. Визитное платье."]
+    doc = legend_page(lines, "tiro", 10.0)
+    [found] = read_legends(doc, 0, [reference_box()], languages="rus+eng")
+    assert found is not None and accuracy(found.text, lines[0]) >= 0.85, found
+
+
+@needs_engine
+def test_a_title_over_the_picture_is_read_when_none_is_under_it():
+    doc = legend_page([], under=False)
+    centred_line(doc[0], "THE HARVEST HOME.", PICTURE[1] - 10, pymupdf.Font("tibo"), 10)
+    [found] = read_legends(doc, 0, [reference_box()])
+    assert found is not None and accuracy(found.text, "THE HARVEST HOME.") >= 0.9, found
+
+
+@needs_engine
+@pytest.mark.parametrize("scan", [False, True])
+def test_a_picture_without_a_legend_gets_none_though_body_text_is_beside_and_under_it(scan):
+    doc = legend_page([])
+    doc = as_scan(doc) if scan else doc
+    assert read_legends(doc, 0, [reference_box()]) == [None]
+
+
+@needs_engine
+def test_body_text_running_on_under_a_narrow_picture_is_not_its_legend():
+    """Text that flows round a picture and on under it spans the column, wider than the picture."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=PAGE[0], height=PAGE[1])
+    picture = (54, 72, 150, 168)
+    engraving(page, picture)
+    body_text(page, (160, 72, 378, 170))
+    body_text(page, (54, 176, 378, 300))
+    assert read_legends(doc, 0, [reference_box(picture)]) == [None]
+
+
+@needs_engine
+def test_each_picture_gets_its_own_legend():
+    doc = legend_page(["Before taking."], under=False, beside=False)
+    page = doc[0]
+    other = (252, 72, 396, 252)
+    engraving(page, other, seed=3)
+    centred_line(page, "After taking.", other[3] + 12, pymupdf.Font("tiro"), 9, other[0], other[2])
+    found = read_legends(doc, 0, [reference_box(), reference_box(other)])
+    assert [accuracy(f.text, t) >= 0.9 for f, t in zip(found, ["Before taking.", "After taking."])] == [True, True]
+
+
+def test_legend_languages_are_checked():
+    assert check_languages("ENG + deu+eng") == "eng+deu"
+    with pytest.raises(ValueError, match="language code"):
+        check_languages("eng;rm -rf")
+    with pytest.raises(ValueError, match="at least one"):
+        check_languages(" + ")
+
+
+@needs_engine
+def test_a_language_that_is_not_installed_is_refused():
+    with pytest.raises(ValueError, match="not installed: xyz"):
+        check_languages("eng+xyz")
+
+
+def test_without_the_engine_the_note_says_how_to_get_legends(monkeypatch):
+    monkeypatch.setattr(legends, "tessdata_folder", lambda: None)
+    legends.installed_languages.cache_clear()
+    try:
+        assert legends.installed_languages() == frozenset()
+        assert "apt-get install tesseract-ocr-eng" in legends.engine_note()
+    finally:
+        legends.installed_languages.cache_clear()
