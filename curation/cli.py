@@ -151,8 +151,11 @@ class ArchivePath(click.Path):
 @worker_memory_option
 @cluster_option
 @thumbnails_option
+@click.option("--legend-languages", default=None, metavar="LANGS",
+              help="Tesseract's languages to read the pictures' printed legends in, e.g. eng+deu (default: the "
+                   "manifest's setting, eng+deu+fra); saved in the manifest.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def ingest(paths, db, workers, page_timeout, worker_memory, cluster, thumbnails, quiet):
+def ingest(paths, db, workers, page_timeout, worker_memory, cluster, thumbnails, legend_languages, quiet):
     """Score every page of the PDFs in PATHS (files or folders, searched recursively; or URLs such as
     s3://bucket/archive/, read through fsspec with its filesystem package installed).
 
@@ -165,13 +168,20 @@ def ingest(paths, db, workers, page_timeout, worker_memory, cluster, thumbnails,
     manifest = open_manifest(db, create=True)
     if thumbnails is not None:
         manifest.thumbnail_store = thumbnails
+    if legend_languages is not None:
+        try:
+            manifest.legend_languages = legend_languages
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--legend-languages") from None
     with open_cluster(cluster, manifest) as dask_cluster, hash_bar(quiet) as hash_progress, page_bar("scoring", quiet) as progress:
         try:
             job = Ingest(manifest, paths, workers=workers, page_timeout=page_timeout, cluster=dask_cluster,
                          worker_memory=worker_memory, on_progress=progress, on_hash_progress=hash_progress)
-        except FileNotFoundError as exc:  # a URL that names nothing (local paths are checked by click)
+        except (FileNotFoundError, ValueError) as exc:  # a URL that names nothing; a legend language gone
             raise click.ClickException(str(exc)) from None
         report = run_job(job)
+    if report.legend_note:
+        click.echo(report.legend_note, err=True)
     finish_run(report, f"{report.documents} documents ({report.new_documents} new): {report.pages_scored} pages "
                        f"scored, {failed_pages(report)}, {report.pages_per_second:.1f} pages/s{report.incidents}")
 

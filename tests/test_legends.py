@@ -4,6 +4,7 @@ fonts and sizes, Latin and Cyrillic, as a vector page and as a scan."""
 
 import difflib
 import json
+import pathlib
 
 import numpy as np
 import pymupdf
@@ -194,3 +195,30 @@ def test_without_the_engine_the_note_says_how_to_get_legends(monkeypatch):
         assert "apt-get install tesseract-ocr-eng" in legends.engine_note()
     finally:
         legends.installed_languages.cache_clear()
+
+
+def ingest_folder(tmp_path, docs) -> "pathlib.Path":
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    for n, doc in enumerate(docs):
+        doc.save(folder / f"issue-{n}.pdf")
+    return folder
+
+
+@needs_engine
+def test_ingest_reads_legends_into_the_pictures_entries(tmp_path):
+    from curation import Manifest, ingest
+
+    folder = ingest_folder(tmp_path, [as_scan(legend_page(["SEPTEMBER MORN."], "tiro", 10.0)),
+                                      as_scan(legend_page([]))])
+    with Manifest(tmp_path / "m.sqlite") as manifest:
+        captured = []
+        original = manifest.set_pictures
+        manifest.set_pictures = lambda doc_id, page, pictures: (captured.append(list(pictures)),
+                                                                original(doc_id, page, pictures))
+        report = ingest(manifest, [folder], workers=1, legend_languages="eng")
+    assert report.pages_scored == 2 and report.legend_note is None
+    with_legend, without = captured
+    assert [len(entry) for entry in with_legend + without] == [7] * (len(with_legend) + len(without))
+    assert accuracy(with_legend[0][5], "SEPTEMBER MORN.") >= 0.9 and 0 < with_legend[0][6] <= 1
+    assert [entry[5:] for entry in without] == [[None, None]] * len(without)

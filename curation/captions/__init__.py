@@ -5,4 +5,4 @@ workers, kept beside the picture's box with the OCR's confidence.
 """
 
 from .legend import (DEFAULT_LANGUAGES, INSTALL_HINT, Legend, check_languages, engine_note,
-                     installed_languages, read_legends)
+                     installed_languages, read_legends, with_legends)

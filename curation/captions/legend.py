@@ -16,17 +16,21 @@ read, and `engine_note()` says how to get legends.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
 import pathlib
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import cv2
 import numpy as np
 
-DEFAULT_LANGUAGES = "eng+deu+fra"
+from ..manifest.store import DEFAULT_LEGEND_LANGUAGES as DEFAULT_LANGUAGES
+
+LANGUAGE_NAMES = {"eng": "English", "deu": "German", "fra": "French", "frk": "German (Fraktur)", "rus": "Russian",
+                  "ita": "Italian", "spa": "Spanish", "nld": "Dutch", "pol": "Polish", "lat": "Latin"}
 LANGUAGE_PACKAGES = "tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-frk tesseract-ocr-rus"
 INSTALL_HINT = f"apt-get install {LANGUAGE_PACKAGES}"
 TESSDATA_FOLDERS = ("/usr/share/tesseract-ocr/5/tessdata", "/usr/share/tesseract-ocr/4.00/tessdata",
@@ -43,6 +47,7 @@ GUTTER_IN = 0.12  # ink closer than this across one line is words of that line; 
 LINE_MIN_IN, LINE_MAX_IN = 0.035, 0.6  # heights of a line of type (dots and rules are thinner)
 LINE_GAP = 0.9  # a gap wider than this many line heights ends the legend
 MAX_LINES = 4  # more lines than this close together are a paragraph of body text
+RULE_SHARE = 0.6  # a rule or a frame's side runs across this share of the picture at least
 MIN_CONTRAST = 60  # gray levels between the paper and the darkest ink: less is no type at all
 MIN_CONFIDENCE = 0.45  # below this the OCR read hatching or noise
 PAD_IN = 0.06
@@ -176,7 +181,7 @@ def legend_box(gray: np.ndarray, strip: Strip, scale: float) -> tuple[int, int, 
         ink = ink[::-1]  # looked at from the picture outwards, as under it
     dpi = REFERENCE_DPI * scale
     px0, px1 = (max(0, round((x - strip.box[0]) * scale)) for x in strip.picture)
-    block = _block(_lines(ink[:, px0:px1], dpi), ink.shape[0], dpi, strip.open_end)
+    block = _block(*_lines(ink[:, px0:px1], dpi), ink.shape[0], dpi, strip.open_end)
     if block is None:
         return None
     spans = [_span(ink[top:bottom], px0, px1, dpi) for top, bottom in block]
@@ -198,22 +203,29 @@ def _ink(gray: np.ndarray) -> np.ndarray | None:
     return gray < (paper + dark) / 2
 
 
-def _lines(ink: np.ndarray, dpi: float) -> list[tuple[int, int]]:
-    """Rows of type (top, bottom) under the picture's columns, the picture at row 0. Ink touching
-    row 0 is the picture's own (its box hugs its strokes, found at a lower resolution)."""
-    rows = np.flatnonzero(ink.sum(axis=1) >= 2)
+def _lines(ink: np.ndarray, dpi: float) -> tuple[list[tuple[int, int]], int]:
+    """Rows of type (top, bottom) under the picture's columns, the picture at row 0, and where the
+    picture ends: ink touching row 0 is the picture's own (its box hugs its strokes, found at a lower
+    resolution), and so is a frame's rule across it (frames are not part of a picture's box)."""
+    counts = ink.sum(axis=1)
+    rows = np.flatnonzero(counts >= 2)
     if rows.size == 0:
-        return []
+        return [], 0
     breaks = np.flatnonzero(np.diff(rows) > 1)
     bands = [(int(rows[s]), int(rows[e]) + 1) for s, e in zip(np.r_[0, breaks + 1], np.r_[breaks, rows.size - 1])]
-    return [(top, bottom) for top, bottom in bands
-            if top > 0 and LINE_MIN_IN * dpi <= bottom - top <= LINE_MAX_IN * dpi]
+    lines = [(top, bottom) for top, bottom in bands
+             if top > 0 and LINE_MIN_IN * dpi <= bottom - top <= LINE_MAX_IN * dpi]
+    first = lines[0][0] if lines else ink.shape[0]
+    rules = [bottom for top, bottom in bands
+             if bottom <= first and (top == 0 or counts[top:bottom].max() >= RULE_SHARE * ink.shape[1])]
+    return lines, max(rules, default=0)
 
 
-def _block(lines, depth: int, dpi: float, open_end: bool) -> list[tuple[int, int]] | None:
-    """The legend's lines: the first close to the picture, each next one close to the last, a clear
-    gap after them, and few. `depth`: the strip's height; `open_end`: more may follow past it."""
-    if not lines or lines[0][0] > FIRST_GAP_IN * dpi:
+def _block(lines, edge: int, depth: int, dpi: float, open_end: bool) -> list[tuple[int, int]] | None:
+    """The legend's lines: the first close to the picture (which ends at row `edge`), each next one
+    close to the last, a clear gap after them, and few. `depth`: the strip's height; `open_end`: more
+    may follow past it."""
+    if not lines or lines[0][0] - edge > FIRST_GAP_IN * dpi:
         return None
     block = [lines[0]]
     for top, bottom in lines[1:]:
@@ -247,6 +259,21 @@ def _span(line: np.ndarray, px0: int, px1: int, dpi: float) -> tuple[int, int] |
 
 
 # -- a page's legends -----------------------------------------------------------------------------
+
+
+def with_legends(result, doc, languages: str):
+    """A scored page (`PageResult`) with each picture's legend and its confidence appended to its entry
+    in `features["pictures"]`: [x0, y0, x1, y1, area, legend or null, confidence or null]. A legend
+    that cannot be read leaves the page's score as it is."""
+    pictures = json.loads((result.features or {}).get("pictures") or "[]")
+    if not pictures:
+        return result
+    try:
+        found = read_legends(doc, result.page, [p[:4] for p in pictures], languages)
+    except (RuntimeError, ValueError):  # MuPDF on a damaged page, or the engine: the score stands
+        return result
+    entries = [[*p[:5], f.text if f else None, f.confidence if f else None] for p, f in zip(pictures, found)]
+    return replace(result, features={**result.features, "pictures": json.dumps(entries)})
 
 
 def read_legends(doc, number: int, boxes, languages: str = DEFAULT_LANGUAGES) -> list[Legend | None]:

@@ -215,6 +215,7 @@ RULES = {
 DEFAULT_RULE = "picture"
 DEFAULT_PICTURE_AREA_MIN = 2.0  # square inches: a cartoon or plate covers 10 and more, a stock cut about 1
 DEFAULT_PAGE_TIMEOUT = 60.0  # seconds; a page past it is skipped (a pathological pattern can take hours)
+DEFAULT_LEGEND_LANGUAGES = "eng+deu+fra"  # English, German, French: the periodicals most often ingested
 INK_TONE_MIN = 0.15  # below this a page holds no ink at all, only paper grain
 # Documents whose file was replaced by new content no longer take part in decisions.
 LIVE_DOCUMENT_SQL = "d.status != 'replaced'"
@@ -385,6 +386,18 @@ class Manifest:
         self.set_setting("page_timeout", float(value))
 
     @property
+    def legend_languages(self) -> str:
+        """Tesseract's languages the pictures' printed legends are read in, e.g. "eng+deu+fra"."""
+        return self.get_setting("legend_languages", DEFAULT_LEGEND_LANGUAGES)
+
+    @legend_languages.setter
+    def legend_languages(self, value: str) -> None:
+        # The OCR engine is the captions stage's; asked only when a person sets the languages.
+        from ..captions.legend import check_languages
+
+        self.set_setting("legend_languages", check_languages(value))
+
+    @property
     def thumbnail_store(self) -> str:
         """Where thumbnails of pages scored from now on go (thumbnail_store.STORES)."""
         store = self.get_setting("thumbnails", thumbnail_store.DEFAULT_STORE)
@@ -540,7 +553,7 @@ class Manifest:
         self.conn.execute("DELETE FROM pictures WHERE doc_id = ? AND page = ?", (doc_id, page))
         self.conn.executemany(
             "INSERT INTO pictures (doc_id, page, n, x0, y0, x1, y1, area) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            ((doc_id, page, n, *picture) for n, picture in enumerate(pictures)),
+            ((doc_id, page, n, *list(picture)[:5]) for n, picture in enumerate(pictures)),  # legends: not kept yet
         )
 
     def pictures(self, doc_id: int, page: int) -> list[tuple[int, int, int, int, float]]:
