@@ -222,3 +222,35 @@ def test_ingest_reads_legends_into_the_pictures_entries(tmp_path):
     assert [len(entry) for entry in with_legend + without] == [7] * (len(with_legend) + len(without))
     assert accuracy(with_legend[0][5], "SEPTEMBER MORN.") >= 0.9 and 0 < with_legend[0][6] <= 1
     assert [entry[5:] for entry in without] == [[None, None]] * len(without)
+
+
+def test_the_languages_are_a_manifest_setting_kept_in_the_history(tmp_path):
+    from curation import Manifest
+    from curation.manifest import history
+
+    with Manifest(tmp_path / "m.sqlite") as manifest:
+        assert manifest.legend_languages == "eng+deu+fra"
+        manifest.legend_languages = "eng"
+        assert manifest.legend_languages == "eng"
+        with pytest.raises(ValueError):
+            manifest.legend_languages = "eng;deu"
+        assert manifest.legend_languages == "eng"
+        [latest] = [a for a in history.actions(manifest.conn) if a["kind"] == "setting"]
+        assert history.describe(manifest.conn, latest["id"], "setting").startswith("legend languages ")
+
+
+@needs_engine
+def test_the_ingest_command_saves_the_languages_and_refuses_one_not_installed(tmp_path):
+    from click.testing import CliRunner
+
+    from curation import Manifest
+    from curation.cli import cli
+
+    folder = ingest_folder(tmp_path, [as_scan(legend_page(["A WET DAY."], "helv", 10.0))])
+    db = tmp_path / "m.sqlite"
+    bad = CliRunner().invoke(cli, ["ingest", str(folder), "--db", str(db), "-q", "--legend-languages", "eng+xyz"])
+    assert bad.exit_code == 2 and "not installed: xyz" in bad.output
+    good = CliRunner().invoke(cli, ["ingest", str(folder), "--db", str(db), "-q", "-w", "1", "--legend-languages", "eng"])
+    assert good.exit_code == 0, good.output
+    with Manifest(db) as manifest:
+        assert manifest.legend_languages == "eng"
