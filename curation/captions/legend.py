@@ -41,11 +41,15 @@ REFERENCE_DPI = 144  # picture boxes are in pixels of the reference render
 OCR_DPI = 300  # 7-pt capitals are about 20 px tall here, where Tesseract reads best
 MAX_READ_SIDE = 4096  # the largest image the exporter's reader makes: big pages are read a little coarser
 SEARCH_DEPTH_IN = 1.2  # a legend lies within this distance of its picture
-FIRST_GAP_IN = 0.4  # and its first line starts at most this far from it
+FIRST_GAP_IN = 0.5  # and its first line starts at most this far from it
 SIDE_IN, SIDE_SHARE = 0.15, 0.3  # a legend's line may run past the picture's sides by this much at most
-GUTTER_IN = 0.12  # ink closer than this across one line is words of that line; farther is another column
+GUTTER_IN = 0.12  # room beside a legend's widest line, for a neighbouring column's text to be seen
+GUTTER, GUTTER_MIN_IN = 1.3, 0.03  # a gap narrower than this many line heights is a word space; wider, a gutter
+CENTRE_SHARE = 0.12  # a legend's middle is this share of the picture's width from the picture's middle at most
+UPRIGHT_IN = 0.25  # an upright stroke this tall is a column rule or a frame's side, not a letter
 LINE_MIN_IN, LINE_MAX_IN = 0.035, 0.6  # heights of a line of type (dots and rules are thinner)
 LINE_GAP = 0.9  # a gap wider than this many line heights ends the legend
+SIZE_CHANGE = 1.8  # and so does a line this many times taller or shorter than its lines
 MAX_LINES = 4  # more lines than this close together are a paragraph of body text
 RULE_SHARE = 0.6  # a rule or a frame's side runs across this share of the picture at least
 MIN_CONTRAST = 60  # gray levels between the paper and the darkest ink: less is no type at all
@@ -174,33 +178,43 @@ def strips(box, boxes, width: int, height: int) -> list[Strip]:
 def legend_box(gray: np.ndarray, strip: Strip, scale: float) -> tuple[int, int, int, int] | None:
     """The box (x0, y0, x1, y1 in `gray`'s pixels) of the legend in `gray`, the strip read at `scale`
     pixels per reference pixel; None where the strip holds none."""
-    ink = _ink(gray)
-    if ink is None:
-        return None
-    if not strip.below:
-        ink = ink[::-1]  # looked at from the picture outwards, as under it
     dpi = REFERENCE_DPI * scale
+    found = _ink(gray, dpi)
+    if found is None:
+        return None
+    ink, rules = found if strip.below else (found[0][::-1], found[1][::-1])  # from the picture outwards
     px0, px1 = (max(0, round((x - strip.box[0]) * scale)) for x in strip.picture)
-    block = _block(*_lines(ink[:, px0:px1], dpi), ink.shape[0], dpi, strip.open_end)
-    if block is None:
-        return None
-    spans = [_span(ink[top:bottom], px0, px1, dpi) for top, bottom in block]
-    if any(span is None for span in spans):  # a line runs on into the next column: body text
-        return None
-    pad, height = round(PAD_IN * dpi), ink.shape[0]
-    top, bottom = max(0, block[0][0] - pad), min(height, block[-1][1] + pad)
-    if not strip.below:
-        top, bottom = height - bottom, height - top
-    x0, x1 = min(s[0] for s in spans), max(s[1] for s in spans)
-    return max(0, x0 - pad), top, min(ink.shape[1], x1 + pad), bottom
+    lines, edge = _lines(ink[:, px0:px1], dpi)
+    while lines:
+        block = _block(lines, edge, ink.shape[0], dpi, strip.open_end)
+        spans = [_span(ink[top:bottom], rules[top:bottom], px0, px1, dpi) for top, bottom in block or ()]
+        if not spans or None in spans:  # no block, or a line runs on into the next column: body text
+            return None
+        x0, x1 = min(s[0] for s in spans), max(s[1] for s in spans)
+        if abs(x0 + x1 - px0 - px1) / 2 <= CENTRE_SHARE * (px1 - px0):
+            return _padded((x0, block[0][0], x1, block[-1][1]), ink.shape, dpi, strip.below)
+        if len(block) > 1:  # lines beside the middle: a paragraph, not a legend
+            return None
+        edge, lines = block[0][1], lines[1:]  # an engraver's credit under a corner: the legend may follow
+    return None
 
 
-def _ink(gray: np.ndarray) -> np.ndarray | None:
-    """Ink against the strip's paper; None for a strip of blank paper."""
+def _padded(box, shape, dpi: float, below: bool) -> tuple[int, int, int, int]:
+    """`box` with a margin of paper, in the strip's rows as read (not flipped)."""
+    pad, (height, width) = round(PAD_IN * dpi), shape
+    x0, top, x1, bottom = max(0, box[0] - pad), max(0, box[1] - pad), min(width, box[2] + pad), min(height, box[3] + pad)
+    return (x0, top, x1, bottom) if below else (x0, height - bottom, x1, height - top)
+
+
+def _ink(gray: np.ndarray, dpi: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """Ink against the strip's paper without upright rules (column lines, a frame's sides), and those
+    rules; None for a strip of blank paper."""
     paper, dark = np.percentile(gray, 90), np.percentile(gray, 0.2)
     if paper - dark < MIN_CONTRAST:
         return None
-    return gray < (paper + dark) / 2
+    ink = (gray < (paper + dark) / 2).astype(np.uint8)
+    upright = cv2.morphologyEx(ink, cv2.MORPH_OPEN, np.ones((max(3, round(UPRIGHT_IN * dpi)), 1), np.uint8))
+    return (ink & ~upright).astype(bool), upright.astype(bool)
 
 
 def _lines(ink: np.ndarray, dpi: float) -> tuple[list[tuple[int, int]], int]:
@@ -230,8 +244,8 @@ def _block(lines, edge: int, depth: int, dpi: float, open_end: bool) -> list[tup
     block = [lines[0]]
     for top, bottom in lines[1:]:
         height = float(np.median([b - t for t, b in block]))
-        if top - block[-1][1] > LINE_GAP * height:
-            break
+        if top - block[-1][1] > LINE_GAP * max(height, bottom - top) or not 1 / SIZE_CHANGE <= (bottom - top) / height <= SIZE_CHANGE:
+            break  # a gap, or type of another size (a headline, a rule run into one): the legend has ended
         block.append((top, bottom))
     else:  # nothing after the block: was the gap after it seen?
         last = block[-1]
@@ -240,22 +254,30 @@ def _block(lines, edge: int, depth: int, dpi: float, open_end: bool) -> list[tup
     return block if len(block) <= MAX_LINES else None
 
 
-def _span(line: np.ndarray, px0: int, px1: int, dpi: float) -> tuple[int, int] | None:
-    """Left and right of the line's ink around the picture's columns, joining words across gaps
-    narrower than a gutter; None when it runs to the strip's side, past where a legend may."""
-    cols = np.flatnonzero(line.any(axis=0))
-    if cols.size == 0:
-        return None
-    gutter = GUTTER_IN * dpi
-    breaks = np.flatnonzero(np.diff(cols) > gutter)
-    runs = [(int(cols[s]), int(cols[e]) + 1) for s, e in zip(np.r_[0, breaks + 1], np.r_[breaks, cols.size - 1])]
-    mine = [run for run in runs if run[0] < px1 and run[1] > px0]
+def _span(line: np.ndarray, rules: np.ndarray, px0: int, px1: int, dpi: float) -> tuple[int, int] | None:
+    """Left and right of the line's words under the picture's columns, joined across gaps narrower
+    than a gutter and not across a column rule; None when they run to the strip's side, past where a
+    legend may."""
+    height = line.shape[0]
+    groups = _runs(np.flatnonzero(line.any(axis=0)), max(GUTTER_MIN_IN * dpi, GUTTER * height),
+                   np.flatnonzero(rules.all(axis=0)))  # a rule runs the whole height of the line
+    mine = [group for group in groups if group[0] < px1 and group[1] > px0]
     if not mine:
         return None
-    left, right = min(r[0] for r in mine), max(r[1] for r in mine)
+    left, right = max(mine, key=lambda group: group[1] - group[0])  # specks and a neighbour's words stand apart
     if left <= 1 or right >= line.shape[1] - 1:
         return None
     return left, right
+
+
+def _runs(positions: np.ndarray, gap: float, walls: np.ndarray = np.empty(0, int)) -> list[tuple[int, int]]:
+    """Sorted positions joined into (first, last + 1) runs wherever they are at most `gap` apart and
+    no wall (sorted positions) stands between them."""
+    if positions.size == 0:
+        return []
+    walled = np.diff(np.searchsorted(walls, positions)) > 0
+    breaks = np.flatnonzero((np.diff(positions) > gap) | walled)
+    return [(int(positions[s]), int(positions[e]) + 1) for s, e in zip(np.r_[0, breaks + 1], np.r_[breaks, positions.size - 1])]
 
 
 # -- a page's legends -----------------------------------------------------------------------------

@@ -1,0 +1,147 @@
+"""Captions benchmark: what reading the pictures' printed legends costs, and how well it reads them.
+
+- legend cost: a generated archive (synthetic periodical scans, --docs x --pages at 300 dpi) is
+  ingested twice in the same run, without legends and with them (1 worker each, end to end), and each
+  page with a picture has its legends read again in this process, timed per picture: ms per picture,
+  and the legends' share of ingest time per page;
+- legends on real pages, where FOLDER (like `../shared/realdata`) has `pictures.jsonl` with each
+  picture's printed `legend`: every picture's legend is read from its labelled box; printed for each
+  picture with a legend: what the OCR read beside what is printed, the character accuracy over them,
+  and the legends read where none is printed.
+
+    python bench/bench_captions.py [--real FOLDER] [--docs 4] [--pages 20] [--out bench/out/captions]
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import pathlib
+import shutil
+import sys
+import time
+
+import numpy as np
+import pymupdf
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from curation import Manifest  # noqa: E402
+from curation.captions.legend import engine_note, read_legends  # noqa: E402
+from curation.runs.ingest import ingest  # noqa: E402
+from curation.scoring.scorer import reference_size, score_page  # noqa: E402
+from curation.sources.synthetic import write_archive  # noqa: E402
+from quality_real import build  # noqa: E402
+
+REAL = ROOT.parent / "shared" / "realdata"
+
+
+def accuracy_counts(read: str | None, printed: str) -> tuple[int, int]:
+    """Printed characters read right (difflib's matching blocks, case kept), and how many were printed."""
+    matcher = difflib.SequenceMatcher(None, read or "", printed, autojunk=False)
+    return sum(block.size for block in matcher.get_matching_blocks()), len(printed)
+
+
+def ingest_seconds(folder: pathlib.Path, db: pathlib.Path, legend_languages: str) -> tuple[float, int]:
+    if db.exists():
+        db.unlink()
+    with Manifest(db) as manifest:
+        started = time.perf_counter()
+        report = ingest(manifest, [folder], workers=1, legend_languages=legend_languages)
+        return time.perf_counter() - started, report.pages_scored
+
+
+def legend_times(folder: pathlib.Path) -> tuple[list[float], int]:
+    """ms per picture of reading legends, page by page (the engine loaded first, as a worker keeps it)."""
+    per_picture, pages = [], 0
+    for path in sorted(folder.glob("*.pdf")):
+        with pymupdf.open(path) as doc:
+            for number in range(doc.page_count):
+                boxes = [p[:4] for p in json.loads(score_page(doc, number).features["pictures"])]
+                if not boxes:
+                    continue
+                if not per_picture:
+                    read_legends(doc, number, boxes)  # loads the engine: once per worker
+                started = time.perf_counter()
+                read_legends(doc, number, boxes)
+                per_picture += [1000 * (time.perf_counter() - started) / len(boxes)] * len(boxes)
+                pages += 1
+    return per_picture, pages
+
+
+def legend_cost(out: pathlib.Path, docs: int, pages: int) -> None:
+    print("== legend cost (generated archive, 300 dpi scans, 1 worker) ==")
+    folder = out / "archive"
+    if not folder.exists():
+        write_archive(folder, docs, pages, dpi=300)
+    without, scored = ingest_seconds(folder, out / "without.sqlite", "")
+    with_legends, _ = ingest_seconds(folder, out / "with.sqlite", "eng+deu+fra")
+    times, picture_pages = legend_times(folder)
+    print(f"pages: {scored}, with a picture: {picture_pages}, pictures: {len(times)}")
+    print(f"ingest without legends: {1000 * without / scored:.0f} ms/page; with legends (eng+deu+fra): "
+          f"{1000 * with_legends / scored:.0f} ms/page; legends' share: {(with_legends - without) / with_legends:.0%}")
+    if times:
+        print(f"legend OCR per picture: median {np.median(times):.0f} ms, mean {np.mean(times):.0f} ms, "
+              f"max {max(times):.0f} ms; per page with a picture: {sum(times) / picture_pages:.0f} ms")
+
+
+def legend_quality(folder: pathlib.Path, out: pathlib.Path, languages: str) -> None:
+    print(f"== legends on real pages ({folder}, {languages}) ==")
+    labels = build(folder, out / "real")
+    boxed = {json.loads(line)["file"]: json.loads(line)["pictures"]
+             for line in (folder / "pictures.jsonl").read_text().splitlines()}
+    right = printed = 0
+    invented = []
+    for pdf, label in labels.items():
+        pictures = boxed.get(label["file"], [])
+        if not pictures:
+            continue
+        with pymupdf.open(pdf) as doc:
+            width, height = reference_size(doc[0])
+            boxes = [_reference_box(p["box"], width, height) for p in pictures]
+            found = read_legends(doc, 0, boxes, languages)
+        for picture, legend in zip(pictures, found):
+            read = legend.text if legend else None
+            if picture.get("legend"):
+                r, n = accuracy_counts(read, picture["legend"])
+                right, printed = right + r, printed + n
+                confidence = f"{legend.confidence:.2f}" if legend else "-"
+                print(f"{label['file'][:40]:40s} {r / n:5.0%} conf {confidence}\n  printed: {picture['legend']!r}\n"
+                      f"  read:    {read!r}")
+            elif legend is not None:
+                invented.append(f"{label['file'][:40]:40s} {picture['kind']:15s} {read!r} ({legend.confidence:.2f})")
+    print(f"character accuracy over the printed legends: {right / max(printed, 1):.1%} ({right}/{printed})")
+    print(f"legends read where none is printed: {len(invented)} of "
+          f"{sum(not p.get('legend') for pictures in boxed.values() for p in pictures)}")
+    print("\n".join(invented))
+
+
+def _reference_box(box, width: int, height: int) -> tuple[int, int, int, int]:
+    return round(box[0] * width), round(box[1] * height), round(box[2] * width), round(box[3] * height)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--real", type=pathlib.Path, default=REAL)
+    parser.add_argument("--languages", default="eng+deu+fra")
+    parser.add_argument("--docs", type=int, default=4)
+    parser.add_argument("--pages", type=int, default=20)
+    parser.add_argument("--out", type=pathlib.Path, default=ROOT / "bench" / "out" / "captions")
+    parser.add_argument("--skip-cost", action="store_true")
+    args = parser.parse_args()
+    note = engine_note()
+    if note:
+        sys.exit(note)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if not args.skip_cost:
+        legend_cost(args.out, args.docs, args.pages)
+    if (args.real / "pictures.jsonl").exists():
+        legend_quality(args.real, args.out, args.languages)
+    else:
+        print(f"no real pages at {args.real}: legends on real pages not measured")
+
+
+if __name__ == "__main__":
+    main()
