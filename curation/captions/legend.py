@@ -42,19 +42,19 @@ OCR_DPI = 300  # 7-pt capitals are about 20 px tall here, where Tesseract reads 
 MAX_READ_SIDE = 4096  # the largest image the exporter's reader makes: big pages are read a little coarser
 SEARCH_DEPTH_IN = 1.2  # a legend lies within this distance of its picture
 FIRST_GAP_IN = 0.5  # and its first line starts at most this far from it
-SIDE_IN, SIDE_SHARE = 0.15, 0.3  # a legend's line may run past the picture's sides by this much at most
-GUTTER_IN = 0.12  # room beside a legend's widest line, for a neighbouring column's text to be seen
+SIDE_IN, SIDE_SHARE = 0.1, 0.3  # a legend's line may run past the picture's sides by this much at most
+GUTTER_IN = 0.05  # room beside a legend's widest line, for a neighbouring column's text to be seen
 GUTTER, GUTTER_MIN_IN = 1.3, 0.03  # a gap narrower than this many line heights is a word space; wider, a gutter
 CENTRE_SHARE = 0.12  # a legend's middle is this share of the picture's width from the picture's middle at most
 UPRIGHT_IN = 0.25  # an upright stroke this tall is a column rule or a frame's side, not a letter
 LINE_MIN_IN, LINE_MAX_IN = 0.035, 0.6  # heights of a line of type (dots and rules are thinner)
-LINE_GAP = 0.9  # a gap wider than this many line heights ends the legend
+LINE_GAP = 1.2  # a gap wider than this many line heights ends the legend
 SIZE_CHANGE = 1.8  # and so does a line this many times taller or shorter than its lines
 MAX_LINES = 4  # more lines than this close together are a paragraph of body text
 RULE_SHARE = 0.6  # a rule or a frame's side runs across this share of the picture at least
 MIN_CONTRAST = 60  # gray levels between the paper and the darkest ink: less is no type at all
 MIN_CONFIDENCE = 0.45  # below this the OCR read hatching or noise
-PAD_IN = 0.06
+PAD_IN = 0.06  # paper around a legend, for the OCR
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,8 @@ def ocr(gray: np.ndarray, languages: str = DEFAULT_LANGUAGES, dpi: int = OCR_DPI
     engine = _engine(languages)
     engine.SetImage(Image.fromarray(gray))
     engine.SetSourceResolution(dpi)
-    text = " ".join(engine.GetUTF8Text().split())
+    # Column rules and a frame's sides beside the lines come out as "|".
+    text = " ".join(word for word in engine.GetUTF8Text().split() if word.strip("|¦"))
     confidence = engine.MeanTextConf() / 100
     engine.Clear()
     if sum(ch.isalnum() for ch in text) < 2 or confidence < MIN_CONFIDENCE:
@@ -192,18 +193,17 @@ def legend_box(gray: np.ndarray, strip: Strip, scale: float) -> tuple[int, int, 
             return None
         x0, x1 = min(s[0] for s in spans), max(s[1] for s in spans)
         if abs(x0 + x1 - px0 - px1) / 2 <= CENTRE_SHARE * (px1 - px0):
-            return _padded((x0, block[0][0], x1, block[-1][1]), ink.shape, dpi, strip.below)
+            return _unflipped((x0, block[0][0], x1, block[-1][1]), ink.shape[0], strip.below)
         if len(block) > 1:  # lines beside the middle: a paragraph, not a legend
             return None
         edge, lines = block[0][1], lines[1:]  # an engraver's credit under a corner: the legend may follow
     return None
 
 
-def _padded(box, shape, dpi: float, below: bool) -> tuple[int, int, int, int]:
-    """`box` with a margin of paper, in the strip's rows as read (not flipped)."""
-    pad, (height, width) = round(PAD_IN * dpi), shape
-    x0, top, x1, bottom = max(0, box[0] - pad), max(0, box[1] - pad), min(width, box[2] + pad), min(height, box[3] + pad)
-    return (x0, top, x1, bottom) if below else (x0, height - bottom, x1, height - top)
+def _unflipped(box, height: int, below: bool) -> tuple[int, int, int, int]:
+    """`box` in the strip's rows as read."""
+    x0, top, x1, bottom = box
+    return box if below else (x0, height - bottom, x1, height - top)
 
 
 def _ink(gray: np.ndarray, dpi: float) -> tuple[np.ndarray, np.ndarray] | None:
@@ -259,13 +259,14 @@ def _span(line: np.ndarray, rules: np.ndarray, px0: int, px1: int, dpi: float) -
     than a gutter and not across a column rule; None when they run to the strip's side, past where a
     legend may."""
     height = line.shape[0]
-    groups = _runs(np.flatnonzero(line.any(axis=0)), max(GUTTER_MIN_IN * dpi, GUTTER * height),
+    gutter = max(GUTTER_MIN_IN * dpi, GUTTER * height)
+    groups = _runs(np.flatnonzero(line.any(axis=0)), gutter,
                    np.flatnonzero(rules.all(axis=0)))  # a rule runs the whole height of the line
     mine = [group for group in groups if group[0] < px1 and group[1] > px0]
     if not mine:
         return None
     left, right = max(mine, key=lambda group: group[1] - group[0])  # specks and a neighbour's words stand apart
-    if left <= 1 or right >= line.shape[1] - 1:
+    if left <= gutter or right >= line.shape[1] - gutter:  # the next word may stand past the strip's side
         return None
     return left, right
 
@@ -320,11 +321,20 @@ def _legend(gray, area, scale: float, picture_strips: list[Strip], languages: st
         part = gray[y0:y1, x0:x1]
         box = legend_box(part, strip, scale)
         if box is not None:
-            legend = ocr(np.ascontiguousarray(part[box[1]:box[3], box[0]:box[2]]), languages,
+            legend = ocr(_on_paper(part, box, round(PAD_IN * REFERENCE_DPI * scale)), languages,
                          round(REFERENCE_DPI * scale))
             if legend is not None:
                 return legend
     return None
+
+
+def _on_paper(gray: np.ndarray, box, pad: int) -> np.ndarray:
+    """The legend's lines alone on a margin of paper: Tesseract reads the edge of a neighbouring line or
+    word that a plain crop takes in."""
+    x0, y0, x1, y1 = box
+    paper = np.full((y1 - y0 + 2 * pad, x1 - x0 + 2 * pad), np.percentile(gray, 90), np.uint8)
+    paper[pad:pad + y1 - y0, pad:pad + x1 - x0] = gray[y0:y1, x0:x1]
+    return paper
 
 
 def read_area(doc, number: int, area, size) -> tuple[np.ndarray, float]:
