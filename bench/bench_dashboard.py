@@ -37,9 +37,9 @@ sys.path.insert(0, str(ROOT))
 
 from curation import Manifest  # noqa: E402
 from curation.manifest import thumbnail_store, views
-from curation.manifest.store import PageResult  # noqa: E402
+from curation.scoring.result import PageResult  # noqa: E402
 from curation.scoring.scorer import thumbnail_jpeg  # noqa: E402
-from curation.sources.sample import fill_manifest  # noqa: E402
+from curation.runs.sample import fill_manifest  # noqa: E402
 from curation.sources.synthetic import PageSpec, page_image  # noqa: E402
 
 TARGET_MS = 1000

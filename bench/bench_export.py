@@ -55,7 +55,7 @@ from curation.export.geometry import crop_region, plan_image  # noqa: E402
 from curation.export.selection import Item  # noqa: E402
 from curation.export.shape import encode_jpeg, paper_colour, shape_image  # noqa: E402
 from curation.export.source import _decode_scan as decode_scan  # noqa: E402
-from curation.manifest.store import PageResult  # noqa: E402
+from curation.scoring.result import PageResult  # noqa: E402
 from curation.scoring.scorer import full_page_jpeg, score_page  # noqa: E402
 from curation.sources.reader import file_sha256  # noqa: E402
 from curation.sources.synthetic import periodical_specs, write_pdf  # noqa: E402

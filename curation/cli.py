@@ -18,8 +18,8 @@ from tqdm import tqdm
 from guards.csv_cells import safe_row
 
 from .manifest import history as history_, thumbnail_store
-from .manifest.store import (DEFAULT_PAGE_TIMEOUT, DISAGREES_SQL, LIVE_DOCUMENT_SQL, RULES, JobRunning, Manifest,
-                             ManifestError)
+from .manifest.rules import DISAGREES_SQL, LIVE_DOCUMENT_SQL, RULES
+from .manifest.store import DEFAULT_PAGE_TIMEOUT, JobRunning, Manifest, ManifestError
 from .runs.ingest import Ingest, default_worker_memory, default_workers
 from .runs.jobs import DiskFull
 from .sources.page_numbers import page_index, page_number
@@ -30,7 +30,8 @@ DOC_COLUMNS = ["path", "pages", "status", "error", "scored", "failed", "sha256"]
 PAGE_COLUMNS = ["doc", "page", "sigma", "width", "height", "keep", "decided_by", "status", "method", "error",
                 "sigma_content", "ink_tone", "ink_coverage", "picture_area", "picture_count", "picture_share",
                 "text_height", "suggestion", "confidence", "duplicate_group"]
-PICTURE_COLUMNS = ["doc", "page", "picture", "x0", "y0", "x1", "y1", "area", "keep", "decided_by"]
+PICTURE_COLUMNS = ["doc", "page", "picture", "x0", "y0", "x1", "y1", "area", "keep", "decided_by", "override", "found",
+                   "caption"]
 DECISIONS = {"include": True, "exclude": False, "auto": None}
 # What a labels file may say for a decision, beside include/exclude/auto: the `keep` column of `pages`.
 DECISION_WORDS = {**DECISIONS, "true": True, "1": True, "keep": True, "yes": True,
@@ -349,10 +350,12 @@ def pages(db, fmt, threshold, rule):
 @click.option("--threshold", type=float, default=None, help="Decide at this sigma instead of the saved threshold.")
 @click.option("--rule", type=click.Choice(list(RULES)), default=None, help="Decide with this rule instead of the saved one.")
 def pictures(db, fmt, threshold, rule):
-    """One row per picture found: doc, page (from 1), picture (its number on the page, 1 the largest,
-    as `export --crop pictures` names it), x0 y0 x1 y1 (its box as fractions of the page's width and
-    height), area (square inches), keep (whether `export --crop pictures` writes it: its page is kept
-    and it is at least picture_area_min) and decided_by (who decided its page: override or threshold)."""
+    """One row per picture: doc, page (from 1), picture (its number on the page: 1 the largest when first
+    found, kept while the manifest holds it, as `export --crop pictures` names it), x0 y0 x1 y1 (its box as
+    fractions of the page's width and height, the curator's where redrawn), area (square inches), keep
+    (whether `export --crop pictures` writes it: its page is kept and so is the picture), decided_by
+    (override, page: its page is excluded, added, deleted or threshold), override (the curator's decision
+    on it: include, exclude or auto), found (whether the scorer still finds it) and caption."""
     from .manifest.views import picture_rows
 
     rows = ({**row, "page": page_number(row["page"])} for row in picture_rows(open_manifest(db), threshold, rule=rule))
@@ -489,7 +492,7 @@ def sample_command(db, documents, pages, dpi, workers, quiet):
     Text columns, engravings, mixed pages and the hard cases that fool sigma, to try the whole
     workflow without PDFs of your own. Files already written are kept, so a stopped run resumes.
     """
-    from .sources import sample
+    from .runs import sample
 
     code = sample.run(db, documents or sample.DOCUMENTS, pages or sample.PAGES, dpi or sample.DPI, workers)
     if code:

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from curation.manifest import views
-from curation.sources import sample
+from curation.runs import sample
 from pages import _auth as auth
 from pages import _common as common
 

@@ -9,7 +9,7 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from curation import Manifest
-from curation.sources import sample
+from curation.runs import sample
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

@@ -5,7 +5,7 @@ import pytest
 from apptest_support import filled_db, job_finished, page, ran, texts, wait_for
 from curation import Manifest
 from curation.manifest import views
-from curation.sources import sample
+from curation.runs import sample
 
 
 @pytest.fixture

@@ -142,7 +142,8 @@ def test_a_starting_ingest_moves_from_the_first_second(db):
 
 
 def test_the_sample_writer_reports_every_page(tmp_path):
-    from curation.sources import sample, synthetic
+    from curation.runs import sample
+    from curation.sources import synthetic
 
     specs = [[synthetic.PageSpec(kind="text", seed=n, dpi=20) for n in range(3)] for _ in range(2)]
     seen = []

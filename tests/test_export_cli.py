@@ -18,7 +18,7 @@ from PIL import Image
 
 from curation import Manifest
 from curation.export import ExportSettings
-from curation.manifest.store import PageResult
+from curation.scoring.result import PageResult
 from curation.sources.reader import file_sha256
 from curation.sources.page_numbers import page_index
 from curation.sources.synthetic import PageSpec, jpeg_bytes, page_image

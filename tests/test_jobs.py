@@ -1,13 +1,16 @@
 """Job processes: launched detached with a log beside the manifest, reaped when they end; the sample archive
 is such a job, started through the CLI's `sample` command."""
 
+import datetime as dt
 import os
+import subprocess
+import sys
 import time
 
 from apptest_support import wait_for
 from curation import Manifest
 from curation.runs import jobs
-from curation.sources import sample
+from curation.runs import sample
 
 
 def test_a_finished_job_is_reaped_and_its_log_kept(tmp_path):
@@ -43,3 +46,33 @@ def test_the_sample_command_writes_and_ingests(tmp_path):
         assert manifest.summary()["scored"] == 2
         assert manifest.latest_job("sample")["status"] == "done"
     assert "sample: 2 pages scored" in process.log_path.read_text()
+
+
+def _silent_job(manifest, pid: int, silent_for: float, started_ago: float) -> int:
+    job = manifest.start_job("export", {"out": "x.zip"})
+    at = lambda seconds: (dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=seconds)).isoformat(timespec="seconds")
+    manifest.conn.execute("UPDATE jobs SET pid = ?, heartbeat_at = ?, started_at = ? WHERE id = ?",
+                          (pid, at(silent_for), at(started_ago), job))
+    return job
+
+
+def test_a_live_job_held_back_on_a_busy_machine_keeps_the_manifest(tmp_path):
+    with Manifest(tmp_path / "m.sqlite") as manifest:
+        job = _silent_job(manifest, os.getpid(), silent_for=90, started_ago=0)  # started by this process
+        assert manifest.running_job("export")["id"] == job
+
+
+def test_a_job_whose_process_is_gone_or_whose_pid_was_reused_is_interrupted(tmp_path):
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        with Manifest(tmp_path / "m.sqlite") as manifest:
+            job = _silent_job(manifest, child.pid, silent_for=90, started_ago=600)  # the pid is newer than the job
+            assert manifest.running_job("export") is None
+            assert manifest.latest_job("export")["status"] == "interrupted"
+            _silent_job(manifest, child.pid, silent_for=5, started_ago=600)  # heartbeat fresh: running
+            assert manifest.running_job("export") is not None
+    finally:
+        child.kill()
+        child.wait()
+    with Manifest(tmp_path / "m.sqlite") as manifest:
+        assert manifest.running_job("export") is None  # its process ended

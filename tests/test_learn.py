@@ -7,7 +7,7 @@ from click.testing import CliRunner
 from curation import Manifest, ingest
 from curation.cli import cli
 from curation.decisions.learn import FEATURES, ready, refresh_suggestions, suggest
-from curation.manifest.store import PageResult
+from curation.scoring.result import PageResult
 
 from conftest import small_specs
 from curation.sources.synthetic import write_pdf

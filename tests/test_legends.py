@@ -206,22 +206,23 @@ def ingest_folder(tmp_path, docs) -> "pathlib.Path":
 
 
 @needs_engine
-def test_ingest_reads_legends_into_the_pictures_entries(tmp_path):
+def test_ingest_keeps_each_pictures_legend_in_the_manifest(tmp_path):
     from curation import Manifest, ingest
 
     folder = ingest_folder(tmp_path, [as_scan(legend_page(["SEPTEMBER MORN."], "tiro", 10.0)),
                                       as_scan(legend_page([]))])
     with Manifest(tmp_path / "m.sqlite") as manifest:
-        captured = []
-        original = manifest.set_pictures
-        manifest.set_pictures = lambda doc_id, page, pictures: (captured.append(list(pictures)),
-                                                                original(doc_id, page, pictures))
         report = ingest(manifest, [folder], workers=1, legend_languages="eng")
+        rows = manifest.conn.execute(
+            "SELECT d.path, x.legend, x.legend_confidence FROM pictures x JOIN documents d ON d.id = x.doc_id "
+            "ORDER BY d.path, x.rank").fetchall()
+        shown = {row["doc"]: row["legend"] for row in manifest.picture_rows()}
     assert report.pages_scored == 2 and report.legend_note is None
-    with_legend, without = captured
-    assert [len(entry) for entry in with_legend + without] == [7] * (len(with_legend) + len(without))
-    assert accuracy(with_legend[0][5], "SEPTEMBER MORN.") >= 0.9 and 0 < with_legend[0][6] <= 1
-    assert [entry[5:] for entry in without] == [[None, None]] * len(without)
+    by_issue = {pathlib.Path(path).name: (legend, confidence) for path, legend, confidence in rows}
+    legend, confidence = by_issue["issue-0.pdf"]
+    assert accuracy(legend, "SEPTEMBER MORN.") >= 0.9 and 0 < confidence <= 1
+    assert by_issue["issue-1.pdf"] == (None, None)
+    assert accuracy(shown[str((folder / "issue-0.pdf").resolve())], "SEPTEMBER MORN.") >= 0.9
 
 
 def test_the_languages_are_a_manifest_setting_kept_in_the_history(tmp_path):

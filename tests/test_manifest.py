@@ -9,7 +9,8 @@ import time
 import pytest
 
 from curation import Manifest, ManifestError, ingest
-from curation.manifest.store import MIGRATIONS, PageResult
+from curation.manifest.store import MIGRATIONS
+from curation.scoring.result import PageResult
 
 from conftest import ROOT, small_pdf
 

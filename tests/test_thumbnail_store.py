@@ -8,7 +8,7 @@ from conftest import small_pdf
 from curation import Manifest
 from curation.cli import cli
 from curation.manifest import thumbnail_store, views
-from curation.sources import sample
+from curation.runs import sample
 from test_app_ingest import db  # noqa: F401  (the pages' manifest, with the archive folder allowed)
 
 JPEG = b"\xff\xd8"

@@ -12,7 +12,7 @@ from conftest import small_pdf
 from curation import Manifest
 from curation.manifest import views
 from curation.manifest.views import PageFilter
-from curation.sources import sample
+from curation.runs import sample
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Two documents of ten pages each: σ 10, 15, ... 55 and 12, 17, ... 57.
@@ -23,7 +23,7 @@ SIGMAS = [10 + 5 * n for n in range(10)] + [12 + 5 * n for n in range(10)]
 def filled(manifest):
     """20 scored pages in two documents, a failed page, two overrides and a replaced document."""
     ids = sample.fill_manifest(manifest, documents=2, pages=10, sigmas=SIGMAS, thumbnails=[b"jpeg-a", b"jpeg-b"])
-    from curation.manifest.store import PageResult
+    from curation.scoring.result import PageResult
 
     manifest.save_pages(ids[1], [PageResult(page=10, status="failed", error="damaged page")])
     manifest.set_override(ids[0], 0, True)  # σ 10, included by hand

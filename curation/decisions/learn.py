@@ -15,7 +15,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
-from ..manifest.store import BASE_RULE_SQL
+from ..manifest.rules import BASE_RULE_SQL
 
 FEATURES = ["sigma", "sigma_content", "ink_tone", "ink_coverage", "picture_share", "picture_area", "picture_count",
             "text_height"]

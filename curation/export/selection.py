@@ -82,8 +82,7 @@ def select(manifest: Manifest, threshold: float | None = None, duplicates: str =
                           None if None in box else box, row["picture_share"], row["duplicate_group"]))
     selection = one_per_group(items) if duplicates == "one" else Selection(items, [], _duplicates(items))
     if crop == "pictures":
-        pictures = manifest.pictures_at_least(manifest.picture_area_min)
-        selection = dataclasses.replace(selection, items=one_per_picture(selection.items, pictures))
+        selection = dataclasses.replace(selection, items=one_per_picture(selection.items, manifest.kept_pictures(threshold)))
     return selection
 
 
@@ -94,17 +93,19 @@ def select_items(manifest: Manifest, threshold: float | None = None, duplicates:
 
 
 def one_per_picture(items: list[Item], pictures: dict[tuple[int, int], list]) -> list[Item]:
-    """Each page with pictures (`Manifest.pictures_at_least`: the ones large enough) as one item per
-    picture, largest first, named `<page's name>_pic<n>` after the picture's rank on its page, so a
-    name stays the same whatever the size cutoff. A page without one stays one item: it exports whole."""
+    """Each page with kept pictures (`Manifest.kept_pictures`) as one item per picture, in number order,
+    named `<page's name>_pic<n>` after the picture's number on its page, which stays the same whatever the
+    cutoff and across re-scoring; its caption is the picture's, else the page's. A kept page without a kept
+    picture (the curator included the page itself) stays one item: it exports whole."""
     expanded = []
     for item in items:
-        boxes = pictures.get((item.doc_id, item.page))
-        if not boxes:
+        rows = pictures.get((item.doc_id, item.page))
+        if not rows:
             expanded.append(item)
             continue
-        expanded.extend(dataclasses.replace(item, name=f"{item.name}_pic{n + 1}", picture_box=tuple(box), picture=n + 1)
-                        for n, *box in boxes)
+        expanded.extend(dataclasses.replace(
+            item, name=f"{item.name}_pic{row['number']}", picture_box=(row["bx0"], row["by0"], row["bx1"], row["by1"]),
+            picture=row["number"], caption=row["caption"] or item.caption) for row in rows)
     return expanded
 
 

@@ -22,14 +22,21 @@ from ..sources.page_numbers import page_number
 
 USER_VARIABLE = "CURATION_USER"  # who a job started from the app runs for (the app sets it for the process)
 PAGE_FIELDS = ("override", "caption")
+# A picture's changes carry its page (doc_id, page) and its id as `name` (curation.manifest.pictures).
+PICTURE_FIELDS = ("picture_override", "picture_caption", "picture_deleted", "picture_box")
 JOB_KINDS = ("ingest", "export", "sample")
-UNDOABLE = ("override", "caption", "setting")
+UNDOABLE = ("override", "caption", "setting", "picture")
 SETTING_WORDS = {"threshold": "σ cutoff", "picture_area_min": "picture cutoff", "page_timeout": "page time limit",
                  "thumbnails": "thumbnails", "rule": "rule", "ingest_sources": "sources to ingest",
                  "allowed_roots": "allowed folders", "rule_before_model": "rule before the model",
                  "legend_languages": "legend languages"}
 NOT_RECORDED = frozenset({"suggestions_from_overrides"})  # bookkeeping of the model, not a person's choice
 OVERRIDE_WORDS = {1: "included", 0: "excluded", None: "cleared the override of"}
+
+
+def now() -> str:
+    """A time stamp as every table of the manifest keeps it: ISO, UTC, to the second."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def default_user() -> str:
@@ -91,7 +98,13 @@ def record(conn: sqlite3.Connection, action: int, field: str, old, new, *, doc_i
 CURRENT_SQL = {
     "override": "(SELECT o.keep FROM overrides o WHERE o.doc_id = k.doc_id AND o.page = k.page)",
     "caption": "(SELECT c.text FROM captions c WHERE c.doc_id = k.doc_id AND c.page = k.page)",
+    "picture_override": "(SELECT x.keep FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
+    "picture_caption": "(SELECT x.caption FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
+    "picture_deleted": "(SELECT x.deleted FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
+    "picture_box": "(SELECT CASE WHEN x.fx0 IS NOT NULL THEN json_array(x.fx0, x.fy0, x.fx1, x.fy1) END "
+                   "FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
 }
+PICTURE_COLUMNS = {"picture_override": "keep", "picture_caption": "caption", "picture_deleted": "deleted"}
 
 
 def record_pages(conn: sqlite3.Connection, action: int, field: str, keys_table: str, new) -> None:
@@ -125,19 +138,25 @@ def actions(conn: sqlite3.Connection, *, user: str | None = None, since: str | N
 def changes(conn: sqlite3.Connection, *, user: str | None = None, since: str | None = None) -> Iterable[dict]:
     """Every change with its action's who, when and kind, newest action first, as a person reads it."""
     rows = conn.execute(
-        "SELECT h.id AS action, h.at, h.user, h.kind, c.field, c.name, d.path AS doc, c.page, c.old, c.new "
-        "FROM history h JOIN history_changes c ON c.action_id = h.id LEFT JOIN documents d ON d.id = c.doc_id "
+        "SELECT h.id AS action, h.at, h.user, h.kind, c.field, c.name, d.path AS doc, c.page, c.old, c.new, "
+        "x.number AS picture FROM history h JOIN history_changes c ON c.action_id = h.id "
+        "LEFT JOIN documents d ON d.id = c.doc_id "
+        "LEFT JOIN pictures x ON c.field LIKE 'picture%' AND x.id = CAST(c.name AS INTEGER) "
         "WHERE (:user IS NULL OR h.user = :user) AND (:since IS NULL OR h.at >= :since) "
         "ORDER BY h.id DESC, c.rowid", {"user": user, "since": since})
     for row in rows:
         target = row["name"] if row["field"] == "setting" else f"{row['doc']} p. {page_number(row['page'])}"
+        if row["field"] in PICTURE_FIELDS:
+            target += f" picture {row['picture']}"
         yield {**dict(row), "target": target, "old": _value(row["field"], row["old"]),
                "new": _value(row["field"], row["new"])}
 
 
 def _value(field: str, value):
-    if field == "override":
+    if field in ("override", "picture_override"):
         return {1: "include", 0: "exclude"}.get(value, "auto")
+    if field == "picture_deleted":
+        return {1: "deleted", 0: "present"}.get(value)
     return value
 
 
@@ -168,6 +187,8 @@ class PageChange:
         """"excluded by ana, 3 Dec 14:02" (UTC), as a card shows it."""
         if self.field == "override":
             verb = {1: "included", 0: "excluded"}.get(self.new, "given back to the rule")
+        elif self.field in PICTURE_FIELDS:
+            verb = "pictures changed"
         else:
             verb = "captioned" if self.new is not None else "caption removed"
         return f"{verb} by {self.user}, {short_time(self.at)}"
@@ -226,11 +247,13 @@ def describe(conn: sqlite3.Connection, action: int, kind: str) -> str:
     if kind == "undo":
         target = conn.execute("SELECT id, description FROM history WHERE id = ?", (row["undoes"],)).fetchone()
         return f"undid #{target['id']}: {target['description']}" if target else "undid an action"
-    parts = [_describe_field(conn, action, field) for field in ("override", "caption", "setting")]
+    parts = [_describe_field(conn, action, field) for field in ("override", "caption", "setting", *PICTURE_FIELDS)]
     return "; ".join(part for part in parts if part) + note
 
 
 def _describe_field(conn: sqlite3.Connection, action: int, field: str) -> str:
+    if field in PICTURE_FIELDS:
+        return _describe_pictures(conn, action, field)
     if field == "setting":
         rows = conn.execute("SELECT name, old, new FROM history_changes WHERE action_id = ? AND field = 'setting' "
                             "ORDER BY rowid", (action,)).fetchall()
@@ -254,6 +277,40 @@ def _describe_field(conn: sqlite3.Connection, action: int, field: str) -> str:
     parts = [f"{row[words]:,} {said}" for words, said in (("included", "included"), ("excluded", "excluded"),
                                                            ("cleared", "given back to the rule")) if row[words]]
     return f"overrode {where}: {', '.join(parts)}"
+
+
+PICTURE_VERBS = {  # field: {new value (None: any): (verb for one, verb for many)}
+    "picture_override": {1: "included", 0: "excluded", None: "gave back to the rule"},
+    "picture_caption": {None: "captioned"},
+    "picture_deleted": {1: "deleted", 0: "added"},
+    "picture_box": {None: "redrew the box of"},
+}
+
+
+def _describe_pictures(conn: sqlite3.Connection, action: int, field: str) -> str:
+    rows = conn.execute(
+        "SELECT c.doc_id, c.page, c.old, c.new, x.number FROM history_changes c LEFT JOIN pictures x "
+        "ON x.id = CAST(c.name AS INTEGER) WHERE c.action_id = ? AND c.field = ?", (action, field)).fetchall()
+    if not rows:
+        return ""
+    verbs = PICTURE_VERBS[field]
+    values = {row["new"] for row in rows}
+    verb = verbs.get(values.pop(), verbs.get(None, "changed")) if len(values) == 1 else "changed"
+    if field == "picture_deleted" and rows[0]["old"] == 0 and rows[0]["new"] == 1:
+        verb = "deleted"
+    elif field == "picture_deleted" and rows[0]["old"] == 1 and rows[0]["new"] == 0:
+        verb = "brought back" if len(rows) == 1 and _was_detected(conn, action) else "added"
+    if len(rows) == 1:
+        row = rows[0]
+        return (f"{verb} picture {row['number']} on p. {page_number(row['page'])} "
+                f"of {_document_name(conn, row['doc_id'])}")
+    return f"{verb} {len(rows):,} pictures"
+
+
+def _was_detected(conn: sqlite3.Connection, action: int) -> bool:
+    row = conn.execute("SELECT x.added FROM history_changes c JOIN pictures x ON x.id = CAST(c.name AS INTEGER) "
+                       "WHERE c.action_id = ? AND c.field = 'picture_deleted'", (action,)).fetchone()
+    return bool(row) and not row["added"]
 
 
 def _setting(value) -> str:
@@ -286,10 +343,10 @@ def undo(conn: sqlite3.Connection, undo_action: int, target: int, stamp: str) ->
         raise UndoError(f"#{target} {row['description']}: a job cannot be undone")
     if row["undone_by"] is not None:
         raise UndoError(f"#{target} {row['description']}: already undone by #{row['undone_by']}")
-    for field in PAGE_FIELDS:  # the pages still as the target left them, their value before to write back
+    for field in (*PAGE_FIELDS, *PICTURE_FIELDS):  # what is still as the target left it, its value before
         conn.execute(
-            f"INSERT INTO history_changes (action_id, field, doc_id, page, old, new) "
-            f"SELECT ?, k.field, k.doc_id, k.page, k.new, k.old FROM history_changes k "
+            f"INSERT INTO history_changes (action_id, field, doc_id, page, name, old, new) "
+            f"SELECT ?, k.field, k.doc_id, k.page, k.name, k.new, k.old FROM history_changes k "
             f"WHERE k.action_id = ? AND k.field = ? AND {CURRENT_SQL[field]} IS k.new", (undo_action, target, field))
     _write_back(conn, undo_action, stamp)
     settings = conn.execute("SELECT name, old, new FROM history_changes WHERE action_id = ? AND field = 'setting'",
@@ -327,3 +384,20 @@ def _write_back(conn: sqlite3.Connection, action: int, stamp: str) -> None:
         "SELECT doc_id, page, new, ? FROM history_changes WHERE action_id = ? AND field = 'caption' "
         "AND new IS NOT NULL ON CONFLICT(doc_id, page) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at",
         (stamp, action))
+    _write_back_pictures(conn, action, stamp)
+
+
+def _write_back_pictures(conn: sqlite3.Connection, action: int, stamp: str) -> None:
+    from . import pictures  # pictures records through this module
+    for field, column in PICTURE_COLUMNS.items():
+        conn.execute(
+            f"UPDATE pictures SET {column} = c.new, updated_at = ? FROM history_changes c WHERE c.action_id = ? "
+            f"AND c.field = ? AND pictures.id = CAST(c.name AS INTEGER)", (stamp, action, field))
+    boxes = conn.execute("SELECT name, new FROM history_changes WHERE action_id = ? AND field = 'picture_box'",
+                         (action,)).fetchall()
+    for row in boxes:
+        pictures.write_box(conn, int(row["name"]), pictures.box_of(row["new"]))
+    pages = conn.execute(
+        f"SELECT DISTINCT doc_id, page FROM history_changes WHERE action_id = ? "
+        f"AND field IN ({', '.join('?' * len(PICTURE_FIELDS))})", (action, *PICTURE_FIELDS)).fetchall()
+    pictures.refresh_pages(conn, [tuple(row) for row in pages])

@@ -15,13 +15,21 @@ import os
 import pathlib
 import sqlite3
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
+import psutil
+
+from ..scoring.result import PageResult
 from ..sources.page_numbers import page_number
-from . import history, thumbnail_store
+from . import history, pictures, thumbnail_store
+from .history import now
+from .rules import (DECIDED_BY_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, INK_TONE_MIN, KEEP_SQL,
+                    LIVE_DOCUMENT_SQL, RULES)
 
 DEFAULT_THRESHOLD = 45.0
 HEARTBEAT_STALE_SECONDS = 30.0
+HUNG_SECONDS = 600.0  # a job's own live process silent this long is taken as hung: the manifest is freed
+DEFAULT_PAGE_TIMEOUT = 60.0  # seconds; a page past it is skipped (a pathological pattern can take hours)
+DEFAULT_LEGEND_LANGUAGES = "eng+deu+fra"  # English, German, French: the periodicals most often ingested
 
 # Each entry moves the schema one version up. Never edit a released entry: append a new one.
 MIGRATIONS: list[str] = [
@@ -189,62 +197,17 @@ MIGRATIONS: list[str] = [
     CREATE INDEX history_changes_action ON history_changes(action_id, doc_id, page);
     CREATE INDEX history_changes_page ON history_changes(doc_id, page) WHERE doc_id IS NOT NULL;
     """,
+    # Pictures as rows (curation.manifest.pictures): a stable id and number, a curator's decision, box and caption.
+    pictures.MIGRATION,
 ]
 
-# The one definition of a page's decision. `:threshold` is bound by the caller.
-# The rule is a setting (RULES); every query binds decision_params(). Pages scored before features
-# existed fall back to sigma; the model rule falls back to the picture rule where it has no suggestion.
-PICTURE_RULE_SQL = (
-    "COALESCE(p.picture_area >= :picture_area_min AND p.ink_tone >= :ink_tone_min, p.sigma > :threshold)"
-)
-MODEL_SQL = "(SELECT sg.keep FROM suggestions sg WHERE sg.doc_id = p.doc_id AND sg.page = p.page)"
-# The rule's own decision, sigma or picture (the model is compared against it, never against itself).
-BASE_RULE_SQL = f"CASE :rule WHEN 'sigma' THEN p.sigma > :threshold ELSE {PICTURE_RULE_SQL} END"
-KEEP_SQL = (
-    f"COALESCE(o.keep, CASE WHEN :rule = 'model' THEN COALESCE({MODEL_SQL}, {PICTURE_RULE_SQL}) "
-    f"ELSE {BASE_RULE_SQL} END, 0)"
-)
-# Pages where the learned model and the rule differ: the curator reviews these first.
-DISAGREES_SQL = f"{MODEL_SQL} != COALESCE({BASE_RULE_SQL}, 0)"
-DECIDED_BY_SQL = "CASE WHEN o.keep IS NULL THEN 'threshold' ELSE 'override' END"
-RULES = {
-    "picture": "Picture rule: keep pages holding a picture (ink that is not text, rules or frames) of a real size",
-    "sigma": "σ only: keep pages whose σ is above the cutoff (the original method)",
-    "model": "Learned: the model fitted on your overrides, where it has a suggestion",
-}
-DEFAULT_RULE = "picture"
-DEFAULT_PICTURE_AREA_MIN = 2.0  # square inches: a cartoon or plate covers 10 and more, a stock cut about 1
-DEFAULT_PAGE_TIMEOUT = 60.0  # seconds; a page past it is skipped (a pathological pattern can take hours)
-DEFAULT_LEGEND_LANGUAGES = "eng+deu+fra"  # English, German, French: the periodicals most often ingested
-INK_TONE_MIN = 0.15  # below this a page holds no ink at all, only paper grain
-# Documents whose file was replaced by new content no longer take part in decisions.
-LIVE_DOCUMENT_SQL = "d.status != 'replaced'"
-
-
-def now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 class ManifestError(Exception):
     """The manifest cannot be opened or is not one of ours."""
 
 
-@dataclass(frozen=True)
-class PageResult:
-    """What scoring one page produced; `sigma` is None when the page failed."""
-
-    page: int
-    status: str
-    sigma: float | None = None
-    width: int | None = None
-    height: int | None = None
-    method: str | None = None
-    error: str | None = None
-    thumbnail: bytes | None = None
-    features: dict | None = None  # column -> value, see curation.scoring.features
-
-
-class Manifest:
+class Manifest(pictures.PictureRows):
     """`user` is who the changes made through this object are recorded for (curation.manifest.history):
     by default $CURATION_USER, else the login name."""
 
@@ -548,29 +511,6 @@ class Manifest:
         return thumbnail_store.remove_orphans(
             self.thumbnail_folder, (row[0] for row in self.conn.execute("SELECT sha256 FROM documents")))
 
-    def set_pictures(self, doc_id: int, page: int, pictures: Iterable[Iterable]) -> None:
-        """Replace one page's picture boxes: (x0, y0, x1, y1, square inches), largest first."""
-        self.conn.execute("DELETE FROM pictures WHERE doc_id = ? AND page = ?", (doc_id, page))
-        self.conn.executemany(
-            "INSERT INTO pictures (doc_id, page, n, x0, y0, x1, y1, area) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            ((doc_id, page, n, *list(picture)[:5]) for n, picture in enumerate(pictures)),  # legends: not kept yet
-        )
-
-    def pictures(self, doc_id: int, page: int) -> list[tuple[int, int, int, int, float]]:
-        """One page's picture boxes in reference pixels with their square inches, largest first."""
-        return [tuple(row) for row in self.conn.execute(
-            "SELECT x0, y0, x1, y1, area FROM pictures WHERE doc_id = ? AND page = ? ORDER BY n", (doc_id, page))]
-
-    def pictures_at_least(self, min_area: float) -> dict[tuple[int, int], list[tuple[int, int, int, int, int]]]:
-        """Every page's pictures of at least `min_area` square inches, in one query: {(doc_id, page):
-        [(n, x0, y0, x1, y1), ...]}, largest first (n is the picture's rank on its page, 0 the largest)."""
-        boxes: dict[tuple[int, int], list] = {}
-        for doc_id, page, *picture in self.conn.execute(
-                "SELECT doc_id, page, n, x0, y0, x1, y1 FROM pictures WHERE area >= ? ORDER BY doc_id, page, n",
-                (float(min_area),)):
-            boxes.setdefault((doc_id, page), []).append(tuple(picture))
-        return boxes
-
     def pages(self, threshold: float | None = None, *, where: str = "", params: dict | None = None,
               order: str = "d.path, p.page", limit: int | None = None, offset: int = 0,
               rule: str | None = None) -> Iterator[sqlite3.Row]:
@@ -774,9 +714,22 @@ class JobRunning(Exception):
 
 
 def _job_alive(row: sqlite3.Row) -> bool:
-    heartbeat = dt.datetime.fromisoformat(row["heartbeat_at"])
-    fresh = (dt.datetime.now(dt.timezone.utc) - heartbeat).total_seconds() < HEARTBEAT_STALE_SECONDS
-    return fresh and _pid_alive(row["pid"])
+    if not _pid_alive(row["pid"]):
+        return False
+    silent = (dt.datetime.now(dt.timezone.utc) - dt.datetime.fromisoformat(row["heartbeat_at"])).total_seconds()
+    if silent < HEARTBEAT_STALE_SECONDS:
+        return True
+    # A busy machine can hold a live job's heartbeat back (its workers starting, one slow page): the job
+    # holds the manifest while its own process lives; a process that took over its pid since does not.
+    return silent < HUNG_SECONDS and _process_started_by(row["pid"], dt.datetime.fromisoformat(row["started_at"]))
+
+
+def _process_started_by(pid: int, when: dt.datetime) -> bool:
+    try:
+        created = psutil.Process(pid).create_time()
+    except psutil.Error:
+        return False
+    return created <= when.timestamp() + 1  # started_at is kept to the second
 
 
 def _pid_alive(pid: int | None) -> bool:

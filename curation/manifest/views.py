@@ -33,8 +33,10 @@ from ..scoring.scorer import THUMBNAIL_QUALITY, THUMBNAIL_SIDE
 from ..sources.paths import reading_roots
 from ..sources.page_numbers import page_number
 from ..sources.reader import error_text, open_document
-from .store import (BASE_RULE_SQL, DECIDED_BY_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, DISAGREES_SQL,
-                    INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES, Manifest, now)
+from .rules import (BASE_RULE_SQL, DECIDED_BY_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, DISAGREES_SQL,
+                    INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL, PICTURE_BOX_SQL,
+                    PICTURE_DECIDED_BY_SQL, PICTURE_KEEP_SQL, RULES)
+from .store import Manifest, now
 
 # The joins every page query uses; aliases p, d and o as in Manifest.pages().
 PAGES_FROM = (
@@ -319,31 +321,48 @@ def _document_roots(manifest: Manifest, paths: Iterable[str]) -> tuple[str, ...]
 
 
 def pictures_for(manifest: Manifest, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], list[tuple]]:
-    """Every picture box (x0, y0, x1, y1, square inches; reference pixels) of the given pages, largest
-    first, in one query; pages without a picture are absent."""
+    """Every picture box of the given pages as the curator left them (x0, y0, x1, y1, square inches;
+    reference pixels; deleted ones left out), the scorer's largest first, in one query; pages without a
+    picture are absent."""
+    keys = list(keys)
+    if not keys:
+        return {}
     boxes: dict[tuple[int, int], list[tuple]] = {}
-    for (doc_id, page), rows in _by_keys(manifest, "pictures", "n, x0, y0, x1, y1, area", keys, many=True).items():
-        boxes[(doc_id, page)] = [row[1:] for row in sorted(rows)]
+    rows = manifest.conn.execute(
+        f"WITH k(doc_id, page) AS (VALUES {', '.join('(?, ?)' for _ in keys)}) "
+        f"SELECT x.doc_id, x.page, {PICTURE_BOX_SQL}, {PICTURE_AREA_SQL} FROM k JOIN pictures x "
+        f"ON x.doc_id = k.doc_id AND x.page = k.page WHERE NOT x.deleted "
+        f"ORDER BY x.doc_id, x.page, x.rank IS NULL, x.rank, x.number", [n for key in keys for n in key])
+    for doc_id, page, *box in rows:
+        boxes.setdefault((doc_id, page), []).append(tuple(box))
     return boxes
+
+
+PICTURE_OVERRIDES = {1: "include", 0: "exclude", None: "auto"}
 
 
 def picture_rows(manifest: Manifest, threshold: float | None = None, *, rule: str | None = None,
                  picture_area_min: float | None = None) -> Iterable[dict]:
-    """Every picture found, in document and page order, largest first: `picture` is its rank on its page
-    (1 the largest, as export names it), x0 y0 x1 y1 its box as fractions of the page, `area` its square
-    inches; `keep` whether `export --crop pictures` writes it (its page is kept and it is at least
-    `picture_area_min`), `decided_by` who decided its page (override or threshold). One query, streamed."""
+    """Every picture, in document and page order: `picture` is its number on its page (1 the scorer's
+    largest when first found; stable while the manifest holds it, as export names it), x0 y0 x1 y1 its box
+    as fractions of the page (the curator's where redrawn), `area` its square inches; `keep` whether
+    `export --crop pictures` writes it (its page is kept and so is the picture), `decided_by` who decided it
+    (override, page, added, deleted or threshold), `override` the curator's decision on it (include,
+    exclude or auto), `found` whether the scorer still finds it. One query, streamed."""
     bound = decision_params(manifest, threshold, rule, picture_area_min)
     rows = manifest.conn.execute(
-        f"SELECT d.path AS doc, q.page, q.n + 1 AS picture, 1.0 * q.x0 / p.width AS x0, 1.0 * q.y0 / p.height AS y0, "
-        f"1.0 * q.x1 / p.width AS x1, 1.0 * q.y1 / p.height AS y1, q.area, "
-        f"{KEEP_SQL} AND q.area >= :picture_area_min AS keep, {DECIDED_BY_SQL} AS decided_by "
-        f"FROM pictures q JOIN pages p ON p.doc_id = q.doc_id AND p.page = q.page "
+        f"SELECT d.path AS doc, x.page, x.number AS picture, {PICTURE_BOX_SQL}, p.width, p.height, "
+        f"{PICTURE_AREA_SQL} AS area, ({KEEP_SQL}) AND ({PICTURE_KEEP_SQL}) AS keep, "
+        f"{PICTURE_DECIDED_BY_SQL} AS decided_by, x.keep AS override, x.rank IS NOT NULL OR x.added AS found, "
+        f"x.caption FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page "
         f"JOIN documents d ON d.id = p.doc_id LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
-        f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' ORDER BY d.path, q.page, q.n", bound)
+        f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' ORDER BY d.path, x.page, x.number", bound)
     for row in rows:
-        yield {**dict(row), "keep": bool(row["keep"]),
-               **{k: round(row[k], 4) for k in ("x0", "y0", "x1", "y1")}, "area": round(row["area"], 3)}
+        box = {k: round(row[b] / row[size], 4) for k, b, size in
+               (("x0", "bx0", "width"), ("y0", "by0", "height"), ("x1", "bx1", "width"), ("y1", "by1", "height"))}
+        yield {"doc": row["doc"], "page": row["page"], "picture": row["picture"], **box,
+               "area": round(row["area"], 3), "keep": bool(row["keep"]), "decided_by": row["decided_by"],
+               "override": PICTURE_OVERRIDES[row["override"]], "found": bool(row["found"]), "caption": row["caption"]}
 
 
 def outline_pictures(image: bytes, boxes: list[tuple], width: int | None) -> bytes:

@@ -28,7 +28,8 @@ import pymupdf
 
 from ..captions.legend import check_languages, engine_note, installed_languages, with_legends
 from ..decisions.duplicates import refresh_duplicates
-from ..manifest.store import Manifest, PageResult
+from ..manifest.store import Manifest
+from ..scoring.result import PageResult
 from ..scoring.features import FEATURES_VERSION
 from ..scoring.scorer import score_page
 from ..sources.paths import REFUSAL, document_roots, reading_roots

@@ -16,7 +16,7 @@ import cv2
 import numpy as np
 import pymupdf
 
-from ..manifest.store import PageResult
+from .result import PageResult
 from ..sources.reader import error_text
 from .features import feature_columns
 

@@ -1,6 +1,6 @@
 """A small synthetic archive, so a new user can try the whole workflow without PDFs of their own.
 
-`python -m curation sample --db DB` (or `python -m curation.sources.sample`) writes a few synthetic periodical issues into the manifest's
+`python -m curation sample --db DB` (or `python -m curation.runs.sample`) writes a few synthetic periodical issues into the manifest's
 folder (`data/sample/`) and ingests them. It runs as its own process, registered in the manifest's
 jobs table as kind "sample" while it writes, then as an ordinary "ingest" job, so the dashboard shows
 its progress like any other job and a rerun or a closed tab does not stop it. About 60 pages: it is
@@ -18,10 +18,11 @@ import sys
 
 import numpy as np
 
-from ..manifest.store import JobRunning, Manifest, PageResult
-from ..runs import jobs
-from .paths import add_source, data_dir
-from .synthetic import PageSpec, periodical_specs, write_pdf
+from ..manifest.store import JobRunning, Manifest
+from ..scoring.result import PageResult
+from . import jobs
+from ..sources.paths import add_source, data_dir
+from ..sources.synthetic import PageSpec, periodical_specs, write_pdf
 
 KIND = "sample"
 DOCUMENTS = 4
@@ -137,7 +138,7 @@ def run(db: str | os.PathLike, documents: int = DOCUMENTS, pages: int = PAGES, d
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m curation.sources.sample", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m curation.runs.sample", description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", default=os.environ.get("CURATION_DB", "data/manifest.sqlite"))
     parser.add_argument("--documents", type=int, default=DOCUMENTS)
     parser.add_argument("--pages", type=int, default=PAGES)

@@ -1,0 +1,333 @@
+"""Pictures as rows of the manifest: every picture the scorer found on a page, and every one a curator
+added, with its box, size, printed legend, captions and the curator's decision on it.
+
+A picture keeps its row, its id and its number on the page (1, 2, ... as the export names it) for as long
+as the manifest holds it. Re-scoring a page matches the new boxes to the old pictures by overlap: a matched
+picture takes the new box and keeps everything a person or a job gave it; a picture the scorer no longer
+finds is kept while it carries a person's work (a decision, a caption, a redrawn box), with `rank` NULL so
+the app can say so, and dropped otherwise. Decisions are SQL (curation.manifest.rules); the writer here keeps
+each page's two picture figures that SQL reads (`pages.pictures_included`, `pages.pictures_auto_area`)
+in the same transaction as the change.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+
+from . import history
+from .history import now
+from .rules import (DECIDED_BY_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL, PICTURE_BOX_SQL,
+                    PICTURE_DECIDED_BY_SQL, PICTURE_KEEP_SQL)
+
+MIGRATION = """
+    CREATE TABLE picture_rows (
+        id INTEGER PRIMARY KEY,
+        doc_id INTEGER NOT NULL,
+        page INTEGER NOT NULL,
+        number INTEGER NOT NULL,    -- on its page, from 1: stable while the picture is held
+        rank INTEGER,               -- the scorer's order on the page now (0 the largest); NULL: not found now
+        x0 INTEGER NOT NULL,        -- the scorer's box (an added picture's: the curator's), reference pixels
+        y0 INTEGER NOT NULL,
+        x1 INTEGER NOT NULL,
+        y1 INTEGER NOT NULL,
+        area REAL NOT NULL,         -- square inches of that box
+        legend TEXT,                -- the printed legend read beside it, and how sure the reading is (0..1)
+        legend_confidence REAL,
+        auto_caption TEXT,          -- a captioning model's, and which model
+        auto_caption_model TEXT,
+        caption TEXT,               -- the curator's: always wins, never written by a job
+        keep INTEGER CHECK (keep IN (0, 1)),  -- the curator's decision; NULL: the rule's
+        fx0 INTEGER,                -- the curator's redrawn box; NULL: the scorer's
+        fy0 INTEGER,
+        fx1 INTEGER,
+        fy1 INTEGER,
+        fixed_area REAL,
+        added INTEGER NOT NULL DEFAULT 0,
+        deleted INTEGER NOT NULL DEFAULT 0,
+        updated_at TEXT,
+        UNIQUE (doc_id, page, number)
+    );
+    INSERT INTO picture_rows (doc_id, page, number, rank, x0, y0, x1, y1, area)
+        SELECT doc_id, page, n + 1, n, x0, y0, x1, y1, area FROM pictures;
+    DROP TABLE pictures;
+    ALTER TABLE picture_rows RENAME TO pictures;
+    CREATE INDEX pictures_touched ON pictures(doc_id, page) WHERE keep IS NOT NULL OR added OR deleted;
+    ALTER TABLE pages ADD COLUMN pictures_included INTEGER;
+    ALTER TABLE pages ADD COLUMN pictures_auto_area REAL;
+"""
+
+MATCH_IOU = 0.5  # a new box is the same picture as an old one when they overlap this much (intersection/union)
+REFERENCE_DPI = 144  # boxes are measured at the scorer's reference resolution (curation.scoring.features)
+# What makes a picture a person's work, kept when the scorer no longer finds it.
+TOUCHED_SQL = "(keep IS NOT NULL OR caption IS NOT NULL OR fx0 IS NOT NULL OR added OR deleted)"
+# A page's decision reads its pictures when one is decided, added, deleted or redrawn, or no longer found.
+EDITED_SQL = "(keep IS NOT NULL OR added OR deleted OR fx0 IS NOT NULL OR rank IS NULL)"
+PICTURE_FIELDS = {"picture_override": "keep", "picture_caption": "caption", "picture_deleted": "deleted"}
+
+
+class PictureError(ValueError):
+    """A picture edit that cannot be made; the message says why, for a person."""
+
+
+def box_area(box: Sequence[int]) -> float:
+    """Square inches of a box in reference pixels."""
+    x0, y0, x1, y1 = box
+    return round(max(0, x1 - x0) * max(0, y1 - y0) / REFERENCE_DPI / REFERENCE_DPI, 3)
+
+
+def overlap(a: Sequence[float], b: Sequence[float]) -> float:
+    """Intersection over union of two boxes (x0, y0, x1, y1)."""
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    if w <= 0 or h <= 0:
+        return 0.0
+    inter = w * h
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def match(old: list[Sequence[float]], new: list[Sequence[float]]) -> dict[int, int]:
+    """{index in new: index in old}: each old box paired with the new box it overlaps most, best pairs first."""
+    pairs = sorted(((overlap(o, n), i, j) for i, o in enumerate(old) for j, n in enumerate(new)), reverse=True)
+    matched: dict[int, int] = {}
+    taken: set[int] = set()
+    for score, i, j in pairs:
+        if score < MATCH_IOU:
+            break
+        if i not in taken and j not in matched:
+            matched[j] = i
+            taken.add(i)
+    return matched
+
+
+class PictureRows:
+    """The Manifest's picture methods (mixed into curation.manifest.store.Manifest)."""
+
+    conn: sqlite3.Connection
+
+    # -- the scorer's pictures ------------------------------------------------------------------
+
+    def set_pictures(self, doc_id: int, page: int, found: Iterable[Sequence]) -> None:
+        """The scorer's pictures of one page, largest first: (x0, y0, x1, y1, square inches[, legend,
+        legend confidence]). Matched to the page's pictures by overlap (see the module's docstring)."""
+        found = [list(picture) for picture in found]
+        old = self.conn.execute("SELECT * FROM pictures WHERE doc_id = ? AND page = ? AND NOT added",
+                                (doc_id, page)).fetchall()
+        matched = match([_scorer_box(row) for row in old], [f[:4] for f in found]) if old else {}
+        kept = {old[i]["id"] for i in matched.values()}
+        for row in old:
+            if row["id"] in kept:
+                continue
+            if _touched(row):
+                self.conn.execute("UPDATE pictures SET rank = NULL WHERE id = ?", (row["id"],))
+            else:
+                self.conn.execute("DELETE FROM pictures WHERE id = ?", (row["id"],))
+        number = self._last_number(doc_id, page)
+        for rank, picture in enumerate(found):
+            legend, confidence = (picture[5:7] + [None, None])[:2]
+            values = (rank, *picture[:5], legend, confidence)
+            if rank in matched:
+                self.conn.execute("UPDATE pictures SET rank = ?, x0 = ?, y0 = ?, x1 = ?, y1 = ?, area = ?, legend = ?, "
+                                  "legend_confidence = ? WHERE id = ?", (*values, old[matched[rank]]["id"]))
+            else:
+                number += 1
+                self.conn.execute("INSERT INTO pictures (doc_id, page, number, rank, x0, y0, x1, y1, area, legend, "
+                                  "legend_confidence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                  (doc_id, page, number, *values))
+        self._refresh_pages([(doc_id, page)])
+
+    def _last_number(self, doc_id: int, page: int) -> int:
+        return self.conn.execute("SELECT COALESCE(MAX(number), 0) FROM pictures WHERE doc_id = ? AND page = ?",
+                                 (doc_id, page)).fetchone()[0]
+
+    def pictures(self, doc_id: int, page: int) -> list[tuple[int, int, int, int, float]]:
+        """One page's pictures as the curator left them (deleted ones left out): box in reference pixels and
+        square inches, the scorer's largest first, added ones last."""
+        return [tuple(row) for row in self.conn.execute(
+            f"SELECT {PICTURE_BOX_SQL}, {PICTURE_AREA_SQL} FROM pictures x WHERE doc_id = ? AND page = ? "
+            f"AND NOT deleted ORDER BY rank IS NULL, rank, number", (doc_id, page))]
+
+    def pictures_at_least(self, min_area: float) -> dict[tuple[int, int], list[tuple[int, int, int, int, int]]]:
+        """The scorer's pictures of at least `min_area` square inches on every page, in one query: {(doc_id,
+        page): [(number, x0, y0, x1, y1), ...]}, largest first; what the scorer found, before any curator."""
+        boxes: dict[tuple[int, int], list] = {}
+        for doc_id, page, *picture in self.conn.execute(
+                "SELECT doc_id, page, number, x0, y0, x1, y1 FROM pictures WHERE area >= ? AND rank IS NOT NULL "
+                "AND NOT added ORDER BY doc_id, page, rank", (float(min_area),)):
+            boxes.setdefault((doc_id, page), []).append(tuple(picture))
+        return boxes
+
+    # -- reading pictures with their decision -----------------------------------------------------
+
+    def picture(self, picture_id: int) -> sqlite3.Row | None:
+        """One picture with its decision (see picture_rows)."""
+        rows = self.picture_rows(where="x.id = :picture_id", params={"picture_id": int(picture_id)})
+        return next(iter(rows), None)
+
+    def picture_by_number(self, doc_id: int, page: int, number: int) -> sqlite3.Row | None:
+        rows = self.picture_rows(where="x.doc_id = :doc_id AND x.page = :page AND x.number = :number",
+                                 params={"doc_id": doc_id, "page": page, "number": int(number)})
+        return next(iter(rows), None)
+
+    def picture_rows(self, threshold: float | None = None, *, where: str = "", params: dict | None = None,
+                     order: str = "d.path, x.page, x.number", limit: int | None = None, rule: str | None = None,
+                     deleted: bool = True) -> Iterable[sqlite3.Row]:
+        """Pictures of live documents with their decision: `keep` (exported when its page is kept), `page_keep`,
+        `decided_by` (deleted, page, override, added, threshold), the box as the curator left it (bx0..by1)
+        and its square inches (`box_area`), beside the page's width and height. `where` is SQL over the
+        aliases x (pictures), p, d, o as in Manifest.pages(); deleted pictures are left out unless asked."""
+        sql = (
+            f"SELECT x.*, d.path AS doc, d.sha256, p.width, p.height, p.sigma, "
+            f"{PICTURE_BOX_SQL}, {PICTURE_AREA_SQL} AS box_area, "
+            f"{PICTURE_KEEP_SQL} AS keep_picture, {PICTURE_DECIDED_BY_SQL} AS picture_decided_by, "
+            f"{KEEP_SQL} AS page_keep, {DECIDED_BY_SQL} AS page_decided_by, o.keep AS page_override "
+            f"FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page "
+            f"JOIN documents d ON d.id = x.doc_id LEFT JOIN overrides o ON o.doc_id = x.doc_id AND o.page = x.page "
+            f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' {'' if deleted else 'AND NOT x.deleted'} "
+            f"{('AND (' + where + ')') if where else ''} ORDER BY {order}"
+        )
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return self.conn.execute(sql, {**self.decision_params(threshold, rule), **(params or {})})
+
+    def kept_pictures(self, threshold: float | None = None) -> dict[tuple[int, int], list[sqlite3.Row]]:
+        """What `export --crop pictures` writes of each kept page: its kept pictures, in number order, as
+        picture_rows gives them."""
+        kept: dict[tuple[int, int], list[sqlite3.Row]] = {}
+        for row in self.picture_rows(threshold, where=f"({PICTURE_KEEP_SQL}) = 1", deleted=False,
+                                     order="x.doc_id, x.page, x.number"):
+            kept.setdefault((row["doc_id"], row["page"]), []).append(row)
+        return kept
+
+    # -- a curator's edits --------------------------------------------------------------------------
+
+    def set_picture_override(self, picture_id: int, keep: bool | None) -> None:
+        """Include (True), exclude (False) or give back to the rule (None) one picture."""
+        self.set_picture_overrides([(picture_id, keep)])
+
+    def set_picture_overrides(self, items: Iterable[tuple[int, bool | None]]) -> int:
+        """Many picture decisions as one action; returns how many were given."""
+        return self._edit("picture_override", ((pid, None if keep is None else int(bool(keep))) for pid, keep in items))
+
+    def set_picture_captions(self, items: Iterable[tuple[int, str | None]]) -> int:
+        """The curator's captions of many pictures as one action (blank removes); returns how many."""
+        return self._edit("picture_caption", ((pid, (text or "").strip() or None) for pid, text in items))
+
+    def delete_picture(self, picture_id: int, deleted: bool = True) -> None:
+        """Say a picture is not one (it is never exported); deleted=False brings it back."""
+        self._edit("picture_deleted", [(picture_id, int(bool(deleted)))])
+
+    def add_picture(self, doc_id: int, page: int, box: Sequence[int]) -> int:
+        """A picture the scorer missed, drawn by the curator (reference pixels); included. Returns its id."""
+        box = self._checked_box(doc_id, page, box)
+        with self.recording("picture") as action:
+            cursor = self.conn.execute(
+                "INSERT INTO pictures (doc_id, page, number, x0, y0, x1, y1, area, added, deleted, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?)",
+                (doc_id, page, self._last_number(doc_id, page) + 1, *box, box_area(box), now()))
+            history.record(self.conn, action, "picture_deleted", 1, 0, doc_id=doc_id, page=page, name=str(cursor.lastrowid))
+            self._refresh_pages([(doc_id, page)])
+            return cursor.lastrowid
+
+    def set_picture_box(self, picture_id: int, box: Sequence[int] | None) -> None:
+        """Redraw a picture's box (reference pixels); None gives it back the scorer's."""
+        row = self._picture_row(picture_id)
+        if box is not None:
+            box = self._checked_box(row["doc_id"], row["page"], box)
+        with self.recording("picture") as action:
+            old = _fixed_box(row)
+            new = list(box) if box is not None else None
+            history.record(self.conn, action, "picture_box", _box_text(old), _box_text(new),
+                           doc_id=row["doc_id"], page=row["page"], name=str(picture_id))
+            write_box(self.conn, picture_id, new)
+            self._refresh_pages([(row["doc_id"], row["page"])])
+
+    def set_auto_captions(self, items: Iterable[tuple[int, str | None, str | None]]) -> int:
+        """A captioning job's captions: (picture id, text, model). Never touches the curator's caption."""
+        rows = [(text, model, now(), int(pid)) for pid, text, model in items]
+        with self.transaction():
+            self.conn.executemany("UPDATE pictures SET auto_caption = ?, auto_caption_model = ?, updated_at = ? "
+                                  "WHERE id = ?", rows)
+        return len(rows)
+
+    def _edit(self, field: str, items: Iterable[tuple[int, object]]) -> int:
+        column = PICTURE_FIELDS[field]
+        count, touched = 0, set()
+        with self.recording("picture") as action:
+            for picture_id, new in items:
+                row = self._picture_row(picture_id)
+                history.record(self.conn, action, field, row[column], new, doc_id=row["doc_id"], page=row["page"],
+                               name=str(picture_id))
+                self.conn.execute(f"UPDATE pictures SET {column} = ?, updated_at = ? WHERE id = ?",
+                                  (new, now(), picture_id))
+                touched.add((row["doc_id"], row["page"]))
+                count += 1
+            self._refresh_pages(touched)
+        return count
+
+    def _picture_row(self, picture_id: int) -> sqlite3.Row:
+        row = self.conn.execute("SELECT * FROM pictures WHERE id = ?", (int(picture_id),)).fetchone()
+        if row is None:
+            raise PictureError(f"there is no picture {picture_id} in this manifest")
+        return row
+
+    def _checked_box(self, doc_id: int, page: int, box: Sequence[int]) -> list[int]:
+        size = self.conn.execute("SELECT width, height FROM pages WHERE doc_id = ? AND page = ?",
+                                 (doc_id, page)).fetchone()
+        if size is None or not size["width"]:
+            raise PictureError("this page was not scored, so it has no size to draw a picture on")
+        x0, y0, x1, y1 = (int(round(v)) for v in box)
+        x0, x1 = sorted((max(0, min(x0, size["width"])), max(0, min(x1, size["width"]))))
+        y0, y1 = sorted((max(0, min(y0, size["height"])), max(0, min(y1, size["height"]))))
+        if x1 - x0 < 4 or y1 - y0 < 4:
+            raise PictureError("a picture's box needs two corners apart (it would be a line or a point)")
+        return [x0, y0, x1, y1]
+
+    def _refresh_pages(self, keys: Iterable[tuple[int, int]]) -> None:
+        """Recompute the picture figures a page's decision reads (see curation.manifest.rules)."""
+        self.conn.executemany(
+            f"UPDATE pages SET (pictures_included, pictures_auto_area) = (SELECT "
+            f"CASE WHEN MAX({EDITED_SQL}) THEN COALESCE(SUM(NOT deleted AND COALESCE(keep, added) = 1), 0) END, "
+            f"CASE WHEN MAX({EDITED_SQL}) THEN MAX(CASE WHEN NOT deleted AND NOT added AND keep IS NULL "
+            f"THEN {PICTURE_AREA_SQL.replace('x.', '')} END) END "
+            f"FROM pictures WHERE doc_id = :doc_id AND page = :page) WHERE doc_id = :doc_id AND page = :page",
+            [{"doc_id": doc_id, "page": page} for doc_id, page in keys])
+
+
+def write_box(conn: sqlite3.Connection, picture_id: int, box: Sequence[int] | None) -> None:
+    """Store a curator's box (or clear it) with its size; the caller refreshes the page."""
+    fixed = list(box) if box is not None else [None] * 4
+    conn.execute("UPDATE pictures SET fx0 = ?, fy0 = ?, fx1 = ?, fy1 = ?, fixed_area = ?, updated_at = ? WHERE id = ?",
+                 (*fixed, box_area(box) if box is not None else None, now(), picture_id))
+
+
+def refresh_pages(conn: sqlite3.Connection, keys: Iterable[tuple[int, int]]) -> None:
+    """PictureRows._refresh_pages for code that holds only a connection (undoing, in history)."""
+    holder = PictureRows()
+    holder.conn = conn
+    holder._refresh_pages(keys)
+
+
+def _scorer_box(row: sqlite3.Row) -> tuple:
+    return (row["x0"], row["y0"], row["x1"], row["y1"])
+
+
+def _touched(row: sqlite3.Row) -> bool:
+    return (row["keep"] is not None or row["caption"] is not None or row["fx0"] is not None
+            or bool(row["added"]) or bool(row["deleted"]))
+
+
+def _fixed_box(row: sqlite3.Row) -> list[int] | None:
+    return None if row["fx0"] is None else [row["fx0"], row["fy0"], row["fx1"], row["fy1"]]
+
+
+def _box_text(box: Sequence[int] | None) -> str | None:
+    return None if box is None else json.dumps(list(box), separators=(",", ":"))  # as SQLite's json_array
+
+
+def box_of(text: str | None) -> list[int] | None:
+    """A box as history stores it, back as a list."""
+    return None if text is None else json.loads(text)
+

@@ -1,0 +1,20 @@
+"""What scoring one page produced, as the ingest hands it to the manifest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PageResult:
+    """What scoring one page produced; `sigma` is None when the page failed."""
+
+    page: int
+    status: str
+    sigma: float | None = None
+    width: int | None = None
+    height: int | None = None
+    method: str | None = None
+    error: str | None = None
+    thumbnail: bytes | None = None
+    features: dict | None = None  # column -> value, see curation.scoring.features
