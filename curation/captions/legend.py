@@ -44,7 +44,8 @@ SEARCH_DEPTH_IN = 1.2  # a legend lies within this distance of its picture
 FIRST_GAP_IN = 0.5  # and its first line starts at most this far from it
 SIDE_IN, SIDE_SHARE = 0.1, 0.3  # a legend's line may run past the picture's sides by this much at most
 GUTTER_IN = 0.05  # room beside a legend's widest line, for a neighbouring column's text to be seen
-GUTTER, GUTTER_MIN_IN = 1.3, 0.03  # a gap narrower than this many line heights is a word space; wider, a gutter
+GUTTER, GUTTER_MIN_IN = 1.6, 0.03  # a gap narrower than this many line heights is a word space; wider, a gutter
+EDGE_INK = 0.5  # columns of ink, in line heights, by the strip's side that make a word cut by it
 CENTRE_SHARE = 0.12  # a legend's middle is this share of the picture's width from the picture's middle at most
 UPRIGHT_IN = 0.25  # an upright stroke this tall is a column rule or a frame's side, not a letter
 LINE_MIN_IN, LINE_MAX_IN = 0.035, 0.6  # heights of a line of type (dots and rules are thinner)
@@ -256,17 +257,19 @@ def _block(lines, edge: int, depth: int, dpi: float, open_end: bool) -> list[tup
 
 def _span(line: np.ndarray, rules: np.ndarray, px0: int, px1: int, dpi: float) -> tuple[int, int] | None:
     """Left and right of the line's words under the picture's columns, joined across gaps narrower
-    than a gutter and not across a column rule; None when they run to the strip's side, past where a
-    legend may."""
-    height = line.shape[0]
+    than a gutter and not across a column rule; None when they run on past the strip's side, past
+    where a legend may."""
+    height, width = line.shape
     gutter = max(GUTTER_MIN_IN * dpi, GUTTER * height)
-    groups = _runs(np.flatnonzero(line.any(axis=0)), gutter,
-                   np.flatnonzero(rules.all(axis=0)))  # a rule runs the whole height of the line
+    cols = np.flatnonzero(line.any(axis=0))
+    groups = _runs(cols, gutter, np.flatnonzero(rules.all(axis=0)))  # a rule runs the whole height of the line
     mine = [group for group in groups if group[0] < px1 and group[1] > px0]
     if not mine:
         return None
     left, right = max(mine, key=lambda group: group[1] - group[0])  # specks and a neighbour's words stand apart
-    if left <= gutter or right >= line.shape[1] - gutter:  # the next word may stand past the strip's side
+    # Words cut by the strip's side run on past it; a speck there does not.
+    inked = cols[(cols >= left) & (cols < right)]
+    if max(np.count_nonzero(inked < gutter), np.count_nonzero(inked >= width - gutter)) >= EDGE_INK * height:
         return None
     return left, right
 
