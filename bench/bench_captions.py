@@ -29,7 +29,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from curation import Manifest  # noqa: E402
-from curation.captions.legend import engine_note, read_legends  # noqa: E402
+from curation.captions.legend import engine_note, read_legends, with_legends  # noqa: E402
 from curation.runs.ingest import ingest  # noqa: E402
 from curation.scoring.scorer import reference_size, score_page  # noqa: E402
 from curation.sources.synthetic import write_archive  # noqa: E402
@@ -118,6 +118,46 @@ def legend_quality(folder: pathlib.Path, out: pathlib.Path, languages: str) -> N
     print("\n".join(invented))
 
 
+def detected_legends(folder: pathlib.Path, out: pathlib.Path, languages: str) -> None:
+    """As ingest reads them: the legends of the pictures the page analysis finds, each matched to the
+    labelled picture it lies mostly inside."""
+    print(f"== legends of the pictures ingest finds on real pages ({languages}) ==")
+    labels = build(folder, out / "real")
+    boxed = {json.loads(line)["file"]: json.loads(line)["pictures"]
+             for line in (folder / "pictures.jsonl").read_text().splitlines()}
+    right = printed = 0
+    invented = []
+    for pdf, label in labels.items():
+        with pymupdf.open(pdf) as doc:
+            width, height = reference_size(doc[0])
+            result = with_legends(score_page(doc, 0), doc, languages)
+        found = json.loads(result.features["pictures"]) if result.status == "ok" else []
+        pictures = boxed.get(label["file"], [])
+        labelled = [_reference_box(p["box"], width, height) for p in pictures]
+        for picture, box in zip(pictures, labelled):
+            if picture.get("legend"):
+                read = [entry[5] for entry in found if _inside(entry[:4], box) and entry[5]]
+                r, n = accuracy_counts(" ".join(read) or None, picture["legend"])
+                right, printed = right + r, printed + n
+                print(f"{label['file'][:40]:40s} {r / n:5.0%}  printed: {picture['legend'][:60]!r}  read: {read}")
+        for entry in found:
+            owners = [p for p, box in zip(pictures, labelled) if _inside(entry[:4], box)]
+            if entry[5] and not any(p.get("legend") for p in owners):
+                kind = owners[0]["kind"] if owners else "(no labelled picture)"
+                invented.append(f"{label['file'][:40]:40s} {kind:20s} {entry[5]!r} ({entry[6]:.2f})")
+    print(f"character accuracy over the printed legends: {right / max(printed, 1):.1%} ({right}/{printed})")
+    print(f"legends read where none is printed: {len(invented)}")
+    print("\n".join(invented))
+
+
+def _inside(box, labelled, grow: int = 20) -> bool:
+    """At least half of `box` lies inside `labelled` grown by `grow` reference pixels."""
+    x0, y0 = max(box[0], labelled[0] - grow), max(box[1], labelled[1] - grow)
+    x1, y1 = min(box[2], labelled[2] + grow), min(box[3], labelled[3] + grow)
+    inside = max(0, x1 - x0) * max(0, y1 - y0)
+    return inside >= 0.5 * (box[2] - box[0]) * (box[3] - box[1])
+
+
 def _reference_box(box, width: int, height: int) -> tuple[int, int, int, int]:
     return round(box[0] * width), round(box[1] * height), round(box[2] * width), round(box[3] * height)
 
@@ -139,6 +179,7 @@ def main() -> None:
         legend_cost(args.out, args.docs, args.pages)
     if (args.real / "pictures.jsonl").exists():
         legend_quality(args.real, args.out, args.languages)
+        detected_legends(args.real, args.out, args.languages)
     else:
         print(f"no real pages at {args.real}: legends on real pages not measured")
 

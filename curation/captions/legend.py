@@ -184,12 +184,12 @@ def legend_box(gray: np.ndarray, strip: Strip, scale: float) -> tuple[int, int, 
     found = _ink(gray, dpi)
     if found is None:
         return None
-    ink, rules = found if strip.below else (found[0][::-1], found[1][::-1])  # from the picture outwards
+    ink, upright = found if strip.below else (found[0][::-1], found[1][::-1])  # from the picture outwards
     px0, px1 = (max(0, round((x - strip.box[0]) * scale)) for x in strip.picture)
-    lines, edge = _lines(ink[:, px0:px1], dpi)
+    lines, rules = _lines(ink[:, px0:px1], dpi)
     while lines:
-        block = _block(lines, edge, ink.shape[0], dpi, strip.open_end)
-        spans = [_span(ink[top:bottom], rules[top:bottom], px0, px1, dpi) for top, bottom in block or ()]
+        block = _block(lines, rules, ink.shape[0], dpi, strip.open_end)
+        spans = [_span(ink[top:bottom], upright[top:bottom], px0, px1, dpi) for top, bottom in block or ()]
         if not spans or None in spans:  # no block, or a line runs on into the next column: body text
             return None
         x0, x1 = min(s[0] for s in spans), max(s[1] for s in spans)
@@ -197,7 +197,7 @@ def legend_box(gray: np.ndarray, strip: Strip, scale: float) -> tuple[int, int, 
             return _unflipped((x0, block[0][0], x1, block[-1][1]), ink.shape[0], strip.below)
         if len(block) > 1:  # lines beside the middle: a paragraph, not a legend
             return None
-        edge, lines = block[0][1], lines[1:]  # an engraver's credit under a corner: the legend may follow
+        rules, lines = rules + [block[0][1]], lines[1:]  # an engraver's credit under a corner: the legend may follow
     return None
 
 
@@ -218,35 +218,36 @@ def _ink(gray: np.ndarray, dpi: float) -> tuple[np.ndarray, np.ndarray] | None:
     return (ink & ~upright).astype(bool), upright.astype(bool)
 
 
-def _lines(ink: np.ndarray, dpi: float) -> tuple[list[tuple[int, int]], int]:
-    """Rows of type (top, bottom) under the picture's columns, the picture at row 0, and where the
-    picture ends: ink touching row 0 is the picture's own (its box hugs its strokes, found at a lower
-    resolution), and so is a frame's rule across it (frames are not part of a picture's box)."""
+def _lines(ink: np.ndarray, dpi: float) -> tuple[list[tuple[int, int]], list[int]]:
+    """Rows of type (top, bottom) under the picture's columns, the picture at row 0, and the bottoms of
+    the rules across it. Ink touching row 0 counts as a rule: it is the picture's own (its box hugs its
+    strokes, found at a lower resolution), as a frame's rule is (frames are not part of its box)."""
     counts = ink.sum(axis=1)
     rows = np.flatnonzero(counts >= 2)
     if rows.size == 0:
-        return [], 0
+        return [], []
     breaks = np.flatnonzero(np.diff(rows) > 1)
     bands = [(int(rows[s]), int(rows[e]) + 1) for s, e in zip(np.r_[0, breaks + 1], np.r_[breaks, rows.size - 1])]
     lines = [(top, bottom) for top, bottom in bands
              if top > 0 and LINE_MIN_IN * dpi <= bottom - top <= LINE_MAX_IN * dpi]
-    first = lines[0][0] if lines else ink.shape[0]
-    rules = [bottom for top, bottom in bands
-             if bottom <= first and (top == 0 or counts[top:bottom].max() >= RULE_SHARE * ink.shape[1])]
-    return lines, max(rules, default=0)
+    rules = [bottom for top, bottom in bands if (top == 0 or bottom - top < LINE_MIN_IN * dpi)
+             and counts[top:bottom].max() >= RULE_SHARE * ink.shape[1]]
+    return lines, rules
 
 
-def _block(lines, edge: int, depth: int, dpi: float, open_end: bool) -> list[tuple[int, int]] | None:
-    """The legend's lines: the first close to the picture (which ends at row `edge`), each next one
-    close to the last, a clear gap after them, and few. `depth`: the strip's height; `open_end`: more
-    may follow past it."""
+def _block(lines, rules: list[int], depth: int, dpi: float, open_end: bool) -> list[tuple[int, int]] | None:
+    """The legend's lines: the first close to the picture (or to the last rule before it: a frame),
+    each next one close to the last, a clear gap or a rule after them, and few. `depth`: the strip's
+    height; `open_end`: more may follow past it."""
+    edge = max([0] + [rule for rule in rules if rule <= lines[0][0]]) if lines else 0
     if not lines or lines[0][0] - edge > FIRST_GAP_IN * dpi:
         return None
     block = [lines[0]]
     for top, bottom in lines[1:]:
         height = float(np.median([b - t for t, b in block]))
-        if top - block[-1][1] > LINE_GAP * max(height, bottom - top) or not 1 / SIZE_CHANGE <= (bottom - top) / height <= SIZE_CHANGE:
-            break  # a gap, or type of another size (a headline, a rule run into one): the legend has ended
+        if (top - block[-1][1] > LINE_GAP * max(height, bottom - top) or any(block[-1][1] <= r <= top for r in rules)
+                or not 1 / SIZE_CHANGE <= (bottom - top) / height <= SIZE_CHANGE):
+            break  # a gap, a rule, or type of another size (a headline): the legend has ended
         block.append((top, bottom))
     else:  # nothing after the block: was the gap after it seen?
         last = block[-1]
@@ -255,14 +256,14 @@ def _block(lines, edge: int, depth: int, dpi: float, open_end: bool) -> list[tup
     return block if len(block) <= MAX_LINES else None
 
 
-def _span(line: np.ndarray, rules: np.ndarray, px0: int, px1: int, dpi: float) -> tuple[int, int] | None:
+def _span(line: np.ndarray, upright: np.ndarray, px0: int, px1: int, dpi: float) -> tuple[int, int] | None:
     """Left and right of the line's words under the picture's columns, joined across gaps narrower
     than a gutter and not across a column rule; None when they run on past the strip's side, past
     where a legend may."""
     height, width = line.shape
     gutter = max(GUTTER_MIN_IN * dpi, GUTTER * height)
     cols = np.flatnonzero(line.any(axis=0))
-    groups = _runs(cols, gutter, np.flatnonzero(rules.all(axis=0)))  # a rule runs the whole height of the line
+    groups = _runs(cols, gutter, np.flatnonzero(upright.all(axis=0)))  # a column rule runs the line's whole height
     mine = [group for group in groups if group[0] < px1 and group[1] > px0]
     if not mine:
         return None
