@@ -163,6 +163,28 @@ def test_body_text_running_on_under_a_narrow_picture_is_not_its_legend():
 
 
 @needs_engine
+def test_an_engravers_credit_under_a_corner_is_passed_over_for_the_title():
+    doc = legend_page([], under=False)
+    page = doc[0]
+    page.insert_text((PICTURE[0] + 2, PICTURE[3] + 8), "BOSTON ENGRAVING CO.", fontsize=5, fontname="helv")
+    centred_line(page, "A WET DAY.", PICTURE[3] + 30, pymupdf.Font("tiro"), 11)
+    [found] = read_legends(doc, 0, [reference_box()])
+    assert found is not None and accuracy(found.text, "A WET DAY.") >= 0.9 and "BOSTON" not in found.text, found
+
+
+@needs_engine
+def test_a_small_cut_in_an_advertisement_gets_no_legend():
+    """Text round a stock cut (a manicule, a pair of boots) is the advertisement's, not a legend."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=PAGE[0], height=PAGE[1])
+    cut = (100, 100, 160, 150)  # under one square inch
+    engraving(page, cut)
+    centred_line(page, "FINE BOOTS.", cut[3] + 12, pymupdf.Font("tibo"), 9, cut[0], cut[2])
+    assert read_legends(doc, 0, [reference_box(cut)]) == [None]
+    assert read_legends(legend_page(["FINE BOOTS."]), 0, [reference_box()])[0] is not None
+
+
+@needs_engine
 def test_each_picture_gets_its_own_legend():
     doc = legend_page(["Before taking."], under=False, beside=False)
     page = doc[0]

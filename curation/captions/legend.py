@@ -40,11 +40,13 @@ LANGUAGE_CODE = re.compile(r"^[a-z][a-z_]{1,15}$")  # Tesseract's names: eng, de
 REFERENCE_DPI = 144  # picture boxes are in pixels of the reference render
 OCR_DPI = 300  # 7-pt capitals are about 20 px tall here, where Tesseract reads best
 MAX_READ_SIDE = 4096  # the largest image the exporter's reader makes: big pages are read a little coarser
+MIN_PICTURE_IN2 = 1.0  # square inches: smaller cuts (a manicule, a pair of boots) stand in advertisements' text
 SEARCH_DEPTH_IN = 1.2  # a legend lies within this distance of its picture
 FIRST_GAP_IN = 0.5  # and its first line starts at most this far from it
-SIDE_IN, SIDE_SHARE = 0.1, 0.3  # a legend's line may run past the picture's sides by this much at most
-GUTTER_IN = 0.05  # room beside a legend's widest line, for a neighbouring column's text to be seen
-GUTTER, GUTTER_MIN_IN = 1.6, 0.03  # a gap narrower than this many line heights is a word space; wider, a gutter
+SIDE_IN, SIDE_SHARE = 0.15, 0.3  # a legend's line may run past the picture's sides by this much at most
+GUTTER_IN = 0.25  # room beside a legend's widest line, for a neighbouring column's text to be seen
+GUTTER, GUTTER_MIN_IN = 1.6, 0.03  # under a picture, a gap narrower than this many line heights is a word space
+WORD_SPACE = 0.8  # beside it, a plain word space is narrower than this many line heights
 EDGE_INK = 0.5  # columns of ink, in line heights, by the strip's side that make a word cut by it
 CENTRE_SHARE = 0.12  # a legend's middle is this share of the picture's width from the picture's middle at most
 UPRIGHT_IN = 0.25  # an upright stroke this tall is a column rule or a frame's side, not a letter
@@ -224,10 +226,7 @@ def _lines(ink: np.ndarray, dpi: float) -> tuple[list[tuple[int, int]], list[int
     strokes, found at a lower resolution), as a frame's rule is (frames are not part of its box)."""
     counts = ink.sum(axis=1)
     rows = np.flatnonzero(counts >= 2)
-    if rows.size == 0:
-        return [], []
-    breaks = np.flatnonzero(np.diff(rows) > 1)
-    bands = [(int(rows[s]), int(rows[e]) + 1) for s, e in zip(np.r_[0, breaks + 1], np.r_[breaks, rows.size - 1])]
+    bands = _runs(rows, np.diff(rows) > 1)
     lines = [(top, bottom) for top, bottom in bands
              if top > 0 and LINE_MIN_IN * dpi <= bottom - top <= LINE_MAX_IN * dpi]
     rules = [bottom for top, bottom in bands if (top == 0 or bottom - top < LINE_MIN_IN * dpi)
@@ -257,32 +256,34 @@ def _block(lines, rules: list[int], depth: int, dpi: float, open_end: bool) -> l
 
 
 def _span(line: np.ndarray, upright: np.ndarray, px0: int, px1: int, dpi: float) -> tuple[int, int] | None:
-    """Left and right of the line's words under the picture's columns, joined across gaps narrower
-    than a gutter and not across a column rule; None when they run on past the strip's side, past
-    where a legend may."""
+    """Left and right of the line's words under the picture's columns; None when they run on past the
+    strip's side, past where a legend may. Under the picture words join across a title's wide spaces;
+    beside it only across a plain word space, so a neighbouring column's words stand apart, and never
+    across a column rule."""
     height, width = line.shape
-    gutter = max(GUTTER_MIN_IN * dpi, GUTTER * height)
+    wide, plain = (max(GUTTER_MIN_IN * dpi, share * height) for share in (GUTTER, WORD_SPACE))
     cols = np.flatnonzero(line.any(axis=0))
-    groups = _runs(cols, gutter, np.flatnonzero(upright.all(axis=0)))  # a column rule runs the line's whole height
+    gaps = np.diff(cols)
+    beside = (cols[1:] <= px0) | (cols[:-1] >= px1)
+    walled = np.diff(np.searchsorted(np.flatnonzero(upright.all(axis=0)), cols)) > 0
+    groups = _runs(cols, (gaps > np.where(beside, plain, wide)) | walled)
     mine = [group for group in groups if group[0] < px1 and group[1] > px0]
     if not mine:
         return None
     left, right = max(mine, key=lambda group: group[1] - group[0])  # specks and a neighbour's words stand apart
     # Words cut by the strip's side run on past it; a speck there does not.
     inked = cols[(cols >= left) & (cols < right)]
-    if max(np.count_nonzero(inked < gutter), np.count_nonzero(inked >= width - gutter)) >= EDGE_INK * height:
+    if max(np.count_nonzero(inked < plain), np.count_nonzero(inked >= width - plain)) >= EDGE_INK * height:
         return None
     return left, right
 
 
-def _runs(positions: np.ndarray, gap: float, walls: np.ndarray = np.empty(0, int)) -> list[tuple[int, int]]:
-    """Sorted positions joined into (first, last + 1) runs wherever they are at most `gap` apart and
-    no wall (sorted positions) stands between them."""
+def _runs(positions: np.ndarray, breaks: np.ndarray) -> list[tuple[int, int]]:
+    """Sorted positions as (first, last + 1) runs, broken where `breaks` (one per gap) is true."""
     if positions.size == 0:
         return []
-    walled = np.diff(np.searchsorted(walls, positions)) > 0
-    breaks = np.flatnonzero((np.diff(positions) > gap) | walled)
-    return [(int(positions[s]), int(positions[e]) + 1) for s, e in zip(np.r_[0, breaks + 1], np.r_[breaks, positions.size - 1])]
+    at = np.flatnonzero(breaks)
+    return [(int(positions[s]), int(positions[e]) + 1) for s, e in zip(np.r_[0, at + 1], np.r_[at, positions.size - 1])]
 
 
 # -- a page's legends -----------------------------------------------------------------------------
@@ -309,13 +310,17 @@ def read_legends(doc, number: int, boxes, languages: str = DEFAULT_LANGUAGES) ->
     from ..scoring.scorer import reference_size
 
     width, height = reference_size(doc[number])
-    found = [strips(box, boxes, width, height) for box in boxes]
+    found = [strips(box, boxes, width, height) if _area(box) >= MIN_PICTURE_IN2 else [] for box in boxes]
     every = [strip for picture in found for strip in picture]
     if not every:
         return [None] * len(boxes)
     area = tuple(f(s.box[i] for s in every) for i, f in enumerate((min, min, max, max)))
     gray, scale = read_area(doc, number, area, (width, height))
     return [_legend(gray, area, scale, picture, languages) for picture in found]
+
+
+def _area(box) -> float:
+    return (box[2] - box[0]) * (box[3] - box[1]) / REFERENCE_DPI ** 2
 
 
 def _legend(gray, area, scale: float, picture_strips: list[Strip], languages: str) -> Legend | None:
