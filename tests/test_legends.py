@@ -277,3 +277,68 @@ def test_the_ingest_command_saves_the_languages_and_refuses_one_not_installed(tm
     assert good.exit_code == 0, good.output
     with Manifest(db) as manifest:
         assert manifest.legend_languages == "eng"
+
+
+@pytest.fixture
+def app_db(tmp_path, monkeypatch):
+    from curation.sources import paths
+
+    db = tmp_path / "data" / "manifest.sqlite"
+    monkeypatch.setenv("CURATION_DB", str(db))
+    monkeypatch.setenv(paths.ROOTS_ENV, str(tmp_path / "archive"))
+    ingest_folder(tmp_path, [legend_page(["A WET DAY."])])
+    return db
+
+
+def ingest_page_with_a_source(tmp_path):
+    from apptest_support import page, ran
+
+    at = ran(page("pages/ingest.py"))
+    at.text_input[0].input(str(tmp_path / "archive"))
+    next(b for b in at.button if b.label == "Add").click()
+    return ran(at)
+
+
+@needs_engine
+def test_the_ingest_page_chooses_the_legend_languages(app_db, tmp_path):
+    from apptest_support import ran
+
+    from curation import Manifest
+
+    at = ingest_page_with_a_source(tmp_path)
+    [advanced] = at.expander
+    [languages] = advanced.multiselect
+    assert languages.label == "Legend languages" and languages.value == ["eng", "deu", "fra"]
+    languages.set_value(["eng", "deu"])
+    ran(at)
+    with Manifest(app_db) as manifest:
+        assert manifest.legend_languages == "eng+deu"
+
+
+def test_without_the_engine_the_ingest_page_says_how_to_get_legends(app_db, tmp_path, monkeypatch):
+    from apptest_support import texts
+
+    monkeypatch.setattr(legends, "tessdata_folder", lambda: None)
+    legends.installed_languages.cache_clear()
+    try:
+        at = ingest_page_with_a_source(tmp_path)
+        assert not at.expander[0].multiselect
+        assert "apt-get install tesseract-ocr-eng" in texts(at)
+    finally:
+        legends.installed_languages.cache_clear()
+
+
+def test_without_the_engine_ingest_scores_every_page_and_says_why_legends_are_missing(tmp_path, monkeypatch):
+    from curation import Manifest, ingest
+
+    monkeypatch.setattr(legends, "tessdata_folder", lambda: None)
+    legends.installed_languages.cache_clear()
+    try:
+        folder = ingest_folder(tmp_path, [legend_page(["A WET DAY."])])
+        with Manifest(tmp_path / "m.sqlite") as manifest:
+            report = ingest(manifest, [folder], workers=1)
+            legends_kept = manifest.conn.execute("SELECT legend FROM pictures").fetchall()
+    finally:
+        legends.installed_languages.cache_clear()
+    assert report.pages_scored == 1 and "apt-get install" in report.legend_note
+    assert legends_kept and all(row[0] is None for row in legends_kept)
