@@ -181,8 +181,6 @@ def ingest(paths, db, workers, page_timeout, worker_memory, cluster, thumbnails,
         except (FileNotFoundError, ValueError) as exc:  # a URL that names nothing; a legend language gone
             raise click.ClickException(str(exc)) from None
         report = run_job(job)
-    if report.legend_note:
-        click.echo(report.legend_note, err=True)
     finish_run(report, f"{report.documents} documents ({report.new_documents} new): {report.pages_scored} pages "
                        f"scored, {failed_pages(report)}, {report.pages_per_second:.1f} pages/s{report.incidents}")
 
@@ -232,6 +230,8 @@ def finish_run(report, summary: str) -> None:
     """Warnings, the summary line, and exit 130 when the run was stopped (so scripts can tell)."""
     for problem in report.problems:
         click.echo(f"warning: {problem}", err=True)
+    if getattr(report, "legend_note", None):  # ingest and rescore: legends not read, and how to get them
+        click.echo(report.legend_note, err=True)
     click.echo(summary)
     if report.stopped:
         click.echo("Stopped. Run the same command again to resume.", err=True)
@@ -257,8 +257,12 @@ def rescore(db, workers, all_pages, page_timeout, worker_memory, cluster, quiet)
 
     manifest = open_manifest(db)
     with open_cluster(cluster, manifest) as dask_cluster, page_bar("rescoring", quiet) as progress:
-        report = run_job(Rescore(manifest, all_pages=all_pages, workers=workers, page_timeout=page_timeout,
-                                 cluster=dask_cluster, worker_memory=worker_memory, on_progress=progress))
+        try:
+            job = Rescore(manifest, all_pages=all_pages, workers=workers, page_timeout=page_timeout,
+                          cluster=dask_cluster, worker_memory=worker_memory, on_progress=progress)
+        except ValueError as exc:  # the manifest's legend languages are not installed here
+            raise click.ClickException(str(exc)) from None
+        report = run_job(job)
     finish_run(report, f"{report.documents} documents: {report.pages_scored} pages rescored, {failed_pages(report)}")
 
 
