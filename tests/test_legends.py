@@ -342,3 +342,16 @@ def test_without_the_engine_ingest_scores_every_page_and_says_why_legends_are_mi
         legends.installed_languages.cache_clear()
     assert report.pages_scored == 1 and "apt-get install" in report.legend_note
     assert legends_kept and all(row[0] is None for row in legends_kept)
+
+
+@needs_engine
+def test_a_dask_clusters_workers_read_the_legends(tmp_path):
+    pytest.importorskip("distributed")
+    from curation import Manifest, ingest
+    from curation.runs.cluster import Cluster
+
+    folder = ingest_folder(tmp_path, [as_scan(legend_page(["SEPTEMBER MORN."], "tiro", 10.0))])
+    with Cluster("local:1", dashboard_port=0) as cluster, Manifest(tmp_path / "m.sqlite") as manifest:
+        ingest(manifest, [folder], cluster=cluster, legend_languages="eng")
+        [(legend,)] = manifest.conn.execute("SELECT legend FROM pictures").fetchall()
+    assert accuracy(legend, "SEPTEMBER MORN.") >= 0.9
