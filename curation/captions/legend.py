@@ -3,10 +3,13 @@ its width, before the next picture or the body text starts, read by Tesseract.
 
 Where the lines are is worked out on the page itself, read at OCR resolution around the pictures
 (the 144-dpi reference image is too coarse for 7-pt type): rows of ink under the picture are lines
-of type; the first must start close to the picture, the lines must follow one another closely and
-end with a clear gap, there must be only a few of them, and none may run on past the picture's sides
-into a column of text. Body text fails one of these: beside the picture it is not under it, under it
-it is a paragraph of many lines, or its lines run across the whole column.
+of type. The first must start close to the picture (or to a frame's rule under it), the next follow
+closely in type of the same size, and a clear gap, a rule, or type of another size end them; they are
+few, centred under the picture, and none runs on past its sides into a column of text. Body text fails
+one of these: beside the picture it is not under it, under it it is a paragraph of many lines, or its
+lines run across the whole column. A single line under a corner is an engraver's credit, passed over.
+Cuts under a square inch (an advertisement's stock cuts) are not read: the text round them is the
+advertisement's.
 
 The engine is tesserocr's (its wheel carries libtesseract); the language data comes from the system
 (Debian's tesseract-ocr-* packages). Without either, `installed_languages()` is empty, nothing is
@@ -28,6 +31,7 @@ import cv2
 import numpy as np
 
 from ..manifest.store import DEFAULT_LEGEND_LANGUAGES as DEFAULT_LANGUAGES
+from ..scoring.scorer import reference_size
 
 LANGUAGE_NAMES = {"eng": "English", "deu": "German", "fra": "French", "frk": "German (Fraktur)", "rus": "Russian",
                   "ita": "Italian", "spa": "Spanish", "nld": "Dutch", "pol": "Polish", "lat": "Latin"}
@@ -39,7 +43,6 @@ LANGUAGE_CODE = re.compile(r"^[a-z][a-z_]{1,15}$")  # Tesseract's names: eng, de
 
 REFERENCE_DPI = 144  # picture boxes are in pixels of the reference render
 OCR_DPI = 300  # 7-pt capitals are about 20 px tall here, where Tesseract reads best
-MAX_READ_SIDE = 4096  # the largest image the exporter's reader makes: big pages are read a little coarser
 MIN_PICTURE_IN2 = 1.0  # square inches: smaller cuts (a manicule, a pair of boots) stand in advertisements' text
 SEARCH_DEPTH_IN = 1.2  # a legend lies within this distance of its picture
 FIRST_GAP_IN = 0.5  # and its first line starts at most this far from it
@@ -54,7 +57,7 @@ LINE_MIN_IN, LINE_MAX_IN = 0.035, 0.6  # heights of a line of type (dots and rul
 LINE_GAP = 1.2  # a gap wider than this many line heights ends the legend
 SIZE_CHANGE = 1.8  # and so does a line this many times taller or shorter than its lines
 MAX_LINES = 4  # more lines than this close together are a paragraph of body text
-RULE_SHARE = 0.6  # a rule or a frame's side runs across this share of the picture at least
+RULE_SHARE = 0.6  # a rule (or a frame's foot) runs across this share of the picture at least
 MIN_CONTRAST = 60  # gray levels between the paper and the darkest ink: less is no type at all
 MIN_CONFIDENCE = 0.45  # below this the OCR read hatching or noise
 PAD_IN = 0.06  # paper around a legend, for the OCR
@@ -307,8 +310,6 @@ def with_legends(result, doc, languages: str):
 def read_legends(doc, number: int, boxes, languages: str = DEFAULT_LANGUAGES) -> list[Legend | None]:
     """The legend of each picture of page `number` (`boxes`: x0, y0, x1, y1 in reference pixels), in
     the order given; the page is read once, at OCR resolution, around the pictures only."""
-    from ..scoring.scorer import reference_size
-
     width, height = reference_size(doc[number])
     found = [strips(box, boxes, width, height) if _area(box) >= MIN_PICTURE_IN2 else [] for box in boxes]
     every = [strip for picture in found for strip in picture]
@@ -351,12 +352,12 @@ def read_area(doc, number: int, area, size) -> tuple[np.ndarray, float]:
     with its pixels per reference pixel. Read as an export reads a picture: a scan's JPEG decoded,
     anything else rendered, just that part."""
     # The exporter's package imports the ingest runner, which reads legends: imported when used.
-    from ..export.settings import ExportSettings
+    from ..export.settings import MAX_SIZE, MIN_SIZE, ExportSettings
     from ..export.source import read_source
 
     x0, y0, x1, y1 = area
-    scale = min(OCR_DPI / REFERENCE_DPI, MAX_READ_SIDE / max(x1 - x0, y1 - y0))
-    settings = ExportSettings(size=max(64, math.ceil(max(x1 - x0, y1 - y0) * scale)))
+    scale = min(OCR_DPI / REFERENCE_DPI, MAX_SIZE / max(x1 - x0, y1 - y0))  # a very large part a little coarser
+    settings = ExportSettings(size=max(MIN_SIZE, math.ceil(max(x1 - x0, y1 - y0) * scale)))
     region = (x0 / size[0], y0 / size[1], x1 / size[0], y1 / size[1])
     source = read_source(doc, number, settings, region=region)
     image = source.image.crop(tuple(round(v) for v in source.box)).convert("L")
