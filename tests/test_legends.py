@@ -355,3 +355,16 @@ def test_a_dask_clusters_workers_read_the_legends(tmp_path):
         ingest(manifest, [folder], cluster=cluster, legend_languages="eng")
         [(legend,)] = manifest.conn.execute("SELECT legend FROM pictures").fetchall()
     assert accuracy(legend, "SEPTEMBER MORN.") >= 0.9
+
+
+def test_a_legend_that_cannot_be_read_leaves_the_pages_score(monkeypatch):
+    from curation.scoring.scorer import score_page
+
+    doc = legend_page(["A WET DAY."])
+    scored = score_page(doc, 0)
+
+    def broken(*args, **kwargs):
+        raise MemoryError("needed more memory than a worker may take")
+
+    monkeypatch.setattr(legends, "read_legends", broken)
+    assert legends.with_legends(scored, doc, "eng") == scored

@@ -301,7 +301,7 @@ def with_legends(result, doc, languages: str):
         return result
     try:
         found = read_legends(doc, result.page, [p[:4] for p in pictures], languages)
-    except (RuntimeError, ValueError):  # MuPDF on a damaged page, or the engine: the score stands
+    except Exception:  # MuPDF on a damaged part, the engine, memory: a legend is an extra, the score stands
         return result
     entries = [[*p[:5], f.text if f else None, f.confidence if f else None] for p, f in zip(pictures, found)]
     return replace(result, features={**result.features, "pictures": json.dumps(entries)})
