@@ -55,8 +55,11 @@ def centred_line(page, text: str, y: float, font: pymupdf.Font, size: float, lef
 
 
 def body_text(page, rect, size: float = 8) -> None:
-    """A justified paragraph filling `rect`."""
-    page.insert_textbox(pymupdf.Rect(rect), BODY, fontsize=size, fontname="tiro", align=pymupdf.TEXT_ALIGN_JUSTIFY)
+    """A justified paragraph filling `rect` (what does not fit is left out)."""
+    writer = pymupdf.TextWriter(page.rect)
+    writer.fill_textbox(pymupdf.Rect(rect), BODY, font=pymupdf.Font("tiro"), fontsize=size,
+                        align=pymupdf.TEXT_ALIGN_JUSTIFY)
+    writer.write_text(page)
 
 
 def legend_page(lines, font="tiro", size=9.0, seed=0, under=True, beside=True) -> pymupdf.Document:
@@ -155,11 +158,19 @@ def test_body_text_running_on_under_a_narrow_picture_is_not_its_legend():
     """Text that flows round a picture and on under it spans the column, wider than the picture."""
     doc = pymupdf.open()
     page = doc.new_page(width=PAGE[0], height=PAGE[1])
-    picture = (54, 72, 150, 168)
+    picture = (168, 72, 264, 168)  # in the middle of the column: the text under it is centred too
     engraving(page, picture)
-    body_text(page, (160, 72, 378, 170))
-    body_text(page, (54, 176, 378, 300))
+    body_text(page, (274, 72, 378, 170))
+    body_text(page, (54, 176, 378, 197))  # two lines, then paper: only their width tells them from a legend
     assert read_legends(doc, 0, [reference_box(picture)]) == [None]
+
+
+@needs_engine
+def test_a_paragraph_under_a_picture_is_not_its_legend():
+    """Six lines within the picture's width, then paper: too many lines for a legend."""
+    doc = legend_page([], under=False, beside=False)
+    body_text(doc[0], (PICTURE[0], PICTURE[3] + 12, PICTURE[2], PICTURE[3] + 72))
+    assert read_legends(doc, 0, [reference_box()]) == [None]
 
 
 @needs_engine

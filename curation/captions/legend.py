@@ -230,8 +230,9 @@ def _lines(ink: np.ndarray, dpi: float) -> tuple[list[tuple[int, int]], list[int
     counts = ink.sum(axis=1)
     rows = np.flatnonzero(counts >= 2)
     bands = _runs(rows, np.diff(rows) > 1)
+    # A band cut by the strip's far end is of unknown size: what lies past the end is not read.
     lines = [(top, bottom) for top, bottom in bands
-             if top > 0 and LINE_MIN_IN * dpi <= bottom - top <= LINE_MAX_IN * dpi]
+             if 0 < top and bottom < ink.shape[0] and LINE_MIN_IN * dpi <= bottom - top <= LINE_MAX_IN * dpi]
     rules = [bottom for top, bottom in bands if (top == 0 or bottom - top < LINE_MIN_IN * dpi)
              and counts[top:bottom].max() >= RULE_SHARE * ink.shape[1]]
     return lines, rules
