@@ -1,15 +1,26 @@
-"""Captions benchmark: what reading the pictures' printed legends costs, and how well it reads them.
+"""Captions benchmark: what reading the pictures' printed legends costs and how well it reads them, and
+what the captioning model costs on this machine.
 
-- legend cost: a generated archive (synthetic periodical scans, --docs x --pages at 300 dpi) is
-  ingested twice in the same run, without legends and with them (1 worker each, end to end), and each
-  page with a picture has its legends read again in this process, timed per picture: ms per picture,
-  and the legends' share of ingest time per page;
-- legends on real pages, where FOLDER (like `../shared/realdata`) has `pictures.jsonl` with each
-  picture's printed `legend`: every picture's legend is read from its labelled box; printed for each
-  picture with a legend: what the OCR read beside what is printed, the character accuracy over them,
-  and the legends read where none is printed.
+- legend cost: a generated archive (synthetic periodical scans, --legend-docs x --legend-pages at
+  300 dpi) is ingested twice in the same run, without legends and with them (1 worker each, end to
+  end), and each page with a picture has its legends read again in this process, timed per picture:
+  ms per picture, and the legends' share of ingest time per page;
+- legends on real pages, where --real (default `../shared/realdata`) has `pictures.jsonl` with each
+  picture's printed `legend`: every picture's legend read from its labelled box, and from the boxes
+  ingest finds; printed for each picture with a legend: what the OCR read beside what is printed, the
+  character accuracy over them, and the legends read where none is printed;
+- caption job: `python -m curation caption --all`'s work on a generated archive (ingested first),
+  with the tiny model: seconds per picture of the whole job (reading the picture from its page as
+  the export does, captioning, saving), so what the job adds to the model's own time;
+- captioner cost: the captioner's load time and seconds per picture, on generated engravings (a
+  crop of a synthetic engraving page, 600 x 800 pixels), with the tiny Florence-2 of the tests
+  (random weights: its time says what the job around the model costs, not the model) and, where a
+  real model folder is present (--model, else $CAPTIONER_MODEL_DIR, else models/captioners/florence-2-base),
+  with it. Loading runs in the model slot as the caption job does; imports are not counted.
 
-    python bench/bench_captions.py [--real FOLDER] [--docs 4] [--pages 20] [--out bench/out/captions]
+    python bench/bench_captions.py [--sections legends,real,job,captioner] [--real FOLDER]
+        [--legend-docs 4] [--legend-pages 20] [--model DIR] [--pictures 8] [--batch 4] [--pages 12]
+        [--out bench/out/captions]
 """
 
 from __future__ import annotations
@@ -18,7 +29,6 @@ import argparse
 import difflib
 import json
 import pathlib
-import shutil
 import sys
 import time
 
@@ -27,15 +37,19 @@ import pymupdf
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
 
-from curation import Manifest  # noqa: E402
+from curation import Manifest, ingest  # noqa: E402
+from curation.captions.edit import Pictures  # noqa: E402
+from curation.captions.job import caption_pictures  # noqa: E402
 from curation.captions.legend import engine_note, read_legends, with_legends  # noqa: E402
-from curation.runs.ingest import ingest  # noqa: E402
 from curation.scoring.scorer import reference_size, score_page  # noqa: E402
-from curation.sources.synthetic import write_archive  # noqa: E402
+from curation.sources.synthetic import PageSpec, page_image, write_archive, write_pdf  # noqa: E402
+from inference.captioner import default_model_dir, loaded_captioner  # noqa: E402
 from quality_real import build  # noqa: E402
 
 REAL = ROOT.parent / "shared" / "realdata"
+SECTIONS = ("legends", "real", "job", "captioner")
 
 
 def accuracy_counts(read: str | None, printed: str) -> tuple[int, int]:
@@ -162,26 +176,104 @@ def _reference_box(box, width: int, height: int) -> tuple[int, int, int, int]:
     return round(box[0] * width), round(box[1] * height), round(box[2] * width), round(box[3] * height)
 
 
+def engravings(count: int) -> list:
+    """`count` generated engraving crops, 600 x 800 pixels, each from its own page."""
+    from PIL import Image
+
+    pictures = []
+    for seed in range(count):
+        page = page_image(PageSpec(kind="engraving", seed=seed, dpi=150, inches=(6.0, 8.0), uneven=False))
+        pictures.append(Image.fromarray(page[200:1000, 150:750]))
+    return pictures
+
+
+def time_captioner(folder: pathlib.Path, pictures: list, batch: int) -> dict:
+    """Load, caption `pictures` in batches, unload; the loader's times and seconds per picture."""
+    started = time.perf_counter()
+    with loaded_captioner(folder, device="cpu") as model:
+        first = model.caption(pictures[:1])  # the first generate() sets up kernels and caches
+        warm = model.captioning_seconds
+        for start in range(1, len(pictures), batch):
+            model.caption(pictures[start:start + batch])
+    total = time.perf_counter() - started
+    seconds = model.seconds
+    per_picture = (seconds["caption"] - warm) / max(1, len(pictures) - 1)
+    return {"name": model.name, "load": seconds["load"], "first": warm, "per_picture": per_picture,
+            "unload": seconds["unload"], "total": total, "example": first[0],
+            "rss_mb": (model.loaded.memory["rss_after_bytes"] - model.loaded.memory["rss_before_bytes"]) / 2**20}
+
+
+def print_timing(label: str, timing: dict, batch: int) -> None:
+    print(f"{label}: {timing['name']}")
+    print(f"  load {timing['load']:.2f} s · first picture {timing['first']:.2f} s · then "
+          f"{timing['per_picture']:.2f} s per picture (batches of {batch}) · unload {timing['unload']:.2f} s · "
+          f"RSS left after unload {timing['rss_mb']:+.0f} MB")
+    print(f"  example caption: {timing['example'][:200]!r}")
+
+
+def captioner_cost(out: pathlib.Path, model: pathlib.Path | None, count: int, batch: int) -> None:
+    print("== captioner cost (this CPU, generated engravings 600 x 800) ==")
+    from captioner_support import write_tiny_captioner
+
+    import torch
+
+    print(f"torch threads: {torch.get_num_threads()}")
+    pictures = engravings(count)
+    tiny = write_tiny_captioner(out / "tiny-florence")
+    print_timing("tiny Florence-2 (random weights)", time_captioner(tiny, pictures, batch), batch)
+    real = model or default_model_dir()
+    if (real / "config.json").is_file():
+        print_timing("real model", time_captioner(real, pictures, batch), batch)
+    else:
+        print(f"no real model at {real}: install it with `python -m inference install-captioner` to measure it")
+
+
+def caption_job_cost(out: pathlib.Path, pages: int) -> None:
+    print(f"== caption job (generated archive, {pages} engraving pages at 150 dpi, tiny model, --all) ==")
+    from captioner_support import write_tiny_captioner
+
+    tiny = write_tiny_captioner(out / "tiny-florence")
+    pdf = write_pdf(out / "job" / "issue.pdf", [PageSpec(kind="engraving", seed=n, dpi=150) for n in range(pages)])
+    db = out / "job" / "manifest.sqlite"
+    db.unlink(missing_ok=True)
+    with Manifest(db) as manifest:
+        ingest(manifest, [pdf], workers=1)
+        report = caption_pictures(manifest, tiny, pictures=Pictures(), overwrite=True)
+    print(f"pictures: {report.pictures}, captioned: {report.captioned}, unreadable: {len(report.failed)}")
+    if report.captioned:  # the job's time: reading, captioning and saving, the model's load not included
+        print(f"job: {report.seconds_per_image:.3f} s per picture (model load {report.load_seconds:.2f} s)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"which of {', '.join(SECTIONS)}")
     parser.add_argument("--real", type=pathlib.Path, default=REAL)
     parser.add_argument("--languages", default="eng+deu+fra")
-    parser.add_argument("--docs", type=int, default=4)
-    parser.add_argument("--pages", type=int, default=20)
+    parser.add_argument("--legend-docs", type=int, default=4)
+    parser.add_argument("--legend-pages", type=int, default=20)
+    parser.add_argument("--model", type=pathlib.Path, default=None)
+    parser.add_argument("--pictures", type=int, default=8)
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--pages", type=int, default=12)
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "bench" / "out" / "captions")
-    parser.add_argument("--skip-cost", action="store_true")
     args = parser.parse_args()
-    note = engine_note()
-    if note:
-        sys.exit(note)
+    sections = set(args.sections.split(","))
     args.out.mkdir(parents=True, exist_ok=True)
-    if not args.skip_cost:
-        legend_cost(args.out, args.docs, args.pages)
-    if (args.real / "pictures.jsonl").exists():
-        legend_quality(args.real, args.out, args.languages)
-        detected_legends(args.real, args.out, args.languages)
-    else:
-        print(f"no real pages at {args.real}: legends on real pages not measured")
+    note = engine_note()
+    if note and sections & {"legends", "real"}:
+        print(note)
+    elif "legends" in sections:
+        legend_cost(args.out, args.legend_docs, args.legend_pages)
+    if not note and "real" in sections:
+        if (args.real / "pictures.jsonl").exists():
+            legend_quality(args.real, args.out, args.languages)
+            detected_legends(args.real, args.out, args.languages)
+        else:
+            print(f"no real pages at {args.real}: legends on real pages not measured")
+    if "job" in sections:
+        caption_job_cost(args.out, args.pages)
+    if "captioner" in sections:
+        captioner_cost(args.out, args.model, args.pictures, args.batch)
 
 
 if __name__ == "__main__":

@@ -198,9 +198,9 @@ def hash_bar(quiet: bool):
 
 
 @contextlib.contextmanager
-def page_bar(desc: str, quiet: bool):
-    """A page progress bar and the on_progress callback that drives it."""
-    with tqdm(desc=desc, unit="page", disable=quiet, dynamic_ncols=True) as bar:
+def page_bar(desc: str, quiet: bool, unit: str = "page"):
+    """A page (or `unit`) progress bar and the on_progress callback that drives it."""
+    with tqdm(desc=desc, unit=unit, disable=quiet, dynamic_ncols=True) as bar:
         def progress(done, total):
             if bar.total != total:  # first call: pages done by earlier runs count as done
                 bar.reset(total=total)
@@ -463,22 +463,125 @@ def _label_rows(labels):
 def _find_page(manifest: Manifest, line: int, name: str, number: int) -> tuple[int, int]:
     """(doc_id, stored page index) of page `number` (from 1) of a live document named by path, unique file name
     or id; a clear error otherwise."""
-    docs = manifest.conn.execute(f"SELECT d.id, d.path, d.pages FROM documents d WHERE {LIVE_DOCUMENT_SQL}").fetchall()
-    matches = ([d for d in docs if d["path"] == name or os.path.abspath(name) == d["path"]]
-               or [d for d in docs if os.path.basename(d["path"]) == name]
-               or [d for d in docs if name.isdigit() and d["id"] == int(name)])
     where = f"line {line}: " if line > 1 else ""
-    if not matches:
-        raise click.ClickException(f"{where}no document {name!r} in the manifest (see `python -m curation docs`)")
-    if len(matches) > 1:
-        raise click.ClickException(f"{where}{name!r} names {len(matches)} documents; give the full path")
-    doc = matches[0]
+    doc = _find_document(manifest, name, where)
     index = page_index(number)
     if manifest.conn.execute("SELECT 1 FROM pages WHERE doc_id = ? AND page = ?", (doc["id"], index)).fetchone() is None:
         raise click.ClickException(f"{where}{doc['path']} has no page {number} (pages count from 1 to "
                                    f"{doc['pages']}, as a PDF viewer counts)")
     return doc["id"], index
 
+
+
+def _find_document(manifest: Manifest, name: str, where: str = ""):
+    """The live document named by path, unique file name or id; a clear error otherwise."""
+    docs = manifest.conn.execute(f"SELECT d.id, d.path, d.pages FROM documents d WHERE {LIVE_DOCUMENT_SQL}").fetchall()
+    matches = ([d for d in docs if d["path"] == name or os.path.abspath(name) == d["path"]]
+               or [d for d in docs if os.path.basename(d["path"]) == name]
+               or [d for d in docs if name.isdigit() and d["id"] == int(name)])
+    if not matches:
+        raise click.ClickException(f"{where}no document {name!r} in the manifest (see `python -m curation docs`)")
+    if len(matches) > 1:
+        raise click.ClickException(f"{where}{name!r} names {len(matches)} documents; give the full path")
+    return matches[0]
+
+
+@cli.group()
+def captions():
+    """Edit the curator's captions of many pictures at once. Each picture has three captions: the
+    curator's (always wins, never written by a job), its printed legend (read by OCR) and a captioning
+    model's; these commands write only the curator's, as one action that `undo` takes back in one step.
+    Run with --dry-run first to see every change and how many there are."""
+
+
+def _picture_filter(manifest: Manifest, doc: str | None, kept: bool, threshold: float | None):
+    from .captions.edit import Pictures
+
+    doc_id = _find_document(manifest, doc)["id"] if doc else None
+    return Pictures(doc_id=doc_id, kept=kept, threshold=threshold)
+
+
+def _show_changes(changes, dry_run: bool, what: str) -> None:
+    for change in changes.changes:
+        before = "" if change.source == "caption" else f" ({change.source.replace('_', ' ')})"
+        click.echo(f"{os.path.basename(change.doc)} p. {change.page} picture {change.number}: "
+                   f"{json.dumps(change.old, ensure_ascii=False)}{before} → {json.dumps(change.new, ensure_ascii=False)}")
+    count = f"{_plural(changes.count, 'caption')} of {_plural(changes.searched, 'picture')}"
+    if dry_run:
+        click.echo(f"{count} would change ({what}; dry run: nothing written)")
+    elif changes.action is None:
+        click.echo(f"{count} changed: nothing to do")
+    else:
+        click.echo(f"{count} changed ({what}), action #{changes.action}: "
+                   f"`python -m curation undo {changes.action}` takes them back")
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+caption_filter_options = [
+    click.option("--doc", default=None, metavar="DOC",
+                 help="Only this document's pictures: its path, its file name where unique, or its id."),
+    click.option("--kept", is_flag=True, help="Only the pictures the export writes (kept, on a kept page)."),
+    click.option("--threshold", type=float, default=None,
+                 help="With --kept: decide at this sigma instead of the saved threshold."),
+    click.option("--dry-run", is_flag=True, help="Show every change and their count; write nothing."),
+    db_option,
+]
+
+
+def _with_options(options):
+    def decorate(fn):
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+    return decorate
+
+
+@captions.command("replace")
+@click.argument("find")
+@click.argument("replacement")
+@click.option("--regex", is_flag=True,
+              help="FIND is a Python regular expression; REPLACEMENT may name its groups (\\1, \\g<name>).")
+@click.option("--ignore-case", "-i", is_flag=True, help="Match upper and lower case alike.")
+@click.option("--shown", is_flag=True,
+              help="Start from the caption each picture shows: the curator's, else its legend, else the "
+                   "model's. A legend or model caption the replacement changes becomes the picture's caption; "
+                   "the legend itself is kept as printed.")
+@_with_options(caption_filter_options)
+def captions_replace(find, replacement, regex, ignore_case, shown, doc, kept, threshold, dry_run, db):
+    """Replace FIND with REPLACEMENT in the curator's captions of the pictures (all, one document's, or the
+    kept ones), as plain text unless --regex. Lists each change (document, page from 1, picture number,
+    old → new) and the count. Pictures without a caption are left as they are unless --shown.
+
+    \b
+    Example: python -m curation captions replace "Fig. " "" --doc issue-3.pdf --dry-run
+    """
+    from .captions.edit import CaptionEditError, apply, preview
+
+    manifest = open_manifest(db)
+    pictures = _picture_filter(manifest, doc, kept, threshold)
+    try:
+        run = preview if dry_run else apply
+        changes = run(manifest, find, replacement, pictures, regex=regex, ignore_case=ignore_case, shown=shown)
+    except CaptionEditError as exc:
+        raise click.UsageError(str(exc)) from None
+    _show_changes(changes, dry_run, f"{json.dumps(find, ensure_ascii=False)} → {json.dumps(replacement, ensure_ascii=False)}")
+
+
+@captions.command("from-legends")
+@click.option("--overwrite", is_flag=True, help="Replace captions the curator typed too (kept by default).")
+@_with_options(caption_filter_options)
+def captions_from_legends(overwrite, doc, kept, threshold, dry_run, db):
+    """Use the legends as captions: every picture with a printed legend read by OCR gets it as its caption
+    (its lines joined), as one action. A caption the curator typed is kept unless --overwrite; pictures
+    without a legend are left as they are."""
+    from .captions.edit import use_legends
+
+    manifest = open_manifest(db)
+    changes = use_legends(manifest, _picture_filter(manifest, doc, kept, threshold), overwrite=overwrite, dry_run=dry_run)
+    _show_changes(changes, dry_run, "legends as captions")
 
 
 @cli.command("sample")
@@ -526,11 +629,14 @@ def sample_command(db, documents, pages, dpi, workers, quiet):
               help="The trigger word prompts use to call the style (a rare token).")
 @click.option("--class", "class_word", default="engraving", show_default=True,
               help="The class word: what the images show.")
-@click.option("--template", default="{trigger}, {class}, {caption}", show_default=True,
-              help="Caption of every image. Placeholders: {trigger}, {class}, {caption} (the page's caption "
-                   "from the Review page, empty if none), {doc} (file name), {page} (from 1), {picture} "
-                   "(--crop pictures: the picture's number on its page, empty for a whole page). Empty parts "
-                   "drop out with their comma.")
+@click.option("--template", default="{trigger}, {class}, {best_caption}", show_default=True,
+              help="Caption of every image. Placeholders: {trigger}, {class}, {best_caption} (the curator's "
+                   "caption, else the printed legend, else the captioning model's), {caption} (the curator's: "
+                   "the picture's, else its page's, from the Review page; empty if none), {legend} (the legend "
+                   "printed with the picture, read by OCR), {auto_caption} (the captioning model's), {doc} "
+                   "(file name), {page} (from 1), {picture} (--crop pictures: the picture's number on its page, "
+                   "empty for a whole page). A whole page takes the legend and model caption of its largest "
+                   "kept picture. Empty parts drop out with their comma.")
 @click.option("--repeats", type=click.IntRange(1, 10000), default=10, show_default=True,
               help="kohya layout: times each image is seen per epoch (the number in the folder name).")
 @click.option("--pad-colour", "pad_colour", default="paper", show_default=True,
@@ -562,8 +668,9 @@ def export(db, out, layout, mode, fit, size, quality, trigger, class_word, templ
     output; other pages rendered), cut to its picture with --crop picture (or one image per
     picture with --crop pictures), resized with LANCZOS,
     with a same-stem .txt caption. The ZIP also holds manifest.csv (source document, page, sigma,
-    decided_by, caption, near-duplicate group and crop box of each image) and export.json (these
-    settings, the decision rule and its cutoffs, the pages left out). The same manifest and
+    decided_by, caption, near-duplicate group and crop box of each image, and the curator's caption,
+    legend and model caption it was made from) and export.json (these settings, the decision rule and
+    its cutoffs, the pages left out, the caption template and captioning models). The same manifest and
     settings give a byte-identical ZIP. Ctrl-C stops cleanly and writes nothing.
     """
     from .export import Export, ExportError, ExportSettings, SettingsError  # Pillow only when exporting
@@ -603,6 +710,58 @@ def export(db, out, layout, mode, fit, size, quality, trigger, class_word, templ
         count = len(report.left_out)
         click.echo(f"{count} near-duplicate{'' if count == 1 else 's'} left out, one page kept per group (listed in "
                    "export.json; --duplicates all keeps them)")
+
+@cli.command()
+@db_option
+@click.option("--model", "model_dir", type=click.Path(file_okay=False), default=None,
+              help="Folder of the captioning model. Default: $CAPTIONER_MODEL_DIR, else captioners/florence-2-base "
+                   "in the models folder ($VET_MODELS_DIR or models/), downloaded there on first use.")
+@click.option("--kept/--all", "kept", default=True, show_default=True,
+              help="The kept pictures of kept pages (near-duplicates included), or every picture found.")
+@click.option("--overwrite", is_flag=True,
+              help="Caption again the pictures this model captioned before (the curator's captions are never "
+                   "touched either way).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+              help="Where the model runs: auto takes the GPU when there is one, in half precision.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def caption(db, model_dir, kept, overwrite, device, quiet):
+    """Write a caption for each picture with a captioning model (Florence-2-base), as `auto_caption`.
+
+    The model is loaded once for the run and unloaded after it. Captions are saved every few
+    pictures: Ctrl-C stops cleanly and the same command resumes, skipping the pictures this model
+    has captioned (--overwrite does them again). The curator's own caption is never replaced.
+    Without the model and without internet, one line says how to install it.
+    """
+    from inference import InferenceError
+
+    from .captions.edit import Pictures
+    from .captions.job import CaptionJob  # torch only when captioning
+
+    manifest = open_manifest(db)
+    bars = contextlib.ExitStack()
+    shown = []
+
+    def progress(done, total):
+        if not shown:  # the bar starts with the first picture: a model that cannot be had prints none
+            shown.append(bars.enter_context(page_bar("captioning", quiet, unit="picture")))
+        shown[0](done, total)
+
+    try:
+        with bars:
+            report = run_job(CaptionJob(manifest, model_dir, pictures=Pictures(kept=kept), overwrite=overwrite,
+                                        device=device, on_progress=progress))
+    except InferenceError as exc:
+        raise click.ClickException(str(exc)) from None
+    for failed in report.failed:
+        click.echo(f"warning: {failed['document']} page {failed['page']} picture {failed['picture']}: "
+                   f"{failed['reason']}", err=True)
+    per_image = f", {report.seconds_per_image:.2f} s per picture" if report.seconds_per_image else ""
+    click.echo(f"{report.captioned} pictures captioned by {report.model}{per_image} (model loaded in "
+               f"{report.load_seconds:.1f} s); {report.already} already captioned, {len(report.failed)} unreadable")
+    if report.stopped:
+        click.echo("Stopped. Run the same command again to resume.", err=True)
+        sys.exit(130)
+
 
 HISTORY_COLUMNS = ["id", "at", "user", "kind", "description", "changes", "undone_by"]
 CHANGE_COLUMNS = ["action", "at", "user", "kind", "field", "target", "old", "new"]

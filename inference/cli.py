@@ -23,6 +23,7 @@ from . import (
     train_head,
     write_demo_model,
 )
+from .captioner import MODEL_DIR_ENV, REVISION, default_model_dir, install_captioner, model_name
 from .cattle import GATE_FILE, describe, has_cattle_gate
 
 MODEL_OPTION = click.option(
@@ -47,7 +48,8 @@ def cli():
 
     Every request loads the model, classifies and unloads it: no model stays
     in memory between requests. Models are folders in Hugging Face format;
-    weights are read from disk only, never downloaded.
+    weights are read from disk only; the one download is install-captioner's
+    (or the caption job's first run), of the captioning model.
     """
 
 
@@ -197,6 +199,33 @@ def install_model_command(name, folder, force):
     except InferenceError as error:
         raise click.ClickException(str(error)) from None
     click.echo(f"Installed {name} in {folder}: {INSTALLABLE[name]}.")
+
+
+@cli.command(name="install-captioner")
+@click.option("--model-dir", "folder", type=click.Path(file_okay=False),
+              help=f"Where to put it. Default: ${MODEL_DIR_ENV}, else captioners/florence-2-base in the models folder.")
+@click.option("--revision", default=REVISION, show_default=True,
+              help="The Hub revision to fetch: a branch, a tag or a commit (the commit fetched is recorded).")
+@click.option("--force", is_flag=True, help="Replace a model already in the folder.")
+def install_captioner_command(folder, revision, force):
+    """Download the captioning model (Florence-2-base) ahead of its first use.
+
+    \b
+    Fetched once from the Hugging Face Hub (about 0.5 GB: configuration,
+    tokenizer, safetensors weights; no code). The caption job loads it from
+    the folder; without this command its first run downloads it. On a
+    machine without internet, run it elsewhere and copy the folder over.
+
+    \b
+    Example:
+        python -m inference install-captioner
+    """
+    folder = folder or default_model_dir()
+    try:
+        install_captioner(folder, revision=revision, overwrite=force)
+    except InferenceError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"Installed the captioning model {model_name(folder)} in {folder}.")
 
 
 @cli.command()

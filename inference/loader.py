@@ -15,6 +15,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -25,7 +26,8 @@ from .cattle import read_gate_file
 from .errors import InferenceError, ModelBusyError, ModelFolderError
 
 # Weights come from local folders only; never let a library reach for the hub.
-# (Must be set before huggingface_hub is imported to take effect.)
+# (Must be set before huggingface_hub is imported to take effect.) The one
+# deliberate download, the captioning model's, lifts it (captioner._hub_reachable).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 log = logging.getLogger(__name__)
@@ -33,6 +35,19 @@ log = logging.getLogger(__name__)
 _model_slot = threading.Lock()
 _waiting = 0
 _waiting_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class ModelKind:
+    """What a request loads: how a folder is checked before queueing, and loaded once the slot is held.
+
+    The slot, the device, the unloading and the memory report are the same for every kind: one model
+    in memory at a time, whichever kind it is.
+    """
+
+    task: str  # For messages: "Classification with <model> failed: ..."
+    read_info: Callable  # folder -> catalog.ModelInfo, or ModelFolderError
+    load: Callable  # (LoadedModel, torch dtype) -> None: fills .model and .processor
 
 
 @dataclass
@@ -70,7 +85,7 @@ def model_slot(on_wait=None, timeout=None):
         _model_slot.release()
 
 
-def loaded_model(model_dir, device=None, on_wait=None, wait_timeout=None, before_load=None):
+def loaded_model(model_dir, device=None, on_wait=None, wait_timeout=None, before_load=None, kind=None):
     """A context manager: take the slot, load `model_dir`, and unload on exit.
 
         with loaded_model("models/demo-vit") as loaded:
@@ -82,8 +97,10 @@ def loaded_model(model_dir, device=None, on_wait=None, wait_timeout=None, before
     torch or transformers comes out as an InferenceError. `before_load()` runs
     with the slot held, before the model is loaded: decoding a photo waits its
     turn like the model, and a photo that fails to decode costs no load.
+    `kind` (a ModelKind) says what the folder holds: the image classifier by default.
     """
-    return _ModelRequest(read_model_info(model_dir), pick_device(device), on_wait, wait_timeout, before_load)
+    kind = kind or CLASSIFIER
+    return _ModelRequest(kind, kind.read_info(model_dir), pick_device(device), on_wait, wait_timeout, before_load)
 
 
 class _ModelRequest:
@@ -92,7 +109,8 @@ class _ModelRequest:
     # traceback's frames (a forward() with `self`) would keep the model alive
     # through the unload.
 
-    def __init__(self, info, device, on_wait, wait_timeout, before_load=None):
+    def __init__(self, kind, info, device, on_wait, wait_timeout, before_load=None):
+        self.kind = kind
         self.before_load = before_load
         self.info = info
         self.device = device
@@ -116,7 +134,7 @@ class _ModelRequest:
             if self.device.startswith("cuda"):
                 torch.cuda.reset_peak_memory_stats(self.device)
             started = time.perf_counter()
-            _load(loaded, dtype)
+            self.kind.load(loaded, dtype)
             loaded.seconds["load"] = time.perf_counter() - started
         except BaseException:
             self._unload_and_release()
@@ -133,7 +151,7 @@ class _ModelRequest:
         self._unload_and_release()
         if failure:
             raise InferenceError(
-                f"Classification with {self.info.name} failed: {failure}"
+                f"{self.kind.task} with {self.info.name} failed: {failure}"
             ) from None
         return False
 
@@ -184,8 +202,19 @@ def _load(loaded, dtype):
     if failure:
         raise ModelFolderError(f"{path} could not be loaded as an image classifier: {failure}")
     loaded.model.eval()
-    # Missing or reshaped weights mean freshly initialised layers: the model
-    # would answer with confident noise, so refuse it.
+    check_all_weights(path, loading)
+    loaded.cattle_gate = read_gate_file(path, loaded.device)
+    if loaded.device == "cpu":
+        read_weights_in(loaded.model)
+
+
+def check_all_weights(path, loading):
+    """Refuse a model whose weights file lacks tensors or has them in another shape.
+
+    Missing or reshaped weights mean freshly initialised layers: the model
+    would answer with confident noise. `loading` is from_pretrained's
+    output_loading_info.
+    """
     untrained = sorted(loading["missing_keys"]) + [
         key if isinstance(key, str) else key[0] for key in loading["mismatched_keys"]
     ]
@@ -195,12 +224,9 @@ def _load(loaded, dtype):
             f"({len(untrained)} tensors missing or of the wrong shape, e.g. {untrained[0]}); "
             "the model would predict with untrained layers."
         )
-    loaded.cattle_gate = read_gate_file(path, loaded.device)
-    if loaded.device == "cpu":
-        _read_weights_in(loaded.model)
 
 
-def _read_weights_in(model):
+def read_weights_in(model):
     # On the CPU the safetensors file is memory-mapped: from_pretrained only
     # maps it, and each page is read the first time inference touches it.
     # Touch every weight now, so that "load" is the time to get the weights
@@ -210,6 +236,11 @@ def _read_weights_in(model):
     with torch.inference_mode():
         for tensor in itertools.chain(model.parameters(), model.buffers()):
             tensor.sum()
+
+
+# The image classifier: the kind every request loaded before there were others.
+# A lambda, so that _load is looked up when a request loads (tests replace it).
+CLASSIFIER = ModelKind("Classification", read_model_info, lambda loaded, dtype: _load(loaded, dtype))
 
 
 def _unload(loaded):

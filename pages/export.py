@@ -20,6 +20,7 @@ import streamlit as st
 from curation.export import (ExportSettings, SettingsError, estimate_bytes, image_folder, preview, safe_zip_name,
                              sample_items, select)
 from curation.export.selection import Item, Selection
+from curation.export.settings import DEFAULT_TEMPLATE
 from curation.manifest import views
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
@@ -139,10 +140,13 @@ def options(duplicates: str) -> tuple[ExportSettings | None, str | None]:
                               help="A rare token prompts use to call the style, e.g. 'a teapot, ohwx'.")
     class_word = right.text_input("Class", "engraving", key="export_class", help="What the images show.")
     template = st.text_input(
-        "Caption template", "{trigger}, {class}, {caption}", key="export_template",
-        help="{trigger}, {class}, {caption} (the page's own caption from Review, empty if none), {doc} (file name), "
-             "{page} (from 1, as a PDF viewer counts), {picture} (with each picture apart: its number on the page, empty for a whole "
-             "page). Empty parts drop out with their comma.",
+        "Caption template", DEFAULT_TEMPLATE, key="export_template",
+        help="{trigger}, {class}, {best_caption} (your caption, else the printed legend, else the model's), "
+             "{caption} (your caption from Review: the picture's, else its page's), {legend} (the legend printed "
+             "with the picture, read by OCR), {auto_caption} (the captioning model's), {doc} (file name), "
+             "{page} (from 1, as a PDF viewer counts), {picture} (with each picture apart: its number on the page, "
+             "empty for a whole page). A whole page takes the legend and the model's caption of its largest kept "
+             "picture. Empty parts drop out with their comma.",
     )
     st.checkbox("One page per group of near-duplicates", value=True, key=ONE_PER_GROUP_KEY,
                 help="The same plate reprinted across issues is one picture: the trainer would see it several "

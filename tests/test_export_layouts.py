@@ -59,12 +59,14 @@ def test_provenance_table_says_where_each_image_came_from():
     second = dataclasses.replace(record("c", picture_box=(10, 20, 90, 100), picture=2), crop=(0, 7, 103, 113))
     lines = provenance_csv([record(), cut, second]).decode().splitlines()
     assert lines[0] == ("file,document,sha256,page,sigma,decided_by,caption,width,height,source,"
-                        "duplicate_group,crop,crop_x0,crop_y0,crop_x1,crop_y1,picture")
+                        "duplicate_group,crop,crop_x0,crop_y0,crop_x1,crop_y1,picture,"
+                        "curator_caption,legend,auto_caption,auto_caption_model,caption_source")
     # page index 3 in the manifest is page 4, in the file name and the page column alike
     assert lines[1].startswith("train/issue-0-abcdef12-p0004.jpg,/archive/issue-0.pdf,abcdef12")
-    assert lines[1].endswith(',4,61.250,override,"ohwx, engraving, a hat",1024,1024,jpeg,,page,0,0,1224,1584,')
-    assert lines[2].endswith(",jpeg,7,picture,88,68,912,712,")  # its group, and the part of the page it shows
-    assert lines[3].endswith(",jpeg,,picture,0,7,103,113,2")  # crop "pictures": the second picture of its page
+    captions = ",a hat,,,,caption"  # the curator's caption, no legend, no model caption: the caption won
+    assert lines[1].endswith(',4,61.250,override,"ohwx, engraving, a hat",1024,1024,jpeg,,page,0,0,1224,1584,' + captions)
+    assert lines[2].endswith(",jpeg,7,picture,88,68,912,712," + captions)  # its group, and the part of the page it shows
+    assert lines[3].endswith(",jpeg,,picture,0,7,103,113,2" + captions)  # crop "pictures": the second picture of its page
 
 
 @pytest.mark.parametrize("caption, expected", [

@@ -3,7 +3,6 @@ gets none. Pages are generated: an "engraving" (random hatching) with its legend
 fonts and sizes, Latin and Cyrillic, as a vector page and as a scan."""
 
 import difflib
-import json
 import pathlib
 
 import numpy as np

@@ -1,8 +1,5 @@
-"""Captions: what is said about each picture of a page.
+"""Captions of pictures: the printed legend, the captioning model's and the curator's, which one a picture
+shows, and editing the curator's in bulk (find and replace, legends as captions).
 
-`legend`: the picture's own printed legend, read by OCR (Tesseract through tesserocr) in the ingest
-workers, kept beside the picture's box with the OCR's confidence.
-"""
-
-from .legend import (DEFAULT_LANGUAGES, INSTALL_HINT, Legend, check_languages, engine_note,
-                     installed_languages, read_legends, with_legends)
+`legend` reads each picture's printed legend by OCR (Tesseract through tesserocr) in the ingest workers;
+it is kept beside the picture's box with the OCR's confidence."""

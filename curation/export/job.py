@@ -164,7 +164,7 @@ class Export:
         target.add("manifest.csv", provenance_csv(records), compress=True)
         target.add("export.json", export_json(self.settings, self.threshold, len(records), self.report.skipped,
                                               decision=self.decision, left_out=self.report.left_out,
-                                              cropped=self.report.cropped), compress=True)
+                                              cropped=self.report.cropped, records=records), compress=True)
 
     # -- progress -----------------------------------------------------------------------------
 

@@ -7,8 +7,9 @@
   (an imagefolder `datasets.load_dataset` reads as it is; it ignores the `.txt` files).
 
 Every ZIP also carries `manifest.csv` (where each image came from, why it was kept, its near-duplicate
-group and the part of the page it shows) and `export.json` (the settings and the decision rule that
-made it, to make it again, and the pages it left out).
+group, the part of the page it shows and the three captions its caption was made from) and `export.json`
+(the settings and the decision rule that made it, to make it again, the pages it left out, the caption
+template and the captioning models).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 from guards.csv_cells import safe_row
 
+from ..captions.best import CAPTION_SOURCES, caption_source
 from ..sources.page_numbers import page_number
 from .geometry import BUCKET_STEP, CROP_MARGIN, MIN_CROP_SHARE, max_bucket_side
 from .selection import Item, LeftOut
@@ -30,9 +32,13 @@ from .settings import MIN_BUCKET_SIDE, ExportSettings
 FORMAT = "curation-export/1"
 # crop_x0..crop_y1: the part of the page the image shows, in reference pixels (144 dpi, as the
 # manifest's picture_x0..y1); the whole page when crop is "page". picture: which picture of its page
-# the image is (crop "pictures", 1 the largest), empty for a page.
+# the image is (crop "pictures", 1 the largest), empty for a page. caption: the text of its .txt file;
+# curator_caption, legend, auto_caption (and auto_caption_model): the three it is made from (for a whole
+# page, the legend and model caption of its largest kept picture); caption_source: which of them
+# {best_caption} took (empty: none).
 PROVENANCE_COLUMNS = ["file", "document", "sha256", "page", "sigma", "decided_by", "caption", "width", "height", "source",
                       "duplicate_group", "crop", "crop_x0", "crop_y0", "crop_x1", "crop_y1", "picture"]
+CAPTION_COLUMNS = ["curator_caption", "legend", "auto_caption", "auto_caption_model", "caption_source"]
 # Characters no folder name may hold on some system, and control characters.
 UNSAFE_IN_FOLDER = re.compile(r'[\\/:*?"<>|\x00-\x1f\x7f]+')
 
@@ -118,14 +124,31 @@ def metadata_jsonl(records: Iterable[Record]) -> bytes:
 def provenance_csv(records: Iterable[Record]) -> bytes:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(PROVENANCE_COLUMNS)
+    writer.writerow(PROVENANCE_COLUMNS + CAPTION_COLUMNS)
     for r in records:
         writer.writerow(safe_row([
             r.file, r.item.doc, r.item.sha256, page_number(r.item.page), f"{r.item.sigma:.3f}", r.item.decided_by, r.caption,
             r.width, r.height, r.method, "" if r.item.group is None else r.item.group,
             "page" if r.crop is None else "picture", *_shown_box(r), "" if r.item.picture is None else r.item.picture,
+            *(text or "" for text in (r.item.caption, r.item.legend, r.item.auto_caption, r.item.auto_caption_model)),
+            _source(r.item) or "",
         ]))
     return out.getvalue().encode()
+
+
+def _source(item: Item) -> str | None:
+    return caption_source(item.caption, item.legend, item.auto_caption)
+
+
+def captions_json(settings: ExportSettings, records: Iterable[Record]) -> dict:
+    """The template that made the captions, how many images each caption source gave `{best_caption}`
+    (none: all three empty) and the captioning models of the model captions the images carry."""
+    records = list(records)
+    sources = {name: 0 for name in (*CAPTION_SOURCES, "none")}
+    for r in records:
+        sources[_source(r.item) or "none"] += 1
+    models = sorted({r.item.auto_caption_model for r in records if r.item.auto_caption and r.item.auto_caption_model})
+    return {"template": settings.template, "best_caption_sources": sources, "auto_caption_models": models}
 
 
 def _shown_box(r: Record) -> list:
@@ -137,14 +160,16 @@ def _shown_box(r: Record) -> list:
 
 
 def export_json(settings: ExportSettings, threshold: float, images: int, skipped: list[dict], *,
-                decision: dict | None = None, left_out: list[LeftOut] = (), cropped: int = 0) -> bytes:
+                decision: dict | None = None, left_out: list[LeftOut] = (), cropped: int = 0,
+                records: Iterable[Record] = ()) -> bytes:
     """What made this ZIP; no clock time, so the same manifest and settings give the same bytes.
 
     `decision` is the rule that decided the pages without an override and its cutoffs
     (`Manifest.decision_params()`); `left_out` the near-duplicates not written, each with the page of
     its group that was; `cropped` how many images show a picture rather than a whole page. With crop
     "pictures", `min_area` is the size (square inches, the decision's `picture_area_min`) under which a
-    picture was not exported on its own."""
+    picture was not exported on its own. `captions` says which template made the captions and from
+    which sources and models (`captions_json` over the written `records`)."""
     crop = {"mode": settings.crop, "cropped_images": cropped, "margin": CROP_MARGIN, "min_share": MIN_CROP_SHARE,
             "units": "reference pixels (144 dpi)"}
     if settings.crop == "pictures":
@@ -159,5 +184,6 @@ def export_json(settings: ExportSettings, threshold: float, images: int, skipped
         "skipped": skipped,
         "crop": crop,
         "duplicates": {"mode": settings.duplicates, "left_out": [entry.as_dict() for entry in left_out]},
+        "captions": captions_json(settings, records),
     }
     return (json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()

@@ -36,6 +36,11 @@ class Item:
     picture_share: float | None = None
     group: int | None = None  # its near-duplicate group, None when it has no near-identical page
     picture: int | None = None  # crop "pictures": which picture of the page, 1 the largest; None: the page
+    # The picture's printed legend (OCR) and a captioning model's caption and its name; for a whole page,
+    # those of its largest kept picture (see `with_caption_sources`).
+    legend: str | None = None
+    auto_caption: str | None = None
+    auto_caption_model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -81,9 +86,10 @@ def select(manifest: Manifest, threshold: float | None = None, duplicates: str =
                           row["decided_by"], row["caption"], name, row["width"], row["height"],
                           None if None in box else box, row["picture_share"], row["duplicate_group"]))
     selection = one_per_group(items) if duplicates == "one" else Selection(items, [], _duplicates(items))
+    pictures = manifest.kept_pictures(threshold)
     if crop == "pictures":
-        selection = dataclasses.replace(selection, items=one_per_picture(selection.items, manifest.kept_pictures(threshold)))
-    return selection
+        selection = dataclasses.replace(selection, items=one_per_picture(selection.items, pictures))
+    return dataclasses.replace(selection, items=with_caption_sources(selection.items, pictures))
 
 
 def select_items(manifest: Manifest, threshold: float | None = None, duplicates: str = "one",
@@ -107,6 +113,26 @@ def one_per_picture(items: list[Item], pictures: dict[tuple[int, int], list]) ->
             item, name=f"{item.name}_pic{row['number']}", picture_box=(row["bx0"], row["by0"], row["bx1"], row["by1"]),
             picture=row["number"], caption=row["caption"] or item.caption) for row in rows)
     return expanded
+
+
+def with_caption_sources(items: list[Item], pictures: dict[tuple[int, int], list]) -> list[Item]:
+    """Each item with its picture's legend and model caption (`Manifest.kept_pictures` rows). A whole page
+    takes those of its largest kept picture, and that picture's caption where the page has none of its own;
+    a page without a kept picture has none."""
+    filled = []
+    for item in items:
+        rows = pictures.get((item.doc_id, item.page)) or []
+        if item.picture is not None:
+            row = next((r for r in rows if r["number"] == item.picture), None)
+        else:
+            row = max(rows, key=lambda r: (r["box_area"], -r["number"]), default=None)
+        if row is None:
+            filled.append(item)
+            continue
+        filled.append(dataclasses.replace(
+            item, legend=row["legend"], auto_caption=row["auto_caption"], auto_caption_model=row["auto_caption_model"],
+            caption=item.caption if item.picture is not None else item.caption or row["caption"]))
+    return filled
 
 
 def one_per_group(items: list[Item]) -> Selection:

@@ -24,7 +24,8 @@ UNPRINTABLE = ("Cc", "Zl", "Zp")  # Unicode categories: control characters, line
 
 DEFAULT_TRIGGER = "ohwx"  # a rare token, the kohya convention; curators set their own
 DEFAULT_CLASS = "engraving"
-DEFAULT_TEMPLATE = "{trigger}, {class}, {caption}"
+# {best_caption}: the curator's caption, else the printed legend, else the model's (curation.export.captions)
+DEFAULT_TEMPLATE = "{trigger}, {class}, {best_caption}"
 
 
 class SettingsError(ValueError):
@@ -121,6 +122,7 @@ def _check_template(template: str) -> None:
     if "trigger" not in fields:
         raise SettingsError("the caption template must contain {trigger}: it is how prompts call the trained style")
     try:
-        render_caption(template, trigger="t", class_word="c", caption="x", doc="d", page=0, picture=1)
+        render_caption(template, trigger="t", class_word="c", caption="x", legend="l", auto_caption="a", doc="d",
+                       page=0, picture=1)
     except (ValueError, IndexError, KeyError) as exc:  # a format spec that does not fit, like {caption:d}
         raise SettingsError(f"caption template {template!r} cannot be filled in: {exc}") from exc

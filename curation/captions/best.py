@@ -1,0 +1,23 @@
+"""Which of a picture's three captions it shows and exports: the curator's, else its printed legend, else a
+captioning model's. The curator's always wins; a job never writes it."""
+
+from __future__ import annotations
+
+# In the order they win; the names are the pictures table's columns.
+CAPTION_SOURCES = ("caption", "legend", "auto_caption")
+SOURCE_WORDS = {"caption": "the curator's caption", "legend": "the printed legend",
+                "auto_caption": "the model's caption"}
+
+
+def caption_source(caption: str | None, legend: str | None, auto_caption: str | None) -> str | None:
+    """The name of the caption that wins ("caption", "legend", "auto_caption"), None when all are blank."""
+    for name, text in zip(CAPTION_SOURCES, (caption, legend, auto_caption)):
+        if text and text.strip():
+            return name
+    return None
+
+
+def best_caption(caption: str | None, legend: str | None, auto_caption: str | None) -> str | None:
+    """The curator's caption, else the legend, else the model's caption (None when all are blank)."""
+    source = caption_source(caption, legend, auto_caption)
+    return None if source is None else {"caption": caption, "legend": legend, "auto_caption": auto_caption}[source]

@@ -1,0 +1,124 @@
+"""The caption job's panel, drawn on the Review page: Start and Stop, its live progress and the time
+per picture, and how to install the captioning model when it is missing.
+
+The job runs in its own process (`python -m curation caption`) and writes its progress to the
+manifest; this panel only launches it and polls. Which model folder it uses is the server's
+configuration ($CAPTIONER_MODEL_DIR or the models folder), never something the browser sends.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import streamlit as st
+
+from curation.captions.job import KIND
+from curation.manifest import views
+from curation.manifest.store import Manifest
+from curation.runs import jobs
+from inference.captioner import MODEL_DIR_ENV, REPO, captioner_status
+from pages import _auth as auth
+from pages import _common as common
+
+POLL_SECONDS = 1.0
+RUNNING_KEY = "caption_job_was_running"
+SCOPES = {"Kept pictures": [], "All pictures": ["--all"]}
+
+
+def caption_panel(manifest: Manifest) -> None:
+    """The caption job: the model's state, the controls to start it, and the running or last job."""
+    running = manifest.running_job(KIND) is not None
+    with st.container(border=True):
+        st.markdown("**Captions by a model**")
+        st.caption(f"A captioning model ({REPO}) describes each picture in a paragraph, kept as the picture's "
+                   "model caption beside the legend and your own caption, which it never replaces.")
+        model = captioner_status()
+        show_model(model)
+        if not running and not model["problem"]:
+            start_controls()
+        job_progress(running)
+
+
+def show_model(model: dict) -> None:
+    folder = common.code_span(model["folder"])
+    if model["problem"]:
+        st.error(f"The captioning model in {folder} cannot be used: {common.escape_markdown(model['problem'])}",
+                 icon=":material/error:")
+    elif not model["installed"]:
+        st.info(f"The captioning model is not installed in {folder}. The first run downloads it (about 0.5 GB) "
+                "from the Hugging Face Hub. A server without internet needs it put there ahead: run "
+                "`python -m inference install-captioner --model-dir DIR` on a machine with internet and copy DIR "
+                f"to {folder} (or set `${MODEL_DIR_ENV}` to it).", icon=":material/download:")
+    else:
+        st.caption(f"Model: {common.escape_markdown(model['name'])} in {folder}")
+
+
+def start_controls() -> None:
+    left, middle, right = st.columns([2, 2, 1], vertical_alignment="bottom")
+    scope = left.radio("Pictures", list(SCOPES), horizontal=True, key="caption_scope",
+                       disabled=auth.locked(), help=auth.help_for("Kept: the kept pictures of kept pages."))
+    overwrite = middle.checkbox("Caption again what this model captioned", key="caption_overwrite",
+                                disabled=auth.locked(), help=auth.help_for(
+                                    "Otherwise a run skips the pictures this model has captioned, so Start "
+                                    "after a stop resumes. Your own captions are never touched."))
+    if right.button("Start", type="primary", icon=":material/subtitles:", key="caption_start",
+                    disabled=auth.locked(), help=auth.help_for()):
+        start(SCOPES[scope] + (["--overwrite"] if overwrite else []))
+
+
+def start(args: list[str]) -> None:
+    if not auth.require_curator():
+        return
+    db = pathlib.Path(os.path.abspath(common.db_path()))
+    problem = common.launch_and_wait(KIND, lambda: jobs.launch(db, KIND, *args))
+    if problem:
+        st.error(problem)
+        return
+    st.session_state[RUNNING_KEY] = True
+    st.rerun()
+
+
+def job_progress(running: bool) -> None:
+    """The running job's progress, refreshing itself, or the last job's outcome."""
+    if running:
+        st.session_state[RUNNING_KEY] = True
+
+    @st.fragment(run_every=POLL_SECONDS if running else None)
+    def panel():
+        with common.open_manifest() as manifest:
+            job = manifest.latest_job(KIND)
+        if job is None:
+            return
+        if job["status"] != "running" and st.session_state.pop(RUNNING_KEY, False):
+            st.rerun()  # it just ended: redraw the panel with Start, and the captions on the cards
+        show_job(job)
+
+    panel()
+
+
+def show_job(job) -> None:
+    if job["status"] == "running":
+        progress = views.job_progress(job)
+        speed = f"{1 / job['rate']:.1f} s per picture" if job["rate"] else "loading the model…"
+        st.progress(progress["fraction"], text=f"Captioning: {progress['done']:,} of {progress['total']:,} "
+                                               f"pictures · {speed}"
+                                               + (f" · {progress['eta']}" if progress["eta"] else ""))
+        if job["message"]:  # what the job says while it runs: downloading the model first
+            st.caption(common.escape_markdown(job["message"]))
+        if job["stop_requested"]:
+            st.caption("Stopping after the pictures in hand… Start resumes where it stopped.")
+        else:
+            st.button("Stop", icon=":material/stop_circle:", key=f"stop-caption-{job['id']}",
+                      on_click=common.stop_job, args=(job["id"],), disabled=auth.locked(), help=auth.help_for())
+        return
+    message = common.escape_markdown(job["message"] or "")  # it may quote a document's name or an error
+    finished = (job["finished_at"] or "")[:19].replace("T", " ")
+    if job["status"] == "done":
+        st.success(f"Captioning finished {finished} UTC: {message}", icon=":material/check_circle:")
+    elif job["status"] in ("stopped", "interrupted"):
+        st.info(f"Captioning stopped {finished} UTC: {message}. Start resumes where it stopped.",
+                icon=":material/pause_circle:")
+    else:
+        st.error(f"Captioning failed: {message or 'no reason was recorded'}. The log is in "
+                 f"`{common.db_path().parent / 'logs'}`.", icon=":material/error:")
