@@ -1,17 +1,19 @@
 """Review: a paged grid of thumbnails with their decision; include, exclude or clear, caption, one page or a
 whole view; the model learned from the overrides, where it disagrees, and the near-duplicate plates."""
 
+import functools
 import math
 import pathlib
 import zlib
 
 import streamlit as st
 
-from curation.manifest import views
+from curation.manifest import keyboard, views
 from curation.manifest.history import UndoError
 from curation.sources.page_numbers import page_number
 from pages import _auth as auth
 from pages import _common as common
+from pages import _keys as hotkeys
 
 PER_SCREEN = 40
 COLUMNS = 6  # at most; the grid wraps to fewer on narrow screens
@@ -55,7 +57,8 @@ def main():
             nothing_to_show(flt, model)
             return
         bulk_actions(flt, counts, threshold)
-        undo_bar(views.last_undoable(manifest))
+        last = views.last_undoable(manifest)
+        undo_bar(last)
         screens = -(-counts["pages"] // PER_SCREEN)
         if st.session_state.get("page", 1) > screens:  # the view shrank (a bulk action, a new filter)
             st.session_state["page"] = screens
@@ -73,6 +76,7 @@ def main():
     if flt.decision == "duplicates":
         st.caption("Pages whose pictures look alike (a perceptual hash), group by group: the same plate reprinted "
                    "across issues. The export keeps one per group by default.")
+    keyboard_review(keys, screen, counts["pages"], last)
     grid(rows, thumbs, captions, {doc["id"]: doc for doc in documents}, changes)
     if OPEN in st.session_state:
         open_page(threshold, *st.session_state[OPEN], outline=outline)
@@ -311,6 +315,27 @@ def forget_caption_inputs():
 
 # -- the grid ---------------------------------------------------------------------------------
 
+KEYBOARD = "review-pages"
+
+
+def card_key(item: tuple[int, int]) -> str:
+    return f"review-card-{item[0]}-{item[1]}"
+
+
+def keyboard_review(items: list[tuple[int, int]], screen: int, total: int, last: dict | None):
+    """The keys act on the focused card, or on the page in the large view (see curation.manifest.keyboard)."""
+    undo_last = functools.partial(undo, last["id"]) if last is not None and auth.can_curate() else None
+    hotkeys.review_grid(KEYBOARD, items, screen=screen, screen_key="page", card_key=card_key,
+                        grid=keyboard.Grid(total, PER_SCREEN, COLUMNS), opened=st.session_state.get(OPEN),
+                        paused=any(key in st.session_state for key in (BULK, CAPTION, USE_MODEL)),
+                        actions=hotkeys.Actions(decide=decide_by_key, open=functools.partial(ask, OPEN),
+                                                close=functools.partial(close, OPEN), undo=undo_last))
+
+
+def decide_by_key(item: tuple[int, int], keep: bool | None):
+    if auth.require_curator():
+        set_override(*item, keep)
+
 
 def grid(rows: list[dict], thumbs: dict, captions: dict, documents: dict, changes: dict):
     notice = st.session_state.pop(NOTICE, None)
@@ -319,7 +344,8 @@ def grid(rows: list[dict], thumbs: dict, captions: dict, documents: dict, change
     cells = st.grid(COLUMNS, border=True, min_column_width=CARD_WIDTH)
     for row in rows:
         key = (row["doc_id"], row["page"])
-        with cells.cell(), st.container(gap="xsmall"):  # tight: the thumbnail is most of the card
+        # tight: the thumbnail is most of the card; keyed, for the keyboard's focus
+        with cells.cell(), st.container(gap="xsmall", key=card_key(key)):
             card(row, thumbs.get(key), captions.get(key), documents.get(row["doc_id"]), changes.get(key))
 
 
@@ -475,6 +501,8 @@ def open_page(threshold: float, doc_id: int, page: int, outline: bool = True):
         st.segmented_control("Decision", list(CHOICES), format_func=CHOICES.get, default=choice, required=True,
                              key=key, label_visibility="collapsed", on_change=decided, args=(doc_id, page, key),
                              disabled=auth.locked(), help=auth.help_for())
+        st.space("stretch")
+        hotkeys.large_view_buttons(KEYBOARD)
     if caption:
         st.caption(f"Caption: {common.escape_markdown(caption)}")
     try:
@@ -482,7 +510,7 @@ def open_page(threshold: float, doc_id: int, page: int, outline: bool = True):
     except views.PageUnavailable as exc:
         st.error(common.escape_markdown(exc), icon=":material/broken_image:")
         return
-    st.image(views.outline_pictures(image, boxes, row["width"]), width="stretch")
+    hotkeys.zoomed_image(KEYBOARD, views.outline_pictures(image, boxes, row["width"]))
     st.caption(f"Drawn from {common.code_span(row['doc'])}" + (f"; {len(boxes)} picture(s) outlined" if boxes else ""))
 
 

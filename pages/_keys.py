@@ -1,0 +1,262 @@
+"""Keyboard review for a Review grid: one listener on the page reports each key press to Python, and the
+grid's focus, decisions, undo and large view follow it. Streamlit code only; what a key does and where
+the focus goes is curation.manifest.keyboard.
+
+A grid uses it so (see pages/review.py):
+
+    hotkeys.review_grid("review-pages", items, screen=screen, screen_key="page",
+                        grid=keyboard.Grid(total, per_screen, columns), opened=item_in_the_large_view,
+                        actions=hotkeys.Actions(decide=..., open=..., close=..., undo=...),
+                        card_key=lambda item: f"review-card-{item[0]}-{item[1]}")
+    ... every card drawn in st.container(key=card_key(item)) ...
+    # in the large view:
+    hotkeys.large_view_buttons("review-pages")
+    hotkeys.zoomed_image("review-pages", image)
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+
+import streamlit as st
+
+from curation.manifest import keyboard as keymap
+
+# The listener lives in the page itself (components v2 are not in an iframe), on the document, so a key
+# works wherever the focus is, except while the person types. One listener per keyboard name, however
+# often Streamlit renders the component: each render replaces the one before.
+LISTENER_JS = r"""
+export default function (component) {
+  const { data, setTriggerValue } = component;
+  const registry = (window.__curationKeyboards = window.__curationKeyboards || {});
+  const name = data.name;
+  const previous = registry[name];
+  if (previous) document.removeEventListener("keydown", previous.listener);
+  const wanted = new Set(data.keys || []);
+  const moves = new Set(data.moves || []);
+  const typing = (target) => target && (target.isContentEditable ||
+      ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName));
+  const pressing = (target) => target && target.closest && target.closest("button, a, [role='button']");
+  const columns = () => {  // the cards in the grid's first row, as the browser lays them out now
+    if (!data.cards) return null;
+    const cards = document.querySelectorAll(`[class*="${data.cards}"]`);
+    if (!cards.length) return null;
+    const top = cards[0].getBoundingClientRect().top;
+    let count = 0;
+    for (const card of cards) {
+      if (Math.abs(card.getBoundingClientRect().top - top) > 2) break;
+      count += 1;
+    }
+    return count;
+  };
+  const listener = (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
+    if (!wanted.has(event.key)) return;
+    if (event.key === "Enter" && pressing(event.target)) return;  // Enter presses the focused button
+    if (event.repeat && !moves.has(event.key)) return;  // a held key moves on, but decides only once
+    event.preventDefault();  // the arrows move the focus, not the page
+    setTriggerValue("key", { key: event.key, columns: columns() });
+  };
+  document.addEventListener("keydown", listener);
+  registry[name] = { listener };
+  return () => {
+    document.removeEventListener("keydown", listener);
+    if (registry[name] && registry[name].listener === listener) delete registry[name];
+  };
+}
+"""
+
+# Brings the focused card into sight when it moves (not on first load, not when something else reruns the page).
+REVEAL_JS = r"""
+export default function (component) {
+  const { data } = component;
+  const shown = (window.__curationFocus = window.__curationFocus || {});
+  const before = shown[data.name];
+  shown[data.name] = data.focus;
+  if (before === undefined || before === data.focus) return;
+  let tries = 20;
+  const reveal = () => {
+    const card = document.querySelector(`.${data.focus}`);
+    if (card) card.scrollIntoView({ block: "nearest" });
+    else if (--tries > 0) setTimeout(reveal, 50);
+  };
+  reveal();
+}
+"""
+
+_listener = st.components.v2.component("curation_keyboard", js=LISTENER_JS)
+_reveal = st.components.v2.component("curation_keyboard_focus", js=REVEAL_JS)
+
+FOCUS_STYLE = "<style>.{card} {{ outline: 3px solid {color}; outline-offset: 7px; border-radius: 0.5rem; }}</style>"
+
+
+@dataclass(frozen=True)
+class Actions:
+    """What the keys do to an item of the grid (whatever the grid's items are: pages, pictures)."""
+
+    decide: Callable[[Hashable, bool | None], None]  # include (True), exclude (False), auto (None)
+    open: Callable[[Hashable], None]  # the large view of an item
+    close: Callable[[], None]  # the large view
+    undo: Callable[[], None] | None = None  # the last change; None: nothing to undo
+
+
+def keyboard(name: str, *, large_view: bool = False, cards: str | None = None, paused: bool = False,
+             on_press: Callable[[], None] | None = None) -> dict | None:
+    """Listen to the keys for a grid (or, `large_view`, for its large view) and return this run's press,
+    {"key": KeyboardEvent.key, "columns": cards in the grid's first row or None}, or None.
+
+    `cards` is what the grid's card classes start with (Streamlit's "st-key-" + the container key), to count
+    the columns. `paused`: no key does anything (another dialog is open). `on_press` runs before the
+    script, as a widget's callback; it reads the press with `pressed(name)`."""
+    data = {"name": name, "keys": [] if paused else keymap.keys(large_view), "moves": keymap.move_keys(),
+            "cards": cards}
+    # A callback names the event: without one, Streamlit would not report the key at all.
+    result = _listener(key=name, data=data, on_key_change=on_press or (lambda: None), width="content",
+                       height="content")
+    return result.get("key") if result is not None else None
+
+
+def pressed(name: str) -> dict | None:
+    """The press being handled, in the listener's `on_press` callback."""
+    value = st.session_state.get(name)
+    press = value.get("key") if isinstance(value, dict) else None
+    return press if isinstance(press, dict) and isinstance(press.get("key"), str) else None
+
+
+def review_grid(name: str, items: Sequence[Hashable], *, screen: int, screen_key: str, grid: keymap.Grid,
+                opened: Hashable | None, actions: Actions, card_key: Callable[[Hashable], str],
+                paused: bool = False) -> Hashable | None:
+    """Keyboard review of one screen of a grid: `items` are the cards shown, in order, on screen `screen`
+    of the pager whose Session State key is `screen_key`; `opened` the item in the large view, if any;
+    `paused` while another dialog is open. Marks the focused card (its container has the key
+    `card_key(item)`) and returns its item."""
+    if not items:
+        return None
+    state = st.session_state
+    cursor = keymap.placed(state.get(f"{name}-cursor"), screen, grid)
+    if opened in items:  # opened by a click: the keys go on from there
+        cursor = keymap.Cursor(screen, list(items).index(opened))
+    if state.pop(f"{name}-open-focused", False):  # "next" in the large view went on to this screen
+        opened = items[cursor.index]
+        actions.open(opened)
+    state[f"{name}-cursor"] = cursor
+    cards = [f"st-key-{card_key(item)}" for item in items]
+    state[f"{name}-act"] = functools.partial(_act, list(items), screen, grid, screen_key, opened, actions, name)
+    with st.container(horizontal=True, vertical_alignment="center", gap="small", key=f"{name}-keys"):
+        st.caption(keymap.HELP)
+        keyboard(name, large_view=opened is not None, cards=os.path.commonprefix(cards), paused=paused,
+                 on_press=functools.partial(_on_press, name))
+        _outline(name)(name, cards, screen, grid)
+    return items[cursor.index]
+
+
+_OUTLINES: dict[str, Callable] = {}
+
+
+def _outline(name: str) -> Callable:
+    """The focused card's outline, as a fragment of its own: a move on the screen reruns only this, so it
+    costs the same however large the manifest (see _act)."""
+    if name not in _OUTLINES:
+        _OUTLINES[name] = st.fragment(_draw_outline, key=f"{name}-focus")
+    return _OUTLINES[name]
+
+
+def _draw_outline(name: str, cards: list[str], screen: int, grid: keymap.Grid):
+    focus = cards[keymap.placed(st.session_state.get(f"{name}-cursor"), screen, grid).index]
+    st.html(FOCUS_STYLE.format(card=focus, color=st.get_option("theme.primaryColor") or "currentColor"))
+    _reveal(data={"name": name, "focus": focus}, key=f"{name}-reveal", width="content", height="content")
+
+
+def _on_press(name: str):
+    event = pressed(name)
+    act = st.session_state.get(f"{name}-act")
+    if event is not None and act is not None:
+        act(event["key"], event.get("columns"))
+
+
+def press(name: str, key: str):
+    """Do what `key` does, as if pressed: for the buttons that do the same as a key."""
+    act = st.session_state.get(f"{name}-act")
+    if act is not None:
+        act(key)
+
+
+def _act(items: list, screen: int, grid: keymap.Grid, screen_key: str, opened: Hashable | None,
+         actions: Actions, name: str, key: str, columns: int | None = None):
+    """One key press, against the screen the person saw when they pressed it. A move on the screen reruns
+    only the outline (a widget callback may name the fragment to rerun); anything else the whole page."""
+    cursor = keymap.placed(st.session_state.get(f"{name}-cursor"), screen, grid)
+    large_view = opened is not None
+    action = keymap.action(key, large_view)
+    if action is None:
+        return
+    if action in keymap.MOVES:
+        columns = columns if isinstance(columns, int) and columns > 0 else grid.columns
+        moved = keymap.move(cursor, action, keymap.Grid(grid.total, grid.per_screen, columns))
+        st.session_state[f"{name}-cursor"] = moved
+        if moved.screen != cursor.screen:
+            st.session_state[screen_key] = moved.screen
+        if large_view and moved != cursor:
+            if moved.screen == cursor.screen:
+                actions.open(items[moved.index])
+            else:  # its item is known once that screen is read
+                st.session_state[f"{name}-open-focused"] = True
+        if moved.screen == cursor.screen and not large_view:
+            st.rerun(f"{name}-focus")  # only the outline moves
+    elif action in keymap.DECISIONS:
+        actions.decide(opened if large_view else items[cursor.index], keymap.DECISIONS[action])
+    elif action == "undo" and actions.undo is not None:
+        actions.undo()
+    elif action == "open":
+        actions.open(items[cursor.index])
+    elif action == "close" and large_view:
+        actions.close()
+    elif action in ("zoom in", "zoom out"):
+        zoom_by(name, 1 if action == "zoom in" else -1)
+
+
+# -- zoom in the large view -------------------------------------------------------------------
+
+
+def zoom(name: str) -> float:
+    return st.session_state.get(f"{name}-zoom", keymap.ZOOMS[0])
+
+
+def zoom_by(name: str, step: int):
+    st.session_state[f"{name}-zoom"] = keymap.zoomed(zoom(name), step)
+
+
+def large_view_buttons(name: str):
+    """Previous, next, zoom out, the zoom, zoom in: the buttons that do what ← → − + do."""
+    bar = st.container(horizontal=True, vertical_alignment="center", gap="small", width="content",
+                       key=f"{name}-large-view-bar")
+    for key, icon, words in (("ArrowLeft", ":material/chevron_left:", "Previous (← or k)"),
+                             ("ArrowRight", ":material/chevron_right:", "Next (→ or j)")):
+        if bar.button("", icon=icon, key=f"{name}-{key}", type="tertiary", help=words):
+            press(name, key)
+            st.rerun()  # the whole page: the large view is a dialog, which would rerun only itself
+    bar.button("", icon=":material/zoom_out:", key=f"{name}-zoom-out", type="tertiary", on_click=zoom_by,
+               args=(name, -1), disabled=zoom(name) <= keymap.ZOOMS[0], help="Zoom out (−)")
+    bar.text(f"{zoom(name):g}×")
+    bar.button("", icon=":material/zoom_in:", key=f"{name}-zoom-in", type="tertiary", on_click=zoom_by,
+               args=(name, 1), disabled=zoom(name) >= keymap.ZOOMS[-1], help="Zoom in (+)")
+
+
+def zoomed_image(name: str, image: bytes, height: int = 640):
+    """The large view's image at the zoom: fitted to the view at 1×, larger in a box that scrolls both ways."""
+    level = zoom(name)
+    if level == keymap.ZOOMS[0]:
+        st.image(image, width="stretch")
+        return
+    box = f"{name}-zoomed"
+    # The image's wrappers take the box's width, the image `level` times it; the box scrolls.
+    st.html(f"<style>.st-key-{box} {{ overflow: auto; }} "
+            f".st-key-{box} [data-testid='stFullScreenFrame'] * {{ width: 100% !important; "
+            "max-width: none !important; max-height: none !important; overflow: visible !important; } "
+            f".st-key-{box} [data-testid='stImage'] img {{ width: {level * 100:g}% !important; "
+            "height: auto !important; }</style>")
+    with st.container(height=height, key=box):
+        st.image(image, width="stretch")
