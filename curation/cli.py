@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from guards.csv_cells import safe_row
 
+from .captions.legend import check_languages
 from .manifest import history as history_, thumbnail_store
 from .manifest.rules import DISAGREES_SQL, LIVE_DOCUMENT_SQL, RULES
 from .manifest.store import DEFAULT_PAGE_TIMEOUT, JobRunning, Manifest, ManifestError
@@ -171,7 +172,7 @@ def ingest(paths, db, workers, page_timeout, worker_memory, cluster, thumbnails,
         manifest.thumbnail_store = thumbnails
     if legend_languages is not None:
         try:
-            manifest.legend_languages = legend_languages
+            manifest.legend_languages = check_languages(legend_languages)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--legend-languages") from None
     with open_cluster(cluster, manifest) as dask_cluster, hash_bar(quiet) as hash_progress, page_bar("scoring", quiet) as progress:

@@ -173,7 +173,7 @@ def save_legend_languages():
         st.session_state.pop("legend_languages", None)
         return
     with common.open_manifest() as manifest:
-        manifest.legend_languages = "+".join(chosen)
+        manifest.legend_languages = legend.check_languages("+".join(chosen))
 
 
 def save_thumbnails():

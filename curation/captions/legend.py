@@ -23,7 +23,6 @@ import json
 import math
 import os
 import pathlib
-import re
 import threading
 from dataclasses import dataclass, replace
 
@@ -31,6 +30,7 @@ import cv2
 import numpy as np
 
 from ..manifest.store import DEFAULT_LEGEND_LANGUAGES as DEFAULT_LANGUAGES
+from ..manifest.store import language_codes
 from ..scoring.scorer import reference_size
 
 LANGUAGE_NAMES = {"eng": "English", "deu": "German", "fra": "French", "frk": "German (Fraktur)", "rus": "Russian",
@@ -39,7 +39,6 @@ LANGUAGE_PACKAGES = "tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra tesse
 INSTALL_HINT = f"apt-get install {LANGUAGE_PACKAGES}"
 TESSDATA_FOLDERS = ("/usr/share/tesseract-ocr/5/tessdata", "/usr/share/tesseract-ocr/4.00/tessdata",
                     "/usr/share/tessdata", "/usr/local/share/tessdata")
-LANGUAGE_CODE = re.compile(r"^[a-z][a-z_]{1,15}$")  # Tesseract's names: eng, deu, chi_sim, ...
 
 REFERENCE_DPI = 144  # picture boxes are in pixels of the reference render
 OCR_DPI = 300  # 7-pt capitals are about 20 px tall here, where Tesseract reads best
@@ -106,20 +105,15 @@ def engine_note() -> str | None:
 
 
 def check_languages(text: str) -> str:
-    """'eng+deu' as Tesseract takes it; ValueError naming what is wrong. Where the engine is present,
-    each language must be installed."""
-    codes = [code.strip().lower() for code in str(text).replace(",", "+").split("+") if code.strip()]
-    if not codes:
-        raise ValueError("name at least one legend language, e.g. eng+deu")
-    bad = [code for code in codes if not LANGUAGE_CODE.match(code)]
-    if bad:
-        raise ValueError(f"not a Tesseract language code: {', '.join(bad)} (e.g. eng, deu, fra, frk, rus)")
+    """'eng+deu' as Tesseract takes it (store.language_codes); ValueError naming what is wrong. Where the
+    engine is present, each language must be installed."""
+    codes = language_codes(text).split("+")
     installed = installed_languages()
     missing = [code for code in codes if installed and code not in installed]
     if missing:
         raise ValueError(f"legend language not installed: {', '.join(missing)}; installed: "
                          f"{', '.join(sorted(installed))} (more with apt-get install tesseract-ocr-LANG)")
-    return "+".join(dict.fromkeys(codes))
+    return "+".join(codes)
 
 
 _engines = threading.local()  # a Tesseract instance is not thread-safe, and loading one takes 0.3 s

@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import os
 import pathlib
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator
 
@@ -203,6 +204,20 @@ MIGRATIONS: list[str] = [
 
 
 
+LANGUAGE_CODE = re.compile(r"^[a-z][a-z_]{1,15}$")  # Tesseract's names: eng, deu, chi_sim, ...
+
+
+def language_codes(text: str) -> str:
+    """'eng+deu' as Tesseract takes it, from "eng, deu" or "ENG+deu"; ValueError naming what is wrong."""
+    codes = [code.strip().lower() for code in str(text).replace(",", "+").split("+") if code.strip()]
+    if not codes:
+        raise ValueError("name at least one legend language, e.g. eng+deu")
+    bad = [code for code in codes if not LANGUAGE_CODE.match(code)]
+    if bad:
+        raise ValueError(f"not a Tesseract language code: {', '.join(bad)} (e.g. eng, deu, fra, frk, rus)")
+    return "+".join(dict.fromkeys(codes))
+
+
 class ManifestError(Exception):
     """The manifest cannot be opened or is not one of ours."""
 
@@ -355,10 +370,9 @@ class Manifest(pictures.PictureRows):
 
     @legend_languages.setter
     def legend_languages(self, value: str) -> None:
-        # The OCR engine is the captions stage's; asked only when a person sets the languages.
-        from ..captions.legend import check_languages
-
-        self.set_setting("legend_languages", check_languages(value))
+        """Checked for its form here; whether the languages are installed is the captions stage's to check
+        (curation.captions.legend.check_languages), which ingest does again before reading."""
+        self.set_setting("legend_languages", language_codes(value))
 
     @property
     def thumbnail_store(self) -> str:
