@@ -590,9 +590,10 @@ def sample_command(db, documents, pages, dpi, workers, quiet):
 @click.option("--pad-colour", "pad_colour", default="paper", show_default=True,
               help="Margin colour for --fit pad: 'paper' (each page's own paper) or #rrggbb.")
 @click.option("--crop", type=click.Choice(["page", "picture", "pictures"]), default="page", show_default=True,
-              help="page: the whole page. picture: each page cut to its illustration (the bounding box ingest "
-                   "found, plus a 1 % margin), so the text around a plate is left out; then shaped by --mode "
-                   "and --fit. Pages without a picture, or with one under 3 % of the page, export whole. "
+              help="page: the whole page. picture: each page cut to its largest picture as the curator left it "
+                   "(a kept one first, its redrawn box where redrawn; never a deleted or excluded one; plus a 1 % "
+                   "margin), so the text around a plate is left out; then shaped by --mode and --fit. Pages "
+                   "without a picture, or with one under 3 % of the page, export whole. "
                    "pictures: every picture of a page its own image (<page>_pic1 the largest, _pic2 ...), "
                    "with the same margin; pictures under the picture_area_min setting (square inches) are "
                    "left out, and a page with no picture that large exports whole.")

@@ -58,8 +58,8 @@ SHAPES = {  # label: (mode, fit, the trade-off in one line)
 }
 CROPS = {  # label: (crop, the trade-off in one line)
     "The whole page": ("page", "Text, margins and all, as scanned."),
-    "The picture only": ("picture", "Each page cut to its illustration (the box found at ingest, with a small "
-                         "margin), so the text around a plate is left out; then shaped as above. Pages without "
+    "The picture only": ("picture", "Each page cut to its largest picture as you left it on Review (with a "
+                         "small margin), so the text around a plate is left out; then shaped as above. Pages without "
                          "a picture export whole."),
     "Each picture apart": ("pictures", "Every picture of a page its own image, cut the same way, so a page of "
                            "several cuts gives several training images. Pictures smaller than the picture rule's "
