@@ -417,7 +417,7 @@ class Label:
 
 @cli.command()
 @click.argument("doc", required=False)
-@click.argument("page", required=False, type=PageAndPicture())  # 0 is told "pages count from 1"
+@click.argument("page", required=False, type=PageAndPicture(), metavar="[PAGE[:PICTURE]]")  # 0: "pages count from 1"
 @click.argument("decision", required=False, type=click.Choice(list(DECISIONS)))
 @db_option
 @click.option("--from", "labels", type=click.File("r", encoding="utf-8-sig"), default=None,
