@@ -236,8 +236,8 @@ def run(at) -> None:
     assert not at.exception, [e.value for e in at.exception]
 
 
-def interactions(repeat: int) -> list[tuple[str, float]]:
-    results = []
+def interactions(repeat: int, results: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Each interaction's median script run, appended to `results` as it is measured."""
 
     def measure(label, action):
         results.append((label, timed(action, repeat)))
@@ -308,6 +308,10 @@ def interactions(repeat: int) -> list[tuple[str, float]]:
         run(at)
         at.text_area(key="bulk-caption-text").input("fashion plate")
         run(at)
+        overwrite = [box for box in at.checkbox if box.key == "bulk-caption-overwrite"]
+        if overwrite:  # the view's pages are captioned (by the run before): overwrite them, as asked
+            overwrite[0].check()
+            run(at)
         next(b for b in at.button if b.key == "bulk-caption-confirm").click()
         started = time.perf_counter()
         run(at)
@@ -504,8 +508,12 @@ def main() -> None:
     ok &= report(f"Pictures view's library queries (median of {args.repeat}; {PICTURES_PER_SCREEN} a screen):",
                  timed_picture_queries(args.repeat))
     if not args.no_apps:
-        ok &= report(f"Script run per interaction, AppTest (median of {args.repeat}; target < {TARGET_MS} ms):",
-                     interactions(args.repeat))
+        measured: list[tuple[str, float]] = []
+        try:
+            interactions(args.repeat, measured)
+        finally:  # what was measured is shown even when an interaction fails
+            ok &= report(f"Script run per interaction, AppTest (median of {args.repeat}; target < {TARGET_MS} ms):",
+                         measured)
     print("\nall under target" if ok else "\nSOME OVER TARGET")
 
 
