@@ -200,6 +200,9 @@ MIGRATIONS: list[str] = [
     """,
     # Pictures as rows (curation.manifest.pictures): a stable id and number, a curator's decision, box and caption.
     pictures.MIGRATION,
+    # The Pictures view's screens read through an index: by size as the curator left it (either way), and the
+    # few pictures captioned by a curator or no longer found, without a walk over every picture.
+    pictures.INDEXES,
 ]
 
 
