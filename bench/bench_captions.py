@@ -1,5 +1,14 @@
-"""Captions benchmark: what the captioning model costs on this machine.
+"""Captions benchmark: what reading the pictures' printed legends costs and how well it reads them, and
+what the captioning model costs on this machine.
 
+- legend cost: a generated archive (synthetic periodical scans, --legend-docs x --legend-pages at
+  300 dpi) is ingested twice in the same run, without legends and with them (1 worker each, end to
+  end), and each page with a picture has its legends read again in this process, timed per picture:
+  ms per picture, and the legends' share of ingest time per page;
+- legends on real pages, where --real (default `../shared/realdata`) has `pictures.jsonl` with each
+  picture's printed `legend`: every picture's legend read from its labelled box, and from the boxes
+  ingest finds; printed for each picture with a legend: what the OCR read beside what is printed, the
+  character accuracy over them, and the legends read where none is printed;
 - caption job: `python -m curation caption --all`'s work on a generated archive (ingested first),
   with the tiny model: seconds per picture of the whole job (reading the picture from its page as
   the export does, captioning, saving), so what the job adds to the model's own time;
@@ -9,15 +18,22 @@
   real model folder is present (--model, else $CAPTIONER_MODEL_DIR, else models/captioners/florence-2-base),
   with it. Loading runs in the model slot as the caption job does; imports are not counted.
 
-    python bench/bench_captions.py [--model DIR] [--pictures 8] [--batch 4] [--pages 12] [--out bench/out/captions]
+    python bench/bench_captions.py [--sections legends,real,job,captioner] [--real FOLDER]
+        [--legend-docs 4] [--legend-pages 20] [--model DIR] [--pictures 8] [--batch 4] [--pages 12]
+        [--out bench/out/captions]
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import json
 import pathlib
 import sys
 import time
+
+import numpy as np
+import pymupdf
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -26,8 +42,138 @@ sys.path.insert(0, str(ROOT / "tests"))
 from curation import Manifest, ingest  # noqa: E402
 from curation.captions.edit import Pictures  # noqa: E402
 from curation.captions.job import caption_pictures  # noqa: E402
-from curation.sources.synthetic import PageSpec, page_image, write_pdf  # noqa: E402
+from curation.captions.legend import engine_note, read_legends, with_legends  # noqa: E402
+from curation.scoring.scorer import reference_size, score_page  # noqa: E402
+from curation.sources.synthetic import PageSpec, page_image, write_archive, write_pdf  # noqa: E402
 from inference.captioner import default_model_dir, loaded_captioner  # noqa: E402
+from quality_real import build  # noqa: E402
+
+REAL = ROOT.parent / "shared" / "realdata"
+SECTIONS = ("legends", "real", "job", "captioner")
+
+
+def accuracy_counts(read: str | None, printed: str) -> tuple[int, int]:
+    """Printed characters read right (difflib's matching blocks, case kept), and how many were printed."""
+    matcher = difflib.SequenceMatcher(None, read or "", printed, autojunk=False)
+    return sum(block.size for block in matcher.get_matching_blocks()), len(printed)
+
+
+def ingest_seconds(folder: pathlib.Path, db: pathlib.Path, legend_languages: str) -> tuple[float, int]:
+    if db.exists():
+        db.unlink()
+    with Manifest(db) as manifest:
+        started = time.perf_counter()
+        report = ingest(manifest, [folder], workers=1, legend_languages=legend_languages)
+        return time.perf_counter() - started, report.pages_scored
+
+
+def legend_times(folder: pathlib.Path) -> tuple[list[float], int]:
+    """ms per picture of reading legends, page by page (the engine loaded first, as a worker keeps it)."""
+    per_picture, pages = [], 0
+    for path in sorted(folder.glob("*.pdf")):
+        with pymupdf.open(path) as doc:
+            for number in range(doc.page_count):
+                boxes = [p[:4] for p in json.loads(score_page(doc, number).features["pictures"])]
+                if not boxes:
+                    continue
+                if not per_picture:
+                    read_legends(doc, number, boxes)  # loads the engine: once per worker
+                started = time.perf_counter()
+                read_legends(doc, number, boxes)
+                per_picture += [1000 * (time.perf_counter() - started) / len(boxes)] * len(boxes)
+                pages += 1
+    return per_picture, pages
+
+
+def legend_cost(out: pathlib.Path, docs: int, pages: int) -> None:
+    print("== legend cost (generated archive, 300 dpi scans, 1 worker) ==")
+    folder = out / "archive"
+    if not folder.exists():
+        write_archive(folder, docs, pages, dpi=300)
+    without, scored = ingest_seconds(folder, out / "without.sqlite", "")
+    with_legends, _ = ingest_seconds(folder, out / "with.sqlite", "eng+deu+fra")
+    times, picture_pages = legend_times(folder)
+    print(f"pages: {scored}, with a picture: {picture_pages}, pictures: {len(times)}")
+    print(f"ingest without legends: {1000 * without / scored:.0f} ms/page; with legends (eng+deu+fra): "
+          f"{1000 * with_legends / scored:.0f} ms/page; legends' share: {(with_legends - without) / with_legends:.0%}")
+    if times:
+        print(f"legend OCR per picture: median {np.median(times):.0f} ms, mean {np.mean(times):.0f} ms, "
+              f"max {max(times):.0f} ms; per page with a picture: {sum(times) / picture_pages:.0f} ms")
+
+
+def legend_quality(folder: pathlib.Path, out: pathlib.Path, languages: str) -> None:
+    print(f"== legends on real pages ({folder}, {languages}) ==")
+    labels = build(folder, out / "real")
+    boxed = {json.loads(line)["file"]: json.loads(line)["pictures"]
+             for line in (folder / "pictures.jsonl").read_text().splitlines()}
+    right = printed = 0
+    invented = []
+    for pdf, label in labels.items():
+        pictures = boxed.get(label["file"], [])
+        if not pictures:
+            continue
+        with pymupdf.open(pdf) as doc:
+            width, height = reference_size(doc[0])
+            boxes = [_reference_box(p["box"], width, height) for p in pictures]
+            found = read_legends(doc, 0, boxes, languages)
+        for picture, legend in zip(pictures, found):
+            read = legend.text if legend else None
+            if picture.get("legend"):
+                r, n = accuracy_counts(read, picture["legend"])
+                right, printed = right + r, printed + n
+                confidence = f"{legend.confidence:.2f}" if legend else "-"
+                print(f"{label['file'][:40]:40s} {r / n:5.0%} conf {confidence}\n  printed: {picture['legend']!r}\n"
+                      f"  read:    {read!r}")
+            elif legend is not None:
+                invented.append(f"{label['file'][:40]:40s} {picture['kind']:15s} {read!r} ({legend.confidence:.2f})")
+    print(f"character accuracy over the printed legends: {right / max(printed, 1):.1%} ({right}/{printed})")
+    print(f"legends read where none is printed: {len(invented)} of "
+          f"{sum(not p.get('legend') for pictures in boxed.values() for p in pictures)}")
+    print("\n".join(invented))
+
+
+def detected_legends(folder: pathlib.Path, out: pathlib.Path, languages: str) -> None:
+    """As ingest reads them: the legends of the pictures the page analysis finds, each matched to the
+    labelled picture it lies mostly inside."""
+    print(f"== legends of the pictures ingest finds on real pages ({languages}) ==")
+    labels = build(folder, out / "real")
+    boxed = {json.loads(line)["file"]: json.loads(line)["pictures"]
+             for line in (folder / "pictures.jsonl").read_text().splitlines()}
+    right = printed = 0
+    invented = []
+    for pdf, label in labels.items():
+        with pymupdf.open(pdf) as doc:
+            width, height = reference_size(doc[0])
+            result = with_legends(score_page(doc, 0), doc, languages)
+        found = json.loads(result.features["pictures"]) if result.status == "ok" else []
+        pictures = boxed.get(label["file"], [])
+        labelled = [_reference_box(p["box"], width, height) for p in pictures]
+        for picture, box in zip(pictures, labelled):
+            if picture.get("legend"):
+                read = [entry[5] for entry in found if _inside(entry[:4], box) and entry[5]]
+                r, n = accuracy_counts(" ".join(read) or None, picture["legend"])
+                right, printed = right + r, printed + n
+                print(f"{label['file'][:40]:40s} {r / n:5.0%}  printed: {picture['legend'][:60]!r}  read: {read}")
+        for entry in found:
+            owners = [p for p, box in zip(pictures, labelled) if _inside(entry[:4], box)]
+            if entry[5] and not any(p.get("legend") for p in owners):
+                kind = owners[0]["kind"] if owners else "(no labelled picture)"
+                invented.append(f"{label['file'][:40]:40s} {kind:20s} {entry[5]!r} ({entry[6]:.2f})")
+    print(f"character accuracy over the printed legends: {right / max(printed, 1):.1%} ({right}/{printed})")
+    print(f"legends read where none is printed: {len(invented)}")
+    print("\n".join(invented))
+
+
+def _inside(box, labelled, grow: int = 20) -> bool:
+    """At least half of `box` lies inside `labelled` grown by `grow` reference pixels."""
+    x0, y0 = max(box[0], labelled[0] - grow), max(box[1], labelled[1] - grow)
+    x1, y1 = min(box[2], labelled[2] + grow), min(box[3], labelled[3] + grow)
+    inside = max(0, x1 - x0) * max(0, y1 - y0)
+    return inside >= 0.5 * (box[2] - box[0]) * (box[3] - box[1])
+
+
+def _reference_box(box, width: int, height: int) -> tuple[int, int, int, int]:
+    return round(box[0] * width), round(box[1] * height), round(box[2] * width), round(box[3] * height)
 
 
 def engravings(count: int) -> list:
@@ -100,15 +246,34 @@ def caption_job_cost(out: pathlib.Path, pages: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"which of {', '.join(SECTIONS)}")
+    parser.add_argument("--real", type=pathlib.Path, default=REAL)
+    parser.add_argument("--languages", default="eng+deu+fra")
+    parser.add_argument("--legend-docs", type=int, default=4)
+    parser.add_argument("--legend-pages", type=int, default=20)
     parser.add_argument("--model", type=pathlib.Path, default=None)
     parser.add_argument("--pictures", type=int, default=8)
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--pages", type=int, default=12)
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "bench" / "out" / "captions")
     args = parser.parse_args()
+    sections = set(args.sections.split(","))
     args.out.mkdir(parents=True, exist_ok=True)
-    caption_job_cost(args.out, args.pages)
-    captioner_cost(args.out, args.model, args.pictures, args.batch)
+    note = engine_note()
+    if note and sections & {"legends", "real"}:
+        print(note)
+    elif "legends" in sections:
+        legend_cost(args.out, args.legend_docs, args.legend_pages)
+    if not note and "real" in sections:
+        if (args.real / "pictures.jsonl").exists():
+            legend_quality(args.real, args.out, args.languages)
+            detected_legends(args.real, args.out, args.languages)
+        else:
+            print(f"no real pages at {args.real}: legends on real pages not measured")
+    if "job" in sections:
+        caption_job_cost(args.out, args.pages)
+    if "captioner" in sections:
+        captioner_cost(args.out, args.model, args.pictures, args.batch)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ Every command takes --db, the manifest (an SQLite file, default data/manifest.sq
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import csv
 import json
 import os
@@ -17,6 +18,7 @@ from tqdm import tqdm
 
 from guards.csv_cells import safe_row
 
+from .captions.legend import check_languages
 from .manifest import history as history_, thumbnail_store
 from .manifest.rules import DISAGREES_SQL, LIVE_DOCUMENT_SQL, RULES
 from .manifest.store import DEFAULT_PAGE_TIMEOUT, JobRunning, Manifest, ManifestError
@@ -152,8 +154,11 @@ class ArchivePath(click.Path):
 @worker_memory_option
 @cluster_option
 @thumbnails_option
+@click.option("--legend-languages", default=None, metavar="LANGS",
+              help="Tesseract's languages to read the pictures' printed legends in, e.g. eng+deu (default: the "
+                   "manifest's setting, eng+deu+fra); saved in the manifest.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def ingest(paths, db, workers, page_timeout, worker_memory, cluster, thumbnails, quiet):
+def ingest(paths, db, workers, page_timeout, worker_memory, cluster, thumbnails, legend_languages, quiet):
     """Score every page of the PDFs in PATHS (files or folders, searched recursively; or URLs such as
     s3://bucket/archive/, read through fsspec with its filesystem package installed).
 
@@ -166,11 +171,16 @@ def ingest(paths, db, workers, page_timeout, worker_memory, cluster, thumbnails,
     manifest = open_manifest(db, create=True)
     if thumbnails is not None:
         manifest.thumbnail_store = thumbnails
+    if legend_languages is not None:
+        try:
+            manifest.legend_languages = check_languages(legend_languages)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--legend-languages") from None
     with open_cluster(cluster, manifest) as dask_cluster, hash_bar(quiet) as hash_progress, page_bar("scoring", quiet) as progress:
         try:
             job = Ingest(manifest, paths, workers=workers, page_timeout=page_timeout, cluster=dask_cluster,
                          worker_memory=worker_memory, on_progress=progress, on_hash_progress=hash_progress)
-        except FileNotFoundError as exc:  # a URL that names nothing (local paths are checked by click)
+        except (FileNotFoundError, ValueError) as exc:  # a URL that names nothing; a legend language gone
             raise click.ClickException(str(exc)) from None
         report = run_job(job)
     finish_run(report, f"{report.documents} documents ({report.new_documents} new): {report.pages_scored} pages "
@@ -222,6 +232,8 @@ def finish_run(report, summary: str) -> None:
     """Warnings, the summary line, and exit 130 when the run was stopped (so scripts can tell)."""
     for problem in report.problems:
         click.echo(f"warning: {problem}", err=True)
+    if getattr(report, "legend_note", None):  # ingest and rescore: legends not read, and how to get them
+        click.echo(report.legend_note, err=True)
     click.echo(summary)
     if report.stopped:
         click.echo("Stopped. Run the same command again to resume.", err=True)
@@ -247,8 +259,12 @@ def rescore(db, workers, all_pages, page_timeout, worker_memory, cluster, quiet)
 
     manifest = open_manifest(db)
     with open_cluster(cluster, manifest) as dask_cluster, page_bar("rescoring", quiet) as progress:
-        report = run_job(Rescore(manifest, all_pages=all_pages, workers=workers, page_timeout=page_timeout,
-                                 cluster=dask_cluster, worker_memory=worker_memory, on_progress=progress))
+        try:
+            job = Rescore(manifest, all_pages=all_pages, workers=workers, page_timeout=page_timeout,
+                          cluster=dask_cluster, worker_memory=worker_memory, on_progress=progress)
+        except ValueError as exc:  # the manifest's legend languages are not installed here
+            raise click.ClickException(str(exc)) from None
+        report = run_job(job)
     finish_run(report, f"{report.documents} documents: {report.pages_scored} pages rescored, {failed_pages(report)}")
 
 
@@ -389,26 +405,63 @@ def settings(db, threshold, rule, picture_area_min, page_timeout, thumbnails):
     click.echo(f"cluster: {configured_address() or 'none, worker processes here'} (${ADDRESS_ENV}; not a manifest setting)")
 
 
+class PageAndPicture(click.ParamType):
+    """PAGE or PAGE:PICTURE: a page counted from 1, and a picture's number on it as `pictures` lists it."""
+
+    name = "page[:picture]"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        match = re.fullmatch(r"\s*([0-9]+)\s*(?::\s*([0-9]+)\s*)?", str(value))
+        if not match:
+            self.fail(f"{value!r} is not PAGE or PAGE:PICTURE (examples: 12, 12:2)", param, ctx)
+        return int(match.group(1)), None if match.group(2) is None else int(match.group(2))
+
+
+@dataclasses.dataclass(frozen=True)
+class Label:
+    """One decision asked for: a page, or one picture of it (`picture`, its number on the page)."""
+
+    line: int  # of the labels file; 1 for the command line
+    doc: str
+    page: int  # from 1
+    picture: int | None
+    keep: bool | None
+
+
 @cli.command()
 @click.argument("doc", required=False)
-@click.argument("page", required=False, type=click.IntRange(min=0))  # 0 is told "pages count from 1"
+@click.argument("page", required=False, type=PageAndPicture(), metavar="[PAGE[:PICTURE]]")  # 0: "pages count from 1"
 @click.argument("decision", required=False, type=click.Choice(list(DECISIONS)))
 @db_option
 @click.option("--from", "labels", type=click.File("r", encoding="utf-8-sig"), default=None,
-              help="A CSV with columns doc, page (from 1) and decision (include, exclude or auto; or keep as "
-                   "`pages` writes it: true/false), one override per row. '-' reads standard input.")
+              help="A CSV with columns doc, page (from 1), an optional picture (its number on the page, as "
+                   "`pictures` lists it; empty: the page) and the decision: a `decision` column (include, exclude "
+                   "or auto), else an `override` column (as `pictures` writes it), else a `keep` column (true/false, "
+                   "as `pages` writes it). One override per row. '-' reads standard input.")
 def override(doc, page, decision, db, labels):
-    """Overrule the decision of one page, or of every page in a labels file.
+    """Overrule the decision of one page or one picture, or of every page and picture in a labels file.
 
     DOC is a document as `pages` lists it (its path), its file name when that is unique, or its
     id; PAGE counts from 1, as a PDF viewer and `pages` count (until version 0.2 it counted from
-    0: add 1 to page numbers in older scripts and labels files). include keeps the page whatever
-    the rule says, exclude removes it, auto hands it back to the rule. Re-scoring never touches an
-    override.
+    0: add 1 to page numbers in older scripts and labels files); PAGE:PICTURE names one picture of
+    the page by its number as `pictures` lists it. include keeps the page (or exports the picture)
+    whatever the rule says, exclude removes it, auto hands it back to the rule. Re-scoring never
+    touches an override; a picture's follows it to its new box.
+
+    A labels file's decision is its `decision` column, else its `override` column, else its `keep`
+    column. So `pages --format csv` output pins every page as it is decided now (its keep), and
+    `pictures --format csv` output gives every picture back the override it has (its override
+    column): as written it changes nothing; change a row's override to include, exclude or auto
+    to decide that picture. Every row is checked first: one bad row changes nothing.
 
     \b
         python -m curation override data/archive/1890-03.pdf 12 include
+        python -m curation override data/archive/1890-03.pdf 12:2 exclude    # picture 2 of page 12
         python -m curation override --from labels.csv
+        python -m curation pictures --format csv > pictures.csv   # edit the override column, then
+        python -m curation override --from pictures.csv
     """
     manifest = open_manifest(db)
     if labels is not None:
@@ -416,34 +469,52 @@ def override(doc, page, decision, db, labels):
             raise click.UsageError("give DOC PAGE DECISION or --from, not both")
         rows = list(_label_rows(labels))
     elif doc is None or page is None or decision is None:
-        raise click.UsageError("give DOC PAGE DECISION (include, exclude or auto), or --from labels.csv")
+        raise click.UsageError("give DOC PAGE[:PICTURE] DECISION (include, exclude or auto), or --from labels.csv")
     else:
-        rows = [(1, doc, page, DECISIONS[decision])]
-    resolved = [(_find_page(manifest, line, name, number), keep) for line, name, number, keep in rows]
+        rows = [Label(1, doc, page[0], page[1], DECISIONS[decision])]
+    pages, pictures = [], []
+    for label in rows:  # every row is checked before anything is written
+        doc_id, index = _find_page(manifest, label.line, label.doc, label.page)
+        if label.picture is None:
+            pages.append(((doc_id, index), label.keep))
+        else:
+            pictures.append((_find_picture(manifest, label, doc_id, index), label.keep))
     with manifest.recording("override"):  # one action: `undo` takes the whole file back
-        for (doc_id, number), keep in resolved:
-            manifest.set_override(doc_id, number, keep)
-    counts = {word: sum(keep is value for _, keep in resolved) for word, value in DECISIONS.items()}
-    click.echo(f"{len(resolved)} override(s): {counts['include']} include, {counts['exclude']} exclude, "
+        for (doc_id, index), keep in pages:
+            manifest.set_override(doc_id, index, keep)
+        if pictures:
+            manifest.set_picture_overrides(pictures)
+    decided = [keep for _, keep in pages + pictures]
+    counts = {word: sum(keep is value for keep in decided) for word, value in DECISIONS.items()}
+    what = f" ({len(pages)} pages, {len(pictures)} pictures)" if pictures else ""
+    click.echo(f"{len(decided)} override(s){what}: {counts['include']} include, {counts['exclude']} exclude, "
                f"{counts['auto']} back to the rule")
 
 
 def _label_rows(labels):
     reader = csv.DictReader(labels)
-    missing = {"doc", "page", "decision"} - set(reader.fieldnames or ())
-    if missing == {"decision"} and "keep" in (reader.fieldnames or ()):
-        missing = set()
+    columns = set(reader.fieldnames or ())
+    # The decision: a `decision` column, else `override` (as `pictures` writes it), else `keep` (as `pages` does).
+    column = next((c for c in ("decision", "override", "keep") if c in columns), None)
+    missing = {"doc", "page"} - columns | ({"decision"} if column is None else set())
     if missing:
         raise click.ClickException(f"the labels file needs the columns doc, page, decision; missing {', '.join(sorted(missing))}")
     for line, row in enumerate(reader, start=2):
-        word = (row.get("decision") if row.get("decision") is not None else row.get("keep", "")).strip().lower()
+        word = (row.get(column) or "").strip().lower()
         if word not in DECISION_WORDS:
             raise click.ClickException(f"line {line}: decision {word!r} is not include, exclude or auto")
+        kept = (row.get("keep") or "").strip().lower()
+        if column != "keep" and kept in DECISIONS:  # a decision typed where `pictures` writes the outcome
+            raise click.ClickException(f"line {line}: keep says {kept!r}, but this file's decisions are read from its "
+                                       f"{column} column; write {kept} there")
         try:
             number = int(row["page"])
         except (TypeError, ValueError):
             raise click.ClickException(f"line {line}: page {row['page']!r} is not a page number") from None
-        yield line, row["doc"], number, DECISION_WORDS[word]
+        picture = (row.get("picture") or "").strip()
+        if picture and not picture.isdigit():
+            raise click.ClickException(f"line {line}: picture {picture!r} is not a picture's number on its page")
+        yield Label(line, row["doc"], number, int(picture) if picture else None, DECISION_WORDS[word])
 
 
 def _find_page(manifest: Manifest, line: int, name: str, number: int) -> tuple[int, int]:
@@ -457,6 +528,18 @@ def _find_page(manifest: Manifest, line: int, name: str, number: int) -> tuple[i
                                    f"{doc['pages']}, as a PDF viewer counts)")
     return doc["id"], index
 
+
+def _find_picture(manifest: Manifest, label: Label, doc_id: int, index: int) -> int:
+    """The id of picture `label.picture` of the page; a clear error naming the page's pictures otherwise."""
+    row = manifest.picture_by_number(doc_id, index, label.picture)
+    if row is not None:
+        return row["id"]
+    numbers = [r[0] for r in manifest.conn.execute(
+        "SELECT number FROM pictures WHERE doc_id = ? AND page = ? ORDER BY number", (doc_id, index))]
+    where = f"line {label.line}: " if label.line > 1 else ""
+    held = f"its pictures are {', '.join(map(str, numbers))}" if numbers else "it has no picture"
+    raise click.ClickException(f"{where}page {label.page} of {label.doc} has no picture {label.picture} ({held}; "
+                               "see `python -m curation pictures`)")
 
 
 def _find_document(manifest: Manifest, name: str, where: str = ""):
@@ -628,9 +711,10 @@ def sample_command(db, documents, pages, dpi, workers, quiet):
 @click.option("--pad-colour", "pad_colour", default="paper", show_default=True,
               help="Margin colour for --fit pad: 'paper' (each page's own paper) or #rrggbb.")
 @click.option("--crop", type=click.Choice(["page", "picture", "pictures"]), default="page", show_default=True,
-              help="page: the whole page. picture: each page cut to its illustration (the bounding box ingest "
-                   "found, plus a 1 % margin), so the text around a plate is left out; then shaped by --mode "
-                   "and --fit. Pages without a picture, or with one under 3 % of the page, export whole. "
+              help="page: the whole page. picture: each page cut to its largest picture as the curator left it "
+                   "(a kept one first, its redrawn box where redrawn; never a deleted or excluded one; plus a 1 % "
+                   "margin), so the text around a plate is left out; then shaped by --mode and --fit. Pages "
+                   "without a picture, or with one under 3 % of the page, export whole. "
                    "pictures: every picture of a page its own image (<page>_pic1 the largest, _pic2 ...), "
                    "with the same margin; pictures under the picture_area_min setting (square inches) are "
                    "left out, and a page with no picture that large exports whole.")

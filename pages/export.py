@@ -1,7 +1,7 @@
 """Export: the kept pages as a LoRA training ZIP for kohya_ss, ai-toolkit or diffusers.
 
-Options beside a preview of a few images exactly as they will be written (same reader, crop, shaping
-and encoder as the export), and how many near-duplicates are left out. The export itself runs in its
+Options beside a preview of every image exactly as it will be written (same reader, crop, shaping
+and encoder as the export), a screen of four at a time, and how many near-duplicates are left out. The export itself runs in its
 own process (`python -m curation export`) and writes its progress to the manifest; this page only
 launches it and polls, so a rerun, a reload or a closed tab neither stops it nor starts a second one.
 Then a download button, or the path on the server for a ZIP too large to pass through a browser.
@@ -18,7 +18,7 @@ import shlex
 import streamlit as st
 
 from curation.export import (ExportSettings, SettingsError, estimate_bytes, image_folder, preview, safe_zip_name,
-                             sample_items, select)
+                             screen_items, screens, select)
 from curation.export.selection import Item, Selection
 from curation.export.settings import DEFAULT_TEMPLATE
 from curation.manifest import views
@@ -30,7 +30,8 @@ from pages import _common as common
 
 # A download passes through the server's memory: beyond this the ZIP is fetched from the server's disk.
 DOWNLOAD_LIMIT = 500_000_000
-PREVIEW_COUNT = 4
+PREVIEW_COUNT = 4  # images a preview screen shows
+PREVIEW_SCREEN_KEY = "export_preview_screen"
 POLL_SECONDS = 1.0
 RUNNING_KEY = "export_job_was_running"
 ONE_PER_GROUP_KEY = "export_one_per_group"
@@ -59,8 +60,8 @@ SHAPES = {  # label: (mode, fit, the trade-off in one line)
 }
 CROPS = {  # label: (crop, the trade-off in one line)
     "The whole page": ("page", "Text, margins and all, as scanned."),
-    "The picture only": ("picture", "Each page cut to its illustration (the box found at ingest, with a small "
-                         "margin), so the text around a plate is left out; then shaped as above. Pages without "
+    "The picture only": ("picture", "Each page cut to its largest picture as you left it on Review (with a "
+                         "small margin), so the text around a plate is left out; then shaped as above. Pages without "
                          "a picture export whole."),
     "Each picture apart": ("pictures", "Every picture of a page its own image, cut the same way, so a page of "
                            "several cuts gives several training images. Pictures smaller than the picture rule's "
@@ -180,30 +181,36 @@ def cached_preview(item: tuple, settings_json: str,
 
 
 def show_preview(items: list[Item], settings: ExportSettings) -> list:
-    sample = sample_items(items, PREVIEW_COUNT, settings)
+    """Every image the export writes, a screen at a time, in the order written: each with its file name,
+    size, source and caption. Only the screen shown is drawn."""
+    count = screens(items, PREVIEW_COUNT)
+    if st.session_state.get(PREVIEW_SCREEN_KEY, 1) > count:  # the selection shrank (a setting, a decision)
+        st.session_state[PREVIEW_SCREEN_KEY] = count
+    heading = st.empty()
+    screen = st.pagination(count, key=PREVIEW_SCREEN_KEY, max_visible_pages=7) if count > 1 else 1
+    shown_items = screen_items(items, screen, PREVIEW_COUNT)
+    first = (screen - 1) * PREVIEW_COUNT
+    heading.caption(f"Images {first + 1:,}–{first + len(shown_items):,} of {len(items):,}, exactly as exported and "
+                    f"in the order written: the size, margins and crops the trainer will see, each file's name and "
+                    f"caption. Files go to `{image_folder(settings)}/`.")
     # Which pages go does not change how one looks: the preview cache ignores the near-duplicate choice.
     key = json.dumps({k: v for k, v in settings.as_dict().items() if k != "duplicates"}, sort_keys=True)
     with st.spinner("Preparing the preview…"):
-        roots = tuple(str(root) for root in common.allowed_roots([item.doc for item in sample]))
-        results = [cached_preview(dataclasses.astuple(item), key, roots) for item in sample]
-    cut = {"picture": " At least half are pages cut to their picture, where there are any.",
-           "pictures": " A page with several pictures is shown as all of them, where there is one.",
-           }.get(settings.crop, "")
-    st.caption(f"As exported, spread over the {len(items):,} images: the size, margins and crops the trainer "
-               f"will see, and each caption.{cut} Files go to `{image_folder(settings)}/`.")
-    for row_start in range(0, len(sample), 2):
+        roots = tuple(str(root) for root in common.allowed_roots([item.doc for item in shown_items]))
+        results = [cached_preview(dataclasses.astuple(item), key, roots) for item in shown_items]
+    for row_start in range(0, len(shown_items), 2):
         columns = st.columns(2)
         for column, item, (jpeg, width, height, caption, problem, crop) in zip(
-                columns, sample[row_start:row_start + 2], results[row_start:row_start + 2]):
+                columns, shown_items[row_start:row_start + 2], results[row_start:row_start + 2]):
             with column:
+                name = common.escape_markdown(pathlib.Path(item.doc).name)
+                st.caption(common.code_span(f"{item.name}.jpg"))
                 if jpeg is None:
-                    name = common.escape_markdown(pathlib.Path(item.doc).name)
                     st.warning(f"{name} page {page_number(item.page)} cannot be read: {common.escape_markdown(problem)}")
                     continue
                 cropped = " · cut to the picture" if crop else ""
                 if item.picture is not None:
                     cropped = f" · picture {item.picture}"
-                name = common.escape_markdown(pathlib.Path(item.doc).name)
                 st.image(jpeg, caption=f"{width}×{height} · {name}, page {page_number(item.page)}{cropped}")
                 st.code(caption, language=None, wrap_lines=True)
     return [jpeg for jpeg, *_ in results]
@@ -226,7 +233,7 @@ def show_figures(selection: Selection, previews: list, rule: str) -> None:
                      help="Copies of another exported page's picture, exported too: one page per group is off.")
     estimate = estimate_bytes(sizes, len(items))
     second.metric("Estimated size", human_size(estimate) if estimate else "—",
-                  help="From the average of the preview images.")
+                  help="From the average of the images on the preview's screen shown.")
     if estimate and estimate > DOWNLOAD_LIMIT:
         st.caption(f"Larger than {human_size(DOWNLOAD_LIMIT)}: it will be on the server's disk rather than offered "
                    "as a browser download.")

@@ -5,6 +5,7 @@ import pathlib
 
 import streamlit as st
 
+from curation.captions import legend
 from curation.manifest import thumbnail_store, views
 from curation.runs import cluster_config, jobs
 from curation.sources import paths
@@ -31,9 +32,10 @@ def main():
     show_sources(known_sources)
     start_button(db, roots, known_sources, running)
     if known_sources:  # what the server decides, and where thumbnails go: rarely needed, folded away
-        with st.expander("Advanced: thumbnails, time limit per page, Dask cluster", icon=":material/settings:",
-                         key="ingest_advanced"):
+        with st.expander("Advanced: thumbnails, legend languages, time limit per page, Dask cluster",
+                         icon=":material/settings:", key="ingest_advanced"):
             thumbnails_input(running)
+            legend_languages_input(running)
             page_timeout_setting()
             cluster_setting()
     common.job_panel(body=documents_table)
@@ -146,6 +148,32 @@ def thumbnails_input(running: bool):
         help=auth.help_for(f"Where each page's thumbnail is kept. A thumbnail is about 10 kB, four fifths of a "
                            f"page's size in the manifest: on millions of pages, folder or none keeps the manifest "
                            f"small. The folder is `{folder}`. {thumbnail_store.CHANGE_NOTE}"))
+
+
+def legend_languages_input(running: bool):
+    """The languages pictures' printed legends are read in; without the OCR engine, how to get it."""
+    note = legend.engine_note()
+    if note:
+        st.caption(common.escape_markdown(note))
+        return
+    with common.open_manifest() as manifest:
+        saved = manifest.legend_languages.split("+")
+    installed = sorted(legend.installed_languages())
+    st.multiselect(
+        "Legend languages", installed, default=[code for code in saved if code in installed],
+        format_func=lambda code: legend.LANGUAGE_NAMES.get(code, code), key="legend_languages",
+        on_change=save_legend_languages, disabled=running or auth.locked(),
+        help=auth.help_for("The languages the printed legend under (or over) each picture is read in, by OCR, "
+                           "as pages are scored. Fewer languages read faster and confuse fewer letters."))
+
+
+def save_legend_languages():
+    chosen = st.session_state.get("legend_languages") or []
+    if not auth.require_curator() or not chosen:  # at least one: an empty choice keeps the saved one
+        st.session_state.pop("legend_languages", None)
+        return
+    with common.open_manifest() as manifest:
+        manifest.legend_languages = legend.check_languages("+".join(chosen))
 
 
 def save_thumbnails():

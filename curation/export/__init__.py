@@ -7,14 +7,14 @@ output needs: the embedded scan decoded reduced, or a render), `geometry` and `s
 or its picture; square pad/crop/stretch or SDXL buckets, Lanczos-3 by libvips, JPEG), `captions` (the template),
 `layouts` (kohya, folder, diffusers; provenance and settings), `zipwriter` (deterministic, streamed,
 renamed into place when complete), `worker` (one page in, one JPEG out), `job` (the run, its workers
-and its progress in the manifest) and `preview` (a few pages as exported, and the ZIP's size, for the
-app).
+and its progress in the manifest) and `preview` (every image as exported, a screen at a time, and the ZIP's size,
+for the app).
 """
 
 from .geometry import crop_box, nearest_bucket, plan_image, sdxl_buckets
 from .job import Export, ExportError, ExportReport, export
 from .layouts import image_folder
-from .preview import Preview, estimate_bytes, preview, sample_items
+from .preview import Preview, estimate_bytes, preview, sample_items, screen_items, screens
 from .selection import Item, LeftOut, Selection, select, select_items
 from .settings import CROPS, DUPLICATES, FITS, LAYOUTS, MODES, ExportSettings, SettingsError
 from .worker import export_page
@@ -24,5 +24,5 @@ __all__ = [
     "CROPS", "DUPLICATES", "FITS", "LAYOUTS", "MODES", "Export", "ExportError", "ExportReport", "ExportSettings",
     "Item", "LeftOut", "Preview", "Selection", "SettingsError", "crop_box", "estimate_bytes", "export",
     "export_page", "image_folder", "nearest_bucket", "plan_image", "preview", "safe_zip_name", "sample_items",
-    "sdxl_buckets", "select", "select_items",
+    "screen_items", "screens", "sdxl_buckets", "select", "select_items",
 ]

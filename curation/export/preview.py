@@ -1,4 +1,5 @@
-"""A few pages exactly as the export will write them, and what the whole ZIP will weigh."""
+"""Images exactly as the export will write them, screen by screen over all it writes, and what the whole
+ZIP will weigh."""
 
 from __future__ import annotations
 
@@ -38,6 +39,18 @@ def sample_items(items: list[Item], count: int = 4, settings: ExportSettings | N
     if settings is not None and settings.crop == "picture":
         return _balanced(items, count, lambda item: crop_box(item, settings) is not None)
     return _spread(items, count)
+
+
+def screens(items: list, per_screen: int) -> int:
+    """How many screens of `per_screen` images the preview pages through (at least one)."""
+    return max(1, -(-len(items) // per_screen))
+
+
+def screen_items(items: list[Item], screen: int, per_screen: int) -> list[Item]:
+    """The images of preview screen `screen` (from 1, clamped to the screens there are), in the order the
+    export writes them."""
+    screen = min(max(1, screen), screens(items, per_screen))
+    return items[(screen - 1) * per_screen:screen * per_screen]
 
 
 def _balanced(units: list, count: int, is_cut) -> list:

@@ -14,6 +14,8 @@ from ..manifest.store import Manifest
 from ..sources.page_numbers import page_number
 
 MAX_STEM = 48
+# The scorer's largest picture of a page, as `pages` stores it (crop "picture" prefers the curator's: see
+# largest_picture).
 BOX_COLUMNS = ("picture_x0", "picture_y0", "picture_x1", "picture_y1")
 
 
@@ -87,6 +89,8 @@ def select(manifest: Manifest, threshold: float | None = None, duplicates: str =
                           None if None in box else box, row["picture_share"], row["duplicate_group"]))
     selection = one_per_group(items) if duplicates == "one" else Selection(items, [], _duplicates(items))
     pictures = manifest.kept_pictures(threshold)
+    if crop == "picture":
+        selection = dataclasses.replace(selection, items=largest_picture(selection.items, manifest, threshold))
     if crop == "pictures":
         selection = dataclasses.replace(selection, items=one_per_picture(selection.items, pictures))
     return dataclasses.replace(selection, items=with_caption_sources(selection.items, pictures))
@@ -133,6 +137,22 @@ def with_caption_sources(items: list[Item], pictures: dict[tuple[int, int], list
             item, legend=row["legend"], auto_caption=row["auto_caption"], auto_caption_model=row["auto_caption_model"],
             caption=item.caption if item.picture is not None else item.caption or row["caption"]))
     return filled
+
+
+def largest_picture(items: list[Item], manifest: Manifest, threshold: float | None = None) -> list[Item]:
+    """Each page cut (crop "picture") to its largest picture as the curator left it: kept pictures first
+    (an included or added one, a redrawn box), then the others; never one the curator deleted or excluded.
+    A page whose every picture is deleted or excluded exports whole; a page without picture rows (scored
+    before pictures were rows) keeps the scorer's box."""
+    best: dict[tuple[int, int], tuple | None] = {}
+    for row in manifest.picture_rows(threshold, order="x.doc_id, x.page, (x.deleted OR x.keep IS 0), "
+                                                       "keep_picture DESC, box_area DESC, x.number"):
+        key = (row["doc_id"], row["page"])
+        if key not in best:
+            refused = row["deleted"] or row["keep"] == 0
+            best[key] = None if refused else (row["bx0"], row["by0"], row["bx1"], row["by1"])
+    return [dataclasses.replace(item, picture_box=best[(item.doc_id, item.page)])
+            if (item.doc_id, item.page) in best else item for item in items]
 
 
 def one_per_group(items: list[Item]) -> Selection:

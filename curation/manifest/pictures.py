@@ -58,6 +58,15 @@ MIGRATION = """
     ALTER TABLE pages ADD COLUMN pictures_auto_area REAL;
 """
 
+# Indexes for reading pictures a screen at a time (curation.manifest.store.MIGRATIONS): ORDER BY
+# COALESCE(x.fixed_area, x.area) (PICTURE_AREA_SQL) walks the first; a filter on x.caption IS NOT NULL or
+# x.rank IS NULL, in (doc_id, page, number) order, the others.
+INDEXES = """
+    CREATE INDEX pictures_box_area ON pictures(COALESCE(fixed_area, area));
+    CREATE INDEX pictures_captioned ON pictures(doc_id, page, number) WHERE caption IS NOT NULL;
+    CREATE INDEX pictures_lost ON pictures(doc_id, page, number) WHERE rank IS NULL;
+"""
+
 MATCH_IOU = 0.5  # a new box is the same picture as an old one when they overlap this much (intersection/union)
 REFERENCE_DPI = 144  # boxes are measured at the scorer's reference resolution (curation.scoring.features)
 # What makes a picture a person's work, kept when the scorer no longer finds it.

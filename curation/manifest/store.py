@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import os
 import pathlib
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator
 
@@ -29,6 +30,7 @@ DEFAULT_THRESHOLD = 45.0
 HEARTBEAT_STALE_SECONDS = 30.0
 HUNG_SECONDS = 600.0  # a job's own live process silent this long is taken as hung: the manifest is freed
 DEFAULT_PAGE_TIMEOUT = 60.0  # seconds; a page past it is skipped (a pathological pattern can take hours)
+DEFAULT_LEGEND_LANGUAGES = "eng+deu+fra"  # English, German, French: the periodicals most often ingested
 
 # Each entry moves the schema one version up. Never edit a released entry: append a new one.
 MIGRATIONS: list[str] = [
@@ -198,8 +200,25 @@ MIGRATIONS: list[str] = [
     """,
     # Pictures as rows (curation.manifest.pictures): a stable id and number, a curator's decision, box and caption.
     pictures.MIGRATION,
+    # The Pictures view's screens read through an index: by size as the curator left it (either way), and the
+    # few pictures captioned by a curator or no longer found, without a walk over every picture.
+    pictures.INDEXES,
 ]
 
+
+
+LANGUAGE_CODE = re.compile(r"^[a-z][a-z_]{1,15}$")  # Tesseract's names: eng, deu, chi_sim, ...
+
+
+def language_codes(text: str) -> str:
+    """'eng+deu' as Tesseract takes it, from "eng, deu" or "ENG+deu"; ValueError naming what is wrong."""
+    codes = [code.strip().lower() for code in str(text).replace(",", "+").split("+") if code.strip()]
+    if not codes:
+        raise ValueError("name at least one legend language, e.g. eng+deu")
+    bad = [code for code in codes if not LANGUAGE_CODE.match(code)]
+    if bad:
+        raise ValueError(f"not a Tesseract language code: {', '.join(bad)} (e.g. eng, deu, fra, frk, rus)")
+    return "+".join(dict.fromkeys(codes))
 
 
 class ManifestError(Exception):
@@ -346,6 +365,17 @@ class Manifest(pictures.PictureRows):
         if value < 0:
             raise ValueError("the page time limit cannot be negative")
         self.set_setting("page_timeout", float(value))
+
+    @property
+    def legend_languages(self) -> str:
+        """Tesseract's languages the pictures' printed legends are read in, e.g. "eng+deu+fra"."""
+        return self.get_setting("legend_languages", DEFAULT_LEGEND_LANGUAGES)
+
+    @legend_languages.setter
+    def legend_languages(self, value: str) -> None:
+        """Checked for its form here; whether the languages are installed is the captions stage's to check
+        (curation.captions.legend.check_languages), which ingest does again before reading."""
+        self.set_setting("legend_languages", language_codes(value))
 
     @property
     def thumbnail_store(self) -> str:

@@ -26,6 +26,7 @@ import cv2
 import psutil
 import pymupdf
 
+from ..captions.legend import check_languages, engine_note, installed_languages, with_legends
 from ..decisions.duplicates import refresh_duplicates
 from ..manifest.store import Manifest
 from ..scoring.result import PageResult
@@ -47,13 +48,15 @@ CRASH_MESSAGE = "the PDF engine crashed on this page (twice, in fresh workers); 
 class Task:
     """Inspect a document (`pages` is None) or score the listed pages of it; with `hash`, hash the
     file and inspect it in one read where it is read (a cluster's worker), before it is a document.
-    `roots`: the folders the file must really lie in when the worker opens it (None: no check)."""
+    `roots`: the folders the file must really lie in when the worker opens it (None: no check).
+    `legend_languages`: Tesseract's languages to read the pictures' legends in (None: none read)."""
 
     doc_id: int | None
     path: str
     pages: tuple[int, ...] | None = None
     hash: bool = False
     roots: tuple[str, ...] | None = None
+    legend_languages: str | None = None
 
 
 @dataclass
@@ -68,6 +71,7 @@ class IngestReport:
     timeouts: int = 0  # executors torn down because a task ran past the page time limit
     seconds: float = 0.0
     page_timeout: float | None = None
+    legend_note: str | None = None  # why legends were not read, and how to get them
     stopped: bool = False
     problems: list[str] = field(default_factory=list)
 
@@ -99,14 +103,16 @@ def run_task(task: Task):
             return exc
     doc = open_document(task.path, task.roots)
     try:
-        return [_score_and_shrink(doc, number) for number in task.pages]
+        return [_score_and_shrink(doc, number, task.legend_languages) for number in task.pages]
     finally:
         doc.close()
 
 
-def _score_and_shrink(doc, number: int) -> PageResult:
+def _score_and_shrink(doc, number: int, legend_languages: str | None = None) -> PageResult:
     try:
         result = score_page(doc, number)
+        if legend_languages and result.status == "ok":
+            result = with_legends(result, doc, legend_languages)
     finally:
         # MuPDF caches every image it touched (up to 256 MB per process); a page is never needed twice.
         pymupdf.TOOLS.store_shrink(100)
@@ -380,14 +386,16 @@ class Ingest:
                  pages_per_task: int = PAGES_PER_TASK,
                  make_executor: Callable[[int], cf.Executor] = process_pool, task_fn: Callable = run_task,
                  page_timeout: float | None = None, worker_memory: int | None = None, cluster=None,
-                 roots: Sequence[str | os.PathLike] | None = None,
+                 roots: Sequence[str | os.PathLike] | None = None, legend_languages: str | None = None,
                  on_progress: Callable[[int, int], None] = lambda done, total: None,
                  on_hash_progress: Callable[[int, int], None] = lambda done, total: None):
         """`page_timeout`: seconds a page may take (None: the manifest's setting; 0: no limit).
         `worker_memory`: bytes each pool worker may allocate (None: a fair share of the machine's).
         `cluster`: a `curation.runs.cluster.Cluster` whose workers run the tasks instead of a local pool.
         `roots`: the folders every file read must really lie in, checked as it is opened (None: the
-        allowed folders, and `paths` that lie outside them: see `paths.reading_roots`)."""
+        allowed folders, and `paths` that lie outside them: see `paths.reading_roots`).
+        `legend_languages`: Tesseract's languages for the pictures' legends, e.g. "eng+deu" (None: the
+        manifest's setting; "": none read). Without the OCR engine none are read (`report.legend_note`)."""
         self.manifest = manifest
         self.report = IngestReport()
         if roots is None:
@@ -396,6 +404,7 @@ class Ingest:
         self.pdfs = find_pdfs(paths, self.roots, self._refuse)  # raises before any work when a path is missing
         self.pages_per_task = pages_per_task
         self.page_timeout = (manifest.page_timeout if page_timeout is None else page_timeout) or None
+        self.legend_languages = self._legend_languages(legend_languages)
         self.kill = kill_executor
         # On a cluster the coordinator reading every byte would be the bottleneck: workers hash what they read.
         self.hash_in_workers = cluster is not None
@@ -418,6 +427,15 @@ class Ingest:
         self._started = 0.0
         self._last_beat = 0.0
 
+    def _legend_languages(self, chosen: str | None) -> str | None:
+        """The languages legends are read in, checked before any work; None when none are read."""
+        if chosen == "":
+            return None
+        if not installed_languages():
+            self.report.legend_note = engine_note()
+            return None
+        return check_languages(self.manifest.legend_languages if chosen is None else chosen)
+
     def run(self) -> IngestReport:
         with stop_on_sigterm():
             return self._run()
@@ -425,7 +443,8 @@ class Ingest:
     def _run(self) -> IngestReport:
         self._started = time.monotonic()
         self.job_id = self.manifest.start_job("ingest", {"paths": [str(p) for p in self.pdfs], "workers": self.workers,
-                                                         "page_timeout": self.page_timeout})
+                                                         "page_timeout": self.page_timeout,
+                                                         "legend_languages": self.legend_languages})
         status, message = "failed", None
         scheduler = self._scheduler = Scheduler(
             self.make_executor, self.workers, self.task_fn, should_stop=lambda: self.manifest.stop_requested(self.job_id),
@@ -533,7 +552,8 @@ class Ingest:
             path = self.manifest.document(doc_id)["path"]
             pages = sorted(remaining)
             for start in range(0, len(pages), self.pages_per_task):
-                yield Task(doc_id, path, tuple(pages[start:start + self.pages_per_task]), roots=self.roots)
+                yield Task(doc_id, path, tuple(pages[start:start + self.pages_per_task]), roots=self.roots,
+                           legend_languages=self.legend_languages)
 
     def _refuse(self, path) -> None:
         """A file not read because it really lies outside the allowed folders: said in the job's summary."""

@@ -1,0 +1,363 @@
+"""A picture's printed legend: the lines of type directly under it (or, failing that, over it), within
+its width, before the next picture or the body text starts, read by Tesseract.
+
+Where the lines are is worked out on the page itself, read at OCR resolution around the pictures
+(the 144-dpi reference image is too coarse for 7-pt type): rows of ink under the picture are lines
+of type. The first must start close to the picture (or to a frame's rule under it), the next follow
+closely in type of the same size, and a clear gap, a rule, or type of another size end them; they are
+few, centred under the picture, and none runs on past its sides into a column of text. Body text fails
+one of these: beside the picture it is not under it, under it it is a paragraph of many lines, or its
+lines run across the whole column. A single line under a corner is an engraver's credit, passed over.
+Cuts under a square inch (an advertisement's stock cuts) are not read: the text round them is the
+advertisement's.
+
+The engine is tesserocr's (its wheel carries libtesseract); the language data comes from the system
+(Debian's tesseract-ocr-* packages). Without either, `installed_languages()` is empty, nothing is
+read, and `engine_note()` says how to get legends.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import pathlib
+import threading
+from dataclasses import dataclass, replace
+
+import cv2
+import numpy as np
+
+from ..manifest.store import DEFAULT_LEGEND_LANGUAGES as DEFAULT_LANGUAGES
+from ..manifest.store import language_codes
+from ..scoring.scorer import reference_size
+
+LANGUAGE_NAMES = {"eng": "English", "deu": "German", "fra": "French", "frk": "German (Fraktur)", "rus": "Russian",
+                  "ita": "Italian", "spa": "Spanish", "nld": "Dutch", "pol": "Polish", "lat": "Latin"}
+LANGUAGE_PACKAGES = "tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-frk tesseract-ocr-rus"
+INSTALL_HINT = f"apt-get install {LANGUAGE_PACKAGES}"
+TESSDATA_FOLDERS = ("/usr/share/tesseract-ocr/5/tessdata", "/usr/share/tesseract-ocr/4.00/tessdata",
+                    "/usr/share/tessdata", "/usr/local/share/tessdata")
+
+REFERENCE_DPI = 144  # picture boxes are in pixels of the reference render
+OCR_DPI = 300  # 7-pt capitals are about 20 px tall here, where Tesseract reads best
+MIN_PICTURE_IN2 = 1.0  # square inches: smaller cuts (a manicule, a pair of boots) stand in advertisements' text
+SEARCH_DEPTH_IN = 1.2  # a legend lies within this distance of its picture
+FIRST_GAP_IN = 0.5  # and its first line starts at most this far from it
+SIDE_IN, SIDE_SHARE = 0.15, 0.3  # a legend's line may run past the picture's sides by this much at most
+GUTTER_IN = 0.25  # room beside a legend's widest line, for a neighbouring column's text to be seen
+GUTTER, GUTTER_MIN_IN = 1.6, 0.03  # under a picture, a gap narrower than this many line heights is a word space
+WORD_SPACE = 0.8  # beside it, a plain word space is narrower than this many line heights
+EDGE_INK = 0.5  # columns of ink, in line heights, by the strip's side that make a word cut by it
+CENTRE_SHARE = 0.12  # a legend's middle is this share of the picture's width from the picture's middle at most
+UPRIGHT_IN = 0.25  # an upright stroke this tall is a column rule or a frame's side, not a letter
+LINE_MIN_IN, LINE_MAX_IN = 0.035, 0.6  # heights of a line of type (dots and rules are thinner)
+LINE_GAP = 1.2  # a gap wider than this many line heights ends the legend
+SIZE_CHANGE = 1.8  # and so does a line this many times taller or shorter than its lines
+MAX_LINES = 4  # more lines than this close together are a paragraph of body text
+RULE_SHARE = 0.6  # a rule (or a frame's foot) runs across this share of the picture at least
+MIN_CONTRAST = 60  # gray levels between the paper and the darkest ink: less is no type at all
+MIN_CONFIDENCE = 0.45  # below this the OCR read hatching or noise
+PAD_IN = 0.06  # paper around a legend, for the OCR
+
+
+@dataclass(frozen=True)
+class Legend:
+    text: str
+    confidence: float  # 0..1: Tesseract's mean word confidence
+
+
+# -- the engine ---------------------------------------------------------------------------------
+
+
+def tessdata_folder() -> str | None:
+    """Where Tesseract's language data is: $TESSDATA_PREFIX, else Debian's and the usual folders."""
+    candidates = [os.environ.get("TESSDATA_PREFIX", ""), *TESSDATA_FOLDERS]
+    for folder in filter(None, candidates):
+        if any(pathlib.Path(folder).glob("*.traineddata")):
+            return folder
+    return None
+
+
+@functools.cache
+def installed_languages() -> frozenset[str]:
+    """Languages the engine can read; empty when tesserocr or the language data is missing."""
+    folder = tessdata_folder()
+    if folder is None:
+        return frozenset()
+    try:
+        import tesserocr  # noqa: F401  (the engine: a wheel that can be missing on a platform without one)
+    except ImportError:
+        return frozenset()
+    return frozenset(path.stem for path in pathlib.Path(folder).glob("*.traineddata")) - {"osd"}
+
+
+def engine_note() -> str | None:
+    """None when legends can be read; else one line saying how to get them."""
+    try:
+        import tesserocr  # noqa: F401
+    except ImportError:
+        return "Legends are not read: the OCR engine is missing (pip install -r requirements.txt)."
+    if not installed_languages():
+        return f"Legends are not read: Tesseract's language data is missing ({INSTALL_HINT})."
+    return None
+
+
+def check_languages(text: str) -> str:
+    """'eng+deu' as Tesseract takes it (store.language_codes); ValueError naming what is wrong. Where the
+    engine is present, each language must be installed."""
+    codes = language_codes(text).split("+")
+    installed = installed_languages()
+    missing = [code for code in codes if installed and code not in installed]
+    if missing:
+        raise ValueError(f"legend language not installed: {', '.join(missing)}; installed: "
+                         f"{', '.join(sorted(installed))} (more with apt-get install tesseract-ocr-LANG)")
+    return "+".join(codes)
+
+
+_engines = threading.local()  # a Tesseract instance is not thread-safe, and loading one takes 0.3 s
+
+
+def _engine(languages: str):
+    import tesserocr
+
+    engines = _engines.__dict__.setdefault("by_languages", {})
+    if languages not in engines:
+        engines[languages] = tesserocr.PyTessBaseAPI(path=tessdata_folder(), lang=languages,
+                                                     psm=tesserocr.PSM.SINGLE_BLOCK)
+    return engines[languages]
+
+
+def ocr(gray: np.ndarray, languages: str = DEFAULT_LANGUAGES, dpi: int = OCR_DPI) -> Legend | None:
+    """The text of an image of a few lines of type, with the confidence; None where it holds none."""
+    from PIL import Image
+
+    engine = _engine(languages)
+    engine.SetImage(Image.fromarray(gray))
+    engine.SetSourceResolution(dpi)
+    # Column rules and a frame's sides beside the lines come out as "|".
+    text = " ".join(word for word in engine.GetUTF8Text().split() if word.strip("|¦"))
+    confidence = engine.MeanTextConf() / 100
+    engine.Clear()
+    if sum(ch.isalnum() for ch in text) < 2 or confidence < MIN_CONFIDENCE:
+        return None
+    return Legend(text, round(confidence, 3))
+
+
+# -- where a picture's legend is ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Strip:
+    """Where to look for one picture's legend, in reference pixels: `box` (x0, y0, x1, y1) holds the
+    picture's columns widened by the sides a legend may use; `below`: it starts at the picture's edge."""
+
+    box: tuple[int, int, int, int]
+    picture: tuple[int, int]  # the picture's x0, x1
+    below: bool
+    open_end: bool  # its far end is the search depth, not the page's edge or another picture
+
+
+def strips(box, boxes, width: int, height: int) -> list[Strip]:
+    """Under the picture `box`, then over it, each stopping at any other picture in its way."""
+    x0, y0, x1, y1 = box[:4]
+    side = round(min(SIDE_IN * REFERENCE_DPI, SIDE_SHARE * (x1 - x0)) + GUTTER_IN * REFERENCE_DPI)
+    left, right = max(0, x0 - side), min(width, x1 + side)
+    depth = round(SEARCH_DEPTH_IN * REFERENCE_DPI)
+    others = [b for b in boxes if tuple(b[:4]) != tuple(box[:4]) and b[0] < right and b[2] > left]
+    below_end = min([height, y1 + depth] + [b[1] for b in others if b[1] >= y1])
+    above_end = max([0, y0 - depth] + [b[3] for b in others if b[3] <= y0])
+    found = []
+    if below_end - y1 > 4:
+        found.append(Strip((left, y1, right, below_end), (x0, x1), True, below_end == y1 + depth))
+    if y0 - above_end > 4:
+        found.append(Strip((left, above_end, right, y0), (x0, x1), False, above_end == y0 - depth))
+    return found
+
+
+def legend_box(gray: np.ndarray, strip: Strip, scale: float) -> tuple[int, int, int, int] | None:
+    """The box (x0, y0, x1, y1 in `gray`'s pixels) of the legend in `gray`, the strip read at `scale`
+    pixels per reference pixel; None where the strip holds none."""
+    dpi = REFERENCE_DPI * scale
+    found = _ink(gray, dpi)
+    if found is None:
+        return None
+    ink, upright = found if strip.below else (found[0][::-1], found[1][::-1])  # from the picture outwards
+    px0, px1 = (max(0, round((x - strip.box[0]) * scale)) for x in strip.picture)
+    lines, rules = _lines(ink[:, px0:px1], dpi)
+    while lines:
+        block = _block(lines, rules, ink.shape[0], dpi, strip.open_end)
+        spans = [_span(ink[top:bottom], upright[top:bottom], px0, px1, dpi) for top, bottom in block or ()]
+        if not spans or None in spans:  # no block, or a line runs on into the next column: body text
+            return None
+        x0, x1 = min(s[0] for s in spans), max(s[1] for s in spans)
+        if abs(x0 + x1 - px0 - px1) / 2 <= CENTRE_SHARE * (px1 - px0):
+            return _unflipped((x0, block[0][0], x1, block[-1][1]), ink.shape[0], strip.below)
+        if len(block) > 1:  # lines beside the middle: a paragraph, not a legend
+            return None
+        rules, lines = rules + [block[0][1]], lines[1:]  # an engraver's credit under a corner: the legend may follow
+    return None
+
+
+def _unflipped(box, height: int, below: bool) -> tuple[int, int, int, int]:
+    """`box` in the strip's rows as read."""
+    x0, top, x1, bottom = box
+    return box if below else (x0, height - bottom, x1, height - top)
+
+
+def _ink(gray: np.ndarray, dpi: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """Ink against the strip's paper without upright rules (column lines, a frame's sides), and those
+    rules; None for a strip of blank paper."""
+    paper, dark = np.percentile(gray, 90), np.percentile(gray, 0.2)
+    if paper - dark < MIN_CONTRAST:
+        return None
+    ink = (gray < (paper + dark) / 2).astype(np.uint8)
+    upright = cv2.morphologyEx(ink, cv2.MORPH_OPEN, np.ones((max(3, round(UPRIGHT_IN * dpi)), 1), np.uint8))
+    return (ink & ~upright).astype(bool), upright.astype(bool)
+
+
+def _lines(ink: np.ndarray, dpi: float) -> tuple[list[tuple[int, int]], list[int]]:
+    """Rows of type (top, bottom) under the picture's columns, the picture at row 0, and the bottoms of
+    the rules across it. Ink touching row 0 counts as a rule: it is the picture's own (its box hugs its
+    strokes, found at a lower resolution), as a frame's rule is (frames are not part of its box)."""
+    counts = ink.sum(axis=1)
+    rows = np.flatnonzero(counts >= 2)
+    bands = _runs(rows, np.diff(rows) > 1)
+    # A band cut by the strip's far end is of unknown size: what lies past the end is not read.
+    lines = [(top, bottom) for top, bottom in bands
+             if 0 < top and bottom < ink.shape[0] and LINE_MIN_IN * dpi <= bottom - top <= LINE_MAX_IN * dpi]
+    rules = [bottom for top, bottom in bands if (top == 0 or bottom - top < LINE_MIN_IN * dpi)
+             and counts[top:bottom].max() >= RULE_SHARE * ink.shape[1]]
+    return lines, rules
+
+
+def _block(lines, rules: list[int], depth: int, dpi: float, open_end: bool) -> list[tuple[int, int]] | None:
+    """The legend's lines: the first close to the picture (or to the last rule before it: a frame),
+    each next one close to the last, a clear gap or a rule after them, and few. `depth`: the strip's
+    height; `open_end`: more may follow past it."""
+    edge = max([0] + [rule for rule in rules if rule <= lines[0][0]]) if lines else 0
+    if not lines or lines[0][0] - edge > FIRST_GAP_IN * dpi:
+        return None
+    block = [lines[0]]
+    for top, bottom in lines[1:]:
+        height = float(np.median([b - t for t, b in block]))
+        if (top - block[-1][1] > LINE_GAP * max(height, bottom - top) or any(block[-1][1] <= r <= top for r in rules)
+                or not 1 / SIZE_CHANGE <= (bottom - top) / height <= SIZE_CHANGE):
+            break  # a gap, a rule, or type of another size (a headline): the legend has ended
+        block.append((top, bottom))
+    else:  # nothing after the block: was the gap after it seen?
+        last = block[-1]
+        if open_end and depth - last[1] < LINE_GAP * (last[1] - last[0]):
+            return None  # it may go on past what was read: a column of text, not a legend
+    return block if len(block) <= MAX_LINES else None
+
+
+def _span(line: np.ndarray, upright: np.ndarray, px0: int, px1: int, dpi: float) -> tuple[int, int] | None:
+    """Left and right of the line's words under the picture's columns; None when they run on past the
+    strip's side, past where a legend may. Under the picture words join across a title's wide spaces;
+    beside it only across a plain word space, so a neighbouring column's words stand apart, and never
+    across a column rule."""
+    height, width = line.shape
+    wide, plain = (max(GUTTER_MIN_IN * dpi, share * height) for share in (GUTTER, WORD_SPACE))
+    cols = np.flatnonzero(line.any(axis=0))
+    gaps = np.diff(cols)
+    beside = (cols[1:] <= px0) | (cols[:-1] >= px1)
+    walled = np.diff(np.searchsorted(np.flatnonzero(upright.all(axis=0)), cols)) > 0
+    groups = _runs(cols, (gaps > np.where(beside, plain, wide)) | walled)
+    mine = [group for group in groups if group[0] < px1 and group[1] > px0]
+    if not mine:
+        return None
+    left, right = max(mine, key=lambda group: group[1] - group[0])  # specks and a neighbour's words stand apart
+    # Words cut by the strip's side run on past it; a speck there does not.
+    inked = cols[(cols >= left) & (cols < right)]
+    if max(np.count_nonzero(inked < plain), np.count_nonzero(inked >= width - plain)) >= EDGE_INK * height:
+        return None
+    return left, right
+
+
+def _runs(positions: np.ndarray, breaks: np.ndarray) -> list[tuple[int, int]]:
+    """Sorted positions as (first, last + 1) runs, broken where `breaks` (one per gap) is true."""
+    if positions.size == 0:
+        return []
+    at = np.flatnonzero(breaks)
+    return [(int(positions[s]), int(positions[e]) + 1) for s, e in zip(np.r_[0, at + 1], np.r_[at, positions.size - 1])]
+
+
+# -- a page's legends -----------------------------------------------------------------------------
+
+
+def with_legends(result, doc, languages: str):
+    """A scored page (`PageResult`) with each picture's legend and its confidence appended to its entry
+    in `features["pictures"]`: [x0, y0, x1, y1, area, legend or null, confidence or null]. A legend
+    that cannot be read leaves the page's score as it is."""
+    pictures = json.loads((result.features or {}).get("pictures") or "[]")
+    if not pictures:
+        return result
+    try:
+        found = read_legends(doc, result.page, [p[:4] for p in pictures], languages)
+    except Exception:  # MuPDF on a damaged part, the engine, memory: a legend is an extra, the score stands
+        return result
+    entries = [[*p[:5], f.text if f else None, f.confidence if f else None] for p, f in zip(pictures, found)]
+    return replace(result, features={**result.features, "pictures": json.dumps(entries)})
+
+
+def read_legends(doc, number: int, boxes, languages: str = DEFAULT_LANGUAGES) -> list[Legend | None]:
+    """The legend of each picture of page `number` (`boxes`: x0, y0, x1, y1 in reference pixels), in
+    the order given; the page is read once, at OCR resolution, around the pictures only."""
+    width, height = reference_size(doc[number])
+    found = [strips(box, boxes, width, height) if _area(box) >= MIN_PICTURE_IN2 else [] for box in boxes]
+    every = [strip for picture in found for strip in picture]
+    if not every:
+        return [None] * len(boxes)
+    area = tuple(f(s.box[i] for s in every) for i, f in enumerate((min, min, max, max)))
+    gray, scale = read_area(doc, number, area, (width, height))
+    return [_legend(gray, area, scale, picture, languages) for picture in found]
+
+
+def _area(box) -> float:
+    return (box[2] - box[0]) * (box[3] - box[1]) / REFERENCE_DPI ** 2
+
+
+def _legend(gray, area, scale: float, picture_strips: list[Strip], languages: str) -> Legend | None:
+    """The first legend found under the picture, else over it."""
+    for strip in picture_strips:
+        x0, y0, x1, y1 = (round((v - o) * scale) for v, o in zip(strip.box, (*area[:2], *area[:2])))
+        part = gray[y0:y1, x0:x1]
+        box = legend_box(part, strip, scale)
+        if box is not None:
+            legend = ocr(_on_paper(part, box, round(PAD_IN * REFERENCE_DPI * scale)), languages,
+                         round(REFERENCE_DPI * scale))
+            if legend is not None:
+                return legend
+    return None
+
+
+def _on_paper(gray: np.ndarray, box, pad: int) -> np.ndarray:
+    """The legend's lines alone on a margin of paper: Tesseract reads the edge of a neighbouring line or
+    word that a plain crop takes in."""
+    x0, y0, x1, y1 = box
+    paper = np.full((y1 - y0 + 2 * pad, x1 - x0 + 2 * pad), np.percentile(gray, 90), np.uint8)
+    paper[pad:pad + y1 - y0, pad:pad + x1 - x0] = gray[y0:y1, x0:x1]
+    return paper
+
+
+def read_area(doc, number: int, area, size) -> tuple[np.ndarray, float]:
+    """Part `area` (reference pixels) of the page in gray at OCR_DPI (less for a very large part),
+    with its pixels per reference pixel. Read as an export reads a picture: a scan's JPEG decoded,
+    anything else rendered, just that part."""
+    # The exporter's package imports the ingest runner, which reads legends: imported when used.
+    from ..export.settings import MAX_SIZE, MIN_SIZE, ExportSettings
+    from ..export.source import read_source
+
+    x0, y0, x1, y1 = area
+    scale = min(OCR_DPI / REFERENCE_DPI, MAX_SIZE / max(x1 - x0, y1 - y0))  # a very large part a little coarser
+    settings = ExportSettings(size=max(MIN_SIZE, math.ceil(max(x1 - x0, y1 - y0) * scale)))
+    region = (x0 / size[0], y0 / size[1], x1 / size[0], y1 / size[1])
+    source = read_source(doc, number, settings, region=region)
+    image = source.image.crop(tuple(round(v) for v in source.box)).convert("L")
+    target = (max(1, round((x1 - x0) * scale)), max(1, round((y1 - y0) * scale)))
+    gray = np.asarray(image)
+    if gray.shape[::-1] != target:  # a scan at its own resolution: brought to OCR resolution
+        gray = cv2.resize(gray, target, interpolation=cv2.INTER_AREA if gray.shape[1] > target[0] else cv2.INTER_CUBIC)
+    return gray, scale

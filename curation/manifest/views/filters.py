@@ -1,0 +1,225 @@
+"""The decision being looked at, the page filters of Review and their counts: what every page of the
+dashboard reads first, as single aggregate queries.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+from ..rules import BASE_RULE_SQL, DISAGREES_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES
+from ..store import Manifest
+
+
+# The joins every page query uses; aliases p, d and o as in Manifest.pages().
+PAGES_FROM = (
+    "FROM pages p JOIN documents d ON d.id = p.doc_id "
+    "LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page"
+)
+
+
+DECISIONS = {
+    "all": "All pages",
+    "kept": "Kept",
+    "rejected": "Rejected",
+    "overridden": "Overridden",
+    "near": "Near the cutoff",
+    "disagrees": "Model disagrees",
+    "duplicates": "Near-duplicates",
+    "failed": "Failed",
+}
+
+
+# The model is compared with the rule it stands beside: the picture rule when it decides itself.
+# Pages the curator already decided are left out: they are reviewed.
+DISAGREES_FILTER_SQL = f"o.keep IS NULL AND {DISAGREES_SQL.replace(':rule', ':base_rule')}"
+
+
+DUPLICATE_SQL = "EXISTS (SELECT 1 FROM duplicates dg WHERE dg.doc_id = p.doc_id AND dg.page = p.page)"
+
+
+DECISION_SQL = {
+    "all": "",
+    "kept": f"{KEEP_SQL} = 1",
+    "rejected": f"{KEEP_SQL} = 0",
+    "overridden": "o.keep IS NOT NULL",
+    "near": None,  # NEAR_SQL, by the measure the rule cuts on
+    "disagrees": DISAGREES_FILTER_SQL,
+    "duplicates": DUPLICATE_SQL,
+    "failed": "p.status = 'failed'",
+}
+
+
+# "Near the cutoff" on the measure the rule cuts: written as ranges so SQLite uses the column's index.
+NEAR_SQL = {
+    "sigma": "p.sigma BETWEEN :threshold - :near AND :threshold + :near",
+    "picture_area": "p.picture_area BETWEEN :picture_area_min / :near AND :picture_area_min * :near",
+}
+
+
+RULE_LABELS = {"picture": "Picture rule", "sigma": "σ only", "model": "Learned from overrides"}
+
+
+_BASE_SQL = BASE_RULE_SQL.replace(":rule", ":base_rule")  # the rule's own decision, beside the model
+
+
+def decision_params(manifest: Manifest, threshold: float | None = None, rule: str | None = None,
+                    picture_area_min: float | None = None) -> dict:
+    """What KEEP_SQL and the filters bind: the saved rule and cutoffs, or the ones being tried."""
+    if rule is not None and rule not in RULES:
+        raise ValueError(f"unknown rule {rule!r}; one of {', '.join(RULES)}")
+    params = manifest.decision_params(threshold, rule)
+    if picture_area_min is not None:
+        params["picture_area_min"] = float(picture_area_min)
+    params["base_rule"] = base_rule(params["rule"])
+    return params
+
+
+def base_rule(rule: str) -> str:
+    """The rule the model is compared with: the rule itself, or the picture rule when the model decides."""
+    return "picture" if rule == "model" else rule
+
+
+def near_measure(manifest: Manifest, rule: str) -> str:
+    """What "near the cutoff" is measured on under `rule`: σ for σ only, else the picture area (the
+    model falls back to the picture rule), or σ again while no page has picture features."""
+    return "picture_area" if rule != "sigma" and has_features(manifest) else "sigma"
+
+
+@dataclass(frozen=True)
+class PageFilter:
+    """Which pages a review screen shows: by decision, optionally one document.
+
+    `near` is the half-width of "near the cutoff" in units of `near_on`: σ, or for the picture area a
+    factor (2.0 is from half to twice picture_area_min).
+    """
+
+    decision: str = "all"
+    doc_id: int | None = None
+    near: float = 5.0
+    page: int | None = None  # one page of the document, to show it alone
+    near_on: str = "sigma"
+
+    def sql(self) -> tuple[str, dict]:
+        if self.decision not in DECISION_SQL:
+            raise ValueError(f"unknown decision filter {self.decision!r}")
+        conditions, params = [], {}
+        if self.decision == "near":
+            if self.near_on not in NEAR_SQL:
+                raise ValueError(f"cannot measure nearness on {self.near_on!r}")
+            conditions.append(NEAR_SQL[self.near_on])
+            params["near"] = float(self.near)
+        elif DECISION_SQL[self.decision]:
+            conditions.append(DECISION_SQL[self.decision])
+        if self.doc_id is not None:
+            conditions.append("p.doc_id = :doc_id")
+            params["doc_id"] = int(self.doc_id)
+        if self.page is not None:
+            conditions.append("p.page = :page")
+            params["page"] = int(self.page)
+        return " AND ".join(conditions), params
+
+
+def _where(flt: PageFilter) -> tuple[str, dict]:
+    condition, params = flt.sql()
+    return f"WHERE {LIVE_DOCUMENT_SQL}" + (f" AND ({condition})" if condition else ""), params
+
+
+def filter_counts(manifest: Manifest, threshold: float | None, flt: PageFilter = PageFilter(), *,
+                  rule: str | None = None, picture_area_min: float | None = None) -> dict:
+    """How many pages the filter holds, and of those how many are kept and overridden (included, excluded)."""
+    where, params = _where(flt)
+    row = manifest.conn.execute(
+        f"SELECT COUNT(*) AS pages, COALESCE(SUM({KEEP_SQL}), 0) AS kept, "
+        f"COALESCE(SUM(o.keep IS NOT NULL), 0) AS overridden, COALESCE(SUM(o.keep = 1), 0) AS included, "
+        f"COALESCE(SUM(o.keep = 0), 0) AS excluded {PAGES_FROM} {where}",
+        {**decision_params(manifest, threshold, rule, picture_area_min), **params},
+    ).fetchone()
+    return {**dict(row), "rejected": row["pages"] - row["kept"]}
+
+
+# KEEP_SQL once more, bound to the saved decision's values (:saved_threshold, :saved_rule, ...).
+_SAVED_KEEP_SQL = re.sub(r":(threshold|rule|picture_area_min|ink_tone_min)\b", r":saved_\1", KEEP_SQL)
+
+
+def figures(manifest: Manifest, threshold: float | None, saved: float | None = None, *, rule: str | None = None,
+            picture_area_min: float | None = None) -> dict:
+    """The threshold page's figures for the decision being tried, and what the saved one keeps, in one scan.
+
+    The saved side is the saved rule and picture cutoff at σ `saved`; without `saved` both sides are
+    the decision being tried. Counts agree with Manifest.summary(): failed pages count as rejected
+    (they cannot be exported).
+    """
+    bound = decision_params(manifest, threshold, rule, picture_area_min)
+    kept_saved_sql = "NULL"
+    if saved is not None:
+        bound.update({f"saved_{key}": value for key, value in decision_params(manifest, saved).items()})
+        kept_saved_sql = f"COALESCE(SUM({_SAVED_KEEP_SQL}), 0)"
+    row = manifest.conn.execute(
+        f"SELECT COUNT(*) AS pages, COALESCE(SUM({KEEP_SQL}), 0) AS kept, {kept_saved_sql} AS kept_saved, "
+        f"COALESCE(SUM(o.keep IS NOT NULL), 0) AS overrides, COALESCE(SUM(p.status = 'failed'), 0) AS failed "
+        f"{PAGES_FROM} WHERE {LIVE_DOCUMENT_SQL}",
+        bound,
+    ).fetchone()
+    result = dict(row)
+    if saved is None:
+        result["kept_saved"] = result["kept"]
+    result["rejected"] = result["pages"] - result["kept"]
+    result["rejected_saved"] = result["pages"] - result["kept_saved"]
+    result["removed_share"] = result["rejected"] / result["pages"] if result["pages"] else 0.0
+    result["removed_share_saved"] = result["rejected_saved"] / result["pages"] if result["pages"] else 0.0
+    return result
+
+
+def page_count(manifest: Manifest) -> int:
+    """Pages of live documents, from indexes only: cheap enough for every script run."""
+    return manifest.conn.execute(
+        f"SELECT COUNT(*) FROM pages p JOIN documents d ON d.id = p.doc_id WHERE {LIVE_DOCUMENT_SQL}"
+    ).fetchone()[0]
+
+
+def override_count(manifest: Manifest) -> int:
+    """Overrides on pages of live documents, as summary() counts them."""
+    return manifest.conn.execute(
+        f"SELECT COUNT(*) FROM overrides o JOIN documents d ON d.id = o.doc_id WHERE {LIVE_DOCUMENT_SQL}"
+    ).fetchone()[0]
+
+
+def unfeatured_count(manifest: Manifest) -> int:
+    """Scored pages without picture features (scored before they existed): σ decides them."""
+    return manifest.conn.execute(
+        f"SELECT COUNT(*) FROM pages p JOIN documents d ON d.id = p.doc_id "
+        f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' AND p.picture_area IS NULL"
+    ).fetchone()[0]
+
+
+def has_features(manifest: Manifest) -> bool:
+    """Whether any scored page has picture features (by the picture_area index)."""
+    return manifest.conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM pages WHERE picture_area IS NOT NULL)").fetchone()[0] == 1
+
+
+def _by_keys(manifest: Manifest, table: str, columns: str, keys: Iterable[tuple[int, int]], many: bool = False) -> dict:
+    """Values of `columns` (one, or several comma-separated as a tuple) of `table` by (doc_id, page);
+    with `many`, a list of them per key, for tables holding several rows a page."""
+    keys = list(keys)
+    if not keys:
+        return {}
+    values = ", ".join("(?, ?)" for _ in keys)
+    selected = ", ".join(f"t.{column.strip()}" for column in columns.split(","))
+    # A join from the keys, not `(doc_id, page) IN (VALUES ...)`: SQLite scans the whole table for that.
+    rows = manifest.conn.execute(
+        f"WITH k(doc_id, page) AS (VALUES {values}) "
+        f"SELECT t.doc_id, t.page, {selected} FROM k JOIN {table} t ON t.doc_id = k.doc_id AND t.page = k.page",
+        [n for key in keys for n in key],
+    )
+    found: dict = {}
+    for row in rows:
+        value = row[2] if "," not in columns else tuple(row[2:])
+        if many:
+            found.setdefault((row[0], row[1]), []).append(value)
+        else:
+            found[(row[0], row[1])] = value
+    return found

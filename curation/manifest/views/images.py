@@ -1,0 +1,182 @@
+"""What the dashboard draws: thumbnails wherever the manifest keeps them, picture boxes on them, the
+pictures listing, and a page drawn large from its PDF (only under the allowed folders).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import os
+from collections.abc import Iterable
+
+import PIL.Image
+import PIL.ImageDraw
+import pymupdf
+
+from .. import thumbnail_store
+from ...scoring.scorer import THUMBNAIL_QUALITY, THUMBNAIL_SIDE
+from ...sources.paths import reading_roots
+from ...sources.page_numbers import page_number
+from ...sources.reader import error_text, open_document
+from ..rules import (KEEP_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL, PICTURE_BOX_SQL, PICTURE_DECIDED_BY_SQL,
+                     PICTURE_KEEP_SQL)
+from ..store import Manifest
+from .filters import _by_keys, decision_params
+
+
+RENDER_LONG_SIDE = 2400  # pixels: enough to judge an engraving's line work on a large screen
+
+
+RENDER_MAX_ZOOM = 4.0
+
+
+OUTLINE_COLOUR = (232, 93, 4)  # picture boxes on thumbnails: an orange no scan is printed in
+
+
+def thumbnails(manifest: Manifest, keys: Iterable[tuple[int, int]], *,
+               draw_missing: bool = False) -> dict[tuple[int, int], bytes]:
+    """The thumbnails of the given (doc_id, page) pairs, wherever the manifest keeps them: its table, then
+    the folder beside it, whatever the store set now (thumbnails stored before a change stay readable).
+    Pages without one are absent; with `draw_missing`, a scored page without one (the store `none`) is
+    drawn from its PDF at thumbnail size when the PDF is at hand (kept in memory, DRAWN_KEPT of them)."""
+    keys = list(keys)
+    found = _by_keys(manifest, "thumbnails", "jpeg", keys)
+    missing = [key for key in keys if key not in found]
+    folder = manifest.thumbnail_folder
+    if not missing or not (draw_missing or folder.is_dir()):
+        return found
+    documents = {row["id"]: row for row in manifest.conn.execute(
+        f"SELECT id, sha256, path, size FROM documents WHERE id IN ({', '.join(str(int(d)) for d, _ in missing)})")}
+    missing = [key for key in missing if key[0] in documents]
+    if folder.is_dir():
+        for doc_id, page in missing:
+            jpeg = thumbnail_store.read_file(thumbnail_store.file_of(folder, documents[doc_id]["sha256"], page))
+            if jpeg is not None:
+                found[(doc_id, page)] = jpeg
+    missing = [key for key in missing if key not in found]
+    if draw_missing and missing:
+        # Only pages that were scored: a failed page may be one that takes hours to draw.
+        scored = _by_keys(manifest, "pages", "status", missing)
+        roots = _document_roots(manifest, {documents[doc_id]["path"] for doc_id, _ in missing})
+        for doc_id, page in missing:
+            doc = documents[doc_id]
+            if scored.get((doc_id, page)) == "ok":
+                with contextlib.suppress(PageUnavailable):
+                    found[(doc_id, page)] = _drawn_thumbnail(doc["path"], doc["size"], doc["sha256"], page, roots)
+    return found
+
+
+DRAWN_KEPT = 400  # drawn thumbnails kept in memory (about 10 kB each): ten screens of Review
+
+
+@functools.lru_cache(maxsize=DRAWN_KEPT)
+def _drawn_thumbnail(path: str, size: int, sha256: str, page: int, roots: tuple[str, ...]) -> bytes:
+    """Keyed by content as well as path: another manifest's document at the same path is drawn anew."""
+    return draw_page(path, size, page, THUMBNAIL_SIDE, quality=THUMBNAIL_QUALITY, roots=roots)
+
+
+def _document_roots(manifest: Manifest, paths: Iterable[str]) -> tuple[str, ...]:
+    """The folders these documents may be drawn from: the allowed folders, and the folder of a document a
+    command-line ingest read from outside them; a document under them must still lie there when opened."""
+    return tuple(str(root) for root in reading_roots(manifest.path, manifest, {os.path.dirname(p) for p in paths}))
+
+
+def pictures_for(manifest: Manifest, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], list[tuple]]:
+    """Every picture box of the given pages as the curator left them (x0, y0, x1, y1, square inches;
+    reference pixels; deleted ones left out), the scorer's largest first, in one query; pages without a
+    picture are absent."""
+    keys = list(keys)
+    if not keys:
+        return {}
+    boxes: dict[tuple[int, int], list[tuple]] = {}
+    rows = manifest.conn.execute(
+        f"WITH k(doc_id, page) AS (VALUES {', '.join('(?, ?)' for _ in keys)}) "
+        f"SELECT x.doc_id, x.page, {PICTURE_BOX_SQL}, {PICTURE_AREA_SQL} FROM k JOIN pictures x "
+        f"ON x.doc_id = k.doc_id AND x.page = k.page WHERE NOT x.deleted "
+        f"ORDER BY x.doc_id, x.page, x.rank IS NULL, x.rank, x.number", [n for key in keys for n in key])
+    for doc_id, page, *box in rows:
+        boxes.setdefault((doc_id, page), []).append(tuple(box))
+    return boxes
+
+
+PICTURE_OVERRIDES = {1: "include", 0: "exclude", None: "auto"}
+
+
+def picture_rows(manifest: Manifest, threshold: float | None = None, *, rule: str | None = None,
+                 picture_area_min: float | None = None) -> Iterable[dict]:
+    """Every picture, in document and page order: `picture` is its number on its page (1 the scorer's
+    largest when first found; stable while the manifest holds it, as export names it), x0 y0 x1 y1 its box
+    as fractions of the page (the curator's where redrawn), `area` its square inches; `keep` whether
+    `export --crop pictures` writes it (its page is kept and so is the picture), `decided_by` who decided it
+    (override, page, added, deleted or threshold), `override` the curator's decision on it (include,
+    exclude or auto), `found` whether the scorer still finds it. One query, streamed."""
+    bound = decision_params(manifest, threshold, rule, picture_area_min)
+    rows = manifest.conn.execute(
+        f"SELECT d.path AS doc, x.page, x.number AS picture, {PICTURE_BOX_SQL}, p.width, p.height, "
+        f"{PICTURE_AREA_SQL} AS area, ({KEEP_SQL}) AND ({PICTURE_KEEP_SQL}) AS keep, "
+        f"{PICTURE_DECIDED_BY_SQL} AS decided_by, x.keep AS override, x.rank IS NOT NULL OR x.added AS found, "
+        f"x.caption FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page "
+        f"JOIN documents d ON d.id = p.doc_id LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
+        f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' ORDER BY d.path, x.page, x.number", bound)
+    for row in rows:
+        box = {k: round(row[b] / row[size], 4) for k, b, size in
+               (("x0", "bx0", "width"), ("y0", "by0", "height"), ("x1", "bx1", "width"), ("y1", "by1", "height"))}
+        yield {"doc": row["doc"], "page": row["page"], "picture": row["picture"], **box,
+               "area": round(row["area"], 3), "keep": bool(row["keep"]), "decided_by": row["decided_by"],
+               "override": PICTURE_OVERRIDES[row["override"]], "found": bool(row["found"]), "caption": row["caption"]}
+
+
+def outline_pictures(image: bytes, boxes: list[tuple], width: int | None) -> bytes:
+    """`image` (a thumbnail or a rendered page, JPEG) with each picture box drawn on it; `width` is the
+    page's width in reference pixels, which the boxes are measured in."""
+    if not boxes or not width:
+        return image
+    with PIL.Image.open(io.BytesIO(image)) as opened:
+        picture = opened.convert("RGB")
+    scale = picture.width / width
+    draw = PIL.ImageDraw.Draw(picture)
+    line = max(2, round(picture.width / 150))
+    for x0, y0, x1, y1, *_ in boxes:
+        draw.rectangle([x0 * scale, y0 * scale, x1 * scale, y1 * scale], outline=OUTLINE_COLOUR, width=line)
+    out = io.BytesIO()
+    picture.save(out, "JPEG", quality=90)
+    return out.getvalue()
+
+
+class PageUnavailable(Exception):
+    """The page cannot be drawn from its PDF; the message says why, for a person."""
+
+
+def render_page(manifest: Manifest, doc_id: int, page: int, long_side: int = RENDER_LONG_SIDE) -> bytes:
+    """A page drawn fresh from its PDF at high resolution, as JPEG bytes.
+
+    Raises PageUnavailable when the file is gone, changed since it was scored, or unreadable.
+    """
+    doc = manifest.document(doc_id)
+    if doc is None:
+        raise PageUnavailable(f"document {doc_id} is not in the manifest")
+    return draw_page(doc["path"], doc["size"], page, long_side, roots=_document_roots(manifest, [doc["path"]]))
+
+
+def draw_page(path: str, scored_size: int, page: int, long_side: int, quality: int = 90, roots=None) -> bytes:
+    """Page `page` of the PDF at `path`, `long_side` pixels on its long side, as JPEG bytes; raises
+    PageUnavailable when the file is gone, is no longer the `scored_size` bytes it had, is unreadable, or
+    (with `roots`) no longer lies under them when opened."""
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        raise PageUnavailable(
+            f"The source PDF is no longer at {path}. The thumbnail is all the manifest holds; "
+            "ingest the file from its new place to open its pages again."
+        ) from None
+    if size != scored_size:
+        raise PageUnavailable(f"{path} has changed since it was scored; ingest it again to see it as it is now.")
+    try:
+        with open_document(path, roots) as pdf:
+            drawn = pdf[page]
+            zoom = min(RENDER_MAX_ZOOM, long_side / max(drawn.rect.width, drawn.rect.height))
+            pix = drawn.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False)
+            return pix.tobytes("jpeg", jpg_quality=quality)
+    except Exception as exc:  # MuPDF raises plain RuntimeError/ValueError for damaged files
+        raise PageUnavailable(f"{path}, page {page_number(page)}, cannot be drawn: {error_text(exc)}") from exc

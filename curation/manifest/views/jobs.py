@@ -1,0 +1,102 @@
+"""Documents, jobs and Home: the documents table, sources gone missing, a job's progress and duration,
+and the next steps Home suggests.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sqlite3
+from dataclasses import dataclass
+
+
+from ...decisions import learn
+from ..rules import DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, LIVE_DOCUMENT_SQL
+from ..store import Manifest
+from .threshold import rule_summary
+
+
+def document_rows(manifest: Manifest) -> list[dict]:
+    """Documents for the ingest table, with whether their file is still where the manifest says."""
+    return [{**dict(row), "missing": not os.path.exists(row["path"])} for row in manifest.documents()]
+
+
+def missing_sources(manifest: Manifest) -> list[str]:
+    """Paths of live documents whose PDF is gone: their pages can be reviewed but not opened or exported."""
+    rows = manifest.conn.execute(f"SELECT d.path FROM documents d WHERE {LIVE_DOCUMENT_SQL} ORDER BY d.path")
+    return [row[0] for row in rows if not os.path.exists(row[0])]
+
+
+def job_progress(job: sqlite3.Row | dict) -> dict:
+    """A job row as a person reads it: fraction done, speed and time left as text. Until the speed is known,
+    the time since it started, so the line moves from the first second."""
+    done, total = job["done"] or 0, job["total"] or 0
+    return {
+        "fraction": min(1.0, done / total) if total else 0.0,
+        "done": done,
+        "total": total,
+        "rate": f"{job['rate']:.1f} pages/s" if job["rate"] else f"{duration(elapsed(job))} so far",
+        "eta": duration(job["eta"]) + " left" if job["eta"] is not None and job["status"] == "running" else "",
+    }
+
+
+def elapsed(job: sqlite3.Row | dict) -> float:
+    """Seconds since the job started (0 when its start cannot be read)."""
+    try:
+        started = dt.datetime.fromisoformat(job["started_at"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return 0.0
+    return max(0.0, (dt.datetime.now(dt.timezone.utc) - started).total_seconds())
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+@dataclass(frozen=True)
+class Step:
+    page: str  # the page script that does it
+    label: str
+    why: str
+
+
+def next_steps(summary: dict, rule_saved: bool, job_running: bool, *, picture_area_min: float = DEFAULT_PICTURE_AREA_MIN,
+               suggestions: int = 0) -> list[Step]:
+    """What a curator should do next, in workflow order, given what the manifest holds.
+
+    `rule_saved`: whether a rule or cutoff was ever saved; `suggestions`: pages the model suggests for.
+    """
+    documents = sum(summary["documents"].values())
+    if job_running:
+        return [Step("pages/ingest.py", "Watch the ingest", "Pages are being scored; figures grow as they arrive.")]
+    if documents == 0:
+        return [Step("pages/ingest.py", "Add your PDFs", "Upload PDFs or give a folder on the server.")]
+    steps = []
+    broken = sum(n for status, n in summary["documents"].items() if status not in ("ok", "replaced"))
+    if broken:
+        steps.append(Step("pages/ingest.py", "Check the documents that did not score fully",
+                          f"{broken} document(s) are failed, partial or unfinished; the reasons are listed."))
+    rule = summary.get("rule", DEFAULT_RULE)
+    in_words = rule_summary(rule, summary["threshold"], picture_area_min)
+    if not rule_saved:
+        steps.append(Step("pages/threshold.py", "Choose the decision rule and its cutoff",
+                          f"Pages are decided by the {in_words[0].lower() + in_words[1:]} (the default). See what "
+                          f"it keeps, compare it with σ only, the original method, and look at the pages at the edge."))
+    if summary["overrides"] == 0:
+        steps.append(Step("pages/review.py", "Review the pages at the edge",
+                          "Include the engravings the rule misses, exclude the pages it keeps wrongly; every "
+                          "decision you make also teaches the model."))
+    elif summary["overrides"] >= learn.MIN_LABELS and not suggestions:
+        steps.append(Step("pages/review.py", "Let the model learn from your overrides",
+                          f"You have made {summary['overrides']:,} overrides: press Learn from my overrides on "
+                          "Review, then look at the pages where the model disagrees with the rule."))
+    steps.append(Step("pages/export.py", "Export the training set",
+                      f"{summary['kept']:,} pages are kept now ({in_words}, and your overrides)."))
+    return steps
