@@ -63,15 +63,18 @@ DECISION_SQL = {
 UNSURE_SQL = (f"CASE WHEN x.added THEN 1e9 ELSE MAX({PICTURE_AREA_SQL} / :picture_area_min, "
               f":picture_area_min / MAX({PICTURE_AREA_SQL}, 1e-6)) END")
 UNSURE_SIGMA_SQL = "CASE WHEN x.added THEN 1e9 ELSE ABS(COALESCE(p.sigma, 1e9) - :threshold) END"
-# Each sort is a list of ascending terms that tell every two pictures apart (the picture's id ends those that
-# do not), so a screen's key is unique. Document and page walks the index of (doc_id, page, number): its
-# screens take milliseconds however deep; the others sort the view, a fraction of a second at 250,000.
+# Each sort is a list of terms that tell every two pictures apart (the picture's id ends those that do not),
+# so a screen's key is unique, all ascending or, with DESCENDING, all descending. Document and page walks the
+# index of (doc_id, page, number), largest first the index of the size (pictures.INDEXES): their screens take
+# milliseconds however deep; the others sort (see _first_of_most).
 SORTS = {
     "page": ("Document and page", ["x.doc_id", "x.page", "x.number"]),
-    "size": ("Largest first", [f"-{PICTURE_AREA_SQL}", "x.id"]),
+    "size": ("Largest first", [PICTURE_AREA_SQL, "x.id"]),
     "unsure": ("Least sure first", [UNSURE_SQL, "x.id"]),
     "duplicates": ("Near-duplicates together", ["COALESCE(g.group_id, 9e18)", "x.doc_id", "x.page", "x.number"]),
 }
+DESCENDING = {"size"}
+INDEXED = {"page", "size"}
 CROP_SIDE = 200  # pixels: a card's square crop, enough for the widest card of the grid
 CROP_MARGIN = 0.03  # of the page's width: a little of the page around the box, to see what the box cut
 PAPER = (243, 238, 228)  # the theme's secondary background: the letterbox around a crop
@@ -105,6 +108,10 @@ def from_sql(*sql: str) -> str:
 def sort_terms(sort: str, rule: str) -> list[str]:
     """The sort's terms; least sure first measures what `rule` cuts on."""
     return [UNSURE_SIGMA_SQL, "x.id"] if sort == "unsure" and rule == "sigma" else SORTS[sort][1]
+
+
+def _order(sort: str, terms: list[str]) -> str:
+    return ", ".join(f"{term} DESC" if sort in DESCENDING else term for term in terms)
 
 
 def _bound(manifest: Manifest, threshold: float | None, flt: PictureFilter,
@@ -221,14 +228,15 @@ def screen(manifest: Manifest, threshold: float | None, flt: PictureFilter = Pic
     where, params = _bound(manifest, threshold, flt, rule)
     past, after_params = "", {}
     if after is not None:
-        past = f" AND ({', '.join(terms)}) > ({', '.join(f':after{i}' for i in range(len(terms)))})"
+        past = (f" AND ({', '.join(terms)}) {'<' if sort in DESCENDING else '>'} "
+                f"({', '.join(f':after{i}' for i in range(len(terms)))})")
         after_params = {f"after{i}": value for i, value in enumerate(after)}
     params.update(after_params)
-    keys = _first_of_most(manifest, terms, flt, params, past, where, limit + 1)
+    keys = None if sort in INDEXED else _first_of_most(manifest, terms, flt, params, past, where, limit + 1)
     if keys is None:
         keys = manifest.conn.execute(
             f"SELECT {', '.join(terms)}, x.id {from_sql(where, *terms)} WHERE {where}{past} "
-            f"ORDER BY {', '.join(terms)} LIMIT {int(limit) + 1}", params).fetchall()
+            f"ORDER BY {_order(sort, terms)} LIMIT {int(limit) + 1}", params).fetchall()
     more = len(keys) > limit
     keys = [tuple(key) for key in keys[:limit]]
     ids = [key[-1] for key in keys]
@@ -254,7 +262,7 @@ def _first_of_most(manifest: Manifest, terms: list[str], flt: PictureFilter, par
                    count: int) -> list | None:
     """The first `count` keys of the view from the first pictures in the sort's order; None when they do not
     hold that many of the view and more pictures are left (then the view is sorted as a whole)."""
-    if flt.decision not in MOST or terms == SORTS["page"][1]:
+    if flt.decision not in MOST:
         return None
     joins = ("JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page" if re.search(r"\bp\.", " ".join(terms))
              else "") + (" " + JOINS["g"] if re.search(r"\bg\.", " ".join(terms)) else "")
