@@ -19,6 +19,15 @@ from curation.sources.synthetic import PageSpec, periodical_specs, write_pdf  # 
 SMALL = (3.0, 4.0)
 
 
+@pytest.fixture(autouse=True)
+def _main_module_restored():
+    """AppTest runs a script as __main__ and can leave it there; a process pool started later (ingest's
+    workers) would then run that script in every worker as it starts. Each test gets the real one back."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
+
+
 def small_specs(pages: int, seed: int = 0, dpi: int = 150):
     return list(periodical_specs(pages, seed=seed, dpi=dpi, inches=SMALL))
 
