@@ -67,6 +67,13 @@ class Pictures:
         where, params = self.sql()
         return manifest.picture_rows(self.threshold, where=where, params=params, deleted=False)
 
+    @classmethod
+    def of_view(cls, flt, threshold: float | None = None) -> "Pictures":
+        """The pictures of a view of Review's Pictures (a curation.manifest.picture_views.PictureFilter: its
+        decision at `threshold`, its document), as the view shows them."""
+        where, params = flt.sql()
+        return cls(where=where, params=params, threshold=threshold)
+
 
 @dataclass(frozen=True)
 class Change:
