@@ -150,13 +150,18 @@ def find_and_replace(pictures: edit.Pictures, view: tuple):
         st.info(f"No caption of the {changes.searched:,} pictures in this view changes.")
         return
     first = f"; the first {PREVIEW_ROWS}:" if changes.count > PREVIEW_ROWS else ":"
-    st.markdown(f"**{changes.count:,} captions change** of the {changes.searched:,} pictures in this view{first}")
+    st.markdown(f"**{counted(changes.count, 'caption')} change{'s' if changes.count == 1 else ''}** of the "
+                f"{changes.searched:,} pictures in this view{first}")
     st.dataframe([{"Document": pathlib.Path(c.doc).name, "Page": c.page, "Picture": c.number,
                    "Old": c.old or "", "New": c.new or "(none)", "From": SOURCE_WORDS.get(c.source, "")}
                   for c in changes.changes[:PREVIEW_ROWS]], hide_index=True, width="stretch")
     st.button(f"Apply: change {changes.count:,} captions", type="primary", icon=":material/done_all:",
               key="pictures-replace-apply", on_click=replaced, args=(pictures, *asked),
               disabled=auth.locked(), help=auth.help_for("One action: Undo takes it all back."))
+
+
+def counted(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def previewed(pictures: edit.Pictures, find: str, replacement: str, options: dict):
@@ -194,7 +199,7 @@ def legends_as_captions(pictures: edit.Pictures, view: tuple):
         changes = edit.use_legends(manifest, pictures, overwrite=overwrite, dry_run=True)
         kept = 0 if overwrite else edit.use_legends(manifest, pictures, overwrite=True, dry_run=True).count \
             - changes.count
-    typed = f"; {kept:,} pictures keep the caption you typed" if kept else ""
+    typed = f"; {counted(kept, 'picture')} keep{'s' if kept == 1 else ''} the caption you typed" if kept else ""
     st.markdown(f"**{changes.count:,} of the {changes.searched:,} pictures** in this view get their printed "
                 f"legend as caption{typed}.")
     bar = st.container(horizontal=True)

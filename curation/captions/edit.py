@@ -121,7 +121,7 @@ def replacer(find: str, replacement: str, *, regex: bool = False, ignore_case: b
         pattern = re.compile(find, flags)
     except re.error as exc:
         raise CaptionEditError(f"{find!r} is not a regular expression: {_re_message(exc)}; search for plain "
-                               "text without --regex, or escape the character with a backslash") from None
+                               "text instead, or escape the character with a backslash") from None
     try:
         pattern.sub(replacement, "")  # the replacement's group references are checked here, before any caption
     except (re.error, IndexError) as exc:
