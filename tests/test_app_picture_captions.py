@@ -210,3 +210,26 @@ def test_the_caption_jobs_panel_is_in_the_pictures_view_and_a_running_job_in_the
         manifest.update_job(job_id, done=3, total=8)
     at = ran(page("dashboard.py"))
     assert "Captioning running: 3/8 pictures" in " ".join(str(e.value) for e in at.sidebar.caption)
+
+
+def test_the_export_preview_shows_the_caption_each_picture_gets(tmp_path, monkeypatch):
+    from test_export_cli import record_scores, repeated_scan_pdf
+
+    db = tmp_path / "data" / "manifest.sqlite"
+    monkeypatch.setenv("CURATION_DB", str(db))
+    pdf = repeated_scan_pdf(tmp_path / "issue.pdf", 2)
+    with Manifest(db) as manifest:
+        doc_id = record_scores(manifest, pdf, [60, 70])  # both kept at 45
+        manifest.set_pictures(doc_id, 0, [(20, 20, 400, 500, 20.0)])
+    engraving = picture_ids(db)[0]
+    set_legends(db, {engraving: "A WET\nDAY."})
+    with Manifest(db) as manifest:
+        manifest.set_auto_captions([(engraving, "a lady with an umbrella", "tiny-blip")])
+        manifest.set_picture_override(engraving, True)  # exported, whatever the rule makes of this test page
+
+    def previewed_captions():
+        return [str(code.value) for code in ran(page("pages/export.py")).code][:2]
+
+    assert previewed_captions() == ["ohwx, engraving, A WET DAY.", "ohwx, engraving"]  # the legend first
+    click(pictures_view(), f"picture-use-auto_caption-card-{engraving}")
+    assert previewed_captions() == ["ohwx, engraving, a lady with an umbrella", "ohwx, engraving"]  # yours wins
