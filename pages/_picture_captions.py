@@ -31,15 +31,25 @@ MAX_FIND = 500
 # -- a picture's other captions -------------------------------------------------------------------
 
 
-def other_captions(row: dict, where: str = "card"):
+def sources_on(rows: list[dict]) -> tuple[str, ...]:
+    """The other captions any of `rows` has: every card of a screen gets a line for each (blank where it has
+    none), so the cards of a row keep one height, and a screen without any stays as dense as before."""
+    return tuple(source for source in edit.COPY_SOURCES if any((row[source] or "").strip() for row in rows))
+
+
+def other_captions(row: dict, where: str = "card", lines: tuple[str, ...] = edit.COPY_SOURCES):
     """The printed legend and the model's caption (text read from files, shown literally), each with a
-    button that copies it into the curator's caption. On a card one muted line each, the whole on hover."""
-    for source in edit.COPY_SOURCES:
+    button that copies it into the curator's caption. On a card one muted line each of `lines`, the whole on
+    hover."""
+    for source in lines:
         text = row[source]
         if not text or not text.strip():
+            if where == "card":  # as high as a line with words: the same container, the same caption
+                st.container(horizontal=True, vertical_alignment="center", gap="xsmall",
+                             key=f"picture-words-card-{source}-{row['id']}").caption("\u200b", wrap=False)
             continue
         with st.container(horizontal=True, vertical_alignment="center", gap="xsmall",
-                          key=f"picture-{where}-{source}-{row['id']}"):
+                          key=f"picture-words-{where}-{source}-{row['id']}"):
             whole = common.escape_markdown(" ".join(text.split()))
             if where == "card":
                 short = common.escape_markdown(shortened(text))
@@ -110,11 +120,12 @@ def caption_tools(flt, threshold: float):
     and the caption job."""
     pictures = edit.Pictures.of_view(flt, threshold)
     view = (flt, threshold)
-    with st.expander("Find and replace in the captions", icon=":material/find_replace:"):
+    edits, model = st.columns(2)  # side by side: one line above the grid while both are closed
+    with edits.expander("Find and replace in the captions", icon=":material/find_replace:"):
         find_and_replace(pictures, view)
         st.divider()
         legends_as_captions(pictures, view)
-    with common.open_manifest() as manifest, st.expander("Captions by a model", icon=":material/subtitles:"):
+    with common.open_manifest() as manifest, model.expander("Captions by a model", icon=":material/subtitles:"):
         caption_panel(manifest)
 
 

@@ -47,8 +47,9 @@ BORDERS = """<style>
 [class*="st-key-picture-card-kept-"] {border-color: #2e7d32;}
 [class*="st-key-picture-card-excluded-"] {border-color: #b3261e;}
 [class*="st-key-picture-card-deleted-"] {border: 3px dashed #9e9e9e; opacity: 0.5;}
-[class*="st-key-picture-line-"] {flex-wrap: nowrap !important;}
-[class*="st-key-picture-line-"] > div:first-child {min-width: 0; overflow: hidden;}
+[class*="st-key-picture-line-"], [class*="st-key-picture-words-card-"] {flex-wrap: nowrap !important;}
+[class*="st-key-picture-words-card-"] button {min-height: 0; padding-top: 0; padding-bottom: 0;}
+[class*="st-key-picture-line-"] > div:first-child, [class*="st-key-picture-words-card-"] > div:first-child {min-width: 0; overflow: hidden;}
 [class*="st-key-picture-card-"] [data-testid="stButtonGroup"] button {padding-left: 0; padding-right: 0; min-width: 0;}
 </style>"""
 
@@ -268,12 +269,13 @@ def decide_by_key(picture_id: int, keep: bool | None):
 def grid(rows: list[dict], crops: dict, documents: dict):
     st.html(BORDERS)
     cells = st.grid(COLUMNS, min_column_width=CARD_WIDTH, gap="small")
+    words = captions.sources_on(rows)
     for row in rows:
         with cells.cell(), st.container(key=card_key(row["id"])):  # the keyboard's focus outlines this
-            card(row, crops.get(row["id"]), documents.get(row["doc_id"]))
+            card(row, crops.get(row["id"]), documents.get(row["doc_id"]), words)
 
 
-def card(row: dict, crop: bytes | None, document: dict | None):
+def card(row: dict, crop: bytes | None, document: dict | None, words: tuple[str, ...] = ()):
     state = pv.decision_of(row)
     with st.container(key=f"picture-card-{state}-{row['id']}", gap="xsmall"):
         if crop:
@@ -299,7 +301,7 @@ def card(row: dict, crop: bytes | None, document: dict | None):
                              disabled=auth.locked() or bool(row["deleted"]), width="stretch",
                              help=auth.help_for(CARD_CONTROL_HELP))
         caption_input(row)
-        captions.other_captions(row)
+        captions.other_captions(row, lines=words)
 
 
 def caption_input(row: dict, where: str = "card"):
