@@ -159,7 +159,8 @@ def latest_job(manifest: Manifest):
 
 
 def job_title(job) -> str:
-    return {"sample": "Sample archive", "ingest": "Ingest", "caption": "Captioning"}.get(job["kind"], job["kind"].title())
+    titles = {"sample": "Sample archive", "ingest": "Ingest", "caption": "Captioning"}
+    return titles.get(job["kind"], job["kind"].title())
 
 
 def job_panel(show_finished: bool = True, body=None) -> None:

@@ -140,7 +140,8 @@ def find_and_replace(pictures: edit.Pictures, view: tuple):
                                           help="Empty removes what is found. With a regular expression, "
                                                "\\1 or \\g<name> put back a group.")
         options = st.container(horizontal=True)
-        regex = options.checkbox("Regular expression", key="replace_regex", disabled=locked, help="Python's, e.g. `^Fig\\. \\d+\\. `")
+        regex = options.checkbox("Regular expression", key="replace_regex", disabled=locked,
+                                 help="Python's, e.g. `^Fig\\. \\d+\\. `")
         ignore_case = options.checkbox("Ignore case", key="replace_ignore_case", disabled=locked)
         shown = options.checkbox("Start from the shown caption", key="replace_shown", disabled=locked,
                                  help="A picture without your caption starts from the caption it shows: its "

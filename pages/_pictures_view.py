@@ -49,7 +49,8 @@ BORDERS = """<style>
 [class*="st-key-picture-card-deleted-"] {border: 3px dashed #9e9e9e; opacity: 0.5;}
 [class*="st-key-picture-line-"], [class*="st-key-picture-words-card-"] {flex-wrap: nowrap !important;}
 [class*="st-key-picture-words-card-"] button {min-height: 0; padding-top: 0; padding-bottom: 0;}
-[class*="st-key-picture-line-"] > div:first-child, [class*="st-key-picture-words-card-"] > div:first-child {min-width: 0; overflow: hidden;}
+[class*="st-key-picture-line-"] > div:first-child,
+[class*="st-key-picture-words-card-"] > div:first-child {min-width: 0; overflow: hidden;}
 [class*="st-key-picture-card-"] [data-testid="stButtonGroup"] button {padding-left: 0; padding-right: 0; min-width: 0;}
 </style>"""
 

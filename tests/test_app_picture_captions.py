@@ -10,11 +10,18 @@ from apptest_support import page, ran, shown, texts
 from curation import Manifest
 from curation.captions.job import KIND
 from inference.captioner import MODEL_DIR_ENV
-from test_app_pictures import db, picture_ids, pictures_view, with_pictures  # noqa: F401 (db: a fixture)
+from test_app_pictures import picture_ids, pictures_view, with_pictures
 from test_auth import CURATOR, SECRETS, VIEWER, as_user, refused
 
 LEGEND = "THE <b>NEW</b> BONNET **bold** [x](http://example.com/a.png) " + "and a long tail " * 10
 MODEL_CAPTION = "a lady in a :red[hat] holding a parasol"
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    path = tmp_path / "data" / "manifest.sqlite"
+    monkeypatch.setenv("CURATION_DB", str(path))
+    return path
 
 
 @pytest.fixture(autouse=True)
