@@ -133,9 +133,9 @@ def sidebar() -> None:
                 pages = views.page_count(manifest)
                 rule = views.rule_summary(manifest.rule, manifest.threshold, manifest.picture_area_min)
                 st.caption(f"{pages:,} pages · {rule}")
-                for job in (running_job(manifest), manifest.running_job("export")):
+                for job in (running_job(manifest), manifest.running_job("export"), manifest.running_job("caption")):
                     if job is not None:
-                        unit = "images" if job["kind"] == "export" else "pages"
+                        unit = {"export": "images", "caption": "pictures"}.get(job["kind"], "pages")
                         done = f"{job['done']:,}/{job['total']:,} {unit}" if job["total"] else "starting"
                         st.caption(f":material/sync: {job_title(job)} running: {done}")
         except (ManifestError, sqlite3.Error) as exc:
@@ -159,7 +159,8 @@ def latest_job(manifest: Manifest):
 
 
 def job_title(job) -> str:
-    return {"sample": "Sample archive", "ingest": "Ingest"}.get(job["kind"], job["kind"].title())
+    titles = {"sample": "Sample archive", "ingest": "Ingest", "caption": "Captioning"}
+    return titles.get(job["kind"], job["kind"].title())
 
 
 def job_panel(show_finished: bool = True, body=None) -> None:

@@ -12,6 +12,7 @@ import zlib
 import streamlit as st
 from streamlit_image_coordinates import streamlit_image_coordinates
 
+from curation.captions.best import best_caption
 from curation.manifest import keyboard
 from curation.manifest import picture_views as pv
 from curation.manifest import views
@@ -20,6 +21,7 @@ from curation.sources.page_numbers import page_number
 from pages import _auth as auth
 from pages import _common as common
 from pages import _keys as hotkeys
+from pages import _picture_captions as captions
 
 PER_SCREEN = 48
 COLUMNS = 8  # at most; the grid wraps to fewer on narrow screens
@@ -37,7 +39,7 @@ SCREENS = "pictures_screens"  # (view, the keys its screens so far start after: 
 CLICK, CORNER = "pictures_click", "pictures_corner"  # the large view's click mode, and its first corner
 CAPTION_KEY = "picture-caption-"
 MAX_CAPTION = 500
-UNDO_HINT = "Undo is beside Your last change"
+UNDO_HINT = captions.UNDO_HINT
 CLICK_MODES = {"fix": "Fix this picture's box", "add": "Add a missed picture"}
 VIEW_LONG_SIDE = 1400  # pixels: the page in the large view, sharp enough to place a corner
 BORDERS = """<style>
@@ -45,8 +47,10 @@ BORDERS = """<style>
 [class*="st-key-picture-card-kept-"] {border-color: #2e7d32;}
 [class*="st-key-picture-card-excluded-"] {border-color: #b3261e;}
 [class*="st-key-picture-card-deleted-"] {border: 3px dashed #9e9e9e; opacity: 0.5;}
-[class*="st-key-picture-line-"] {flex-wrap: nowrap !important;}
-[class*="st-key-picture-line-"] > div:first-child {min-width: 0; overflow: hidden;}
+[class*="st-key-picture-line-"], [class*="st-key-picture-words-card-"] {flex-wrap: nowrap !important;}
+[class*="st-key-picture-words-card-"] button {min-height: 0; padding-top: 0; padding-bottom: 0;}
+[class*="st-key-picture-line-"] > div:first-child,
+[class*="st-key-picture-words-card-"] > div:first-child {min-width: 0; overflow: hidden;}
 [class*="st-key-picture-card-"] [data-testid="stButtonGroup"] button {padding-left: 0; padding-right: 0; min-width: 0;}
 </style>"""
 
@@ -75,6 +79,7 @@ def show(undo_bar, undo):
         crops = pv.crops(manifest, shown.rows)
     if OPEN not in st.session_state:
         undo_bar(last)
+    captions.caption_tools(flt, threshold)
     notice = st.session_state.pop(NOTICE, None)
     if notice:
         st.toast(notice, icon=":material/check:")
@@ -265,12 +270,13 @@ def decide_by_key(picture_id: int, keep: bool | None):
 def grid(rows: list[dict], crops: dict, documents: dict):
     st.html(BORDERS)
     cells = st.grid(COLUMNS, min_column_width=CARD_WIDTH, gap="small")
+    words = captions.sources_on(rows)
     for row in rows:
         with cells.cell(), st.container(key=card_key(row["id"])):  # the keyboard's focus outlines this
-            card(row, crops.get(row["id"]), documents.get(row["doc_id"]))
+            card(row, crops.get(row["id"]), documents.get(row["doc_id"]), words)
 
 
-def card(row: dict, crop: bytes | None, document: dict | None):
+def card(row: dict, crop: bytes | None, document: dict | None, words: tuple[str, ...] = ()):
     state = pv.decision_of(row)
     with st.container(key=f"picture-card-{state}-{row['id']}", gap="xsmall"):
         if crop:
@@ -296,12 +302,13 @@ def card(row: dict, crop: bytes | None, document: dict | None):
                              disabled=auth.locked() or bool(row["deleted"]), width="stretch",
                              help=auth.help_for(CARD_CONTROL_HELP))
         caption_input(row)
+        captions.other_captions(row, lines=words)
 
 
 def caption_input(row: dict, where: str = "card"):
     # The saved caption is part of the key: a bulk caption, an undo or another browser shows at once.
     key = f"{CAPTION_KEY}{where}-{row['id']}-{zlib.crc32((row['caption'] or '').encode()):08x}"
-    hint = row["auto_caption"] or row["legend"]
+    hint = best_caption(None, row["legend"], row["auto_caption"])  # what the picture shows without yours
     st.text_input("Caption", value=row["caption"] or "", key=key, max_chars=MAX_CAPTION, label_visibility="collapsed",
                   placeholder=f"{hint[:80]}" if hint else "Caption…", on_change=captioned, args=(row["id"], key),
                   disabled=auth.locked(),
@@ -407,7 +414,7 @@ def large_view(threshold: float, undo_bar):
     page_col, side_col = st.columns([3, 2])
     with side_col:
         caption_input(row, "dialog")
-        words(row)
+        captions.other_captions(row, "dialog")
         if last is not None:
             undo_bar(last)
     with page_col:
@@ -415,15 +422,6 @@ def large_view(threshold: float, undo_bar):
             st.error("No image of this page is at hand, so its boxes cannot be drawn.")
             return
         click_on_page(row, boxes, image, drawn_from)
-
-
-def words(row: dict):
-    """The printed legend and the model's caption, as read: text from files, shown literally."""
-    if row["legend"]:
-        st.caption(f"Printed legend: {common.escape_markdown(row['legend'])}")
-    if row["auto_caption"]:
-        model = f" ({common.escape_markdown(row['auto_caption_model'])})" if row["auto_caption_model"] else ""
-        st.caption(f"Model's caption{model}: {common.escape_markdown(row['auto_caption'])}")
 
 
 def click_on_page(row: dict, boxes: list[dict], image: bytes, drawn_from: str):

@@ -35,6 +35,10 @@ def test_the_pictures_grid_at_1440_px_holds_six_cards_a_row_and_two_clicks_fix_a
             if not manifest.pictures(row["doc_id"], row["page"]):
                 manifest.add_picture(row["doc_id"], row["page"], (20, 40, row["width"] // 2, row["height"] // 3))
         found = manifest.conn.execute("SELECT COUNT(*) FROM pictures").fetchone()[0]
+        first = manifest.conn.execute("SELECT MIN(id) FROM pictures").fetchone()[0]
+        manifest.set_auto_captions([(first, "a lady in a promenade dress, full length, " * 4, "tiny")])
+        manifest.conn.execute("UPDATE pictures SET legend = ? WHERE id = ?", ("A WET DAY. " * 6, first))
+        manifest.conn.commit()  # one card with a long legend and model caption: the row keeps one height
     assert found >= 15
     env = {"CURATION_DB": str(db), "CURATION_ROOTS": str(archive)}
     with streamlit_server(tmp_path / "streamlit.log", env) as (_, port):

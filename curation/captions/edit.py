@@ -67,6 +67,13 @@ class Pictures:
         where, params = self.sql()
         return manifest.picture_rows(self.threshold, where=where, params=params, deleted=False)
 
+    @classmethod
+    def of_view(cls, flt, threshold: float | None = None) -> "Pictures":
+        """The pictures of a view of Review's Pictures (a curation.manifest.picture_views.PictureFilter: its
+        decision at `threshold`, its document), as the view shows them."""
+        where, params = flt.sql()
+        return cls(where=where, params=params, threshold=threshold)
+
 
 @dataclass(frozen=True)
 class Change:
@@ -114,7 +121,7 @@ def replacer(find: str, replacement: str, *, regex: bool = False, ignore_case: b
         pattern = re.compile(find, flags)
     except re.error as exc:
         raise CaptionEditError(f"{find!r} is not a regular expression: {_re_message(exc)}; search for plain "
-                               "text without --regex, or escape the character with a backslash") from None
+                               "text instead, or escape the character with a backslash") from None
     try:
         pattern.sub(replacement, "")  # the replacement's group references are checked here, before any caption
     except (re.error, IndexError) as exc:
