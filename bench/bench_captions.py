@@ -43,7 +43,7 @@ from curation import Manifest, ingest  # noqa: E402
 from curation.captions.edit import Pictures  # noqa: E402
 from curation.captions.job import caption_pictures  # noqa: E402
 from curation.captions.legend import engine_note, read_legends, with_legends  # noqa: E402
-from curation.scoring.scorer import reference_size, score_page  # noqa: E402
+from curation.scoring.scorer import reference_size, score_page, score_page_and_scan  # noqa: E402
 from curation.sources.synthetic import PageSpec, page_image, write_archive, write_pdf  # noqa: E402
 from inference.captioner import default_model_dir, loaded_captioner  # noqa: E402
 from quality_real import build  # noqa: E402
@@ -144,7 +144,8 @@ def detected_legends(folder: pathlib.Path, out: pathlib.Path, languages: str) ->
     for pdf, label in labels.items():
         with pymupdf.open(pdf) as doc:
             width, height = reference_size(doc[0])
-            result = with_legends(score_page(doc, 0), doc, languages)
+            scored, scan = score_page_and_scan(doc, 0)
+            result = with_legends(scored, doc, languages, scan)
         found = json.loads(result.features["pictures"]) if result.status == "ok" else []
         pictures = boxed.get(label["file"], [])
         labelled = [_reference_box(p["box"], width, height) for p in pictures]
