@@ -81,6 +81,7 @@ def timed_stages(clock: dict[str, float]):
 
 def stage_split(paths, languages: str | None) -> tuple[dict[str, float], int]:
     """Milliseconds per page of each stage and of the whole, over every page of `paths`, and the pages."""
+    cv2.setNumThreads(1)  # as in an ingest worker
     clock: dict[str, float] = defaultdict(float)
     pages = 0
     with timed_stages(clock):
@@ -158,7 +159,6 @@ def main() -> None:
     parser.add_argument("--real", action="store_true", help="the real scans too (../shared/realdata)")
     parser.add_argument("--languages", default=legend.DEFAULT_LANGUAGES, help="legend languages; 'none': no legends")
     args = parser.parse_args()
-    cv2.setNumThreads(1)  # as in an ingest worker
     languages = None if args.languages == "none" else args.languages
     for dpi in (int(v) for v in args.dpi.split(",") if v):
         report(f"{dpi} dpi", corpus(dpi, args.docs, args.pages), languages, args.repeat)
