@@ -43,7 +43,7 @@ from curation import Manifest, ingest  # noqa: E402
 from curation.captions.edit import Pictures  # noqa: E402
 from curation.captions.job import caption_pictures  # noqa: E402
 from curation.captions.legend import engine_note, read_legends, with_legends  # noqa: E402
-from curation.scoring.scorer import reference_size, score_page  # noqa: E402
+from curation.scoring.scorer import reference_size, score_page_and_scan  # noqa: E402
 from curation.sources.synthetic import PageSpec, page_image, write_archive, write_pdf  # noqa: E402
 from inference.captioner import default_model_dir, loaded_captioner  # noqa: E402
 from quality_real import build  # noqa: E402
@@ -73,13 +73,14 @@ def legend_times(folder: pathlib.Path) -> tuple[list[float], int]:
     for path in sorted(folder.glob("*.pdf")):
         with pymupdf.open(path) as doc:
             for number in range(doc.page_count):
-                boxes = [p[:4] for p in json.loads(score_page(doc, number).features["pictures"])]
+                scored, scan = score_page_and_scan(doc, number)  # as a worker: the scan, where decoded whole
+                boxes = [p[:4] for p in json.loads(scored.features["pictures"])]
                 if not boxes:
                     continue
                 if not per_picture:
-                    read_legends(doc, number, boxes)  # loads the engine: once per worker
+                    read_legends(doc, number, boxes, scan=scan)  # loads the engine: once per worker
                 started = time.perf_counter()
-                read_legends(doc, number, boxes)
+                read_legends(doc, number, boxes, scan=scan)
                 per_picture += [1000 * (time.perf_counter() - started) / len(boxes)] * len(boxes)
                 pages += 1
     return per_picture, pages
@@ -144,7 +145,8 @@ def detected_legends(folder: pathlib.Path, out: pathlib.Path, languages: str) ->
     for pdf, label in labels.items():
         with pymupdf.open(pdf) as doc:
             width, height = reference_size(doc[0])
-            result = with_legends(score_page(doc, 0), doc, languages)
+            scored, scan = score_page_and_scan(doc, 0)
+            result = with_legends(scored, doc, languages, scan)
         found = json.loads(result.features["pictures"]) if result.status == "ok" else []
         pictures = boxed.get(label["file"], [])
         labelled = [_reference_box(p["box"], width, height) for p in pictures]

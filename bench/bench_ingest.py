@@ -12,8 +12,9 @@ scanner-bed borders, bleed-through or faded ink; --docs x --pages, 600 pages by 
 - pdf2image (with --pdf2image): one page at a time at 144 dpi
 
 and prints pages/s, the engine's share of the floor with as many processes, its ratio to the original
-loop, the peak RSS of every process and the largest |sigma - sigma_ref| over every page. With --x4 it
-also ingests the archive copied 4 times, for memory growth.
+loop, the peak RSS of every process and the largest |sigma - sigma_ref| over every page, and where a
+worker's time per page goes (bench/profile_score.py: decode, resize, features, colour preview,
+thumbnail, legends). With --x4 it also ingests the archive copied 4 times, for memory growth.
 
     python bench/bench_ingest.py [--dpi 200,300] [--docs 10] [--pages 60] [--out bench/out/ingest] [--x4]
 """
@@ -39,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from curation import Manifest  # noqa: E402
 from process_tree import watch_tree  # noqa: E402
 from curation.sources.synthetic import periodical_specs, write_pdf  # noqa: E402
+from profile_score import stage_split  # noqa: E402
 
 DPIS = (300, 300, 200, 400)  # the mixed archive other benchmarks build with make_corpus
 
@@ -120,6 +122,13 @@ def feature_cost(corpus) -> tuple[float, float]:
     return min(with_features, timed()), without
 
 
+def legend_languages() -> str | None:
+    """The languages an ingest reads legends in by default, where the OCR engine is present."""
+    from curation.captions.legend import DEFAULT_LANGUAGES, installed_languages
+
+    return DEFAULT_LANGUAGES if set(DEFAULT_LANGUAGES.split("+")) <= installed_languages() else None
+
+
 def decode_floor(corpus, processes: int) -> float:
     """Pages/s of `processes` processes that only read each page's JPEG and decode it to gray at full
     size with libjpeg-turbo; their start-up is not counted."""
@@ -199,6 +208,9 @@ def bench_resolution(args, dpi: int) -> None:
 
     with_features, without = feature_cost(corpus[:2])
     print(f"  score_page in process: {with_features:.1f} ms/page, {without:.1f} without the page analysis")
+    split, profiled = stage_split(corpus[:2], legend_languages())
+    print(f"  a worker's page in process, CPU ms over {profiled} pages: "
+          + ", ".join(f"{stage} {ms:.1f}" for stage, ms in split.items()))
     if args.x4:
         big_dir = args.out / f"corpus-{dpi}dpi-x4"
         enlarge(corpus, big_dir, 4)

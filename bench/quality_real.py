@@ -242,7 +242,7 @@ def cost(paths: list[str]) -> None:
     analysis, pixels = [], 0
     for path in paths:
         with pymupdf.open(path) as doc:
-            gray, _, _ = _gray_at_reference(doc, doc[0])
+            gray, *_ = _gray_at_reference(doc, doc[0])
         start = time.perf_counter()
         page_features(gray)
         analysis.append(time.perf_counter() - start)

@@ -378,3 +378,20 @@ def test_a_legend_that_cannot_be_read_leaves_the_pages_score(monkeypatch):
 
     monkeypatch.setattr(legends, "read_legends", broken)
     assert legends.with_legends(scored, doc, "eng") == scored
+
+
+@needs_engine
+def test_a_scan_the_score_decoded_is_not_decoded_again_for_its_legends(monkeypatch):
+    from curation.scoring.scorer import score_page_and_scan
+
+    doc = as_scan(legend_page(["THE OLD MILL."]), dpi=250)
+    _, scan = score_page_and_scan(doc, 0)
+    assert scan is not None and scan.shape[0] == round(doc[0].rect.height * 250 / 72)  # whole, at its own dpi
+
+    def decoded_again(*args, **kwargs):
+        raise AssertionError("the page was read again")
+
+    monkeypatch.setattr(legends, "decode_gray", decoded_again)
+    monkeypatch.setattr(legends, "_scan_gray", decoded_again)
+    [found] = read_legends(doc, 0, [reference_box()], scan=scan)
+    assert accuracy(found.text, "THE OLD MILL.") >= 0.9

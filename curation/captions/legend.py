@@ -31,7 +31,7 @@ import numpy as np
 
 from ..manifest.store import DEFAULT_LEGEND_LANGUAGES as DEFAULT_LANGUAGES
 from ..manifest.store import language_codes
-from ..scoring.scorer import reference_size
+from ..scoring.scorer import decode_gray, full_page_jpeg, reference_size
 
 LANGUAGE_NAMES = {"eng": "English", "deu": "German", "fra": "French", "frk": "German (Fraktur)", "rus": "Russian",
                   "ita": "Italian", "spa": "Spanish", "nld": "Dutch", "pol": "Polish", "lat": "Latin"}
@@ -287,31 +287,34 @@ def _runs(positions: np.ndarray, breaks: np.ndarray) -> list[tuple[int, int]]:
 # -- a page's legends -----------------------------------------------------------------------------
 
 
-def with_legends(result, doc, languages: str):
+def with_legends(result, doc, languages: str, scan: np.ndarray | None = None):
     """A scored page (`PageResult`) with each picture's legend and its confidence appended to its entry
     in `features["pictures"]`: [x0, y0, x1, y1, area, legend or null, confidence or null]. A legend
-    that cannot be read leaves the page's score as it is."""
+    that cannot be read leaves the page's score as it is. `scan`: the page's scan in gray at full size,
+    where scoring decoded it (scorer.score_page_and_scan)."""
     pictures = json.loads((result.features or {}).get("pictures") or "[]")
     if not pictures:
         return result
     try:
-        found = read_legends(doc, result.page, [p[:4] for p in pictures], languages)
+        found = read_legends(doc, result.page, [p[:4] for p in pictures], languages, scan)
     except Exception:  # MuPDF on a damaged part, the engine, memory: a legend is an extra, the score stands
         return result
     entries = [[*p[:5], f.text if f else None, f.confidence if f else None] for p, f in zip(pictures, found)]
     return replace(result, features={**result.features, "pictures": json.dumps(entries)})
 
 
-def read_legends(doc, number: int, boxes, languages: str = DEFAULT_LANGUAGES) -> list[Legend | None]:
+def read_legends(doc, number: int, boxes, languages: str = DEFAULT_LANGUAGES,
+                 scan: np.ndarray | None = None) -> list[Legend | None]:
     """The legend of each picture of page `number` (`boxes`: x0, y0, x1, y1 in reference pixels), in
-    the order given; the page is read once, at OCR resolution, around the pictures only."""
+    the order given; the page is read once, at OCR resolution, around the pictures only (`scan`: the
+    page's scan in gray at full size, if already decoded)."""
     width, height = reference_size(doc[number])
     found = [strips(box, boxes, width, height) if _area(box) >= MIN_PICTURE_IN2 else [] for box in boxes]
     every = [strip for picture in found for strip in picture]
     if not every:
         return [None] * len(boxes)
     area = tuple(f(s.box[i] for s in every) for i, f in enumerate((min, min, max, max)))
-    gray, scale = read_area(doc, number, area, (width, height))
+    gray, scale = read_area(doc, number, area, (width, height), scan)
     return [_legend(gray, area, scale, picture, languages) for picture in found]
 
 
@@ -342,22 +345,41 @@ def _on_paper(gray: np.ndarray, box, pad: int) -> np.ndarray:
     return paper
 
 
-def read_area(doc, number: int, area, size) -> tuple[np.ndarray, float]:
+def read_area(doc, number: int, area, size, scan: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """Part `area` (reference pixels) of the page in gray at OCR_DPI (less for a very large part),
-    with its pixels per reference pixel. Read as an export reads a picture: a scan's JPEG decoded,
-    anything else rendered, just that part."""
+    with its pixels per reference pixel. Read from the scan: `scan` (the page's JPEG decoded in gray
+    at full size) or the JPEG decoded now; a page that is no plain scan is rendered, just that part,
+    as an export renders a picture."""
     # The exporter's package imports the ingest runner, which reads legends: imported when used.
     from ..export.settings import MAX_SIZE, MIN_SIZE, ExportSettings
     from ..export.source import read_source
 
     x0, y0, x1, y1 = area
     scale = min(OCR_DPI / REFERENCE_DPI, MAX_SIZE / max(x1 - x0, y1 - y0))  # a very large part a little coarser
-    settings = ExportSettings(size=max(MIN_SIZE, math.ceil(max(x1 - x0, y1 - y0) * scale)))
-    region = (x0 / size[0], y0 / size[1], x1 / size[0], y1 / size[1])
-    source = read_source(doc, number, settings, region=region)
-    image = source.image.crop(tuple(round(v) for v in source.box)).convert("L")
     target = (max(1, round((x1 - x0) * scale)), max(1, round((y1 - y0) * scale)))
-    gray = np.asarray(image)
+    if scan is None:
+        scan = _scan_gray(doc, number)
+    if scan is not None:
+        fx, fy = scan.shape[1] / size[0], scan.shape[0] / size[1]
+        gray = scan[round(y0 * fy):round(y1 * fy), round(x0 * fx):round(x1 * fx)]
+    else:
+        settings = ExportSettings(size=max(MIN_SIZE, math.ceil(max(x1 - x0, y1 - y0) * scale)))
+        region = (x0 / size[0], y0 / size[1], x1 / size[0], y1 / size[1])
+        source = read_source(doc, number, settings, region=region, use_scan=False)
+        gray = np.asarray(source.image.crop(tuple(round(v) for v in source.box)).convert("L"))
     if gray.shape[::-1] != target:  # a scan at its own resolution: brought to OCR resolution
         gray = cv2.resize(gray, target, interpolation=cv2.INTER_AREA if gray.shape[1] > target[0] else cv2.INTER_CUBIC)
     return gray, scale
+
+
+def _scan_gray(doc, number: int) -> np.ndarray | None:
+    """The page's scan decoded in gray at full size, where the page is one plain JPEG; else None. Its
+    luma is what the export's colour decode turns to gray, within a level."""
+    page = doc[number]
+    jpeg = full_page_jpeg(doc, page)
+    if jpeg is None or doc.xref_get_key(page.get_images(full=True)[0][0], "DecodeParms")[0] != "null":
+        return None  # a /DecodeParms (ColorTransform) changes the colours: rendered, as the export does
+    try:
+        return decode_gray(jpeg[0])
+    except ValueError:  # truncated or corrupt: MuPDF draws what it can
+        return None

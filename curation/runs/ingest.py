@@ -31,7 +31,7 @@ from ..decisions.duplicates import refresh_duplicates
 from ..manifest.store import Manifest
 from ..scoring.result import PageResult
 from ..scoring.features import FEATURES_VERSION
-from ..scoring.scorer import score_page
+from ..scoring.scorer import score_page_and_scan
 from ..sources.paths import REFUSAL, document_roots, reading_roots
 from ..sources.reader import (DocumentError, DocumentInfo, OutsideAllowedFolders, error_text, exists, file_sha256,
                               file_stat, find_pdfs, inspect_document, open_document, readable)
@@ -110,9 +110,9 @@ def run_task(task: Task):
 
 def _score_and_shrink(doc, number: int, legend_languages: str | None = None) -> PageResult:
     try:
-        result = score_page(doc, number)
+        result, scan = score_page_and_scan(doc, number)
         if legend_languages and result.status == "ok":
-            result = with_legends(result, doc, legend_languages)
+            result = with_legends(result, doc, legend_languages, scan)
     finally:
         # MuPDF caches every image it touched (up to 256 MB per process); a page is never needed twice.
         pymupdf.TOOLS.store_shrink(100)

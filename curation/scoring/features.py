@@ -80,7 +80,6 @@ def page_features(gray: np.ndarray, dpi: float = REFERENCE_DPI, box_scale: float
     ink = ink_map(work, work_dpi / 72, paper_from=small_content)
     tone = _percentile_u8(ink, 99.5) / 255
     threshold = 255 * max(INK_FRACTION * tone, INK_FLOOR)
-    mask = ink >= threshold
     layout = find_pictures(ink, threshold, work_dpi)
     scale = dpi / work_dpi  # work pixels to `gray`'s
     boxes = tuple((*(round((v * scale + offset) * box_scale) for v, offset in zip(p.box, (left, top, left, top))),
@@ -93,7 +92,7 @@ def page_features(gray: np.ndarray, dpi: float = REFERENCE_DPI, box_scale: float
     return PageFeatures(
         sigma_content=float(cv2.meanStdDev(content)[1][0, 0]),
         ink_tone=float(tone),
-        ink_coverage=float(mask.mean()),
+        ink_coverage=np.count_nonzero(ink >= threshold) / ink.size,
         picture_share=layout.picture_share,
         picture_area=layout.picture_area,
         picture_count=len(layout.pictures),
@@ -158,5 +157,5 @@ def hamming(a: int, b: int) -> int:
 
 
 def _percentile_u8(values: np.ndarray, q: float) -> float:
-    counts = np.bincount(values.ravel(), minlength=256)
+    counts = cv2.calcHist([values], [0], None, [256], [0, 256]).ravel().astype(np.int64)  # exact to 2**24 a bin
     return float(np.searchsorted(np.cumsum(counts), q / 100 * values.size))

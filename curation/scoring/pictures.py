@@ -121,8 +121,7 @@ def _sort_large_ink(ink: np.ndarray, threshold: float, labels: np.ndarray, stats
     (type and writing standing in lines, words run together, frames), and ink at the sheet's edge."""
     x, y, w, h, area = stats[1:].T
     big = _large(w, h, text_height, dpi)
-    big[big] = [_dark_throughout(ink, min(255, CORE * threshold), labels, stats[1 + i], i + 1, text_height, dpi)
-                for i in np.flatnonzero(big)]
+    big &= _dark_throughout(ink, min(255, CORE * threshold), labels, stats, big, text_height, dpi)
     # A line, straight or slanted, solid or broken, which the rules left: thin in its ink for its length.
     thin = (area < RULE_THICKNESS_IN * dpi * np.maximum(w, h)) & (np.maximum(w, h) > LINE_ASPECT * np.minimum(w, h))
     # No taller than a line of text: a line of type run together by heavy ink, however long.
@@ -193,17 +192,31 @@ def _page_edge(x, y, w, h, area, shape: tuple[int, int], dpi: float) -> np.ndarr
     return band | (touches & (area < EDGE_THICKNESS_IN * dpi * np.maximum(w, h)))
 
 
-def _dark_throughout(ink: np.ndarray, core: float, labels: np.ndarray, box, label: int, text_height: float,
-                     dpi: float) -> bool:
-    """Whether component `label` is still large in its darkest ink.
+def _dark_throughout(ink: np.ndarray, core: float, labels: np.ndarray, stats: np.ndarray, chosen: np.ndarray,
+                     text_height: float, dpi: float) -> np.ndarray:
+    """Which of the `chosen` components (one flag per label, from label 1) are still large in their
+    darkest ink.
 
     Heavily inked or blurred type runs together into blobs several lines tall, but through ink
     lighter than the letters themselves; at a stricter threshold the blob falls apart into letters,
-    while a pen line or a woodcut's black stays whole."""
-    x, y, w, h = box[:4]
-    darkest = (ink[y:y + h, x:x + w] >= core) & (labels[y:y + h, x:x + w] == label)
-    _, _, stats, _ = cv2.connectedComponentsWithStats(darkest.astype(np.uint8), connectivity=8)
-    return bool(_large(stats[1:, 2], stats[1:, 3], text_height, dpi).any())
+    while a pen line or a woodcut's black stays whole. The components' darkest ink is labelled in one
+    pass: each dark piece lies inside one component, as components never touch."""
+    still = np.zeros(chosen.size + 1, bool)
+    if not chosen.any():
+        return still[1:]
+    keep = np.zeros(chosen.size + 1, bool)
+    keep[1:] = chosen
+    boxes = stats[1:][chosen]  # labelled within the box around them all
+    x0, y0 = boxes[:, 0].min(), boxes[:, 1].min()
+    x1, y1 = (boxes[:, 0] + boxes[:, 2]).max(), (boxes[:, 1] + boxes[:, 3]).max()
+    labels = labels[y0:y1, x0:x1]
+    darkest = ((ink[y0:y1, x0:x1] >= core) & keep[labels]).astype(np.uint8)
+    _, pieces, found, _ = cv2.connectedComponentsWithStats(darkest, connectivity=8)
+    for piece in 1 + np.flatnonzero(_large(found[1:, 2], found[1:, 3], text_height, dpi)):
+        x, y, w = found[piece, :3]  # the piece's top row holds one of its pixels
+        at = x + int(np.argmax(pieces[y, x:x + w] == piece))
+        still[labels[y, at]] = True
+    return still[1:]
 
 
 def rules(ink: np.ndarray, dpi: float) -> np.ndarray:

@@ -43,13 +43,20 @@ def reference_sigma(page: pymupdf.Page) -> float:
 
 def score_page(doc: pymupdf.Document, number: int) -> PageResult:
     """Score one page; a page that cannot be read comes back failed with the reason."""
+    return score_page_and_scan(doc, number)[0]
+
+
+def score_page_and_scan(doc: pymupdf.Document, number: int) -> tuple[PageResult, np.ndarray | None]:
+    """The page's score, and its scan's luma at full size where scoring decoded the scan whole (else
+    None): what reading the page at a higher resolution (its legends) can use without a second decode."""
+    scan = None
     try:
         pymupdf.TOOLS.reset_mupdf_warnings()
         page = doc[number]
-        gray, method, colour = _gray_at_reference(doc, page)
+        gray, method, colour, scan = _gray_at_reference(doc, page)
         damage = _damage(pymupdf.TOOLS.mupdf_warnings())
         if damage:
-            return PageResult(page=number, status="failed", error=f"damaged page: {damage}")
+            return PageResult(page=number, status="failed", error=f"damaged page: {damage}"), None
         sigma = float(cv2.meanStdDev(gray)[1][0, 0])
         width, height = reference_size(page)
         features = feature_columns(gray, width / gray.shape[1])
@@ -60,9 +67,9 @@ def score_page(doc: pymupdf.Document, number: int) -> PageResult:
         return PageResult(
             page=number, status="ok", sigma=sigma, width=width, height=height,
             method=method, thumbnail=thumbnail_jpeg(gray if colour is None else colour), features=features,
-        )
+        ), scan
     except Exception as exc:  # MuPDF raises plain RuntimeError/ValueError for damaged content
-        return PageResult(page=number, status="failed", error=f"could not read page: {error_text(exc)}")
+        return PageResult(page=number, status="failed", error=f"could not read page: {error_text(exc)}"), None
 
 
 def _damage(warnings: str) -> str | None:
@@ -80,18 +87,21 @@ def reference_size(page: pymupdf.Page) -> tuple[int, int]:
     return irect.width, irect.height
 
 
-def _gray_at_reference(doc, page) -> tuple[np.ndarray, str, np.ndarray | Callable[[], np.ndarray | None] | None]:
-    """The page's luma at the reference resolution, how it was made, and for a colour page a colour
-    image (RGB, any size) for its thumbnail, or for a scan a function that decodes one when asked."""
+def _gray_at_reference(doc, page) -> tuple[np.ndarray, str, np.ndarray | Callable[[], np.ndarray | None] | None,
+                                           np.ndarray | None]:
+    """The page's luma at the reference resolution, how it was made, for a colour page a colour
+    image (RGB, any size) for its thumbnail, or for a scan a function that decodes one when asked,
+    and the scan's luma at full size where it was decoded whole."""
     jpeg = full_page_jpeg(doc, page)
     width, height = reference_size(page)
     # MuPDF paints enlarged images with its own interpolation, so scans under 144 dpi are rendered.
     if (jpeg is not None and jpeg[1] >= width and jpeg[2] >= height and width * height <= MAX_RENDER_PIXELS
             and render_reduction(jpeg[1], jpeg[2], width, height) <= MAX_DECODE_REDUCTION):
-        return _decode_scaled(*jpeg, width, height), "jpeg", lambda: _colour_preview(*jpeg)
+        gray, scan = _decode_scaled(*jpeg, width, height)
+        return gray, "jpeg", lambda: _colour_preview(*jpeg), scan
     zoom = REFERENCE_ZOOM * min(1.0, (MAX_RENDER_PIXELS / max(1, width * height)) ** 0.5)
     gray, colour = _render_gray(page, zoom)
-    return gray, ("render" if zoom == REFERENCE_ZOOM else "render-reduced"), colour
+    return gray, ("render" if zoom == REFERENCE_ZOOM else "render-reduced"), colour, None
 
 
 def _render_gray(page: pymupdf.Page, zoom: float) -> tuple[np.ndarray, np.ndarray | None]:
@@ -190,22 +200,33 @@ def _components(doc: pymupdf.Document, xref: int) -> int | None:
     return None
 
 
-def _decode_scaled(jpeg: bytes, image_w: int, image_h: int, width: int, height: int) -> np.ndarray:
-    """The JPEG's luma as MuPDF's render decodes it, scaled to width x height with MuPDF's scaler.
+def _decode_scaled(jpeg: bytes, image_w: int, image_h: int, width: int,
+                   height: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """The JPEG's luma as MuPDF's render decodes it, scaled to width x height with MuPDF's scaler,
+    and the full-size decode where there was one.
 
     At full size libjpeg-turbo decodes exactly as MuPDF's own libjpeg does, and faster. A reduced
     decode is a different image in each library (libjpeg-turbo's is softer: sigma up to 1.1 low on
     real 300-dpi newspaper scans), so a reduced decode is MuPDF's.
     """
     reduction = render_reduction(image_w, image_h, width, height)
-    if reduction == 0:
-        gray = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_GRAYSCALE | cv2.IMREAD_IGNORE_ORIENTATION)
-        if gray is None:
-            raise ValueError("the embedded JPEG cannot be decoded")
-    else:
-        gray = _mupdf_decode_reduced(jpeg, image_w, image_h, reduction)
+    gray = decode_gray(jpeg) if reduction == 0 else _mupdf_decode_reduced(jpeg, image_w, image_h, reduction)
+    scan = gray if reduction == 0 else None
     if gray.shape == (height, width):
-        return gray
+        return gray, scan
+    return reference_resize(gray, width, height), scan
+
+
+def decode_gray(jpeg: bytes) -> np.ndarray:
+    """The JPEG's luma at full size, by libjpeg-turbo."""
+    gray = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_GRAYSCALE | cv2.IMREAD_IGNORE_ORIENTATION)
+    if gray is None:
+        raise ValueError("the embedded JPEG cannot be decoded")
+    return gray
+
+
+def reference_resize(gray: np.ndarray, width: int, height: int) -> np.ndarray:
+    """A decoded scan brought to the reference size."""
     return mupdf_resize(gray, width, height)
 
 
