@@ -136,6 +136,16 @@ def test_giant_page_is_scored_in_bounded_memory(tmp_path):
     assert 0 < result.sigma < 128
 
 
+def test_a_broadsheet_scan_over_16_megapixels_at_144_dpi_keeps_its_exact_sigma(tmp_path):
+    rng = np.random.default_rng(5)
+    paper = np.full((5000, 3400), 215, np.uint8)
+    paper[400:2600, 300:3100] = rng.integers(20, 240, (2200, 2800), dtype=np.uint8)  # a large halftone
+    ok, jpeg = cv2.imencode(".jpg", paper, [cv2.IMWRITE_JPEG_QUALITY, 85])
+    doc = one_page_pdf(tmp_path, lambda page: page.insert_image(page.rect, stream=jpeg.tobytes()),
+                       width=1700, height=2500)  # 3400 x 5000 at 144 dpi: 17 M reference pixels
+    assert_matches_reference(doc, method="jpeg")
+
+
 def test_thumbnail_is_a_small_jpeg_of_the_page(tmp_path, page_spec):
     doc = pymupdf.open(write_pdf(tmp_path / "scan.pdf", [page_spec]))
     thumb = Image.open(io.BytesIO(score_page(doc, 0).thumbnail))

@@ -25,8 +25,11 @@ THUMBNAIL_SIDE = 256
 THUMBNAIL_QUALITY = 80
 # libjpeg scales a decode by 1/2, 1/4 or 1/8; scans reduced further (over 1100 dpi) are rendered.
 MAX_DECODE_REDUCTION = 3
-# Pages larger than this many reference pixels (giant boxes) are measured at a reduced scale.
+# Rendered pages larger than this many reference pixels (giant boxes) are measured at a reduced scale;
+# a scan decoded in gray (a byte a pixel, not the render's three) is measured whole up to MAX_DECODE_PIXELS,
+# which a broadsheet front page at 144 dpi (3375 x 5000) needs for its exact sigma.
 MAX_RENDER_PIXELS = 16_000_000
+MAX_DECODE_PIXELS = 48_000_000
 COVER_TOLERANCE_PT = 1.0
 COLOUR_SPREAD = 12  # a page whose red and blue differ by more than this somewhere is shown in colour
 COLOUR_PICTURE_MIN = 0.5  # square inches: a scan holding a picture this large gets a colour thumbnail
@@ -95,7 +98,7 @@ def _gray_at_reference(doc, page) -> tuple[np.ndarray, str, np.ndarray | Callabl
     jpeg = full_page_jpeg(doc, page)
     width, height = reference_size(page)
     # MuPDF paints enlarged images with its own interpolation, so scans under 144 dpi are rendered.
-    if (jpeg is not None and jpeg[1] >= width and jpeg[2] >= height and width * height <= MAX_RENDER_PIXELS
+    if (jpeg is not None and jpeg[1] >= width and jpeg[2] >= height and width * height <= MAX_DECODE_PIXELS
             and render_reduction(jpeg[1], jpeg[2], width, height) <= MAX_DECODE_REDUCTION):
         gray, scan = _decode_scaled(*jpeg, width, height)
         return gray, "jpeg", lambda: _colour_preview(*jpeg), scan
