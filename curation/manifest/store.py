@@ -21,7 +21,7 @@ import psutil
 
 from ..scoring.result import PageResult
 from ..sources.page_numbers import page_number
-from . import history, pictures, thumbnail_store
+from . import aggregates, history, pictures, thumbnail_store
 from .history import now
 from .rules import (DECIDED_BY_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, INK_TONE_MIN, KEEP_SQL,
                     LIVE_DOCUMENT_SQL, RULES)
@@ -203,6 +203,33 @@ MIGRATIONS: list[str] = [
     # The Pictures view's screens read through an index: by size as the curator left it (either way), and the
     # few pictures captioned by a curator or no longer found, without a walk over every picture.
     pictures.INDEXES,
+    # The dashboard's counts by decision (curation.manifest.aggregates): pages counted in bins, rebuilt when the
+    # counter of what they count moved. Triggers move it with every change to a page's figures or a document's
+    # status; the suggestions' one writer moves its own (replace_suggestions). Pages whose pictures a curator
+    # edited are read through their own index.
+    """
+    CREATE TABLE changes (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+    INSERT INTO changes (name, value) VALUES ('pages', 0), ('suggestions', 0);
+    CREATE TABLE page_bins (
+        sigma_bin INTEGER,
+        area_bin INTEGER,
+        kind INTEGER NOT NULL,
+        model INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        pages INTEGER NOT NULL
+    );
+    CREATE INDEX pages_edited ON pages(pictures_included) WHERE pictures_included IS NOT NULL;
+    CREATE TRIGGER pages_added AFTER INSERT ON pages
+    BEGIN UPDATE changes SET value = value + 1 WHERE name = 'pages'; END;
+    CREATE TRIGGER pages_removed AFTER DELETE ON pages
+    BEGIN UPDATE changes SET value = value + 1 WHERE name = 'pages'; END;
+    CREATE TRIGGER pages_measured AFTER UPDATE OF doc_id, page, status, sigma, picture_area, ink_tone ON pages
+    BEGIN UPDATE changes SET value = value + 1 WHERE name = 'pages'; END;
+    CREATE TRIGGER documents_status AFTER UPDATE OF status ON documents
+    BEGIN UPDATE changes SET value = value + 1 WHERE name = 'pages'; END;
+    CREATE TRIGGER documents_removed AFTER DELETE ON documents
+    BEGIN UPDATE changes SET value = value + 1 WHERE name = 'pages'; END;
+    """,
 ]
 
 
@@ -601,6 +628,7 @@ class Manifest(pictures.PictureRows):
         """The model's (doc_id, page, keep, confidence) for every page, replacing the last fit's."""
         with self.transaction():
             self.conn.execute("DELETE FROM suggestions")
+            aggregates.bump_suggestions(self.conn)
             self.conn.executemany(
                 "INSERT INTO suggestions (doc_id, page, keep, confidence) VALUES (?, ?, ?, ?)",
                 ((d, p, int(k), float(c)) for d, p, k, c in rows),
