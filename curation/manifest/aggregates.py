@@ -29,9 +29,10 @@ SIGMA_BIN_SQL = f"CAST(p.sigma * {SIGMA_STEPS} AS INTEGER)"
 AREA_BIN_SQL = (f"MIN(MAX(CAST((log10(MAX(p.picture_area, {AREA_FLOOR})) - {math.log10(AREA_FLOOR)}) * {AREA_STEPS} "
                 f"AS INTEGER), 0), {AREA_BINS - 1})")
 # What the picture rule reads: 0 no features (σ decides), 1 the area decides, 2 too little ink (rejected),
-# 3 features without an ink tone (the area, then σ).
-KIND_SQL = (f"CASE WHEN p.picture_area IS NULL THEN 0 WHEN p.ink_tone >= {INK_TONE_MIN!r} THEN 1 "
-            f"WHEN p.ink_tone < {INK_TONE_MIN!r} THEN 2 ELSE 3 END")
+# 3 features without an ink tone (the area, then σ), 4 no picture area and too little ink (rejected).
+KIND_SQL = (f"CASE WHEN p.picture_area IS NULL THEN (CASE WHEN p.ink_tone < {INK_TONE_MIN!r} THEN 4 ELSE 0 END) "
+            f"WHEN p.ink_tone >= {INK_TONE_MIN!r} THEN 1 WHEN p.ink_tone < {INK_TONE_MIN!r} THEN 2 ELSE 3 END")
+UNFEATURED_KINDS = (0, 4)
 _DISAGREES_SQL = f"o.keep IS NULL AND {DISAGREES_SQL.replace(':rule', ':base_rule')}"
 _COLUMNS = ("sigma_bin", "area_bin", "kind", "model", "status", "pages")
 
@@ -177,7 +178,7 @@ def _decisions(params: dict, sb, ab, kind, model) -> tuple[np.ndarray, np.ndarra
     the bins beside the cutoffs)."""
     by_sigma = (sb >= 0) & (sb > sigma_bin(params["threshold"]))
     by_area = (ab >= 0) & (ab > area_bin(params["picture_area_min"]))
-    picture = np.where(kind == 0, by_sigma, np.where(kind == 1, by_area, np.where(kind == 2, False, by_area & by_sigma)))
+    picture = np.where(kind == 0, by_sigma, np.where(kind == 1, by_area, np.where(kind == 3, by_area & by_sigma, False)))
     rule = params["rule"]
     base = by_sigma if params["base_rule"] == "sigma" else picture
     keep = np.where(model >= 0, model == 1, picture) if rule == "model" else (by_sigma if rule == "sigma" else picture)

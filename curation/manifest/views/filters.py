@@ -1,5 +1,6 @@
 """The decision being looked at, the page filters of Review and their counts: what every page of the
-dashboard reads first, as single aggregate queries.
+dashboard reads first, summed from the pages counted in bins (curation.manifest.aggregates) or, for one
+document, nearness and near-duplicates, as single queries through indexes.
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
 
 from .. import aggregates
 from ..rules import BASE_RULE_SQL, DISAGREES_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES
@@ -185,7 +187,7 @@ def override_count(manifest: Manifest) -> int:
 def unfeatured_count(manifest: Manifest) -> int:
     """Scored pages without picture features (scored before they existed): σ decides them."""
     found = aggregates.bins(manifest)
-    return int(found.pages[found.ok & (found.kind == 0)].sum())
+    return int(found.pages[found.ok & np.isin(found.kind, aggregates.UNFEATURED_KINDS)].sum())
 
 
 def has_features(manifest: Manifest) -> bool:
