@@ -7,6 +7,7 @@ import os
 import pathlib
 import zlib
 
+import psutil
 import streamlit as st
 
 from curation.manifest import keyboard, views
@@ -205,37 +206,50 @@ def start_learning(model: views.ModelState):
     if blocker and not model.suggestions:
         st.session_state[LEARNED] = views.LearnOutcome(False, blocker, model.labels)
         return
+    with common.open_manifest() as manifest:
+        if manifest.running_job(views.LEARN_JOB) is not None:
+            return  # another browser started it: this page follows that one
     db = pathlib.Path(os.path.abspath(common.db_path()))
-    problem = common.launch_and_wait(views.LEARN_JOB, lambda: jobs.launch(db, views.LEARN_JOB))
-    if problem:
-        st.error(problem)
-        return
-    st.session_state[LEARNING] = True
+    st.session_state[LEARNING] = jobs.launch(db, views.LEARN_JOB).pid  # not waited for: it registers itself
 
 
 def learning_progress():
     """The learn job's progress while it runs, refreshing itself; when it ends, the page runs again with
-    what it learned."""
+    what it learned. Until the job's process has registered, it says it is starting."""
     with common.open_manifest() as manifest:
-        running = manifest.running_job(views.LEARN_JOB) is not None
-    if running:
-        st.session_state[LEARNING] = True
+        job = manifest.running_job(views.LEARN_JOB)
+    if job is not None and not st.session_state.get(LEARNING):
+        st.session_state[LEARNING] = job["pid"]
+    if not st.session_state.get(LEARNING):
+        return
 
-    @st.fragment(run_every=LEARN_POLL_SECONDS if running else None)
+    @st.fragment(run_every=LEARN_POLL_SECONDS)
     def progress():
+        pid = st.session_state.get(LEARNING)
         with common.open_manifest() as manifest:
             job = manifest.latest_job(views.LEARN_JOB)
-        if job is None:
-            return
-        if job["status"] == "running":
-            done = views.job_progress(job)
-            st.progress(done["fraction"], text=f"Learning… {done['done']} % · {job['message'] or 'starting'}")
-        elif st.session_state.pop(LEARNING, False):  # it just ended: the panel, tiles and counts follow it
+        if job is not None and job["pid"] == pid and job["status"] != "running":
+            st.session_state.pop(LEARNING, None)  # it ended: the panel, tiles and counts follow it
             st.session_state[LEARNED] = views.LearnOutcome(job["status"] == "done", job["message"] or
                                                            "Learning ended without a word.", 0)
             st.rerun()
+        if job is not None and job["pid"] == pid:
+            done = views.job_progress(job)
+            st.progress(done["fraction"], text=f"Learning… {done['done']} % · {job['message'] or 'starting'}")
+        elif process_alive(pid):
+            st.progress(0.0, text="Learning… starting")
+        else:
+            st.session_state.pop(LEARNING, None)
+            st.error(f"Learning ended before it began. Its log is in `{common.db_path().parent / 'logs'}`.")
 
     progress()
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def stop_model():

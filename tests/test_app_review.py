@@ -1,11 +1,10 @@
 """Review page: a paged grid, filters, overrides saved at once, bulk actions after a confirmation."""
 
 import getpass
-import time
 
 import pytest
 
-from apptest_support import add_features, filled_db, page, ran, texts
+from apptest_support import add_features, filled_db, job_finished, page, ran, texts, wait_for
 from curation import Manifest
 from curation.manifest import views
 
@@ -164,26 +163,14 @@ def test_learn_says_why_not_yet_then_learns(db):
         labels = len(manifest.overrides())
     button(at, "Learn from my overrides").click()
     ran(at)  # returns at once: the model learns in a job of its own, its progress on the page
-    assert any("Learning…" in bar.proto.text for bar in at.get("progress")) or learn_ended(db)
-    wait_for_learning(db)
+    assert any("Learning…" in bar.proto.text for bar in at.get("progress"))
+    wait_for(job_finished(db, "learn"), timeout=120)
     ran(at)
     assert f"Learned from {labels} overrides" in at.success[0].value
     with Manifest(db) as manifest:
         assert manifest.conn.execute("SELECT COUNT(*) FROM suggestions").fetchone()[0] == 60
     assert "model: keep" in texts(at) or "model: reject" in texts(at)  # on the tiles
     assert f"from {labels} overrides" in texts(at)
-
-
-def learn_ended(db) -> bool:
-    with Manifest(db) as manifest:
-        return manifest.running_job("learn") is None
-
-
-def wait_for_learning(db, timeout: float = 120.0):
-    deadline = time.monotonic() + timeout
-    while not learn_ended(db):
-        assert time.monotonic() < deadline, "the learn job did not end"
-        time.sleep(0.2)
 
 
 def test_model_disagrees_filter_lists_the_pages_to_review_first(db):

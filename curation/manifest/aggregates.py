@@ -91,10 +91,11 @@ class Tally:
         return total, kept
 
 
-def version(conn: sqlite3.Connection) -> tuple[int, int]:
-    """The change counters the bins depend on: pages' figures and documents' status, and the suggestions."""
-    values = dict(conn.execute("SELECT name, value FROM changes WHERE name IN ('pages', 'suggestions')").fetchall())
-    return int(values.get("pages", 0)), int(values.get("suggestions", 0))
+def version(conn: sqlite3.Connection) -> tuple[int, int, int]:
+    """The change counters: pages' figures and documents' status, the suggestions (the bins depend on
+    these two), and what curators decided (overrides, picture edits)."""
+    values = dict(conn.execute("SELECT name, value FROM changes").fetchall())
+    return int(values.get("pages", 0)), int(values.get("suggestions", 0)), int(values.get("decided", 0))
 
 
 def bump_suggestions(conn: sqlite3.Connection) -> None:
@@ -107,7 +108,7 @@ def bins(manifest) -> Bins:
     """The bins for the manifest as it is now: from this process's memory, the manifest, or one pass
     over the pages (stored for every other process)."""
     conn = manifest.conn
-    now = version(conn)
+    now = version(conn)[:2]
     key = (str(manifest.path), now)
     with _memo_lock:
         found = _memo.get(key)
@@ -133,7 +134,7 @@ def refresh(manifest) -> list[tuple]:
     ensure_log10(conn)
     cursor = conn.cursor()
     cursor.row_factory = None
-    before = version(conn)
+    before = version(conn)[:2]
     rows = cursor.execute(
         f"SELECT {SIGMA_BIN_SQL}, CASE WHEN p.picture_area IS NULL THEN NULL ELSE {AREA_BIN_SQL} END, {KIND_SQL}, "
         f"COALESCE(sg.keep, -1), p.status, COUNT(*) FROM pages p JOIN documents d ON d.id = p.doc_id "
@@ -143,7 +144,7 @@ def refresh(manifest) -> list[tuple]:
     try:
         conn.execute("PRAGMA busy_timeout = 200")  # a running job writes: it is not waited for
         with manifest.transaction():
-            if version(conn) == before:
+            if version(conn)[:2] == before:
                 conn.execute("DELETE FROM page_bins")
                 conn.executemany(f"INSERT INTO page_bins ({', '.join(_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)", rows)
                 conn.executemany("INSERT OR REPLACE INTO changes (name, value) VALUES (?, ?)",
@@ -186,32 +187,114 @@ def _decisions(params: dict, sb, ab, kind, model) -> tuple[np.ndarray, np.ndarra
 
 
 def tally(manifest, params: dict) -> Tally:
-    """Every live page weighed once under the decision `params` (views.decision_params): exact counts."""
+    """Every live page weighed once under the decision `params` (views.decision_params): exact counts.
+    The last few are kept in memory while nothing they count changed."""
     if params["ink_tone_min"] != INK_TONE_MIN:
         raise ValueError("the bins are counted at the rule's ink tone")
+    now = version(manifest.conn)
+    key = (str(manifest.path), now, tuple(sorted(params.items())))
+    with _memo_lock:
+        found = _tallies.get(key)
+    if found is None:
+        found = _tally(manifest, params, now)
+        with _memo_lock:
+            _tallies[key] = found
+            while len(_tallies) > TALLIES_KEPT:
+                del _tallies[next(iter(_tallies))]
+    return found
+
+
+TALLIES_KEPT = 16
+_tallies: dict[tuple, Tally] = {}
+_decided: dict[tuple, dict] = {}
+
+
+def _tally(manifest, params: dict, now: tuple) -> Tally:
     found = bins(manifest)
     keep, disagrees = _decisions(params, found.sigma_bin, found.area_bin, found.kind, found.model)
-    one = _one_by_one(manifest, params)
-    b_keep, b_disagrees = _decisions(params, one["sigma_bin"], one["area_bin"], one["kind"], one["model"])
-    none = np.full(len(one["kind"]), -1, np.int64)
-
-    def join(*parts):
-        return np.concatenate(parts)
-    return Tally(
-        sigma_bin=join(found.sigma_bin, one["sigma_bin"], one["sigma_bin"]),
-        area_bin=join(found.area_bin, one["area_bin"], one["area_bin"]),
-        failed=join(found.failed, one["failed"], one["failed"]),
-        keep=join(keep, b_keep, one["keep"]),
-        disagrees=join(disagrees, b_disagrees, one["disagrees"]),
-        override=join(np.full(len(found.pages), -1, np.int64), none, one["override"]),
-        weight=join(found.pages, -np.ones(len(none), np.int64), np.ones(len(none), np.int64)),
-    )
+    apart = [_exactly(decided(manifest, now), params), _at_the_cutoffs(manifest, params)]
+    parts = [(found.sigma_bin, found.area_bin, found.failed, keep, disagrees, np.full(len(keep), -1), found.pages)]
+    for one in apart:  # each page read apart: its bin's guess taken back, its exact decision added
+        guess, guessed_disagree = _decisions(params, one["sigma_bin"], one["area_bin"], one["kind"], one["model"])
+        count = len(guess)
+        parts.append((one["sigma_bin"], one["area_bin"], one["failed"], guess, guessed_disagree,
+                      np.full(count, -1), -np.ones(count, np.int64)))
+        parts.append((one["sigma_bin"], one["area_bin"], one["failed"], one["keep"], one["disagrees"], one["override"],
+                      np.ones(count, np.int64)))
+    columns = [np.concatenate(column) for column in zip(*parts)]
+    return Tally(columns[0], columns[1], columns[2].astype(bool), columns[3].astype(bool), columns[4].astype(bool),
+                 columns[5].astype(np.int64), columns[6].astype(np.int64))
 
 
-def _one_by_one(manifest, params: dict) -> dict:
-    """The pages the bins cannot decide alone, with their bins and their exact decision: overridden pages,
-    pages with picture edits, and pages in the bins beside the σ cutoff (and the picture cutoff, where the
-    rule reads it), each found through an index."""
+_BINS_SELECT = (f"SELECT COALESCE({SIGMA_BIN_SQL}, -1), "
+                f"CASE WHEN p.picture_area IS NULL THEN -1 ELSE {AREA_BIN_SQL} END, {KIND_SQL}, COALESCE(sg.keep, -1), "
+                "p.status = 'failed'")
+_JOINS = ("FROM pages p JOIN documents d ON d.id = p.doc_id "
+          "LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
+          "LEFT JOIN suggestions sg ON sg.doc_id = p.doc_id AND sg.page = p.page")
+_BIN_NAMES = ("sigma_bin", "area_bin", "kind", "model", "failed")
+
+
+def decided(manifest, now: tuple | None = None) -> dict:
+    """The pages a curator decided (an override, or picture edits) with their bins and the figures their
+    decision reads, as arrays (NaN for NULL): read once while none of them changes."""
+    now = now or version(manifest.conn)
+    key = (str(manifest.path), now)
+    with _memo_lock:
+        found = _decided.get(key)
+    if found is not None:
+        return found
+    ensure_log10(manifest.conn)
+    cursor = manifest.conn.cursor()
+    cursor.row_factory = None
+    rows = cursor.execute(
+        f"{_BINS_SELECT}, COALESCE(o.keep, -1), p.sigma, p.picture_area, p.ink_tone, p.pictures_included, "
+        f"p.pictures_auto_area {_JOINS} WHERE {LIVE_DOCUMENT_SQL} AND p.rowid IN ("
+        "SELECT p2.rowid FROM overrides o2 CROSS JOIN pages p2 ON p2.doc_id = o2.doc_id AND p2.page = o2.page "
+        "UNION SELECT rowid FROM pages WHERE pictures_included IS NOT NULL)").fetchall()
+    table = np.array(rows, np.float64).reshape(-1, 11)  # None becomes NaN
+    names = (*_BIN_NAMES, "override", "sigma", "picture_area", "ink_tone", "pictures_included", "auto_area")
+    found = {name: table[:, i] for i, name in enumerate(names)}
+    for name in (*_BIN_NAMES, "override"):
+        found[name] = found[name].astype(np.int64)
+    found["failed"] = found["failed"].astype(bool)
+    with _memo_lock:
+        for old in [k for k in _decided if k[0] == key[0]]:
+            del _decided[old]
+        _decided[key] = found
+    return found
+
+
+def _exactly(pages: dict, params: dict) -> dict:
+    """KEEP_SQL and the model's disagreement, in NumPy with SQL's NULLs, for the pages a curator decided."""
+    sigma, area, ink, model = pages["sigma"], pages["picture_area"], pages["ink_tone"], pages["model"]
+    with np.errstate(invalid="ignore"):
+        by_sigma = sigma > params["threshold"]  # NULL (NaN) counts as no
+        inked = ink >= params["ink_tone_min"]
+        big = area >= params["picture_area_min"]
+        auto = (pages["auto_area"] >= params["picture_area_min"]) & inked
+        included = pages["pictures_included"] > 0
+    said_no = (~np.isnan(area) & ~big) | (~np.isnan(ink) & ~inked)  # FALSE AND NULL is FALSE
+    picture = np.where(big & inked, True, np.where(said_no, False, by_sigma))  # COALESCE(area AND ink, σ)
+    suggested = model >= 0
+    rule = params["rule"]
+    if rule == "sigma":
+        ruled, edited = by_sigma, by_sigma
+    elif rule == "model":
+        ruled, edited = np.where(suggested, model == 1, picture), np.where(suggested, model == 1, auto)
+    else:
+        ruled, edited = picture, auto
+    base = by_sigma if params["base_rule"] == "sigma" else picture
+    override = pages["override"]
+    keep = np.where(override >= 0, override == 1,
+                    np.where(~np.isnan(pages["pictures_included"]), included | edited, ruled))
+    return {**{name: pages[name] for name in _BIN_NAMES}, "override": override, "keep": keep.astype(bool),
+            "disagrees": (override < 0) & suggested & ((model == 1) != base)}
+
+
+def _at_the_cutoffs(manifest, params: dict) -> dict:
+    """The pages in the bins beside the σ cutoff (and the picture cutoff, where the rule reads it) that no
+    curator decided, with their bins and their exact decision, each found through an index."""
     ensure_log10(manifest.conn)
     tb = sigma_bin(params["threshold"])
     ranges = {"s_lo": (tb - 1) / SIGMA_STEPS, "s_hi": (tb + 2) / SIGMA_STEPS, "a_lo": 1.0, "a_hi": 0.0}
@@ -223,23 +306,17 @@ def _one_by_one(manifest, params: dict) -> dict:
     cursor = manifest.conn.cursor()
     cursor.row_factory = None
     rows = cursor.execute(
-        f"SELECT COALESCE({SIGMA_BIN_SQL}, -1), CASE WHEN p.picture_area IS NULL THEN -1 ELSE {AREA_BIN_SQL} END, "
-        f"{KIND_SQL}, COALESCE(sg.keep, -1), p.status = 'failed', COALESCE(o.keep, -1), {KEEP_SQL}, "
-        f"COALESCE({_DISAGREES_SQL}, 0) FROM pages p JOIN documents d ON d.id = p.doc_id "
-        "LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
-        "LEFT JOIN suggestions sg ON sg.doc_id = p.doc_id AND sg.page = p.page "
-        f"WHERE {LIVE_DOCUMENT_SQL} AND p.rowid IN ("
+        f"{_BINS_SELECT}, {KEEP_SQL}, COALESCE({_DISAGREES_SQL}, 0) {_JOINS} "
+        f"WHERE {LIVE_DOCUMENT_SQL} AND o.keep IS NULL AND p.pictures_included IS NULL AND p.rowid IN ("
         "SELECT rowid FROM pages WHERE sigma >= :s_lo AND sigma < :s_hi "
-        "UNION SELECT rowid FROM pages WHERE picture_area >= :a_lo AND picture_area < :a_hi "
-        "UNION SELECT p2.rowid FROM overrides o2 JOIN pages p2 ON p2.doc_id = o2.doc_id AND p2.page = o2.page "
-        "UNION SELECT rowid FROM pages WHERE pictures_included IS NOT NULL)",
+        "UNION SELECT rowid FROM pages WHERE picture_area >= :a_lo AND picture_area < :a_hi)",
         {**params, **ranges},
     ).fetchall()
-    table = np.array(rows, np.int64).reshape(-1, 8)
-    names = ("sigma_bin", "area_bin", "kind", "model", "failed", "override", "keep", "disagrees")
-    one = {name: table[:, i] for i, name in enumerate(names)}
+    table = np.array(rows, np.int64).reshape(-1, 7)
+    one = {name: table[:, i] for i, name in enumerate((*_BIN_NAMES, "keep", "disagrees"))}
     for name in ("failed", "keep", "disagrees"):
         one[name] = one[name].astype(bool)
+    one["override"] = np.full(len(table), -1, np.int64)
     return one
 
 

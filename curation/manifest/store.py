@@ -205,11 +205,11 @@ MIGRATIONS: list[str] = [
     pictures.INDEXES,
     # The dashboard's counts by decision (curation.manifest.aggregates): pages counted in bins, rebuilt when the
     # counter of what they count moved. Triggers move it with every change to a page's figures or a document's
-    # status; the suggestions' one writer moves its own (replace_suggestions). Pages whose pictures a curator
-    # edited are read through their own index.
+    # status; the suggestions' one writer moves its own (replace_suggestions). Overridden pages and pages whose
+    # pictures a curator edited are read apart (their own index), again when their counter ('decided') moved.
     """
     CREATE TABLE changes (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
-    INSERT INTO changes (name, value) VALUES ('pages', 0), ('suggestions', 0);
+    INSERT INTO changes (name, value) VALUES ('pages', 0), ('suggestions', 0), ('decided', 0);
     CREATE TABLE page_bins (
         sigma_bin INTEGER,
         area_bin INTEGER,
@@ -229,6 +229,14 @@ MIGRATIONS: list[str] = [
     BEGIN UPDATE changes SET value = value + 1 WHERE name = 'pages'; END;
     CREATE TRIGGER documents_removed AFTER DELETE ON documents
     BEGIN UPDATE changes SET value = value + 1 WHERE name = 'pages'; END;
+    CREATE TRIGGER overrides_added AFTER INSERT ON overrides
+    BEGIN UPDATE changes SET value = value + 1 WHERE name = 'decided'; END;
+    CREATE TRIGGER overrides_changed AFTER UPDATE ON overrides
+    BEGIN UPDATE changes SET value = value + 1 WHERE name = 'decided'; END;
+    CREATE TRIGGER overrides_removed AFTER DELETE ON overrides
+    BEGIN UPDATE changes SET value = value + 1 WHERE name = 'decided'; END;
+    CREATE TRIGGER pages_pictures_edited AFTER UPDATE OF pictures_included, pictures_auto_area ON pages
+    BEGIN UPDATE changes SET value = value + 1 WHERE name = 'decided'; END;
     """,
 ]
 

@@ -43,8 +43,8 @@ class ModelState:
 def override_labels(manifest: Manifest) -> tuple[int, int]:
     """Included and excluded overrides on scored pages of live documents: what the model learns from."""
     row = manifest.conn.execute(
-        f"SELECT COALESCE(SUM(o.keep = 1), 0), COALESCE(SUM(o.keep = 0), 0) FROM overrides o "
-        f"JOIN pages p ON p.doc_id = o.doc_id AND p.page = o.page JOIN documents d ON d.id = o.doc_id "
+        f"SELECT COALESCE(SUM(o.keep = 1), 0), COALESCE(SUM(o.keep = 0), 0) FROM overrides o "  # from the few overrides
+        f"CROSS JOIN pages p ON p.doc_id = o.doc_id AND p.page = o.page JOIN documents d ON d.id = o.doc_id "
         f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok'"
     ).fetchone()
     return int(row[0]), int(row[1])

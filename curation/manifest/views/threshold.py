@@ -24,11 +24,11 @@ PICTURE_CEILING = 1000.0
 
 def sigma_range(manifest: Manifest) -> tuple[float, float] | None:
     """The smallest and largest σ of scored pages (indexed), or None when nothing is scored."""
-    row = manifest.conn.execute(
-        f"SELECT MIN(p.sigma), MAX(p.sigma) FROM pages p JOIN documents d ON d.id = p.doc_id "
-        f"WHERE {LIVE_DOCUMENT_SQL} AND p.sigma IS NOT NULL"
-    ).fetchone()
-    return None if row[0] is None else (float(row[0]), float(row[1]))
+    ends = [manifest.conn.execute(
+        f"SELECT p.sigma FROM pages p JOIN documents d ON d.id = p.doc_id "
+        f"WHERE {LIVE_DOCUMENT_SQL} AND p.sigma IS NOT NULL ORDER BY p.sigma {direction} LIMIT 1").fetchone()
+        for direction in ("ASC", "DESC")]  # each walks the index from its end, not every page
+    return None if ends[0] is None else (float(ends[0][0]), float(ends[1][0]))
 
 
 @dataclass(frozen=True)
