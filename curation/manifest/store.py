@@ -586,22 +586,20 @@ class Manifest(pictures.PictureRows):
             sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
         return iter(self.conn.execute(sql, {**self.decision_params(threshold, rule), **(params or {})}))
 
-    def summary(self, threshold: float | None = None) -> dict:
-        """Counts a curator looks at first, computed in SQL."""
+    def summary(self, threshold: float | None = None, *, sigma: bool = True) -> dict:
+        """Counts a curator looks at first, summed from the pages counted in bins (aggregates); with `sigma`,
+        σ's smallest, mean and largest too (one pass over the pages)."""
         bound = self.decision_params(threshold)
-        row = self.conn.execute(
-            f"SELECT COUNT(*) AS pages, "
-            f"COALESCE(SUM(p.status = 'ok'), 0) AS scored, "
-            f"COALESCE(SUM(p.status = 'failed'), 0) AS failed, "
-            f"COALESCE(SUM({KEEP_SQL}), 0) AS kept, "
-            f"COALESCE(SUM(o.keep IS NOT NULL), 0) AS overrides, "
-            f"MIN(p.sigma) AS sigma_min, AVG(p.sigma) AS sigma_mean, MAX(p.sigma) AS sigma_max "
-            f"FROM pages p JOIN documents d ON d.id = p.doc_id "
-            f"LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page WHERE {LIVE_DOCUMENT_SQL}",
-            bound,
-        ).fetchone()
-        result = dict(row)
-        result["rejected"] = result["pages"] - result["kept"]
+        bound["base_rule"] = "picture" if bound["rule"] == "model" else bound["rule"]
+        counts = aggregates.tally(self, bound).counts()
+        found = aggregates.bins(self)
+        result = {"pages": counts["pages"], "scored": int(found.pages[found.ok].sum()), "failed": counts["failed"],
+                  "kept": counts["kept"], "overrides": counts["overridden"], "rejected": counts["rejected"]}
+        if sigma:
+            row = self.conn.execute(
+                f"SELECT MIN(p.sigma), AVG(p.sigma), MAX(p.sigma) FROM pages p JOIN documents d ON d.id = p.doc_id "
+                f"WHERE {LIVE_DOCUMENT_SQL}").fetchone()
+            result.update(sigma_min=row[0], sigma_mean=row[1], sigma_max=row[2])
         result["threshold"] = bound["threshold"]
         result["rule"] = bound["rule"]
         result["documents"] = dict(

@@ -140,10 +140,14 @@ def filter_counts(manifest: Manifest, threshold: float | None, flt: PageFilter =
         counts = aggregates.tally(manifest, bound).counts(flt.decision)
         return {key: counts[key] for key in ("pages", "kept", "overridden", "included", "excluded", "rejected")}
     where, params = _where(flt)
+    pages_from = PAGES_FROM
+    if flt.decision == "duplicates":  # from the few pages in a group, not past every page
+        pages_from = PAGES_FROM.replace("FROM pages p JOIN", "FROM duplicates dg0 CROSS JOIN pages p "
+                                        "ON p.doc_id = dg0.doc_id AND p.page = dg0.page JOIN", 1)
     row = manifest.conn.execute(
         f"SELECT COUNT(*) AS pages, COALESCE(SUM({KEEP_SQL}), 0) AS kept, "
         f"COALESCE(SUM(o.keep IS NOT NULL), 0) AS overridden, COALESCE(SUM(o.keep = 1), 0) AS included, "
-        f"COALESCE(SUM(o.keep = 0), 0) AS excluded {PAGES_FROM} {where}",
+        f"COALESCE(SUM(o.keep = 0), 0) AS excluded {pages_from} {where}",
         {**bound, **params},
     ).fetchone()
     return {**dict(row), "rejected": row["pages"] - row["kept"]}
