@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import aggregates
-from ..rules import BASE_RULE_SQL, DISAGREES_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES
+from ..rules import DISAGREES_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES
 from ..store import Manifest
 
 
@@ -62,9 +62,6 @@ NEAR_SQL = {
 
 
 RULE_LABELS = {"picture": "Picture rule", "sigma": "σ only", "model": "Learned from overrides"}
-
-
-_BASE_SQL = BASE_RULE_SQL.replace(":rule", ":base_rule")  # the rule's own decision, beside the model
 
 
 def decision_params(manifest: Manifest, threshold: float | None = None, rule: str | None = None,
