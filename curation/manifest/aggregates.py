@@ -204,7 +204,7 @@ def tally(manifest, params: dict) -> Tally:
     return found
 
 
-TALLIES_KEPT = 16
+TALLIES_KEPT = 8  # a tally holds a few arrays of the bins' length: megabytes at 1 M pages
 _tallies: dict[tuple, Tally] = {}
 _decided: dict[tuple, dict] = {}
 
