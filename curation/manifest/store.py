@@ -219,6 +219,8 @@ MIGRATIONS: list[str] = [
         pages INTEGER NOT NULL
     );
     CREATE INDEX pages_edited ON pages(pictures_included) WHERE pictures_included IS NOT NULL;
+    -- The model's pages at the edge, least sure first (views.borderline), from the index's ends.
+    CREATE INDEX suggestions_confidence ON suggestions(keep, confidence);
     CREATE TRIGGER pages_added AFTER INSERT ON pages
     BEGIN UPDATE changes SET value = value + 1 WHERE name = 'pages'; END;
     CREATE TRIGGER pages_removed AFTER DELETE ON pages
