@@ -247,9 +247,9 @@ def launch_and_wait(kind: str, launch) -> str | None:
     with open_manifest(create=True) as manifest:
         process = launch()
         job = jobs.wait_for_job(manifest, kind, process, timeout=30)
-        if job is not None or running_job(manifest) is not None or manifest.running_job(kind) is not None:
+        if job is not None or running_job(manifest) is not None:
             return None
-        last = manifest.latest_job(kind)
+        last = latest_job(manifest)
         if last is not None and last["pid"] == process.pid:
             return None  # it was quick: nothing new to do, and its outcome is shown with the job
         return (f"The {kind} process ended before it began (exit code {process.poll()}). "
