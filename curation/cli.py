@@ -20,7 +20,7 @@ from guards.csv_cells import safe_row
 
 from .captions.legend import check_languages
 from .manifest import history as history_, thumbnail_store
-from .manifest.rules import DISAGREES_SQL, LIVE_DOCUMENT_SQL, RULES
+from .manifest.rules import LIVE_DOCUMENT_SQL, RULES
 from .manifest.store import DEFAULT_PAGE_TIMEOUT, JobRunning, Manifest, ManifestError
 from .runs.ingest import Ingest, default_worker_memory, default_workers
 from .runs.jobs import DiskFull
@@ -270,27 +270,29 @@ def rescore(db, workers, all_pages, page_timeout, worker_memory, cluster, quiet)
 
 @cli.command()
 @db_option
-def learn(db):
+@click.option("--quiet", "-q", is_flag=True, help="Print only the result.")
+def learn(db, quiet):
     """Fit the model on the curator's overrides and store its suggestion for every page.
 
     Needs at least 10 overrides with both decisions among them. The suggestions become the
-    decisions only with `settings --rule model`.
+    decisions only with `settings --rule model`. Runs as a job of the manifest (the dashboard shows
+    its progress), one at a time.
     """
-    from .decisions.learn import MIN_LABELS, refresh_suggestions
+    from .decisions.learn import MIN_LABELS
+    from .manifest import views
 
     manifest = open_manifest(db)
-    result = refresh_suggestions(manifest)
-    if result is None:
-        raise click.ClickException(f"too few overrides to learn from: {MIN_LABELS} are needed, with both decisions among them")
-    rule = manifest.rule if manifest.rule != "model" else "picture"
-    disagree = manifest.conn.execute(
-        f"SELECT COUNT(*) FROM pages p JOIN documents d ON d.id = p.doc_id "
-        f"LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
-        f"WHERE {LIVE_DOCUMENT_SQL} AND o.keep IS NULL AND {DISAGREES_SQL}",
-        manifest.decision_params(rule=rule),
-    ).fetchone()[0]
-    click.echo(f"learned from {result.labels} overrides: keeps {int(result.keep.sum())} of {len(result.keep)} pages; "
-               f"disagrees with the {rule} rule on {disagree} pages you have not decided")
+    try:
+        outcome = views.learn_job(manifest)
+    except JobRunning as exc:
+        raise click.ClickException(str(exc)) from None
+    if not outcome.learned:
+        raise click.ClickException(f"too few overrides to learn from: {MIN_LABELS} are needed, with both decisions "
+                                   f"among them ({outcome.message})")
+    state = views.model_state(manifest)
+    rule = views.base_rule(manifest.rule)
+    click.echo(f"learned from {outcome.labels} overrides: keeps {state.kept} of {state.suggestions} pages; "
+               f"disagrees with the {rule} rule on {state.disagrees} pages you have not decided")
 
 
 @cli.command()

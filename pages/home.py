@@ -19,7 +19,7 @@ def main():
         welcome()
         return
     with manifest:
-        summary = manifest.summary()
+        summary = manifest.summary(sigma=False)
         running = common.running_job(manifest) is not None
         if sum(summary["documents"].values()) == 0:
             welcome(running)

@@ -3,13 +3,16 @@ whole view; the model learned from the overrides, where it disagrees, and the ne
 
 import functools
 import math
+import os
 import pathlib
 import zlib
 
+import psutil
 import streamlit as st
 
 from curation.manifest import keyboard, views
 from curation.manifest.history import UndoError
+from curation.runs import jobs
 from curation.sources.page_numbers import page_number
 from pages import _auth as auth
 from pages import _common as common
@@ -28,7 +31,8 @@ CARD_CONTROL_HELP = "Plus: include whatever the rule says; A: auto, the rule dec
 CHOICE_OF_OVERRIDE = {1: "include", None: "auto", 0: "exclude"}
 OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
 BULK, OPEN, CAPTION, USE_MODEL = "review_bulk", "review_open", "review_caption", "review_use_model"  # open dialogs
-NOTICE, LEARNED = "review_notice", "review_learned"
+NOTICE, LEARNED, LEARNING = "review_notice", "review_learned", "review_learning"
+LEARN_POLL_SECONDS = 1.0
 CAPTION_KEY = "caption-"  # caption inputs: caption-<doc_id>-<page>
 MAX_CAPTION = 500
 NO_THUMBNAIL = ":grey[No thumbnail: none is kept (see Ingest) and the PDF is not at hand to draw one.]"
@@ -174,7 +178,7 @@ def model_panel(model: views.ModelState, rule: str):
         bar = st.container(horizontal=True, vertical_alignment="center")
         bar.markdown(status, width="stretch")
         learn = bar.button("Learn from my overrides", icon=":material/model_training:", key="learn",
-                           disabled=auth.locked(),
+                           disabled=auth.locked() or st.session_state.get(LEARNING, False),
                            help=auth.help_for("Fit a small model on your includes and excludes and show its "
                                               "suggestion on every page."))
         if rule == "model":
@@ -186,15 +190,66 @@ def model_panel(model: views.ModelState, rule: str):
                        help=auth.help_for("Make the model's suggestions the decisions (the rule 'Learned from "
                                           "overrides')."))
     if learn and auth.require_curator():
-        with st.spinner(f"Learning from your {model.labels:,} overrides…"):
-            with common.open_manifest() as manifest:
-                st.session_state[LEARNED] = views.learn_from_overrides(manifest)
-        st.rerun()  # the status above, the tiles and the filter counts follow what was learned
+        start_learning(model)
+    learning_progress()
     outcome = st.session_state.pop(LEARNED, None)
     if outcome is not None:
         (st.success if outcome.learned else st.warning)(outcome.message, icon=":material/psychology:")
     if USE_MODEL in st.session_state:
         confirm_use_model()
+
+
+def start_learning(model: views.ModelState):
+    """Learn in a job of its own (`python -m curation learn`): the page returns at once and follows it. Too few
+    overrides with nothing learned yet are said at once; with old suggestions the job clears them."""
+    blocker = views.learn_blocker(model.included, model.excluded)
+    if blocker and not model.suggestions:
+        st.session_state[LEARNED] = views.LearnOutcome(False, blocker, model.labels)
+        return
+    with common.open_manifest() as manifest:
+        if manifest.running_job(views.LEARN_JOB) is not None:
+            return  # another browser started it: this page follows that one
+    db = pathlib.Path(os.path.abspath(common.db_path()))
+    st.session_state[LEARNING] = jobs.launch(db, views.LEARN_JOB).pid  # not waited for: it registers itself
+
+
+def learning_progress():
+    """The learn job's progress while it runs, refreshing itself; when it ends, the page runs again with
+    what it learned. Until the job's process has registered, it says it is starting."""
+    with common.open_manifest() as manifest:
+        job = manifest.running_job(views.LEARN_JOB)
+    if job is not None and not st.session_state.get(LEARNING):
+        st.session_state[LEARNING] = job["pid"]
+    if not st.session_state.get(LEARNING):
+        return
+
+    @st.fragment(run_every=LEARN_POLL_SECONDS)
+    def progress():
+        pid = st.session_state.get(LEARNING)
+        with common.open_manifest() as manifest:
+            job = manifest.latest_job(views.LEARN_JOB)
+        if job is not None and job["pid"] == pid and job["status"] != "running":
+            st.session_state.pop(LEARNING, None)  # it ended: the panel, tiles and counts follow it
+            st.session_state[LEARNED] = views.LearnOutcome(job["status"] == "done", job["message"] or
+                                                           "Learning ended without a word.", 0)
+            st.rerun()
+        if job is not None and job["pid"] == pid:
+            done = views.job_progress(job)
+            st.progress(done["fraction"], text=f"Learning… {done['done']} % · {job['message'] or 'starting'}")
+        elif process_alive(pid):
+            st.progress(0.0, text="Learning… starting")
+        else:
+            st.session_state.pop(LEARNING, None)
+            st.error(f"Learning ended before it began. Its log is in `{common.db_path().parent / 'logs'}`.")
+
+    progress()
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def stop_model():

@@ -4,7 +4,7 @@ import getpass
 
 import pytest
 
-from apptest_support import add_features, filled_db, page, ran, texts
+from apptest_support import add_features, filled_db, job_finished, page, ran, texts, wait_for
 from curation import Manifest
 from curation.manifest import views
 
@@ -162,6 +162,9 @@ def test_learn_says_why_not_yet_then_learns(db):
             manifest.set_override(*key, truth[key])
         labels = len(manifest.overrides())
     button(at, "Learn from my overrides").click()
+    ran(at)  # returns at once: the model learns in a job of its own, its progress on the page
+    assert any("Learning…" in bar.proto.text for bar in at.get("progress"))
+    wait_for(job_finished(db, "learn"), timeout=120)
     ran(at)
     assert f"Learned from {labels} overrides" in at.success[0].value
     with Manifest(db) as manifest:

@@ -76,11 +76,14 @@ def _clean(rows: np.ndarray) -> np.ndarray:
     return np.nan_to_num(np.asarray(rows, dtype=np.float64), nan=0.0)
 
 
-def refresh_suggestions(manifest) -> Suggestions | None:
+def refresh_suggestions(manifest, progress=None) -> Suggestions | None:
     """Fit on the manifest's overrides and store a suggestion for every scored page.
 
     Returns None, and clears old suggestions, while there are too few overrides to learn from.
+    `progress(percent, what)`, when given, hears each step begin (reading, fitting, storing).
     """
+    progress = progress or (lambda percent, what: None)
+    progress(0, "reading the pages' features")
     columns = ", ".join(f"p.{name}" for name in FEATURES)
     cursor = manifest.conn.cursor()
     cursor.row_factory = None  # plain tuples, straight into NumPy (NULL becomes nan)
@@ -94,7 +97,9 @@ def refresh_suggestions(manifest) -> Suggestions | None:
     data = np.array(rows, dtype=np.float64).reshape(-1, 4 + len(FEATURES))
     labelled = ~np.isnan(data[:, 2])
     labels = data[labelled, 2] > 0
+    progress(30, f"fitting the model on {len(labels):,} overrides")
     result = suggest(data[labelled, 4:], labels, data[:, 4:], prior=data[:, 3] > 0)
+    progress(60, f"storing the suggestions for {len(data):,} pages")
     keys = data[:, :2].astype(np.int64).tolist()
     manifest.replace_suggestions(
         [] if result is None else

@@ -21,7 +21,7 @@ import psutil
 
 from ..scoring.result import PageResult
 from ..sources.page_numbers import page_number
-from . import history, pictures, thumbnail_store
+from . import aggregates, history, pictures, thumbnail_store
 from .history import now
 from .rules import (DECIDED_BY_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, INK_TONE_MIN, KEEP_SQL,
                     LIVE_DOCUMENT_SQL, RULES)
@@ -203,6 +203,43 @@ MIGRATIONS: list[str] = [
     # The Pictures view's screens read through an index: by size as the curator left it (either way), and the
     # few pictures captioned by a curator or no longer found, without a walk over every picture.
     pictures.INDEXES,
+    # The dashboard's counts by decision (curation.manifest.aggregates): pages counted in bins, rebuilt when the
+    # counter of what they count moved. Triggers move it with every change to a page's figures or a document's
+    # status; the suggestions' one writer moves its own (replace_suggestions). Overridden pages and pages whose
+    # pictures a curator edited are read apart (their own index), again when their counter ('decided') moved.
+    """
+    CREATE TABLE changes (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+    INSERT INTO changes (name, value) VALUES ('pages', 0), ('suggestions', 0), ('decided', 0);
+    CREATE TABLE page_bins (
+        sigma_bin INTEGER,
+        area_bin INTEGER,
+        kind INTEGER NOT NULL,
+        model INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        pages INTEGER NOT NULL
+    );
+    CREATE INDEX pages_edited ON pages(pictures_included) WHERE pictures_included IS NOT NULL;
+    -- The model's pages at the edge, least sure first (views.borderline), from the index's ends.
+    CREATE INDEX suggestions_confidence ON suggestions(keep, confidence);
+    CREATE TRIGGER pages_added AFTER INSERT ON pages
+    BEGIN UPDATE changes SET value = value + 1 WHERE name = 'pages'; END;
+    CREATE TRIGGER pages_removed AFTER DELETE ON pages
+    BEGIN UPDATE changes SET value = value + 1 WHERE name = 'pages'; END;
+    CREATE TRIGGER pages_measured AFTER UPDATE OF doc_id, page, status, sigma, picture_area, ink_tone ON pages
+    BEGIN UPDATE changes SET value = value + 1 WHERE name = 'pages'; END;
+    CREATE TRIGGER documents_status AFTER UPDATE OF status ON documents
+    BEGIN UPDATE changes SET value = value + 1 WHERE name = 'pages'; END;
+    CREATE TRIGGER documents_removed AFTER DELETE ON documents
+    BEGIN UPDATE changes SET value = value + 1 WHERE name = 'pages'; END;
+    CREATE TRIGGER overrides_added AFTER INSERT ON overrides
+    BEGIN UPDATE changes SET value = value + 1 WHERE name = 'decided'; END;
+    CREATE TRIGGER overrides_changed AFTER UPDATE ON overrides
+    BEGIN UPDATE changes SET value = value + 1 WHERE name = 'decided'; END;
+    CREATE TRIGGER overrides_removed AFTER DELETE ON overrides
+    BEGIN UPDATE changes SET value = value + 1 WHERE name = 'decided'; END;
+    CREATE TRIGGER pages_pictures_edited AFTER UPDATE OF pictures_included, pictures_auto_area ON pages
+    BEGIN UPDATE changes SET value = value + 1 WHERE name = 'decided'; END;
+    """,
 ]
 
 
@@ -551,22 +588,20 @@ class Manifest(pictures.PictureRows):
             sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
         return iter(self.conn.execute(sql, {**self.decision_params(threshold, rule), **(params or {})}))
 
-    def summary(self, threshold: float | None = None) -> dict:
-        """Counts a curator looks at first, computed in SQL."""
+    def summary(self, threshold: float | None = None, *, sigma: bool = True) -> dict:
+        """Counts a curator looks at first, summed from the pages counted in bins (aggregates); with `sigma`,
+        σ's smallest, mean and largest too (one pass over the pages)."""
         bound = self.decision_params(threshold)
-        row = self.conn.execute(
-            f"SELECT COUNT(*) AS pages, "
-            f"COALESCE(SUM(p.status = 'ok'), 0) AS scored, "
-            f"COALESCE(SUM(p.status = 'failed'), 0) AS failed, "
-            f"COALESCE(SUM({KEEP_SQL}), 0) AS kept, "
-            f"COALESCE(SUM(o.keep IS NOT NULL), 0) AS overrides, "
-            f"MIN(p.sigma) AS sigma_min, AVG(p.sigma) AS sigma_mean, MAX(p.sigma) AS sigma_max "
-            f"FROM pages p JOIN documents d ON d.id = p.doc_id "
-            f"LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page WHERE {LIVE_DOCUMENT_SQL}",
-            bound,
-        ).fetchone()
-        result = dict(row)
-        result["rejected"] = result["pages"] - result["kept"]
+        bound["base_rule"] = "picture" if bound["rule"] == "model" else bound["rule"]
+        counts = aggregates.tally(self, bound).counts()
+        found = aggregates.bins(self)
+        result = {"pages": counts["pages"], "scored": int(found.pages[found.ok].sum()), "failed": counts["failed"],
+                  "kept": counts["kept"], "overrides": counts["overridden"], "rejected": counts["rejected"]}
+        if sigma:
+            row = self.conn.execute(
+                f"SELECT MIN(p.sigma), AVG(p.sigma), MAX(p.sigma) FROM pages p JOIN documents d ON d.id = p.doc_id "
+                f"WHERE {LIVE_DOCUMENT_SQL}").fetchone()
+            result.update(sigma_min=row[0], sigma_mean=row[1], sigma_max=row[2])
         result["threshold"] = bound["threshold"]
         result["rule"] = bound["rule"]
         result["documents"] = dict(
@@ -601,6 +636,7 @@ class Manifest(pictures.PictureRows):
         """The model's (doc_id, page, keep, confidence) for every page, replacing the last fit's."""
         with self.transaction():
             self.conn.execute("DELETE FROM suggestions")
+            aggregates.bump_suggestions(self.conn)
             self.conn.executemany(
                 "INSERT INTO suggestions (doc_id, page, keep, confidence) VALUES (?, ?, ?, ?)",
                 ((d, p, int(k), float(c)) for d, p, k, c in rows),

@@ -22,7 +22,7 @@ from .review import (CAPTIONED_SQL, SORTS, bulk_caption, bulk_caption_effect, bu
                      page_rows, reversed_order, view_note)
 from .images import (DRAWN_KEPT, OUTLINE_COLOUR, PICTURE_OVERRIDES, RENDER_LONG_SIDE, RENDER_MAX_ZOOM, draw_page,
                      outline_pictures, PageUnavailable, picture_rows, pictures_for, render_page, thumbnails)
-from .model import (learn_blocker, learn_from_overrides, learned, LearnOutcome, model_state, ModelState,
+from .model import (LEARN_JOB, learn_blocker, learn_from_overrides, learn_job, learned, LearnOutcome, model_state, ModelState,
                     override_labels, stop_using_model, use_model)
 from .threshold import (BORDERLINE_SQL, PICTURE_CEILING, PICTURE_FLOOR, Borderline, borderline, edge_measure,
                         Histogram, histogram, otsu, picture_histogram, rule_explanation, rule_summary, sigma_range,
@@ -37,7 +37,7 @@ __all__ = [
     "bulk_caption", "bulk_caption_effect", "bulk_override", "bulk_override_effect", "caption_counts",
     "captions_for", "decision_params", "document_rows", "documents_for_filter", "draw_page", "duration",
     "edge_measure", "elapsed", "figures", "filter_counts", "has_features", "histogram", "job_progress",
-    "last_undoable", "latest_changes", "learn_blocker", "learn_from_overrides", "learned", "missing_sources",
+    "LEARN_JOB", "last_undoable", "latest_changes", "learn_blocker", "learn_from_overrides", "learn_job", "learned", "missing_sources",
     "model_state", "near_measure", "next_steps", "otsu", "outline_pictures", "override_count", "override_labels",
     "page_changes", "page_count", "page_rows", "picture_histogram", "picture_rows", "pictures_for", "render_page",
     "reversed_order", "rule_explanation", "rule_summary", "sigma_range", "square_inches", "stop_using_model",

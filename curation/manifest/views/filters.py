@@ -1,15 +1,17 @@
 """The decision being looked at, the page filters of Review and their counts: what every page of the
-dashboard reads first, as single aggregate queries.
+dashboard reads first, summed from the pages counted in bins (curation.manifest.aggregates) or, for one
+document, nearness and near-duplicates, as single queries through indexes.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
 
-from ..rules import BASE_RULE_SQL, DISAGREES_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES
+from .. import aggregates
+from ..rules import DISAGREES_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES
 from ..store import Manifest
 
 
@@ -60,9 +62,6 @@ NEAR_SQL = {
 
 
 RULE_LABELS = {"picture": "Picture rule", "sigma": "σ only", "model": "Learned from overrides"}
-
-
-_BASE_SQL = BASE_RULE_SQL.replace(":rule", ":base_rule")  # the rule's own decision, beside the model
 
 
 def decision_params(manifest: Manifest, threshold: float | None = None, rule: str | None = None,
@@ -129,43 +128,44 @@ def _where(flt: PageFilter) -> tuple[str, dict]:
 
 def filter_counts(manifest: Manifest, threshold: float | None, flt: PageFilter = PageFilter(), *,
                   rule: str | None = None, picture_area_min: float | None = None) -> dict:
-    """How many pages the filter holds, and of those how many are kept and overridden (included, excluded)."""
+    """How many pages the filter holds, and of those how many are kept and overridden (included, excluded).
+
+    The whole manifest by a decision is summed from the kept counts (curation.manifest.aggregates); one
+    document, nearness and near-duplicates are read through their indexes."""
+    bound = decision_params(manifest, threshold, rule, picture_area_min)
+    if flt.doc_id is None and flt.page is None and flt.decision in BINNED_DECISIONS:
+        counts = aggregates.tally(manifest, bound).counts(flt.decision)
+        return {key: counts[key] for key in ("pages", "kept", "overridden", "included", "excluded", "rejected")}
     where, params = _where(flt)
+    pages_from = PAGES_FROM
+    if flt.decision == "duplicates":  # from the few pages in a group, not past every page
+        pages_from = PAGES_FROM.replace("FROM pages p JOIN", "FROM duplicates dg0 CROSS JOIN pages p "
+                                        "ON p.doc_id = dg0.doc_id AND p.page = dg0.page JOIN", 1)
     row = manifest.conn.execute(
         f"SELECT COUNT(*) AS pages, COALESCE(SUM({KEEP_SQL}), 0) AS kept, "
         f"COALESCE(SUM(o.keep IS NOT NULL), 0) AS overridden, COALESCE(SUM(o.keep = 1), 0) AS included, "
-        f"COALESCE(SUM(o.keep = 0), 0) AS excluded {PAGES_FROM} {where}",
-        {**decision_params(manifest, threshold, rule, picture_area_min), **params},
+        f"COALESCE(SUM(o.keep = 0), 0) AS excluded {pages_from} {where}",
+        {**bound, **params},
     ).fetchone()
     return {**dict(row), "rejected": row["pages"] - row["kept"]}
 
 
-# KEEP_SQL once more, bound to the saved decision's values (:saved_threshold, :saved_rule, ...).
-_SAVED_KEEP_SQL = re.sub(r":(threshold|rule|picture_area_min|ink_tone_min)\b", r":saved_\1", KEEP_SQL)
+BINNED_DECISIONS = ("all", "kept", "rejected", "overridden", "disagrees", "failed")
 
 
 def figures(manifest: Manifest, threshold: float | None, saved: float | None = None, *, rule: str | None = None,
             picture_area_min: float | None = None) -> dict:
-    """The threshold page's figures for the decision being tried, and what the saved one keeps, in one scan.
+    """The threshold page's figures for the decision being tried, and what the saved one keeps, from the kept counts.
 
     The saved side is the saved rule and picture cutoff at σ `saved`; without `saved` both sides are
     the decision being tried. Counts agree with Manifest.summary(): failed pages count as rejected
     (they cannot be exported).
     """
-    bound = decision_params(manifest, threshold, rule, picture_area_min)
-    kept_saved_sql = "NULL"
+    now = aggregates.tally(manifest, decision_params(manifest, threshold, rule, picture_area_min)).counts()
+    result = {"pages": now["pages"], "kept": now["kept"], "kept_saved": now["kept"], "overrides": now["overridden"],
+              "failed": now["failed"]}
     if saved is not None:
-        bound.update({f"saved_{key}": value for key, value in decision_params(manifest, saved).items()})
-        kept_saved_sql = f"COALESCE(SUM({_SAVED_KEEP_SQL}), 0)"
-    row = manifest.conn.execute(
-        f"SELECT COUNT(*) AS pages, COALESCE(SUM({KEEP_SQL}), 0) AS kept, {kept_saved_sql} AS kept_saved, "
-        f"COALESCE(SUM(o.keep IS NOT NULL), 0) AS overrides, COALESCE(SUM(p.status = 'failed'), 0) AS failed "
-        f"{PAGES_FROM} WHERE {LIVE_DOCUMENT_SQL}",
-        bound,
-    ).fetchone()
-    result = dict(row)
-    if saved is None:
-        result["kept_saved"] = result["kept"]
+        result["kept_saved"] = aggregates.tally(manifest, decision_params(manifest, saved)).counts()["kept"]
     result["rejected"] = result["pages"] - result["kept"]
     result["rejected_saved"] = result["pages"] - result["kept_saved"]
     result["removed_share"] = result["rejected"] / result["pages"] if result["pages"] else 0.0
@@ -174,10 +174,8 @@ def figures(manifest: Manifest, threshold: float | None, saved: float | None = N
 
 
 def page_count(manifest: Manifest) -> int:
-    """Pages of live documents, from indexes only: cheap enough for every script run."""
-    return manifest.conn.execute(
-        f"SELECT COUNT(*) FROM pages p JOIN documents d ON d.id = p.doc_id WHERE {LIVE_DOCUMENT_SQL}"
-    ).fetchone()[0]
+    """Pages of live documents, from the kept counts: cheap enough for every script run."""
+    return int(aggregates.bins(manifest).pages.sum())
 
 
 def override_count(manifest: Manifest) -> int:
@@ -189,10 +187,8 @@ def override_count(manifest: Manifest) -> int:
 
 def unfeatured_count(manifest: Manifest) -> int:
     """Scored pages without picture features (scored before they existed): σ decides them."""
-    return manifest.conn.execute(
-        f"SELECT COUNT(*) FROM pages p JOIN documents d ON d.id = p.doc_id "
-        f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' AND p.picture_area IS NULL"
-    ).fetchone()[0]
+    found = aggregates.bins(manifest)
+    return int(found.pages[found.ok & np.isin(found.kind, aggregates.UNFEATURED_KINDS)].sum())
 
 
 def has_features(manifest: Manifest) -> bool:

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...decisions import learn
+from .. import aggregates
 from ..rules import DEFAULT_RULE, LIVE_DOCUMENT_SQL, RULES
 from ..store import Manifest
-from .filters import RULE_LABELS, _BASE_SQL, base_rule, decision_params
+from .filters import RULE_LABELS, base_rule, decision_params
 
 
 @dataclass(frozen=True)
@@ -42,16 +43,18 @@ class ModelState:
 def override_labels(manifest: Manifest) -> tuple[int, int]:
     """Included and excluded overrides on scored pages of live documents: what the model learns from."""
     row = manifest.conn.execute(
-        f"SELECT COALESCE(SUM(o.keep = 1), 0), COALESCE(SUM(o.keep = 0), 0) FROM overrides o "
-        f"JOIN pages p ON p.doc_id = o.doc_id AND p.page = o.page JOIN documents d ON d.id = o.doc_id "
+        f"SELECT COALESCE(SUM(o.keep = 1), 0), COALESCE(SUM(o.keep = 0), 0) FROM overrides o "  # from the few overrides
+        f"CROSS JOIN pages p ON p.doc_id = o.doc_id AND p.page = o.page JOIN documents d ON d.id = o.doc_id "
         f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok'"
     ).fetchone()
     return int(row[0]), int(row[1])
 
 
 def learned(manifest: Manifest) -> tuple[int, int]:
-    """Pages with a stored suggestion, and how many overrides the model learned them from (cheap)."""
-    suggestions = manifest.conn.execute("SELECT COUNT(*) FROM suggestions").fetchone()[0]
+    """Pages of live documents with a stored suggestion, and how many overrides the model learned them from
+    (from the kept counts: cheap)."""
+    found = aggregates.bins(manifest)
+    suggestions = int(found.pages[found.model >= 0].sum())
     learned_from = int(manifest.get_setting("suggestions_from_overrides", "0") or 0) if suggestions else 0
     return suggestions, learned_from
 
@@ -62,14 +65,9 @@ def model_state(manifest: Manifest, rule: str | None = None) -> ModelState:
     suggestions, learned_from = learned(manifest)
     kept = disagrees = 0
     if suggestions:
-        row = manifest.conn.execute(
-            f"SELECT COALESCE(SUM(s.keep), 0), COALESCE(SUM(s.keep != COALESCE({_BASE_SQL}, 0) AND o.keep IS NULL), 0) "
-            f"FROM suggestions s JOIN pages p ON p.doc_id = s.doc_id AND p.page = s.page "
-            f"JOIN documents d ON d.id = p.doc_id LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
-            f"WHERE {LIVE_DOCUMENT_SQL}",
-            decision_params(manifest, rule=rule),
-        ).fetchone()
-        kept, disagrees = int(row[0]), int(row[1])
+        found = aggregates.bins(manifest)
+        kept = int(found.pages[found.model == 1].sum())
+        disagrees = aggregates.tally(manifest, decision_params(manifest, rule=rule)).counts("disagrees")["pages"]
     return ModelState(suggestions, learned_from, included, excluded, kept, disagrees)
 
 
@@ -96,16 +94,19 @@ class LearnOutcome:
     labels: int
 
 
-def learn_from_overrides(manifest: Manifest) -> LearnOutcome:
+def learn_from_overrides(manifest: Manifest, progress=None) -> LearnOutcome:
     """Fit the model on the overrides and store its suggestions; says what it learned, or why not yet.
 
-    Too few overrides clear the old suggestions (their labels are gone), as `python -m curation learn` does.
+    Too few overrides clear the old suggestions (their labels are gone). `progress(percent, what)` hears each
+    step; the last counts the pages by the new suggestions, so the dashboard finds them counted.
     """
     included, excluded = override_labels(manifest)
-    result = learn.refresh_suggestions(manifest)
+    result = learn.refresh_suggestions(manifest, progress)
     if result is None:
         return LearnOutcome(False, learn_blocker(included, excluded) or "The model could not learn from these overrides.",
                             included + excluded)
+    if progress:
+        progress(90, "counting the pages by the new suggestions")
     state = model_state(manifest)
     compared = RULE_LABELS[base_rule(manifest.rule)].lower().replace("σ only", "σ-only rule")
     return LearnOutcome(
@@ -115,6 +116,25 @@ def learn_from_overrides(manifest: Manifest) -> LearnOutcome:
         "page(s) you have not decided: see them with the filter **Model disagrees**.",
         result.labels,
     )
+
+
+LEARN_JOB = "learn"  # the job kind of `python -m curation learn`, which the dashboard launches
+
+
+def learn_job(manifest: Manifest) -> LearnOutcome:
+    """Learn from the overrides as a job of the manifest: its progress in percent and the step in hand
+    (the job's message) while it runs, what it learned (or why not) as its message when it ends ("done"
+    when it learned, "failed" when it could not). Raises JobRunning while another learn job runs."""
+    job_id = manifest.start_job(LEARN_JOB)
+    try:
+        outcome = learn_from_overrides(
+            manifest, lambda percent, what: manifest.update_job(job_id, done=percent, total=100, message=what))
+    except BaseException as exc:
+        manifest.finish_job(job_id, "failed", f"learning failed: {exc}")
+        raise
+    manifest.update_job(job_id, done=100, total=100)
+    manifest.finish_job(job_id, "done" if outcome.learned else "failed", outcome.message)
+    return outcome
 
 
 def use_model(manifest: Manifest) -> None:

@@ -5,12 +5,12 @@ edge of the cutoff, and the rule in words.
 from __future__ import annotations
 
 import math
-import sqlite3
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
+from .. import aggregates
 from ..rules import INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL
 from ..store import Manifest
 from .filters import PAGES_FROM, decision_params, filter_counts, has_features
@@ -24,11 +24,11 @@ PICTURE_CEILING = 1000.0
 
 def sigma_range(manifest: Manifest) -> tuple[float, float] | None:
     """The smallest and largest σ of scored pages (indexed), or None when nothing is scored."""
-    row = manifest.conn.execute(
-        f"SELECT MIN(p.sigma), MAX(p.sigma) FROM pages p JOIN documents d ON d.id = p.doc_id "
-        f"WHERE {LIVE_DOCUMENT_SQL} AND p.sigma IS NOT NULL"
-    ).fetchone()
-    return None if row[0] is None else (float(row[0]), float(row[1]))
+    ends = [manifest.conn.execute(
+        f"SELECT p.sigma FROM pages p JOIN documents d ON d.id = p.doc_id "
+        f"WHERE {LIVE_DOCUMENT_SQL} AND p.sigma IS NOT NULL ORDER BY p.sigma {direction} LIMIT 1").fetchone()
+        for direction in ("ASC", "DESC")]  # each walks the index from its end, not every page
+    return None if ends[0] is None else (float(ends[0][0]), float(ends[1][0]))
 
 
 @dataclass(frozen=True)
@@ -54,25 +54,20 @@ class Histogram:
 def histogram(manifest: Manifest, threshold: float | None, bins: int = 60,
               span: tuple[float, float] | None = None, *, rule: str | None = None,
               picture_area_min: float | None = None) -> Histogram | None:
-    """σ of scored pages binned in SQL, each bin split by decision. None when nothing is scored."""
+    """σ of scored pages binned, each bin split by decision. None when nothing is scored.
+
+    Bins are a whole number of tenths wide (the last edge moves up to fit), so they are sums of the kept
+    counts (curation.manifest.aggregates)."""
     span = span or sigma_range(manifest)
     if span is None:
         return None
     low, high = math.floor(span[0]), math.ceil(span[1])
     high = max(high, low + 1)
-    width = (high - low) / bins
-    rows = manifest.conn.execute(
-        f"SELECT MIN(MAX(CAST((p.sigma - :low) / :width AS INTEGER), 0), :last) AS bin, "
-        f"SUM({KEEP_SQL}) AS kept, COUNT(*) AS pages {PAGES_FROM} "
-        f"WHERE {LIVE_DOCUMENT_SQL} AND p.sigma IS NOT NULL GROUP BY bin",
-        {"low": low, "width": width, "last": bins - 1,
-         **decision_params(manifest, threshold, rule, picture_area_min)},
-    ).fetchall()
-    kept, total = np.zeros(bins, np.int64), np.zeros(bins, np.int64)
-    for row in rows:
-        kept[row["bin"]] = row["kept"]
-        total[row["bin"]] = row["pages"]
-    return Histogram(np.linspace(low, high, bins + 1), kept, total - kept)
+    steps = math.ceil((high - low) * aggregates.SIGMA_STEPS / bins - 1e-9)  # fine bins per bin
+    tally = aggregates.tally(manifest, decision_params(manifest, threshold, rule, picture_area_min))
+    total, kept = tally.by_bin("sigma_bin", lambda fine: (fine - low * aggregates.SIGMA_STEPS) // steps, bins)
+    edges = low + np.arange(bins + 1) * steps / aggregates.SIGMA_STEPS
+    return Histogram(edges, kept, total - kept)
 
 
 def picture_histogram(manifest: Manifest, threshold: float | None = None, bins: int = 45, *,
@@ -80,8 +75,15 @@ def picture_histogram(manifest: Manifest, threshold: float | None = None, bins: 
     """The largest picture's area (square inches) of pages with features, in bins equal on a log scale
     from PICTURE_FLOOR to PICTURE_CEILING, each split by decision; pages below the floor (no picture at
     all) count in the first bin. None when no page has features."""
-    _ensure_log10(manifest.conn)
     low, high = math.log10(PICTURE_FLOOR), math.log10(PICTURE_CEILING)
+    if aggregates.AREA_BINS % bins == 0:  # whole kept bins a bin: summed from the kept counts
+        tally = aggregates.tally(manifest, decision_params(manifest, threshold, rule, picture_area_min))
+        steps = aggregates.AREA_BINS // bins
+        total, kept = tally.by_bin("area_bin", lambda fine: fine // steps, bins)
+        if not total.any():
+            return None
+        return Histogram(np.logspace(low, high, bins + 1), kept, total - kept)
+    aggregates.ensure_log10(manifest.conn)
     rows = manifest.conn.execute(
         f"SELECT MIN(MAX(CAST((log10(MAX(p.picture_area, :floor)) - :low) / :width AS INTEGER), 0), :last) AS bin, "
         f"SUM({KEEP_SQL}) AS kept, COUNT(*) AS pages {PAGES_FROM} "
@@ -96,15 +98,6 @@ def picture_histogram(manifest: Manifest, threshold: float | None = None, bins: 
         kept[row["bin"]] = row["kept"]
         total[row["bin"]] = row["pages"]
     return Histogram(np.logspace(low, high, bins + 1), kept, total - kept)
-
-
-def _ensure_log10(conn: sqlite3.Connection) -> None:
-    """SQLite's math functions are a build option; where they are missing, Python's stands in."""
-    try:
-        conn.execute("SELECT log10(10.0)")
-    except sqlite3.OperationalError:
-        conn.create_function("log10", 1, lambda x: None if x is None or x <= 0 else math.log10(x),
-                             deterministic=True)
 
 
 def otsu(counts: np.ndarray, edges: np.ndarray) -> float:

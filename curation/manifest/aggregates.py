@@ -1,0 +1,329 @@
+"""Counts of pages by decision at any cutoff, without a pass over every page.
+
+A page's decision under the rules depends on few things: its σ, its largest picture, its ink tone, the
+model's suggestion, its status, and, for a few pages, an override or a curator's picture edits. The manifest
+keeps the pages counted by bins of those (`page_bins`: σ in steps of 0.1, the picture area in 90 steps a
+decade, the kind of figures it has, the suggestion, the status), rebuilt only when a page's figures or the
+suggestions changed (triggers bump a counter in `changes`; see store.MIGRATIONS). Every count of the
+dashboard at any cutoff is then a sum over a few thousand bins, and exact: the pages a bin cannot decide
+alone (those in the bins beside a cutoff, overridden pages, pages whose pictures a curator edited) are read
+one by one through their indexes and counted with KEEP_SQL itself.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from .rules import DISAGREES_SQL, INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL
+
+SIGMA_STEPS = 10  # bins per unit of σ: the cutoffs a person sets are in tenths
+AREA_FLOOR, AREA_DECADES, AREA_STEPS = 0.1, 4, 90  # log bins of the picture area from 0.1 to 1000 sq in
+AREA_BINS = AREA_DECADES * AREA_STEPS
+
+SIGMA_BIN_SQL = f"CAST(p.sigma * {SIGMA_STEPS} AS INTEGER)"
+AREA_BIN_SQL = (f"MIN(MAX(CAST((log10(MAX(p.picture_area, {AREA_FLOOR})) - {math.log10(AREA_FLOOR)}) * {AREA_STEPS} "
+                f"AS INTEGER), 0), {AREA_BINS - 1})")
+# What the picture rule reads: 0 no features (σ decides), 1 the area decides, 2 too little ink (rejected),
+# 3 features without an ink tone (the area, then σ), 4 no picture area and too little ink (rejected).
+KIND_SQL = (f"CASE WHEN p.picture_area IS NULL THEN (CASE WHEN p.ink_tone < {INK_TONE_MIN!r} THEN 4 ELSE 0 END) "
+            f"WHEN p.ink_tone >= {INK_TONE_MIN!r} THEN 1 WHEN p.ink_tone < {INK_TONE_MIN!r} THEN 2 ELSE 3 END")
+UNFEATURED_KINDS = (0, 4)
+_DISAGREES_SQL = f"o.keep IS NULL AND {DISAGREES_SQL.replace(':rule', ':base_rule')}"
+_COLUMNS = ("sigma_bin", "area_bin", "kind", "model", "status", "pages")
+
+_memo: dict[tuple, "Bins"] = {}
+_memo_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Bins:
+    """Live pages counted per (σ bin, area bin, kind, suggestion, status); -1 where a figure is missing."""
+
+    sigma_bin: np.ndarray
+    area_bin: np.ndarray
+    kind: np.ndarray
+    model: np.ndarray  # the suggestion: 1 keep, 0 reject, -1 none
+    failed: np.ndarray  # bool
+    ok: np.ndarray  # bool: status 'ok'
+    pages: np.ndarray
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Pages weighed one row each: the bins, less the pages read one by one, plus those pages exactly."""
+
+    sigma_bin: np.ndarray
+    area_bin: np.ndarray
+    failed: np.ndarray
+    keep: np.ndarray  # bool
+    disagrees: np.ndarray  # bool: the model and the rule differ on a page without an override
+    override: np.ndarray  # 1 include, 0 exclude, -1 none
+    weight: np.ndarray
+
+    def mask(self, decision: str) -> np.ndarray:
+        return {"all": np.ones(len(self.weight), bool), "kept": self.keep, "rejected": ~self.keep,
+                "overridden": self.override >= 0, "disagrees": self.disagrees, "failed": self.failed}[decision]
+
+    def counts(self, decision: str = "all") -> dict:
+        """Review's filter counts: pages, kept, overridden (included, excluded), failed."""
+        mask, w = self.mask(decision), self.weight
+        total = lambda m: int(w[mask & m].sum())  # noqa: E731
+        pages = int(w[mask].sum())
+        kept = total(self.keep)
+        return {"pages": pages, "kept": kept, "overridden": total(self.override >= 0),
+                "included": total(self.override == 1), "excluded": total(self.override == 0),
+                "failed": total(self.failed), "rejected": pages - kept}
+
+    def by_bin(self, column: str, to_bin, bins: int) -> tuple[np.ndarray, np.ndarray]:
+        """Pages and kept pages per display bin of `column` ('sigma_bin' or 'area_bin'); `to_bin` maps
+        fine bins to display bins. Pages without the figure are left out."""
+        fine = getattr(self, column)
+        has = fine >= 0
+        index = np.clip(to_bin(fine[has]), 0, bins - 1)
+        weight = self.weight[has]
+        total = np.bincount(index, weights=weight, minlength=bins).astype(np.int64)
+        kept = np.bincount(index, weights=weight * self.keep[has], minlength=bins).astype(np.int64)
+        return total, kept
+
+
+def version(conn: sqlite3.Connection) -> tuple[int, int, int]:
+    """The change counters: pages' figures and documents' status, the suggestions (the bins depend on
+    these two), and what curators decided (overrides, picture edits)."""
+    values = dict(conn.execute("SELECT name, value FROM changes").fetchall())
+    return int(values.get("pages", 0)), int(values.get("suggestions", 0)), int(values.get("decided", 0))
+
+
+def bump_suggestions(conn: sqlite3.Connection) -> None:
+    """Called by the one writer of the suggestions, in its transaction (a trigger per row would cost a
+    second for a million suggestions)."""
+    conn.execute("UPDATE changes SET value = value + 1 WHERE name = 'suggestions'")
+
+
+def bins(manifest) -> Bins:
+    """The bins for the manifest as it is now: from this process's memory, the manifest, or one pass
+    over the pages (stored for every other process)."""
+    conn = manifest.conn
+    now = version(conn)[:2]
+    key = (str(manifest.path), now)
+    with _memo_lock:
+        found = _memo.get(key)
+    if found is not None:
+        return found
+    stored = dict(conn.execute("SELECT name, value FROM changes WHERE name LIKE 'binned_%'").fetchall())
+    if (stored.get("binned_pages"), stored.get("binned_suggestions")) == now:
+        rows = conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM page_bins").fetchall()
+    else:
+        rows = refresh(manifest)
+    result = _as_bins(rows)
+    with _memo_lock:
+        for old in [k for k in _memo if k[0] == key[0]]:
+            del _memo[old]
+        _memo[key] = result
+    return result
+
+
+def refresh(manifest) -> list[tuple]:
+    """Count the live pages into bins (one pass) and store them, unless another writer holds the manifest
+    (the counts are then used from memory only). Returns the rows."""
+    conn = manifest.conn
+    ensure_log10(conn)
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    before = version(conn)[:2]
+    rows = cursor.execute(
+        f"SELECT {SIGMA_BIN_SQL}, CASE WHEN p.picture_area IS NULL THEN NULL ELSE {AREA_BIN_SQL} END, {KIND_SQL}, "
+        f"COALESCE(sg.keep, -1), p.status, COUNT(*) FROM pages p JOIN documents d ON d.id = p.doc_id "
+        f"LEFT JOIN suggestions sg ON sg.doc_id = p.doc_id AND sg.page = p.page WHERE {LIVE_DOCUMENT_SQL} "
+        "GROUP BY 1, 2, 3, 4, 5"
+    ).fetchall()
+    try:
+        conn.execute("PRAGMA busy_timeout = 200")  # a running job writes: it is not waited for
+        with manifest.transaction():
+            if version(conn)[:2] == before:
+                conn.execute("DELETE FROM page_bins")
+                conn.executemany(f"INSERT INTO page_bins ({', '.join(_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)", rows)
+                conn.executemany("INSERT OR REPLACE INTO changes (name, value) VALUES (?, ?)",
+                                 [("binned_pages", before[0]), ("binned_suggestions", before[1])])
+    except sqlite3.OperationalError:
+        pass  # busy or read-only: the next run counts again
+    finally:
+        conn.execute("PRAGMA busy_timeout = 30000")
+    return rows
+
+
+def _as_bins(rows: list) -> Bins:
+    table = list(zip(*rows)) if rows else [()] * len(_COLUMNS)
+    number = lambda values: np.array([-1 if v is None else v for v in values], np.int64)  # noqa: E731
+    status = np.array(table[4], object)
+    return Bins(number(table[0]), number(table[1]), number(table[2]), number(table[3]),
+                status == "failed", status == "ok", np.array(table[5], np.int64))
+
+
+def sigma_bin(value: float) -> int:
+    return math.floor(value * SIGMA_STEPS)
+
+
+def area_bin(value: float) -> int:
+    if value <= AREA_FLOOR:
+        return 0
+    return min(AREA_BINS - 1, math.floor((math.log10(value) - math.log10(AREA_FLOOR)) * AREA_STEPS))
+
+
+def _decisions(params: dict, sb, ab, kind, model) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's decision and whether the model disagrees with the rule, from its bins (exact away from
+    the bins beside the cutoffs)."""
+    by_sigma = (sb >= 0) & (sb > sigma_bin(params["threshold"]))
+    by_area = (ab >= 0) & (ab > area_bin(params["picture_area_min"]))
+    picture = np.where(kind == 0, by_sigma, np.where(kind == 1, by_area, np.where(kind == 3, by_area & by_sigma, False)))
+    rule = params["rule"]
+    base = by_sigma if params["base_rule"] == "sigma" else picture
+    keep = np.where(model >= 0, model == 1, picture) if rule == "model" else (by_sigma if rule == "sigma" else picture)
+    return keep.astype(bool), (model >= 0) & ((model == 1) != base)
+
+
+def tally(manifest, params: dict) -> Tally:
+    """Every live page weighed once under the decision `params` (views.decision_params): exact counts.
+    The last few are kept in memory while nothing they count changed."""
+    if params["ink_tone_min"] != INK_TONE_MIN:
+        raise ValueError("the bins are counted at the rule's ink tone")
+    now = version(manifest.conn)
+    key = (str(manifest.path), now, tuple(sorted(params.items())))
+    with _memo_lock:
+        found = _tallies.get(key)
+    if found is None:
+        found = _tally(manifest, params, now)
+        with _memo_lock:
+            _tallies[key] = found
+            while len(_tallies) > TALLIES_KEPT:
+                del _tallies[next(iter(_tallies))]
+    return found
+
+
+TALLIES_KEPT = 8  # a tally holds a few arrays of the bins' length: megabytes at 1 M pages
+_tallies: dict[tuple, Tally] = {}
+_decided: dict[tuple, dict] = {}
+
+
+def _tally(manifest, params: dict, now: tuple) -> Tally:
+    found = bins(manifest)
+    keep, disagrees = _decisions(params, found.sigma_bin, found.area_bin, found.kind, found.model)
+    apart = [_exactly(decided(manifest, now), params), _at_the_cutoffs(manifest, params)]
+    parts = [(found.sigma_bin, found.area_bin, found.failed, keep, disagrees, np.full(len(keep), -1), found.pages)]
+    for one in apart:  # each page read apart: its bin's guess taken back, its exact decision added
+        guess, guessed_disagree = _decisions(params, one["sigma_bin"], one["area_bin"], one["kind"], one["model"])
+        count = len(guess)
+        parts.append((one["sigma_bin"], one["area_bin"], one["failed"], guess, guessed_disagree,
+                      np.full(count, -1), -np.ones(count, np.int64)))
+        parts.append((one["sigma_bin"], one["area_bin"], one["failed"], one["keep"], one["disagrees"], one["override"],
+                      np.ones(count, np.int64)))
+    columns = [np.concatenate(column) for column in zip(*parts)]
+    return Tally(columns[0], columns[1], columns[2].astype(bool), columns[3].astype(bool), columns[4].astype(bool),
+                 columns[5].astype(np.int64), columns[6].astype(np.int64))
+
+
+_BINS_SELECT = (f"SELECT COALESCE({SIGMA_BIN_SQL}, -1), "
+                f"CASE WHEN p.picture_area IS NULL THEN -1 ELSE {AREA_BIN_SQL} END, {KIND_SQL}, COALESCE(sg.keep, -1), "
+                "p.status = 'failed'")
+_JOINS = ("FROM pages p JOIN documents d ON d.id = p.doc_id "
+          "LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
+          "LEFT JOIN suggestions sg ON sg.doc_id = p.doc_id AND sg.page = p.page")
+_BIN_NAMES = ("sigma_bin", "area_bin", "kind", "model", "failed")
+
+
+def decided(manifest, now: tuple | None = None) -> dict:
+    """The pages a curator decided (an override, or picture edits) with their bins and the figures their
+    decision reads, as arrays (NaN for NULL): read once while none of them changes."""
+    now = now or version(manifest.conn)
+    key = (str(manifest.path), now)
+    with _memo_lock:
+        found = _decided.get(key)
+    if found is not None:
+        return found
+    ensure_log10(manifest.conn)
+    cursor = manifest.conn.cursor()
+    cursor.row_factory = None
+    rows = cursor.execute(
+        f"{_BINS_SELECT}, COALESCE(o.keep, -1), p.sigma, p.picture_area, p.ink_tone, p.pictures_included, "
+        f"p.pictures_auto_area {_JOINS} WHERE {LIVE_DOCUMENT_SQL} AND p.rowid IN ("
+        "SELECT p2.rowid FROM overrides o2 CROSS JOIN pages p2 ON p2.doc_id = o2.doc_id AND p2.page = o2.page "
+        "UNION SELECT rowid FROM pages WHERE pictures_included IS NOT NULL)").fetchall()
+    table = np.array(rows, np.float64).reshape(-1, 11)  # None becomes NaN
+    names = (*_BIN_NAMES, "override", "sigma", "picture_area", "ink_tone", "pictures_included", "auto_area")
+    found = {name: table[:, i] for i, name in enumerate(names)}
+    for name in (*_BIN_NAMES, "override"):
+        found[name] = found[name].astype(np.int64)
+    found["failed"] = found["failed"].astype(bool)
+    with _memo_lock:
+        for old in [k for k in _decided if k[0] == key[0]]:
+            del _decided[old]
+        _decided[key] = found
+    return found
+
+
+def _exactly(pages: dict, params: dict) -> dict:
+    """KEEP_SQL and the model's disagreement, in NumPy with SQL's NULLs, for the pages a curator decided."""
+    sigma, area, ink, model = pages["sigma"], pages["picture_area"], pages["ink_tone"], pages["model"]
+    with np.errstate(invalid="ignore"):
+        by_sigma = sigma > params["threshold"]  # NULL (NaN) counts as no
+        inked = ink >= params["ink_tone_min"]
+        big = area >= params["picture_area_min"]
+        auto = (pages["auto_area"] >= params["picture_area_min"]) & inked
+        included = pages["pictures_included"] > 0
+    said_no = (~np.isnan(area) & ~big) | (~np.isnan(ink) & ~inked)  # FALSE AND NULL is FALSE
+    picture = np.where(big & inked, True, np.where(said_no, False, by_sigma))  # COALESCE(area AND ink, σ)
+    suggested = model >= 0
+    rule = params["rule"]
+    if rule == "sigma":
+        ruled, edited = by_sigma, by_sigma
+    elif rule == "model":
+        ruled, edited = np.where(suggested, model == 1, picture), np.where(suggested, model == 1, auto)
+    else:
+        ruled, edited = picture, auto
+    base = by_sigma if params["base_rule"] == "sigma" else picture
+    override = pages["override"]
+    keep = np.where(override >= 0, override == 1,
+                    np.where(~np.isnan(pages["pictures_included"]), included | edited, ruled))
+    return {**{name: pages[name] for name in _BIN_NAMES}, "override": override, "keep": keep.astype(bool),
+            "disagrees": (override < 0) & suggested & ((model == 1) != base)}
+
+
+def _at_the_cutoffs(manifest, params: dict) -> dict:
+    """The pages in the bins beside the σ cutoff (and the picture cutoff, where the rule reads it) that no
+    curator decided, with their bins and their exact decision, each found through an index."""
+    ensure_log10(manifest.conn)
+    tb = sigma_bin(params["threshold"])
+    ranges = {"s_lo": (tb - 1) / SIGMA_STEPS, "s_hi": (tb + 2) / SIGMA_STEPS, "a_lo": 1.0, "a_hi": 0.0}
+    if params["rule"] != "sigma":
+        abm = area_bin(params["picture_area_min"])
+        edge = lambda n: 10 ** (math.log10(AREA_FLOOR) + n / AREA_STEPS)  # noqa: E731
+        ranges["a_lo"] = -1.0 if abm - 1 <= 0 else edge(abm - 1)
+        ranges["a_hi"] = 1e308 if abm + 1 >= AREA_BINS - 1 else edge(abm + 2)
+    cursor = manifest.conn.cursor()
+    cursor.row_factory = None
+    rows = cursor.execute(
+        f"{_BINS_SELECT}, {KEEP_SQL}, COALESCE({_DISAGREES_SQL}, 0) {_JOINS} "
+        f"WHERE {LIVE_DOCUMENT_SQL} AND o.keep IS NULL AND p.pictures_included IS NULL AND p.rowid IN ("
+        "SELECT rowid FROM pages WHERE sigma >= :s_lo AND sigma < :s_hi "
+        "UNION SELECT rowid FROM pages WHERE picture_area >= :a_lo AND picture_area < :a_hi)",
+        {**params, **ranges},
+    ).fetchall()
+    table = np.array(rows, np.int64).reshape(-1, 7)
+    one = {name: table[:, i] for i, name in enumerate((*_BIN_NAMES, "keep", "disagrees"))}
+    for name in ("failed", "keep", "disagrees"):
+        one[name] = one[name].astype(bool)
+    one["override"] = np.full(len(table), -1, np.int64)
+    return one
+
+
+def ensure_log10(conn: sqlite3.Connection) -> None:
+    """SQLite's math functions are a build option; where they are missing, Python's stands in."""
+    try:
+        conn.execute("SELECT log10(10.0)")
+    except sqlite3.OperationalError:
+        conn.create_function("log10", 1, lambda x: None if x is None or x <= 0 else math.log10(x),
+                             deterministic=True)
