@@ -120,7 +120,9 @@ CARD_GEOMETRY = """() => [...document.querySelectorAll("[class*='st-key-decide-'
 def test_the_grid_at_1440_px_is_dense_and_a_card_keeps_its_height_when_overridden(dashboard):
     url, db, page = dashboard
     go(page, url, "review")
-    cards = page.evaluate(CARD_GEOMETRY)
+    page.wait_for_function("""() => { const imgs = [...document.querySelectorAll("[data-testid='stMain'] img")];
+                                     return imgs.length && imgs.every(img => img.complete && img.naturalWidth); }""")
+    cards = page.evaluate(CARD_GEOMETRY)  # measured once every thumbnail has loaded, as a person sees it
     first_row = [card for card in cards if card["top"] == cards[0]["top"]]
     assert len(first_row) >= 5  # four a row before
     assert all(card["fits"] for card in cards)  # Include / Auto / Exclude inside the card, none clipped
