@@ -11,6 +11,7 @@ import re
 import time
 
 import pytest
+from playwright.sync_api import expect
 
 from curation import Manifest
 from server_support import CHROMIUM, chromium, go, no_exception, settle, streamlit_server
@@ -126,7 +127,9 @@ def test_ingest_threshold_review_in_a_browser(server, browser_page):
     page.reload()
     settle(page)
     no_exception(page)
-    assert page.locator("[class*='st-key-caption-']").first.locator("input").input_value() == "a lady in a walking dress"
+    # The grid is drawn again after the reload: wait for the saved caption rather than read the first frame.
+    expect(page.locator("[class*='st-key-caption-']").first.locator("input")).to_have_value(
+        "a lady in a walking dress", timeout=20_000)
     with Manifest(db) as manifest:
         assert list(manifest.captions().values()) == ["a lady in a walking dress"]
 
