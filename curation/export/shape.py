@@ -3,17 +3,20 @@
 The resize is libvips' Lanczos-3 reduction, the filter of Pillow's LANCZOS in SIMD fixed point: a third
 of Pillow's time or less for the same picture (bench/bench_export.py), the same output on every run
 whatever the number of threads, each output pixel where Pillow puts it. Pillow still enlarges: libvips
-has no Lanczos-3 for that, and a scan below the output's resolution is rare. Decoding and encoding stay
-with Pillow's libjpeg-turbo, faster here than libvips' own JPEG load and save.
+has no Lanczos-3 for that, and a scan below the output's resolution is rare. Decoding and encoding are
+libjpeg-turbo's through simplejpeg, faster here than libvips' own JPEG load and save, and than Pillow's
+(which adds a copy each way). The pixels go from the decoder to libvips to the encoder as NumPy arrays
+that libvips reads and writes in place: no copy between the steps.
 """
 
 from __future__ import annotations
 
-import io
 import math
 
+import cv2
 import numpy as np
 import pyvips
+import simplejpeg
 from PIL import Image
 
 from .settings import ExportSettings
@@ -21,7 +24,7 @@ from .source import Source
 
 PAPER_SAMPLE_SIDE = 64  # the paper colour is judged on a thumbnail about this big
 PAPER_SHARE_PERCENT = 20
-JPEG_SUBSAMPLING = "4:2:0"  # what Pillow does by default, fixed so a Pillow upgrade cannot change the output
+JPEG_SUBSAMPLING = "420"  # Pillow's default, fixed so an upgrade cannot change the output
 LANCZOS_SUPPORT = 3  # Lanczos-3 reaches 3 output pixels either side
 ALIGN_TRIES = 32  # how many outputs early a reduction may start, to land on a box's fractional origin
 
@@ -31,31 +34,37 @@ pyvips.concurrency_set(1)
 pyvips.cache_set_max(0)
 
 
-def shape_image(source: Source, settings: ExportSettings) -> Image.Image:
-    """The exported image: the plan's box resized with Lanczos-3, centred on a margin when padded."""
+def shape_image(source: Source, settings: ExportSettings) -> np.ndarray:
+    """The exported image (height x width x RGB): the plan's box resized with Lanczos-3, centred on a
+    margin when padded."""
     plan = source.plan
     part = lanczos_resize(source.image, plan.size, source.box)
     if plan.padded:
-        canvas = Image.new(part.mode, plan.canvas, _pad_fill(part, settings.pad_colour))
-        canvas.paste(part, plan.offset)
+        canvas = np.empty((plan.canvas[1], plan.canvas[0], part.shape[2]), np.uint8)
+        canvas[...] = _pad_fill(part, settings.pad_colour)
+        x, y = plan.offset
+        canvas[y:y + part.shape[0], x:x + part.shape[1]] = part
         part = canvas
-    return part if part.mode == "RGB" else part.convert("RGB")
+    return part if part.shape[2] == 3 else cv2.cvtColor(part, cv2.COLOR_GRAY2RGB)
 
 
-def lanczos_resize(image: Image.Image, size: tuple[int, int], box: tuple[float, float, float, float]) -> Image.Image:
-    """`image.resize(size, LANCZOS, box=box)`, by libvips when it shrinks both ways (see the module)."""
+def lanczos_resize(image: np.ndarray, size: tuple[int, int], box: tuple[float, float, float, float]) -> np.ndarray:
+    """`image` (height x width x bands) as Pillow's `resize(size, LANCZOS, box=box)` makes it, by libvips when
+    it shrinks both ways (see the module)."""
     x0, y0, x1, y1 = box
+    height, width, bands = image.shape
     hshrink, vshrink = (x1 - x0) / size[0], (y1 - y0) / size[1]
     if hshrink < 1 or vshrink < 1:
-        return image.resize(size, Image.Resampling.LANCZOS, box=box)
-    left, width, skip_x = _aligned_span(x0, x1, hshrink, size[0], image.width)
-    top, height, skip_y = _aligned_span(y0, y1, vshrink, size[1], image.height)
-    pixels = pyvips.Image.new_from_memory(image.tobytes(), image.width, image.height, len(image.getbands()), "uchar")
-    if left + width > image.width or top + height > image.height:  # past the edge: its pixels repeated
-        pixels = pixels.embed(0, 0, max(image.width, left + width), max(image.height, top + height), extend="copy")
-    part = pixels.crop(left, top, width, height).reduce(hshrink, vshrink, kernel="lanczos3")
+        picture = Image.fromarray(image[..., 0] if bands == 1 else image)
+        return np.asarray(picture.resize(size, Image.Resampling.LANCZOS, box=box)).reshape(size[1], size[0], bands)
+    left, span_width, skip_x = _aligned_span(x0, x1, hshrink, size[0], width)
+    top, span_height, skip_y = _aligned_span(y0, y1, vshrink, size[1], height)
+    pixels = pyvips.Image.new_from_memory(np.ascontiguousarray(image).data, width, height, bands, "uchar")
+    if left + span_width > width or top + span_height > height:  # past the edge: its pixels repeated
+        pixels = pixels.embed(0, 0, max(width, left + span_width), max(height, top + span_height), extend="copy")
+    part = pixels.crop(left, top, span_width, span_height).reduce(hshrink, vshrink, kernel="lanczos3")
     part = part.crop(skip_x, skip_y, *size)
-    return Image.frombuffer(image.mode, size, part.write_to_memory(), "raw", image.mode, 0, 1)
+    return np.ndarray((size[1], size[0], bands), np.uint8, part.write_to_memory())
 
 
 def _aligned_span(origin: float, end: float, shrink: float, count: int, limit: int) -> tuple[int, int, int]:
@@ -91,26 +100,31 @@ def _aligned_span(origin: float, end: float, shrink: float, count: int, limit: i
     return best[1:]
 
 
-def _pad_fill(part: Image.Image, pad_colour: str):
+def _pad_fill(part: np.ndarray, pad_colour: str):
     rgb = paper_colour(part) if pad_colour == "paper" else tuple(int(pad_colour[i:i + 2], 16) for i in (1, 3, 5))
-    return rgb if part.mode == "RGB" else round(0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2])
+    return rgb if part.shape[2] == 3 else round(0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2])
 
 
-def paper_colour(image: Image.Image) -> tuple[int, int, int]:
-    """The colour of the paper: the median colour of the brightest fifth of the page.
+def paper_colour(image) -> tuple[int, int, int]:
+    """The colour of the paper (`image`: RGB or gray, height x width [x bands], or a PIL image): the median
+    colour of the brightest fifth of the page.
 
     Paper is the brightest large area of a scan. Its brightest fifth is paper on a text page and on a
     densely hatched plate between dark scanner-bed bands alike (where half the page is ink or bed),
     and the thumbnail's averaging keeps grain and specks from lifting it.
     """
-    factor = max(1, min(image.size) // PAPER_SAMPLE_SIDE)
-    pixels = np.asarray(image.reduce(factor).convert("RGB"), dtype=np.float32).reshape(-1, 3)
+    pixels = np.asarray(image)
+    factor = max(1, min(pixels.shape[:2]) // PAPER_SAMPLE_SIDE)
+    height, width = (side // factor * factor for side in pixels.shape[:2])
+    thumbnail = cv2.resize(pixels[:height, :width], (width // factor, height // factor), interpolation=cv2.INTER_AREA)
+    pixels = thumbnail.reshape(thumbnail.shape[0], thumbnail.shape[1], -1).astype(np.float32)
+    pixels = np.repeat(pixels, 3, axis=2) if pixels.shape[2] == 1 else pixels
+    pixels = pixels.reshape(-1, 3)
     luma = pixels @ np.array([0.299, 0.587, 0.114], np.float32)
     bright = pixels[luma >= np.percentile(luma, 100 - PAPER_SHARE_PERCENT)]
     return tuple(int(round(v)) for v in np.median(bright, axis=0))
 
 
-def encode_jpeg(image: Image.Image, quality: int) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, "JPEG", quality=quality, subsampling=JPEG_SUBSAMPLING)
-    return buffer.getvalue()
+def encode_jpeg(image: np.ndarray, quality: int) -> bytes:
+    """An RGB image (height x width x 3) as a baseline JPEG, 4:2:0, libjpeg's tables at `quality`."""
+    return simplejpeg.encode_jpeg(np.ascontiguousarray(image), quality, "RGB", JPEG_SUBSAMPLING)
