@@ -11,21 +11,21 @@ text columns, engravings and mixed pages on yellowed paper), then, page by page 
 
 and the floor: the page's JPEG decoded at the covering libjpeg reduction plus one 1024 x 1024 quality 92
 encode, with the export's codec (simplejpeg) and with Pillow's; all timed by the CPU time of the process
-(what an image costs, whatever else runs on the machine; libvips resizes in a thread of its own) and by
+(what an image costs, whatever else runs on the machine) and by
 the wall clock, with MuPDF's cache emptied before each call. It prints the median per image and the
 ratio per scan resolution and overall, whether the target (3x at 200 and at 300 dpi) is met, and the
 default export's share of its floor (floor / export, target 75 %) per resolution.
 
 Then the ways to resize, each against the original and the export in the same interleaved run, with
 its quality: PSNR against the ideal (the scan decoded at full resolution, LANCZOS straight to the
-output), over the whole image and in the worst 64x64 tile. "now" is the export: libvips' Lanczos-3
-(shape.lanczos_resize); "before" the same decode with Pillow's LANCZOS, the export until libvips (it
-decoded a 300 dpi page at libjpeg's 3/8 then; with libvips 1/2 costs the same and is nearer the
-ideal); and the floors: decoding alone, and decoding plus encoding with no resize at all; then the
-same for the 300 dpi pages alone; and how faithful the export's resize, and Pillow's `reducing_gap` (an
-integer box reduction before Lanczos-3), are to plain Lanczos-3 of the same pixels. Then end to end on the
-corpus copied --copies times (distinct documents): `python -m curation export` with 1 and 2 workers (start-up, pool, ZIP writing and
-manifest updates included) against the original loop over the same pages, twice and interleaved,
+output), over the whole image and in the worst 64x64 tile. "now" is the export: fast_image_resize's
+Lanczos-3 (shape.lanczos_resize); "before" the same decode with Pillow's LANCZOS (how the export
+resized before libvips and fast_image_resize); and the floors: decoding alone, and decoding plus
+encoding with no resize at all; then the same for the 300 dpi pages alone; and how faithful the export's
+resize, and Pillow's `reducing_gap` (an integer box reduction before Lanczos-3), are to plain Lanczos-3
+of the same pixels. Then end to end on the corpus copied --copies times (distinct documents):
+`python -m curation export` with 1 and 2 workers (start-up, pool, ZIP writing and manifest updates
+included) against the original loop over the same pages, twice and interleaved,
 as images/s and as CPU seconds per image of the whole process tree, and the peak RSS of every
 process when exporting a third of the pages and all of them (flat memory: the two are the same).
 
@@ -232,7 +232,7 @@ def at_three_eighths(jpeg: bytes, settings: ExportSettings) -> bool:
 
 
 BEFORE = "before: Pillow LANCZOS"
-NOW = "now: the export (libvips)"
+NOW = "now: the export (fast_image_resize)"
 
 
 def experiments(corpus) -> tuple[dict, dict, set]:
@@ -340,7 +340,7 @@ def resize_fidelity(corpus) -> None:
             source = decode_scan(jpeg, default)
             size, box = source.plan.size, source.box
             plain = np.asarray(Image.fromarray(source.image).resize(size, Image.Resampling.LANCZOS, box=box))
-            compared = {"the export (libvips Lanczos-3), reduced decode": lanczos_resize(source.image, size, box)}
+            compared = {"the export (fast_image_resize), reduced decode": lanczos_resize(source.image, size, box)}
             for gap in (2.0, 3.0):
                 compared[f"Pillow reducing_gap={gap:g}, reduced decode"] = np.asarray(Image.fromarray(source.image).resize(
                     size, Image.Resampling.LANCZOS, box=box, reducing_gap=gap))

@@ -5,7 +5,7 @@ straight into one NumPy array that the resize reads without a copy; the same pix
 decode) at the smallest of its scaled-IDCT reductions (1/8, 1/4, 1/2) that still covers the output,
 which skips most of the decoding work and the page render, and keeps the scan's own pixels (no MuPDF
 resampling before ours). libjpeg's 3/8 step, between 1/4 and 1/2, is not used: its IDCT has no SIMD, so it costs
-what it saves the libvips resize, and its image ends mid-pixel of the scan (bench/bench_export.py).
+what it saves the resize, and its image ends mid-pixel of the scan (bench/bench_export.py).
 Anything else (vector art, several images, masks, CMYK, rotation) is rendered by MuPDF at just the
 resolution the output needs, and only the part of the page that is kept.
 
