@@ -232,7 +232,7 @@ def at_three_eighths(jpeg: bytes, settings: ExportSettings) -> bool:
 
 
 BEFORE = "before: Pillow LANCZOS"
-NOW = "now: the export (fast_image_resize)"
+NOW = "now: the export"
 
 
 def experiments(corpus) -> tuple[dict, dict, set]:
