@@ -328,6 +328,61 @@ def interactions(repeat: int, results: list[tuple[str, float]]) -> list[tuple[st
         run(at)
         return (time.perf_counter() - started) * 1000
     results.append(("review: bulk exclude 'near' (confirmed)", statistics.median(bulk() for _ in range(repeat))))
+    picture_interactions(repeat, results)
+    return results
+
+
+def picture_interactions(repeat: int, results: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Review's Pictures view: each interaction's median script run, appended to `results`."""
+    import streamlit as st
+
+    def measure(label, action):
+        results.append((label, timed(action, repeat)))
+
+    at = app("pages/review.py")
+
+    def first_open():  # as on a fresh server: nothing kept between script runs
+        st.cache_resource.clear()
+        at.segmented_control(key="view").set_value("pages")
+        run(at)
+        at.segmented_control(key="view").set_value("pictures")
+        started = time.perf_counter()
+        run(at)
+        return (time.perf_counter() - started) * 1000
+    results.append(("pictures: first open (fresh server)", statistics.median(first_open() for _ in range(repeat))))
+    measure("pictures: load again", lambda: run(at))
+    decision = lambda: at.segmented_control(key="pic_decision")  # noqa: E731 (elements are new each run)
+    sort = lambda: at.selectbox(key="pic_sort")  # noqa: E731
+
+    def then(prepare, action):
+        """Milliseconds of the script run after `action`, once `prepare` has run untimed."""
+        prepare()
+        run(at)
+        action()
+        started = time.perf_counter()
+        run(at)
+        return (time.perf_counter() - started) * 1000
+
+    for name in ("size", "unsure", "duplicates", "page"):
+        results.append((f"pictures: sort by {name}", statistics.median(then(
+            lambda n=name: sort().set_value("page" if n != "page" else "size"),
+            lambda n=name: sort().set_value(n)) for _ in range(repeat))))
+    for name in ("kept", "excluded", "overridden", "duplicates", "gone", "deleted", "all"):
+        results.append((f"pictures: filter {name}", statistics.median(
+            then(lambda: decision().set_value("all"), lambda n=name: decision().set_value(n)) for _ in range(repeat))))
+    for name in ("excluded", "kept"):
+        results.append((f"pictures: {name}, largest first", statistics.median(then(
+            lambda n=name: (sort().set_value("page"), decision().set_value(n)), lambda: sort().set_value("size"))
+            for _ in range(repeat))))
+    at.segmented_control(key="pic_decision").set_value("all")
+    run(at)
+    choices = iter(["exclude", "include", "auto"] * repeat)
+
+    def override():
+        card = next(c for c in at.segmented_control if c.key.startswith("picture-decide-"))
+        card.set_value(next(choices))
+        run(at)
+    measure("pictures: include/exclude one picture", override)
     return results
 
 
@@ -483,6 +538,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="reuse the manifest of an earlier run if present")
     parser.add_argument("--pictures-per-page", type=float, default=2.5, help="picture rows a page, on average")
     parser.add_argument("--no-apps", action="store_true", help="time the library's queries only, not the pages")
+    parser.add_argument("--pictures-only", action="store_true",
+                        help="time the Pictures view's library queries and script runs only")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.size_sample:
@@ -499,6 +556,17 @@ def main() -> None:
             count = add_pictures(manifest, args.pictures_per_page)
             manifest.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         print(f"added {count:,} pictures in {time.perf_counter() - started:.1f} s")
+    if args.pictures_only:
+        ok = report(f"Pictures view's library queries (median of {args.repeat}; {PICTURES_PER_SCREEN} a screen):",
+                    timed_picture_queries(args.repeat))
+        measured = []
+        try:
+            picture_interactions(args.repeat, measured)
+        finally:
+            ok &= report(f"Pictures view's script runs, AppTest (median of {args.repeat}; target < {TARGET_MS} ms):",
+                         measured)
+        print("\nall under target" if ok else "\nSOME OVER TARGET")
+        return
     after = queries(args.repeat)
     if before is not None:
         print(f"\nLibrary queries (median of {args.repeat}), without picture rows → with them:")

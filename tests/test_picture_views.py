@@ -214,19 +214,24 @@ def test_a_card_says_what_happened_to_its_picture(manifest, doc):
     assert words[picture[(0, 1)]] == ""
 
 
+TRIED = 30.0  # a σ cutoff other than the saved one
+
+
 def test_kept_counts_follow_every_change_and_count_again_only_the_documents_touched(manifest, doc, monkeypatch):
+    """At a cutoff being tried (not the saved one, whose counts are stored), counted in memory."""
     other = manifest.register_document(sha256="b" * 64, path="/archive/b.pdf", size=1)["id"]
     for page in range(3):
         scored(manifest, other, page, [PLATE, STOCK_CUT])
     keeper = pv.CountKeeper()
     scans = []
     counted = pv.document_counts
+    assert keeper.counts(manifest, None) == pv.scanned_counts(manifest, None)  # saved: the stored counts, no scan
     monkeypatch.setattr(pv, "document_counts", lambda *a, **k: scans.append(a[2] if len(a) > 2 else "all")
                         or counted(*a, **k))
 
     def same():
-        assert keeper.counts(manifest, None) == pv.filter_counts(manifest, None)
-        assert keeper.counts(manifest, None, doc) == pv.filter_counts(manifest, None, doc)
+        assert keeper.counts(manifest, TRIED) == pv.scanned_counts(manifest, TRIED)
+        assert keeper.counts(manifest, TRIED, doc) == pv.scanned_counts(manifest, TRIED, doc)
 
     same()
     picture = ids(manifest, doc)
@@ -247,7 +252,7 @@ def test_kept_counts_follow_every_change_and_count_again_only_the_documents_touc
     manifest.finish_job(job, "done")
     same()
     assert scans[-1] == "all"
-    assert keeper.counts(manifest, 1000.0, rule="sigma") == pv.filter_counts(manifest, 1000.0, rule="sigma")
+    assert keeper.counts(manifest, 1000.0, rule="sigma") == pv.scanned_counts(manifest, 1000.0, rule="sigma")
 
 
 def test_a_sorted_screen_of_few_pictures_among_many_is_found_past_the_first_ones(manifest, doc, monkeypatch):

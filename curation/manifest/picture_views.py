@@ -23,8 +23,9 @@ from dataclasses import dataclass
 import PIL.Image
 import PIL.ImageDraw
 
+from . import picture_decisions
 from .pictures import PictureError
-from .rules import KEEP_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL, PICTURE_KEEP_SQL
+from .rules import EXPORTED_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL
 from .store import Manifest, now
 from .views import OUTLINE_COLOUR, decision_params, thumbnails
 
@@ -33,8 +34,7 @@ FROM_SQL = "FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.p
 JOINS = {"o": "LEFT JOIN overrides o ON o.doc_id = x.doc_id AND o.page = x.page",
          "g": "LEFT JOIN duplicates g ON g.doc_id = x.doc_id AND g.page = x.page"}
 BASE_SQL = f"{LIVE_DOCUMENT_SQL} AND p.status = 'ok'"
-# What the export writes: the picture is kept and so is its page.
-EXPORTED_SQL = f"(({KEEP_SQL}) AND ({PICTURE_KEEP_SQL}))"
+LIVE_DOCUMENTS = f"SELECT d.id FROM documents d WHERE {LIVE_DOCUMENT_SQL}"
 DECISIONS = {
     "all": "All pictures",
     "kept": "Kept",
@@ -58,6 +58,9 @@ DECISION_SQL = {
     "gone": "NOT x.deleted AND x.rank IS NULL AND NOT x.added",
     "deleted": "x.deleted",
 }
+# Kept and excluded as stored under the saved settings (picture_decisions): an index walk, not a decision
+# evaluated for every picture.
+STORED_SQL = {"kept": "NOT x.deleted AND x.exported = 1", "excluded": "NOT x.deleted AND x.exported = 0"}
 # How far a picture is from the rule's cut: its size against the picture cutoff, as a factor (1 on it, 2 half
 # or twice the cutoff); under σ only, its page's σ from the cutoff. An added picture is sure.
 UNSURE_SQL = (f"CASE WHEN x.added THEN 1e9 ELSE MAX({PICTURE_AREA_SQL} / :picture_area_min, "
@@ -89,10 +92,12 @@ class PictureFilter:
     decision: str = "all"
     doc_id: int | None = None
 
-    def sql(self) -> tuple[str, dict]:
+    def sql(self, stored: bool = False) -> tuple[str, dict]:
+        """The filter as SQL; `stored`: read the decisions stored under the saved settings."""
         if self.decision not in DECISION_SQL:
             raise ValueError(f"unknown picture filter {self.decision!r}")
-        conditions, params = [BASE_SQL, DECISION_SQL[self.decision]], {}
+        decision = STORED_SQL.get(self.decision) if stored else None
+        conditions, params = [BASE_SQL, decision or DECISION_SQL[self.decision]], {}
         if self.doc_id is not None:
             conditions.append("x.doc_id = :doc_id")
             params["doc_id"] = int(self.doc_id)
@@ -116,8 +121,9 @@ def _order(sort: str, terms: list[str]) -> str:
 
 def _bound(manifest: Manifest, threshold: float | None, flt: PictureFilter,
            rule: str | None = None) -> tuple[str, dict]:
-    where, params = flt.sql()
-    return where, {**decision_params(manifest, threshold, rule), **params}
+    decision = decision_params(manifest, threshold, rule)
+    where, params = flt.sql(stored=picture_decisions.is_saved(manifest, decision))
+    return where, {**decision, **params}
 
 
 # -- counts -----------------------------------------------------------------------------------
@@ -128,7 +134,16 @@ COUNTED = [name for name in DECISION_SQL if name != "excluded"]  # excluded: nei
 
 def filter_counts(manifest: Manifest, threshold: float | None, doc_id: int | None = None, *,
                   rule: str | None = None) -> dict[str, int]:
-    """How many pictures each decision filter holds (of one document, or all), in one scan."""
+    """How many pictures each decision filter holds (of one document, or all): under the saved settings read
+    from the stored counts (milliseconds), else in one scan."""
+    if picture_decisions.is_saved(manifest, decision_params(manifest, threshold, rule)):
+        return _stored_counts(manifest, doc_id)
+    return scanned_counts(manifest, threshold, doc_id, rule=rule)
+
+
+def scanned_counts(manifest: Manifest, threshold: float | None, doc_id: int | None = None, *,
+                   rule: str | None = None) -> dict[str, int]:
+    """filter_counts by evaluating every picture's decision (rules.EXPORTED_SQL), in one scan."""
     where, params = BASE_SQL, decision_params(manifest, threshold, rule)
     if doc_id is not None:
         where, params["doc_id"] = f"{where} AND x.doc_id = :doc_id", int(doc_id)
@@ -150,6 +165,17 @@ def document_counts(manifest: Manifest, threshold: float | None, doc_ids: Iterab
     return {**{doc: _with_excluded([0] * len(COUNTED)) for doc in wanted or ()}, **counts}
 
 
+def _stored_counts(manifest: Manifest, doc_id: int | None) -> dict[str, int]:
+    stored = picture_decisions.counts(manifest, doc_id)
+    mine, params = ("AND x.doc_id = :doc_id", {"doc_id": int(doc_id)}) if doc_id is not None else ("", {})
+    duplicates = manifest.conn.execute(  # driven from the groups' pages, a few thousand
+        f"SELECT COUNT(*) FROM duplicates g CROSS JOIN pictures x ON x.doc_id = g.doc_id AND x.page = g.page "
+        f"WHERE x.exported IS NOT NULL AND NOT x.deleted AND x.doc_id IN ({LIVE_DOCUMENTS}) {mine}",
+        params).fetchone()[0]
+    return _with_excluded([stored["pictures"], stored["kept"], stored["overridden"], duplicates, stored["gone"],
+                           stored["deleted"]])
+
+
 def _with_excluded(values: Sequence[int]) -> dict[str, int]:
     counts = dict(zip(COUNTED, values))
     return {**counts, "excluded": counts["all"] - counts["kept"]}
@@ -166,7 +192,8 @@ def scoring_stamp(manifest: Manifest) -> tuple:
 
 
 class CountKeeper:
-    """The filter counts, kept between script runs and brought up to date cheaply: a scan of every picture
+    """The filter counts at cutoffs other than the saved ones (whose counts are stored), kept between script
+    runs and brought up to date cheaply: a scan of every picture
     (a second at 250,000) only when the decision or the scoring changed; after a person's changes, only the
     documents they touched are counted again (milliseconds), read from the history. One per manifest,
     shared by the sessions that show it."""
@@ -178,6 +205,8 @@ class CountKeeper:
     def counts(self, manifest: Manifest, threshold: float | None, doc_id: int | None = None, *,
                rule: str | None = None) -> dict[str, int]:
         params = decision_params(manifest, threshold, rule)
+        if picture_decisions.is_saved(manifest, params):  # the stored counts: nothing to keep
+            return filter_counts(manifest, threshold, doc_id, rule=rule)
         key = (str(manifest.path), params["threshold"], params["rule"], params["picture_area_min"],
                scoring_stamp(manifest))
         last = manifest.conn.execute("SELECT COALESCE(MAX(id), 0) FROM history").fetchone()[0]  # before counting
@@ -397,16 +426,48 @@ def _dashed_rectangle(draw: PIL.ImageDraw.ImageDraw, box: tuple, colour: tuple, 
                       fill=colour, width=width)
 
 
-def box_from_clicks(first: Sequence[float], second: Sequence[float], shown_width: float,
-                    page_width: int) -> list[int]:
-    """Two clicks on a page shown `shown_width` pixels wide, as a box in reference pixels (the corners in any
-    order). Manifest.add_picture and set_picture_box hold it to the page and refuse a line or a point."""
+def zoom_region(box: Sequence[float], page_width: int, page_height: int, zoom: float) -> tuple[int, int, int, int]:
+    """What the large view shows of a page at `zoom` (reference pixels): the whole page at 1×, else a window
+    of the page's shape, 1/zoom of its sides, centred on the picture's box and held inside the page."""
+    if zoom <= 1:
+        return 0, 0, page_width, page_height
+    width, height = page_width / zoom, page_height / zoom
+    x0 = min(max(0.0, (box[0] + box[2]) / 2 - width / 2), page_width - width)
+    y0 = min(max(0.0, (box[1] + box[3]) / 2 - height / 2), page_height - height)
+    return round(x0), round(y0), round(x0 + width), round(y0 + height)
+
+
+def zoomed(page: PIL.Image.Image, region: Sequence[int], page_width: int) -> PIL.Image.Image:
+    """`page` (numbered_outline's image of a page `page_width` reference pixels wide) cut to `region` and
+    enlarged back to the image's width: the large view at its zoom."""
+    scale = page.width / page_width
+    part = page.crop(tuple(round(v * scale) for v in region))
+    if part.width >= page.width:
+        return part
+    return part.resize((page.width, round(part.height * page.width / part.width)), PIL.Image.LANCZOS)
+
+
+def page_point(click: Sequence[float], shown_width: float, region: Sequence[int]) -> tuple[float, float]:
+    """A click on `region` of a page (zoom_region) shown `shown_width` pixels wide, in reference pixels."""
     if not shown_width:
         raise PictureError("the page's size on screen is not known; click again")
-    scale = page_width / shown_width
+    scale = (region[2] - region[0]) / shown_width
+    return region[0] + click[0] * scale, region[1] + click[1] * scale
+
+
+def box_of_corners(first: Sequence[float], second: Sequence[float]) -> list[int]:
+    """Two opposite corners in reference pixels, in any order, as a box. Manifest.add_picture and
+    set_picture_box hold it to the page and refuse a line or a point."""
     (ax, ay), (bx, by) = first[:2], second[:2]
-    return [round(min(ax, bx) * scale), round(min(ay, by) * scale), round(max(ax, bx) * scale),
-            round(max(ay, by) * scale)]
+    return [round(min(ax, bx)), round(min(ay, by)), round(max(ax, bx)), round(max(ay, by))]
+
+
+def box_from_clicks(first: Sequence[float], second: Sequence[float], shown_width: float,
+                    page_width: int, region: Sequence[int] | None = None) -> list[int]:
+    """Two clicks on a page shown `shown_width` pixels wide (on `region` of it when zoomed; the whole page
+    by default), as a box in reference pixels."""
+    region = region or (0, 0, page_width, 0)
+    return box_of_corners(page_point(first, shown_width, region), page_point(second, shown_width, region))
 
 
 # -- bulk actions -------------------------------------------------------------------------------
