@@ -33,6 +33,7 @@ CARD_CONTROL_HELP = "Plus: include the picture; A: auto, the rule decides; minus
 CHOICE_OF_OVERRIDE = {1: "include", None: "auto", 0: "exclude"}
 OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
 OPEN, BULK, CAPTION, NOTICE = "pictures_open", "pictures_bulk", "pictures_caption", "pictures_notice"
+RESTORE = "pictures_restore"  # the Deleted view's "bring back all" question, open
 ON_SCREEN = "pictures_on_screen"  # the ids of the screen's pictures, for next and previous in the large view
 SCREEN_NUMBER, NEXT_AFTER = "pictures_screen", "pictures_next_after"  # the screen's number, the next one's key
 SCREENS = "pictures_screens"  # (view, the keys its screens so far start after: [None, screen 1's last, ...])
@@ -163,7 +164,10 @@ def turn_to(screen: int):
 
 
 def bulk_actions(flt: pv.PictureFilter, total: int, threshold: float):
-    if flt.decision == "deleted" or not total:  # a deleted picture is brought back one by one
+    if not total:
+        return
+    if flt.decision == "deleted":
+        restore_all(flt, total)
         return
     bar = st.container(horizontal=True, vertical_alignment="center")
     bar.caption(f"Every picture in this view ({total:,}):")
@@ -182,6 +186,33 @@ def bulk_actions(flt: pv.PictureFilter, total: int, threshold: float):
             confirm_bulk(flt, counts, threshold, st.session_state[BULK])
         else:
             confirm_captions(flt, counts, threshold)
+
+
+def restore_all(flt: pv.PictureFilter, total: int):
+    """The Deleted view's one bulk action: bring every deleted picture back, after saying how many."""
+    bar = st.container(horizontal=True, vertical_alignment="center")
+    bar.caption(f"Every deleted picture in this view ({total:,}):")
+    bar.button(f"Bring back all {total:,}", icon=":material/restore_from_trash:", key="pictures-bulk-restore",
+               type="tertiary", on_click=ask, args=(RESTORE, total), disabled=auth.locked(), help=auth.help_for())
+    if RESTORE in st.session_state:
+        confirm_restore(flt, total)
+
+
+@st.dialog("Bring back every deleted picture in the view", on_dismiss=lambda: close(RESTORE))
+def confirm_restore(flt: pv.PictureFilter, total: int):
+    st.markdown(f"**Bring back all {total:,} deleted pictures** in this view? Each is a picture again, decided by "
+                "its override or the rule, and its page follows it. One undo takes them all back.")
+    left, right = st.columns(2)
+    if left.button(f"Bring back {total:,} pictures", type="primary", key="pictures-restore-confirm") \
+            and auth.require_curator():
+        with common.open_manifest() as manifest:
+            done = pv.bulk_restore(manifest, flt)
+        close(RESTORE)
+        st.session_state[NOTICE] = f"Brought back {done:,} pictures · {UNDO_HINT}."
+        st.rerun()
+    if right.button("Cancel", key="pictures-restore-cancel"):
+        close(RESTORE)
+        st.rerun()
 
 
 def ask(key: str, value):

@@ -74,7 +74,7 @@ SORTS = {
     "page": ("Document and page", ["x.doc_id", "x.page", "x.number"]),
     "size": ("Largest first", [PICTURE_AREA_SQL, "x.id"]),
     "unsure": ("Least sure first", [UNSURE_SQL, "x.id"]),
-    "duplicates": ("Near-duplicates together", ["COALESCE(g.group_id, 9e18)", "x.doc_id", "x.page", "x.number"]),
+    "duplicates": ("Near-duplicates together", ["COALESCE(g.group_id, 9e18)", "x.doc_id", "x.page", "x.number"]),  # NO_GROUP
 }
 DESCENDING = {"size"}
 INDEXED = {"page", "size"}
@@ -261,7 +261,10 @@ def screen(manifest: Manifest, threshold: float | None, flt: PictureFilter = Pic
                 f"({', '.join(f':after{i}' for i in range(len(terms)))})")
         after_params = {f"after{i}": value for i, value in enumerate(after)}
     params.update(after_params)
-    keys = None if sort in INDEXED else _first_of_most(manifest, terms, flt, params, past, where, limit + 1)
+    if sort == "duplicates":
+        keys = _duplicates_first(manifest, where, params, after, limit + 1)
+    else:
+        keys = None if sort in INDEXED else _first_of_most(manifest, terms, flt, params, past, where, limit + 1)
     if keys is None:
         keys = manifest.conn.execute(
             f"SELECT {', '.join(terms)}, x.id {from_sql(where, *terms)} WHERE {where}{past} "
@@ -278,6 +281,31 @@ def screen(manifest: Manifest, threshold: float | None, flt: PictureFilter = Pic
         f"WHERE x.id IN ({', '.join(map(str, ids))})").fetchall())
     rows = [{**found[i], "duplicate_group": groups.get(i)} for i in ids if i in found]
     return Screen(rows, keys[-1][:-1] if more else None)
+
+
+NO_GROUP = 9e18  # the group key of a picture on no near-duplicate page: after every group
+
+
+def _duplicates_first(manifest: Manifest, where: str, params: dict, after: Sequence | None, count: int) -> list:
+    """The first `count` keys of the view near-duplicates together: the pictures of the groups' pages, group by
+    group (read from the groups, a few thousand pages), then the others in document order through the index
+    of (doc_id, page, number), past each picture on a group's page. No sort of every picture."""
+    conn, keys = manifest.conn, []
+    joined = from_sql(where).replace("FROM pictures x", "FROM duplicates g CROSS JOIN pictures x", 1)
+    if after is None or after[0] < NO_GROUP:
+        past = "" if after is None else " AND (g.group_id, x.doc_id, x.page, x.number) > (:after0, :after1, :after2, :after3)"
+        keys = conn.execute(
+            f"SELECT g.group_id, x.doc_id, x.page, x.number, x.id {joined} WHERE x.doc_id = g.doc_id "
+            f"AND x.page = g.page AND {where}{past} ORDER BY 1, 2, 3, 4 LIMIT {int(count)}", params).fetchall()
+        past = ""
+    else:
+        past = " AND (x.doc_id, x.page, x.number) > (:after1, :after2, :after3)"
+    if len(keys) < count:
+        keys += conn.execute(
+            f"SELECT {NO_GROUP!r}, x.doc_id, x.page, x.number, x.id {from_sql(where)} WHERE {where}{past} AND NOT EXISTS "
+            f"(SELECT 1 FROM duplicates g WHERE g.doc_id = x.doc_id AND g.page = x.page) "
+            f"ORDER BY x.doc_id, x.page, x.number LIMIT {int(count) - len(keys)}", params).fetchall()
+    return keys
 
 
 # Filters that hold most pictures, and sorts no index serves: a few screens' worth of the first pictures in
@@ -536,15 +564,29 @@ def bulk_caption(manifest: Manifest, threshold: float | None, flt: PictureFilter
     return count
 
 
+def bulk_restore(manifest: Manifest, flt: PictureFilter) -> int:
+    """Bring back every deleted picture of the view (the Deleted filter, of one document or all), as one
+    action undone in one step; each page follows its pictures again. Returns how many."""
+    if flt.decision != "deleted":
+        raise ValueError("only deleted pictures can be brought back")
+    with manifest.recording("picture") as action, _bulk_pictures(manifest, None, flt, None, deleted=True) as count:
+        _record(manifest, action, "picture_deleted", "deleted", 0)
+        manifest.conn.execute("UPDATE pictures SET deleted = 0, updated_at = ? WHERE id IN "
+                              "(SELECT id FROM temp.bulk_pictures)", (now(),))
+        _refresh(manifest)
+    return count
+
+
 @contextlib.contextmanager
-def _bulk_pictures(manifest: Manifest, threshold: float | None, flt: PictureFilter, rule: str | None, extra: str = ""):
-    """The view's pictures (not deleted; and `extra`) as temp.bulk_pictures (id, doc_id, page, keep, caption)
-    while the block runs, taken once; yields how many. Use inside a recording."""
+def _bulk_pictures(manifest: Manifest, threshold: float | None, flt: PictureFilter, rule: str | None, extra: str = "",
+                   *, deleted: bool = False):
+    """The view's pictures (not deleted, or only the deleted ones; and `extra`) as temp.bulk_pictures (id, doc_id,
+    page, keep, caption, deleted) while the block runs, taken once; yields how many. Use inside a recording."""
     where, params = _bound(manifest, threshold, flt, rule)
     conn = manifest.conn
     conn.execute("DROP TABLE IF EXISTS temp.bulk_pictures")
-    conn.execute(f"CREATE TEMP TABLE bulk_pictures AS SELECT x.id, x.doc_id, x.page, x.keep, x.caption "
-                 f"{from_sql(where)} WHERE {where} AND NOT x.deleted {extra}", params)
+    conn.execute(f"CREATE TEMP TABLE bulk_pictures AS SELECT x.id, x.doc_id, x.page, x.keep, x.caption, x.deleted "
+                 f"{from_sql(where)} WHERE {where} AND {'' if deleted else 'NOT'} x.deleted {extra}", params)
     try:
         yield conn.execute("SELECT COUNT(*) FROM temp.bulk_pictures").fetchone()[0]
     finally:
