@@ -83,10 +83,11 @@ def test_the_pictures_grid_at_1440_px_holds_six_cards_a_row_and_two_clicks_fix_a
         assert fixed["by1"] == pytest.approx(0.5 * fixed["height"], abs=0.02 * fixed["height"])
         # Zoomed in twice (2x, around the picture), two clicks still fix the box where they fall on the page.
         region = pv.zoom_region([fixed[k] for k in ("bx0", "by0", "bx1", "by1")], fixed["width"], fixed["height"], 2.0)
-        for _ in range(2):
-            dialog.locator(".st-key-picture-zoom-in button").click()
+        for level in ("1.5×", "2×"):
+            dialog.locator(".st-key-picture-zoom-in button").first.click()
+            dialog.get_by_text(level, exact=True).wait_for()
             settle(page)
-        dialog.get_by_text("Zoomed 2× around this picture").wait_for()
+        dialog.get_by_text("Zoomed 2× around this picture", exact=False).wait_for()
         drawn = dialog.frame_locator("iframe").locator("img")
         size = drawn.bounding_box()
         drawn.click(position={"x": size["width"] * 0.25, "y": size["height"] * 0.25})

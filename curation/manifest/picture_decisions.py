@@ -3,7 +3,8 @@ document, both kept by triggers in the transaction that changes what they read.
 
 `pictures.exported` is rules.EXPORTED_SQL evaluated with the saved settings (1 the export writes the picture,
 0 it does not; NULL while its page is not scored 'ok'). Triggers decide a picture again when it is added or a
-curator changes it, when its page's figures or override change, and every picture when a setting the
+curator changes it, when its page's figures or override change (a page scored again is replaced, which fires no
+update trigger, but set_pictures then refreshes the page's picture figures, which does), and every picture when a setting the
 decision reads changes (a setting saved or undone: about a second at 250,000 pictures, once per save); the
 suggestions' one writer decides them again under the learned rule (replace_suggestions). `picture_counts`
 holds, per document, the pictures each of the Pictures view's filters shows, moved by a trigger whenever a
@@ -80,6 +81,8 @@ def migration(default_threshold: float) -> str:
     -- The kept or excluded pictures by size and by document and page, walked from either end.
     CREATE INDEX pictures_decided_area ON pictures(exported, COALESCE(fixed_area, area));
     CREATE INDEX pictures_decided_page ON pictures(exported, doc_id, page, number);
+    -- The few pictures a curator added, in order (least sure first ends with them).
+    CREATE INDEX pictures_added ON pictures(added) WHERE added;
     CREATE TRIGGER pictures_decide_added AFTER INSERT ON pictures
     BEGIN UPDATE pictures SET exported = {decided} WHERE id = NEW.id; END;
     CREATE TRIGGER pictures_decide_edited AFTER UPDATE OF keep, added, deleted, area, fixed_area, doc_id, page ON pictures

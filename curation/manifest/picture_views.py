@@ -263,6 +263,8 @@ def screen(manifest: Manifest, threshold: float | None, flt: PictureFilter = Pic
     params.update(after_params)
     if sort == "duplicates":
         keys = _duplicates_first(manifest, where, params, after, limit + 1)
+    elif sort == "unsure" and terms[0] == UNSURE_SQL and flt.decision in MOST:
+        keys = _nearest_the_cutoff(manifest, where, params, after, limit + 1)
     else:
         keys = None if sort in INDEXED else _first_of_most(manifest, terms, flt, params, past, where, limit + 1)
     if keys is None:
@@ -306,6 +308,30 @@ def _duplicates_first(manifest: Manifest, where: str, params: dict, after: Seque
             f"(SELECT 1 FROM duplicates g WHERE g.doc_id = x.doc_id AND g.page = x.page) "
             f"ORDER BY x.doc_id, x.page, x.number LIMIT {int(count) - len(keys)}", params).fetchall()
     return keys
+
+
+def _nearest_the_cutoff(manifest: Manifest, where: str, params: dict, after: Sequence | None, count: int) -> list:
+    """The first `count` keys of the view least sure first under the picture rule: the pictures from the
+    cutoff up and from the cutoff down, each through the index of the size, then the added ones (sure),
+    merged. Each walk is in UNSURE_SQL's order, ties by id, so the merge is too."""
+    area, past = PICTURE_AREA_SQL, ""
+    up = down = ""
+    if after is not None:
+        past = f" AND ({UNSURE_SQL}, x.id) > (:after0, :after1)"
+        # What the key leaves on either side of the cutoff, loosely (the exact test is `past`), for the index.
+        up = f" AND {area} >= :after0 * :picture_area_min * (1 - 1e-9)"
+        down = f" AND {area} <= :picture_area_min / :after0 * (1 + 1e-9)"
+    joined = from_sql(where)
+    walks = ((joined, f"NOT x.added AND {area} >= :picture_area_min{up}", f"{area}, x.id"),
+             (joined, f"NOT x.added AND {area} < :picture_area_min{down}", f"{area} DESC, x.id"),
+             # the planner would walk every kept or excluded picture for the few added ones
+             (joined.replace("FROM pictures x", "FROM pictures x INDEXED BY pictures_added", 1), "x.added", "x.id"))
+    keys = []
+    for source, condition, order in walks:
+        keys += manifest.conn.execute(
+            f"SELECT {UNSURE_SQL}, x.id, x.id {source} WHERE {where} AND {condition}{past} "
+            f"ORDER BY {order} LIMIT {int(count)}", params).fetchall()
+    return sorted(keys, key=lambda key: (key[0], key[1]))[:count]
 
 
 # Filters that hold most pictures, and sorts no index serves: a few screens' worth of the first pictures in
