@@ -282,12 +282,15 @@ def _duplicates_first(manifest: Manifest, where: str, params: dict, after: Seque
     group (read from the groups, a few thousand pages), then the others in document order through the index
     of (doc_id, page, number), past each picture on a group's page. No sort of every picture."""
     conn, keys = manifest.conn, []
-    joined = from_sql(where).replace("FROM pictures x", "FROM duplicates g CROSS JOIN pictures x", 1)
+    # Group by group from the index of the groups (the planner would read every page of the view, then sort).
+    joined = from_sql(where).replace("FROM pictures x", "FROM duplicates g INDEXED BY duplicates_group "
+                                     "CROSS JOIN pictures x", 1)
     if after is None or after[0] < NO_GROUP:
         past = "" if after is None else " AND (g.group_id, x.doc_id, x.page, x.number) > (:after0, :after1, :after2, :after3)"
         keys = conn.execute(
             f"SELECT g.group_id, x.doc_id, x.page, x.number, x.id {joined} WHERE x.doc_id = g.doc_id "
-            f"AND x.page = g.page AND {where}{past} ORDER BY 1, 2, 3, 4 LIMIT {int(count)}", params).fetchall()
+            f"AND x.page = g.page AND {where}{past} ORDER BY g.group_id, x.doc_id, x.page, x.number "
+            f"LIMIT {int(count)}", params).fetchall()
         past = ""
     else:
         past = " AND (x.doc_id, x.page, x.number) > (:after1, :after2, :after3)"
