@@ -103,7 +103,8 @@ def migration(default_threshold: float) -> str:
     BEGIN UPDATE pictures SET exported = {decided} WHERE doc_id = OLD.doc_id AND page = OLD.page; END;
     CREATE TRIGGER settings_decide_added AFTER INSERT ON settings WHEN NEW.key IN ({settings})
     BEGIN UPDATE pictures SET exported = {decided} WHERE exported IS NOT {decided}; END;
-    CREATE TRIGGER settings_decide_changed AFTER UPDATE ON settings WHEN NEW.key IN ({settings})
+    CREATE TRIGGER settings_decide_changed AFTER UPDATE ON settings
+    WHEN NEW.key IN ({settings}) AND NEW.value IS NOT OLD.value
     BEGIN UPDATE pictures SET exported = {decided} WHERE exported IS NOT {decided}; END;
     CREATE TRIGGER settings_decide_removed AFTER DELETE ON settings WHEN OLD.key IN ({settings})
     BEGIN UPDATE pictures SET exported = {decided} WHERE exported IS NOT {decided}; END;
