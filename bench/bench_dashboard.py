@@ -44,7 +44,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from curation import Manifest  # noqa: E402
-from curation.manifest import thumbnail_store, views  # noqa: E402
+from curation.manifest import picture_views, thumbnail_store, views  # noqa: E402
 from curation.manifest.rules import KEEP_SQL, PICTURE_KEEP_SQL  # noqa: E402
 from curation.scoring.result import PageResult  # noqa: E402
 from curation.scoring.scorer import thumbnail_jpeg  # noqa: E402
@@ -328,6 +328,66 @@ def interactions(repeat: int, results: list[tuple[str, float]]) -> list[tuple[st
         run(at)
         return (time.perf_counter() - started) * 1000
     results.append(("review: bulk exclude 'near' (confirmed)", statistics.median(bulk() for _ in range(repeat))))
+    picture_interactions(repeat, results)
+    return results
+
+
+def picture_interactions(repeat: int, results: list[tuple[str, float]], clock=time.perf_counter) -> list[tuple[str, float]]:
+    """Review's Pictures view: each interaction's median script run, appended to `results`; by `clock`
+    (time.process_time: the CPU the process spent, the script's thread included, whatever else runs)."""
+    import streamlit as st
+
+    def measure(label, action):
+        def once():
+            started = clock()
+            action()
+            return (clock() - started) * 1000
+        results.append((label, statistics.median(once() for _ in range(repeat))))
+
+    at = app("pages/review.py")
+
+    def first_open():  # as on a fresh server: nothing kept between script runs
+        st.cache_resource.clear()
+        at.segmented_control(key="view").set_value("pages")
+        run(at)
+        at.segmented_control(key="view").set_value("pictures")
+        started = clock()
+        run(at)
+        return (clock() - started) * 1000
+    results.append(("pictures: first open (fresh server)", statistics.median(first_open() for _ in range(repeat))))
+    measure("pictures: load again", lambda: run(at))
+    decision = lambda: at.segmented_control(key="pic_decision")  # noqa: E731 (elements are new each run)
+    sort = lambda: at.selectbox(key="pic_sort")  # noqa: E731
+
+    def then(prepare, action):
+        """Milliseconds of the script run after `action`, once `prepare` has run untimed."""
+        prepare()
+        run(at)
+        action()
+        started = clock()
+        run(at)
+        return (clock() - started) * 1000
+
+    for name in ("size", "unsure", "duplicates", "page"):
+        results.append((f"pictures: sort by {name}", statistics.median(then(
+            lambda n=name: sort().set_value("page" if n != "page" else "size"),
+            lambda n=name: sort().set_value(n)) for _ in range(repeat))))
+    for name in ("kept", "excluded", "overridden", "duplicates", "gone", "deleted", "all"):
+        results.append((f"pictures: filter {name}", statistics.median(
+            then(lambda: decision().set_value("all"), lambda n=name: decision().set_value(n)) for _ in range(repeat))))
+    for name in ("excluded", "kept"):
+        results.append((f"pictures: {name}, largest first", statistics.median(then(
+            lambda n=name: (sort().set_value("page"), decision().set_value(n)), lambda: sort().set_value("size"))
+            for _ in range(repeat))))
+    at.segmented_control(key="pic_decision").set_value("all")
+    run(at)
+    choices = iter(["exclude", "include", "auto"] * repeat)
+
+    def override():
+        card = next(c for c in at.segmented_control if c.key.startswith("picture-decide-"))
+        card.set_value(next(choices))
+        run(at)
+    measure("pictures: include/exclude one picture", override)
     return results
 
 
@@ -434,6 +494,13 @@ def picture_queries(m: Manifest) -> list[tuple[str, object]]:
     checks = [(f"pictures: count ({flt})", lambda f=flt: picture_count(m, f)) for flt in PICTURE_FILTERS]
     checks += [(f"pictures: first {PICTURES_PER_SCREEN} ({flt})", lambda f=flt: picture_screen(m, f))
                for flt in PICTURE_FILTERS]
+    # The view's own: its counts (stored under the saved settings, or every decision evaluated) and a screen of
+    # each filter in each sort.
+    checks += [("pictures: the view's filter_counts (stored)", lambda: picture_views.filter_counts(m, None)),
+               ("pictures: the view's counts, every decision evaluated", lambda: picture_views.scanned_counts(m, None))]
+    checks += [(f"pictures: the view's screen ({flt}, {sort})", lambda f=flt, s=sort: picture_views.screen(
+        m, None, picture_views.PictureFilter(f), s, limit=PICTURES_PER_SCREEN)) for flt in ("all", "kept", "excluded")
+        for sort in picture_views.SORTS]
     checks += [
         (f"pictures: first {PICTURES_PER_SCREEN} (kept, largest first)", lambda: picture_screen(m, "kept", "largest first")),
         (f"pictures: first {PICTURES_PER_SCREEN} (smallest first)", lambda: picture_screen(m, sort="smallest first")),
@@ -483,6 +550,10 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="reuse the manifest of an earlier run if present")
     parser.add_argument("--pictures-per-page", type=float, default=2.5, help="picture rows a page, on average")
     parser.add_argument("--no-apps", action="store_true", help="time the library's queries only, not the pages")
+    parser.add_argument("--pictures-only", action="store_true",
+                        help="time the Pictures view's library queries and script runs only")
+    parser.add_argument("--cpu", action="store_true",
+                        help="time the Pictures view's script runs in CPU seconds (on a busy machine)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.size_sample:
@@ -499,6 +570,18 @@ def main() -> None:
             count = add_pictures(manifest, args.pictures_per_page)
             manifest.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         print(f"added {count:,} pictures in {time.perf_counter() - started:.1f} s")
+    if args.pictures_only:
+        ok = report(f"Pictures view's library queries (median of {args.repeat}; {PICTURES_PER_SCREEN} a screen):",
+                    timed_picture_queries(args.repeat))
+        measured = []
+        try:
+            picture_interactions(args.repeat, measured, time.process_time if args.cpu else time.perf_counter)
+        finally:
+            ok &= report(f"Pictures view's script runs, AppTest, {'CPU' if args.cpu else 'wall'} ms "
+                         f"(median of {args.repeat}; target < {TARGET_MS} ms):",
+                         measured)
+        print("\nall under target" if ok else "\nSOME OVER TARGET")
+        return
     after = queries(args.repeat)
     if before is not None:
         print(f"\nLibrary queries (median of {args.repeat}), without picture rows → with them:")

@@ -301,7 +301,7 @@ def _describe_pictures(conn: sqlite3.Connection, action: int, field: str) -> str
     if field == "picture_deleted" and rows[0]["old"] == 0 and rows[0]["new"] == 1:
         verb = "deleted"
     elif field == "picture_deleted" and rows[0]["old"] == 1 and rows[0]["new"] == 0:
-        verb = "brought back" if len(rows) == 1 and _was_detected(conn, action) else "added"
+        verb = "brought back" if len(rows) > 1 or _was_detected(conn, action) else "added"  # many: a bulk restore
     if len(rows) == 1:
         row = rows[0]
         return (f"{verb} picture {row['number']} on p. {page_number(row['page'])} "
