@@ -162,3 +162,29 @@ def test_the_sigma_histogram_has_bins_a_whole_number_of_tenths_wide(manifest):
     widths = np.diff(hist.edges)
     assert len(hist.kept) == 7 and np.allclose(widths, widths[0])
     assert round(widths[0] * 10, 9) == int(round(widths[0] * 10)) and hist.edges[-1] >= 100
+
+
+def _decided_keys(manifest) -> set:
+    pages = aggregates.decided(manifest)
+    return set(zip(pages["doc_id"].tolist(), pages["page"].tolist(), pages["override"].tolist()))
+
+
+def test_the_decided_pages_follow_the_history_by_key_and_a_writer_that_does_not_record(manifest):
+    first, second, third = keys(manifest, 3, 20)
+    manifest.set_override(*first, True)
+    aggregates.decided(manifest)  # read in full
+    read = []
+    original = aggregates._decided_pages
+    aggregates._decided_pages = lambda conn, rowids, params=(): read.append(rowids) or original(conn, rowids, params)
+    try:
+        manifest.set_override(*second, False)
+        manifest.set_override(*first, None)
+        assert _decided_keys(manifest) == {(*second, 0)}
+        assert len(read) == 1 and "history_changes" in read[0]  # only the pages changed since, by key
+        with manifest.transaction():  # no history: the counter moved, nothing recorded, so all are read again
+            manifest.conn.execute("INSERT INTO overrides VALUES (?, ?, 1, 'now', 'now')", third)
+        assert _decided_keys(manifest) == {(*second, 0), (*third, 1)}
+        assert "history_changes" not in read[-1]
+    finally:
+        aggregates._decided_pages = original
+    assert_counts_are_exact(manifest)

@@ -19,9 +19,10 @@ from .filters import DECISIONS, PAGES_FROM, PageFilter, _by_keys, _where, decisi
 SORTS = {
     "sigma": ("σ, lowest first", "p.sigma NULLS LAST, p.doc_id, p.page"),  # failed pages last
     "sigma_desc": ("σ, highest first", "p.sigma DESC, p.doc_id, p.page"),
-    "page": ("Document and page", "d.path, p.page"),
+    "page": ("Document and page", "d.path, p.doc_id, p.page"),
     "picture_desc": ("Largest picture first", "p.picture_area DESC NULLS LAST, p.doc_id, p.page"),
 }
+SORT_COLUMNS = {"sigma": "sigma", "sigma_desc": "sigma", "page": "path", "picture_desc": "picture_area"}
 
 
 def page_rows(manifest: Manifest, threshold: float | None, flt: PageFilter = PageFilter(), sort: str = "sigma",
@@ -33,12 +34,15 @@ def page_rows(manifest: Manifest, threshold: float | None, flt: PageFilter = Pag
     filter's page count when the caller has it, lets a screen past the middle be read from the end: a
     deep offset walks every page before it (9 s for the last screen of a million pages, 5 ms from the end).
     """
-    where, params = _where(flt)
-    bound = {**decision_params(manifest, threshold, rule, picture_area_min), **params}
     order = SORTS[sort][1]
-    joins = ""
+    where, params = _where(flt, walk=SORT_COLUMNS[sort])
+    bound = {**decision_params(manifest, threshold, rule, picture_area_min), **params}
+    pages_from, joins = PAGES_FROM, ""
     if flt.decision == "duplicates":  # driven from the duplicate groups, a few thousand rows at most
         joins, order = " JOIN duplicates g ON g.doc_id = p.doc_id AND g.page = p.page", f"g.group_id, {order}"
+    elif sort == "page":  # documents by their path's index, each one's pages by the key: no sort of every page
+        pages_from = PAGES_FROM.replace("FROM pages p JOIN documents d ON d.id = p.doc_id",
+                                        "FROM documents d CROSS JOIN pages p ON p.doc_id = d.id", 1)
     # Two steps: the screen's pages by rowid first, through the joins the filter needs and no more
     # (a deep offset walks every page before it), then those pages in full.
     walk, skip, take = order, int(offset), int(limit)
@@ -46,7 +50,7 @@ def page_rows(manifest: Manifest, threshold: float | None, flt: PageFilter = Pag
         walk, skip = reversed_order(order), max(0, total - offset - limit)
         take = max(0, min(limit, total - offset))
     rowids = [row[0] for row in manifest.conn.execute(
-        f"SELECT p.rowid {PAGES_FROM}{joins} {where} ORDER BY {walk} LIMIT {take} OFFSET {skip}", bound)]
+        f"SELECT p.rowid {pages_from}{joins} {where} ORDER BY {walk} LIMIT {take} OFFSET {skip}", bound)]
     if not rowids:
         return []
     rows = manifest.pages(threshold, where=f"p.rowid IN ({', '.join(map(str, rowids))})", params=bound, order=order,
