@@ -293,7 +293,7 @@ class _Decided:
 
 
 _DECIDED_NAMES = (*_BIN_NAMES, "override", "sigma", "picture_area", "ink_tone", "pictures_included", "auto_area",
-                  "doc_id", "page")
+                  "doc_id", "page", "ok")
 
 
 def _decided_pages(conn: sqlite3.Connection, rowids: str, params: tuple = ()) -> dict:
@@ -302,13 +302,14 @@ def _decided_pages(conn: sqlite3.Connection, rowids: str, params: tuple = ()) ->
     cursor.row_factory = None
     rows = cursor.execute(
         f"{_BINS_SELECT}, COALESCE(o.keep, -1), p.sigma, p.picture_area, p.ink_tone, p.pictures_included, "
-        f"p.pictures_auto_area, p.doc_id, p.page {_JOINS} WHERE {LIVE_DOCUMENT_SQL} "
+        f"p.pictures_auto_area, p.doc_id, p.page, p.status = 'ok' {_JOINS} WHERE {LIVE_DOCUMENT_SQL} "
         f"AND (o.keep IS NOT NULL OR p.pictures_included IS NOT NULL) AND p.rowid IN ({rowids})", params).fetchall()
     table = np.array(rows, np.float64).reshape(-1, len(_DECIDED_NAMES))  # None becomes NaN
     found = {name: table[:, i] for i, name in enumerate(_DECIDED_NAMES)}
     for name in (*_BIN_NAMES, "override", "doc_id", "page"):
         found[name] = found[name].astype(np.int64)
     found["failed"] = found["failed"].astype(bool)
+    found["ok"] = found["ok"].astype(bool)
     return found
 
 

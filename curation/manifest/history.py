@@ -247,11 +247,18 @@ def describe(conn: sqlite3.Connection, action: int, kind: str) -> str:
     if kind == "undo":
         target = conn.execute("SELECT id, description FROM history WHERE id = ?", (row["undoes"],)).fetchone()
         return f"undid #{target['id']}: {target['description']}" if target else "undid an action"
-    parts = [_describe_field(conn, action, field) for field in ("override", "caption", "setting", *PICTURE_FIELDS)]
+    # One pass over the action's changes (a bulk action holds a row per page): its fields and their counts.
+    fields = {row["field"]: row for row in conn.execute(
+        "SELECT field, COUNT(*) AS n, COALESCE(SUM(new = 1), 0) AS included, COALESCE(SUM(new = 0), 0) AS excluded, "
+        "COALESCE(SUM(new IS NULL), 0) AS cleared, MIN(doc_id) AS doc_id, MIN(page) AS page "
+        "FROM history_changes WHERE action_id = ? GROUP BY field", (action,))}
+    parts = [_describe_field(conn, action, field, fields[field])
+             for field in ("override", "caption", "setting", *PICTURE_FIELDS) if field in fields]
     return "; ".join(part for part in parts if part) + note
 
 
-def _describe_field(conn: sqlite3.Connection, action: int, field: str) -> str:
+def _describe_field(conn: sqlite3.Connection, action: int, field: str, row: sqlite3.Row) -> str:
+    """One field's changes in words; `row` counts them (describe)."""
     if field in PICTURE_FIELDS:
         return _describe_pictures(conn, action, field)
     if field == "setting":
@@ -259,10 +266,6 @@ def _describe_field(conn: sqlite3.Connection, action: int, field: str) -> str:
                             "ORDER BY rowid", (action,)).fetchall()
         return "; ".join(f"{SETTING_WORDS.get(r['name'], r['name'])} {_setting(r['old'])} → {_setting(r['new'])}"
                          for r in rows)
-    row = conn.execute(
-        "SELECT COUNT(*) AS n, COALESCE(SUM(new = 1), 0) AS included, COALESCE(SUM(new = 0), 0) AS excluded, "
-        "COALESCE(SUM(new IS NULL), 0) AS cleared, MIN(doc_id) AS doc_id, MIN(page) AS page "
-        "FROM history_changes WHERE action_id = ? AND field = ?", (action, field)).fetchone()
     count = row["n"]
     if not count:
         return ""
