@@ -270,10 +270,10 @@ def decided(manifest, now: tuple | None = None) -> dict:
     with _snapshot(conn):
         counter = version(conn)[2]
         last = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM history_changes").fetchone()[0]
-        if found is not None and found.base == now[:2]:
+        pages = None
+        # Many changes since (a bulk action) are read faster with every decided page than by key.
+        if found is not None and found.base == now[:2] and last - found.last_change <= len(found.pages["page"]) // 4 + 5000:
             pages = _followed(conn, found, last)
-        else:
-            pages = None
         if pages is None:
             pages = _decided_pages(conn, "SELECT p2.rowid FROM overrides o2 CROSS JOIN pages p2 "
                                    "ON p2.doc_id = o2.doc_id AND p2.page = o2.page "
