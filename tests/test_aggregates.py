@@ -188,3 +188,27 @@ def test_the_decided_pages_follow_the_history_by_key_and_a_writer_that_does_not_
     finally:
         aggregates._decided_pages = original
     assert_counts_are_exact(manifest)
+
+
+def test_near_the_cutoff_is_counted_exactly_from_the_bins_and_the_pages_at_its_ends(manifest):
+    manifest.set_override(*keys(manifest, 1, 30)[0], True)
+    sigmas, areas = cutoffs(manifest)
+    for rule in RULES:
+        for threshold, area in zip(sigmas, areas + areas[:len(sigmas) - len(areas)]):
+            params = views.decision_params(manifest, threshold, rule, area or 2.0)
+            for flt in (PageFilter("near", near=near, near_on="sigma") for near in (0.05, 0.5, 5.0, 100.0)):
+                assert views.filter_counts(manifest, threshold, flt, rule=rule, picture_area_min=area or 2.0) == \
+                    _near_recount(manifest, params, flt), (rule, threshold, flt.near)
+            for flt in (PageFilter("near", near=near, near_on="picture_area") for near in (1.01, 2.0, 50.0)):
+                assert views.filter_counts(manifest, threshold, flt, rule=rule, picture_area_min=area or 2.0) == \
+                    _near_recount(manifest, params, flt), (rule, area, flt.near)
+
+
+def _near_recount(manifest, params, flt) -> dict:
+    condition, near = flt.sql()
+    row = manifest.conn.execute(
+        f"SELECT COUNT(*), COALESCE(SUM({KEEP_SQL}), 0), COALESCE(SUM(o.keep IS NOT NULL), 0), "
+        f"COALESCE(SUM(o.keep = 1), 0), COALESCE(SUM(o.keep = 0), 0) {PAGES_FROM} "
+        f"WHERE {LIVE_DOCUMENT_SQL} AND {condition}", {**params, **near}).fetchone()
+    counts = dict(zip(("pages", "kept", "overridden", "included", "excluded"), map(int, row)))
+    return {**counts, "rejected": counts["pages"] - counts["kept"]}
