@@ -37,9 +37,11 @@ def page_rows(manifest: Manifest, threshold: float | None, flt: PageFilter = Pag
     order = SORTS[sort][1]
     where, params = _where(flt, walk=SORT_COLUMNS[sort])
     bound = {**decision_params(manifest, threshold, rule, picture_area_min), **params}
-    pages_from, joins = PAGES_FROM, ""
+    pages_from = PAGES_FROM
     if flt.decision == "duplicates":  # driven from the duplicate groups, a few thousand rows at most
-        joins, order = " JOIN duplicates g ON g.doc_id = p.doc_id AND g.page = p.page", f"g.group_id, {order}"
+        pages_from = PAGES_FROM.replace("FROM pages p JOIN", "FROM duplicates g CROSS JOIN pages p "
+                                        "ON p.doc_id = g.doc_id AND p.page = g.page JOIN", 1)
+        order = f"g.group_id, {order}"
     elif sort == "page":  # documents by their path's index, each one's pages by the key: no sort of every page
         pages_from = PAGES_FROM.replace("FROM pages p JOIN documents d ON d.id = p.doc_id",
                                         "FROM documents d CROSS JOIN pages p ON p.doc_id = d.id", 1)
@@ -50,7 +52,7 @@ def page_rows(manifest: Manifest, threshold: float | None, flt: PageFilter = Pag
         walk, skip = reversed_order(order), max(0, total - offset - limit)
         take = max(0, min(limit, total - offset))
     rowids = [row[0] for row in manifest.conn.execute(
-        f"SELECT p.rowid {pages_from}{joins} {where} ORDER BY {walk} LIMIT {take} OFFSET {skip}", bound)]
+        f"SELECT p.rowid {pages_from} {where} ORDER BY {walk} LIMIT {take} OFFSET {skip}", bound)]
     if not rowids:
         return []
     rows = manifest.pages(threshold, where=f"p.rowid IN ({', '.join(map(str, rowids))})", params=bound, order=order,
