@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from transformers import PreTrainedModel
 
 from curation import Manifest, ingest
-from curation.captions import job as caption_job
+from curation.runs import jobs
 from curation.captions.edit import Pictures
 from curation.captions.job import CaptionJob, caption_pictures
 from curation.cli import cli
@@ -94,7 +94,7 @@ def test_all_takes_the_pictures_that_are_not_kept_too(manifest, tiny_captioner):
 
 
 def test_a_stopped_job_resumes_where_it_stopped(manifest, tiny_captioner, monkeypatch):
-    monkeypatch.setattr(caption_job, "PROGRESS_INTERVAL", 0)  # every batch looks for a stop request
+    monkeypatch.setattr(jobs, "PROGRESS_INTERVAL", 0)  # every batch looks for a stop request
     job = CaptionJob(manifest, tiny_captioner, batch=2,
                      on_progress=lambda done, total: manifest.request_stop(job.job_id))
     first = job.run()

@@ -26,7 +26,7 @@ from ..export.geometry import crop_region
 from ..export.settings import ExportSettings
 from ..export.worker import Exported, PageTask, close_document, run_page_task
 from ..manifest.store import Manifest
-from ..runs.jobs import DiskFull, Stopped, is_disk_full, record_end, stop_on_sigterm
+from ..runs.jobs import DiskFull, JobProgress, Stopped, is_disk_full, stop_on_sigterm
 from ..sources.page_numbers import page_number
 from ..sources.paths import document_roots
 from ..sources.reader import error_text
@@ -35,7 +35,6 @@ from .edit import Pictures
 KIND = "caption"
 KEPT = Pictures(kept=True)  # what the export writes: kept pictures of kept pages
 BATCH = 4  # pictures per generate(): what a stop or a kill can lose, and one write to the manifest
-PROGRESS_INTERVAL = 0.5
 # Florence-2 reads every picture at 768 x 768: read it at that size, padded to a square with its own
 # paper so that its proportions are kept.
 READING = ExportSettings(size=768, fit="pad", crop="pictures", quality=95)
@@ -73,9 +72,7 @@ class CaptionJob:
         self.on_progress = on_progress
         self.report = CaptionReport()
         self.job_id: int | None = None
-        self._done = 0
-        self._started = 0.0
-        self._last_beat = 0.0
+        self.progress = JobProgress(manifest, worked=lambda: self.report.captioned)
 
     def run(self) -> CaptionReport:
         with stop_on_sigterm():
@@ -83,17 +80,18 @@ class CaptionJob:
 
     def _run(self) -> CaptionReport:
         rows = list(self.pictures.rows(self.manifest))  # in document order: one document open at a time
-        self.report.pictures = len(rows)
-        self.job_id = self.manifest.start_job(KIND, {"model": str(self.model_dir or ""), "pictures": len(rows),
-                                                     "kept": self.pictures.kept, "overwrite": self.overwrite})
+        self.report.pictures = self.progress.total = len(rows)
+        self.job_id = self.progress.job_id = self.manifest.start_job(
+            KIND, {"model": str(self.model_dir or ""), "pictures": len(rows), "kept": self.pictures.kept,
+                   "overwrite": self.overwrite})
         status, message = "failed", None
         try:
             with self._captioner() as model:
                 self.report.model, self.report.load_seconds = model.name, model.seconds["load"]
                 todo = [row for row in rows if self.overwrite or row["auto_caption_model"] != model.name]
-                self.report.already = self._done = len(rows) - len(todo)
-                self._started = time.monotonic()
-                self._heartbeat(force=True)
+                self.report.already = self.progress.done = len(rows) - len(todo)
+                self.progress.start()  # the rate counts from the first picture, not the model's loading
+                self.progress.beat(force=True)
                 self._caption_all(model, todo)
             status = "done"
         except (Stopped, KeyboardInterrupt):
@@ -107,9 +105,9 @@ class CaptionJob:
             raise
         finally:
             close_document()
-            self.report.seconds = time.monotonic() - self._started if self._started else 0.0
-            record_end(self.manifest, self.job_id, status, message or self._summary(),
-                       lambda: self._heartbeat(force=True), lambda: DiskFull(self.manifest.path))
+            started = self.progress.started
+            self.report.seconds = time.monotonic() - started if started else 0.0
+            self.progress.finish(status, message or self._summary(), lambda: DiskFull(self.manifest.path))
         return self.report
 
     def _captioner(self):
@@ -131,9 +129,9 @@ class CaptionJob:
             texts = model.caption([image for _, image in readable]) if readable else []
             self.manifest.set_auto_captions((row["id"], text, model.name) for (row, _), text in zip(readable, texts))
             self.report.captioned += len(readable)
-            self._done += len(pictures)
-            self.on_progress(self._done, self.report.pictures)
-            self._heartbeat()
+            self.progress.done += len(pictures)
+            self.on_progress(self.progress.done, self.report.pictures)
+            self.progress.beat()
 
     def _read(self, row, roots, sizes: dict[int, int]) -> Image.Image | None:
         """The picture as the model reads it, or None (with the reason in the report) when it cannot be read."""
@@ -149,18 +147,6 @@ class CaptionJob:
         self.report.failed.append({"document": row["doc"], "page": page_number(row["page"]),
                                    "picture": row["number"], "reason": result.reason})
         return None
-
-    def _heartbeat(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self._last_beat < PROGRESS_INTERVAL:
-            return
-        self._last_beat = now
-        captioned = self.report.captioned
-        rate = captioned / max(now - self._started, 1e-9) if captioned and self._started else None
-        eta = (self.report.pictures - self._done) / rate if rate else None
-        self.manifest.update_job(self.job_id, done=self._done, total=self.report.pictures, rate=rate, eta=eta)
-        if not force and self.manifest.stop_requested(self.job_id):
-            raise Stopped()
 
     def _summary(self) -> str:
         r = self.report

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ..manifest.store import Manifest
 from ..runs.ingest import Failure, Scheduler, bounded_pool, process_pool, timeout_message
-from ..runs.jobs import DiskFull, Stopped, is_disk_full, record_end, stop_on_sigterm
+from ..runs.jobs import DiskFull, JobProgress, Stopped, is_disk_full, stop_on_sigterm
 from ..sources.paths import document_roots
 from ..sources.page_numbers import page_number
 from ..sources.reader import error_text
@@ -31,7 +31,6 @@ from .settings import ExportSettings
 from .worker import Exported, NotExported, close_document, page_task, run_page_task
 from .zipwriter import ZipTarget
 
-PROGRESS_INTERVAL = 0.5
 IN_FLIGHT_PER_WORKER = 3
 CRASH_REASON = "the PDF engine crashed on this page (twice, in fresh workers); skipped"
 
@@ -78,10 +77,7 @@ class Export:
         self.report = ExportReport(self.out)
         self.job_id: int | None = None
         self.decision: dict = {}
-        self._done = 0
-        self._total = 0
-        self._started = 0.0
-        self._last_beat = 0.0
+        self.progress = JobProgress(manifest)
 
     def run(self) -> ExportReport:
         with stop_on_sigterm():
@@ -98,9 +94,9 @@ class Export:
                               f"threshold {self.threshold:g} (ingest some PDFs, change the rule or its cutoffs, "
                               "or keep pages on the Review page)")
         self.report.left_out = selection.left_out
-        self._total = len(items)
-        self._started = time.monotonic()
-        self.job_id = self.manifest.start_job("export", {
+        self.progress.total = len(items)
+        self.progress.start()
+        self.job_id = self.progress.job_id = self.manifest.start_job("export", {
             "out": str(self.out), "settings": self.settings.as_dict(), "threshold": self.threshold,
             "decision": self.decision, "images": len(items), "left_out": len(selection.left_out),
             "workers": self.workers,
@@ -126,9 +122,8 @@ class Export:
             raise full from None
         finally:
             close_document()
-            self.report.seconds = time.monotonic() - self._started
-            record_end(self.manifest, self.job_id, status, message or self._summary(),
-                       lambda: self._heartbeat(force=True), lambda: DiskFull(self.out, self._room_needed()))
+            self.report.seconds = time.monotonic() - self.progress.started
+            self.progress.finish(status, message or self._summary(), lambda: DiskFull(self.out, self._room_needed()))
         return self.report
 
     def _write_images(self, target: ZipTarget, items: list[Item]) -> list[Record]:
@@ -142,9 +137,9 @@ class Export:
                     records.append(self._add_image(target, folder, item, result))
                 else:
                     self.report.skipped.append({"document": item.doc, "page": page_number(item.page), "reason": result.reason})
-                self._done += 1
-                self.on_progress(self._done, self._total)
-                self._heartbeat()
+                self.progress.done += 1
+                self.on_progress(self.progress.done, self.progress.total)
+                self.progress.beat()
         return records
 
     def _add_image(self, target: ZipTarget, folder: str, item: Item, image: Exported) -> Record:
@@ -168,21 +163,9 @@ class Export:
 
     # -- progress -----------------------------------------------------------------------------
 
-    def _heartbeat(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self._last_beat < PROGRESS_INTERVAL:
-            return
-        self._last_beat = now
-        elapsed = max(now - self._started, 1e-9)
-        rate = self._done / elapsed if self._done else None
-        eta = (self._total - self._done) / rate if rate else None
-        self.manifest.update_job(self.job_id, done=self._done, total=self._total, rate=rate, eta=eta)
-        if not force and self.manifest.stop_requested(self.job_id):
-            raise Stopped()
-
     def _room_needed(self) -> int:
         """The ZIP's size when complete, at the bytes per image so far (its temporary file is removed)."""
-        return self._image_bytes * self._total // max(1, self.report.images)
+        return self._image_bytes * self.progress.total // max(1, self.report.images)
 
     def _summary(self) -> str:
         r = self.report

@@ -35,11 +35,10 @@ from ..scoring.scorer import score_page_and_scan
 from ..sources.paths import REFUSAL, document_roots, reading_roots
 from ..sources.reader import (DocumentError, DocumentInfo, OutsideAllowedFolders, error_text, exists, file_sha256,
                               file_stat, find_pdfs, inspect_document, open_document, readable)
-from .jobs import DiskFull, Stopped, is_disk_full, record_end, stop_on_sigterm
+from .jobs import PROGRESS_INTERVAL, DiskFull, JobProgress, Stopped, is_disk_full, stop_on_sigterm
 
 PAGES_PER_TASK = 16
 TASKS_PER_CHILD = 500  # a worker is replaced now and then so nothing it leaks can pile up
-PROGRESS_INTERVAL = 0.5
 MIN_WORKER_ROOM = 256 << 20  # bytes a worker may always allocate, whatever its memory limit
 CRASH_MESSAGE = "the PDF engine crashed on this page (twice, in fresh workers); skipped"
 
@@ -422,10 +421,8 @@ class Ingest:
         self.job_id: int | None = None
         self._pending: list[int] = []
         self._remaining: dict[int, set[int]] = {}
-        self._done = 0
-        self._total = 0
-        self._started = 0.0
-        self._last_beat = 0.0
+        # The stop request is read by the scheduler, between tasks.
+        self.progress = JobProgress(manifest, worked=lambda: self.report.pages_scored, checks_stop=False)
 
     def _legend_languages(self, chosen: str | None) -> str | None:
         """The languages legends are read in, checked before any work; None when none are read."""
@@ -441,14 +438,14 @@ class Ingest:
             return self._run()
 
     def _run(self) -> IngestReport:
-        self._started = time.monotonic()
-        self.job_id = self.manifest.start_job("ingest", {"paths": [str(p) for p in self.pdfs], "workers": self.workers,
-                                                         "page_timeout": self.page_timeout,
-                                                         "legend_languages": self.legend_languages})
+        self.progress.start()
+        self.job_id = self.progress.job_id = self.manifest.start_job(
+            "ingest", {"paths": [str(p) for p in self.pdfs], "workers": self.workers,
+                       "page_timeout": self.page_timeout, "legend_languages": self.legend_languages})
         status, message = "failed", None
         scheduler = self._scheduler = Scheduler(
             self.make_executor, self.workers, self.task_fn, should_stop=lambda: self.manifest.stop_requested(self.job_id),
-            on_idle=self._heartbeat, page_timeout=self.page_timeout, kill=self.kill)
+            on_idle=self.progress.beat, page_timeout=self.page_timeout, kill=self.kill)
         try:
             if self.cluster is not None:  # the job panel shows it while the job runs: workers, dashboard link
                 self.manifest.update_job(self.job_id, message=self.cluster.describe())
@@ -471,10 +468,10 @@ class Ingest:
             message = str(full)
             raise full from None
         finally:
-            self.report.seconds = time.monotonic() - self._started
+            self.report.seconds = time.monotonic() - self.progress.started
             self.report.crashes, self.report.timeouts = scheduler.crashes, scheduler.timeouts
-            record_end(self.manifest, self.job_id, status, message or self._summary(),
-                       lambda: self._heartbeat(force=True), lambda: DiskFull(self.manifest.path, self._room_needed()))
+            self.progress.finish(status, message or self._summary(),
+                                 lambda: DiskFull(self.manifest.path, self._room_needed()))
         return self.report
 
     # -- planning -----------------------------------------------------------------------------
@@ -501,7 +498,7 @@ class Ingest:
                     self._refuse(path)
                     continue
                 self.manifest.remember_hash(str(path), stat.st_size, stat.st_mtime_ns, sha)
-                self._heartbeat()
+                self.progress.beat()
             known = self.manifest.document_by_hash(sha) is not None
             doc = self.manifest.register_document(sha, str(path), stat.st_size)
             if str(path) in read and doc["status"] == "pending" and doc["pages"] is None:
@@ -520,7 +517,7 @@ class Ingest:
             advance(sizes[task.path])
             if isinstance(result, tuple):
                 read[task.path] = result
-            self._heartbeat()
+            self.progress.beat()
         return read
 
     def _inspect_tasks(self, documents) -> list[Task]:
@@ -537,9 +534,9 @@ class Ingest:
             "SELECT COALESCE(SUM(pages), 0) FROM documents WHERE status != 'replaced' AND id IN "
             f"({','.join(str(int(i)) for i in self._pending) or 'NULL'})"
         ).fetchone()[0]
-        self._total = int(live)
-        self._done = self._total - sum(len(r) for r in self._remaining.values())
-        self._heartbeat(force=True)
+        self.progress.total = int(live)
+        self.progress.done = self.progress.total - sum(len(r) for r in self._remaining.values())
+        self.progress.beat(force=True)
         for doc_id, remaining in list(self._remaining.items()):
             if not remaining:  # scored by a run that died before it could close the document
                 self._close_document(doc_id)
@@ -600,14 +597,14 @@ class Ingest:
         failed = sum(r.status == "failed" for r in results)
         self.report.pages_failed += failed
         self.report.pages_scored += len(results) - failed
-        self._done += len(results)
+        self.progress.done += len(results)
         remaining = self._remaining.get(doc_id)
         if remaining is not None:
             remaining.difference_update(r.page for r in results)
             if not remaining:
                 self._close_document(doc_id)
-        self.on_progress(self._done, self._total)
-        self._heartbeat()
+        self.on_progress(self.progress.done, self.progress.total)
+        self.progress.beat()
 
     def _close_document(self, doc_id: int) -> None:
         self.manifest.finish_document(doc_id)
@@ -620,18 +617,7 @@ class Ingest:
         db = pathlib.Path(self.manifest.path)
         size = sum(p.stat().st_size for p in (db, db.with_name(db.name + "-wal")) if p.exists())
         pages = self.manifest.conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
-        return max(1, self._total - self._done) * (size // max(1, pages))
-
-    def _heartbeat(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self._last_beat < PROGRESS_INTERVAL:
-            return
-        self._last_beat = now
-        elapsed = max(now - self._started, 1e-9)
-        rate = self.report.pages_scored / elapsed if self.report.pages_scored else None
-        left = self._total - self._done
-        eta = left / rate if rate else None
-        self.manifest.update_job(self.job_id, done=self._done, total=self._total, rate=rate, eta=eta)
+        return max(1, self.progress.total - self.progress.done) * (size // max(1, pages))
 
     def _summary(self) -> str:
         r = self.report

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 from ..manifest import history
 from ..manifest.store import Manifest
@@ -124,18 +125,55 @@ def megabytes(size: int) -> str:
     return f"{size / 1e6:,.1f} MB" if size >= 100_000 else f"{size / 1e3:,.0f} kB"
 
 
-def record_end(manifest: Manifest, job_id: int, status: str, message: str, last_beat, disk_full) -> None:
-    """A job's last progress (`last_beat()`) and outcome in the manifest, on a full disk too.
+PROGRESS_INTERVAL = 0.5  # seconds between two writes of a job's progress: the app polls about as often
 
-    With the disk full even these lines may not fit. A job that failed or stopped then ends without
-    them: the error it raises says why, and a job whose process has ended no longer holds the manifest.
-    A job that finished raises `disk_full()`: its work is saved but the manifest cannot say so.
+
+class JobProgress:
+    """A job's progress in the manifest's jobs table: `done` of `total`, the rate and the time left.
+
+    `beat()` writes it at most every PROGRESS_INTERVAL seconds (always when forced) and, with
+    `checks_stop`, then reads the stop request and raises Stopped. The rate counts `worked()`, the
+    work this run did (default: `done`), from `start()`; before it there is no rate. `finish()` writes
+    the last progress and the job's outcome.
     """
-    try:
-        last_beat()
-        manifest.finish_job(job_id, status, message)
-    except sqlite3.Error as exc:
-        if not is_disk_full(exc):
-            raise
-        if status == "done":
-            raise disk_full() from None
+
+    def __init__(self, manifest: Manifest, *, worked: Callable[[], int] | None = None, checks_stop: bool = True):
+        self.manifest = manifest
+        self.job_id: int | None = None
+        self.done = 0
+        self.total = 0
+        self.started = 0.0
+        self.worked = worked or (lambda: self.done)
+        self.checks_stop = checks_stop
+        self._last_beat = 0.0
+
+    def start(self) -> None:
+        self.started = time.monotonic()
+
+    def beat(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_beat < PROGRESS_INTERVAL:
+            return
+        self._last_beat = now
+        worked = self.worked()
+        rate = worked / max(now - self.started, 1e-9) if worked and self.started else None
+        eta = (self.total - self.done) / rate if rate else None
+        self.manifest.update_job(self.job_id, done=self.done, total=self.total, rate=rate, eta=eta)
+        if self.checks_stop and not force and self.manifest.stop_requested(self.job_id):
+            raise Stopped()
+
+    def finish(self, status: str, message: str, disk_full: Callable[[], DiskFull]) -> None:
+        """The job's last progress and outcome in the manifest, on a full disk too.
+
+        With the disk full even these lines may not fit. A job that failed or stopped then ends without
+        them: the error it raises says why, and a job whose process has ended no longer holds the manifest.
+        A job that finished raises `disk_full()`: its work is saved but the manifest cannot say so.
+        """
+        try:
+            self.beat(force=True)
+            self.manifest.finish_job(self.job_id, status, message)
+        except sqlite3.Error as exc:
+            if not is_disk_full(exc):
+                raise
+            if status == "done":
+                raise disk_full() from None

@@ -1,0 +1,183 @@
+"""Commands that decide pages and pictures: the curator's overrides, one by one or from a labels file, and
+the model learned from them."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import re
+
+import click
+
+from ..manifest.store import JobRunning, Manifest
+from ..sources.page_numbers import page_index
+from .common import cli, db_option, find_document, open_manifest
+
+DECISIONS = {"include": True, "exclude": False, "auto": None}
+# What a labels file may say for a decision, beside include/exclude/auto: the `keep` column of `pages`.
+DECISION_WORDS = {**DECISIONS, "true": True, "1": True, "keep": True, "yes": True,
+                  "false": False, "0": False, "reject": False, "no": False, "": None}
+
+
+@cli.command()
+@db_option
+@click.option("--quiet", "-q", is_flag=True, help="Print only the result.")
+def learn(db, quiet):
+    """Fit the model on the curator's overrides and store its suggestion for every page.
+
+    Needs at least 10 overrides with both decisions among them. The suggestions become the
+    decisions only with `settings --rule model`. Runs as a job of the manifest (the dashboard shows
+    its progress), one at a time.
+    """
+    from ..decisions.learn import MIN_LABELS
+    from ..manifest import views
+
+    manifest = open_manifest(db)
+    try:
+        outcome = views.learn_job(manifest)
+    except JobRunning as exc:
+        raise click.ClickException(str(exc)) from None
+    if not outcome.learned:
+        raise click.ClickException(f"too few overrides to learn from: {MIN_LABELS} are needed, with both decisions "
+                                   f"among them ({outcome.message})")
+    state = views.model_state(manifest)
+    rule = views.base_rule(manifest.rule)
+    click.echo(f"learned from {outcome.labels} overrides: keeps {state.kept} of {state.suggestions} pages; "
+               f"disagrees with the {rule} rule on {state.disagrees} pages you have not decided")
+
+
+class PageAndPicture(click.ParamType):
+    """PAGE or PAGE:PICTURE: a page counted from 1, and a picture's number on it as `pictures` lists it."""
+
+    name = "page[:picture]"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        match = re.fullmatch(r"\s*([0-9]+)\s*(?::\s*([0-9]+)\s*)?", str(value))
+        if not match:
+            self.fail(f"{value!r} is not PAGE or PAGE:PICTURE (examples: 12, 12:2)", param, ctx)
+        return int(match.group(1)), None if match.group(2) is None else int(match.group(2))
+
+
+@dataclasses.dataclass(frozen=True)
+class Label:
+    """One decision asked for: a page, or one picture of it (`picture`, its number on the page)."""
+
+    line: int  # of the labels file; 1 for the command line
+    doc: str
+    page: int  # from 1
+    picture: int | None
+    keep: bool | None
+
+
+@cli.command()
+@click.argument("doc", required=False)
+@click.argument("page", required=False, type=PageAndPicture(), metavar="[PAGE[:PICTURE]]")  # 0: "pages count from 1"
+@click.argument("decision", required=False, type=click.Choice(list(DECISIONS)))
+@db_option
+@click.option("--from", "labels", type=click.File("r", encoding="utf-8-sig"), default=None,
+              help="A CSV with columns doc, page (from 1), an optional picture (its number on the page, as "
+                   "`pictures` lists it; empty: the page) and the decision: a `decision` column (include, exclude "
+                   "or auto), else an `override` column (as `pictures` writes it), else a `keep` column (true/false, "
+                   "as `pages` writes it). One override per row. '-' reads standard input.")
+def override(doc, page, decision, db, labels):
+    """Overrule the decision of one page or one picture, or of every page and picture in a labels file.
+
+    DOC is a document as `pages` lists it (its path), its file name when that is unique, or its
+    id; PAGE counts from 1, as a PDF viewer and `pages` count (until version 0.2 it counted from
+    0: add 1 to page numbers in older scripts and labels files); PAGE:PICTURE names one picture of
+    the page by its number as `pictures` lists it. include keeps the page (or exports the picture)
+    whatever the rule says, exclude removes it, auto hands it back to the rule. Re-scoring never
+    touches an override; a picture's follows it to its new box.
+
+    A labels file's decision is its `decision` column, else its `override` column, else its `keep`
+    column. So `pages --format csv` output pins every page as it is decided now (its keep), and
+    `pictures --format csv` output gives every picture back the override it has (its override
+    column): as written it changes nothing; change a row's override to include, exclude or auto
+    to decide that picture. Every row is checked first: one bad row changes nothing.
+
+    \b
+        python -m curation override data/archive/1890-03.pdf 12 include
+        python -m curation override data/archive/1890-03.pdf 12:2 exclude    # picture 2 of page 12
+        python -m curation override --from labels.csv
+        python -m curation pictures --format csv > pictures.csv   # edit the override column, then
+        python -m curation override --from pictures.csv
+    """
+    manifest = open_manifest(db)
+    if labels is not None:
+        if doc is not None:
+            raise click.UsageError("give DOC PAGE DECISION or --from, not both")
+        rows = list(_label_rows(labels))
+    elif doc is None or page is None or decision is None:
+        raise click.UsageError("give DOC PAGE[:PICTURE] DECISION (include, exclude or auto), or --from labels.csv")
+    else:
+        rows = [Label(1, doc, page[0], page[1], DECISIONS[decision])]
+    pages, pictures = [], []
+    for label in rows:  # every row is checked before anything is written
+        doc_id, index = _find_page(manifest, label.line, label.doc, label.page)
+        if label.picture is None:
+            pages.append(((doc_id, index), label.keep))
+        else:
+            pictures.append((_find_picture(manifest, label, doc_id, index), label.keep))
+    with manifest.recording("override"):  # one action: `undo` takes the whole file back
+        for (doc_id, index), keep in pages:
+            manifest.set_override(doc_id, index, keep)
+        if pictures:
+            manifest.set_picture_overrides(pictures)
+    decided = [keep for _, keep in pages + pictures]
+    counts = {word: sum(keep is value for keep in decided) for word, value in DECISIONS.items()}
+    what = f" ({len(pages)} pages, {len(pictures)} pictures)" if pictures else ""
+    click.echo(f"{len(decided)} override(s){what}: {counts['include']} include, {counts['exclude']} exclude, "
+               f"{counts['auto']} back to the rule")
+
+
+def _label_rows(labels):
+    reader = csv.DictReader(labels)
+    columns = set(reader.fieldnames or ())
+    # The decision: a `decision` column, else `override` (as `pictures` writes it), else `keep` (as `pages` does).
+    column = next((c for c in ("decision", "override", "keep") if c in columns), None)
+    missing = {"doc", "page"} - columns | ({"decision"} if column is None else set())
+    if missing:
+        raise click.ClickException(f"the labels file needs the columns doc, page, decision; missing {', '.join(sorted(missing))}")
+    for line, row in enumerate(reader, start=2):
+        word = (row.get(column) or "").strip().lower()
+        if word not in DECISION_WORDS:
+            raise click.ClickException(f"line {line}: decision {word!r} is not include, exclude or auto")
+        kept = (row.get("keep") or "").strip().lower()
+        if column != "keep" and kept in DECISIONS:  # a decision typed where `pictures` writes the outcome
+            raise click.ClickException(f"line {line}: keep says {kept!r}, but this file's decisions are read from its "
+                                       f"{column} column; write {kept} there")
+        try:
+            number = int(row["page"])
+        except (TypeError, ValueError):
+            raise click.ClickException(f"line {line}: page {row['page']!r} is not a page number") from None
+        picture = (row.get("picture") or "").strip()
+        if picture and not picture.isdigit():
+            raise click.ClickException(f"line {line}: picture {picture!r} is not a picture's number on its page")
+        yield Label(line, row["doc"], number, int(picture) if picture else None, DECISION_WORDS[word])
+
+
+def _find_page(manifest: Manifest, line: int, name: str, number: int) -> tuple[int, int]:
+    """(doc_id, stored page index) of page `number` (from 1) of a live document named by path, unique file name
+    or id; a clear error otherwise."""
+    where = f"line {line}: " if line > 1 else ""
+    doc = find_document(manifest, name, where)
+    index = page_index(number)
+    if manifest.conn.execute("SELECT 1 FROM pages WHERE doc_id = ? AND page = ?", (doc["id"], index)).fetchone() is None:
+        raise click.ClickException(f"{where}{doc['path']} has no page {number} (pages count from 1 to "
+                                   f"{doc['pages']}, as a PDF viewer counts)")
+    return doc["id"], index
+
+
+def _find_picture(manifest: Manifest, label: Label, doc_id: int, index: int) -> int:
+    """The id of picture `label.picture` of the page; a clear error naming the page's pictures otherwise."""
+    row = manifest.picture_by_number(doc_id, index, label.picture)
+    if row is not None:
+        return row["id"]
+    numbers = [r[0] for r in manifest.conn.execute(
+        "SELECT number FROM pictures WHERE doc_id = ? AND page = ? ORDER BY number", (doc_id, index))]
+    where = f"line {label.line}: " if label.line > 1 else ""
+    held = f"its pictures are {', '.join(map(str, numbers))}" if numbers else "it has no picture"
+    raise click.ClickException(f"{where}page {label.page} of {label.doc} has no picture {label.picture} ({held}; "
+                               "see `python -m curation pictures`)")

@@ -1,0 +1,190 @@
+"""Commands that read pages into the manifest: ingest, rescore and the synthetic sample."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+import click
+from tqdm import tqdm
+
+from ..captions.legend import check_languages
+from ..manifest.store import JobRunning, Manifest
+from ..runs.ingest import Ingest, default_workers
+from .common import (cli, db_option, open_manifest, page_bar, page_timeout_option, run_job, thumbnails_option,
+                     worker_memory_option)
+
+cluster_option = click.option(
+    "--cluster", envvar="CURATION_CLUSTER", default=None, metavar="ADDRESS",
+    help="Run the tasks on a Dask cluster instead of this machine's processes: a scheduler address, "
+         "tls://HOST:8786 with the cluster's CA and this machine's certificate and key in "
+         "$CURATION_CLUSTER_TLS_CA_FILE, $CURATION_CLUSTER_TLS_CERT and $CURATION_CLUSTER_TLS_KEY (plain tcp:// "
+         "only to this machine's loopback), or local[:N] for N worker processes here, on 127.0.0.1, with Dask's "
+         "dashboard at 127.0.0.1:8787. Every worker must see the archive at the same path. Also read from "
+         "$CURATION_CLUSTER, which is what the app's ingest jobs use.")
+
+
+@contextlib.contextmanager
+def open_cluster(address: str | None, manifest: Manifest):
+    """The Dask cluster at `address` (None: the local process pool); a cluster that cannot be used, or is
+    lost during the run, ends in one line and exit 1, and in the manifest as a failed ingest job, so the
+    Ingest page that started this process shows why."""
+    if not address:
+        yield None
+        return
+    from ..runs.cluster import Cluster, ClusterError
+
+    before = manifest.latest_job("ingest")
+    try:
+        with Cluster(address) as cluster:
+            click.echo(cluster.describe(), err=True)
+            yield cluster
+    except ClusterError as exc:
+        _record_cluster_failure(manifest, before, address, str(exc))
+        raise click.ClickException(str(exc)) from None
+
+
+def _record_cluster_failure(manifest: Manifest, before, address: str, message: str) -> None:
+    """A failed ingest job saying why the cluster could not be used, unless this process's job already
+    said so (a scheduler lost mid-run) or another job holds the manifest."""
+    latest = manifest.latest_job("ingest")
+    if latest is not None and latest["pid"] == os.getpid() and (before is None or latest["id"] != before["id"]):
+        return
+    with contextlib.suppress(JobRunning):
+        job_id = manifest.start_job("ingest", {"cluster": address})
+        manifest.finish_job(job_id, "failed", message)
+
+
+class ArchivePath(click.Path):
+    """A local file or folder that exists, or a URL (s3://, gs://, https://, file://) read through fsspec."""
+
+    def __init__(self):
+        super().__init__(exists=True)
+
+    def convert(self, value, param, ctx):
+        return value if "://" in str(value) else super().convert(value, param, ctx)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=ArchivePath())
+@db_option
+@click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
+              help=f"Worker processes (default: one per core, here {default_workers()}).")
+@page_timeout_option
+@worker_memory_option
+@cluster_option
+@thumbnails_option
+@click.option("--legend-languages", default=None, metavar="LANGS",
+              help="Tesseract's languages to read the pictures' printed legends in, e.g. eng+deu (default: the "
+                   "manifest's setting, eng+deu+fra); saved in the manifest.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def ingest(paths, db, workers, page_timeout, worker_memory, cluster, thumbnails, legend_languages, quiet):
+    """Score every page of the PDFs in PATHS (files or folders, searched recursively; or URLs such as
+    s3://bucket/archive/, read through fsspec with its filesystem package installed).
+
+    Only what the manifest does not hold yet is read: new documents, and pages a killed run did
+    not finish. A document is known by its content, so a moved or renamed file is not scored
+    again and a changed file is. Broken files are recorded with their reason and skipped.
+    Ctrl-C stops cleanly; run the same command to resume. With --cluster the same tasks run on
+    a Dask cluster's workers; this process still plans them and is the only writer of the manifest.
+    """
+    manifest = open_manifest(db, create=True)
+    if thumbnails is not None:
+        manifest.thumbnail_store = thumbnails
+    if legend_languages is not None:
+        try:
+            manifest.legend_languages = check_languages(legend_languages)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--legend-languages") from None
+    with open_cluster(cluster, manifest) as dask_cluster, hash_bar(quiet) as hash_progress, page_bar("scoring", quiet) as progress:
+        try:
+            job = Ingest(manifest, paths, workers=workers, page_timeout=page_timeout, cluster=dask_cluster,
+                         worker_memory=worker_memory, on_progress=progress, on_hash_progress=hash_progress)
+        except (FileNotFoundError, ValueError) as exc:  # a URL that names nothing; a legend language gone
+            raise click.ClickException(str(exc)) from None
+        report = run_job(job)
+    finish_run(report, f"{report.documents} documents ({report.new_documents} new): {report.pages_scored} pages "
+                       f"scored, {failed_pages(report)}, {report.pages_per_second:.1f} pages/s{report.incidents}")
+
+
+@contextlib.contextmanager
+def hash_bar(quiet: bool):
+    """A bytes progress bar for hashing and the on_hash_progress callback that drives it."""
+    with tqdm(desc="hashing", unit="B", unit_scale=True, disable=quiet, leave=False) as bar:
+        def progress(done, total):
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+        yield progress
+
+
+def failed_pages(report) -> str:
+    """'3 failed', with how many of them were over the time limit; the reasons are in `docs` and `pages`."""
+    text = f"{report.pages_failed} failed"
+    if report.pages_timed_out:
+        text += f" ({report.pages_timed_out} over the {report.page_timeout:g} s time limit)"
+    return text
+
+
+def finish_run(report, summary: str) -> None:
+    """Warnings, the summary line, and exit 130 when the run was stopped (so scripts can tell)."""
+    for problem in report.problems:
+        click.echo(f"warning: {problem}", err=True)
+    if getattr(report, "legend_note", None):  # ingest and rescore: legends not read, and how to get them
+        click.echo(report.legend_note, err=True)
+    click.echo(summary)
+    if report.stopped:
+        click.echo("Stopped. Run the same command again to resume.", err=True)
+        sys.exit(130)
+
+
+@cli.command()
+@db_option
+@click.option("--workers", "-w", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
+@click.option("--all", "all_pages", is_flag=True, help="Score every page again, not only pages whose features are out of date.")
+@page_timeout_option
+@worker_memory_option
+@cluster_option
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def rescore(db, workers, all_pages, page_timeout, worker_memory, cluster, quiet):
+    """Score the manifest's pages again with this version's scorer and features.
+
+    Only pages scored by an older version are read, unless --all. Overrides, captions and
+    settings are kept; near-duplicate groups are recomputed. Stops and resumes like ingest.
+    Thumbnails of the pages read go where the manifest's setting says (`settings --thumbnails`).
+    """
+    from ..runs.ingest import Rescore
+
+    manifest = open_manifest(db)
+    with open_cluster(cluster, manifest) as dask_cluster, page_bar("rescoring", quiet) as progress:
+        try:
+            job = Rescore(manifest, all_pages=all_pages, workers=workers, page_timeout=page_timeout,
+                          cluster=dask_cluster, worker_memory=worker_memory, on_progress=progress)
+        except ValueError as exc:  # the manifest's legend languages are not installed here
+            raise click.ClickException(str(exc)) from None
+        report = run_job(job)
+    finish_run(report, f"{report.documents} documents: {report.pages_scored} pages rescored, {failed_pages(report)}")
+
+
+@cli.command("sample")
+@db_option
+@click.option("--documents", type=click.IntRange(min=1), default=None,
+              help="Synthetic issues to write (default 4).")
+@click.option("--pages", type=click.IntRange(min=1), default=None, help="Pages per issue (default 16).")
+@click.option("--dpi", type=click.IntRange(min=20), default=None, help="Scan resolution of the pages (default 100).")
+@click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
+              help="Worker processes scoring the pages (default: one per core).")
+@click.option("--quiet", "-q", is_flag=True, help="Print only the result.")
+def sample_command(db, documents, pages, dpi, workers, quiet):
+    """Write a small synthetic archive beside the manifest (data/sample/) and ingest it.
+
+    Text columns, engravings, mixed pages and the hard cases that fool sigma, to try the whole
+    workflow without PDFs of your own. Files already written are kept, so a stopped run resumes.
+    """
+    from ..runs import sample
+
+    code = sample.run(db, documents or sample.DOCUMENTS, pages or sample.PAGES, dpi or sample.DPI, workers)
+    if code:
+        sys.exit(code)
