@@ -232,7 +232,8 @@ _decided: dict[str, "_Decided"] = {}
 def _tally(manifest, params: dict, now: tuple) -> Tally:
     found = bins(manifest)
     keep, disagrees = _decisions(params, found.sigma_bin, found.area_bin, found.kind, found.model)
-    apart = [_exactly(decided(manifest, now), params), _at_the_cutoffs(manifest, params)]
+    pages = decided(manifest, now)
+    apart = [_exactly(pages, params), _undecided(_at_the_cutoffs(manifest, params, now[:2]), pages)]
     parts = [(found.sigma_bin, found.area_bin, found.failed, keep, disagrees, np.full(len(keep), -1), found.pages)]
     for one in apart:  # each page read apart: its bin's guess taken back, its exact decision added
         guess, guessed_disagree = _decisions(params, one["sigma_bin"], one["area_bin"], one["kind"], one["model"])
@@ -371,9 +372,33 @@ def _exactly(pages: dict, params: dict) -> dict:
             "disagrees": (override < 0) & suggested & ((model == 1) != base)}
 
 
-def _at_the_cutoffs(manifest, params: dict) -> dict:
-    """The pages in the bins beside the σ cutoff (and the picture cutoff, where the rule reads it) that no
-    curator decided, with their bins and their exact decision, each found through an index."""
+def _undecided(pages: dict, decided_pages: dict) -> dict:
+    """`pages` less those a curator decided (counted apart)."""
+    stay = ~np.isin(_page_key(pages["doc_id"], pages["page"]),
+                    _page_key(decided_pages["doc_id"], decided_pages["page"]))
+    return {name: column[stay] for name, column in pages.items()}
+
+
+def _at_the_cutoffs(manifest, params: dict, base: tuple) -> dict:
+    """The pages in the bins beside the σ cutoff (and the picture cutoff, where the rule reads it), with
+    their bins, keys and exact decision, each found through an index; kept in memory while the pages'
+    figures and the suggestions (`base`) stay, so an override does not read them again."""
+    key = (str(manifest.path), base, tuple(sorted(params.items())))
+    with _memo_lock:
+        found = _cutoffs.get(key)
+    if found is None:
+        found = _read_the_cutoffs(manifest, params)
+        with _memo_lock:
+            _cutoffs[key] = found
+            while len(_cutoffs) > TALLIES_KEPT:
+                del _cutoffs[next(iter(_cutoffs))]
+    return found
+
+
+_cutoffs: dict[tuple, dict] = {}
+
+
+def _read_the_cutoffs(manifest, params: dict) -> dict:
     ensure_log10(manifest.conn)
     tb = sigma_bin(params["threshold"])
     ranges = {"s_lo": (tb - 1) / SIGMA_STEPS, "s_hi": (tb + 2) / SIGMA_STEPS, "a_lo": 1.0, "a_hi": 0.0}
@@ -385,14 +410,14 @@ def _at_the_cutoffs(manifest, params: dict) -> dict:
     cursor = manifest.conn.cursor()
     cursor.row_factory = None
     rows = cursor.execute(
-        f"{_BINS_SELECT}, {KEEP_SQL}, COALESCE({_DISAGREES_SQL}, 0) {_JOINS} "
-        f"WHERE {LIVE_DOCUMENT_SQL} AND o.keep IS NULL AND p.pictures_included IS NULL AND p.rowid IN ("
+        f"{_BINS_SELECT}, {KEEP_SQL}, COALESCE({_DISAGREES_SQL}, 0), p.doc_id, p.page {_JOINS} "
+        f"WHERE {LIVE_DOCUMENT_SQL} AND p.rowid IN ("
         "SELECT rowid FROM pages WHERE sigma >= :s_lo AND sigma < :s_hi "
         "UNION SELECT rowid FROM pages WHERE picture_area >= :a_lo AND picture_area < :a_hi)",
         {**params, **ranges},
     ).fetchall()
-    table = np.array(rows, np.int64).reshape(-1, 7)
-    one = {name: table[:, i] for i, name in enumerate((*_BIN_NAMES, "keep", "disagrees"))}
+    table = np.array(rows, np.int64).reshape(-1, 9)
+    one = {name: table[:, i] for i, name in enumerate((*_BIN_NAMES, "keep", "disagrees", "doc_id", "page"))}
     for name in ("failed", "keep", "disagrees"):
         one[name] = one[name].astype(bool)
     one["override"] = np.full(len(table), -1, np.int64)
