@@ -9,20 +9,23 @@ text columns, engravings and mixed pages on yellowed paper), then, page by page 
             the box ingest's features give), and the default with every page rendered (the path for
             pages that are not one plain scan)
 
-timed by the CPU time of the process (what an image costs, whatever else runs on the machine; libvips
-resizes in a thread of its own) and by the wall clock, with MuPDF's cache emptied before each call. It
-prints the median per image and the ratio per scan resolution and overall, and whether the target (3x
-at 200 and at 300 dpi) is met.
+and the floor: the page's JPEG decoded at the covering libjpeg reduction plus one 1024 x 1024 quality 92
+encode, with the export's codec (simplejpeg) and with Pillow's; all timed by the CPU time of the process
+(what an image costs, whatever else runs on the machine) and by
+the wall clock, with MuPDF's cache emptied before each call. It prints the median per image and the
+ratio per scan resolution and overall, whether the target (3x at 200 and at 300 dpi) is met, and the
+default export's share of its floor (floor / export, target 75 %) per resolution.
 
 Then the ways to resize, each against the original and the export in the same interleaved run, with
 its quality: PSNR against the ideal (the scan decoded at full resolution, LANCZOS straight to the
-output), over the whole image and in the worst 64x64 tile. "now" is the export: libvips' Lanczos-3
-(shape.lanczos_resize); "before" the same decode with Pillow's LANCZOS, the export until libvips (it
-decoded a 300 dpi page at libjpeg's 3/8 then; with libvips 1/2 costs the same and is nearer the
-ideal); and the floors: decoding alone, and decoding plus encoding with no resize at all; then the
-same for the 300 dpi pages alone. Then end to end on the corpus copied --copies times (distinct
-documents): `python -m curation export` with 1 and 2 workers (start-up, pool, ZIP writing and
-manifest updates included) against the original loop over the same pages, twice and interleaved,
+output), over the whole image and in the worst 64x64 tile. "now" is the export: fast_image_resize's
+Lanczos-3 (shape.lanczos_resize); "before" the same decode with Pillow's LANCZOS (how the export
+resized before libvips and fast_image_resize); and the floors: decoding alone, and decoding plus
+encoding with no resize at all; then the same for the 300 dpi pages alone; and how faithful the export's
+resize, and Pillow's `reducing_gap` (an integer box reduction before Lanczos-3), are to plain Lanczos-3
+of the same pixels. Then end to end on the corpus copied --copies times (distinct documents):
+`python -m curation export` with 1 and 2 workers (start-up, pool, ZIP writing and manifest updates
+included) against the original loop over the same pages, twice and interleaved,
 as images/s and as CPU seconds per image of the whole process tree, and the peak RSS of every
 process when exporting a third of the pages and all of them (flat memory: the two are the same).
 
@@ -40,6 +43,7 @@ import subprocess
 import sys
 import time
 
+import cv2
 import numpy as np
 import pymupdf
 from PIL import Image
@@ -53,7 +57,7 @@ from process_tree import watch_tree  # noqa: E402
 from curation.export import ExportSettings, export_page  # noqa: E402
 from curation.export.geometry import crop_region, plan_image  # noqa: E402
 from curation.export.selection import Item  # noqa: E402
-from curation.export.shape import encode_jpeg, paper_colour, shape_image  # noqa: E402
+from curation.export.shape import encode_jpeg, lanczos_resize, paper_colour, shape_image  # noqa: E402
 from curation.export.source import _decode_scan as decode_scan  # noqa: E402
 from curation.scoring.result import PageResult  # noqa: E402
 from curation.scoring.scorer import full_page_jpeg, score_page  # noqa: E402
@@ -110,9 +114,37 @@ def picture_region(doc: pymupdf.Document, number: int):
 CROP_PICTURE = ExportSettings(crop="picture")
 
 
+FLOOR = "floor"
+FLOOR_PILLOW = "floor, Pillow's codec"
+
+
+def floor_calls(doc: pymupdf.Document, number: int) -> dict:
+    """The export's floor for one scan page: its JPEG decoded at the covering libjpeg reduction, plus one
+    1024 x 1024 JPEG quality 92 encode (of a picture of the page, so the encoder sees a page's detail);
+    with the export's codec (simplejpeg) and with Pillow's (the floor the export was first measured by)."""
+    jpeg = full_page_jpeg(doc, doc[number])[0]
+    default = ExportSettings()
+    square = np.ascontiguousarray(cv2.resize(decode_scan(jpeg, default).image, (1024, 1024),
+                                             interpolation=cv2.INTER_AREA))
+    square_pil = Image.fromarray(square)
+
+    def pillow() -> None:
+        image = Image.open(io.BytesIO(jpeg))
+        plan = plan_image(*image.size, default)
+        image.draft("RGB", (math.ceil(image.width * plan.scale), math.ceil(image.height * plan.scale)))
+        image.load()
+        square_pil.save(io.BytesIO(), "JPEG", quality=92, subsampling="4:2:0")
+
+    def ours() -> None:
+        decode_scan(jpeg, default)
+        encode_jpeg(square, 92)
+
+    return {FLOOR: ours, FLOOR_PILLOW: pillow}
+
+
 def per_image(corpus) -> dict[str, dict[int, list[tuple[float, float]]]]:
     """{path name: {dpi: [(cpu, wall) per page]}}, interleaved page by page, order alternating."""
-    names = ["original", *SHAPES, "pad, crop picture", "pad, every page rendered"]
+    names = ["original", *SHAPES, "pad, crop picture", "pad, every page rendered", FLOOR, FLOOR_PILLOW]
     times = {name: {} for name in names}
     for path, dpi in corpus:
         doc = pymupdf.open(path)
@@ -122,6 +154,7 @@ def per_image(corpus) -> dict[str, dict[int, list[tuple[float, float]]]]:
             calls.update({name: (lambda s=s: export_page(doc, number, s)) for name, s in SHAPES.items()})
             calls["pad, crop picture"] = lambda: export_page(doc, number, CROP_PICTURE, region=region)
             calls["pad, every page rendered"] = lambda: export_page(doc, number, ExportSettings(), use_scan=False)
+            calls.update(floor_calls(doc, number))
             order = names if number % 2 == 0 else names[::-1]
             for name in order:
                 times[name].setdefault(dpi, []).append(timed(calls[name]))
@@ -152,19 +185,26 @@ def print_per_image(times, dpis) -> None:
         print(f"{name:24}" + "".join(f"{c:>22}" for c in cells))
 
 
+def print_shares(times, dpis) -> None:
+    """The default export against its floor, per scan resolution: the share is floor / export."""
+    print("\nshare of the floor (decode at the covering libjpeg reduction + one 1024² q92 encode), median CPU ms "
+          "per image, target 75 %")
+    for dpi in dpis:
+        export = median(times["square pad (default)"][dpi], 0)
+        floor, pillow = median(times[FLOOR][dpi], 0), median(times[FLOOR_PILLOW][dpi], 0)
+        print(f"{dpi} dpi: export {export * 1e3:5.1f}   floor {floor * 1e3:5.1f} (Pillow's codec {pillow * 1e3:5.1f})   "
+              f"share {floor / export:4.0%} (of Pillow's floor {pillow / export:4.0%})")
+
+
 # -- ways to resize --------------------------------------------------------------------------------
 
 
 def shaped(image: Image.Image, box, plan, resize) -> bytes:
-    """The default shaping (square pad 1024, paper margin, JPEG 92) with another resize."""
+    """The default shaping (square pad 1024, paper margin, JPEG 92) with another resize, in Pillow."""
     part = resize(image, plan.size, box)
-    if part.mode == "YCbCr":  # the margin's paper colour, in the picture's own colour space
-        fill = Image.new("RGB", (1, 1), paper_colour(part.convert("RGB"))).convert("YCbCr").getpixel((0, 0))
-    else:
-        fill = paper_colour(part)
-    canvas = Image.new(part.mode, plan.canvas, fill)
+    canvas = Image.new(part.mode, plan.canvas, paper_colour(part))
     canvas.paste(part, plan.offset)
-    return encode_jpeg(canvas, 92)  # a YCbCr image goes to libjpeg as it is, without a colour conversion
+    return encode_jpeg(np.asarray(canvas), 92)
 
 
 def lanczos(image, size, box, **options):
@@ -192,7 +232,7 @@ def at_three_eighths(jpeg: bytes, settings: ExportSettings) -> bool:
 
 
 BEFORE = "before: Pillow LANCZOS"
-NOW = "now: the export (libvips)"
+NOW = "now: the export"
 
 
 def experiments(corpus) -> tuple[dict, dict, set]:
@@ -204,7 +244,7 @@ def experiments(corpus) -> tuple[dict, dict, set]:
 
     ways = {
         NOW: export_scan,
-        BEFORE: lambda j: (lambda s: shaped(s.image, s.box, s.plan, resize=lanczos))(decode_scan(j, default)),
+        BEFORE: lambda j: (lambda s: shaped(Image.fromarray(s.image), s.box, s.plan, resize=lanczos))(decode_scan(j, default)),
         "ideal: full decode+LANCZOS": lambda j: shaped(*decoded(j, "RGB", default, full=True), resize=lanczos),
         "floor: decode only": lambda j: decode_scan(j, default),
         "floor: decode+encode": lambda j: encode_jpeg(decode_scan(j, default).image, 92),
@@ -286,6 +326,41 @@ def print_experiments(times, quality, three_eighths) -> None:
           "original (decoding and encoding alone)")
 
 
+def resize_fidelity(corpus) -> None:
+    """How faithful each fast resize is to plain Lanczos-3 (Pillow's LANCZOS, no reducing_gap) of the same
+    pixels, before any JPEG encoding: PSNR (median over pages, and the worst page) and the largest error in
+    levels. On the export's source (the scan at the covering libjpeg reduction) and on the scan decoded
+    whole, where Pillow's `reducing_gap` (an integer box reduction, then Lanczos-3) has room to act."""
+    default = ExportSettings()
+    rows: dict[str, list[tuple[float, int]]] = {}
+    for path, _ in corpus:
+        doc = pymupdf.open(path)
+        for number in range(doc.page_count):
+            jpeg = full_page_jpeg(doc, doc[number])[0]
+            source = decode_scan(jpeg, default)
+            size, box = source.plan.size, source.box
+            plain = np.asarray(Image.fromarray(source.image).resize(size, Image.Resampling.LANCZOS, box=box))
+            compared = {"the export (fast_image_resize), reduced decode": lanczos_resize(source.image, size, box)}
+            for gap in (2.0, 3.0):
+                compared[f"Pillow reducing_gap={gap:g}, reduced decode"] = np.asarray(Image.fromarray(source.image).resize(
+                    size, Image.Resampling.LANCZOS, box=box, reducing_gap=gap))
+            whole, whole_box, plan = decoded(jpeg, "RGB", default, full=True)
+            whole_plain = np.asarray(whole.resize(plan.size, Image.Resampling.LANCZOS, box=whole_box))
+            for gap in (2.0, 3.0):
+                compared[f"Pillow reducing_gap={gap:g}, whole decode"] = (np.asarray(whole.resize(
+                    plan.size, Image.Resampling.LANCZOS, box=whole_box, reducing_gap=gap)), whole_plain)
+            for name, result in compared.items():
+                ours, reference = result if isinstance(result, tuple) else (result, plain)
+                a, b = ours.astype(np.float32), reference.astype(np.float32)
+                rows.setdefault(name, []).append((_psnr(a, b, tile=None), int(np.abs(a - b).max())))
+        doc.close()
+    print("\nfidelity to plain Lanczos-3 of the same pixels (Pillow LANCZOS, no reducing_gap), before encoding: "
+          "PSNR dB median | worst page, largest error in levels")
+    for name, values in rows.items():
+        psnrs = [v[0] for v in values]
+        print(f"{name:52} {statistics.median(psnrs):6.1f} {min(psnrs):6.1f} {max(v[1] for v in values):4d}")
+
+
 def export_run(db: pathlib.Path, out: pathlib.Path, workers: int, threshold: float) -> dict:
     """One `python -m curation export`: images/s by the wall clock, CPU seconds of its whole process
     tree per image, and the peak RSS of any of its processes."""
@@ -349,7 +424,9 @@ def main() -> None:
             ratio = median(times["original"][dpi], 0) / median(times["square pad (default)"][dpi], 0)
             print(f"at {dpi} dpi the default export costs {ratio:.2f}x less CPU per image than the original "
                   f"(target 3x: {'met' if ratio >= 3 else 'not met'})")
+    print_shares(times, dpis)
     print_experiments(*experiments(corpus))
+    resize_fidelity(corpus)
     if not args.end_to_end:
         return
 

@@ -366,7 +366,8 @@ def read_area(doc, number: int, area, size, scan: np.ndarray | None = None) -> t
         settings = ExportSettings(size=max(MIN_SIZE, math.ceil(max(x1 - x0, y1 - y0) * scale)))
         region = (x0 / size[0], y0 / size[1], x1 / size[0], y1 / size[1])
         source = read_source(doc, number, settings, region=region, use_scan=False)
-        gray = np.asarray(source.image.crop(tuple(round(v) for v in source.box)).convert("L"))
+        x0, y0, x1, y1 = (round(v) for v in source.box)
+        gray = cv2.cvtColor(np.ascontiguousarray(source.image[y0:y1, x0:x1]), cv2.COLOR_RGB2GRAY)
     if gray.shape[::-1] != target:  # a scan at its own resolution: brought to OCR resolution
         gray = cv2.resize(gray, target, interpolation=cv2.INTER_AREA if gray.shape[1] > target[0] else cv2.INTER_CUBIC)
     return gray, scale

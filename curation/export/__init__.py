@@ -4,7 +4,7 @@ take as it is.
 Stages, one module each: `settings` (the options, checked once), `selection` (kept pages, one per
 group of near-duplicates, each one image or one per picture, and their file names), `source` (each page's picture at the resolution the
 output needs: the embedded scan decoded reduced, or a render), `geometry` and `shape` (the whole page
-or its picture; square pad/crop/stretch or SDXL buckets, Lanczos-3 by libvips, JPEG), `captions` (the template),
+or its picture; square pad/crop/stretch or SDXL buckets, Lanczos-3 by fast_image_resize, JPEG), `captions` (the template),
 `layouts` (kohya, folder, diffusers; provenance and settings), `zipwriter` (deterministic, streamed,
 renamed into place when complete), `worker` (one page in, one JPEG out), `job` (the run, its workers
 and its progress in the manifest) and `preview` (every image as exported, a screen at a time, and the ZIP's size,

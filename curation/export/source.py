@@ -1,10 +1,11 @@
 """Read a page's picture at the resolution its exported image needs, and no more.
 
-A page that is one plain JPEG scan is not rendered: its JPEG is decoded by libjpeg-turbo at the
-smallest of its scaled-IDCT reductions (1/8, 1/4, 1/2) that still covers the output, which skips
-most of the decoding work and the page render, and keeps the scan's own pixels (no MuPDF resampling
-before ours). libjpeg's 3/8 step, between 1/4 and 1/2, is not used: its IDCT has no SIMD, so it costs
-what it saves the libvips resize, and its image ends mid-pixel of the scan (bench/bench_export.py).
+A page that is one plain JPEG scan is not rendered: its JPEG is decoded by libjpeg-turbo (simplejpeg,
+straight into one NumPy array that the resize reads without a copy; the same pixels as Pillow's
+decode) at the smallest of its scaled-IDCT reductions (1/8, 1/4, 1/2) that still covers the output,
+which skips most of the decoding work and the page render, and keeps the scan's own pixels (no MuPDF
+resampling before ours). libjpeg's 3/8 step, between 1/4 and 1/2, is not used: its IDCT has no SIMD, so it costs
+what it saves the resize, and its image ends mid-pixel of the scan (bench/bench_export.py).
 Anything else (vector art, several images, masks, CMYK, rotation) is rendered by MuPDF at just the
 resolution the output needs, and only the part of the page that is kept.
 
@@ -14,11 +15,12 @@ before the resolution is worked out: a plate is read at the resolution its own o
 
 from __future__ import annotations
 
-import io
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pymupdf
+import simplejpeg
 from PIL import Image
 
 from ..scoring.scorer import full_page_jpeg
@@ -28,17 +30,23 @@ from .settings import ExportSettings
 # A render larger than this (a long strip cropped at a large size) is made at a lower resolution and
 # enlarged by the resize instead: memory stays bounded whatever the page's shape.
 MAX_RENDER_PIXELS = 64_000_000
+REDUCTIONS = (8, 4, 2, 1)  # libjpeg's scaled IDCTs with SIMD, as Pillow's draft() chooses among them
+DECODED_COLOURS = {"YCbCr": "RGB", "RGB": "RGB", "Gray": "GRAY"}  # CMYK, YCCK: MuPDF converts those
 
 
 @dataclass
 class Source:
     """A picture of the page that covers `plan.box` at `plan.scale` or better."""
 
-    image: Image.Image
+    image: np.ndarray  # height x width x bands (3, or 1 for a gray scan), uint8
     box: tuple[float, float, float, float]  # the plan's box in `image`'s pixels
     plan: Plan
     method: str  # "jpeg" (the embedded scan) or "render"
     pixmap: pymupdf.Pixmap | None = None  # a render's pixels, which `image` shares without a copy
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return self.image.shape[1], self.image.shape[0]
 
 
 def read_source(doc: pymupdf.Document, number: int, settings: ExportSettings, *, use_scan: bool = True,
@@ -63,31 +71,34 @@ def _plain_decode(doc: pymupdf.Document, page: pymupdf.Page) -> bool:
 def _decode_scan(jpeg: bytes, settings: ExportSettings, region: Region | None = None) -> Source | None:
     """The scan decoded at the smallest libjpeg reduction that covers the plan; None if it cannot be."""
     try:
-        image = Image.open(io.BytesIO(jpeg))
-    except Image.DecompressionBombError:  # MuPDF reads it reduced as it decodes, at the size the output needs
+        height, width, colours, _ = simplejpeg.decode_jpeg_header(jpeg)
+    except ValueError:  # not a JPEG libjpeg reads: MuPDF may still draw something
         return None
-    width, height = image.size
+    # Pillow's guard against decompression bombs: MuPDF reads such a scan reduced as it decodes.
+    if colours not in DECODED_COLOURS or width * height > 2 * (Image.MAX_IMAGE_PIXELS or math.inf):
+        return None
     plan = plan_image(width, height, settings, region)
-    # draft() picks the largest reduction whose result is still at least this size.
-    needed = (math.ceil(width * plan.scale), math.ceil(height * plan.scale))
-    drafted = image.draft("RGB", needed)
-    if image.mode not in ("RGB", "L"):  # CMYK, YCCK: leave the colour conversion to MuPDF
-        return None
-    reduction = drafted[1][2] / width if drafted else 1.0
-    decoded = _load(image)  # None when truncated or corrupt: MuPDF may still draw what it can
-    return None if decoded is None else Source(decoded, _scaled_box(plan, reduction, decoded), plan, "jpeg")
-
-
-def _load(image: Image.Image) -> Image.Image | None:
+    reduction = _reduction(width, height, (math.ceil(width * plan.scale), math.ceil(height * plan.scale)))
+    shape = (-(-height // reduction), -(-width // reduction))
     try:
-        image.load()
-    except (OSError, SyntaxError, ValueError):  # truncated or corrupt
+        # The smallest of libjpeg's scales giving at least this size is exactly 1 / reduction.
+        decoded = simplejpeg.decode_jpeg(jpeg, DECODED_COLOURS[colours], min_height=shape[0], min_width=shape[1])
+    except ValueError:  # truncated or corrupt: MuPDF may still draw what it can
         return None
-    return image
+    if decoded.shape[:2] != shape:
+        return None
+    return Source(decoded, _scaled_box(plan, 1 / reduction, shape), plan, "jpeg")
 
 
-def _scaled_box(plan: Plan, reduction: float, image: Image.Image) -> tuple[float, float, float, float]:
-    return tuple(min(limit, value * reduction) for value, limit in zip(plan.box, (*image.size, *image.size)))
+def _reduction(width: int, height: int, needed: tuple[int, int]) -> int:
+    """The largest of libjpeg's SIMD reductions whose result still covers `needed` (Pillow's draft())."""
+    scale = min(width // max(1, needed[0]), height // max(1, needed[1]))
+    return next((factor for factor in REDUCTIONS if scale >= factor), 1)
+
+
+def _scaled_box(plan: Plan, reduction: float, shape: tuple[int, int]) -> tuple[float, float, float, float]:
+    height, width = shape
+    return tuple(min(limit, value * reduction) for value, limit in zip(plan.box, (width, height, width, height)))
 
 
 def _render(page: pymupdf.Page, settings: ExportSettings, region: Region | None = None) -> Source:
@@ -104,7 +115,8 @@ def _render(page: pymupdf.Page, settings: ExportSettings, region: Region | None 
     shift_x, shift_y = math.ceil(clip.x0 * zoom) - clip.x0 * zoom, math.ceil(clip.y0 * zoom) - clip.y0 * zoom
     matrix = pymupdf.Matrix(zoom, 0, 0, zoom, shift_x, shift_y)
     pixmap = page.get_pixmap(matrix=matrix, clip=clip, alpha=False, colorspace=pymupdf.csRGB)
-    image = Image.frombuffer("RGB", (pixmap.width, pixmap.height), pixmap.samples_mv, "raw", "RGB", pixmap.stride, 1)
+    rows = np.frombuffer(pixmap.samples_mv, np.uint8).reshape(pixmap.height, pixmap.stride)
+    image = rows[:, :pixmap.width * 3].reshape(pixmap.height, pixmap.width, 3)
     # The pixmap covers the clip rounded outwards to whole pixels; place the box inside it.
     box = (
         max(0.0, clip.x0 * zoom + shift_x - pixmap.x),

@@ -50,7 +50,7 @@ def export_page(doc: pymupdf.Document, number: int, settings: ExportSettings, *,
     """The training image of one page, or of its `region`: read at the size it needs, shaped, encoded."""
     source = read_source(doc, number, settings, use_scan=use_scan, region=region)
     image = shape_image(source, settings)
-    return Exported(encode_jpeg(image, settings.quality), image.width, image.height, source.method)
+    return Exported(encode_jpeg(image, settings.quality), image.shape[1], image.shape[0], source.method)
 
 
 # Pages arrive in document order, so one open document per worker serves a run of tasks.
