@@ -24,7 +24,7 @@ import numpy as np
 
 from .pictures import find_pictures
 
-FEATURES_VERSION = 3  # raise when a feature's definition changes: `rescore` recomputes older rows
+FEATURES_VERSION = 4  # raise when a feature's definition changes: `rescore` recomputes older rows
 FEATURE_SCALE = 2  # the content box and the hash are found at half the reference resolution
 BORDER_DARKNESS = 0.5  # a row or column darker than half the paper tone is scanner bed, not page
 BACKGROUND_KERNEL = 9
@@ -145,11 +145,25 @@ def ink_map(content: np.ndarray, scale: float = 1.0, paper_from: np.ndarray | No
 
 def perceptual_hash(gray: np.ndarray) -> int:
     """64-bit DCT hash (pHash): near-identical images differ in a few bits."""
-    small = cv2.resize(gray, (32, 32), interpolation=cv2.INTER_AREA).astype(np.float32)
+    small = area_resize(gray, (32, 32)).astype(np.float32)
     low = cv2.dct(small)[:8, :8].flatten()
     bits = low > np.median(low[1:])
     value = int(np.packbits(bits).view(">u8")[0])
     return value - (1 << 64) if value >= 1 << 63 else value  # SQLite integers are signed
+
+
+def area_resize(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """`image` shrunk to `size` (width, height) by area averaging. OpenCV's area filter is fast only
+    for whole-number factors: the image is first cut to a multiple of the largest whole factor (a few
+    edge pixels at most) and shrunk by it, and only the small rest is resized by the general filter."""
+    h, w = image.shape[:2]
+    step = min(w // size[0], h // size[1])
+    if step > 1:
+        image = image[:h - h % step, :w - w % step]
+        image = cv2.resize(image, (w // step, h // step), interpolation=cv2.INTER_AREA)
+    if image.shape[1] == size[0] and image.shape[0] == size[1]:
+        return image
+    return cv2.resize(image, size, interpolation=cv2.INTER_AREA)
 
 
 def hamming(a: int, b: int) -> int:

@@ -18,7 +18,7 @@ import pymupdf
 
 from .result import PageResult
 from ..sources.reader import error_text
-from .features import feature_columns
+from .features import area_resize, feature_columns
 
 REFERENCE_ZOOM = 2.0  # Matrix(2, 2): 144 dpi, what the original pipeline measured
 THUMBNAIL_SIDE = 256
@@ -259,7 +259,14 @@ def _mupdf_decode_reduced(jpeg: bytes, image_w: int, image_h: int, reduction: in
 
 
 def mupdf_resize(gray: np.ndarray, width: int, height: int) -> np.ndarray:
-    """Resize with MuPDF's own scaler, the filter its page render applies to images."""
+    """Resize with MuPDF's own scaler, the filter its page render applies to images.
+
+    Its filter is the "simple" cubic 1 - 3d² + 2|d|³ over one output pixel each side (F source pixels
+    when shrinking by F), weights in 1/256ths, rows then columns rounded to bytes. No OpenCV resize
+    matches it: at F near 1.04 (300-dpi scans decoded at half size) its output is sharper than an area or
+    a bilinear resize (sigma 0.7 to 1.1 higher on newspaper pages), at F near 1.4 (200 dpi) softer than a
+    bilinear one (up to 3 lower). Its exact weights applied as SciPy sparse products give the same pixels
+    but cost twice its time."""
     source = pymupdf.Pixmap(pymupdf.csGRAY, pymupdf.IRect(0, 0, gray.shape[1], gray.shape[0]), False)
     np.copyto(np.frombuffer(source.samples_mv, np.uint8).reshape(gray.shape), gray)
     # pymupdf.Pixmap(source, w, h) keeps an extra reference to its result and leaks it (1.28.2);
@@ -272,13 +279,9 @@ def mupdf_resize(gray: np.ndarray, width: int, height: int) -> np.ndarray:
 def thumbnail_jpeg(image: np.ndarray) -> bytes:
     """A JPEG thumbnail of a gray or RGB image, THUMBNAIL_SIDE on its long side."""
     h, w = image.shape[:2]
-    step = max(h, w) // THUMBNAIL_SIDE
-    if step > 1:  # OpenCV's area filter is fast for whole-number factors; finish the odd rest after
-        image = cv2.resize(image, (max(1, w // step), max(1, h // step)), interpolation=cv2.INTER_AREA)
-        h, w = image.shape[:2]
     scale = THUMBNAIL_SIDE / max(h, w)
     if scale < 1:
-        image = cv2.resize(image, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA)
+        image = area_resize(image, (max(1, round(w * scale)), max(1, round(h * scale))))
     if image.ndim == 3:
         image = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)  # OpenCV writes BGR
     ok, data = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, THUMBNAIL_QUALITY])
