@@ -13,7 +13,9 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import simplejpeg
-from cykooz_resizer import CropBox, FilterType, ImageData, PixelType, ResizeAlg, Resizer, ResizeOptions
+from cykooz_resizer import CropBox, FilterType, ResizeAlg, Resizer, ResizeOptions
+from cykooz_resizer.alpha import set_image_mode
+from PIL import Image
 
 from .settings import ExportSettings
 from .source import Source
@@ -22,7 +24,6 @@ PAPER_SAMPLE_SIDE = 64  # the paper colour is judged on a thumbnail about this b
 PAPER_SHARE_PERCENT = 20
 JPEG_SUBSAMPLING = "420"  # Pillow's default, fixed so an upgrade cannot change the output
 LANCZOS3 = ResizeAlg.convolution(FilterType.lanczos3)
-PIXEL_TYPES = {1: PixelType.U8, 3: PixelType.U8x3}
 RESIZER = Resizer()  # no thread pool: the export's parallelism is its pool of processes
 
 
@@ -30,35 +31,58 @@ def shape_image(source: Source, settings: ExportSettings) -> np.ndarray:
     """The exported image (height x width x RGB): the plan's box resized with Lanczos-3, centred on a
     margin when padded."""
     plan = source.plan
-    part = lanczos_resize(source.image, plan.size, source.box)
+    part = _resize(source.image, plan.size, source.box)
     if plan.padded:
         (left, top), (width, height) = plan.offset, plan.canvas
         right, bottom = width - left - part.shape[1], height - top - part.shape[0]
         fill = _pad_fill(part, settings.pad_colour)
         # One pass writing margin and picture; filling a canvas first and pasting costs 40 times more.
         part = cv2.copyMakeBorder(part, top, bottom, left, right, cv2.BORDER_CONSTANT, value=fill)
-    return part if part.ndim == 3 and part.shape[2] == 3 else cv2.cvtColor(part, cv2.COLOR_GRAY2RGB)
+    if part.ndim == 2 or part.shape[2] == 1:
+        part = cv2.cvtColor(part, cv2.COLOR_GRAY2RGBA)
+    return part[..., :3]
 
 
 def lanczos_resize(image: np.ndarray, size: tuple[int, int], box: tuple[float, float, float, float]) -> np.ndarray:
-    """`image` (height x width x bands) as Pillow's `resize(size, LANCZOS, box=box)` makes it, by
-    fast_image_resize's Lanczos-3 (see the module)."""
-    height, width, bands = image.shape
+    """`image` (height x width x bands: 1, 3, or 4 for RGBX) as Pillow's `resize(size, LANCZOS, box=box)`
+    makes it, by fast_image_resize's Lanczos-3 (see the module), with the same bands."""
+    resized = _resize(image, size, box)
+    return resized[..., :3] if image.shape[2] == 3 else resized
+
+
+def _resize(image: np.ndarray, size: tuple[int, int], box: tuple[float, float, float, float]) -> np.ndarray:
+    """Gray stays gray; colour comes out as RGBX (the 4th byte unused).
+
+    The resizer reads and writes NumPy's memory in place through PIL images that share it: its own
+    ImageData takes only bytes, two copies of the picture that cost half the resize's time. PIL shares a
+    buffer for gray and RGBX only, hence scans are decoded as RGBX (source.py); a render's RGB is copied once.
+    """
+    if image.shape[2] == 3:
+        image = cv2.cvtColor(image, cv2.COLOR_RGB2RGBA)
+    target = np.empty((size[1], size[0], image.shape[2]), np.uint8)
     x0, y0, x1, y1 = box
     options = ResizeOptions(LANCZOS3, crop_box=CropBox(x0, y0, x1 - x0, y1 - y0))
-    source = ImageData(width, height, PIXEL_TYPES[bands], np.ascontiguousarray(image).tobytes())
-    target = ImageData(size[0], size[1], PIXEL_TYPES[bands])
-    RESIZER.resize(source, target, options)
-    return np.frombuffer(target.get_buffer(), np.uint8).reshape(size[1], size[0], bands)
+    RESIZER.resize_pil(_pil_view(np.ascontiguousarray(image)), _pil_view(target), options)
+    return target
+
+
+def _pil_view(pixels: np.ndarray) -> Image.Image:
+    """A PIL image on `pixels`' memory (gray or RGBX). RGBX is labelled RGB, which PIL keeps in the same
+    4-byte pixels, because the resizer takes RGB and not RGBX (as the resizer itself relabels RGBa)."""
+    mode = "L" if pixels.shape[2] == 1 else "RGBX"
+    image = Image.frombuffer(mode, (pixels.shape[1], pixels.shape[0]), pixels, "raw", mode, 0, 1)
+    if mode == "RGBX":
+        set_image_mode(image, "RGB")
+    return image
 
 
 def _pad_fill(part: np.ndarray, pad_colour: str):
     rgb = paper_colour(part) if pad_colour == "paper" else tuple(int(pad_colour[i:i + 2], 16) for i in (1, 3, 5))
-    return rgb if part.shape[2] == 3 else round(0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2])
+    return (*rgb, 0) if part.shape[2] == 4 else round(0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2])
 
 
 def paper_colour(image) -> tuple[int, int, int]:
-    """The colour of the paper (`image`: RGB or gray, height x width [x bands], or a PIL image): the median
+    """The colour of the paper (`image`: RGB, RGBX or gray, height x width [x bands], or a PIL image): the median
     colour of the brightest fifth of the page.
 
     Paper is the brightest large area of a scan. Its brightest fifth is paper on a text page and on a
@@ -69,7 +93,7 @@ def paper_colour(image) -> tuple[int, int, int]:
     factor = max(1, min(pixels.shape[:2]) // PAPER_SAMPLE_SIDE)
     height, width = (side // factor * factor for side in pixels.shape[:2])
     thumbnail = cv2.resize(pixels[:height, :width], (width // factor, height // factor), interpolation=cv2.INTER_AREA)
-    pixels = thumbnail.reshape(thumbnail.shape[0], thumbnail.shape[1], -1).astype(np.float32)
+    pixels = thumbnail.reshape(thumbnail.shape[0], thumbnail.shape[1], -1)[..., :3].astype(np.float32)
     pixels = np.repeat(pixels, 3, axis=2) if pixels.shape[2] == 1 else pixels
     pixels = pixels.reshape(-1, 3)
     luma = pixels @ np.array([0.299, 0.587, 0.114], np.float32)
@@ -78,5 +102,18 @@ def paper_colour(image) -> tuple[int, int, int]:
 
 
 def encode_jpeg(image: np.ndarray, quality: int) -> bytes:
-    """An RGB image (height x width x 3) as a baseline JPEG, 4:2:0, libjpeg's tables at `quality`."""
-    return simplejpeg.encode_jpeg(np.ascontiguousarray(image), quality, "RGB", JPEG_SUBSAMPLING)
+    """An RGB image (height x width x 3; or RGBX, x 4) as a baseline JPEG, 4:2:0, libjpeg's tables at
+    `quality`. The RGB of RGBX pixels (`shape_image`'s view) is encoded in place, as RGBX."""
+    pixels = _rgbx_under(image)
+    if pixels is None:
+        pixels = np.ascontiguousarray(image)
+    return simplejpeg.encode_jpeg(pixels, quality, "RGBX" if pixels.shape[2] == 4 else "RGB", JPEG_SUBSAMPLING)
+
+
+def _rgbx_under(image: np.ndarray) -> np.ndarray | None:
+    """The RGBX array `image` is the RGB view of, if it is one."""
+    base = image.base
+    if (isinstance(base, np.ndarray) and base.shape == (*image.shape[:2], 4) and base.flags.c_contiguous
+            and base.ctypes.data == image.ctypes.data and base.strides == image.strides):
+        return base
+    return None

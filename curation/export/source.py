@@ -31,14 +31,15 @@ from .settings import ExportSettings
 # enlarged by the resize instead: memory stays bounded whatever the page's shape.
 MAX_RENDER_PIXELS = 64_000_000
 REDUCTIONS = (8, 4, 2, 1)  # libjpeg's scaled IDCTs with SIMD, as Pillow's draft() chooses among them
-DECODED_COLOURS = {"YCbCr": "RGB", "RGB": "RGB", "Gray": "GRAY"}  # CMYK, YCCK: MuPDF converts those
+# Colour is decoded as RGBX, which the resize reads in place (shape._resize); CMYK, YCCK: MuPDF converts those.
+DECODED_COLOURS = {"YCbCr": "RGBX", "RGB": "RGBX", "Gray": "GRAY"}
 
 
 @dataclass
 class Source:
     """A picture of the page that covers `plan.box` at `plan.scale` or better."""
 
-    image: np.ndarray  # height x width x bands (3, or 1 for a gray scan), uint8
+    image: np.ndarray  # height x width x bands (a scan: 4, RGBX, or 1 for gray; a render: 3), uint8
     box: tuple[float, float, float, float]  # the plan's box in `image`'s pixels
     plan: Plan
     method: str  # "jpeg" (the embedded scan) or "render"
