@@ -51,11 +51,12 @@ class Source:
 
 
 def read_source(doc: pymupdf.Document, number: int, settings: ExportSettings, *, use_scan: bool = True,
-                region: Region | None = None) -> Source:
+                region: Region | None = None, known_scan: bool = False) -> Source:
     """Page `number`'s picture for `settings`, or of its `region` only; `use_scan=False` renders even a
-    scan page (to compare)."""
+    scan page (to compare). `known_scan`: ingest found the page one plain JPEG covering it, in this
+    file unchanged, so only its image is checked again (scorer.full_page_jpeg)."""
     page = doc[number]
-    scan = full_page_jpeg(doc, page) if use_scan else None
+    scan = full_page_jpeg(doc, page, drawing_known=known_scan) if use_scan else None
     if scan is not None and _plain_decode(doc, page):
         source = _decode_scan(scan[0], settings, region)
         if source is not None:

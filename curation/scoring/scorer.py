@@ -155,12 +155,15 @@ def _jpeg_components(jpeg: bytes) -> int | None:
     return None
 
 
-def full_page_jpeg(doc: pymupdf.Document, page: pymupdf.Page) -> tuple[bytes, int, int] | None:
+def full_page_jpeg(doc: pymupdf.Document, page: pymupdf.Page, *,
+                   drawing_known: bool = False) -> tuple[bytes, int, int] | None:
     """The raw JPEG, with its pixel size, of a page that is one plain JPEG covering it.
 
     None means the page has to be rendered: anything else drawn on it, several images, masks,
     CMYK or indexed colour, a Decode array, rotation, a flip or a filter chain all change what the
-    reference render shows.
+    reference render shows. `drawing_known`: this check already found the page so in an unchanged file
+    (the export of a page ingest read as "jpeg"), so what the page draws, and where (running its content,
+    which loads the image once more), is not looked at again; the image itself still is.
     """
     if page.rotation:
         return None
@@ -172,18 +175,23 @@ def full_page_jpeg(doc: pymupdf.Document, page: pymupdf.Page) -> tuple[bytes, in
         return None
     if any(doc.xref_get_key(xref, key)[0] != "null" for key in ("Decode", "Mask", "ImageMask")):
         return None
-    drawn = [(kind, rect) for kind, rect in page.get_bboxlog() if kind not in INVISIBLE_LOG]
-    if [kind for kind, _ in drawn] != ["fill-image"]:
-        return None
-    box = pymupdf.Rect(drawn[0][1])
-    if any(abs(x - y) > COVER_TOLERANCE_PT for x, y in zip(box, page.rect)):
-        return None
-    # A quarter-turned placement shows up as swapped proportions.
-    if abs(image_w / image_h - box.width / box.height) > 0.02 * box.width / box.height:
+    if not drawing_known and not _drawn_alone_over_page(page, image_w, image_h):
         return None
     if _components(doc, xref) not in (1, 3):
         return None
     return doc.xref_stream_raw(xref), image_w, image_h
+
+
+def _drawn_alone_over_page(page: pymupdf.Page, image_w: int, image_h: int) -> bool:
+    """Whether the page draws nothing but its image, covering the page upright."""
+    drawn = [(kind, rect) for kind, rect in page.get_bboxlog() if kind not in INVISIBLE_LOG]
+    if [kind for kind, _ in drawn] != ["fill-image"]:
+        return False
+    box = pymupdf.Rect(drawn[0][1])
+    if any(abs(x - y) > COVER_TOLERANCE_PT for x, y in zip(box, page.rect)):
+        return False
+    # A quarter-turned placement shows up as swapped proportions.
+    return abs(image_w / image_h - box.width / box.height) <= 0.02 * box.width / box.height
 
 
 def _components(doc: pymupdf.Document, xref: int) -> int | None:
