@@ -15,6 +15,7 @@ from curation.export import ExportSettings, export_page, nearest_bucket, plan_im
 from curation.export.selection import select
 from curation.export.worker import close_document, page_task, run_page_task
 from curation.scoring.result import PageResult
+from curation.scoring.scorer import raw_stream
 from curation.sources.reader import file_sha256
 from curation.export import source as source_module
 from curation.export.shape import lanczos_resize, paper_colour, shape_image
@@ -257,3 +258,26 @@ def test_the_export_knows_the_pages_ingest_read_as_one_scan(tmp_path):
     assert [task.known_scan for task in tasks] == [True, False]
     assert [run_page_task(task).method for task in tasks] == ["jpeg", "jpeg"]  # the second is checked in full
     close_document()
+
+
+def scan_streams(doc):
+    return [(xref, doc.xref_stream_raw(xref)) for page in doc for xref in [page.get_images()[0][0]]]
+
+
+@pytest.mark.parametrize("how", ["saved", "updated", "encrypted", "in memory"])
+def test_a_scan_is_read_from_the_file_as_mupdf_reads_it(tmp_path, how):
+    """The scan's bytes are read from the file where MuPDF found them, or by MuPDF where they are not
+    there as stored: the same bytes either way."""
+    path = write_pdf(tmp_path / "scans.pdf", [PageSpec(kind="engraving", seed=s, dpi=150, inches=SMALL) for s in (1, 2)])
+    if how == "updated":  # an incremental save: the second page's scan replaced at the end of the file
+        doc = pymupdf.open(path)
+        doc[1].replace_image(doc[1].get_images()[0][0], stream=jpeg_bytes(page_image(PageSpec(kind="text", seed=9, dpi=150, inches=SMALL))))
+        doc.saveIncr()
+        doc.close()
+    if how == "encrypted":
+        pymupdf.open(path).save(tmp_path / "locked.pdf", encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="", owner_pw="x")
+        path = tmp_path / "locked.pdf"
+    doc = pymupdf.open(stream=path.read_bytes()) if how == "in memory" else pymupdf.open(path)
+    expected = scan_streams(doc)
+    assert all(raw_stream(doc, xref) == data for xref, data in expected)
+    assert all(data[:2] == b"\xff\xd8" for _, data in expected)  # JPEGs as stored, encrypted or not
