@@ -239,7 +239,12 @@ def rotated_scan(page):
     page.set_rotation(90)
 
 
-@pytest.mark.parametrize("draw", [two_images, cmyk_scan, rotated_scan], ids=lambda f: f.__name__)
+def colour_transformed_scan(page):
+    page.insert_image(page.rect, stream=jpeg_bytes(page_image(PageSpec(kind="engraving", seed=8, dpi=150, inches=SMALL))))
+    page.parent.xref_set_key(page.get_images()[0][0], "DecodeParms", "<</ColorTransform 0>>")
+
+
+@pytest.mark.parametrize("draw", [two_images, cmyk_scan, rotated_scan, colour_transformed_scan], ids=lambda f: f.__name__)
 def test_a_page_said_to_be_one_scan_whose_image_is_not_plain_is_still_rendered(tmp_path, draw):
     """A manifest's word ("jpeg") spares only the look at what the page draws; its image is checked again."""
     doc = one_page_pdf(tmp_path, draw)

@@ -56,18 +56,12 @@ def read_source(doc: pymupdf.Document, number: int, settings: ExportSettings, *,
     scan page (to compare). `known_scan`: ingest found the page one plain JPEG covering it, in this
     file unchanged, so only its image is checked again (scorer.full_page_jpeg)."""
     page = doc[number]
-    scan = full_page_jpeg(doc, page, drawing_known=known_scan) if use_scan else None
-    if scan is not None and _plain_decode(doc, page):
+    scan = full_page_jpeg(doc, page, drawing_known=known_scan, exact_colours=True) if use_scan else None
+    if scan is not None:
         source = _decode_scan(scan[0], settings, region)
         if source is not None:
             return source
     return _render(page, settings, region)
-
-
-def _plain_decode(doc: pymupdf.Document, page: pymupdf.Page) -> bool:
-    """A /DecodeParms (ColorTransform) changes the colours MuPDF shows; such scans are rendered."""
-    xref = page.get_images(full=True)[0][0]
-    return doc.xref_get_key(xref, "DecodeParms")[0] == "null"
 
 
 def _decode_scan(jpeg: bytes, settings: ExportSettings, region: Region | None = None) -> Source | None:

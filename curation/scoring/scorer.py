@@ -156,15 +156,16 @@ def _jpeg_components(jpeg: bytes) -> int | None:
     return None
 
 
-def full_page_jpeg(doc: pymupdf.Document, page: pymupdf.Page, *,
-                   drawing_known: bool = False) -> tuple[bytes, int, int] | None:
+def full_page_jpeg(doc: pymupdf.Document, page: pymupdf.Page, *, drawing_known: bool = False,
+                   exact_colours: bool = False) -> tuple[bytes, int, int] | None:
     """The raw JPEG, with its pixel size, of a page that is one plain JPEG covering it.
 
     None means the page has to be rendered: anything else drawn on it, several images, masks,
     CMYK or indexed colour, a Decode array, rotation, a flip or a filter chain all change what the
     reference render shows. `drawing_known`: this check already found the page so in an unchanged file
     (the export of a page ingest read as "jpeg"), so what the page draws, and where (running its content,
-    which loads the image once more), is not looked at again; the image itself still is.
+    which loads the image once more), is not looked at again; the image itself still is. `exact_colours`:
+    a /DecodeParms (ColorTransform) changes the colours MuPDF shows, so such a scan is refused too.
     """
     if page.rotation:
         return None
@@ -174,7 +175,8 @@ def full_page_jpeg(doc: pymupdf.Document, page: pymupdf.Page, *,
     xref, smask, image_w, image_h, bpc, _cs, _alt, _name, filters, _ref = images[0]
     if smask or bpc != 8 or filters != "DCTDecode":
         return None
-    if any(doc.xref_get_key(xref, key)[0] != "null" for key in ("Decode", "Mask", "ImageMask")):
+    keys = ("Decode", "Mask", "ImageMask", "DecodeParms") if exact_colours else ("Decode", "Mask", "ImageMask")
+    if any(doc.xref_get_key(xref, key)[0] != "null" for key in keys):
         return None
     if not drawing_known and not _drawn_alone_over_page(page, image_w, image_h):
         return None
