@@ -128,7 +128,7 @@ def floor_calls(doc: pymupdf.Document, number: int) -> dict:
     default = ExportSettings()
     square = np.ascontiguousarray(cv2.resize(decode_scan(jpeg, default).image, (1024, 1024),
                                              interpolation=cv2.INTER_AREA))
-    square_pil = Image.fromarray(square)
+    square_pil = Image.fromarray(np.ascontiguousarray(square[..., :3]))  # the export decodes colour as RGBX
 
     def pillow() -> None:
         image = Image.open(io.BytesIO(jpeg))

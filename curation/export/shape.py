@@ -5,7 +5,8 @@ fixed point, taking the box at its fractional position as Pillow does: about a q
 two thirds of libvips' (which needed its span aligned by hand to put each output pixel where Pillow
 does), and nearer Pillow's output than libvips' (bench/bench_export.py), shrinking or enlarging, the
 same output on every run. Decoding and encoding are libjpeg-turbo's through simplejpeg, faster here than
-Pillow's (which adds a copy each way); the pixels go between the steps as NumPy arrays.
+Pillow's (which adds a copy each way); the pixels go between the steps as NumPy arrays that each step
+reads or writes in place: the scan decoded as RGBX, resized into the canvas, encoded from it.
 """
 
 from __future__ import annotations
