@@ -33,6 +33,7 @@ CARD_CONTROL_HELP = "Plus: include the picture; A: auto, the rule decides; minus
 CHOICE_OF_OVERRIDE = {1: "include", None: "auto", 0: "exclude"}
 OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
 OPEN, BULK, CAPTION, NOTICE = "pictures_open", "pictures_bulk", "pictures_caption", "pictures_notice"
+RESTORE = "pictures_restore"  # the Deleted view's "bring back all" question, open
 ON_SCREEN = "pictures_on_screen"  # the ids of the screen's pictures, for next and previous in the large view
 SCREEN_NUMBER, NEXT_AFTER = "pictures_screen", "pictures_next_after"  # the screen's number, the next one's key
 SCREENS = "pictures_screens"  # (view, the keys its screens so far start after: [None, screen 1's last, ...])
@@ -163,7 +164,10 @@ def turn_to(screen: int):
 
 
 def bulk_actions(flt: pv.PictureFilter, total: int, threshold: float):
-    if flt.decision == "deleted" or not total:  # a deleted picture is brought back one by one
+    if not total:
+        return
+    if flt.decision == "deleted":
+        restore_all(flt, total)
         return
     bar = st.container(horizontal=True, vertical_alignment="center")
     bar.caption(f"Every picture in this view ({total:,}):")
@@ -182,6 +186,33 @@ def bulk_actions(flt: pv.PictureFilter, total: int, threshold: float):
             confirm_bulk(flt, counts, threshold, st.session_state[BULK])
         else:
             confirm_captions(flt, counts, threshold)
+
+
+def restore_all(flt: pv.PictureFilter, total: int):
+    """The Deleted view's one bulk action: bring every deleted picture back, after saying how many."""
+    bar = st.container(horizontal=True, vertical_alignment="center")
+    bar.caption(f"Every deleted picture in this view ({total:,}):")
+    bar.button(f"Bring back all {total:,}", icon=":material/restore_from_trash:", key="pictures-bulk-restore",
+               type="tertiary", on_click=ask, args=(RESTORE, total), disabled=auth.locked(), help=auth.help_for())
+    if RESTORE in st.session_state:
+        confirm_restore(flt, total)
+
+
+@st.dialog("Bring back every deleted picture in the view", on_dismiss=lambda: close(RESTORE))
+def confirm_restore(flt: pv.PictureFilter, total: int):
+    st.markdown(f"**Bring back all {total:,} deleted pictures** in this view? Each is a picture again, decided by "
+                "its override or the rule, and its page follows it. One undo takes them all back.")
+    left, right = st.columns(2)
+    if left.button(f"Bring back {total:,} pictures", type="primary", key="pictures-restore-confirm") \
+            and auth.require_curator():
+        with common.open_manifest() as manifest:
+            done = pv.bulk_restore(manifest, flt)
+        close(RESTORE)
+        st.session_state[NOTICE] = f"Brought back {done:,} pictures · {UNDO_HINT}."
+        st.rerun()
+    if right.button("Cancel", key="pictures-restore-cancel"):
+        close(RESTORE)
+        st.rerun()
 
 
 def ask(key: str, value):
@@ -271,12 +302,13 @@ def grid(rows: list[dict], crops: dict, documents: dict):
     st.html(BORDERS)
     cells = st.grid(COLUMNS, min_column_width=CARD_WIDTH, gap="small")
     words = captions.sources_on(rows)
+    locked = auth.locked()  # once a screen: each asks the server's secrets
     for row in rows:
         with cells.cell(), st.container(key=card_key(row["id"])):  # the keyboard's focus outlines this
-            card(row, crops.get(row["id"]), documents.get(row["doc_id"]), words)
+            card(row, crops.get(row["id"]), documents.get(row["doc_id"]), words, locked)
 
 
-def card(row: dict, crop: bytes | None, document: dict | None, words: tuple[str, ...] = ()):
+def card(row: dict, crop: bytes | None, document: dict | None, words: tuple[str, ...] = (), locked: bool = False):
     state = pv.decision_of(row)
     with st.container(key=f"picture-card-{state}-{row['id']}", gap="xsmall"):
         if crop:
@@ -299,21 +331,22 @@ def card(row: dict, crop: bytes | None, document: dict | None, words: tuple[str,
         key = f"picture-decide-{row['id']}-{choice}"
         st.segmented_control("Decision", list(CHOICES), format_func=CARD_CHOICES.get, default=choice, required=True,
                              key=key, label_visibility="collapsed", on_change=decided, args=(row["id"], key),
-                             disabled=auth.locked() or bool(row["deleted"]), width="stretch",
-                             help=auth.help_for(CARD_CONTROL_HELP))
-        caption_input(row)
+                             disabled=locked or bool(row["deleted"]), width="stretch",
+                             help=auth.LOCKED_HELP if locked else CARD_CONTROL_HELP)
+        caption_input(row, locked=locked)
         captions.other_captions(row, lines=words)
 
 
-def caption_input(row: dict, where: str = "card"):
+def caption_input(row: dict, where: str = "card", *, locked: bool | None = None):
     # The saved caption is part of the key: a bulk caption, an undo or another browser shows at once.
     key = f"{CAPTION_KEY}{where}-{row['id']}-{zlib.crc32((row['caption'] or '').encode()):08x}"
+    locked = auth.locked() if locked is None else locked
     hint = best_caption(None, row["legend"], row["auto_caption"])  # what the picture shows without yours
     st.text_input("Caption", value=row["caption"] or "", key=key, max_chars=MAX_CAPTION, label_visibility="collapsed",
                   placeholder=f"{hint[:80]}" if hint else "Caption…", on_change=captioned, args=(row["id"], key),
-                  disabled=auth.locked(),
-                  help=auth.help_for("Your caption, saved when you press Enter or leave the box; it wins over the "
-                                     "printed legend and the model's caption."))
+                  disabled=locked,
+                  help=auth.LOCKED_HELP if locked else ("Your caption, saved when you press Enter or leave the box; "
+                                                        "it wins over the printed legend and the model's caption."))
 
 
 def captioned(picture_id: int, key: str):
@@ -429,29 +462,49 @@ def click_on_page(row: dict, boxes: list[dict], image: bytes, drawn_from: str):
     mode = st.segmented_control("Two clicks on the page", list(CLICK_MODES), format_func=CLICK_MODES.get,
                                 key=CLICK, disabled=locked, on_change=lambda: close(CORNER),
                                 help=auth.help_for("Click one corner of the picture, then the opposite corner."))
-    corner = st.session_state.get(CORNER)
+    corner = st.session_state.get(CORNER)  # in reference pixels: the zoom may change between the clicks
     if mode and not locked:
         st.caption("Now click the opposite corner." if corner else "Click one corner of the picture.")
-    page = pv.numbered_outline(image, boxes, row["width"], selected=row["id"])
+    level = zoom_buttons()
+    region = pv.zoom_region((row["bx0"], row["by0"], row["bx1"], row["by1"]), row["width"], row["height"], level)
+    page = pv.zoomed(pv.numbered_outline(image, boxes, row["width"], selected=row["id"]), region, row["width"])
     clicked = streamlit_image_coordinates(page, key=f"picture-page-{row['id']}", width="stretch",
                                           image_format="JPEG", jpeg_quality=85, cursor="crosshair" if mode else "auto")
-    st.caption(f"Drawn from {drawn_from}; {len(boxes)} picture(s) numbered, this one in blue, deleted ones dashed.")
+    st.caption(f"Drawn from {drawn_from}; {len(boxes)} picture(s) numbered, this one in blue, deleted ones dashed."
+               + (f" Zoomed {level:g}× around this picture." if level > 1 else ""))
     if not mode or locked or not clicked or clicked.get("unix_time") == st.session_state.get("pictures_last_click"):
         return
     st.session_state["pictures_last_click"] = clicked.get("unix_time")
+    try:
+        point = pv.page_point((clicked["x"], clicked["y"]), clicked["width"], region)
+    except PictureError as exc:
+        st.error(common.escape_markdown(exc))
+        return
     if corner is None:
-        st.session_state[CORNER] = (clicked["x"], clicked["y"])
+        st.session_state[CORNER] = point
         st.rerun(scope="fragment")
     st.session_state.pop(CORNER, None)
     if not auth.require_curator():
         return
     try:
-        box = pv.box_from_clicks(corner, (clicked["x"], clicked["y"]), clicked["width"], row["width"])
-        drawn(row, mode, box)
+        drawn(row, mode, pv.box_of_corners(corner, point))
     except PictureError as exc:
         st.error(common.escape_markdown(exc))
         return
     st.rerun()
+
+
+def zoom_buttons() -> float:
+    """Zoom out, the zoom, zoom in (as − and + do): the large view's page enlarged around the picture."""
+    bar = st.container(horizontal=True, vertical_alignment="center", gap="small", width="content",
+                       key="picture-zoom-bar")
+    level = hotkeys.zoom(KEYBOARD)
+    bar.button("", icon=":material/zoom_out:", key="picture-zoom-out", type="tertiary", on_click=hotkeys.zoom_by,
+               args=(KEYBOARD, -1), disabled=level <= keyboard.ZOOMS[0], help="Zoom out (−)")
+    bar.text(f"{level:g}×")
+    bar.button("", icon=":material/zoom_in:", key="picture-zoom-in", type="tertiary", on_click=hotkeys.zoom_by,
+               args=(KEYBOARD, 1), disabled=level >= keyboard.ZOOMS[-1], help="Zoom in (+): around this picture")
+    return level
 
 
 def drawn(row: dict, mode: str, box: list[int]):

@@ -236,3 +236,41 @@ def test_a_bulk_caption_keeps_a_typed_caption_unless_asked(db):
     assert captions[engraving] == "her own caption" and list(captions.values()).count("a fashion plate") == 3
     boxes = [b.value for b in at.text_input if b.key.startswith("picture-caption-card-")]
     assert sorted(boxes) == ["a fashion plate"] * 3 + ["her own caption"]  # every card at once
+
+
+def test_the_deleted_view_brings_every_deleted_picture_back_after_saying_how_many(db):
+    with_pictures(db, pages=3)
+    deleted = picture_ids(db, 0) + picture_ids(db, 1, number=2)
+    with Manifest(db) as manifest:
+        for picture_id in deleted:
+            manifest.delete_picture(picture_id)
+    at = pictures_view()
+    at.segmented_control(key="pic_decision").set_value("deleted")
+    ran(at)
+    next(b for b in at.button if b.key == "pictures-bulk-restore").click()
+    ran(at)
+    assert "Bring back all 3 deleted pictures" in texts(at)  # says how many before anything changes
+    with Manifest(db) as manifest:
+        assert len(list(manifest.picture_rows(where="x.deleted"))) == 3
+    next(b for b in at.button if b.key == "pictures-restore-confirm").click()
+    ran(at)
+    assert any("Brought back 3 pictures" in t.value for t in at.toast)
+    assert at.segmented_control(key="pic_decision").format_func("deleted").endswith("· 0")
+    with Manifest(db) as manifest:
+        assert not list(manifest.picture_rows(where="x.deleted"))
+        manifest.undo()  # one step takes all three back
+        assert {r["id"] for r in manifest.picture_rows(where="x.deleted")} == set(deleted)
+
+
+def test_the_large_view_zooms_around_the_picture(db):
+    with_pictures(db, pages=1)
+    engraving, stock = picture_ids(db)
+    at = open_picture(pictures_view(), stock)
+    assert not any("Zoomed" in c.value for c in at.caption)
+    next(b for b in at.button if b.key == "picture-zoom-in").click()
+    ran(at)
+    next(b for b in at.button if b.key == "picture-zoom-in").click()
+    ran(at)
+    assert any("Zoomed 2× around this picture" in c.value for c in at.caption)
+    assert not next(b for b in at.button if b.key == "picture-zoom-out").disabled
+    assert "picture **2** of 2" in texts(at)

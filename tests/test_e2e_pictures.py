@@ -7,6 +7,7 @@ import os
 import pytest
 
 from curation import Manifest
+from curation.manifest import picture_views as pv
 from server_support import CHROMIUM, go, no_exception, settle, streamlit_server
 from test_e2e_walkthrough import cli
 
@@ -75,11 +76,32 @@ def test_the_pictures_grid_at_1440_px_holds_six_cards_a_row_and_two_clicks_fix_a
         page.get_by_text("Redrew the box of picture").first.wait_for()  # the toast
         settle(page)
         no_exception(page)
-    with Manifest(db) as manifest:
-        (fixed,) = manifest.picture_rows(where="x.fx0 IS NOT NULL")
+        with Manifest(db) as manifest:
+            (fixed,) = manifest.picture_rows(where="x.fx0 IS NOT NULL")
         assert fixed["bx0"] == pytest.approx(0.1 * fixed["width"], abs=0.02 * fixed["width"])
         assert fixed["bx1"] == pytest.approx(0.6 * fixed["width"], abs=0.02 * fixed["width"])
         assert fixed["by1"] == pytest.approx(0.5 * fixed["height"], abs=0.02 * fixed["height"])
+        # Zoomed in twice (2x, around the picture), two clicks still fix the box where they fall on the page.
+        region = pv.zoom_region([fixed[k] for k in ("bx0", "by0", "bx1", "by1")], fixed["width"], fixed["height"], 2.0)
+        for level in ("1.5×", "2×"):
+            dialog.locator(".st-key-picture-zoom-in button").first.click()
+            dialog.get_by_text(level, exact=True).wait_for()
+            settle(page)
+        dialog.get_by_text("Zoomed 2× around this picture", exact=False).wait_for()
+        drawn = dialog.frame_locator("iframe").locator("img")
+        size = drawn.bounding_box()
+        drawn.click(position={"x": size["width"] * 0.25, "y": size["height"] * 0.25})
+        dialog.get_by_text("Now click the opposite corner.").wait_for()
+        drawn.click(position={"x": size["width"] * 0.75, "y": size["height"] * 0.75})
+        page.get_by_text("Redrew the box of picture").nth(1).wait_for()
+        settle(page)
+        no_exception(page)
+    with Manifest(db) as manifest:
+        zoomed = manifest.picture(fixed["id"])
+    x0, y0, x1, y1 = region
+    expected = [x0 + 0.25 * (x1 - x0), y0 + 0.25 * (y1 - y0), x0 + 0.75 * (x1 - x0), y0 + 0.75 * (y1 - y0)]
+    for key, value in zip(("bx0", "by0", "bx1", "by1"), expected):
+        assert zoomed[key] == pytest.approx(value, abs=0.01 * fixed["width"])
 
 
 @pytest.fixture

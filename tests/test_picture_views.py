@@ -161,6 +161,54 @@ def test_two_clicks_in_any_order_are_one_box(manifest):
         pv.box_from_clicks((1, 1), (2, 2), 0, 1224)
 
 
+def test_a_click_on_the_zoomed_page_is_mapped_back_to_the_page_and_sets_that_box(manifest, doc):
+    assert pv.zoom_region(NEAR_CUT[:4], WIDTH, HEIGHT, 1.0) == (0, 0, WIDTH, HEIGHT)
+    assert pv.zoom_region(ENGRAVING[:4], WIDTH, HEIGHT, 2.0) == (0, 0, 500, 700)  # held inside the page
+    region = pv.zoom_region(NEAR_CUT[:4], WIDTH, HEIGHT, 2.0)
+    assert region == (400, 700, 900, 1400)  # half the page's sides, around the picture (500..800, 900..1200)
+    near = ids(manifest, doc)[(3, 1)]
+    boxes = pv.page_boxes(manifest, doc, 3)
+    page = np.full((1400, 1000, 3), 255, np.uint8)
+    zoomed = pv.zoomed(pv.numbered_outline(jpeg(page), boxes, WIDTH, selected=near), region, WIDTH)
+    assert zoomed.width == WIDTH  # enlarged back: the zoomed part fills the view
+    shown = np.asarray(zoomed).astype(int)
+    # The picture's left edge (x 500) is a fifth into the window 500 wide from x 400: drawn there, in blue...
+    x, y = round(0.2 * zoomed.width), round((1050 - 700) / 700 * zoomed.height)
+    assert np.abs(shown[y, x] - pv.SELECTED_COLOUR).max() < 60
+    # ...and a click there, on the view shown 600 px wide, is that edge on the page.
+    scale = 600 / zoomed.width
+    left = pv.page_point((x * scale, y * scale), 600, region)
+    assert abs(left[0] - 500) <= 2 and abs(left[1] - 1050) <= 2
+    box = pv.box_from_clicks((x * scale, 0), (300, 240), 600, 1000, region)
+    assert box == [round(left[0]), 700, 650, 900]  # 300, 240 of 600: five sixths of a reference pixel each
+    manifest.set_picture_box(near, box)
+    row = manifest.picture(near)
+    assert [row["bx0"], row["by0"], row["bx1"], row["by1"]] == box
+
+
+def test_deleted_pictures_are_brought_back_all_at_once_and_taken_back_in_one_undo(manifest, doc):
+    picture = ids(manifest, doc)
+    other = manifest.register_document(sha256="b" * 64, path="/archive/b.pdf", size=1)["id"]
+    scored(manifest, other, 0, [PLATE])
+    for key in ((0, 2), (2, 1), (3, 1)):
+        manifest.delete_picture(picture[key])
+    manifest.delete_picture(ids(manifest, other)[(0, 1)])
+    kept = manifest.summary()["kept"]  # the plate's page is excluded with its only picture
+    with pytest.raises(ValueError):
+        pv.bulk_restore(manifest, pv.PictureFilter("all"))
+    assert pv.filter_counts(manifest, None, doc)["deleted"] == 3
+    assert pv.bulk_restore(manifest, pv.PictureFilter("deleted", doc)) == 3  # this document's only
+    assert history.actions(manifest.conn)[0]["description"] == "brought back 3 pictures"
+    assert pv.filter_counts(manifest, None) == {**pv.scanned_counts(manifest, None), "deleted": 1}
+    assert [r["id"] for r in manifest.picture_rows(where="x.deleted")] == [ids(manifest, other)[(0, 1)]]
+    assert manifest.summary()["kept"] == kept + 2  # the plate's page and the near cut's follow their pictures
+    manifest.undo()
+    assert {r["id"] for r in manifest.picture_rows(where="x.deleted AND x.doc_id = :d", params={"d": doc})} == {
+        picture[(0, 2)], picture[(2, 1)], picture[(3, 1)]}
+    assert manifest.summary()["kept"] == kept
+    assert pv.filter_counts(manifest, None) == pv.scanned_counts(manifest, None)
+
+
 def test_a_bulk_exclude_says_what_it_replaces_and_undoes_in_one_step(manifest, doc):
     picture = ids(manifest, doc)
     manifest.set_picture_override(picture[(1, 1)], True)
@@ -214,19 +262,24 @@ def test_a_card_says_what_happened_to_its_picture(manifest, doc):
     assert words[picture[(0, 1)]] == ""
 
 
+TRIED = 30.0  # a σ cutoff other than the saved one
+
+
 def test_kept_counts_follow_every_change_and_count_again_only_the_documents_touched(manifest, doc, monkeypatch):
+    """At a cutoff being tried (not the saved one, whose counts are stored), counted in memory."""
     other = manifest.register_document(sha256="b" * 64, path="/archive/b.pdf", size=1)["id"]
     for page in range(3):
         scored(manifest, other, page, [PLATE, STOCK_CUT])
     keeper = pv.CountKeeper()
     scans = []
     counted = pv.document_counts
+    assert keeper.counts(manifest, None) == pv.scanned_counts(manifest, None)  # saved: the stored counts, no scan
     monkeypatch.setattr(pv, "document_counts", lambda *a, **k: scans.append(a[2] if len(a) > 2 else "all")
                         or counted(*a, **k))
 
     def same():
-        assert keeper.counts(manifest, None) == pv.filter_counts(manifest, None)
-        assert keeper.counts(manifest, None, doc) == pv.filter_counts(manifest, None, doc)
+        assert keeper.counts(manifest, TRIED) == pv.scanned_counts(manifest, TRIED)
+        assert keeper.counts(manifest, TRIED, doc) == pv.scanned_counts(manifest, TRIED, doc)
 
     same()
     picture = ids(manifest, doc)
@@ -247,7 +300,7 @@ def test_kept_counts_follow_every_change_and_count_again_only_the_documents_touc
     manifest.finish_job(job, "done")
     same()
     assert scans[-1] == "all"
-    assert keeper.counts(manifest, 1000.0, rule="sigma") == pv.filter_counts(manifest, 1000.0, rule="sigma")
+    assert keeper.counts(manifest, 1000.0, rule="sigma") == pv.scanned_counts(manifest, 1000.0, rule="sigma")
 
 
 def test_a_sorted_screen_of_few_pictures_among_many_is_found_past_the_first_ones(manifest, doc, monkeypatch):

@@ -1,40 +1,34 @@
-"""What Review's Pictures view shows: pictures with their decision, filtered, sorted and paged, their crops,
-and the bulk actions on a view, computed in SQL and tested without Streamlit.
+"""What Review's Pictures view shows: pictures with their decision, filtered, sorted and paged, and the bulk
+actions on a view, computed in SQL and tested without Streamlit; their crops and the page with its boxes are
+drawn by curation.manifest.picture_images (its names are this module's too, for the view).
 
 Paging is by key, not OFFSET: a screen is the pictures after the last one of the screen before in the sort's
 order (every sort's key tells any two pictures apart, so the order is total), so the thousandth screen costs
-what the first does. A card's crop is cut from its page's stored thumbnail: 1-4 ms a crop, where drawing it from the
-PDF took 30 ms a picture on a real 300-dpi front page (1.4 s for a screen of 48) and the page thumbnail
-itself 80 ms. The crop is small (a picture a third of the page is 85 pixels of the 256-pixel thumbnail), so
-the large view draws the whole page from its PDF, on demand and kept for the next few (0.4 s at 1,400
-pixels, curation.manifest.views.render_page).
+what the first does.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import io
 import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import PIL.Image
-import PIL.ImageDraw
-
-from .pictures import PictureError
-from .rules import KEEP_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL, PICTURE_KEEP_SQL
+from . import picture_decisions
+from .picture_images import (CROP_SIDE, OUTLINE_COLOUR, OUTLINE_MIN_WIDTH, SELECTED_COLOUR, box_from_clicks,  # noqa: F401
+                             box_of_corners, crop, crops, numbered_outline, page_point, zoom_region, zoomed)
+from .pictures import PictureError  # noqa: F401 (the view's callers catch it)
+from .rules import EXPORTED_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL
 from .store import Manifest, now
-from .views import OUTLINE_COLOUR, decision_params, thumbnails
+from .views import decision_params
 
 FROM_SQL = "FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page JOIN documents d ON d.id = x.doc_id"
 # Joined only when a query reads them (by alias): every join costs a lookup per picture.
 JOINS = {"o": "LEFT JOIN overrides o ON o.doc_id = x.doc_id AND o.page = x.page",
          "g": "LEFT JOIN duplicates g ON g.doc_id = x.doc_id AND g.page = x.page"}
 BASE_SQL = f"{LIVE_DOCUMENT_SQL} AND p.status = 'ok'"
-# What the export writes: the picture is kept and so is its page.
-EXPORTED_SQL = f"(({KEEP_SQL}) AND ({PICTURE_KEEP_SQL}))"
+LIVE_DOCUMENTS = f"SELECT d.id FROM documents d WHERE {LIVE_DOCUMENT_SQL}"
 DECISIONS = {
     "all": "All pictures",
     "kept": "Kept",
@@ -58,6 +52,9 @@ DECISION_SQL = {
     "gone": "NOT x.deleted AND x.rank IS NULL AND NOT x.added",
     "deleted": "x.deleted",
 }
+# Kept and excluded as stored under the saved settings (picture_decisions): an index walk, not a decision
+# evaluated for every picture.
+STORED_SQL = {"kept": "NOT x.deleted AND x.exported = 1", "excluded": "NOT x.deleted AND x.exported = 0"}
 # How far a picture is from the rule's cut: its size against the picture cutoff, as a factor (1 on it, 2 half
 # or twice the cutoff); under σ only, its page's σ from the cutoff. An added picture is sure.
 UNSURE_SQL = (f"CASE WHEN x.added THEN 1e9 ELSE MAX({PICTURE_AREA_SQL} / :picture_area_min, "
@@ -71,15 +68,10 @@ SORTS = {
     "page": ("Document and page", ["x.doc_id", "x.page", "x.number"]),
     "size": ("Largest first", [PICTURE_AREA_SQL, "x.id"]),
     "unsure": ("Least sure first", [UNSURE_SQL, "x.id"]),
-    "duplicates": ("Near-duplicates together", ["COALESCE(g.group_id, 9e18)", "x.doc_id", "x.page", "x.number"]),
+    "duplicates": ("Near-duplicates together", ["COALESCE(g.group_id, 9e18)", "x.doc_id", "x.page", "x.number"]),  # NO_GROUP
 }
 DESCENDING = {"size"}
 INDEXED = {"page", "size"}
-CROP_SIDE = 200  # pixels: a card's square crop, enough for the widest card of the grid
-CROP_MARGIN = 0.03  # of the page's width: a little of the page around the box, to see what the box cut
-PAPER = (243, 238, 228)  # the theme's secondary background: the letterbox around a crop
-OUTLINE_MIN_WIDTH = 800  # pixels: a smaller page image is enlarged before its boxes are drawn
-SELECTED_COLOUR = (0, 114, 178)  # the open picture's box: a blue no scan is printed in
 
 
 @dataclass(frozen=True)
@@ -89,10 +81,12 @@ class PictureFilter:
     decision: str = "all"
     doc_id: int | None = None
 
-    def sql(self) -> tuple[str, dict]:
+    def sql(self, stored: bool = False) -> tuple[str, dict]:
+        """The filter as SQL; `stored`: read the decisions stored under the saved settings."""
         if self.decision not in DECISION_SQL:
             raise ValueError(f"unknown picture filter {self.decision!r}")
-        conditions, params = [BASE_SQL, DECISION_SQL[self.decision]], {}
+        decision = STORED_SQL.get(self.decision) if stored else None
+        conditions, params = [BASE_SQL, decision or DECISION_SQL[self.decision]], {}
         if self.doc_id is not None:
             conditions.append("x.doc_id = :doc_id")
             params["doc_id"] = int(self.doc_id)
@@ -116,8 +110,9 @@ def _order(sort: str, terms: list[str]) -> str:
 
 def _bound(manifest: Manifest, threshold: float | None, flt: PictureFilter,
            rule: str | None = None) -> tuple[str, dict]:
-    where, params = flt.sql()
-    return where, {**decision_params(manifest, threshold, rule), **params}
+    decision = decision_params(manifest, threshold, rule)
+    where, params = flt.sql(stored=picture_decisions.is_saved(manifest, decision))
+    return where, {**decision, **params}
 
 
 # -- counts -----------------------------------------------------------------------------------
@@ -128,7 +123,16 @@ COUNTED = [name for name in DECISION_SQL if name != "excluded"]  # excluded: nei
 
 def filter_counts(manifest: Manifest, threshold: float | None, doc_id: int | None = None, *,
                   rule: str | None = None) -> dict[str, int]:
-    """How many pictures each decision filter holds (of one document, or all), in one scan."""
+    """How many pictures each decision filter holds (of one document, or all): under the saved settings read
+    from the stored counts (milliseconds), else in one scan."""
+    if picture_decisions.is_saved(manifest, decision_params(manifest, threshold, rule)):
+        return _stored_counts(manifest, doc_id)
+    return scanned_counts(manifest, threshold, doc_id, rule=rule)
+
+
+def scanned_counts(manifest: Manifest, threshold: float | None, doc_id: int | None = None, *,
+                   rule: str | None = None) -> dict[str, int]:
+    """filter_counts by evaluating every picture's decision (rules.EXPORTED_SQL), in one scan."""
     where, params = BASE_SQL, decision_params(manifest, threshold, rule)
     if doc_id is not None:
         where, params["doc_id"] = f"{where} AND x.doc_id = :doc_id", int(doc_id)
@@ -150,6 +154,17 @@ def document_counts(manifest: Manifest, threshold: float | None, doc_ids: Iterab
     return {**{doc: _with_excluded([0] * len(COUNTED)) for doc in wanted or ()}, **counts}
 
 
+def _stored_counts(manifest: Manifest, doc_id: int | None) -> dict[str, int]:
+    stored = picture_decisions.counts(manifest, doc_id)
+    mine, params = ("AND x.doc_id = :doc_id", {"doc_id": int(doc_id)}) if doc_id is not None else ("", {})
+    duplicates = manifest.conn.execute(  # driven from the groups' pages, a few thousand
+        f"SELECT COUNT(*) FROM duplicates g CROSS JOIN pictures x ON x.doc_id = g.doc_id AND x.page = g.page "
+        f"WHERE x.exported IS NOT NULL AND NOT x.deleted AND x.doc_id IN ({LIVE_DOCUMENTS}) {mine}",
+        params).fetchone()[0]
+    return _with_excluded([stored["pictures"], stored["kept"], stored["overridden"], duplicates, stored["gone"],
+                           stored["deleted"]])
+
+
 def _with_excluded(values: Sequence[int]) -> dict[str, int]:
     counts = dict(zip(COUNTED, values))
     return {**counts, "excluded": counts["all"] - counts["kept"]}
@@ -166,7 +181,8 @@ def scoring_stamp(manifest: Manifest) -> tuple:
 
 
 class CountKeeper:
-    """The filter counts, kept between script runs and brought up to date cheaply: a scan of every picture
+    """The filter counts at cutoffs other than the saved ones (whose counts are stored), kept between script
+    runs and brought up to date cheaply: a scan of every picture
     (a second at 250,000) only when the decision or the scoring changed; after a person's changes, only the
     documents they touched are counted again (milliseconds), read from the history. One per manifest,
     shared by the sessions that show it."""
@@ -178,6 +194,8 @@ class CountKeeper:
     def counts(self, manifest: Manifest, threshold: float | None, doc_id: int | None = None, *,
                rule: str | None = None) -> dict[str, int]:
         params = decision_params(manifest, threshold, rule)
+        if picture_decisions.is_saved(manifest, params):  # the stored counts: nothing to keep
+            return filter_counts(manifest, threshold, doc_id, rule=rule)
         key = (str(manifest.path), params["threshold"], params["rule"], params["picture_area_min"],
                scoring_stamp(manifest))
         last = manifest.conn.execute("SELECT COALESCE(MAX(id), 0) FROM history").fetchone()[0]  # before counting
@@ -232,7 +250,12 @@ def screen(manifest: Manifest, threshold: float | None, flt: PictureFilter = Pic
                 f"({', '.join(f':after{i}' for i in range(len(terms)))})")
         after_params = {f"after{i}": value for i, value in enumerate(after)}
     params.update(after_params)
-    keys = None if sort in INDEXED else _first_of_most(manifest, terms, flt, params, past, where, limit + 1)
+    if sort == "duplicates":
+        keys = _duplicates_first(manifest, where, params, after, limit + 1)
+    elif sort == "unsure" and terms[0] == UNSURE_SQL and flt.decision in MOST:
+        keys = _nearest_the_cutoff(manifest, where, params, after, limit + 1)
+    else:
+        keys = None if sort in INDEXED else _first_of_most(manifest, terms, flt, params, past, where, limit + 1)
     if keys is None:
         keys = manifest.conn.execute(
             f"SELECT {', '.join(terms)}, x.id {from_sql(where, *terms)} WHERE {where}{past} "
@@ -249,6 +272,58 @@ def screen(manifest: Manifest, threshold: float | None, flt: PictureFilter = Pic
         f"WHERE x.id IN ({', '.join(map(str, ids))})").fetchall())
     rows = [{**found[i], "duplicate_group": groups.get(i)} for i in ids if i in found]
     return Screen(rows, keys[-1][:-1] if more else None)
+
+
+NO_GROUP = 9e18  # the group key of a picture on no near-duplicate page: after every group
+
+
+def _duplicates_first(manifest: Manifest, where: str, params: dict, after: Sequence | None, count: int) -> list:
+    """The first `count` keys of the view near-duplicates together: the pictures of the groups' pages, group by
+    group (read from the groups, a few thousand pages), then the others in document order through the index
+    of (doc_id, page, number), past each picture on a group's page. No sort of every picture."""
+    conn, keys = manifest.conn, []
+    # Group by group from the index of the groups (the planner would read every page of the view, then sort).
+    joined = from_sql(where).replace("FROM pictures x", "FROM duplicates g INDEXED BY duplicates_group "
+                                     "CROSS JOIN pictures x", 1)
+    if after is None or after[0] < NO_GROUP:
+        past = "" if after is None else " AND (g.group_id, x.doc_id, x.page, x.number) > (:after0, :after1, :after2, :after3)"
+        keys = conn.execute(
+            f"SELECT g.group_id, x.doc_id, x.page, x.number, x.id {joined} WHERE x.doc_id = g.doc_id "
+            f"AND x.page = g.page AND {where}{past} ORDER BY g.group_id, x.doc_id, x.page, x.number "
+            f"LIMIT {int(count)}", params).fetchall()
+        past = ""
+    else:
+        past = " AND (x.doc_id, x.page, x.number) > (:after1, :after2, :after3)"
+    if len(keys) < count:
+        keys += conn.execute(
+            f"SELECT {NO_GROUP!r}, x.doc_id, x.page, x.number, x.id {from_sql(where)} WHERE {where}{past} AND NOT EXISTS "
+            f"(SELECT 1 FROM duplicates g WHERE g.doc_id = x.doc_id AND g.page = x.page) "
+            f"ORDER BY x.doc_id, x.page, x.number LIMIT {int(count) - len(keys)}", params).fetchall()
+    return keys
+
+
+def _nearest_the_cutoff(manifest: Manifest, where: str, params: dict, after: Sequence | None, count: int) -> list:
+    """The first `count` keys of the view least sure first under the picture rule: the pictures from the
+    cutoff up and from the cutoff down, each through the index of the size, then the added ones (sure),
+    merged. Each walk is in UNSURE_SQL's order, ties by id, so the merge is too."""
+    area, past = PICTURE_AREA_SQL, ""
+    up = down = ""
+    if after is not None:
+        past = f" AND ({UNSURE_SQL}, x.id) > (:after0, :after1)"
+        # What the key leaves on either side of the cutoff, loosely (the exact test is `past`), for the index.
+        up = f" AND {area} >= :after0 * :picture_area_min * (1 - 1e-9)"
+        down = f" AND {area} <= :picture_area_min / :after0 * (1 + 1e-9)"
+    joined = from_sql(where)
+    walks = ((joined, f"NOT x.added AND {area} >= :picture_area_min{up}", f"{area}, x.id"),
+             (joined, f"NOT x.added AND {area} < :picture_area_min{down}", f"{area} DESC, x.id"),
+             # the planner would walk every kept or excluded picture for the few added ones
+             (joined.replace("FROM pictures x", "FROM pictures x INDEXED BY pictures_added", 1), "x.added", "x.id"))
+    keys = []
+    for source, condition, order in walks:
+        keys += manifest.conn.execute(
+            f"SELECT {UNSURE_SQL}, x.id, x.id {source} WHERE {where} AND {condition}{past} "
+            f"ORDER BY {order} LIMIT {int(count)}", params).fetchall()
+    return sorted(keys, key=lambda key: (key[0], key[1]))[:count]
 
 
 # Filters that hold most pictures, and sorts no index serves: a few screens' worth of the first pictures in
@@ -310,103 +385,6 @@ def decision_of(row: dict) -> str:
     if row["deleted"]:
         return "deleted"
     return "kept" if row["keep_picture"] and row["page_keep"] else "excluded"
-
-
-# -- crops and the page with its boxes ----------------------------------------------------------
-
-
-def crop(image: bytes, box: Sequence[float], page_width: int, page_height: int, side: int = CROP_SIDE) -> bytes:
-    """The part of `image` (a page, any size, JPEG) inside `box` (reference pixels of a page `page_width` by
-    `page_height`) with a small margin, fitted into a `side`-pixel square on paper colour: every card the
-    same height, whatever the picture's shape."""
-    with PIL.Image.open(io.BytesIO(image)) as opened:
-        picture = opened.convert("RGB")
-    sx, sy = picture.width / page_width, picture.height / page_height
-    margin = CROP_MARGIN * page_width
-    x0, y0, x1, y1 = box[:4]
-    region = (max(0, int((x0 - margin) * sx)), max(0, int((y0 - margin) * sy)),
-              min(picture.width, int(round((x1 + margin) * sx))), min(picture.height, int(round((y1 + margin) * sy))))
-    if region[2] - region[0] < 1 or region[3] - region[1] < 1:
-        region = (0, 0, picture.width, picture.height)
-    part = picture.crop(region)
-    scale = side / max(part.width, part.height)
-    part = part.resize((max(1, round(part.width * scale)), max(1, round(part.height * scale))), PIL.Image.LANCZOS)
-    square = PIL.Image.new("RGB", (side, side), PAPER)
-    square.paste(part, ((side - part.width) // 2, (side - part.height) // 2))
-    out = io.BytesIO()
-    square.save(out, "JPEG", quality=85)
-    return out.getvalue()
-
-
-def crops(manifest: Manifest, rows: Iterable[dict]) -> dict[int, bytes]:
-    """Each picture's crop by id, cut from its page's thumbnail (drawn from the PDF when none is stored and
-    the PDF is at hand, as views.thumbnails does); pictures whose page has no image are absent."""
-    rows = list(rows)
-    pages = thumbnails(manifest, {(row["doc_id"], row["page"]) for row in rows}, draw_missing=True)
-    cut = {}
-    for row in rows:
-        thumb = pages.get((row["doc_id"], row["page"]))
-        if thumb and row["width"] and row["height"]:
-            cut[row["id"]] = _kept_crop(thumb, (row["bx0"], row["by0"], row["bx1"], row["by1"]), row["width"],
-                                        row["height"])
-    return cut
-
-
-CROPS_KEPT = 1000  # crops kept in memory (about 10 kB each, and their thumbnail's 10 kB): twenty screens
-
-
-@functools.lru_cache(maxsize=CROPS_KEPT)
-def _kept_crop(image: bytes, box: tuple, page_width: int, page_height: int) -> bytes:
-    """Keyed by the thumbnail's bytes and the box: a redrawn box or a new thumbnail is cut anew."""
-    return crop(image, box, page_width, page_height)
-
-
-def numbered_outline(image: bytes, boxes: list[dict], page_width: int, selected: int | None = None) -> PIL.Image.Image:
-    """`image` (the page drawn, JPEG) with every picture box of `boxes` (page_boxes) drawn and numbered as the
-    export numbers them; the `selected` picture in blue, deleted ones dashed."""
-    with PIL.Image.open(io.BytesIO(image)) as opened:
-        picture = opened.convert("RGB")
-    if picture.width < OUTLINE_MIN_WIDTH:  # a thumbnail, when the PDF is not at hand: boxes and numbers legible
-        height = round(picture.height * OUTLINE_MIN_WIDTH / picture.width)
-        picture = picture.resize((OUTLINE_MIN_WIDTH, height), PIL.Image.LANCZOS)
-    scale = picture.width / page_width
-    draw = PIL.ImageDraw.Draw(picture)
-    line = max(2, round(picture.width / 300))
-    size = max(14, round(picture.width / 40))
-    for row in boxes:
-        x0, y0, x1, y1 = (row[k] * scale for k in ("bx0", "by0", "bx1", "by1"))
-        colour = SELECTED_COLOUR if row["id"] == selected else OUTLINE_COLOUR
-        if row["deleted"]:
-            _dashed_rectangle(draw, (x0, y0, x1, y1), colour, line)
-        else:
-            draw.rectangle([x0, y0, x1, y1], outline=colour, width=line * (2 if row["id"] == selected else 1))
-        label = str(row["number"])
-        draw.rectangle([x0, y0, x0 + size * (0.7 * len(label) + 0.5), y0 + size * 1.3], fill=colour)
-        draw.text((x0 + size * 0.25, y0 + size * 0.1), label, fill=(255, 255, 255), font_size=size)
-    return picture
-
-
-def _dashed_rectangle(draw: PIL.ImageDraw.ImageDraw, box: tuple, colour: tuple, width: int, dash: int = 12) -> None:
-    x0, y0, x1, y1 = box
-    for start, end in (((x0, y0), (x1, y0)), ((x1, y0), (x1, y1)), ((x1, y1), (x0, y1)), ((x0, y1), (x0, y0))):
-        length = max(abs(end[0] - start[0]), abs(end[1] - start[1]))
-        for t in range(0, int(length), dash * 2):
-            a, b = t / length, min(1.0, (t + dash) / length)
-            draw.line([(start[0] + (end[0] - start[0]) * a, start[1] + (end[1] - start[1]) * a),
-                       (start[0] + (end[0] - start[0]) * b, start[1] + (end[1] - start[1]) * b)],
-                      fill=colour, width=width)
-
-
-def box_from_clicks(first: Sequence[float], second: Sequence[float], shown_width: float,
-                    page_width: int) -> list[int]:
-    """Two clicks on a page shown `shown_width` pixels wide, as a box in reference pixels (the corners in any
-    order). Manifest.add_picture and set_picture_box hold it to the page and refuse a line or a point."""
-    if not shown_width:
-        raise PictureError("the page's size on screen is not known; click again")
-    scale = page_width / shown_width
-    (ax, ay), (bx, by) = first[:2], second[:2]
-    return [round(min(ax, bx) * scale), round(min(ay, by) * scale), round(max(ax, bx) * scale),
-            round(max(ay, by) * scale)]
 
 
 # -- bulk actions -------------------------------------------------------------------------------
@@ -475,15 +453,29 @@ def bulk_caption(manifest: Manifest, threshold: float | None, flt: PictureFilter
     return count
 
 
+def bulk_restore(manifest: Manifest, flt: PictureFilter) -> int:
+    """Bring back every deleted picture of the view (the Deleted filter, of one document or all), as one
+    action undone in one step; each page follows its pictures again. Returns how many."""
+    if flt.decision != "deleted":
+        raise ValueError("only deleted pictures can be brought back")
+    with manifest.recording("picture") as action, _bulk_pictures(manifest, None, flt, None, deleted=True) as count:
+        _record(manifest, action, "picture_deleted", "deleted", 0)
+        manifest.conn.execute("UPDATE pictures SET deleted = 0, updated_at = ? WHERE id IN "
+                              "(SELECT id FROM temp.bulk_pictures)", (now(),))
+        _refresh(manifest)
+    return count
+
+
 @contextlib.contextmanager
-def _bulk_pictures(manifest: Manifest, threshold: float | None, flt: PictureFilter, rule: str | None, extra: str = ""):
-    """The view's pictures (not deleted; and `extra`) as temp.bulk_pictures (id, doc_id, page, keep, caption)
-    while the block runs, taken once; yields how many. Use inside a recording."""
+def _bulk_pictures(manifest: Manifest, threshold: float | None, flt: PictureFilter, rule: str | None, extra: str = "",
+                   *, deleted: bool = False):
+    """The view's pictures (not deleted, or only the deleted ones; and `extra`) as temp.bulk_pictures (id, doc_id,
+    page, keep, caption, deleted) while the block runs, taken once; yields how many. Use inside a recording."""
     where, params = _bound(manifest, threshold, flt, rule)
     conn = manifest.conn
     conn.execute("DROP TABLE IF EXISTS temp.bulk_pictures")
-    conn.execute(f"CREATE TEMP TABLE bulk_pictures AS SELECT x.id, x.doc_id, x.page, x.keep, x.caption "
-                 f"{from_sql(where)} WHERE {where} AND NOT x.deleted {extra}", params)
+    conn.execute(f"CREATE TEMP TABLE bulk_pictures AS SELECT x.id, x.doc_id, x.page, x.keep, x.caption, x.deleted "
+                 f"{from_sql(where)} WHERE {where} AND {'' if deleted else 'NOT'} x.deleted {extra}", params)
     try:
         yield conn.execute("SELECT COUNT(*) FROM temp.bulk_pictures").fetchone()[0]
     finally:

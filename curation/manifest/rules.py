@@ -57,6 +57,9 @@ PICTURE_RULE_KEEP_SQL = (
 PICTURE_KEEP_SQL = (
     f"CASE WHEN x.deleted OR o.keep = 0 THEN 0 ELSE COALESCE(x.keep, {PICTURE_RULE_KEEP_SQL}) END"
 )
+# What the export writes: the picture is kept and so is its page. Stored per picture under the saved
+# settings (curation.manifest.picture_decisions).
+EXPORTED_SQL = f"(({KEEP_SQL}) AND ({PICTURE_KEEP_SQL}))"
 PICTURE_DECIDED_BY_SQL = (
     "CASE WHEN x.deleted THEN 'deleted' WHEN o.keep = 0 THEN 'page' WHEN x.keep IS NOT NULL THEN 'override' "
     "WHEN x.added THEN 'added' ELSE 'threshold' END"

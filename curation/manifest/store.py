@@ -21,7 +21,7 @@ import psutil
 
 from ..scoring.result import PageResult
 from ..sources.page_numbers import page_number
-from . import aggregates, history, pictures, thumbnail_store
+from . import aggregates, history, picture_decisions, pictures, thumbnail_store
 from .history import now
 from .rules import (DECIDED_BY_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, INK_TONE_MIN, KEEP_SQL,
                     LIVE_DOCUMENT_SQL, RULES)
@@ -240,6 +240,9 @@ MIGRATIONS: list[str] = [
     CREATE TRIGGER pages_pictures_edited AFTER UPDATE OF pictures_included, pictures_auto_area ON pages
     BEGIN UPDATE changes SET value = value + 1 WHERE name = 'decided'; END;
     """,
+    # Each picture's decision under the saved settings, and the pictures counted per document, kept by triggers
+    # (curation.manifest.picture_decisions): the Pictures view's counts and kept/excluded screens from an index.
+    picture_decisions.migration(DEFAULT_THRESHOLD),
 ]
 
 
@@ -641,6 +644,8 @@ class Manifest(pictures.PictureRows):
                 "INSERT INTO suggestions (doc_id, page, keep, confidence) VALUES (?, ?, ?, ?)",
                 ((d, p, int(k), float(c)) for d, p, k, c in rows),
             )
+            if self.rule == "model":  # no trigger watches the suggestions: a million rows at a time
+                picture_decisions.decide_all(self.conn, DEFAULT_THRESHOLD)
 
     def replace_duplicates(self, groups: Iterable[Iterable[tuple[int, int]]]) -> int:
         """Near-duplicate groups of (doc_id, page), numbered from 1, replacing the last grouping."""

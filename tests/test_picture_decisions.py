@@ -1,0 +1,160 @@
+"""Each picture's decision stored under the saved settings and the pictures counted per document stay what
+the rule (rules.EXPORTED_SQL, evaluated) says after every kind of change, in the transaction of the change;
+an older manifest gets them when it is opened."""
+
+import sqlite3
+
+import pytest
+
+from curation import Manifest
+from curation.manifest import history, store
+from curation.manifest import picture_views as pv
+from curation.scoring.result import PageResult
+from test_picture_views import ENGRAVING, NEAR_CUT, PLATE, STOCK_CUT, scored
+
+
+@pytest.fixture
+def manifest(tmp_path, monkeypatch):
+    monkeypatch.setenv(history.USER_VARIABLE, "ana")
+    with Manifest(tmp_path / "m.sqlite") as m:
+        yield m
+
+
+def documents(manifest):
+    """Two documents: engravings, stock cuts, a plate, a picture near the cutoff, on pages of varied σ."""
+    made = []
+    for name in "ab":
+        doc = manifest.register_document(sha256=name * 64, path=f"/archive/{name}.pdf", size=1)["id"]
+        for page, (boxes, sigma) in enumerate([([ENGRAVING, STOCK_CUT], 60.0), ([STOCK_CUT], 30.0),
+                                               ([PLATE], 50.0), ([NEAR_CUT], 40.0)]):
+            scored(manifest, doc, page, boxes, sigma=sigma)
+        made.append(doc)
+    return made
+
+
+def evaluated(manifest) -> dict[int, int | None]:
+    """Each picture's decision as the rule says it now: exported or not; None on a page not scored 'ok'."""
+    rows = manifest.conn.execute(
+        f"SELECT x.id, CASE WHEN p.status = 'ok' THEN {pv.EXPORTED_SQL} END FROM pictures x JOIN pages p "
+        "ON p.doc_id = x.doc_id AND p.page = x.page LEFT JOIN overrides o ON o.doc_id = x.doc_id AND o.page = x.page",
+        manifest.decision_params()).fetchall()
+    return dict(map(tuple, rows))
+
+
+def assert_stored_as_evaluated(manifest, docs):
+    stored = dict(map(tuple, manifest.conn.execute("SELECT id, exported FROM pictures").fetchall()))
+    assert stored == evaluated(manifest)
+    assert pv.filter_counts(manifest, None) == pv.scanned_counts(manifest, None)
+    for doc in docs:
+        assert pv.filter_counts(manifest, None, doc) == pv.scanned_counts(manifest, None, doc)
+
+
+def picture_id(manifest, doc, page, number=1):
+    return manifest.picture_by_number(doc, page, number)["id"]
+
+
+def test_stored_decisions_and_counts_follow_every_change_and_its_undo(manifest):
+    docs = documents(manifest)
+    doc = docs[0]
+    check = lambda: assert_stored_as_evaluated(manifest, docs)  # noqa: E731
+    check()
+    before = pv.filter_counts(manifest, None)
+    manifest.set_picture_override(picture_id(manifest, doc, 1), True)  # a stock cut included
+    check()
+    assert pv.filter_counts(manifest, None)["kept"] == before["kept"] + 1
+    manifest.set_picture_override(picture_id(manifest, doc, 0), False)  # an engraving excluded
+    check()
+    manifest.delete_picture(picture_id(manifest, doc, 2))  # the plate is not a picture
+    check()
+    assert pv.filter_counts(manifest, None)["deleted"] == 1
+    added = manifest.add_picture(doc, 1, [600, 700, 900, 1000])
+    check()
+    manifest.set_picture_box(picture_id(manifest, doc, 3), [500, 900, 560, 960])  # redrawn smaller: excluded
+    check()
+    manifest.set_override(docs[1], 0, False)  # a page excluded: its pictures are not exported
+    check()
+    manifest.set_override(docs[1], 1, True)
+    check()
+    overridden = pv.filter_counts(manifest, None)["overridden"]
+    assert overridden == 4  # included, excluded, added, redrawn
+    for _ in range(7):  # every change above, undone one by one
+        manifest.undo()
+        check()
+    assert manifest.picture(added)["deleted"] == 1  # an added picture undone is deleted, not dropped
+    assert pv.filter_counts(manifest, None) == {**before, "deleted": 1}
+
+
+def test_stored_decisions_follow_the_settings_a_rescore_and_the_model(manifest):
+    docs = documents(manifest)
+    check = lambda: assert_stored_as_evaluated(manifest, docs)  # noqa: E731
+    manifest.picture_area_min = 10.0  # only the plates are large enough
+    check()
+    assert pv.filter_counts(manifest, None)["kept"] == 2
+    manifest.rule = "sigma"
+    check()
+    manifest.threshold = 35.0
+    check()
+    manifest.undo()  # the σ cutoff back
+    check()
+    manifest.rule = "model"
+    manifest.replace_suggestions([(doc, page, page % 2 == 1, 0.9) for doc in docs for page in range(4)])
+    check()
+    assert pv.filter_counts(manifest, None)["kept"] == 4  # the stock cuts and the near cuts
+    manifest.rule = "picture"
+    manifest.set_picture_override(picture_id(manifest, docs[0], 0, 2), True)
+    scored(manifest, docs[0], 0, [ENGRAVING])  # rescored: the included stock cut no longer found, kept
+    scored(manifest, docs[1], 2, [PLATE, NEAR_CUT])  # a picture found anew
+    check()
+    assert pv.filter_counts(manifest, None)["gone"] == 1
+    manifest.save_pages(docs[1], [scored_failed(3)])  # a page that fails is not counted
+    check()
+    manifest.conn.execute("DELETE FROM pictures WHERE doc_id = ?", (docs[1],))
+    check()
+    manifest.set_document(docs[0], status="replaced")
+    check()
+    assert pv.filter_counts(manifest, None)["all"] == 0
+
+
+def scored_failed(page):
+    return PageResult(page=page, status="failed", error="unreadable")
+
+
+def test_kept_and_excluded_screens_read_the_stored_decisions_and_match_the_rule(manifest):
+    docs = documents(manifest)
+    manifest.set_picture_override(picture_id(manifest, docs[0], 1), True)
+    manifest.set_override(docs[1], 0, False)
+    for decision in ("kept", "excluded"):
+        where, _ = pv.PictureFilter(decision).sql(stored=True)
+        assert "exported" in where
+        for sort in pv.SORTS:
+            shown = [row["id"] for row in pv.screen(manifest, None, pv.PictureFilter(decision), sort, limit=100).rows]
+            tried = [row["id"] for row in pv.screen(manifest, 45.0 + 1e-9, pv.PictureFilter(decision), sort,
+                                                    limit=100).rows]  # not saved: the rule evaluated
+            assert sorted(shown) == sorted(tried) and shown, (decision, sort)
+    plan = " ".join(row[3] for row in manifest.conn.execute(
+        "EXPLAIN QUERY PLAN SELECT x.id FROM pictures x WHERE NOT x.deleted AND x.exported = 0 "
+        "ORDER BY COALESCE(x.fixed_area, x.area) DESC, x.id DESC LIMIT 49"))
+    assert "pictures_decided_area" in plan and "TEMP B-TREE" not in plan
+
+
+def test_an_older_manifest_gets_its_stored_decisions_when_opened(tmp_path, monkeypatch):
+    monkeypatch.setenv(history.USER_VARIABLE, "ana")
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)
+    for script in store.MIGRATIONS[:-1]:
+        for statement in store._statements(script):
+            conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {len(store.MIGRATIONS) - 1}")
+    conn.execute("INSERT INTO documents (id, sha256, path, size, status, added_at, updated_at) VALUES (1, ?, '/a.pdf', 1, 'ok', '', '')",
+                 ("a" * 64,))
+    for page, (sigma, area) in enumerate([(60.0, 5.2), (30.0, 0.48)]):
+        conn.execute("INSERT INTO pages (doc_id, page, status, sigma, width, height, picture_area, ink_tone, "
+                     "scored_at) VALUES (1, ?, 'ok', ?, 1000, 1400, ?, 0.6, '')", (page, sigma, area))
+        conn.execute("INSERT INTO pictures (doc_id, page, number, rank, x0, y0, x1, y1, area) "
+                     "VALUES (1, ?, 1, 0, 10, 10, 400, 400, ?)", (page, area))
+    conn.commit()
+    conn.close()
+    with Manifest(path) as manifest:
+        assert manifest.schema_version == len(store.MIGRATIONS)
+        assert_stored_as_evaluated(manifest, [1])
+        assert pv.filter_counts(manifest, None)["kept"] == 1
