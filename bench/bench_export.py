@@ -4,7 +4,8 @@ Generates the ingest benchmark's kind of corpus (letter-size JPEG scans at 300, 
 text columns, engravings and mixed pages on yellowed paper), then, page by page and interleaved:
 
 - original: get_pixmap(Matrix(2, 2)), Image.frombytes, resize((1024, 1024), LANCZOS), JPEG quality 92
-- export:   curation.export.export_page with the defaults (square, pad, 1024, JPEG 92), the other
+- export:   curation.export.export_page as the export job calls it (told which pages ingest read as one
+            plain scan) with the defaults (square, pad, 1024, JPEG 92), the other
             shapes (crop, stretch, SDXL bucket), the default cut to the page's picture (--crop picture,
             the box ingest's features give), and the default with every page rendered (the path for
             pages that are not one plain scan)
@@ -101,14 +102,15 @@ def timed(fn) -> tuple[float, float]:
     return time.process_time() - cpu, time.perf_counter() - wall
 
 
-def picture_region(doc: pymupdf.Document, number: int):
-    """The part --crop picture exports of a page: its picture box as ingest scores it; None for the whole page."""
+def as_ingested(doc: pymupdf.Document, number: int):
+    """What the export job knows of a page from ingest: the part --crop picture exports (its picture box as
+    ingest scores it; None for the whole page), and whether ingest read it as one plain scan."""
     result = score_page(doc, number)
     f = result.features or {}
     box = tuple(f.get(k) for k in ("picture_x0", "picture_y0", "picture_x1", "picture_y1"))
     item = Item(0, number, "", "", 0, result.sigma or 0.0, "threshold", None, "", result.width, result.height,
                 None if None in box else box, f.get("picture_share"))
-    return crop_region(item, CROP_PICTURE)
+    return crop_region(item, CROP_PICTURE), result.method == "jpeg"
 
 
 CROP_PICTURE = ExportSettings(crop="picture")
@@ -126,7 +128,7 @@ def floor_calls(doc: pymupdf.Document, number: int) -> dict:
     default = ExportSettings()
     square = np.ascontiguousarray(cv2.resize(decode_scan(jpeg, default).image, (1024, 1024),
                                              interpolation=cv2.INTER_AREA))
-    square_pil = Image.fromarray(square)
+    square_pil = Image.fromarray(np.ascontiguousarray(square[..., :3]))  # the export decodes colour as RGBX
 
     def pillow() -> None:
         image = Image.open(io.BytesIO(jpeg))
@@ -149,10 +151,10 @@ def per_image(corpus) -> dict[str, dict[int, list[tuple[float, float]]]]:
     for path, dpi in corpus:
         doc = pymupdf.open(path)
         for number in range(doc.page_count):
-            region = picture_region(doc, number)
+            region, known = as_ingested(doc, number)
             calls = {"original": lambda: original_image(doc[number])}
-            calls.update({name: (lambda s=s: export_page(doc, number, s)) for name, s in SHAPES.items()})
-            calls["pad, crop picture"] = lambda: export_page(doc, number, CROP_PICTURE, region=region)
+            calls.update({name: (lambda s=s: export_page(doc, number, s, known_scan=known)) for name, s in SHAPES.items()})
+            calls["pad, crop picture"] = lambda: export_page(doc, number, CROP_PICTURE, region=region, known_scan=known)
             calls["pad, every page rendered"] = lambda: export_page(doc, number, ExportSettings(), use_scan=False)
             calls.update(floor_calls(doc, number))
             order = names if number % 2 == 0 else names[::-1]
@@ -207,6 +209,11 @@ def shaped(image: Image.Image, box, plan, resize) -> bytes:
     return encode_jpeg(np.asarray(canvas), 92)
 
 
+def rgb(source) -> np.ndarray:
+    """A decoded scan's RGB (the export decodes colour as RGBX) for Pillow."""
+    return np.ascontiguousarray(source.image[..., :3])
+
+
 def lanczos(image, size, box, **options):
     return image.resize(size, Image.Resampling.LANCZOS, box=box, **options)
 
@@ -244,7 +251,7 @@ def experiments(corpus) -> tuple[dict, dict, set]:
 
     ways = {
         NOW: export_scan,
-        BEFORE: lambda j: (lambda s: shaped(Image.fromarray(s.image), s.box, s.plan, resize=lanczos))(decode_scan(j, default)),
+        BEFORE: lambda j: (lambda s: shaped(Image.fromarray(rgb(s)), s.box, s.plan, resize=lanczos))(decode_scan(j, default)),
         "ideal: full decode+LANCZOS": lambda j: shaped(*decoded(j, "RGB", default, full=True), resize=lanczos),
         "floor: decode only": lambda j: decode_scan(j, default),
         "floor: decode+encode": lambda j: encode_jpeg(decode_scan(j, default).image, 92),
@@ -339,10 +346,10 @@ def resize_fidelity(corpus) -> None:
             jpeg = full_page_jpeg(doc, doc[number])[0]
             source = decode_scan(jpeg, default)
             size, box = source.plan.size, source.box
-            plain = np.asarray(Image.fromarray(source.image).resize(size, Image.Resampling.LANCZOS, box=box))
-            compared = {"the export (fast_image_resize), reduced decode": lanczos_resize(source.image, size, box)}
+            plain = np.asarray(Image.fromarray(rgb(source)).resize(size, Image.Resampling.LANCZOS, box=box))
+            compared = {"the export (fast_image_resize), reduced decode": lanczos_resize(source.image, size, box)[..., :3]}
             for gap in (2.0, 3.0):
-                compared[f"Pillow reducing_gap={gap:g}, reduced decode"] = np.asarray(Image.fromarray(source.image).resize(
+                compared[f"Pillow reducing_gap={gap:g}, reduced decode"] = np.asarray(Image.fromarray(rgb(source)).resize(
                     size, Image.Resampling.LANCZOS, box=box, reducing_gap=gap))
             whole, whole_box, plan = decoded(jpeg, "RGB", default, full=True)
             whole_plain = np.asarray(whole.resize(plan.size, Image.Resampling.LANCZOS, box=whole_box))

@@ -10,7 +10,13 @@ import pymupdf
 import pytest
 from PIL import Image
 
+from curation import Manifest
 from curation.export import ExportSettings, export_page, nearest_bucket, plan_image, sdxl_buckets
+from curation.export.selection import select
+from curation.export.worker import close_document, page_task, run_page_task
+from curation.scoring.result import PageResult
+from curation.scoring.scorer import raw_stream
+from curation.sources.reader import file_sha256
 from curation.export import source as source_module
 from curation.export.shape import lanczos_resize, paper_colour, shape_image
 from curation.export.source import read_source
@@ -207,3 +213,76 @@ def test_plans_keep_the_proportions_they_promise():
     bucket = plan_image(850, 1100, ExportSettings(mode="bucket"))
     x0, y0, x1, y1 = bucket.box
     assert bucket.size == (896, 1152) and abs((x1 - x0) / (y1 - y0) - 896 / 1152) < 1e-9
+
+
+def test_a_page_ingest_read_as_one_scan_gives_the_same_image_without_its_drawing_checked_again(tmp_path):
+    doc = scan_pdf(tmp_path, kind="mixed", dpi=300)
+    for settings in [*SHAPES, ExportSettings(size=256, pad_colour="paper")]:
+        known = export_page(doc, 0, settings, known_scan=True)
+        assert known.method == "jpeg" and known == export_page(doc, 0, settings)
+
+
+def two_images(page):
+    scan = jpeg_bytes(page_image(PageSpec(kind="engraving", seed=6, dpi=150, inches=SMALL)))
+    page.insert_image(page.rect, stream=scan)
+    page.insert_image(pymupdf.Rect(20, 20, 80, 100), stream=scan)
+
+
+def cmyk_scan(page):
+    buffer = io.BytesIO()
+    Image.fromarray(page_image(PageSpec(kind="engraving", seed=4, dpi=150, inches=SMALL))).convert("CMYK").save(buffer, "JPEG")
+    page.insert_image(page.rect, stream=buffer.getvalue())
+
+
+def rotated_scan(page):
+    page.insert_image(page.rect, stream=jpeg_bytes(page_image(PageSpec(kind="engraving", seed=5, dpi=150, inches=SMALL))))
+    page.set_rotation(90)
+
+
+def colour_transformed_scan(page):
+    page.insert_image(page.rect, stream=jpeg_bytes(page_image(PageSpec(kind="engraving", seed=8, dpi=150, inches=SMALL))))
+    page.parent.xref_set_key(page.get_images()[0][0], "DecodeParms", "<</ColorTransform 0>>")
+
+
+@pytest.mark.parametrize("draw", [two_images, cmyk_scan, rotated_scan, colour_transformed_scan], ids=lambda f: f.__name__)
+def test_a_page_said_to_be_one_scan_whose_image_is_not_plain_is_still_rendered(tmp_path, draw):
+    """A manifest's word ("jpeg") spares only the look at what the page draws; its image is checked again."""
+    doc = one_page_pdf(tmp_path, draw)
+    assert export_page(doc, 0, ExportSettings(size=256), known_scan=True).method == "render"
+
+
+def test_the_export_knows_the_pages_ingest_read_as_one_scan(tmp_path):
+    pdf = write_pdf(tmp_path / "scans.pdf", [PageSpec(kind="engraving", seed=s, dpi=150, inches=SMALL) for s in (1, 2)])
+    with Manifest(tmp_path / "manifest.sqlite") as m:
+        doc = m.register_document(file_sha256(pdf), str(pdf.resolve()), pdf.stat().st_size)
+        m.set_document(doc["id"], status="ok", pages=2)
+        m.save_pages(doc["id"], [PageResult(page=n, status="ok", sigma=60.0, width=432, height=576, method=method)
+                                 for n, method in enumerate(["jpeg", "render"])])
+        items = select(m, threshold=0).items
+    tasks = [page_task(item, ExportSettings(size=256)) for item in items]
+    assert [task.known_scan for task in tasks] == [True, False]
+    assert [run_page_task(task).method for task in tasks] == ["jpeg", "jpeg"]  # the second is checked in full
+    close_document()
+
+
+def scan_streams(doc):
+    return [(xref, doc.xref_stream_raw(xref)) for page in doc for xref in [page.get_images()[0][0]]]
+
+
+@pytest.mark.parametrize("how", ["saved", "updated", "encrypted", "in memory"])
+def test_a_scan_is_read_from_the_file_as_mupdf_reads_it(tmp_path, how):
+    """The scan's bytes are read from the file where MuPDF found them, or by MuPDF where they are not
+    there as stored: the same bytes either way."""
+    path = write_pdf(tmp_path / "scans.pdf", [PageSpec(kind="engraving", seed=s, dpi=150, inches=SMALL) for s in (1, 2)])
+    if how == "updated":  # an incremental save: the second page's scan replaced at the end of the file
+        doc = pymupdf.open(path)
+        doc[1].replace_image(doc[1].get_images()[0][0], stream=jpeg_bytes(page_image(PageSpec(kind="text", seed=9, dpi=150, inches=SMALL))))
+        doc.saveIncr()
+        doc.close()
+    if how == "encrypted":
+        pymupdf.open(path).save(tmp_path / "locked.pdf", encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="", owner_pw="x")
+        path = tmp_path / "locked.pdf"
+    doc = pymupdf.open(stream=path.read_bytes()) if how == "in memory" else pymupdf.open(path)
+    expected = scan_streams(doc)
+    assert all(raw_stream(doc, xref) == data for xref, data in expected)
+    assert all(data[:2] == b"\xff\xd8" for _, data in expected)  # JPEGs as stored, encrypted or not

@@ -377,9 +377,9 @@ def _scan_gray(doc, number: int) -> np.ndarray | None:
     """The page's scan decoded in gray at full size, where the page is one plain JPEG; else None. Its
     luma is what the export's colour decode turns to gray, within a level."""
     page = doc[number]
-    jpeg = full_page_jpeg(doc, page)
-    if jpeg is None or doc.xref_get_key(page.get_images(full=True)[0][0], "DecodeParms")[0] != "null":
-        return None  # a /DecodeParms (ColorTransform) changes the colours: rendered, as the export does
+    jpeg = full_page_jpeg(doc, page, exact_colours=True)  # rendered otherwise, as the export does
+    if jpeg is None:
+        return None
     try:
         return decode_gray(jpeg[0])
     except ValueError:  # truncated or corrupt: MuPDF draws what it can

@@ -43,6 +43,7 @@ class Item:
     legend: str | None = None
     auto_caption: str | None = None
     auto_caption_model: str | None = None
+    method: str | None = None  # how ingest read the page: "jpeg" (one plain JPEG covering it) or a render
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,8 @@ def select(manifest: Manifest, threshold: float | None = None, duplicates: str =
         box = tuple(row[c] for c in BOX_COLUMNS)
         items.append(Item(row["doc_id"], row["page"], row["doc"], row["sha256"], row["doc_size"], row["sigma"],
                           row["decided_by"], row["caption"], name, row["width"], row["height"],
-                          None if None in box else box, row["picture_share"], row["duplicate_group"]))
+                          None if None in box else box, row["picture_share"], row["duplicate_group"],
+                          method=row["method"]))
     selection = one_per_group(items) if duplicates == "one" else Selection(items, [], _duplicates(items))
     pictures = manifest.kept_pictures(threshold)
     if crop == "picture":

@@ -31,14 +31,15 @@ from .settings import ExportSettings
 # enlarged by the resize instead: memory stays bounded whatever the page's shape.
 MAX_RENDER_PIXELS = 64_000_000
 REDUCTIONS = (8, 4, 2, 1)  # libjpeg's scaled IDCTs with SIMD, as Pillow's draft() chooses among them
-DECODED_COLOURS = {"YCbCr": "RGB", "RGB": "RGB", "Gray": "GRAY"}  # CMYK, YCCK: MuPDF converts those
+# Colour is decoded as RGBX, which the resize reads in place (shape._resize); CMYK, YCCK: MuPDF converts those.
+DECODED_COLOURS = {"YCbCr": "RGBX", "RGB": "RGBX", "Gray": "GRAY"}
 
 
 @dataclass
 class Source:
     """A picture of the page that covers `plan.box` at `plan.scale` or better."""
 
-    image: np.ndarray  # height x width x bands (3, or 1 for a gray scan), uint8
+    image: np.ndarray  # height x width x bands (a scan: 4, RGBX, or 1 for gray; a render: 3), uint8
     box: tuple[float, float, float, float]  # the plan's box in `image`'s pixels
     plan: Plan
     method: str  # "jpeg" (the embedded scan) or "render"
@@ -50,22 +51,17 @@ class Source:
 
 
 def read_source(doc: pymupdf.Document, number: int, settings: ExportSettings, *, use_scan: bool = True,
-                region: Region | None = None) -> Source:
+                region: Region | None = None, known_scan: bool = False) -> Source:
     """Page `number`'s picture for `settings`, or of its `region` only; `use_scan=False` renders even a
-    scan page (to compare)."""
+    scan page (to compare). `known_scan`: ingest found the page one plain JPEG covering it, in this
+    file unchanged, so only its image is checked again (scorer.full_page_jpeg)."""
     page = doc[number]
-    scan = full_page_jpeg(doc, page) if use_scan else None
-    if scan is not None and _plain_decode(doc, page):
+    scan = full_page_jpeg(doc, page, drawing_known=known_scan, exact_colours=True) if use_scan else None
+    if scan is not None:
         source = _decode_scan(scan[0], settings, region)
         if source is not None:
             return source
     return _render(page, settings, region)
-
-
-def _plain_decode(doc: pymupdf.Document, page: pymupdf.Page) -> bool:
-    """A /DecodeParms (ColorTransform) changes the colours MuPDF shows; such scans are rendered."""
-    xref = page.get_images(full=True)[0][0]
-    return doc.xref_get_key(xref, "DecodeParms")[0] == "null"
 
 
 def _decode_scan(jpeg: bytes, settings: ExportSettings, region: Region | None = None) -> Source | None:

@@ -24,12 +24,13 @@ class PageTask:
     settings: ExportSettings
     region: Region | None = None  # the part of the page exported (crop="picture"); None: all of it
     roots: tuple[str, ...] | None = None  # the folders the PDF must really lie in when opened (None: no check)
+    known_scan: bool = False  # ingest read the page as one plain JPEG covering it (its method "jpeg")
 
 
 def page_task(item, settings: ExportSettings, roots=None) -> PageTask:
     """The task of exporting one selected page (an `Item`) under `settings`, read only under `roots`."""
     return PageTask(item.doc, item.doc_size, item.page, settings, crop_region(item, settings),
-                    None if roots is None else tuple(str(root) for root in roots))
+                    None if roots is None else tuple(str(root) for root in roots), item.method == "jpeg")
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,10 @@ class NotExported:
 
 
 def export_page(doc: pymupdf.Document, number: int, settings: ExportSettings, *, use_scan: bool = True,
-                region: Region | None = None) -> Exported:
-    """The training image of one page, or of its `region`: read at the size it needs, shaped, encoded."""
-    source = read_source(doc, number, settings, use_scan=use_scan, region=region)
+                region: Region | None = None, known_scan: bool = False) -> Exported:
+    """The training image of one page, or of its `region`: read at the size it needs, shaped, encoded
+    (`known_scan`: see source.read_source)."""
+    source = read_source(doc, number, settings, use_scan=use_scan, region=region, known_scan=known_scan)
     image = shape_image(source, settings)
     return Exported(encode_jpeg(image, settings.quality), image.shape[1], image.shape[0], source.method)
 
@@ -80,7 +82,7 @@ def export_one(task: PageTask) -> Exported | NotExported:
 
 def _exported_or_reason(task: PageTask, document) -> Exported | NotExported:
     try:
-        return export_page(document(), task.page, task.settings, region=task.region)
+        return export_page(document(), task.page, task.settings, region=task.region, known_scan=task.known_scan)
     except (DocumentError, FileChanged) as exc:
         return NotExported(str(exc))
     except FileNotFoundError:

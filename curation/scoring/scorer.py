@@ -10,6 +10,7 @@ JPEG covering the page is rendered by MuPDF.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import cv2
@@ -155,12 +156,16 @@ def _jpeg_components(jpeg: bytes) -> int | None:
     return None
 
 
-def full_page_jpeg(doc: pymupdf.Document, page: pymupdf.Page) -> tuple[bytes, int, int] | None:
+def full_page_jpeg(doc: pymupdf.Document, page: pymupdf.Page, *, drawing_known: bool = False,
+                   exact_colours: bool = False) -> tuple[bytes, int, int] | None:
     """The raw JPEG, with its pixel size, of a page that is one plain JPEG covering it.
 
     None means the page has to be rendered: anything else drawn on it, several images, masks,
     CMYK or indexed colour, a Decode array, rotation, a flip or a filter chain all change what the
-    reference render shows.
+    reference render shows. `drawing_known`: this check already found the page so in an unchanged file
+    (the export of a page ingest read as "jpeg"), so what the page draws, and where (running its content,
+    which loads the image once more), is not looked at again; the image itself still is. `exact_colours`:
+    a /DecodeParms (ColorTransform) changes the colours MuPDF shows, so such a scan is refused too.
     """
     if page.rotation:
         return None
@@ -170,20 +175,44 @@ def full_page_jpeg(doc: pymupdf.Document, page: pymupdf.Page) -> tuple[bytes, in
     xref, smask, image_w, image_h, bpc, _cs, _alt, _name, filters, _ref = images[0]
     if smask or bpc != 8 or filters != "DCTDecode":
         return None
-    if any(doc.xref_get_key(xref, key)[0] != "null" for key in ("Decode", "Mask", "ImageMask")):
+    keys = ("Decode", "Mask", "ImageMask", "DecodeParms") if exact_colours else ("Decode", "Mask", "ImageMask")
+    if any(doc.xref_get_key(xref, key)[0] != "null" for key in keys):
         return None
-    drawn = [(kind, rect) for kind, rect in page.get_bboxlog() if kind not in INVISIBLE_LOG]
-    if [kind for kind, _ in drawn] != ["fill-image"]:
-        return None
-    box = pymupdf.Rect(drawn[0][1])
-    if any(abs(x - y) > COVER_TOLERANCE_PT for x, y in zip(box, page.rect)):
-        return None
-    # A quarter-turned placement shows up as swapped proportions.
-    if abs(image_w / image_h - box.width / box.height) > 0.02 * box.width / box.height:
+    if not drawing_known and not _drawn_alone_over_page(page, image_w, image_h):
         return None
     if _components(doc, xref) not in (1, 3):
         return None
-    return doc.xref_stream_raw(xref), image_w, image_h
+    return raw_stream(doc, xref), image_w, image_h
+
+
+def raw_stream(doc: pymupdf.Document, xref: int) -> bytes:
+    """`doc.xref_stream_raw(xref)`: the stream's bytes as stored, read from the file itself where they lie
+    there whole (a file on disk, not encrypted, a plain Length). MuPDF's own read of a scan, in small
+    chunks into a growing buffer and then copied, costs about ten times as much: over a millisecond."""
+    kind, length = doc.xref_get_key(xref, "Length")
+    if kind == "int" and doc.name and os.path.isfile(doc.name) and doc.xref_get_key(-1, "Encrypt")[0] == "null":
+        pdf = pymupdf.mupdf.pdf_document_from_fz_document(doc.this)
+        # Where MuPDF found the stream's data when it parsed the object (which get_images did).
+        start = pymupdf.mupdf.ll_pdf_get_xref_entry_no_null(pdf.m_internal, xref).stm_ofs
+        if start > 0:
+            with open(doc.name, "rb", buffering=0) as file:
+                file.seek(start)
+                data = file.read(int(length))
+            if len(data) == int(length):
+                return data
+    return doc.xref_stream_raw(xref)
+
+
+def _drawn_alone_over_page(page: pymupdf.Page, image_w: int, image_h: int) -> bool:
+    """Whether the page draws nothing but its image, covering the page upright."""
+    drawn = [(kind, rect) for kind, rect in page.get_bboxlog() if kind not in INVISIBLE_LOG]
+    if [kind for kind, _ in drawn] != ["fill-image"]:
+        return False
+    box = pymupdf.Rect(drawn[0][1])
+    if any(abs(x - y) > COVER_TOLERANCE_PT for x, y in zip(box, page.rect)):
+        return False
+    # A quarter-turned placement shows up as swapped proportions.
+    return abs(image_w / image_h - box.width / box.height) <= 0.02 * box.width / box.height
 
 
 def _components(doc: pymupdf.Document, xref: int) -> int | None:
