@@ -19,6 +19,7 @@ with a migration that makes them again (MIGRATION is built from rules.py, so a n
 from __future__ import annotations
 
 import sqlite3
+import time
 
 from .rules import DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, EXPORTED_SQL, INK_TONE_MIN, LIVE_DOCUMENT_SQL, RULES
 
@@ -47,13 +48,88 @@ def _saved(default_threshold: float) -> dict[str, str]:
 
 def decided_sql(default_threshold: float) -> str:
     """The stored decision of picture x under the saved settings, as one scalar subquery."""
-    decision = EXPORTED_SQL
-    for name, sql in _saved(default_threshold).items():
-        decision = decision.replace(f":{name}", f"({sql})")
+    decision = _decision(default_threshold)
     # Over the row being updated, as x (an UPDATE in a trigger cannot name its table otherwise).
     return (f"(SELECT CASE WHEN p.status = 'ok' THEN {decision} END FROM pictures x JOIN pages p "
             "ON p.doc_id = x.doc_id AND p.page = x.page LEFT JOIN overrides o ON o.doc_id = p.doc_id "
             "AND o.page = p.page WHERE x.id = pictures.id)")
+
+
+def _decision(default_threshold: float) -> str:
+    decision = EXPORTED_SQL
+    for name, sql in _saved(default_threshold).items():
+        decision = decision.replace(f":{name}", f"({sql})")
+    return decision
+
+
+def decide_where(where: str, decision: str = EXPORTED_SQL) -> str:
+    """Decide again the pictures x (on page p, under override o) that `where` picks, in one join, under
+    `decision` (rules.EXPORTED_SQL, bound or reading the saved settings). Only changed decisions are written.
+    LIMIT -1 keeps the join from being flattened into the update, which would evaluate the decision twice a
+    row (about twice the time)."""
+    return (f"UPDATE pictures SET exported = d.decided FROM (SELECT x.id, CASE WHEN p.status = 'ok' THEN "
+            f"{decision} END AS decided FROM pictures x JOIN pages p ON p.doc_id = x.doc_id "
+            "AND p.page = x.page LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
+            f"WHERE {where} LIMIT -1) d WHERE pictures.id = d.id AND pictures.exported IS NOT d.decided")
+
+
+# A saved setting as the decision reads it, from the settings' value column (NULL: not saved, the default).
+def _effective(default_threshold: float) -> dict[str, str]:
+    rules = ", ".join(f"'{rule}'" for rule in RULES)
+    return {
+        "threshold": f"COALESCE(CAST({{v}} AS REAL), {default_threshold!r})",
+        "rule": f"CASE WHEN {{v}} IN ({rules}) THEN {{v}} ELSE '{DEFAULT_RULE}' END",
+        "picture_area_min": f"COALESCE(CAST({{v}} AS REAL), {DEFAULT_PICTURE_AREA_MIN!r})",
+    }
+
+
+def _pictures_that_can_change(name: str, before: str, after: str) -> list[str]:
+    """Where a setting moved from `before` to `after` (SQL) can change a picture's decision (the trigger runs
+    only when the two differ). The decision
+    (rules.EXPORTED_SQL) reads the threshold only as `p.sigma > :threshold`, so only pages whose σ lies
+    between the two cutoffs; the area cutoff only as `area >= :picture_area_min` for the picture's own area,
+    its page's largest picture and its edited page's largest picture left to the rule. A rule switch can
+    change any: it marks every decision stale (STALE), decided again a chunk at a time (catch_up)."""
+    low, high = f"min({before}, {after})", f"max({before}, {after})"
+    if name == "threshold":
+        return [f"p.sigma > {low} AND p.sigma <= {high}"]
+    if name == "picture_area_min":
+        return [f"COALESCE(x.fixed_area, x.area) >= {low} AND COALESCE(x.fixed_area, x.area) < {high}",
+                f"p.picture_area >= {low} AND p.picture_area < {high}",
+                # The few edited pages, from their own index (pages_edited).
+                f"(x.doc_id, x.page) IN (SELECT doc_id, page FROM pages WHERE pictures_included IS NOT NULL "
+                f"AND pictures_auto_area >= {low} AND pictures_auto_area < {high})"]
+    return []
+
+
+# Pictures whose id is `next_id` or more may hold a decision under an earlier rule: at most one row, none
+# when every stored decision is current. Other triggers keep deciding the pictures they touch under the
+# saved settings meanwhile, so a chunk decided is current whatever changed since.
+STALE_TABLE = "CREATE TABLE pictures_stale (next_id INTEGER NOT NULL);"
+STALE_ALL = "DELETE FROM pictures_stale; INSERT INTO pictures_stale (next_id) VALUES (0);"
+CHUNK = 10_000  # pictures decided again in one transaction: about 0.1 s
+BUDGET_S = 0.1  # CPU seconds a reader spends on them (is_saved)
+
+
+def settings_triggers(default_threshold: float) -> str:
+    """Triggers deciding again, when a setting the decision reads is saved, changed or removed, the
+    pictures whose decision that move can change, and the table of what a rule switch left stale
+    (store.MIGRATIONS)."""
+    effective, decision = _effective(default_threshold), _decision(default_threshold)
+    events = {"added": ("INSERT", "NEW.key = '{key}'", "NULL", "NEW.value"),
+              "changed": ("UPDATE", "NEW.key = '{key}' AND OLD.key = '{key}' AND NEW.value IS NOT OLD.value",
+                          "OLD.value", "NEW.value"),
+              "removed": ("DELETE", "OLD.key = '{key}'", "OLD.value", "NULL")}
+    triggers = [f"DROP TRIGGER IF EXISTS settings_decide_{event};" for event in events]
+    triggers.append(STALE_TABLE)
+    for key in DECIDING_SETTINGS:
+        for event, (operation, when, old, new) in events.items():
+            before, after = effective[key].format(v=old), effective[key].format(v=new)
+            updates = " ".join(f"{decide_where(where, decision)};"
+                               for where in _pictures_that_can_change(key, before, after)) or STALE_ALL
+            triggers.append(f"CREATE TRIGGER settings_{key}_{event} AFTER {operation} ON settings "
+                            f"WHEN {when.format(key=key)} AND ({before}) IS NOT ({after}) BEGIN {updates} END;")
+    return "\n".join(triggers)
 
 
 def _counts_delta(row: str, sign: str) -> str:
@@ -66,7 +142,6 @@ def _counts_delta(row: str, sign: str) -> str:
 def migration(default_threshold: float) -> str:
     """The stored decisions, the counts and the triggers that keep them (store.MIGRATIONS)."""
     decided = decided_sql(default_threshold)
-    settings = ", ".join(f"'{name}'" for name in DECIDING_SETTINGS)
     counted = ", ".join(f"COALESCE(SUM({sql}), 0)" for sql in COUNTED_SQL.values())
     changed = " OR ".join(f"OLD.{c} IS NOT NEW.{c}" for c in ("exported", "deleted", "keep", "added", "fx0", "rank",
                                                                "doc_id"))
@@ -101,27 +176,53 @@ def migration(default_threshold: float) -> str:
     BEGIN UPDATE pictures SET exported = {decided} WHERE doc_id = NEW.doc_id AND page = NEW.page; END;
     CREATE TRIGGER overrides_decide_removed AFTER DELETE ON overrides
     BEGIN UPDATE pictures SET exported = {decided} WHERE doc_id = OLD.doc_id AND page = OLD.page; END;
-    CREATE TRIGGER settings_decide_added AFTER INSERT ON settings WHEN NEW.key IN ({settings})
-    BEGIN UPDATE pictures SET exported = {decided} WHERE exported IS NOT {decided}; END;
-    CREATE TRIGGER settings_decide_changed AFTER UPDATE ON settings
-    WHEN NEW.key IN ({settings}) AND NEW.value IS NOT OLD.value
-    BEGIN UPDATE pictures SET exported = {decided} WHERE exported IS NOT {decided}; END;
-    CREATE TRIGGER settings_decide_removed AFTER DELETE ON settings WHEN OLD.key IN ({settings})
-    BEGIN UPDATE pictures SET exported = {decided} WHERE exported IS NOT {decided}; END;
     """
 
 
 def decide_all(conn: sqlite3.Connection, default_threshold: float) -> None:
     """Decide every picture again, in the caller's transaction: for what no trigger watches (the
     suggestions, written a million rows at a time). Only changed decisions are written."""
-    decided = decided_sql(default_threshold)
-    conn.execute(f"UPDATE pictures SET exported = {decided} WHERE exported IS NOT {decided}")
+    conn.execute(decide_where("1", _decision(default_threshold)))
+    conn.execute("DELETE FROM pictures_stale")
+
+
+def stale_from(conn: sqlite3.Connection) -> int | None:
+    """The first picture id whose stored decision may be stale (a rule switch not caught up); None: current."""
+    row = conn.execute("SELECT MIN(next_id) FROM pictures_stale").fetchone()
+    return row[0]
+
+
+def catch_up(manifest, budget_s: float | None = None, chunk: int | None = None) -> tuple[int, int] | None:
+    """Decide the stale pictures again, a chunk of ids per short transaction, until current or `budget_s`
+    CPU seconds are spent; resumable (the next chunk starts where this one ended). Returns (pictures left,
+    pictures in all) to show as progress, or None when every decision is current."""
+    started, budget_s, chunk = time.process_time(), BUDGET_S if budget_s is None else budget_s, chunk or CHUNK
+    while True:
+        with manifest.transaction():
+            start = stale_from(manifest.conn)
+            if start is None:
+                return None
+            last = manifest.conn.execute("SELECT COALESCE(MAX(id), 0) FROM pictures").fetchone()[0]
+            end = start + chunk
+            manifest.conn.execute(decide_where("x.id >= :start AND x.id < :end"),
+                                  {**manifest.decision_params(), "start": start, "end": end})
+            if end > last:
+                manifest.conn.execute("DELETE FROM pictures_stale")
+                return None
+            manifest.conn.execute("UPDATE pictures_stale SET next_id = ?", (end,))
+        if time.process_time() - started >= budget_s:
+            left = manifest.conn.execute("SELECT COUNT(*) FROM pictures WHERE id >= ?", (end,)).fetchone()[0]
+            return left, manifest.conn.execute("SELECT COUNT(*) FROM pictures").fetchone()[0]
 
 
 def is_saved(manifest, params: dict) -> bool:
-    """Whether `params` (views.decision_params) are the saved settings, so the stored decisions hold."""
+    """Whether `params` (views.decision_params) are the saved settings and the stored decisions hold them.
+    After a rule switch they hold once caught up: each call decides a budget's worth of the stale ones
+    (catch_up), so the readers that follow bring them current while they evaluate the rule meanwhile."""
     saved = manifest.decision_params()
-    return all(params.get(name) == value for name, value in saved.items())
+    if not all(params.get(name) == value for name, value in saved.items()):
+        return False
+    return catch_up(manifest) is None
 
 
 def counts(manifest, doc_id: int | None = None) -> dict[str, int]:
