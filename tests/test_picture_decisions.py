@@ -5,8 +5,10 @@ an older manifest gets them when it is opened."""
 import sqlite3
 
 import pytest
+from click.testing import CliRunner
 
 from curation import Manifest
+from curation.cli import cli
 from curation.manifest import history, picture_decisions, store
 from curation.manifest import picture_views as pv
 from curation.scoring.result import PageResult
@@ -175,6 +177,22 @@ def test_a_rule_switch_is_caught_up_a_chunk_at_a_time_while_readers_evaluate_the
     assert_stored_as_evaluated(manifest, docs)
     manifest.rule = "picture"
     assert picture_decisions.stale_from(manifest.conn) is None
+
+
+def test_a_job_catches_up_a_rule_switch_with_its_progress(manifest, monkeypatch):
+    docs = documents(manifest)
+    monkeypatch.setattr(picture_decisions, "CHUNK", 2)
+    monkeypatch.setattr(picture_decisions, "JOB_CHUNKS", 1)
+    assert not picture_decisions.needs_job(manifest)
+    manifest.rule = "sigma"
+    assert picture_decisions.needs_job(manifest)  # more stale pictures than a chunk
+    result = CliRunner().invoke(cli, ["decide", "--db", str(manifest.path)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert picture_decisions.stale_from(manifest.conn) is None and not picture_decisions.needs_job(manifest)
+    job = manifest.latest_job(picture_decisions.DECIDE_JOB)
+    total = manifest.conn.execute("SELECT COUNT(*) FROM pictures").fetchone()[0]
+    assert job["status"] == "done" and job["total"] == total
+    assert_stored_as_evaluated(manifest, docs)
 
 
 def scored_failed(page):

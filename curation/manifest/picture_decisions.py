@@ -215,6 +215,40 @@ def catch_up(manifest, budget_s: float | None = None, chunk: int | None = None) 
             return left, manifest.conn.execute("SELECT COUNT(*) FROM pictures").fetchone()[0]
 
 
+DECIDE_JOB = "decide"  # the job kind of `python -m curation decide`, which the Threshold page launches
+JOB_CHUNKS = 5  # a rule switch leaves more stale pictures than this many chunks: a job catches them up
+
+
+def needs_job(manifest) -> bool:
+    """Whether so many decisions are stale that readers alone would take long to catch them up."""
+    start = stale_from(manifest.conn)
+    return start is not None and manifest.conn.execute(
+        "SELECT COUNT(*) > ? FROM pictures WHERE id >= ?", (JOB_CHUNKS * CHUNK, start)).fetchone()[0]
+
+
+def decide_job(manifest) -> int:
+    """Catch up the stale decisions as a job of the manifest, with its progress in pictures, stopped on
+    request (resumable: the next job or reader goes on from there). Returns the pictures looked at.
+    Raises JobRunning while another one runs."""
+    job_id = manifest.start_job(DECIDE_JOB)
+    total = manifest.conn.execute("SELECT COUNT(*) FROM pictures").fetchone()[0]
+    what = "deciding the pictures under the saved rule"
+    manifest.update_job(job_id, done=0, total=total, message=what)
+    try:
+        while (progress := catch_up(manifest, budget_s=0.5)) is not None:
+            left, total = progress
+            manifest.update_job(job_id, done=total - left, total=total, message=what)
+            if manifest.stop_requested(job_id):
+                manifest.finish_job(job_id, "stopped", f"{left:,} pictures left to decide")
+                return total - left
+    except BaseException as exc:
+        manifest.finish_job(job_id, "failed", f"deciding the pictures failed: {exc}")
+        raise
+    manifest.update_job(job_id, done=total, total=total)
+    manifest.finish_job(job_id, "done", "every picture decided under the saved rule")
+    return total
+
+
 def is_saved(manifest, params: dict) -> bool:
     """Whether `params` (views.decision_params) are the saved settings and the stored decisions hold them.
     After a rule switch they hold once caught up: each call decides a budget's worth of the stale ones
