@@ -4,8 +4,12 @@ document, both kept by triggers in the transaction that changes what they read.
 `pictures.exported` is rules.EXPORTED_SQL evaluated with the saved settings (1 the export writes the picture,
 0 it does not; NULL while its page is not scored 'ok'). Triggers decide a picture again when it is added or a
 curator changes it, when its page's figures or override change (a page scored again is replaced, which fires no
-update trigger, but set_pictures then refreshes the page's picture figures, which does), and every picture when a setting the
-decision reads changes (a setting saved or undone: about a second at 250,000 pictures, once per save); the
+update trigger, but set_pictures then refreshes the page's picture figures, which does), and, when a cutoff is
+saved or undone, the pictures whose decision its move can change, found through an index (the pages whose σ
+lies between the two σ cutoffs; the pictures and pages whose area lies between the two area cutoffs). A rule
+switch can change every decision: it marks them stale (pictures_stale), and they are decided again a chunk
+of ids per short transaction, by a job (`python -m curation decide`, launched by the Threshold page) and by
+each reader (is_saved), which meanwhile evaluates the rule as for a draft. The
 suggestions' one writer decides them again under the learned rule (replace_suggestions). `picture_counts`
 holds, per document, the pictures each of the Pictures view's filters shows, moved by a trigger whenever a
 picture's decision or state changes. So the view's counts are a read of a few hundred rows and its kept and
