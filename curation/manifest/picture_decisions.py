@@ -131,6 +131,8 @@ def settings_triggers(default_threshold: float) -> str:
             before, after = effective[key].format(v=old), effective[key].format(v=new)
             updates = " ".join(f"{decide_where(where, decision)};"
                                for where in _pictures_that_can_change(key, before, after)) or STALE_ALL
+            if key == "picture_area_min":  # the σ rule reads no area
+                when += f" AND {_saved(default_threshold)['rule']} != 'sigma'"
             triggers.append(f"CREATE TRIGGER settings_{key}_{event} AFTER {operation} ON settings "
                             f"WHEN {when.format(key=key)} AND ({before}) IS NOT ({after}) BEGIN {updates} END;")
     return "\n".join(triggers)
