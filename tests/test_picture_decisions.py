@@ -179,6 +179,21 @@ def test_a_rule_switch_is_caught_up_a_chunk_at_a_time_while_readers_evaluate_the
     assert picture_decisions.stale_from(manifest.conn) is None
 
 
+def test_a_reader_never_waits_for_another_writer_to_catch_up(manifest):
+    docs = documents(manifest)
+    manifest.rule = "sigma"
+    writer = sqlite3.connect(manifest.path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # a job's transaction in hand
+    try:
+        assert pv.filter_counts(manifest, None) == pv.scanned_counts(manifest, None)  # at once, evaluated
+        assert picture_decisions.stale_from(manifest.conn) == 0
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert manifest.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 30000
+    assert_stored_as_evaluated(manifest, docs)
+
+
 def test_a_job_catches_up_a_rule_switch_with_its_progress(manifest, monkeypatch):
     docs = documents(manifest)
     monkeypatch.setattr(picture_decisions, "CHUNK", 2)

@@ -262,7 +262,22 @@ def is_saved(manifest, params: dict) -> bool:
     saved = manifest.decision_params()
     if not all(params.get(name) == value for name, value in saved.items()):
         return False
-    return catch_up(manifest) is None
+    return stale_from(manifest.conn) is None or _caught_up_by_reader(manifest)
+
+
+def _caught_up_by_reader(manifest) -> bool:
+    """catch_up, never waiting for another writer (a job's transaction): a reader that finds the manifest
+    busy leaves the stale decisions to the next one and evaluates the rule."""
+    timeout = manifest.conn.execute("PRAGMA busy_timeout").fetchone()[0]
+    manifest.conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        return catch_up(manifest) is None
+    except sqlite3.OperationalError as exc:
+        if "locked" not in str(exc):
+            raise
+        return False
+    finally:
+        manifest.conn.execute(f"PRAGMA busy_timeout = {int(timeout)}")
 
 
 def counts(manifest, doc_id: int | None = None) -> dict[str, int]:
