@@ -132,7 +132,8 @@ def test_a_cutoff_moved_up_and_down_decides_again_the_pictures_it_can_change(man
     for rule in ("picture", "sigma", "picture"):
         manifest.rule = rule
         check()
-        for threshold in (35.0, 55.0, 45.0, 29.0, 61.0, 40.0, 35.0, 50.0, 40.0 + 1e-9, 45.0):  # across and onto the pages' σ
+        # Across the pages' σ and onto it, from above and from below.
+        for threshold in (35.0, 55.0, 45.0, 29.0, 61.0, 40.0, 35.0, 50.0, 40.0 + 1e-9, 45.0):
             manifest.threshold = threshold
             check()
         for area in (1.0, 5.2, 3.0, 10.0, 7.0, 48.0, 48.5, 0.48, 0.5, 2.2, 2.0):  # onto and between the pictures' areas
