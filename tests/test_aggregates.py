@@ -162,3 +162,53 @@ def test_the_sigma_histogram_has_bins_a_whole_number_of_tenths_wide(manifest):
     widths = np.diff(hist.edges)
     assert len(hist.kept) == 7 and np.allclose(widths, widths[0])
     assert round(widths[0] * 10, 9) == int(round(widths[0] * 10)) and hist.edges[-1] >= 100
+
+
+def _decided_keys(manifest) -> set:
+    pages = aggregates.decided(manifest)
+    return set(zip(pages["doc_id"].tolist(), pages["page"].tolist(), pages["override"].tolist()))
+
+
+def test_the_decided_pages_follow_the_history_by_key_and_a_writer_that_does_not_record(manifest):
+    first, second, third = keys(manifest, 3, 20)
+    manifest.set_override(*first, True)
+    aggregates.decided(manifest)  # read in full
+    read = []
+    original = aggregates._decided_pages
+    aggregates._decided_pages = lambda conn, rowids, params=(): read.append(rowids) or original(conn, rowids, params)
+    try:
+        manifest.set_override(*second, False)
+        manifest.set_override(*first, None)
+        assert _decided_keys(manifest) == {(*second, 0)}
+        assert len(read) == 1 and "history_changes" in read[0]  # only the pages changed since, by key
+        with manifest.transaction():  # no history: the counter moved, nothing recorded, so all are read again
+            manifest.conn.execute("INSERT INTO overrides VALUES (?, ?, 1, 'now', 'now')", third)
+        assert _decided_keys(manifest) == {(*second, 0), (*third, 1)}
+        assert "history_changes" not in read[-1]
+    finally:
+        aggregates._decided_pages = original
+    assert_counts_are_exact(manifest)
+
+
+def test_near_the_cutoff_is_counted_exactly_from_the_bins_and_the_pages_at_its_ends(manifest):
+    manifest.set_override(*keys(manifest, 1, 30)[0], True)
+    sigmas, areas = cutoffs(manifest)
+    for rule in RULES:
+        for threshold, area in zip(sigmas, areas + areas[:len(sigmas) - len(areas)]):
+            params = views.decision_params(manifest, threshold, rule, area or 2.0)
+            for flt in (PageFilter("near", near=near, near_on="sigma") for near in (0.05, 0.5, 5.0, 100.0)):
+                assert views.filter_counts(manifest, threshold, flt, rule=rule, picture_area_min=area or 2.0) == \
+                    _near_recount(manifest, params, flt), (rule, threshold, flt.near)
+            for flt in (PageFilter("near", near=near, near_on="picture_area") for near in (1.01, 2.0, 50.0)):
+                assert views.filter_counts(manifest, threshold, flt, rule=rule, picture_area_min=area or 2.0) == \
+                    _near_recount(manifest, params, flt), (rule, area, flt.near)
+
+
+def _near_recount(manifest, params, flt) -> dict:
+    condition, near = flt.sql()
+    row = manifest.conn.execute(
+        f"SELECT COUNT(*), COALESCE(SUM({KEEP_SQL}), 0), COALESCE(SUM(o.keep IS NOT NULL), 0), "
+        f"COALESCE(SUM(o.keep = 1), 0), COALESCE(SUM(o.keep = 0), 0) {PAGES_FROM} "
+        f"WHERE {LIVE_DOCUMENT_SQL} AND {condition}", {**params, **near}).fetchone()
+    counts = dict(zip(("pages", "kept", "overridden", "included", "excluded"), map(int, row)))
+    return {**counts, "rejected": counts["pages"] - counts["kept"]}

@@ -86,6 +86,20 @@ def test_screens_past_the_middle_read_from_the_end_are_the_same_screens(filled, 
             assert views.page_rows(manifest, 45, sort=sort, limit=limit, offset=offset, total=total) == from_start
 
 
+@pytest.mark.parametrize("sort", list(views.SORTS))
+def test_overridden_pages_sorted_from_the_overrides_are_the_screens_walked(filled, sort):
+    manifest, ids = filled
+    for page in (3, 7, 9, 1):
+        manifest.set_override(ids[1], page, page % 2 == 1)
+    flt = PageFilter("overridden")
+    total = views.filter_counts(manifest, 45, flt)["pages"]
+    assert total >= 5
+    for offset in range(0, total, 2):
+        walked = views.page_rows(manifest, 45, flt, sort=sort, limit=2, offset=offset)
+        assert views.page_rows(manifest, 45, flt, sort=sort, limit=2, offset=offset, total=total) == walked
+        assert len(walked) == min(2, total - offset) and all(row["override"] is not None for row in walked)
+
+
 def test_thumbnails_only_for_the_pages_asked(filled):
     manifest, ids = filled
     thumbs = views.thumbnails(manifest, [(ids[0], 0), (ids[0], 1), (ids[1], 10)])

@@ -12,6 +12,7 @@ one by one through their indexes and counted with KEEP_SQL itself.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sqlite3
 import threading
@@ -69,9 +70,10 @@ class Tally:
         return {"all": np.ones(len(self.weight), bool), "kept": self.keep, "rejected": ~self.keep,
                 "overridden": self.override >= 0, "disagrees": self.disagrees, "failed": self.failed}[decision]
 
-    def counts(self, decision: str = "all") -> dict:
-        """Review's filter counts: pages, kept, overridden (included, excluded), failed."""
-        mask, w = self.mask(decision), self.weight
+    def counts(self, decision: str | np.ndarray = "all") -> dict:
+        """Review's filter counts: pages, kept, overridden (included, excluded), failed; of a decision, or
+        of the rows a mask selects."""
+        mask, w = (self.mask(decision) if isinstance(decision, str) else decision), self.weight
         total = lambda m: int(w[mask & m].sum())  # noqa: E731
         pages = int(w[mask].sum())
         kept = total(self.keep)
@@ -174,6 +176,24 @@ def area_bin(value: float) -> int:
     return min(AREA_BINS - 1, math.floor((math.log10(value) - math.log10(AREA_FLOOR)) * AREA_STEPS))
 
 
+def bins_within(column: str, low: float, high: float) -> tuple[int, int]:
+    """The first and last bins of `column` ('sigma' or 'picture_area') whose every value lies within
+    [low, high] (first > last: none); the bins at either end of the scale, open-ended, never do."""
+    if column == "sigma":
+        edge, last_bin = (lambda n: n / SIGMA_STEPS), None
+    else:
+        edge = lambda n: 10 ** (math.log10(AREA_FLOOR) + n / AREA_STEPS)  # noqa: E731
+        last_bin = AREA_BINS - 1
+    margin = 1e-9 * max(1.0, abs(low), abs(high))  # a value on an edge may land in either bin
+    first = max(1, math.ceil((low + margin) * SIGMA_STEPS)) if column == "sigma" else max(1, area_bin(low) + 1)
+    while edge(first) < low + margin:
+        first += 1
+    last = first - 1
+    while edge(last + 2) <= high - margin and (last_bin is None or last + 1 < last_bin):
+        last += 1
+    return first, last
+
+
 def _decisions(params: dict, sb, ab, kind, model) -> tuple[np.ndarray, np.ndarray]:
     """Each row's decision and whether the model disagrees with the rule, from its bins (exact away from
     the bins beside the cutoffs)."""
@@ -206,13 +226,14 @@ def tally(manifest, params: dict) -> Tally:
 
 TALLIES_KEPT = 8  # a tally holds a few arrays of the bins' length: megabytes at 1 M pages
 _tallies: dict[tuple, Tally] = {}
-_decided: dict[tuple, dict] = {}
+_decided: dict[str, "_Decided"] = {}
 
 
 def _tally(manifest, params: dict, now: tuple) -> Tally:
     found = bins(manifest)
     keep, disagrees = _decisions(params, found.sigma_bin, found.area_bin, found.kind, found.model)
-    apart = [_exactly(decided(manifest, now), params), _at_the_cutoffs(manifest, params)]
+    pages = decided(manifest, now)
+    apart = [_exactly(pages, params), _undecided(_at_the_cutoffs(manifest, params, now[:2]), pages)]
     parts = [(found.sigma_bin, found.area_bin, found.failed, keep, disagrees, np.full(len(keep), -1), found.pages)]
     for one in apart:  # each page read apart: its bin's guess taken back, its exact decision added
         guess, guessed_disagree = _decisions(params, one["sigma_bin"], one["area_bin"], one["kind"], one["model"])
@@ -237,32 +258,91 @@ _BIN_NAMES = ("sigma_bin", "area_bin", "kind", "model", "failed")
 
 def decided(manifest, now: tuple | None = None) -> dict:
     """The pages a curator decided (an override, or picture edits) with their bins and the figures their
-    decision reads, as arrays (NaN for NULL): read once while none of them changes."""
-    now = now or version(manifest.conn)
-    key = (str(manifest.path), now)
+    decision reads, as arrays (NaN for NULL). Read in full once while the pages' figures and the suggestions
+    stay; after that, a change is followed by the pages the history says were changed since (every override
+    and picture edit is recorded there, in its transaction), read by key: one page's override costs one page."""
+    conn = manifest.conn
+    now = now or version(conn)
     with _memo_lock:
-        found = _decided.get(key)
-    if found is not None:
-        return found
-    ensure_log10(manifest.conn)
-    cursor = manifest.conn.cursor()
+        found = _decided.get(str(manifest.path))
+    if found is not None and found.base == now[:2] and found.counter == now[2]:
+        return found.pages
+    ensure_log10(conn)
+    with _snapshot(conn):
+        counter = version(conn)[2]
+        last = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM history_changes").fetchone()[0]
+        pages = None
+        # Many changes since (a bulk action) are read faster with every decided page than by key.
+        if found is not None and found.base == now[:2] and last - found.last_change <= len(found.pages["page"]) // 4 + 5000:
+            pages = _followed(conn, found, last)
+        if pages is None:
+            pages = _decided_pages(conn, "SELECT p2.rowid FROM overrides o2 CROSS JOIN pages p2 "
+                                   "ON p2.doc_id = o2.doc_id AND p2.page = o2.page "
+                                   "UNION SELECT rowid FROM pages WHERE pictures_included IS NOT NULL")
+    kept = _Decided(now[:2], counter, last, pages)
+    with _memo_lock:
+        _decided[str(manifest.path)] = kept
+    return pages
+
+
+@dataclass(frozen=True)
+class _Decided:
+    base: tuple  # the pages' and the suggestions' counters the pages were read at
+    counter: int  # the 'decided' counter
+    last_change: int  # the history's last change read
+    pages: dict
+
+
+_DECIDED_NAMES = (*_BIN_NAMES, "override", "sigma", "picture_area", "ink_tone", "pictures_included", "auto_area",
+                  "doc_id", "page", "ok")
+
+
+def _decided_pages(conn: sqlite3.Connection, rowids: str, params: tuple = ()) -> dict:
+    """The decided pages among the pages `rowids` (a query) selects, as decided() gives them."""
+    cursor = conn.cursor()
     cursor.row_factory = None
     rows = cursor.execute(
         f"{_BINS_SELECT}, COALESCE(o.keep, -1), p.sigma, p.picture_area, p.ink_tone, p.pictures_included, "
-        f"p.pictures_auto_area {_JOINS} WHERE {LIVE_DOCUMENT_SQL} AND p.rowid IN ("
-        "SELECT p2.rowid FROM overrides o2 CROSS JOIN pages p2 ON p2.doc_id = o2.doc_id AND p2.page = o2.page "
-        "UNION SELECT rowid FROM pages WHERE pictures_included IS NOT NULL)").fetchall()
-    table = np.array(rows, np.float64).reshape(-1, 11)  # None becomes NaN
-    names = (*_BIN_NAMES, "override", "sigma", "picture_area", "ink_tone", "pictures_included", "auto_area")
-    found = {name: table[:, i] for i, name in enumerate(names)}
-    for name in (*_BIN_NAMES, "override"):
+        f"p.pictures_auto_area, p.doc_id, p.page, p.status = 'ok' {_JOINS} WHERE {LIVE_DOCUMENT_SQL} "
+        f"AND (o.keep IS NOT NULL OR p.pictures_included IS NOT NULL) AND p.rowid IN ({rowids})", params).fetchall()
+    table = np.array(rows, np.float64).reshape(-1, len(_DECIDED_NAMES))  # None becomes NaN
+    found = {name: table[:, i] for i, name in enumerate(_DECIDED_NAMES)}
+    for name in (*_BIN_NAMES, "override", "doc_id", "page"):
         found[name] = found[name].astype(np.int64)
     found["failed"] = found["failed"].astype(bool)
-    with _memo_lock:
-        for old in [k for k in _decided if k[0] == key[0]]:
-            del _decided[old]
-        _decided[key] = found
+    found["ok"] = found["ok"].astype(bool)
     return found
+
+
+def _followed(conn: sqlite3.Connection, known: _Decided, last: int) -> dict | None:
+    """`known`'s pages brought up to date with the pages the history changed after its last change; None
+    when the counter moved without a recorded change (a writer that does not record: read them all)."""
+    changed = "SELECT DISTINCT doc_id, page FROM history_changes WHERE rowid > ? AND rowid <= ? AND doc_id IS NOT NULL"
+    keys = np.array(conn.execute(changed, (known.last_change, last)).fetchall(), np.int64).reshape(-1, 2)
+    if not len(keys):
+        return None
+    fresh = _decided_pages(conn, f"SELECT p2.rowid FROM ({changed}) k CROSS JOIN pages p2 "
+                                 "ON p2.doc_id = k.doc_id AND p2.page = k.page", (known.last_change, last))
+    pages = known.pages
+    stay = ~np.isin(_page_key(pages["doc_id"], pages["page"]), _page_key(keys[:, 0], keys[:, 1]))
+    return {name: np.concatenate([pages[name][stay], fresh[name]]) for name in _DECIDED_NAMES}
+
+
+def _page_key(doc_id: np.ndarray, page: np.ndarray) -> np.ndarray:
+    return doc_id.astype(np.int64) << 32 | page.astype(np.int64)
+
+
+@contextlib.contextmanager
+def _snapshot(conn: sqlite3.Connection):
+    """Reads that see one state of the manifest (inside a writer's transaction: its own)."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")
 
 
 def _exactly(pages: dict, params: dict) -> dict:
@@ -292,9 +372,33 @@ def _exactly(pages: dict, params: dict) -> dict:
             "disagrees": (override < 0) & suggested & ((model == 1) != base)}
 
 
-def _at_the_cutoffs(manifest, params: dict) -> dict:
-    """The pages in the bins beside the σ cutoff (and the picture cutoff, where the rule reads it) that no
-    curator decided, with their bins and their exact decision, each found through an index."""
+def _undecided(pages: dict, decided_pages: dict) -> dict:
+    """`pages` less those a curator decided (counted apart)."""
+    stay = ~np.isin(_page_key(pages["doc_id"], pages["page"]),
+                    _page_key(decided_pages["doc_id"], decided_pages["page"]))
+    return {name: column[stay] for name, column in pages.items()}
+
+
+def _at_the_cutoffs(manifest, params: dict, base: tuple) -> dict:
+    """The pages in the bins beside the σ cutoff (and the picture cutoff, where the rule reads it), with
+    their bins, keys and exact decision, each found through an index; kept in memory while the pages'
+    figures and the suggestions (`base`) stay, so an override does not read them again."""
+    key = (str(manifest.path), base, tuple(sorted(params.items())))
+    with _memo_lock:
+        found = _cutoffs.get(key)
+    if found is None:
+        found = _read_the_cutoffs(manifest, params)
+        with _memo_lock:
+            _cutoffs[key] = found
+            while len(_cutoffs) > TALLIES_KEPT:
+                del _cutoffs[next(iter(_cutoffs))]
+    return found
+
+
+_cutoffs: dict[tuple, dict] = {}
+
+
+def _read_the_cutoffs(manifest, params: dict) -> dict:
     ensure_log10(manifest.conn)
     tb = sigma_bin(params["threshold"])
     ranges = {"s_lo": (tb - 1) / SIGMA_STEPS, "s_hi": (tb + 2) / SIGMA_STEPS, "a_lo": 1.0, "a_hi": 0.0}
@@ -306,14 +410,14 @@ def _at_the_cutoffs(manifest, params: dict) -> dict:
     cursor = manifest.conn.cursor()
     cursor.row_factory = None
     rows = cursor.execute(
-        f"{_BINS_SELECT}, {KEEP_SQL}, COALESCE({_DISAGREES_SQL}, 0) {_JOINS} "
-        f"WHERE {LIVE_DOCUMENT_SQL} AND o.keep IS NULL AND p.pictures_included IS NULL AND p.rowid IN ("
+        f"{_BINS_SELECT}, {KEEP_SQL}, COALESCE({_DISAGREES_SQL}, 0), p.doc_id, p.page {_JOINS} "
+        f"WHERE {LIVE_DOCUMENT_SQL} AND p.rowid IN ("
         "SELECT rowid FROM pages WHERE sigma >= :s_lo AND sigma < :s_hi "
         "UNION SELECT rowid FROM pages WHERE picture_area >= :a_lo AND picture_area < :a_hi)",
         {**params, **ranges},
     ).fetchall()
-    table = np.array(rows, np.int64).reshape(-1, 7)
-    one = {name: table[:, i] for i, name in enumerate((*_BIN_NAMES, "keep", "disagrees"))}
+    table = np.array(rows, np.int64).reshape(-1, 9)
+    one = {name: table[:, i] for i, name in enumerate((*_BIN_NAMES, "keep", "disagrees", "doc_id", "page"))}
     for name in ("failed", "keep", "disagrees"):
         one[name] = one[name].astype(bool)
     one["override"] = np.full(len(table), -1, np.int64)

@@ -247,22 +247,25 @@ def describe(conn: sqlite3.Connection, action: int, kind: str) -> str:
     if kind == "undo":
         target = conn.execute("SELECT id, description FROM history WHERE id = ?", (row["undoes"],)).fetchone()
         return f"undid #{target['id']}: {target['description']}" if target else "undid an action"
-    parts = [_describe_field(conn, action, field) for field in ("override", "caption", "setting", *PICTURE_FIELDS)]
+    # One pass over the action's changes (a bulk action holds a row per page): its fields and their counts.
+    fields = {row["field"]: row for row in conn.execute(
+        "SELECT field, COUNT(*) AS n, COALESCE(SUM(new = 1), 0) AS included, COALESCE(SUM(new = 0), 0) AS excluded, "
+        "COALESCE(SUM(new IS NULL), 0) AS cleared, MIN(doc_id) AS doc_id, MIN(page) AS page "
+        "FROM history_changes WHERE action_id = ? GROUP BY field", (action,))}
+    parts = [_describe_field(conn, action, field, fields[field])
+             for field in ("override", "caption", "setting", *PICTURE_FIELDS) if field in fields]
     return "; ".join(part for part in parts if part) + note
 
 
-def _describe_field(conn: sqlite3.Connection, action: int, field: str) -> str:
+def _describe_field(conn: sqlite3.Connection, action: int, field: str, row: sqlite3.Row) -> str:
+    """One field's changes in words; `row` counts them (describe)."""
     if field in PICTURE_FIELDS:
         return _describe_pictures(conn, action, field)
     if field == "setting":
-        rows = conn.execute("SELECT name, old, new FROM history_changes WHERE action_id = ? AND field = 'setting' "
-                            "ORDER BY rowid", (action,)).fetchall()
+        rows = conn.execute("SELECT name, old, new FROM history_changes WHERE action_id = ? AND doc_id IS NULL "
+                            "AND field = 'setting' ORDER BY rowid", (action,)).fetchall()
         return "; ".join(f"{SETTING_WORDS.get(r['name'], r['name'])} {_setting(r['old'])} → {_setting(r['new'])}"
                          for r in rows)
-    row = conn.execute(
-        "SELECT COUNT(*) AS n, COALESCE(SUM(new = 1), 0) AS included, COALESCE(SUM(new = 0), 0) AS excluded, "
-        "COALESCE(SUM(new IS NULL), 0) AS cleared, MIN(doc_id) AS doc_id, MIN(page) AS page "
-        "FROM history_changes WHERE action_id = ? AND field = ?", (action, field)).fetchone()
     count = row["n"]
     if not count:
         return ""
@@ -345,14 +348,14 @@ def undo(conn: sqlite3.Connection, undo_action: int, target: int, stamp: str) ->
         raise UndoError(f"#{target} {row['description']}: a job cannot be undone")
     if row["undone_by"] is not None:
         raise UndoError(f"#{target} {row['description']}: already undone by #{row['undone_by']}")
-    for field in (*PAGE_FIELDS, *PICTURE_FIELDS):  # what is still as the target left it, its value before
-        conn.execute(
-            f"INSERT INTO history_changes (action_id, field, doc_id, page, name, old, new) "
-            f"SELECT ?, k.field, k.doc_id, k.page, k.name, k.new, k.old FROM history_changes k "
-            f"WHERE k.action_id = ? AND k.field = ? AND {CURRENT_SQL[field]} IS k.new", (undo_action, target, field))
+    still = " ".join(f"WHEN '{field}' THEN {CURRENT_SQL[field]} IS k.new" for field in (*PAGE_FIELDS, *PICTURE_FIELDS))
+    conn.execute(  # what is still as the target left it, its value before: one pass over a bulk action's pages
+        f"INSERT INTO history_changes (action_id, field, doc_id, page, name, old, new) "
+        f"SELECT ?, k.field, k.doc_id, k.page, k.name, k.new, k.old FROM history_changes k "
+        f"WHERE k.action_id = ? AND k.doc_id IS NOT NULL AND CASE k.field {still} ELSE 0 END", (undo_action, target))
     _write_back(conn, undo_action, stamp)
-    settings = conn.execute("SELECT name, old, new FROM history_changes WHERE action_id = ? AND field = 'setting'",
-                            (target,)).fetchall()
+    settings = conn.execute("SELECT name, old, new FROM history_changes WHERE action_id = ? AND doc_id IS NULL "
+                            "AND field = 'setting'", (target,)).fetchall()  # doc_id in the index: no pass over pages
     for setting in settings:
         current = conn.execute("SELECT value FROM settings WHERE key = ?", (setting["name"],)).fetchone()
         if (current[0] if current else None) != setting["new"]:

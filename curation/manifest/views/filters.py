@@ -5,6 +5,7 @@ document, nearness and near-duplicates, as single queries through indexes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -101,14 +102,18 @@ class PageFilter:
     page: int | None = None  # one page of the document, to show it alone
     near_on: str = "sigma"
 
-    def sql(self) -> tuple[str, dict]:
+    def sql(self, walk: str | None = None) -> tuple[str, dict]:
+        """The filter's condition and parameters. `walk`, the column a screen is read in the order of: a
+        nearness on another column is then only checked on each page of that walk, not looked up in its own
+        index (which would read every near page and sort them all for one screen)."""
         if self.decision not in DECISION_SQL:
             raise ValueError(f"unknown decision filter {self.decision!r}")
         conditions, params = [], {}
         if self.decision == "near":
             if self.near_on not in NEAR_SQL:
                 raise ValueError(f"cannot measure nearness on {self.near_on!r}")
-            conditions.append(NEAR_SQL[self.near_on])
+            near = NEAR_SQL[self.near_on]
+            conditions.append(near if walk in (None, self.near_on) else near.replace("p.", "+p.", 1))
             params["near"] = float(self.near)
         elif DECISION_SQL[self.decision]:
             conditions.append(DECISION_SQL[self.decision])
@@ -121,8 +126,8 @@ class PageFilter:
         return " AND ".join(conditions), params
 
 
-def _where(flt: PageFilter) -> tuple[str, dict]:
-    condition, params = flt.sql()
+def _where(flt: PageFilter, walk: str | None = None) -> tuple[str, dict]:
+    condition, params = flt.sql(walk)
     return f"WHERE {LIVE_DOCUMENT_SQL}" + (f" AND ({condition})" if condition else ""), params
 
 
@@ -135,7 +140,9 @@ def filter_counts(manifest: Manifest, threshold: float | None, flt: PageFilter =
     bound = decision_params(manifest, threshold, rule, picture_area_min)
     if flt.doc_id is None and flt.page is None and flt.decision in BINNED_DECISIONS:
         counts = aggregates.tally(manifest, bound).counts(flt.decision)
-        return {key: counts[key] for key in ("pages", "kept", "overridden", "included", "excluded", "rejected")}
+        return {key: counts[key] for key in COUNTED}
+    if flt.doc_id is None and flt.page is None and flt.decision == "near":
+        return _near_counts(manifest, bound, flt)
     where, params = _where(flt)
     pages_from = PAGES_FROM
     if flt.decision == "duplicates":  # from the few pages in a group, not past every page
@@ -151,6 +158,51 @@ def filter_counts(manifest: Manifest, threshold: float | None, flt: PageFilter =
 
 
 BINNED_DECISIONS = ("all", "kept", "rejected", "overridden", "disagrees", "failed")
+COUNTED = ("pages", "kept", "overridden", "included", "excluded", "rejected")
+NEAR_COLUMNS = {"sigma": ("sigma", aggregates.SIGMA_BIN_SQL), "picture_area": ("area", aggregates.AREA_BIN_SQL)}
+
+
+def near_range(flt: PageFilter, bound: dict) -> tuple[float, float]:
+    """The values of flt.near_on that "near the cutoff" takes, both ends included (as NEAR_SQL)."""
+    if flt.near_on == "sigma":
+        return bound["threshold"] - flt.near, bound["threshold"] + flt.near
+    return bound["picture_area_min"] / flt.near, bound["picture_area_min"] * flt.near
+
+
+def _near_counts(manifest: Manifest, bound: dict, flt: PageFilter) -> dict:
+    """The whole manifest near the cutoff: the bins wholly inside the range summed from the kept counts, the
+    pages of the two bins it cuts through counted one by one (through the column's index)."""
+    low, high = near_range(flt, bound)
+    first, last = aggregates.bins_within(flt.near_on, low, high)
+    tally = aggregates.tally(manifest, bound)
+    fine = getattr(tally, f"{NEAR_COLUMNS[flt.near_on][0]}_bin")
+    counts = tally.counts((fine >= first) & (fine <= last))
+    column, bin_sql = f"p.{flt.near_on}", NEAR_COLUMNS[flt.near_on][1]
+    aggregates.ensure_log10(manifest.conn)
+    row = manifest.conn.execute(
+        f"SELECT COUNT(*), COALESCE(SUM({KEEP_SQL}), 0), COALESCE(SUM(o.keep IS NOT NULL), 0), "
+        f"COALESCE(SUM(o.keep = 1), 0), COALESCE(SUM(o.keep = 0), 0) {PAGES_FROM} WHERE {LIVE_DOCUMENT_SQL} "
+        f"AND {column} BETWEEN :low AND :high AND NOT ({bin_sql} BETWEEN :first AND :last) AND p.rowid IN ("
+        f"SELECT rowid FROM pages WHERE {flt.near_on} BETWEEN :low AND :inner_low "
+        f"UNION SELECT rowid FROM pages WHERE {flt.near_on} BETWEEN :inner_high AND :high)",
+        {**bound, "low": low, "high": high, "first": first, "last": last, **_inner(flt.near_on, first, last, low, high)},
+    ).fetchone()
+    edges = dict(zip(("pages", "kept", "overridden", "included", "excluded"), map(int, row)))
+    total = {key: counts[key] + edges[key] for key in edges}
+    return {**total, "rejected": total["pages"] - total["kept"]}
+
+
+def _inner(column: str, first: int, last: int, low: float, high: float) -> dict:
+    """Where the bins wholly inside [low, high] begin and end, a little widened (a value on an edge may
+    land in either bin): the pages outside them are read one by one. No such bins: the whole range."""
+    if first > last:
+        return {"inner_low": high, "inner_high": high * 2 + 1}  # the second range empty (high ≥ 0)
+    if column == "sigma":
+        start, end = first / aggregates.SIGMA_STEPS, (last + 1) / aggregates.SIGMA_STEPS
+    else:
+        edge = lambda n: 10 ** (math.log10(aggregates.AREA_FLOOR) + n / aggregates.AREA_STEPS)  # noqa: E731
+        start, end = edge(first), edge(last + 1)
+    return {"inner_low": start * (1 + 1e-6), "inner_high": end * (1 - 1e-6)}
 
 
 def figures(manifest: Manifest, threshold: float | None, saved: float | None = None, *, rule: str | None = None,

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...decisions import learn
 from .. import aggregates
-from ..rules import DEFAULT_RULE, LIVE_DOCUMENT_SQL, RULES
+from ..rules import DEFAULT_RULE, RULES
 from ..store import Manifest
 from .filters import RULE_LABELS, base_rule, decision_params
 
@@ -41,13 +41,11 @@ class ModelState:
 
 
 def override_labels(manifest: Manifest) -> tuple[int, int]:
-    """Included and excluded overrides on scored pages of live documents: what the model learns from."""
-    row = manifest.conn.execute(
-        f"SELECT COALESCE(SUM(o.keep = 1), 0), COALESCE(SUM(o.keep = 0), 0) FROM overrides o "  # from the few overrides
-        f"CROSS JOIN pages p ON p.doc_id = o.doc_id AND p.page = o.page JOIN documents d ON d.id = o.doc_id "
-        f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok'"
-    ).fetchone()
-    return int(row[0]), int(row[1])
+    """Included and excluded overrides on scored pages of live documents: what the model learns from (from
+    the decided pages the counts keep: no pass over the overrides)."""
+    pages = aggregates.decided(manifest)
+    labelled = pages["ok"] & (pages["override"] >= 0)
+    return int((labelled & (pages["override"] == 1)).sum()), int((labelled & (pages["override"] == 0)).sum())
 
 
 def learned(manifest: Manifest) -> tuple[int, int]:

@@ -13,15 +13,17 @@ from .. import history
 from ...sources.page_numbers import page_number
 from ..rules import LIVE_DOCUMENT_SQL
 from ..store import Manifest, now
-from .filters import DECISIONS, PAGES_FROM, PageFilter, _by_keys, _where, decision_params
+from .filters import DECISIONS, PAGES_FROM, PageFilter, _by_keys, _where, decision_params, filter_counts
 
 
 SORTS = {
     "sigma": ("σ, lowest first", "p.sigma NULLS LAST, p.doc_id, p.page"),  # failed pages last
     "sigma_desc": ("σ, highest first", "p.sigma DESC, p.doc_id, p.page"),
-    "page": ("Document and page", "d.path, p.page"),
+    "page": ("Document and page", "d.path, p.doc_id, p.page"),
     "picture_desc": ("Largest picture first", "p.picture_area DESC NULLS LAST, p.doc_id, p.page"),
 }
+DRIVEN_MAX = 20_000  # overridden pages sorted whole for a screen (milliseconds); more are walked in the sort's order
+SORT_COLUMNS = {"sigma": "sigma", "sigma_desc": "sigma", "page": "path", "picture_desc": "picture_area"}
 
 
 def page_rows(manifest: Manifest, threshold: float | None, flt: PageFilter = PageFilter(), sort: str = "sigma",
@@ -33,12 +35,22 @@ def page_rows(manifest: Manifest, threshold: float | None, flt: PageFilter = Pag
     filter's page count when the caller has it, lets a screen past the middle be read from the end: a
     deep offset walks every page before it (9 s for the last screen of a million pages, 5 ms from the end).
     """
-    where, params = _where(flt)
-    bound = {**decision_params(manifest, threshold, rule, picture_area_min), **params}
     order = SORTS[sort][1]
-    joins = ""
+    where, params = _where(flt, walk=SORT_COLUMNS[sort])
+    bound = {**decision_params(manifest, threshold, rule, picture_area_min), **params}
+    pages_from = PAGES_FROM
     if flt.decision == "duplicates":  # driven from the duplicate groups, a few thousand rows at most
-        joins, order = " JOIN duplicates g ON g.doc_id = p.doc_id AND g.page = p.page", f"g.group_id, {order}"
+        pages_from = PAGES_FROM.replace("FROM pages p JOIN", "FROM duplicates g CROSS JOIN pages p "
+                                        "ON p.doc_id = g.doc_id AND p.page = g.page JOIN", 1)
+        order = f"g.group_id, {order}"
+    elif flt.decision == "overridden" and total is not None and total <= DRIVEN_MAX:
+        # a few overridden pages among millions: sorted from the overrides, not found along the sort's walk
+        pages_from = PAGES_FROM.replace("FROM pages p JOIN documents d ON d.id = p.doc_id LEFT JOIN overrides o ON "
+                                        "o.doc_id = p.doc_id AND o.page = p.page", "FROM overrides o CROSS JOIN pages p "
+                                        "ON p.doc_id = o.doc_id AND p.page = o.page JOIN documents d ON d.id = p.doc_id", 1)
+    elif sort == "page":  # documents by their path's index, each one's pages by the key: no sort of every page
+        pages_from = PAGES_FROM.replace("FROM pages p JOIN documents d ON d.id = p.doc_id",
+                                        "FROM documents d CROSS JOIN pages p ON p.doc_id = d.id", 1)
     # Two steps: the screen's pages by rowid first, through the joins the filter needs and no more
     # (a deep offset walks every page before it), then those pages in full.
     walk, skip, take = order, int(offset), int(limit)
@@ -46,7 +58,7 @@ def page_rows(manifest: Manifest, threshold: float | None, flt: PageFilter = Pag
         walk, skip = reversed_order(order), max(0, total - offset - limit)
         take = max(0, min(limit, total - offset))
     rowids = [row[0] for row in manifest.conn.execute(
-        f"SELECT p.rowid {PAGES_FROM}{joins} {where} ORDER BY {walk} LIMIT {take} OFFSET {skip}", bound)]
+        f"SELECT p.rowid {pages_from} {where} ORDER BY {walk} LIMIT {take} OFFSET {skip}", bound)]
     if not rowids:
         return []
     rows = manifest.pages(threshold, where=f"p.rowid IN ({', '.join(map(str, rowids))})", params=bound, order=order,
@@ -173,13 +185,18 @@ CAPTIONED_SQL = "EXISTS (SELECT 1 FROM captions c WHERE c.doc_id = p.doc_id AND 
 
 def caption_counts(manifest: Manifest, threshold: float | None, flt: PageFilter, *, rule: str | None = None,
                    picture_area_min: float | None = None) -> dict:
-    """Pages in the filter, and how many of them have a caption already."""
+    """Pages in the filter (filter_counts), and how many of them have a caption already (from the captions)."""
     where, params = _where(flt)
-    row = manifest.conn.execute(
-        f"SELECT COUNT(*) AS pages, COALESCE(SUM({CAPTIONED_SQL}), 0) AS captioned {PAGES_FROM} {where}",
-        {**decision_params(manifest, threshold, rule, picture_area_min), **params},
-    ).fetchone()
-    return dict(row)
+    pages = filter_counts(manifest, threshold, flt, rule=rule, picture_area_min=picture_area_min)["pages"]
+    captioned = manifest.conn.execute(
+        f"SELECT COUNT(*) {CAPTIONED_FROM} {where}",
+        {**decision_params(manifest, threshold, rule, picture_area_min), **params}).fetchone()[0]
+    return {"pages": pages, "captioned": captioned}
+
+
+# The captioned pages with the joins of PAGES_FROM, driven from the captions (fewer than the pages).
+CAPTIONED_FROM = PAGES_FROM.replace("FROM pages p JOIN", "FROM captions c0 CROSS JOIN pages p "
+                                    "ON p.doc_id = c0.doc_id AND p.page = c0.page JOIN", 1)
 
 
 def bulk_caption(manifest: Manifest, threshold: float | None, flt: PageFilter, text: str | None, *,
