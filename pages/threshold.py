@@ -1,13 +1,15 @@
 """Threshold: the decision rule and its cutoffs, live figures, histograms and the pages at the edge."""
 
 import math
+import os
 import pathlib
 
 import altair as alt
 import pandas as pd
 import streamlit as st
 
-from curation.manifest import views
+from curation.manifest import picture_decisions, views
+from curation.runs import jobs
 from curation.sources.page_numbers import page_number
 from pages import _auth as auth
 from pages import _common as common
@@ -181,7 +183,18 @@ def save(rule: str, threshold: float, share: float):
             views.use_model(manifest)
         else:
             manifest.rule = rule
+    decide_in_background()
     st.toast(f"Saved: {describe(rule, threshold, share)}", icon=":material/check:")
+
+
+def decide_in_background():
+    """A rule switch leaves the pictures' stored decisions stale: on a large manifest a job decides them again
+    (`python -m curation decide`), not waited for; the views evaluate the rule meanwhile."""
+    with common.open_manifest() as manifest:
+        if (not picture_decisions.needs_job(manifest)
+                or manifest.running_job(picture_decisions.DECIDE_JOB) is not None):
+            return
+    jobs.launch(pathlib.Path(os.path.abspath(common.db_path())), picture_decisions.DECIDE_JOB)
 
 
 def back(saved: tuple):

@@ -186,3 +186,29 @@ def test_without_scored_pages_the_page_says_so(db):
 def test_without_a_manifest_the_page_says_how_to_get_one(db):
     at = ran(page("pages/threshold.py"))
     assert "no manifest" in at.info[0].value
+
+
+def test_a_rule_switch_saved_on_a_large_manifest_launches_the_decide_job(db, monkeypatch):
+    from curation.manifest import picture_decisions
+    from curation.runs import jobs
+    from test_picture_views import ENGRAVING, STOCK_CUT, scored
+
+    filled_db(db, documents=2, pages=40)
+    with Manifest(db) as manifest:
+        doc = manifest.register_document(sha256="c" * 64, path="/archive/c.pdf", size=1)["id"]
+        for number in range(3):
+            scored(manifest, doc, number, [ENGRAVING, STOCK_CUT], sigma=30.0)
+    launched = []
+    monkeypatch.setattr(jobs, "launch", lambda path, kind, *args: launched.append((str(path), kind)))
+    monkeypatch.setattr(picture_decisions, "JOB_CHUNKS", 0)  # any stale picture is too many for readers alone
+    at = ran(page("pages/threshold.py"))
+    at.number_input(key="picture_area_number").set_value(3.0)
+    ran(at)
+    button(at, "Save").click()  # a cutoff moved: its pictures decided at once, no job
+    ran(at)
+    assert launched == []
+    at.segmented_control(key="threshold_rule").set_value("sigma")
+    ran(at)
+    button(at, "Save").click()
+    ran(at)
+    assert launched == [(str(db), picture_decisions.DECIDE_JOB)]

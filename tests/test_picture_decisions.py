@@ -5,9 +5,11 @@ an older manifest gets them when it is opened."""
 import sqlite3
 
 import pytest
+from click.testing import CliRunner
 
 from curation import Manifest
-from curation.manifest import history, store
+from curation.cli import cli
+from curation.manifest import history, picture_decisions, store
 from curation.manifest import picture_views as pv
 from curation.scoring.result import PageResult
 from test_picture_views import ENGRAVING, NEAR_CUT, PLATE, STOCK_CUT, scored
@@ -42,6 +44,7 @@ def evaluated(manifest) -> dict[int, int | None]:
 
 
 def assert_stored_as_evaluated(manifest, docs):
+    assert picture_decisions.catch_up(manifest, budget_s=float("inf")) is None  # what a rule switch left stale
     stored = dict(map(tuple, manifest.conn.execute("SELECT id, exported FROM pictures").fetchall()))
     assert stored == evaluated(manifest)
     assert pv.filter_counts(manifest, None) == pv.scanned_counts(manifest, None)
@@ -115,6 +118,99 @@ def test_stored_decisions_follow_the_settings_a_rescore_and_the_model(manifest):
     assert pv.filter_counts(manifest, None)["all"] == 0
 
 
+def test_a_cutoff_moved_up_and_down_decides_again_the_pictures_it_can_change(manifest):
+    docs = documents(manifest)
+    check = lambda: assert_stored_as_evaluated(manifest, docs)  # noqa: E731
+    manifest.set_picture_override(picture_id(manifest, docs[0], 0, 2), False)  # an edited page: its own figures
+    manifest.conn.execute("UPDATE pages SET picture_area = NULL WHERE doc_id = ? AND page = 1", (docs[1],))
+    check()  # a page without features: the picture rule falls back to σ
+    # Page figures apart from their pictures' areas, so each place the decision reads the area cutoff (the
+    # picture's area, its page's, its edited page's) is alone between two cutoffs tried below.
+    manifest.conn.execute("UPDATE pages SET picture_area = 7.0 WHERE doc_id = ? AND page = 2", (docs[0],))
+    manifest.conn.execute("UPDATE pages SET pictures_auto_area = 3.0 WHERE doc_id = ? AND page = 0", (docs[0],))
+    check()
+    for rule in ("picture", "sigma", "picture"):
+        manifest.rule = rule
+        check()
+        # Across the pages' σ and onto it, from above and from below.
+        for threshold in (35.0, 55.0, 45.0, 29.0, 61.0, 40.0, 35.0, 50.0, 40.0 + 1e-9, 45.0):
+            manifest.threshold = threshold
+            check()
+        for area in (1.0, 5.2, 3.0, 10.0, 7.0, 48.0, 48.5, 0.48, 0.5, 2.2, 2.0):  # onto and between the pictures' areas
+            manifest.picture_area_min = area
+            check()
+    kept = pv.filter_counts(manifest, None)["kept"]
+    with manifest.recording("setting"):  # the Threshold page's Save: one action
+        manifest.threshold, manifest.picture_area_min, manifest.rule = 58.0, 6.0, "sigma"
+    check()
+    manifest.undo()
+    check()
+    assert pv.filter_counts(manifest, None)["kept"] == kept
+    for key in picture_decisions.DECIDING_SETTINGS:  # removed: back to the defaults
+        manifest.conn.execute("DELETE FROM settings WHERE key = ?", (key,))
+        check()
+
+
+def test_a_rule_switch_is_caught_up_a_chunk_at_a_time_while_readers_evaluate_the_rule(manifest, monkeypatch):
+    docs = documents(manifest)
+    monkeypatch.setattr(picture_decisions, "CHUNK", 3)
+    monkeypatch.setattr(picture_decisions, "BUDGET_S", 0.0)  # a reader decides one chunk
+    total = manifest.conn.execute("SELECT COUNT(*) FROM pictures").fetchone()[0]
+    manifest.rule = "sigma"
+    assert picture_decisions.stale_from(manifest.conn) == 0
+    assert manifest.conn.execute("SELECT COUNT(*) FROM pictures WHERE exported IS NOT NULL").fetchone()[0] == total
+    caught, reads = [], 0
+    while picture_decisions.stale_from(manifest.conn) is not None:
+        caught.append(picture_decisions.stale_from(manifest.conn))
+        # While stale the counts are the rule's, evaluated: the stored ones may not hold yet.
+        assert pv.filter_counts(manifest, None) == pv.scanned_counts(manifest, None)
+        reads += 1
+        assert reads <= total
+    assert caught == sorted(caught) and len(caught) >= total // 3 - 1  # resumed, never restarted
+    assert_stored_as_evaluated(manifest, docs)
+    manifest.undo()  # the switch undone: stale again
+    assert picture_decisions.stale_from(manifest.conn) == 0
+    left, whole = picture_decisions.catch_up(manifest)  # progress: left, in all
+    assert whole == total and total - 3 <= left < total
+    manifest.picture_area_min = 10.0  # changes meanwhile are decided under the saved settings at once
+    manifest.set_picture_override(picture_id(manifest, docs[1], 3), True)
+    manifest.rule = "picture"  # no change from the rule undone to: nothing stale is added
+    assert_stored_as_evaluated(manifest, docs)
+    manifest.rule = "picture"
+    assert picture_decisions.stale_from(manifest.conn) is None
+
+
+def test_a_reader_never_waits_for_another_writer_to_catch_up(manifest):
+    docs = documents(manifest)
+    manifest.rule = "sigma"
+    writer = sqlite3.connect(manifest.path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # a job's transaction in hand
+    try:
+        assert pv.filter_counts(manifest, None) == pv.scanned_counts(manifest, None)  # at once, evaluated
+        assert picture_decisions.stale_from(manifest.conn) == 0
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert manifest.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 30000
+    assert_stored_as_evaluated(manifest, docs)
+
+
+def test_a_job_catches_up_a_rule_switch_with_its_progress(manifest, monkeypatch):
+    docs = documents(manifest)
+    monkeypatch.setattr(picture_decisions, "CHUNK", 2)
+    monkeypatch.setattr(picture_decisions, "JOB_CHUNKS", 1)
+    assert not picture_decisions.needs_job(manifest)
+    manifest.rule = "sigma"
+    assert picture_decisions.needs_job(manifest)  # more stale pictures than a chunk
+    result = CliRunner().invoke(cli, ["decide", "--db", str(manifest.path)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert picture_decisions.stale_from(manifest.conn) is None and not picture_decisions.needs_job(manifest)
+    job = manifest.latest_job(picture_decisions.DECIDE_JOB)
+    total = manifest.conn.execute("SELECT COUNT(*) FROM pictures").fetchone()[0]
+    assert job["status"] == "done" and job["total"] == total
+    assert_stored_as_evaluated(manifest, docs)
+
+
 def scored_failed(page):
     return PageResult(page=page, status="failed", error="unreadable")
 
@@ -144,6 +240,9 @@ def test_an_older_manifest_gets_its_stored_decisions_when_opened(tmp_path, monke
     for script in store.MIGRATIONS[:-1]:
         for statement in store._statements(script):
             conn.execute(statement)
+    # The triggers that decided every picture again on each setting saved, as such a manifest holds them.
+    conn.execute("CREATE TRIGGER settings_decide_changed AFTER UPDATE ON settings BEGIN "
+                 "UPDATE pictures SET exported = NULL; END")
     conn.execute(f"PRAGMA user_version = {len(store.MIGRATIONS) - 1}")
     conn.execute("INSERT INTO documents (id, sha256, path, size, status, added_at, updated_at) VALUES (1, ?, '/a.pdf', 1, 'ok', '', '')",
                  ("a" * 64,))
@@ -158,3 +257,11 @@ def test_an_older_manifest_gets_its_stored_decisions_when_opened(tmp_path, monke
         assert manifest.schema_version == len(store.MIGRATIONS)
         assert_stored_as_evaluated(manifest, [1])
         assert pv.filter_counts(manifest, None)["kept"] == 1
+        triggers = {row[0] for row in manifest.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+        assert "settings_decide_changed" not in triggers and "settings_threshold_changed" in triggers
+        manifest.picture_area_min = 0.4
+        manifest.picture_area_min = 0.5
+        manifest.rule = "sigma"
+        manifest.threshold = 20.0
+        assert_stored_as_evaluated(manifest, [1])
+        assert pv.filter_counts(manifest, None)["kept"] == 2

@@ -46,6 +46,25 @@ def learn(db, quiet):
                f"disagrees with the {rule} rule on {state.disagrees} pages you have not decided")
 
 
+@cli.command()
+@db_option
+def decide(db):
+    """Decide every picture again under the saved rule, after a rule switch left the stored decisions stale.
+
+    Runs as a job of the manifest (the dashboard launches it and shows its progress), a chunk of pictures
+    per short transaction; stopped, the next run goes on from there. Until it ends, the dashboard
+    evaluates the rule instead of reading the stored decisions.
+    """
+    from ..manifest import picture_decisions
+
+    manifest = open_manifest(db)
+    try:
+        decided = picture_decisions.decide_job(manifest)
+    except JobRunning as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"decided {decided:,} pictures again")
+
+
 class PageAndPicture(click.ParamType):
     """PAGE or PAGE:PICTURE: a page counted from 1, and a picture's number on it as `pictures` lists it."""
 

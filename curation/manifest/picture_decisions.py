@@ -4,8 +4,12 @@ document, both kept by triggers in the transaction that changes what they read.
 `pictures.exported` is rules.EXPORTED_SQL evaluated with the saved settings (1 the export writes the picture,
 0 it does not; NULL while its page is not scored 'ok'). Triggers decide a picture again when it is added or a
 curator changes it, when its page's figures or override change (a page scored again is replaced, which fires no
-update trigger, but set_pictures then refreshes the page's picture figures, which does), and every picture when a setting the
-decision reads changes (a setting saved or undone: about a second at 250,000 pictures, once per save); the
+update trigger, but set_pictures then refreshes the page's picture figures, which does), and, when a cutoff is
+saved or undone, the pictures whose decision its move can change, found through an index (the pages whose σ
+lies between the two σ cutoffs; the pictures and pages whose area lies between the two area cutoffs). A rule
+switch can change every decision: it marks them stale (pictures_stale), and they are decided again a chunk
+of ids per short transaction, by a job (`python -m curation decide`, launched by the Threshold page) and by
+each reader (is_saved), which meanwhile evaluates the rule as for a draft. The
 suggestions' one writer decides them again under the learned rule (replace_suggestions). `picture_counts`
 holds, per document, the pictures each of the Pictures view's filters shows, moved by a trigger whenever a
 picture's decision or state changes. So the view's counts are a read of a few hundred rows and its kept and
@@ -19,6 +23,7 @@ with a migration that makes them again (MIGRATION is built from rules.py, so a n
 from __future__ import annotations
 
 import sqlite3
+import time
 
 from .rules import DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, EXPORTED_SQL, INK_TONE_MIN, LIVE_DOCUMENT_SQL, RULES
 
@@ -47,13 +52,90 @@ def _saved(default_threshold: float) -> dict[str, str]:
 
 def decided_sql(default_threshold: float) -> str:
     """The stored decision of picture x under the saved settings, as one scalar subquery."""
-    decision = EXPORTED_SQL
-    for name, sql in _saved(default_threshold).items():
-        decision = decision.replace(f":{name}", f"({sql})")
+    decision = _decision(default_threshold)
     # Over the row being updated, as x (an UPDATE in a trigger cannot name its table otherwise).
     return (f"(SELECT CASE WHEN p.status = 'ok' THEN {decision} END FROM pictures x JOIN pages p "
             "ON p.doc_id = x.doc_id AND p.page = x.page LEFT JOIN overrides o ON o.doc_id = p.doc_id "
             "AND o.page = p.page WHERE x.id = pictures.id)")
+
+
+def _decision(default_threshold: float) -> str:
+    decision = EXPORTED_SQL
+    for name, sql in _saved(default_threshold).items():
+        decision = decision.replace(f":{name}", f"({sql})")
+    return decision
+
+
+def decide_where(where: str, decision: str = EXPORTED_SQL) -> str:
+    """Decide again the pictures x (on page p, under override o) that `where` picks, in one join, under
+    `decision` (rules.EXPORTED_SQL, bound or reading the saved settings). Only changed decisions are written.
+    LIMIT -1 keeps the join from being flattened into the update, which would evaluate the decision twice a
+    row (about twice the time)."""
+    return (f"UPDATE pictures SET exported = d.decided FROM (SELECT x.id, CASE WHEN p.status = 'ok' THEN "
+            f"{decision} END AS decided FROM pictures x JOIN pages p ON p.doc_id = x.doc_id "
+            "AND p.page = x.page LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
+            f"WHERE {where} LIMIT -1) d WHERE pictures.id = d.id AND pictures.exported IS NOT d.decided")
+
+
+# A saved setting as the decision reads it, from the settings' value column (NULL: not saved, the default).
+def _effective(default_threshold: float) -> dict[str, str]:
+    rules = ", ".join(f"'{rule}'" for rule in RULES)
+    return {
+        "threshold": f"COALESCE(CAST({{v}} AS REAL), {default_threshold!r})",
+        "rule": f"CASE WHEN {{v}} IN ({rules}) THEN {{v}} ELSE '{DEFAULT_RULE}' END",
+        "picture_area_min": f"COALESCE(CAST({{v}} AS REAL), {DEFAULT_PICTURE_AREA_MIN!r})",
+    }
+
+
+def _pictures_that_can_change(name: str, before: str, after: str) -> list[str]:
+    """Where a setting moved from `before` to `after` (SQL) can change a picture's decision (the trigger runs
+    only when the two differ). The decision
+    (rules.EXPORTED_SQL) reads the threshold only as `p.sigma > :threshold`, so only pages whose σ lies
+    between the two cutoffs; the area cutoff only as `area >= :picture_area_min` for the picture's own area,
+    its page's largest picture and its edited page's largest picture left to the rule. A rule switch can
+    change any: it marks every decision stale (STALE), decided again a chunk at a time (catch_up)."""
+    low, high = f"min({before}, {after})", f"max({before}, {after})"
+    if name == "threshold":
+        return [f"p.sigma > {low} AND p.sigma <= {high}"]
+    if name == "picture_area_min":
+        return [f"COALESCE(x.fixed_area, x.area) >= {low} AND COALESCE(x.fixed_area, x.area) < {high}",
+                f"p.picture_area >= {low} AND p.picture_area < {high}",
+                # The few edited pages, from their own index (pages_edited).
+                f"(x.doc_id, x.page) IN (SELECT doc_id, page FROM pages WHERE pictures_included IS NOT NULL "
+                f"AND pictures_auto_area >= {low} AND pictures_auto_area < {high})"]
+    return []
+
+
+# Pictures whose id is `next_id` or more may hold a decision under an earlier rule: at most one row, none
+# when every stored decision is current. Other triggers keep deciding the pictures they touch under the
+# saved settings meanwhile, so a chunk decided is current whatever changed since.
+STALE_TABLE = "CREATE TABLE pictures_stale (next_id INTEGER NOT NULL);"
+STALE_ALL = "DELETE FROM pictures_stale; INSERT INTO pictures_stale (next_id) VALUES (0);"
+CHUNK = 10_000  # pictures decided again in one transaction: about 0.1 s
+BUDGET_S = 0.1  # CPU seconds a reader spends on them (is_saved)
+
+
+def settings_triggers(default_threshold: float) -> str:
+    """Triggers deciding again, when a setting the decision reads is saved, changed or removed, the
+    pictures whose decision that move can change, and the table of what a rule switch left stale
+    (store.MIGRATIONS)."""
+    effective, decision = _effective(default_threshold), _decision(default_threshold)
+    events = {"added": ("INSERT", "NEW.key = '{key}'", "NULL", "NEW.value"),
+              "changed": ("UPDATE", "NEW.key = '{key}' AND OLD.key = '{key}' AND NEW.value IS NOT OLD.value",
+                          "OLD.value", "NEW.value"),
+              "removed": ("DELETE", "OLD.key = '{key}'", "OLD.value", "NULL")}
+    triggers = [f"DROP TRIGGER IF EXISTS settings_decide_{event};" for event in events]
+    triggers.append(STALE_TABLE)
+    for key in DECIDING_SETTINGS:
+        for event, (operation, when, old, new) in events.items():
+            before, after = effective[key].format(v=old), effective[key].format(v=new)
+            updates = " ".join(f"{decide_where(where, decision)};"
+                               for where in _pictures_that_can_change(key, before, after)) or STALE_ALL
+            if key == "picture_area_min":  # the σ rule reads no area
+                when += f" AND {_saved(default_threshold)['rule']} != 'sigma'"
+            triggers.append(f"CREATE TRIGGER settings_{key}_{event} AFTER {operation} ON settings "
+                            f"WHEN {when.format(key=key)} AND ({before}) IS NOT ({after}) BEGIN {updates} END;")
+    return "\n".join(triggers)
 
 
 def _counts_delta(row: str, sign: str) -> str:
@@ -66,7 +148,6 @@ def _counts_delta(row: str, sign: str) -> str:
 def migration(default_threshold: float) -> str:
     """The stored decisions, the counts and the triggers that keep them (store.MIGRATIONS)."""
     decided = decided_sql(default_threshold)
-    settings = ", ".join(f"'{name}'" for name in DECIDING_SETTINGS)
     counted = ", ".join(f"COALESCE(SUM({sql}), 0)" for sql in COUNTED_SQL.values())
     changed = " OR ".join(f"OLD.{c} IS NOT NEW.{c}" for c in ("exported", "deleted", "keep", "added", "fx0", "rank",
                                                                "doc_id"))
@@ -101,27 +182,102 @@ def migration(default_threshold: float) -> str:
     BEGIN UPDATE pictures SET exported = {decided} WHERE doc_id = NEW.doc_id AND page = NEW.page; END;
     CREATE TRIGGER overrides_decide_removed AFTER DELETE ON overrides
     BEGIN UPDATE pictures SET exported = {decided} WHERE doc_id = OLD.doc_id AND page = OLD.page; END;
-    CREATE TRIGGER settings_decide_added AFTER INSERT ON settings WHEN NEW.key IN ({settings})
-    BEGIN UPDATE pictures SET exported = {decided} WHERE exported IS NOT {decided}; END;
-    CREATE TRIGGER settings_decide_changed AFTER UPDATE ON settings
-    WHEN NEW.key IN ({settings}) AND NEW.value IS NOT OLD.value
-    BEGIN UPDATE pictures SET exported = {decided} WHERE exported IS NOT {decided}; END;
-    CREATE TRIGGER settings_decide_removed AFTER DELETE ON settings WHEN OLD.key IN ({settings})
-    BEGIN UPDATE pictures SET exported = {decided} WHERE exported IS NOT {decided}; END;
     """
 
 
 def decide_all(conn: sqlite3.Connection, default_threshold: float) -> None:
     """Decide every picture again, in the caller's transaction: for what no trigger watches (the
     suggestions, written a million rows at a time). Only changed decisions are written."""
-    decided = decided_sql(default_threshold)
-    conn.execute(f"UPDATE pictures SET exported = {decided} WHERE exported IS NOT {decided}")
+    conn.execute(decide_where("1", _decision(default_threshold)))
+    conn.execute("DELETE FROM pictures_stale")
+
+
+def stale_from(conn: sqlite3.Connection) -> int | None:
+    """The first picture id whose stored decision may be stale (a rule switch not caught up); None: current."""
+    row = conn.execute("SELECT MIN(next_id) FROM pictures_stale").fetchone()
+    return row[0]
+
+
+def catch_up(manifest, budget_s: float | None = None, chunk: int | None = None) -> tuple[int, int] | None:
+    """Decide the stale pictures again, a chunk of ids per short transaction, until current or `budget_s`
+    CPU seconds are spent; resumable (the next chunk starts where this one ended). Returns (pictures left,
+    pictures in all) to show as progress, or None when every decision is current."""
+    started, budget_s, chunk = time.process_time(), BUDGET_S if budget_s is None else budget_s, chunk or CHUNK
+    while True:
+        with manifest.transaction():
+            start = stale_from(manifest.conn)
+            if start is None:
+                return None
+            last = manifest.conn.execute("SELECT COALESCE(MAX(id), 0) FROM pictures").fetchone()[0]
+            end = start + chunk
+            manifest.conn.execute(decide_where("x.id >= :start AND x.id < :end"),
+                                  {**manifest.decision_params(), "start": start, "end": end})
+            if end > last:
+                manifest.conn.execute("DELETE FROM pictures_stale")
+                return None
+            manifest.conn.execute("UPDATE pictures_stale SET next_id = ?", (end,))
+        if time.process_time() - started >= budget_s:
+            left = manifest.conn.execute("SELECT COUNT(*) FROM pictures WHERE id >= ?", (end,)).fetchone()[0]
+            return left, manifest.conn.execute("SELECT COUNT(*) FROM pictures").fetchone()[0]
+
+
+DECIDE_JOB = "decide"  # the job kind of `python -m curation decide`, which the Threshold page launches
+JOB_CHUNKS = 5  # a rule switch leaves more stale pictures than this many chunks: a job catches them up
+
+
+def needs_job(manifest) -> bool:
+    """Whether so many decisions are stale that readers alone would take long to catch them up."""
+    start = stale_from(manifest.conn)
+    return start is not None and manifest.conn.execute(
+        "SELECT COUNT(*) > ? FROM pictures WHERE id >= ?", (JOB_CHUNKS * CHUNK, start)).fetchone()[0]
+
+
+def decide_job(manifest) -> int:
+    """Catch up the stale decisions as a job of the manifest, with its progress in pictures, stopped on
+    request (resumable: the next job or reader goes on from there). Returns the pictures looked at.
+    Raises JobRunning while another one runs."""
+    job_id = manifest.start_job(DECIDE_JOB)
+    total = manifest.conn.execute("SELECT COUNT(*) FROM pictures").fetchone()[0]
+    what = "deciding the pictures under the saved rule"
+    manifest.update_job(job_id, done=0, total=total, message=what)
+    try:
+        while (progress := catch_up(manifest, budget_s=0.5)) is not None:
+            left, total = progress
+            manifest.update_job(job_id, done=total - left, total=total, message=what)
+            if manifest.stop_requested(job_id):
+                manifest.finish_job(job_id, "stopped", f"{left:,} pictures left to decide")
+                return total - left
+    except BaseException as exc:
+        manifest.finish_job(job_id, "failed", f"deciding the pictures failed: {exc}")
+        raise
+    manifest.update_job(job_id, done=total, total=total)
+    manifest.finish_job(job_id, "done", "every picture decided under the saved rule")
+    return total
 
 
 def is_saved(manifest, params: dict) -> bool:
-    """Whether `params` (views.decision_params) are the saved settings, so the stored decisions hold."""
+    """Whether `params` (views.decision_params) are the saved settings and the stored decisions hold them.
+    After a rule switch they hold once caught up: each call decides a budget's worth of the stale ones
+    (catch_up), so the readers that follow bring them current while they evaluate the rule meanwhile."""
     saved = manifest.decision_params()
-    return all(params.get(name) == value for name, value in saved.items())
+    if not all(params.get(name) == value for name, value in saved.items()):
+        return False
+    return stale_from(manifest.conn) is None or _caught_up_by_reader(manifest)
+
+
+def _caught_up_by_reader(manifest) -> bool:
+    """catch_up, never waiting for another writer (a job's transaction): a reader that finds the manifest
+    busy leaves the stale decisions to the next one and evaluates the rule."""
+    timeout = manifest.conn.execute("PRAGMA busy_timeout").fetchone()[0]
+    manifest.conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        return catch_up(manifest) is None
+    except sqlite3.OperationalError as exc:
+        if "locked" not in str(exc):
+            raise
+        return False
+    finally:
+        manifest.conn.execute(f"PRAGMA busy_timeout = {int(timeout)}")
 
 
 def counts(manifest, doc_id: int | None = None) -> dict[str, int]:

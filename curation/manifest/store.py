@@ -243,6 +243,10 @@ MIGRATIONS: list[str] = [
     # Each picture's decision under the saved settings, and the pictures counted per document, kept by triggers
     # (curation.manifest.picture_decisions): the Pictures view's counts and kept/excluded screens from an index.
     picture_decisions.migration(DEFAULT_THRESHOLD),
+    # A saved cutoff decides again only the pictures its move can change (a σ cutoff: the pages between the
+    # two; an area cutoff: the pictures and pages whose area lies between), walking an index; a rule switch,
+    # every picture in one join.
+    picture_decisions.settings_triggers(DEFAULT_THRESHOLD),
 ]
 
 
