@@ -1,8 +1,11 @@
 """A page that never finishes is skipped after the time limit; its worker is killed, the run goes on."""
 
 import json
+import os
+import struct
 import subprocess
 import sys
+import threading
 import zipfile
 
 import pymupdf
@@ -14,7 +17,7 @@ from curation import Manifest, ingest
 from curation.export import Export, ExportSettings
 from curation.export.job import in_order
 from curation.export.worker import NotExported
-from curation.runs.ingest import Rescore
+from curation.runs.ingest import Rescore, kill_executor, process_pool
 from curation.sources import hostile
 
 LIMIT = 2.0
@@ -106,3 +109,17 @@ def test_in_order_gives_up_a_late_task_and_keeps_the_order():
     assert [task for task, _ in results] == list(range(7))
     assert [r for task, r in results if task != 3] == [0, 10, 20, 40, 50, 60]
     assert results[3][1] == NotExported("took longer than 1 s to draw; skipped")
+
+
+def test_a_pool_whose_worker_died_mid_result_is_still_torn_down():
+    """A worker killed while sending its result leaves half a message in the pool's result pipe; stopping the run
+    must not wait for the rest (a stopped export then hung with its job still "running")."""
+    pool = process_pool(1)
+    assert pool.submit(abs, -1).result() == 1
+    writer = pool._result_queue._writer
+    os.write(writer.fileno(), struct.pack("!i", 1 << 20) + b"half")  # a header promising 1 MB, then 4 bytes
+    torn_down = threading.Event()
+    threading.Thread(target=lambda: (kill_executor(pool), torn_down.set()), daemon=True).start()
+    if not torn_down.wait(30):
+        os.write(writer.fileno(), bytes(1 << 20))  # let the pool's thread finish before this process exits
+        pytest.fail("stopping the pool waited for the rest of a dead worker's result")

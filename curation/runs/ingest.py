@@ -12,6 +12,7 @@ import concurrent.futures as cf
 import contextlib
 import functools
 import multiprocessing
+import multiprocessing.connection
 import os
 import pathlib
 import resource
@@ -172,14 +173,33 @@ def kill_executor(executor: cf.Executor) -> None:
     A process pool's workers are killed (Python 3.14 has `kill_workers`; before it the pool's own
     process table is the only handle); any other executor is asked to cancel what it can.
     """
+    processes = list((getattr(executor, "_processes", None) or {}).values())
     kill = getattr(executor, "kill_workers", None)
     if kill is not None:
         kill()
     else:
-        for process in list((getattr(executor, "_processes", None) or {}).values()):
+        for process in processes:
             with contextlib.suppress(Exception):
                 process.kill()
+    if isinstance(executor, cf.ProcessPoolExecutor):
+        _end_result_pipe(executor, processes)
     executor.shutdown(wait=isinstance(executor, cf.ProcessPoolExecutor), cancel_futures=True)
+
+
+def _end_result_pipe(executor: cf.ProcessPoolExecutor, processes: list) -> None:
+    """A worker killed while sending its result leaves half a message in the pool's result pipe, and the pool's
+    manager thread would wait for the rest forever (and `shutdown` with it). Once the workers are dead the
+    parent's copy is the pipe's last write end: closing it gives that reader EOF, and the pool breaks and ends."""
+    sentinels = [process.sentinel for process in processes]
+    deadline = time.monotonic() + 5
+    while sentinels and time.monotonic() < deadline:  # a sentinel is ready once its process has exited
+        ended = multiprocessing.connection.wait(sentinels, deadline - time.monotonic())
+        sentinels = [sentinel for sentinel in sentinels if sentinel not in ended]
+    if sentinels:
+        return
+    writer = getattr(getattr(executor, "_result_queue", None), "_writer", None)
+    with contextlib.suppress(Exception):
+        writer.close()
 
 
 def default_workers() -> int:
