@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from curation import Manifest
 from curation.cli import cli
-from curation.manifest import history, picture_decisions, store
+from curation.manifest import history, picture_decisions, schema, store
 from curation.manifest import picture_views as pv
 from curation.scoring.result import PageResult
 from test_picture_views import ENGRAVING, NEAR_CUT, PLATE, STOCK_CUT, scored
@@ -238,7 +238,7 @@ def test_an_older_manifest_gets_its_stored_decisions_when_opened(tmp_path, monke
     path = tmp_path / "old.sqlite"
     conn = sqlite3.connect(path)
     for script in store.MIGRATIONS[:-1]:
-        for statement in store._statements(script):
+        for statement in schema.statements(script):
             conn.execute(statement)
     # The triggers that decided every picture again on each setting saved, as such a manifest holds them.
     conn.execute("CREATE TRIGGER settings_decide_changed AFTER UPDATE ON settings BEGIN "
