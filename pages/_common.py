@@ -10,6 +10,7 @@ import os
 import pathlib
 import re
 import sqlite3
+from collections.abc import Callable
 
 import streamlit as st
 
@@ -109,6 +110,21 @@ def require_manifest() -> Manifest:
         link("pages/ingest.py", "Ingest", ":material/upload_file:")
         st.stop()
     return manifest
+
+
+def confirm_buttons(label: str, key: str, question: str, notice: str, act: Callable[[Manifest], str],
+                    disabled: bool = False) -> None:
+    """A question's two buttons: `label` runs `act` on the manifest, for a curator, and shows the text it returns
+    under the session key `notice`; either button closes the question (`question`, the key that keeps it open)."""
+    left, right = st.columns(2)
+    if left.button(label, type="primary", key=f"{key}-confirm", disabled=disabled) and auth.require_curator():
+        with open_manifest() as manifest:
+            st.session_state[notice] = act(manifest)
+        st.session_state.pop(question, None)
+        st.rerun()
+    if right.button("Cancel", key=f"{key}-cancel"):
+        st.session_state.pop(question, None)
+        st.rerun()
 
 
 def link(page: str, label: str, icon: str | None = None) -> None:

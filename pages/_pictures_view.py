@@ -202,17 +202,8 @@ def restore_all(flt: pv.PictureFilter, total: int):
 def confirm_restore(flt: pv.PictureFilter, total: int):
     st.markdown(f"**Bring back all {total:,} deleted pictures** in this view? Each is a picture again, decided by "
                 "its override or the rule, and its page follows it. One undo takes them all back.")
-    left, right = st.columns(2)
-    if left.button(f"Bring back {total:,} pictures", type="primary", key="pictures-restore-confirm") \
-            and auth.require_curator():
-        with common.open_manifest() as manifest:
-            done = pv.bulk_restore(manifest, flt)
-        close(RESTORE)
-        st.session_state[NOTICE] = f"Brought back {done:,} pictures · {UNDO_HINT}."
-        st.rerun()
-    if right.button("Cancel", key="pictures-restore-cancel"):
-        close(RESTORE)
-        st.rerun()
+    common.confirm_buttons(f"Bring back {total:,} pictures", "pictures-restore", RESTORE, NOTICE,
+                           lambda manifest: f"Brought back {pv.bulk_restore(manifest, flt):,} pictures · {UNDO_HINT}.")
 
 
 def ask(key: str, value):
@@ -228,17 +219,12 @@ def confirm_bulk(flt: pv.PictureFilter, counts: dict, threshold: float, action: 
     verb = {"include": "Include", "exclude": "Exclude", "auto": "Clear the override of"}[action]
     st.markdown(f"**{verb} all {counts['pictures']:,} pictures** in this view?")
     st.markdown(pv.bulk_override_effect(counts, OVERRIDE_OF_CHOICE[action]))
-    left, right = st.columns(2)
-    if left.button(f"{verb} {counts['pictures']:,} pictures", type="primary", key="pictures-bulk-confirm") \
-            and auth.require_curator():
-        with common.open_manifest() as manifest:
-            done = pv.bulk_override(manifest, threshold, flt, OVERRIDE_OF_CHOICE[action])
-        close(BULK)
-        st.session_state[NOTICE] = f"{verb} {done:,} pictures: done · {UNDO_HINT}."
-        st.rerun()
-    if right.button("Cancel", key="pictures-bulk-cancel"):
-        close(BULK)
-        st.rerun()
+
+    def apply(manifest) -> str:
+        done = pv.bulk_override(manifest, threshold, flt, OVERRIDE_OF_CHOICE[action])
+        return f"{verb} {done:,} pictures: done · {UNDO_HINT}."
+
+    common.confirm_buttons(f"{verb} {counts['pictures']:,} pictures", "pictures-bulk", BULK, NOTICE, apply)
 
 
 @st.dialog("Caption every picture in the view", on_dismiss=lambda: close(CAPTION))
@@ -253,18 +239,14 @@ def confirm_captions(flt: pv.PictureFilter, counts: dict, threshold: float):
     if text:
         st.markdown(f"**Write this caption on {count:,} of the {counts['pictures']:,} pictures** in this view? "
                     f"{effect}")
-    left, right = st.columns(2)
-    if left.button(f"Caption {count:,} pictures", type="primary", key="pictures-bulk-caption-confirm",
-                   disabled=not text or count == 0) and auth.require_curator():
-        with common.open_manifest() as manifest:
-            done = pv.bulk_caption(manifest, threshold, flt, text, replace=overwrite)
-        close(CAPTION)
+
+    def write(manifest) -> str:
+        done = pv.bulk_caption(manifest, threshold, flt, text, replace=overwrite)
         forget(CAPTION_KEY)
-        st.session_state[NOTICE] = f"Captioned {done:,} pictures · {UNDO_HINT}."
-        st.rerun()
-    if right.button("Cancel", key="pictures-bulk-caption-cancel"):
-        close(CAPTION)
-        st.rerun()
+        return f"Captioned {done:,} pictures · {UNDO_HINT}."
+
+    common.confirm_buttons(f"Caption {count:,} pictures", "pictures-bulk-caption", CAPTION, NOTICE, write,
+                           disabled=not text or count == 0)
 
 
 def forget(prefix: str):

@@ -270,16 +270,12 @@ def confirm_use_model():
     st.caption(f"Every page you have not overruled takes the model's suggestion instead of the "
                f"{views.RULE_LABELS[rule]}'s decision; pages without a suggestion follow the picture rule. Your "
                "overrides stay. Switch back here or on Threshold at any time.")
-    left, right = st.columns(2)
-    if left.button("Let the model decide", type="primary", key="use-model-confirm") and auth.require_curator():
-        with common.open_manifest() as manifest:
-            views.use_model(manifest)
-        close(USE_MODEL)
-        st.session_state[NOTICE] = "The model's suggestions are the decisions now."
-        st.rerun()
-    if right.button("Cancel", key="use-model-cancel"):
-        close(USE_MODEL)
-        st.rerun()
+
+    def use_model(manifest) -> str:
+        views.use_model(manifest)
+        return "The model's suggestions are the decisions now."
+
+    common.confirm_buttons("Let the model decide", "use-model", USE_MODEL, NOTICE, use_model)
 
 
 # -- bulk actions -----------------------------------------------------------------------------
@@ -317,16 +313,11 @@ def confirm_bulk(flt: views.PageFilter, counts: dict, threshold: float, action: 
     verb = {"include": "Include", "exclude": "Exclude", "auto": "Clear the override of"}[action]
     st.markdown(f"**{verb} all {count:,} pages** in this view?")
     st.markdown(views.bulk_override_effect(counts, OVERRIDE_OF_CHOICE[action]))  # exactly what it changes
-    left, right = st.columns(2)
-    if left.button(f"{verb} {count:,} pages", type="primary", key="bulk-confirm") and auth.require_curator():
-        with common.open_manifest() as manifest:
-            done = views.bulk_override(manifest, threshold, flt, OVERRIDE_OF_CHOICE[action])
-        close(BULK)
-        st.session_state[NOTICE] = f"{verb} {done:,} pages: done."
-        st.rerun()
-    if right.button("Cancel", key="bulk-cancel"):
-        close(BULK)
-        st.rerun()
+
+    def apply(manifest) -> str:
+        return f"{verb} {views.bulk_override(manifest, threshold, flt, OVERRIDE_OF_CHOICE[action]):,} pages: done."
+
+    common.confirm_buttons(f"{verb} {count:,} pages", "bulk", BULK, NOTICE, apply)
 
 
 @st.dialog("Caption the whole view", on_dismiss=lambda: close(CAPTION))
