@@ -15,12 +15,14 @@ from collections.abc import Callable
 import streamlit as st
 
 from curation.manifest import views
+from curation.manifest.picture_decisions import DECIDE_JOB
 from curation.manifest.store import Manifest, ManifestError
 from curation.runs import jobs
 from pages import _auth as auth
 
 DEFAULT_DB = "data/manifest.sqlite"
 JOB_KINDS = ("sample", "ingest")
+OTHER_JOBS = {"export": "images", "caption": "pictures", DECIDE_JOB: "pictures"}  # in the sidebar, by what they count
 POLL_SECONDS = 1.0
 log = logging.getLogger("curation.dashboard")
 
@@ -149,9 +151,9 @@ def sidebar() -> None:
                 pages = views.page_count(manifest)
                 rule = views.rule_summary(manifest.rule, manifest.threshold, manifest.picture_area_min)
                 st.caption(f"{pages:,} pages · {rule}")
-                for job in (running_job(manifest), manifest.running_job("export"), manifest.running_job("caption")):
+                for job in (running_job(manifest), *(manifest.running_job(kind) for kind in OTHER_JOBS)):
                     if job is not None:
-                        unit = {"export": "images", "caption": "pictures"}.get(job["kind"], "pages")
+                        unit = OTHER_JOBS.get(job["kind"], "pages")
                         done = f"{job['done']:,}/{job['total']:,} {unit}" if job["total"] else "starting"
                         st.caption(f":material/sync: {job_title(job)} running: {done}")
         except (ManifestError, sqlite3.Error) as exc:
@@ -175,7 +177,8 @@ def latest_job(manifest: Manifest):
 
 
 def job_title(job) -> str:
-    titles = {"sample": "Sample archive", "ingest": "Ingest", "caption": "Captioning"}
+    titles = {"sample": "Sample archive", "ingest": "Ingest", "caption": "Captioning",
+              DECIDE_JOB: "Deciding the pictures under the new rule"}
     return titles.get(job["kind"], job["kind"].title())
 
 

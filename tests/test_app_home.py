@@ -79,6 +79,16 @@ def test_the_sidebar_shows_the_rule_and_a_running_export(db):
     assert "Export running: 2/5 images" in sidebar
 
 
+
+def test_the_sidebar_shows_the_pictures_being_decided_after_a_rule_switch(db):
+    filled_db(db, documents=1, pages=5)
+    with Manifest(db) as manifest:
+        job_id = manifest.start_job("decide", {})  # this process stands in for `python -m curation decide`
+        manifest.update_job(job_id, done=40_000, total=250_000)
+    at = ran(page("dashboard.py"))
+    assert "Deciding the pictures under the new rule running: 40,000/250,000 pictures" in " ".join(
+        str(e.value) for e in at.sidebar.caption)
+
 def test_the_latest_changes_say_who_did_what(db):
     filled_db(db, documents=1, pages=10)
     at = ran(page("pages/home.py"))
