@@ -1,6 +1,6 @@
 """Keyboard review for a Review grid: one listener on the page reports each key press to Python, and the
 grid's focus, decisions, undo and large view follow it. Streamlit code only; what a key does and where
-the focus goes is curation.manifest.keyboard.
+the focus goes is curation.decisions.keyboard.
 
 A grid uses it so (see pages/review.py):
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from curation.manifest import keyboard as keymap
+from curation.decisions import keyboard as keymap
 
 # The listener lives in the page itself (components v2 are not in an iframe), on the document, so a key
 # works wherever the focus is, except while the person types. One listener per keyboard name, however

@@ -13,7 +13,7 @@ import streamlit as st
 from streamlit_image_coordinates import streamlit_image_coordinates
 
 from curation.captions.best import best_caption
-from curation.manifest import keyboard
+from curation.decisions import keyboard
 from curation.manifest import picture_views as pv
 from curation.manifest import views
 from curation.manifest.pictures import PictureError
@@ -266,7 +266,7 @@ def card_key(picture_id: int) -> str:
 
 
 def keyboard_review(ids: list[int], screen: int, total: int, last: dict | None, undo):
-    """The keys act on the focused card, or on the picture in the large view (see curation.manifest.keyboard)."""
+    """The keys act on the focused card, or on the picture in the large view (see curation.decisions.keyboard)."""
     undo_last = functools.partial(undo, last["id"]) if last is not None and auth.can_curate() else None
     hotkeys.review_grid(KEYBOARD, ids, screen=screen, screen_key=SCREEN_NUMBER, card_key=card_key,
                         grid=keyboard.Grid(total, PER_SCREEN, COLUMNS), opened=st.session_state.get(OPEN),

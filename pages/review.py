@@ -10,7 +10,8 @@ import zlib
 import psutil
 import streamlit as st
 
-from curation.manifest import keyboard, views
+from curation.decisions import keyboard
+from curation.manifest import views
 from curation.manifest.history import UndoError
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
@@ -378,7 +379,7 @@ def card_key(item: tuple[int, int]) -> str:
 
 
 def keyboard_review(items: list[tuple[int, int]], screen: int, total: int, last: dict | None):
-    """The keys act on the focused card, or on the page in the large view (see curation.manifest.keyboard)."""
+    """The keys act on the focused card, or on the page in the large view (see curation.decisions.keyboard)."""
     undo_last = functools.partial(undo, last["id"]) if last is not None and auth.can_curate() else None
     hotkeys.review_grid(KEYBOARD, items, screen=screen, screen_key="page", card_key=card_key,
                         grid=keyboard.Grid(total, PER_SCREEN, COLUMNS), opened=st.session_state.get(OPEN),

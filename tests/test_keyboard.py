@@ -3,7 +3,7 @@ across screens at the edges and never past the ends of the view."""
 
 import pytest
 
-from curation.manifest.keyboard import Cursor, Grid, action, keys, move, move_keys, placed, zoomed
+from curation.decisions.keyboard import Cursor, Grid, action, keys, move, move_keys, placed, zoomed
 
 # 95 pages, 40 a screen, 6 a row: screens of 40, 40 and 15 cards; the last row of a full screen holds 4.
 GRID = Grid(total=95, per_screen=40, columns=6)

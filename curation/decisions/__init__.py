@@ -1,2 +1,2 @@
-"""What is kept besides the rule: the model learned from the curator's overrides, and near-duplicate
-plates."""
+"""What is kept besides the rule: the model learned from the curator's overrides, near-duplicate
+plates, and the keys a curator reviews a grid with (keyboard)."""
