@@ -69,6 +69,45 @@ def test_failed_pages_are_not_kept_unless_a_curator_says_so(manifest):
     assert next(manifest.pages())["keep"] == 1
 
 
+def counted_and_recounted(manifest) -> tuple[dict, dict]:
+    counted = {d["id"]: (d["scored"], d["failed"]) for d in manifest.documents()}
+    recounted = {doc_id: (
+        manifest.conn.execute("SELECT COUNT(*) FROM pages WHERE doc_id = ? AND status = 'ok'", (doc_id,)).fetchone()[0],
+        manifest.conn.execute("SELECT COUNT(*) FROM pages WHERE doc_id = ? AND status = 'failed'", (doc_id,)).fetchone()[0],
+    ) for doc_id in counted}
+    return counted, recounted
+
+
+def test_documents_count_their_scored_and_failed_pages_through_every_write(manifest):
+    doc = fake_document(manifest)
+    manifest.save_pages(doc, [PageResult(page=3, status="failed", error="broken")])
+    assert manifest.document(doc)["scored"] == 3 and manifest.document(doc)["failed"] == 1
+    # Rescored pages replace their rows: the failed page now scores, a scored one fails.
+    manifest.save_pages(doc, [PageResult(page=3, status="ok", sigma=20.0, width=10, height=10),
+                              PageResult(page=0, status="failed", error="timed out")])
+    other = fake_document(manifest, "b.pdf", sigmas=(30.0,))
+    manifest.conn.execute("UPDATE pages SET doc_id = ?, page = 5 WHERE doc_id = ? AND page = 2", (other, doc))
+    manifest.conn.execute("UPDATE pages SET status = 'failed' WHERE doc_id = ? AND page = 1", (doc,))
+    manifest.conn.execute("DELETE FROM pages WHERE doc_id = ? AND page = 3", (doc,))
+    counted, recounted = counted_and_recounted(manifest)
+    assert counted == recounted == {doc: (0, 2), other: (2, 0)}
+
+
+def test_an_older_manifest_counts_its_documents_pages_when_opened(tmp_path):
+    path = tmp_path / "old.sqlite"
+    with Manifest(path) as m:
+        fake_document(m, sigmas=(10.0, 20.0))
+        m.save_pages(1, [PageResult(page=2, status="failed", error="broken")])
+        m.conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")  # as written before the counts
+        for trigger in ("pages_count_replaced", "pages_count_added", "pages_count_removed", "pages_count_changed"):
+            m.conn.execute(f"DROP TRIGGER {trigger}")
+        m.conn.execute("ALTER TABLE documents DROP COLUMN scored")
+        m.conn.execute("ALTER TABLE documents DROP COLUMN failed")
+    with Manifest(path) as m:
+        assert m.schema_version == len(MIGRATIONS)
+        assert [(d["scored"], d["failed"]) for d in m.documents()] == [(2, 1)]
+
+
 def test_overrides_survive_a_rescan_of_the_same_archive(tmp_path, archive):
     with Manifest(tmp_path / "m.sqlite") as m:
         ingest(m, [archive], workers=1)

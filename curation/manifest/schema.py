@@ -223,6 +223,43 @@ MIGRATIONS: list[str] = [
     # two; an area cutoff: the pictures and pages whose area lies between), walking an index; a rule switch,
     # every picture in one join.
     picture_decisions.settings_triggers(DEFAULT_THRESHOLD),
+    # Each document's scored and failed pages, kept by triggers: the Ingest page's table reads them at any size
+    # instead of counting the pages table per document. A rescored page is written with INSERT OR REPLACE,
+    # which fires no DELETE trigger (recursive_triggers stays off), so the row it replaces is taken off first.
+    """
+    ALTER TABLE documents ADD COLUMN scored INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE documents ADD COLUMN failed INTEGER NOT NULL DEFAULT 0;
+    UPDATE documents SET
+        scored = (SELECT COUNT(*) FROM pages p WHERE p.doc_id = documents.id AND p.status = 'ok'),
+        failed = (SELECT COUNT(*) FROM pages p WHERE p.doc_id = documents.id AND p.status = 'failed');
+    CREATE TRIGGER pages_count_replaced BEFORE INSERT ON pages
+    BEGIN
+        UPDATE documents SET
+            scored = scored - (SELECT COUNT(*) FROM pages p WHERE p.doc_id = NEW.doc_id AND p.page = NEW.page
+                               AND p.status = 'ok'),
+            failed = failed - (SELECT COUNT(*) FROM pages p WHERE p.doc_id = NEW.doc_id AND p.page = NEW.page
+                               AND p.status = 'failed')
+        WHERE id = NEW.doc_id;
+    END;
+    CREATE TRIGGER pages_count_added AFTER INSERT ON pages
+    BEGIN
+        UPDATE documents SET scored = scored + (NEW.status = 'ok'), failed = failed + (NEW.status = 'failed')
+        WHERE id = NEW.doc_id;
+    END;
+    CREATE TRIGGER pages_count_removed AFTER DELETE ON pages
+    BEGIN
+        UPDATE documents SET scored = scored - (OLD.status = 'ok'), failed = failed - (OLD.status = 'failed')
+        WHERE id = OLD.doc_id;
+    END;
+    CREATE TRIGGER pages_count_changed AFTER UPDATE OF doc_id, status ON pages
+    WHEN OLD.doc_id IS NOT NEW.doc_id OR OLD.status IS NOT NEW.status
+    BEGIN
+        UPDATE documents SET scored = scored - (OLD.status = 'ok'), failed = failed - (OLD.status = 'failed')
+        WHERE id = OLD.doc_id;
+        UPDATE documents SET scored = scored + (NEW.status = 'ok'), failed = failed + (NEW.status = 'failed')
+        WHERE id = NEW.doc_id;
+    END;
+    """,
 ]
 
 
