@@ -293,8 +293,9 @@ def run(at) -> None:
     assert not at.exception, [e.value for e in at.exception]
 
 
-def interactions(repeat: int, results: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """Each interaction's median script run, appended to `results` as it is measured."""
+def interactions(repeat: int, results: list[tuple[str, float]], pictures: bool = True) -> list[tuple[str, float]]:
+    """Each interaction's median script run, appended to `results` as it is measured; the Pictures view's
+    too when the manifest holds `pictures`."""
 
     def measure(label, action):
         results.append((label, timed(action, repeat)))
@@ -385,7 +386,8 @@ def interactions(repeat: int, results: list[tuple[str, float]]) -> list[tuple[st
         run(at)
         return (time.perf_counter() - started) * 1000
     results.append(("review: bulk exclude 'near' (confirmed)", statistics.median(bulk() for _ in range(repeat))))
-    picture_interactions(repeat, results)
+    if pictures:
+        picture_interactions(repeat, results)
     return results
 
 
@@ -661,7 +663,7 @@ def main() -> None:
     if not args.no_apps:
         measured: list[tuple[str, float]] = []
         try:
-            interactions(args.repeat, measured)
+            interactions(args.repeat, measured, pictures=args.pictures_per_page > 0)
         finally:  # what was measured is shown even when an interaction fails
             ok &= report(f"Script run per interaction, AppTest (median of {args.repeat}; target < {TARGET_MS} ms):",
                          measured)
