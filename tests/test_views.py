@@ -87,6 +87,26 @@ def test_screens_past_the_middle_read_from_the_end_are_the_same_screens(filled, 
 
 
 @pytest.mark.parametrize("sort", list(views.SORTS))
+def test_a_screen_at_either_end_is_walked_along_an_index_without_sorting_the_pages(filled, sort):
+    manifest, _ = filled
+    total = views.filter_counts(manifest, 45)["pages"]
+    walks = []
+    manifest.conn.set_trace_callback(lambda sql: walks.append(sql) if sql.startswith("SELECT p.rowid") else None)
+    for limit, offset in ((4, 0), (1, total - 1), (4, total - 4)):
+        views.page_rows(manifest, 45, sort=sort, limit=limit, offset=offset, total=total)
+    manifest.conn.set_trace_callback(None)
+    assert len(walks) == 3
+    for walk in walks:
+        plan = " ".join(row[3] for row in manifest.conn.execute(f"EXPLAIN QUERY PLAN {walk}"))
+        assert "USING" in plan and "INDEX" in plan, plan
+        # Only ties of the first key may be sorted (a document's pages, equal σ); where the first key has
+        # millions of ties (pages without a picture), none are.
+        assert "TEMP B-TREE FOR ORDER BY" not in plan, plan
+        if sort in ("sigma", "picture_desc"):
+            assert "TEMP B-TREE" not in plan, plan
+
+
+@pytest.mark.parametrize("sort", list(views.SORTS))
 def test_overridden_pages_sorted_from_the_overrides_are_the_screens_walked(filled, sort):
     manifest, ids = filled
     for page in (3, 7, 9, 1):
