@@ -9,6 +9,7 @@ import time
 import pytest
 
 from curation import Manifest, ManifestError, ingest
+from curation.manifest import schema
 from curation.manifest.store import MIGRATIONS
 from curation.scoring.result import PageResult
 
@@ -95,14 +96,18 @@ def test_documents_count_their_scored_and_failed_pages_through_every_write(manif
 
 def test_an_older_manifest_counts_its_documents_pages_when_opened(tmp_path):
     path = tmp_path / "old.sqlite"
-    with Manifest(path) as m:
-        fake_document(m, sigmas=(10.0, 20.0))
-        m.save_pages(1, [PageResult(page=2, status="failed", error="broken")])
-        m.conn.execute("PRAGMA user_version = 10")  # as written before the counts (schema 11)
-        for trigger in ("pages_count_replaced", "pages_count_added", "pages_count_removed", "pages_count_changed"):
-            m.conn.execute(f"DROP TRIGGER {trigger}")
-        m.conn.execute("ALTER TABLE documents DROP COLUMN scored")
-        m.conn.execute("ALTER TABLE documents DROP COLUMN failed")
+    version = 10  # the schema before the counts
+    conn = sqlite3.connect(path)
+    for script in MIGRATIONS[:version]:
+        for statement in schema.statements(script):
+            conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {version}")
+    conn.execute("INSERT INTO documents (id, sha256, path, size, status, added_at, updated_at) "
+                  "VALUES (1, ?, '/a.pdf', 1, 'ok', '', '')", ("a" * 64,))
+    for page, status in enumerate(("ok", "ok", "failed")):
+        conn.execute("INSERT INTO pages (doc_id, page, status, scored_at) VALUES (1, ?, ?, '')", (page, status))
+    conn.commit()
+    conn.close()
     with Manifest(path) as m:
         assert m.schema_version == len(MIGRATIONS)
         assert [(d["scored"], d["failed"]) for d in m.documents()] == [(2, 1)]

@@ -120,6 +120,26 @@ def test_overridden_pages_sorted_from_the_overrides_are_the_screens_walked(fille
         assert len(walked) == min(2, total - offset) and all(row["override"] is not None for row in walked)
 
 
+@pytest.mark.parametrize("sort", list(views.SORTS))
+def test_failed_pages_sorted_from_their_index_are_the_screens_walked(filled, sort):
+    manifest, ids = filled
+    from curation.scoring.result import PageResult
+
+    manifest.save_pages(ids[0], [PageResult(page=page, status="failed", error="timed out") for page in (10, 11, 2)])
+    flt = PageFilter("failed")
+    total = views.filter_counts(manifest, 45, flt)["pages"]
+    assert total == 4
+    walks = []
+    manifest.conn.set_trace_callback(lambda sql: walks.append(sql) if sql.startswith("SELECT p.rowid") else None)
+    for offset in range(0, total, 3):
+        walked = views.page_rows(manifest, 45, flt, sort=sort, limit=3, offset=offset)
+        assert views.page_rows(manifest, 45, flt, sort=sort, limit=3, offset=offset, total=total) == walked
+        assert len(walked) == min(3, total - offset) and all(row["status"] == "failed" for row in walked)
+    manifest.conn.set_trace_callback(None)
+    driven = [walk for walk in walks if "pages_failed" in walk]
+    assert len(driven) == 2
+
+
 def test_thumbnails_only_for_the_pages_asked(filled):
     manifest, ids = filled
     thumbs = views.thumbnails(manifest, [(ids[0], 0), (ids[0], 1), (ids[1], 10)])

@@ -22,7 +22,7 @@ SORTS = {
     "page": ("Document and page", "d.path, p.doc_id, p.page"),
     "picture_desc": ("Largest picture first", "p.picture_area DESC NULLS LAST, p.doc_id, p.page"),
 }
-DRIVEN_MAX = 20_000  # overridden pages sorted whole for a screen (milliseconds); more are walked in the sort's order
+DRIVEN_MAX = 20_000  # overridden or failed pages sorted whole for a screen (milliseconds); more are walked in the sort's order
 SORT_COLUMNS = {"sigma": "sigma", "sigma_desc": "sigma", "page": "path", "picture_desc": "picture_area"}
 
 
@@ -48,6 +48,9 @@ def page_rows(manifest: Manifest, threshold: float | None, flt: PageFilter = Pag
         pages_from = PAGES_FROM.replace("FROM pages p JOIN documents d ON d.id = p.doc_id LEFT JOIN overrides o ON "
                                         "o.doc_id = p.doc_id AND o.page = p.page", "FROM overrides o CROSS JOIN pages p "
                                         "ON p.doc_id = o.doc_id AND p.page = o.page JOIN documents d ON d.id = p.doc_id", 1)
+    elif flt.decision == "failed" and total is not None and total <= DRIVEN_MAX:
+        # a few failed pages among millions: sorted from their own index, not found at the end of the sort's walk
+        pages_from = PAGES_FROM.replace("FROM pages p", "FROM pages p INDEXED BY pages_failed", 1)
     elif sort == "page":  # documents by their path's index, each one's pages by the key: no sort of every page
         pages_from = PAGES_FROM.replace("FROM pages p JOIN documents d ON d.id = p.doc_id",
                                         "FROM documents d CROSS JOIN pages p ON p.doc_id = d.id", 1)
