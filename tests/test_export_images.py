@@ -3,6 +3,7 @@ smallest libjpeg reduction that covers it, resized as Pillow's LANCZOS would, th
 run, and the same picture the PDF renderer draws."""
 
 import io
+import os
 
 import cv2
 import numpy as np
@@ -16,7 +17,7 @@ from curation.export.selection import select
 from curation.export.worker import close_document, page_task, run_page_task
 from curation.scoring.result import PageResult
 from curation.scoring.scorer import raw_stream
-from curation.sources.reader import file_sha256
+from curation.sources.reader import file_sha256, open_document, read_opened
 from curation.export import source as source_module
 from curation.export.shape import lanczos_resize, paper_colour, shape_image
 from curation.export.source import read_source
@@ -282,7 +283,30 @@ def test_a_scan_is_read_from_the_file_as_mupdf_reads_it(tmp_path, how):
     if how == "encrypted":
         pymupdf.open(path).save(tmp_path / "locked.pdf", encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="", owner_pw="x")
         path = tmp_path / "locked.pdf"
-    doc = pymupdf.open(stream=path.read_bytes()) if how == "in memory" else pymupdf.open(path)
+    doc = pymupdf.open(stream=path.read_bytes()) if how == "in memory" else open_document(path, [tmp_path])
     expected = scan_streams(doc)
     assert all(raw_stream(doc, xref) == data for xref, data in expected)
     assert all(data[:2] == b"\xff\xd8" for _, data in expected)  # JPEGs as stored, encrypted or not
+    if how in ("saved", "updated"):  # read from the file, not by MuPDF
+        assert all(read_opened(doc, 0, 5) == b"%PDF-" for _ in expected)
+
+
+def test_a_scan_is_read_from_the_file_opened_though_its_descriptor_now_names_another(tmp_path):
+    """A document is opened through its checked descriptor's link (/proc/self/fd/N), and that descriptor is
+    closed after: N then names whatever file is opened next. The scan's bytes still come from the document's
+    file, and from MuPDF where that file changed since."""
+    specs = [PageSpec(kind="engraving", seed=s, dpi=150, inches=SMALL) for s in (1, 2)]
+    path = write_pdf(tmp_path / "scans.pdf", specs)
+    other = write_pdf(tmp_path / "other.pdf", [PageSpec(kind="text", seed=s, dpi=150, inches=SMALL) for s in (3, 4)])
+    doc = open_document(path, [tmp_path])
+    expected = scan_streams(doc)
+    reused = os.open(other, os.O_RDONLY)  # the lowest free descriptor: the one the document was opened on
+    try:
+        assert all(raw_stream(doc, xref) == data for xref, data in expected)
+        path.rename(tmp_path / "moved.pdf")
+        write_pdf(path, specs[::-1])  # another file at its path
+        assert read_opened(doc, 0, 5) is None
+        assert all(raw_stream(doc, xref) == data for xref, data in expected)
+    finally:
+        os.close(reused)
+        doc.close()

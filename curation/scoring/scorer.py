@@ -10,7 +10,6 @@ JPEG covering the page is rendered by MuPDF.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 import cv2
@@ -18,7 +17,7 @@ import numpy as np
 import pymupdf
 
 from .result import PageResult
-from ..sources.reader import error_text
+from ..sources.reader import error_text, read_opened
 from .features import area_resize, feature_columns
 
 REFERENCE_ZOOM = 2.0  # Matrix(2, 2): 144 dpi, what the original pipeline measured
@@ -187,19 +186,16 @@ def full_page_jpeg(doc: pymupdf.Document, page: pymupdf.Page, *, drawing_known: 
 
 def raw_stream(doc: pymupdf.Document, xref: int) -> bytes:
     """`doc.xref_stream_raw(xref)`: the stream's bytes as stored, read from the file itself where they lie
-    there whole (a file on disk, not encrypted, a plain Length). MuPDF's own read of a scan, in small
-    chunks into a growing buffer and then copied, costs about ten times as much: over a millisecond."""
+    there whole (the file `open_document` opened, unchanged; not encrypted; a plain Length). MuPDF's own
+    read of a scan, in small chunks into a growing buffer and then copied, costs about ten times as much:
+    over a millisecond."""
     kind, length = doc.xref_get_key(xref, "Length")
-    if kind == "int" and doc.name and os.path.isfile(doc.name) and doc.xref_get_key(-1, "Encrypt")[0] == "null":
+    if kind == "int" and doc.xref_get_key(-1, "Encrypt")[0] == "null":
         pdf = pymupdf.mupdf.pdf_document_from_fz_document(doc.this)
         # Where MuPDF found the stream's data when it parsed the object (which get_images did).
         start = pymupdf.mupdf.ll_pdf_get_xref_entry_no_null(pdf.m_internal, xref).stm_ofs
-        if start > 0:
-            with open(doc.name, "rb", buffering=0) as file:
-                file.seek(start)
-                data = file.read(int(length))
-            if len(data) == int(length):
-                return data
+        if start > 0 and (data := read_opened(doc, start, int(length))) is not None:
+            return data
     return doc.xref_stream_raw(xref)
 
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import pymupdf
 
-from guards.folders import REFUSAL, OutsideAllowedFolders, inside, open_binary_inside, open_inside, reopenable
+from guards.folders import (REFUSAL, OutsideAllowedFolders, inside, open_binary_inside, open_inside, real_path,
+                            reopenable)
 
 HASH_BLOCK = 1 << 20
 # What a file that is not a PDF usually is, by its first bytes.
@@ -195,6 +196,9 @@ def _open_pdf(path: str | os.PathLike, fd: int | None) -> pymupdf.Document:
                 doc = pymupdf.open(stream=handle.read(), filetype="pdf")
         elif (same_file := reopenable(fd)) is not None:
             doc = pymupdf.open(same_file, filetype="pdf")
+            # `same_file` names the descriptor, closed once this returns and then reused by other files:
+            # what the document was opened from is remembered as the file itself (read_opened).
+            setattr(doc, _OPENED, (str(real_path(fd, path)), _identity(fd)))
         else:  # no way to name the open file: MuPDF reads its bytes
             doc = pymupdf.open(stream=_read_all(fd), filetype="pdf")
     except Exception as exc:
@@ -211,6 +215,36 @@ def _open_pdf(path: str | os.PathLike, fd: int | None) -> pymupdf.Document:
         doc.close()
         raise DocumentError("empty", "the PDF has no pages")
     return doc
+
+
+_OPENED = "curation_opened_file"  # on a Document: (its file's real path, _identity) when opened on a descriptor
+
+
+def _identity(fd: int) -> tuple[int, int, int, int]:
+    """Which file is open on `fd`, and as it was: device, inode, size, modification time."""
+    found = os.fstat(fd)
+    return found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns
+
+
+def read_opened(doc: pymupdf.Document, start: int, length: int) -> bytes | None:
+    """`length` bytes at `start` of the very file `open_document` opened `doc` from, or None where that
+    file cannot be read again as it was (another file at its path now, changed, or a document opened
+    from bytes or a URL): then only MuPDF's own read gives its bytes."""
+    opened = getattr(doc, _OPENED, None)
+    if opened is None:
+        return None
+    path, identity = opened
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        if _identity(fd) != identity:
+            return None
+        data = os.pread(fd, length, start)
+    finally:
+        os.close(fd)
+    return data if len(data) == length else None
 
 
 def _read_all(fd: int) -> bytes:
