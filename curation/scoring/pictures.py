@@ -99,7 +99,7 @@ def find_pictures(ink: np.ndarray, threshold: float, dpi: float) -> Layout:
     mask &= ~rules(mask, dpi)
     _, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
     x, y, w, h, area = stats[1:].T
-    letters = _letters(w, h, area, dpi)
+    letters = letter_sized(w, h, area, dpi)
     text_height = float(np.median(h[letters])) if letters.any() else DEFAULT_TEXT_HEIGHT_IN * dpi
     strokes, lettering, edge = _sort_large_ink(ink, threshold, labels, stats, text_height, dpi)
     # Heavy display type and the scanner bed close into solid areas too, and lie close to pictures:
@@ -120,7 +120,7 @@ def _sort_large_ink(ink: np.ndarray, threshold: float, labels: np.ndarray, stats
     """The large components (far taller or wider than a letter) sorted: a picture's strokes, lettering
     (type and writing standing in lines, words run together, frames), and ink at the sheet's edge."""
     x, y, w, h, area = stats[1:].T
-    big = _large(w, h, text_height, dpi)
+    big = large_ink(w, h, text_height, dpi)
     big &= _dark_throughout(ink, min(255, CORE * threshold), labels, stats, big, text_height, dpi)
     # A line, straight or slanted, solid or broken, which the rules left: thin in its ink for its length.
     thin = (area < RULE_THICKNESS_IN * dpi * np.maximum(w, h)) & (np.maximum(w, h) > LINE_ASPECT * np.minimum(w, h))
@@ -131,7 +131,7 @@ def _sort_large_ink(ink: np.ndarray, threshold: float, labels: np.ndarray, stats
     strokes = big & ~lettering
     strokes[strokes] = [not (_frame(labels, stats[1 + i], i + 1, dpi)
                              or _run_together(labels, stats[1 + i], i + 1, dpi)) for i in np.flatnonzero(strokes)]
-    edge = _page_edge(x, y, w, h, area, labels.shape, dpi)
+    edge = page_edge(x, y, w, h, area, labels.shape, dpi)
     return strokes & ~edge, big & ~strokes, edge
 
 
@@ -139,7 +139,7 @@ def _big_height(text_height: float, dpi: float) -> float:
     return max(BIG_HEIGHT * text_height, BIG_HEIGHT_MIN_IN * dpi)
 
 
-def _large(w, h, text_height: float, dpi: float) -> np.ndarray:
+def large_ink(w, h, text_height: float, dpi: float) -> np.ndarray:
     """Components far taller or wider than any letter of the body text."""
     return (h > _big_height(text_height, dpi)) | (w > max(BIG_WIDTH * text_height, BIG_WIDTH_MIN_IN * dpi))
 
@@ -180,7 +180,7 @@ def _frame(labels: np.ndarray, box, label: int, dpi: float) -> bool:
     return int(ink[edge:-edge, edge:-edge].sum()) < FRAME_INSIDE * int(ink.sum())
 
 
-def _page_edge(x, y, w, h, area, shape: tuple[int, int], dpi: float) -> np.ndarray:
+def page_edge(x, y, w, h, area, shape: tuple[int, int], dpi: float) -> np.ndarray:
     """Ink along the border of the image, thin or kept to a narrow band there: the edge of the sheet,
     a torn corner, the scanner bed showing past a page that is not square to it."""
     height, width = shape
@@ -212,7 +212,7 @@ def _dark_throughout(ink: np.ndarray, core: float, labels: np.ndarray, stats: np
     labels = labels[y0:y1, x0:x1]
     darkest = ((ink[y0:y1, x0:x1] >= core) & keep[labels]).astype(np.uint8)
     _, pieces, found, _ = cv2.connectedComponentsWithStats(darkest, connectivity=8)
-    for piece in 1 + np.flatnonzero(_large(found[1:, 2], found[1:, 3], text_height, dpi)):
+    for piece in 1 + np.flatnonzero(large_ink(found[1:, 2], found[1:, 3], text_height, dpi)):
         x, y, w = found[piece, :3]  # the piece's top row holds one of its pixels
         at = x + int(np.argmax(pieces[y, x:x + w] == piece))
         still[labels[y, at]] = True
@@ -238,7 +238,7 @@ def rules(ink: np.ndarray, dpi: float) -> np.ndarray:
     return cv2.dilate(lines, np.ones((3, 3), np.uint8))
 
 
-def _letters(w, h, area, dpi: float) -> np.ndarray:
+def letter_sized(w, h, area, dpi: float) -> np.ndarray:
     """Components of the size and shape of body-text letters."""
     return (area >= 3) & (h >= LETTER_MIN_IN * dpi) & (h <= LETTER_MAX_IN * dpi) & (w <= 3 * h)
 

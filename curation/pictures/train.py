@@ -1,0 +1,231 @@
+"""The verdict's recipe: train the head on labelled real pages and measure it leave one source out.
+
+    python -m curation.pictures.train ../shared/realdata            # figures, then writes the head
+    python -m curation.pictures.train ../shared/realdata --no-save  # figures only
+
+FOLDER is laid out like ../shared/realdata: `labels.jsonl` (each page's `file`, `dpi` and `source`, the
+repository it came from), `pictures.jsonl` (every picture boxed by hand, `counts` for the ones a
+curator wants) and the page images under `pages/`. Each page is brought to 144 dpi gray, as ingest
+measures it, and its candidates are proposed and embedded (cached under --cache: the embedding is the
+slow part). A candidate is a positive when it is a clean crop of a counted picture, a negative when it
+is wrong (see curation.pictures.judge); candidates that are right but loose, or lie on an ornament or a
+stock cut, teach nothing either way and are left out.
+
+Every figure is leave one source out: for each source, the head is trained on the other sources, its
+cutoff is chosen on them (each of their pages scored by a head that did not see its own source), and
+the pictures it keeps on the held-out source are judged. The shipped head is then trained on every
+source, with the cutoff chosen the same way over all of them; its figures are the held-out ones above,
+written to verdict.json beside the weights. Training is deterministic: the same pages give the same
+head, to the bit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import pathlib
+import sys
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from ..scoring.features import REFERENCE_DPI
+from .judge import Tally, judge
+from .verdict import HEAD_FILE, RECIPE_FILE, Head, page_candidates, select
+
+REGULARISATION = 0.01  # logistic regression's C: about 1300 inputs, a few dozen positives per source
+CUTOFFS = np.round(np.arange(0.05, 1.0, 0.05), 2)
+
+
+@dataclass
+class LabelledPage:
+    file: str
+    source: str
+    aspect: float  # width over height
+    labelled: list[dict]  # the hand-drawn boxes
+    boxes: list[tuple[float, float, float, float]]  # candidates' boxes, fractions of the page
+    inputs: np.ndarray  # the head's inputs, a row per candidate
+    labels: np.ndarray  # 1 a clean picture, 0 wrong, -1 left out
+
+
+def read_folder(folder: pathlib.Path, cache: pathlib.Path | None = None, progress=None) -> list[LabelledPage]:
+    """Every labelled page of `folder` with its candidates, the head's inputs and their labels."""
+    labels = [json.loads(line) for line in (folder / "labels.jsonl").read_text().splitlines() if line.strip()]
+    boxed = {json.loads(line)["file"]: json.loads(line)["pictures"]
+             for line in (folder / "pictures.jsonl").read_text().splitlines() if line.strip()}
+    pages = []
+    for label in labels:
+        if label["file"] not in boxed:
+            continue
+        pages.append(_labelled_page(folder, label, boxed[label["file"]], cache))
+        if progress:
+            progress(len(pages), len(labels))
+    return pages
+
+
+def _labelled_page(folder: pathlib.Path, label: dict, labelled: list[dict], cache: pathlib.Path | None) -> LabelledPage:
+    image_path = folder / "pages" / label["file"]
+    key = hashlib.sha256(image_path.read_bytes() + _code_version()).hexdigest()[:20]
+    cached = cache / f"{key}.npz" if cache else None
+    if cached and cached.exists():
+        with np.load(cached) as data:
+            boxes, inputs, aspect = [tuple(b) for b in data["boxes"]], data["inputs"], float(data["aspect"])
+    else:
+        gray = at_reference(cv2.imread(str(image_path), cv2.IMREAD_GRAYSCALE), label["dpi"])
+        height, width = gray.shape
+        found = page_candidates(gray)
+        boxes = [(x0 / width, y0 / height, x1 / width, y1 / height) for x0, y0, x1, y1 in (c.box for c in found.candidates)]
+        inputs, aspect = found.inputs, width / height
+        if cached:
+            cache.mkdir(parents=True, exist_ok=True)
+            np.savez_compressed(cached, boxes=np.array(boxes).reshape(-1, 4), inputs=inputs, aspect=aspect)
+    result = judge(boxes, labelled, aspect)
+    classes = np.array([1 if clean else 0 if verdict == "wrong" else -1
+                        for verdict, clean in zip(result["verdicts"], result["clean"])], np.int8)
+    return LabelledPage(label["file"], label["source"].split("@")[0], aspect, labelled, boxes, inputs, classes)
+
+
+def _code_version() -> bytes:
+    """What the cache depends on besides the image: the candidates' and the embedding's code."""
+    here = pathlib.Path(__file__).parent
+    parts = [here / "candidates.py", here / "embedding.py", here / "text.py",
+             here.parent / "scoring" / "pictures.py", here.parent / "scoring" / "features.py"]
+    return b"".join(p.read_bytes() for p in parts)
+
+
+def at_reference(gray: np.ndarray, dpi: float) -> np.ndarray:
+    """A page image at `dpi` brought to 144 dpi, where ingest analyses pages."""
+    scale = REFERENCE_DPI / dpi
+    size = (max(1, round(gray.shape[1] * scale)), max(1, round(gray.shape[0] * scale)))
+    return cv2.resize(gray, size, interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_CUBIC)
+
+
+def fit(pages: list[LabelledPage], cutoff: float = 0.5, regularisation: float = REGULARISATION) -> Head:
+    """A head trained on the labelled candidates of `pages`."""
+    from sklearn.linear_model import LogisticRegression
+
+    inputs = np.concatenate([p.inputs[p.labels >= 0] for p in pages])
+    labels = np.concatenate([p.labels[p.labels >= 0] for p in pages])
+    mean, scale = inputs.mean(axis=0), inputs.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    model = LogisticRegression(C=regularisation, class_weight="balanced", max_iter=5000)
+    model.fit((inputs - mean) / scale, labels)
+    return Head(mean, scale, model.coef_[0].copy(), float(model.intercept_[0]), cutoff)
+
+
+def sources(pages: list[LabelledPage]) -> list[str]:
+    return sorted({p.source for p in pages})
+
+
+def held_out_scores(pages: list[LabelledPage], regularisation: float = REGULARISATION) -> list[np.ndarray]:
+    """Each page's candidate scores from a head trained without the page's source."""
+    scores: list[np.ndarray] = [np.zeros(0)] * len(pages)
+    for source in sources(pages):
+        head = fit([p for p in pages if p.source != source], regularisation=regularisation)
+        for i, page in enumerate(pages):
+            if page.source == source:
+                scores[i] = head.score(page.inputs)
+    return scores
+
+
+def tally(pages: list[LabelledPage], scores: list[np.ndarray], cutoff: float) -> Tally:
+    total = Tally()
+    for page, score in zip(pages, scores):
+        kept = [page.boxes[i] for i in select(page.boxes, score, cutoff)]
+        total.add(judge(kept, page.labelled, page.aspect))
+    return total
+
+
+def best_cutoff(pages: list[LabelledPage], scores: list[np.ndarray]) -> float:
+    """The cutoff with the best balance of picture precision and recall (F1) on these pages."""
+    def f1(cutoff: float) -> float:
+        t = tally(pages, scores, cutoff)
+        p, r = np.nan_to_num(t.precision), np.nan_to_num(t.recall)
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    return float(max(CUTOFFS, key=f1))
+
+
+def leave_one_source_out(pages: list[LabelledPage], regularisation: float = REGULARISATION,
+                         progress=None) -> dict[str, tuple[Tally, float]]:
+    """For each source: (the pictures kept on it by a head trained and tuned on the other sources, the
+    cutoff chosen there)."""
+    results = {}
+    for n, source in enumerate(sources(pages), 1):
+        others = [p for p in pages if p.source != source]
+        cutoff = best_cutoff(others, held_out_scores(others, regularisation))
+        head = fit(others, cutoff, regularisation)
+        held_out = [p for p in pages if p.source == source]
+        results[source] = (tally(held_out, [head.score(p.inputs) for p in held_out], cutoff), cutoff)
+        if progress:
+            progress(n, len(sources(pages)), source)
+    return results
+
+
+def table(results: dict[str, tuple[Tally, float]]) -> tuple[list[str], Tally]:
+    lines, pooled = [], Tally()
+    for source, (t, cutoff) in results.items():
+        pooled += t
+        lines.append(f"  {source[:44]:44s} cutoff {cutoff:4.2f}  {t.line()}")
+    lines.append(f"  {'pooled':44s} {'':11s} {pooled.line()}")
+    return lines, pooled
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m curation.pictures.train", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folder", type=pathlib.Path)
+    parser.add_argument("--cache", type=pathlib.Path, default=pathlib.Path("bench/out/picture_candidates"),
+                        help="where candidates and embeddings of each page are kept between runs")
+    parser.add_argument("--no-save", action="store_true", help="print the figures, write no head")
+    args = parser.parse_args(argv)
+    if not (args.folder / "pictures.jsonl").exists():
+        sys.exit(f"no pictures.jsonl in {args.folder}: give a folder laid out like ../shared/realdata")
+    from tqdm import tqdm
+
+    with tqdm(desc="pages", unit="page", file=sys.stderr) as bar:
+        def advance(done, total):
+            bar.total = total
+            bar.update(done - bar.n)
+        pages = read_folder(args.folder, args.cache, advance)
+    positives = sum(int((p.labels == 1).sum()) for p in pages)
+    negatives = sum(int((p.labels == 0).sum()) for p in pages)
+    print(f"{len(pages)} pages from {len(sources(pages))} sources; {sum(len(p.boxes) for p in pages)} candidates, "
+          f"{positives} clean pictures, {negatives} wrong")
+    results = leave_one_source_out(pages, progress=lambda n, total, s: print(f"  [{n}/{total}] {s}", file=sys.stderr))
+    lines, pooled = table(results)
+    print("pictures kept, leave one source out (trained and tuned on the other sources):")
+    print("\n".join(lines))
+    if args.no_save:
+        return
+    cutoff = best_cutoff(pages, held_out_scores(pages))
+    head = fit(pages, cutoff)
+    head.save(HEAD_FILE)
+    RECIPE_FILE.write_text(json.dumps(_recipe(args.folder, pages, results, pooled, cutoff), indent=1) + "\n")
+    print(f"wrote {HEAD_FILE} (cutoff {cutoff:.2f}) and {RECIPE_FILE}")
+
+
+def _recipe(folder, pages, results, pooled: Tally, cutoff: float) -> dict:
+    def figures(t: Tally) -> dict:
+        return {"precision": round(t.precision, 3), "recall": round(t.recall, 3), "clean": round(t.clean_share, 3),
+                "right": t.right, "wrong": t.wrong, "neither": t.neither, "found": t.found, "counted": t.counted}
+
+    return {
+        "trained_on": {"folder": folder.name, "pages": len(pages), "sources": sources(pages),
+                       "files": sorted(p.file for p in pages),
+                       "clean_pictures": sum(int((p.labels == 1).sum()) for p in pages),
+                       "wrong_candidates": sum(int((p.labels == 0).sum()) for p in pages)},
+        "model": {"inputs": "candidate measures (curation.pictures.candidates.MEASURES) + EfficientNet-Lite0 "
+                            "ImageNet embedding of the crop (1280)",
+                  "head": "logistic regression, standardised inputs, balanced classes", "C": REGULARISATION,
+                  "cutoff": cutoff, "cutoff_chosen_by": "F1 of picture precision and recall, leave one source out"},
+        "leave_one_source_out": {s: dict(figures(t), cutoff=c) for s, (t, c) in results.items()} | {
+            "pooled": figures(pooled)},
+        "command": "python -m curation.pictures.train ../shared/realdata",
+    }
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Is this candidate a picture? A small learned head over the crop's embedding and the page analysis's
+measures, and the choice of the page's pictures from the scored candidates.
+
+The head is a logistic regression on standardised inputs: a few thousand numbers in `verdict.npz`,
+trained by `python -m curation.pictures.train` (the recipe, with what it learned from and its
+leave-one-source-out figures, is `verdict.json` beside it). Candidates overlap (the same picture read
+several ways); the best-scoring one of each overlapping group at or above the cutoff is kept.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..scoring.features import REFERENCE_DPI, analyse_page
+from . import embedding, text
+from .candidates import MEASURES, Candidate, propose
+
+HEAD_FILE = Path(__file__).with_name("verdict.npz")
+RECIPE_FILE = Path(__file__).with_name("verdict.json")
+OVERLAP = 0.3  # candidates sharing this much of the smaller one's box show the same picture
+
+
+@dataclass(frozen=True)
+class Head:
+    mean: np.ndarray
+    scale: np.ndarray
+    weights: np.ndarray
+    bias: float
+    cutoff: float
+    measures: tuple[str, ...] = MEASURES
+
+    def score(self, inputs: np.ndarray) -> np.ndarray:
+        """The probability that each row of inputs (measures, then embedding) is a picture."""
+        logits = ((inputs - self.mean) / self.scale) @ self.weights + self.bias
+        return 1 / (1 + np.exp(-np.clip(logits, -50, 50)))
+
+    def save(self, path: Path = HEAD_FILE) -> None:
+        np.savez_compressed(path, mean=self.mean.astype(np.float32), scale=self.scale.astype(np.float32),
+                            weights=self.weights.astype(np.float32), bias=np.float64(self.bias),
+                            cutoff=np.float64(self.cutoff), measures=np.array(self.measures))
+
+    @classmethod
+    def load(cls, path: Path = HEAD_FILE) -> "Head":
+        with np.load(path) as data:
+            head = cls(data["mean"].astype(np.float64), data["scale"].astype(np.float64),
+                       data["weights"].astype(np.float64), float(data["bias"]), float(data["cutoff"]),
+                       tuple(str(m) for m in data["measures"]))
+        if head.measures != MEASURES:
+            raise ValueError(f"{path} was trained on other measures; train it again (python -m curation.pictures.train)")
+        return head
+
+
+@dataclass(frozen=True)
+class CheckedPicture:
+    box: tuple[int, int, int, int]  # x0, y0, x1, y1 in the page's pixels
+    area: float  # square inches
+    score: float  # the head's probability that it is a picture
+
+
+@dataclass(frozen=True)
+class PageCandidates:
+    """A page's candidates and the head's inputs for each (measures, then the crop's embedding)."""
+
+    candidates: list[Candidate]
+    inputs: np.ndarray
+
+
+def page_candidates(gray: np.ndarray, dpi: float = REFERENCE_DPI) -> PageCandidates:
+    """Candidates of a grayscale page at `dpi`, with what the head reads of each."""
+    analysed, _ = analyse_page(gray, dpi)
+    if analysed is None:
+        return PageCandidates([], np.zeros((0, len(MEASURES) + embedding.DIMENSIONS)))
+    candidates = propose(analysed, text.text_map(gray))
+    crops = [gray[y0:max(y1, y0 + 1), x0:max(x1, x0 + 1)] for x0, y0, x1, y1 in (c.box for c in candidates)]
+    measures = np.array([c.vector() for c in candidates]).reshape(len(candidates), len(MEASURES))
+    return PageCandidates(candidates, np.hstack([measures, embedding.embed(crops)]))
+
+
+def select(boxes: list, scores: np.ndarray, cutoff: float, overlap: float = OVERLAP) -> list[int]:
+    """Indexes of the boxes kept: best first, at least `cutoff`, none overlapping a better one."""
+    kept: list[int] = []
+    for i in np.argsort(-scores, kind="stable"):
+        if scores[i] < cutoff:
+            break
+        if all(_shared(boxes[i], boxes[k]) < overlap for k in kept):
+            kept.append(int(i))
+    return kept
+
+
+def _shared(a, b) -> float:
+    """The share of the smaller box that lies in the other."""
+    w, h = min(a[2], b[2]) - max(a[0], b[0]), min(a[3], b[3]) - max(a[1], b[1])
+    smaller = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
+    return max(0, w) * max(0, h) / smaller if smaller > 0 else 0.0
+
+
+def check_page(gray: np.ndarray, dpi: float = REFERENCE_DPI, head: Head | None = None) -> list[CheckedPicture]:
+    """The pictures of a grayscale page at `dpi`, checked by the head, largest first."""
+    head = head or shipped_head()
+    found = page_candidates(gray, dpi)
+    if not found.candidates:
+        return []
+    scores = head.score(found.inputs)
+    kept = select([c.box for c in found.candidates], scores, head.cutoff)
+    checked = [CheckedPicture(found.candidates[i].box, found.candidates[i].area, float(scores[i])) for i in kept]
+    return sorted(checked, key=lambda p: p.area, reverse=True)
+
+
+_shipped: Head | None = None
+
+
+def shipped_head() -> Head:
+    """The head trained on the labelled real pages, as committed beside this module."""
+    global _shipped
+    if _shipped is None:
+        _shipped = Head.load()
+    return _shipped
+
+
+def recipe() -> dict:
+    """What the shipped head learned from and its figures (verdict.json)."""
+    return json.loads(RECIPE_FILE.read_text(encoding="utf-8"))
