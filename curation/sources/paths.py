@@ -127,7 +127,8 @@ def check_path(text: str, roots: Iterable[pathlib.Path], base: pathlib.Path, *,
         raise PathRefused(f"Nothing at {path}.")
     real = path.resolve()
     if not inside(real, roots):
-        raise PathRefused(f"{path} is a link to {real}, outside the folders this server may read ({_names(roots)}).")
+        # Where the link points is not said: a viewer may type paths, and targets name private places.
+        raise PathRefused(f"{path} is a link to a place outside the folders this server may read ({_names(roots)}).")
     if real.is_file():
         if folders_only:
             raise PathRefused(f"{path} is a file: give the folder that holds it.")
@@ -136,7 +137,7 @@ def check_path(text: str, roots: Iterable[pathlib.Path], base: pathlib.Path, *,
     elif real.is_dir():
         links = escaping_links(real, roots)
         if links:
-            shown = "; ".join(f"{link} → {target}" for link, target in links[:LINKS_SHOWN])
+            shown = "; ".join(str(link) for link, _target in links[:LINKS_SHOWN])  # not where they point
             more = f" and {len(links) - LINKS_SHOWN} more" if len(links) > LINKS_SHOWN else ""
             raise PathRefused(f"{path} holds links to places outside the allowed folders: {shown}{more}.")
     else:
