@@ -14,7 +14,7 @@ from pathlib import Path
 from PIL import Image, UnidentifiedImageError
 
 from guards.folders import REFUSAL, OutsideAllowedFolders, folder_entries, open_binary_inside
-from guards.uploads import UploadLimits, env_number
+from guards.uploads import PHOTO_UPLOADS, env_number
 
 from .errors import BadImageError
 
@@ -25,7 +25,7 @@ MAX_PIXELS = int(env_number("VET_MAX_PIXELS", 40_000_000))
 # The shorter side a photo is decoded at, at least: twice the 224 px the models read, for their own resizing.
 MODEL_SIDE = 448
 # What one session may upload to the page's photo uploader ($VET_UPLOAD_MAX_FILE_MB, _SESSION_MB, _FILES).
-UPLOAD_LIMITS = UploadLimits.from_env("VET_UPLOAD", file_mb=50, session_mb=200, files=20, noun="photo")
+UPLOAD_LIMITS = PHOTO_UPLOADS
 
 
 def check_image(source, name=None, roots=None):

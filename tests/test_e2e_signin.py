@@ -166,6 +166,15 @@ def test_sign_in_then_a_viewer_looks_and_a_curator_overrules(server, browser, pr
         [action] = [a for a in history.actions(manifest.conn) if a["kind"] == "override"]
     assert (action["user"], action["issuer"], action["subject"]) == (CURATOR, provider, "id-ana")
 
+    # The upload route takes a signed-in curator's files (it refuses those of a session not signed in).
+    page.goto(f"{url}/ingest")
+    settle(page)
+    page.get_by_role("tab", name="Upload PDFs").click()
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
+        files=[{"name": "issue.pdf", "mimeType": "application/pdf", "buffer": b"%PDF-1.4\n" + bytes(1000)}])
+    page.get_by_role("button", name="Save 1 file(s) for ingest").wait_for()
+    no_exception(page)
+
 
 def test_an_address_the_provider_does_not_vouch_for_is_refused_and_told_why(server, browser):
     url, db = server

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from typing import BinaryIO
 
 from guards.folders import REFUSAL, inside  # noqa: F401 - one check for every reader, curation's and the Vet scanner's
-from guards.uploads import UploadLimits
+from guards.uploads import PDF_UPLOADS
 
 from ..manifest.store import Manifest
 from .reader import file_sha256, find_pdfs, is_url
@@ -37,7 +37,7 @@ MAX_NAME = 120
 LINKS_SHOWN = 3
 # What one session may upload to the Ingest page ($CURATION_UPLOAD_MAX_FILE_MB, _SESSION_MB, _FILES);
 # Streamlit's server.maxUploadSize (.streamlit/config.toml) caps any one file before the page sees it.
-UPLOAD_LIMITS = UploadLimits.from_env("CURATION_UPLOAD", file_mb=200, session_mb=500, files=50, noun="PDF")
+UPLOAD_LIMITS = PDF_UPLOADS
 
 
 class PathRefused(ValueError):
