@@ -20,6 +20,9 @@ from .errors import BadImageError
 
 # The formats the page's uploader accepts and the batch mode picks up.
 PHOTO_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp")
+# The only Pillow plugins a photo is opened with, whatever its name says: Pillow's others (EPS runs
+# Ghostscript where it is installed; PSD, ICNS, FITS…) are more code reading a stranger's bytes, for no photo.
+PHOTO_FORMATS = ("JPEG", "PNG", "WEBP", "TIFF")
 # Pixels decoded at most for one photo (after a JPEG's reduced decoding): 40 M pixels are 120 MB as RGB.
 MAX_PIXELS = int(env_number("VET_MAX_PIXELS", 40_000_000))
 # The shorter side a photo is decoded at, at least: twice the 224 px the models read, for their own resizing.
@@ -112,7 +115,7 @@ class _opened:
             source = io.BytesIO(source)
         elif hasattr(source, "seek"):
             source.seek(0)  # An upload read before (a rerun) starts again.
-        self.image = _guarded(lambda: Image.open(source), self.name)
+        self.image = _guarded(lambda: Image.open(source, formats=PHOTO_FORMATS), self.name)
         return self.image
 
     def __exit__(self, *exc):
@@ -134,7 +137,7 @@ def _guarded(read, name):
         raise BadImageError(_too_large_message(name)) from None
     except UnidentifiedImageError:
         raise BadImageError(
-            f"{name}: not an image Pillow can read (expected JPEG, PNG or WebP)."
+            f"{name}: not an image this server reads (JPEG, PNG, WebP or TIFF)."
         ) from None
     except (OSError, SyntaxError, ValueError) as error:
         # Truncated or corrupt data surfaces here when the pixels are decoded.
