@@ -55,11 +55,15 @@ def _providers() -> list[str]:
             if isinstance(value, Mapping) and "client_id" in value]
 
 
-def _patterns(key: str) -> list[str]:
+def _entries(key: str) -> list[str]:
     value = _secrets_table("curation").get(key, [])
     if isinstance(value, str):
         value = [value]
-    return [str(pattern).strip().lower() for pattern in value if str(pattern).strip()]
+    return [str(entry).strip() for entry in value if str(entry).strip()]
+
+
+def _patterns(key: str) -> list[str]:
+    return [entry.lower() for entry in _entries(key)]
 
 
 def role_of(email: str | None) -> str | None:
@@ -72,6 +76,17 @@ def role_of(email: str | None) -> str | None:
     if any(fnmatch.fnmatchcase(email, pattern) for pattern in _patterns("viewers")):
         return VIEWER
     return None
+
+
+def role_of_account(account: tuple[str, str] | None) -> str | None:
+    """CURATOR, VIEWER or None for a person listed by their provider's issuer and subject, written
+    "ISSUER SUBJECT" exactly as the provider sends them (no patterns: "*" names no account). For providers
+    that send no verified address (Microsoft Entra ID sends no `email_verified`)."""
+    if account is None:
+        return None
+    key = " ".join(account)
+    return next((role for role, entries in ((CURATOR, "curators"), (VIEWER, "viewers"))
+                 if key in _entries(entries)), None)
 
 
 # -- the person in this session -----------------------------------------------------------------
@@ -108,7 +123,8 @@ def role_of_user(user: Mapping) -> str | None:
     CURATOR, VIEWER, or None (not signed in, no verified address, not allowed)."""
     if not sign_in_configured():
         return CURATOR
-    return role_of(verified_email_of(user))
+    roles = {role_of_account(account_of(user)), role_of(verified_email_of(user))}
+    return CURATOR if CURATOR in roles else VIEWER if VIEWER in roles else None
 
 
 def _signed_in_email() -> str | None:
@@ -116,10 +132,12 @@ def _signed_in_email() -> str | None:
 
 
 def current_user() -> str:
-    """The signed-in person's verified e-mail address; without sign-in, the server's OS login name."""
+    """The signed-in person's verified e-mail address, else their subject; without sign-in, the server's OS
+    login name."""
     if not sign_in_configured():
         return _os_login()
-    return _signed_in_email() or ""
+    account = account_of(_user())
+    return _signed_in_email() or (account[1] if account else "")
 
 
 def current_account() -> tuple[str, str] | None:

@@ -153,6 +153,21 @@ def test_an_address_the_provider_does_not_vouch_for_gets_no_role_and_the_screen_
             assert all(control.disabled for control in cards(at))
 
 
+def test_a_person_listed_by_issuer_and_subject_needs_no_verified_address(db):
+    """For providers that send no `email_verified` (Microsoft Entra ID): "ISSUER SUBJECT" in a list, exactly;
+    a pattern such as "*" names no account, so an unverified address is still no one."""
+    filled_db(db, documents=1, pages=5)
+    at = page("dashboard.py")
+    at.secrets.update(SECRETS)
+    at.secrets["curation"] = {"curators": [f"{ISSUER} entra-oid-1"], "viewers": ["*"]}
+    at.user = {"is_logged_in": True, "iss": ISSUER, "sub": "entra-oid-1", "email": "li@example.org"}
+    ran(at)
+    assert "entra-oid-1 · curator" in " ".join(shown(c.value) for c in at.sidebar.caption)
+    at.user = {"is_logged_in": True, "iss": ISSUER, "sub": "entra-oid-2", "email": CURATOR}
+    ran(at)
+    assert at.title[0].value == "Not allowed"
+
+
 def test_a_curators_change_is_recorded_with_their_issuer_and_subject(db):
     filled_db(db, documents=1, pages=5)
     at = as_user("pages/review.py", CURATOR)
