@@ -100,12 +100,15 @@ class UploadGate:
         refusal = self.refusal(session, _headers(scope).get("content-length"))
         if refusal is not None:
             return await _answer(send, *refusal)
+        received = [0]  # this request's bytes so far, which self.arriving holds too until it ends
         try:
-            await self.app(scope, self.counted(session, receive), send)
+            await self.app(scope, self.counted(session, receive, received), send)
         except UploadTooLarge as exc:  # raised before Streamlit answered: it kept nothing
             await _answer(send, 413, str(exc))
         finally:
-            self.arriving.pop(session, None)
+            self.arriving[session] = self.arriving.get(session, 0) - received[0]
+            if self.arriving[session] <= 0:
+                del self.arriving[session]
 
     def refusal(self, session: str, length: str | None) -> tuple[int, str] | None:
         """(status, why) when the request is refused before its body is read; None to let it in."""
@@ -119,29 +122,26 @@ class UploadGate:
         except ValueError:
             return 400, "Content-Length is not a number."
 
-    def over_limits(self, session: str, size: int) -> tuple[int, str] | None:
-        if size > self.limits.request_bytes:
+    def over_limits(self, session: str, size: int, so_far: int = 0) -> tuple[int, str] | None:
+        """Why `size` more bytes of a request that brought `so_far` would pass a limit, or None."""
+        if so_far + size > self.limits.request_bytes:
             return 413, f"One upload may be at most {megabytes(self.limits.request_bytes)}."
         if _held(session) + self.arriving.get(session, 0) + size > self.limits.session_bytes:
             return 413, (f"This session's uploads would pass {megabytes(self.limits.session_bytes)}; remove some "
                          "files first.")
         return None
 
-    def counted(self, session: str, receive):
+    def counted(self, session: str, receive, received: list[int]):
         """`receive`, counting the body's bytes against the limits as they arrive (Content-Length may lie)."""
-        received = 0
 
         async def counting():
-            nonlocal received
             message = await receive()
             size = len(message.get("body", b""))
-            refused = self.over_limits(session, size) if size else None
+            refused = self.over_limits(session, size, received[0]) if size else None
             if refused is not None:
                 raise UploadTooLarge(refused[1])
-            received += size
+            received[0] += size
             self.arriving[session] = self.arriving.get(session, 0) + size
-            if received > self.limits.request_bytes:
-                raise UploadTooLarge(f"One upload may be at most {megabytes(self.limits.request_bytes)}.")
             return message
 
         return counting
