@@ -11,6 +11,7 @@ from curation import Manifest
 from curation.export import ExportSettings, SettingsError, export
 from curation.export.captions import MAX_CAPTION_CHARS, CaptionTooLong, render_caption
 
+from apptest_support import page, ran, shown
 from test_export_cli import record_scores, repeated_scan_pdf
 
 WIDE = "{trigger}, {caption:x>100000000}"
@@ -76,3 +77,20 @@ def test_the_export_leaves_out_an_image_whose_caption_is_too_long_and_says_why(t
     assert skipped["page"] == 2 and "characters long, more than the limit" in skipped["reason"]
     with zipfile.ZipFile(tmp_path / "lora.zip") as z:
         assert [len(z.read(n)) for n in z.namelist() if n.endswith(".txt")] == [len("ohwx")]
+
+
+def test_the_export_page_says_why_as_a_viewer_types_the_width_template(tmp_path, monkeypatch):
+    """The page as attacked: the template typed on the Export page (a viewer may preview), refused in words."""
+    pdf = repeated_scan_pdf(tmp_path / "issue.pdf", 2)
+    with Manifest(tmp_path / "data" / "manifest.sqlite") as manifest:
+        record_scores(manifest, pdf, [60, 70])
+        manifest.set_caption(1, 0, "a lady " * 1_000)
+    monkeypatch.setenv("CURATION_DB", str(tmp_path / "data" / "manifest.sqlite"))
+    at = ran(page("pages/export.py"))
+    at.text_input(key="export_template").set_value(WIDE)
+    ran(at)
+    assert any("placeholders take a name only" in shown(e.value) for e in at.error)
+    at.text_input(key="export_template").set_value("{trigger}, {caption}")
+    ran(at)  # the preview of the page whose caption is too long says so, as a message
+    assert "more than the limit of 2,000" in " ".join(shown(str(e.value)) for kind in ("error", "warning", "caption",
+                                                                                        "markdown") for e in at.get(kind))
