@@ -3,7 +3,9 @@ middleware, outermost first):
 
 - `NoFraming`: every response forbids other sites to frame the dashboard (`Content-Security-Policy:
   frame-ancestors 'none'` and `X-Frame-Options: DENY`), so a click on another site cannot land on a button
-  of the dashboard drawn invisibly under it (clickjacking).
+  of the dashboard drawn invisibly under it (clickjacking). The one exception is a component's own files
+  (`/component/…`), which the dashboard's pages draw in an iframe of their own: only the dashboard's own
+  origin may frame those (`'self'`, `SAMEORIGIN`).
 - `SameOriginWebSocket`: a browser's WebSocket is accepted only from a page of the dashboard's own origin
   (its Origin names the Host it connects to), or one listed in `server.corsAllowedOrigins`. Streamlit's own
   check lets in a page from any port on localhost: any local web server, or a page it serves, could drive
@@ -30,12 +32,16 @@ from guards.uploads import ROUTE_LIMITS, RouteLimits, megabytes
 from pages import _auth as auth
 
 FRAME_HEADERS = [(b"content-security-policy", b"frame-ancestors 'none'"), (b"x-frame-options", b"DENY")]
+# What Streamlit serves for its pages' own iframes (custom components such as the Pictures view's clicks).
+SELF_FRAMED_PATH = re.compile(r"/(component|_stcore/bidi-components)/")
+SELF_FRAME_HEADERS = [(b"content-security-policy", b"frame-ancestors 'self'"), (b"x-frame-options", b"SAMEORIGIN")]
 UPLOAD_PATH = re.compile(r"/_stcore/upload_file/(?P<session>[^/]+)/[^/]+/?$")
 WEBSOCKET_PATH = re.compile(r"/_stcore/stream/?$")
 
 
 class NoFraming:
-    """Every HTTP response carries the headers that forbid framing (any earlier X-Frame-Options replaced)."""
+    """Every HTTP response carries the headers that forbid framing (any earlier X-Frame-Options replaced);
+    a component's files may be framed by the dashboard's own pages only."""
 
     def __init__(self, app):
         self.app = app
@@ -43,12 +49,13 @@ class NoFraming:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        frame_headers = SELF_FRAME_HEADERS if SELF_FRAMED_PATH.search(scope.get("path", "")) else FRAME_HEADERS
 
         async def framed(message):
             if message["type"] == "http.response.start":
                 kept = [(name, value) for name, value in message.get("headers", [])
                         if name.lower() != b"x-frame-options"]
-                message = {**message, "headers": kept + FRAME_HEADERS}
+                message = {**message, "headers": kept + frame_headers}
             await send(message)
 
         await self.app(scope, receive, framed)

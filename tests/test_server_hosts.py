@@ -100,6 +100,14 @@ def test_no_response_may_be_framed(server, path):
     assert "frame-ancestors 'none'" in (response.getheader("Content-Security-Policy") or "")
 
 
+def test_a_components_files_may_be_framed_by_the_dashboard_only(server):
+    """The Pictures view's click component is drawn in an iframe of the dashboard's own origin."""
+    _, port = server
+    response = http_response(port, f"127.0.0.1:{port}", "/component/any.component/index.html")
+    assert response.getheader("X-Frame-Options") == "SAMEORIGIN"
+    assert response.getheader("Content-Security-Policy") == "frame-ancestors 'self'"
+
+
 def test_a_refused_request_may_not_be_framed_either(server):
     _, port = server
     response = http_response(port, f"rebound.attacker.example:{port}", "/")
