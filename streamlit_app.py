@@ -1,15 +1,24 @@
 """The dashboard's server: `streamlit run streamlit_app.py` serves dashboard.py through this st.App.
 
-It adds one check to Streamlit's own: every request, HTTP and WebSocket alike, must name an allowed host
-(`server.allowedHosts` in .streamlit/config.toml). Streamlit checks it on its WebSocket only; checking
-every route as well means a web page whose domain was rebound to this server's address (DNS rebinding)
-gets nothing from it.
+It adds checks to Streamlit's own, on every request before Streamlit answers it (pages/_server.py):
+every response forbids framing; every request, HTTP and WebSocket alike, must name an allowed host
+(`server.allowedHosts` in .streamlit/config.toml; Streamlit checks it on its WebSocket only, so a web page
+whose domain was rebound to this server's address, DNS rebinding, would get the rest); a WebSocket must
+come from a page of the dashboard's own origin; the upload route takes files only for a curator's
+session, within the server's limits.
 """
 
 import streamlit as st
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+from pages._server import NoFraming, SameOriginWebSocket, UploadGate
+
 ALLOWED_HOSTS = st.get_option("server.allowedHosts") or ["*"]  # empty: Streamlit's own default, any host
 
-app = st.App("dashboard.py", middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=ALLOWED_HOSTS)])
+app = st.App("dashboard.py", middleware=[  # outermost first: a refused request's answer is not framable either
+    Middleware(NoFraming),
+    Middleware(TrustedHostMiddleware, allowed_hosts=ALLOWED_HOSTS),
+    Middleware(SameOriginWebSocket),
+    Middleware(UploadGate),
+])

@@ -1,7 +1,9 @@
 """Uploads within the server's limits: size per file, size of all a session holds, number of files.
 
 A browser's own limit (Streamlit's `max_upload_size` on an uploader) is advice to the browser: a
-hand-made request ignores it. Streamlit's `server.maxUploadSize` is enforced by the server but is one
+hand-made request ignores it, and sends to Streamlit's upload route whatever a drawn uploader would
+never see. So the route itself is bounded too (RouteLimits, applied by the server's middleware before
+Streamlit reads a byte), and each uploader sorts what it was given. Streamlit's `server.maxUploadSize` is enforced by the server but is one
 cap for every uploader. So each uploader's files are sorted here, by the size the server received
 (never by reading them), into those within its limits and those refused with a reason.
 """
@@ -65,6 +67,30 @@ class UploadLimits:
                 kept.append(upload)
                 total += size
         return kept, refused
+
+
+# What one session may upload to the Ingest page ($CURATION_UPLOAD_MAX_FILE_MB, _SESSION_MB, _FILES) and to the
+# Vet scanner's photo uploader ($VET_UPLOAD_...); Streamlit's server.maxUploadSize caps any one file as well.
+PDF_UPLOADS = UploadLimits.from_env("CURATION_UPLOAD", file_mb=200, session_mb=500, files=50, noun="PDF")
+PHOTO_UPLOADS = UploadLimits.from_env("VET_UPLOAD", file_mb=50, session_mb=200, files=20, noun="photo")
+MULTIPART_MARGIN = 64 * 1024  # a request's form framing around its one file
+
+
+@dataclass(frozen=True)
+class RouteLimits:
+    """What Streamlit's upload route takes, whatever uploader a request claims to be for: one request at most
+    the largest file any uploader takes, one session at most what all its uploaders hold together."""
+
+    request_bytes: int
+    session_bytes: int
+
+    @classmethod
+    def of(cls, *uploaders: UploadLimits) -> "RouteLimits":
+        return cls(max(u.file_bytes for u in uploaders) + MULTIPART_MARGIN,
+                   sum(u.session_bytes for u in uploaders) + MULTIPART_MARGIN)
+
+
+ROUTE_LIMITS = RouteLimits.of(PDF_UPLOADS, PHOTO_UPLOADS)
 
 
 def upload_size(upload) -> int:

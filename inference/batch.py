@@ -1,11 +1,10 @@
 """Batch mode: a folder of photos in, one CSV row per photo out."""
 
-import csv
 import io
 import time
 from pathlib import Path
 
-from guards.csv_cells import safe_row
+from guards.csv_cells import SafeDictWriter
 
 from .classify import check_top_k, has_gate, predict
 from .errors import BadImageError
@@ -56,9 +55,9 @@ def rows_to_csv(rows):
     if not rows:
         return ""
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+    writer = SafeDictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
     writer.writeheader()
-    writer.writerows(safe_row(row) for row in rows)
+    writer.writerows(rows)
     return out.getvalue()
 
 

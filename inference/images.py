@@ -14,18 +14,21 @@ from pathlib import Path
 from PIL import Image, UnidentifiedImageError
 
 from guards.folders import REFUSAL, OutsideAllowedFolders, folder_entries, open_binary_inside
-from guards.uploads import UploadLimits, env_number
+from guards.uploads import PHOTO_UPLOADS, env_number
 
 from .errors import BadImageError
 
 # The formats the page's uploader accepts and the batch mode picks up.
 PHOTO_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp")
+# The only Pillow plugins a photo is opened with, whatever its name says: Pillow's others (EPS runs
+# Ghostscript where it is installed; PSD, ICNS, FITS…) are more code reading a stranger's bytes, for no photo.
+PHOTO_FORMATS = ("JPEG", "PNG", "WEBP", "TIFF")
 # Pixels decoded at most for one photo (after a JPEG's reduced decoding): 40 M pixels are 120 MB as RGB.
 MAX_PIXELS = int(env_number("VET_MAX_PIXELS", 40_000_000))
 # The shorter side a photo is decoded at, at least: twice the 224 px the models read, for their own resizing.
 MODEL_SIDE = 448
 # What one session may upload to the page's photo uploader ($VET_UPLOAD_MAX_FILE_MB, _SESSION_MB, _FILES).
-UPLOAD_LIMITS = UploadLimits.from_env("VET_UPLOAD", file_mb=50, session_mb=200, files=20, noun="photo")
+UPLOAD_LIMITS = PHOTO_UPLOADS
 
 
 def check_image(source, name=None, roots=None):
@@ -112,7 +115,7 @@ class _opened:
             source = io.BytesIO(source)
         elif hasattr(source, "seek"):
             source.seek(0)  # An upload read before (a rerun) starts again.
-        self.image = _guarded(lambda: Image.open(source), self.name)
+        self.image = _guarded(lambda: Image.open(source, formats=PHOTO_FORMATS), self.name)
         return self.image
 
     def __exit__(self, *exc):
@@ -134,7 +137,7 @@ def _guarded(read, name):
         raise BadImageError(_too_large_message(name)) from None
     except UnidentifiedImageError:
         raise BadImageError(
-            f"{name}: not an image Pillow can read (expected JPEG, PNG or WebP)."
+            f"{name}: not an image this server reads (JPEG, PNG, WebP or TIFF)."
         ) from None
     except (OSError, SyntaxError, ValueError) as error:
         # Truncated or corrupt data surfaces here when the pixels are decoded.

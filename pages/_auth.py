@@ -8,7 +8,10 @@ past `gate()`, and a `[curation]` table in the same file says who may curate and
     curators = ["ana@example.org"]
     viewers = ["*@example.org"]   # shell-style patterns; "*" lets every signed-in person look
 
-Someone signed in but in neither list sees a "not allowed" screen. Without `[auth]` there is no one to
+Someone signed in but in neither list sees a "not allowed" screen, and so does someone whose provider does
+not state their address verified (`email_verified`): the person is who the provider's issuer and subject
+say (`iss`, `sub`, recorded beside the address in the history), and an address is only a key to a role
+once the provider vouches for it. Without `[auth]` there is no one to
 tell apart: the dashboard serves the person at the server (it listens on 127.0.0.1 only), by their OS
 login name, as a curator.
 
@@ -52,11 +55,15 @@ def _providers() -> list[str]:
             if isinstance(value, Mapping) and "client_id" in value]
 
 
-def _patterns(key: str) -> list[str]:
+def _entries(key: str) -> list[str]:
     value = _secrets_table("curation").get(key, [])
     if isinstance(value, str):
         value = [value]
-    return [str(pattern).strip().lower() for pattern in value if str(pattern).strip()]
+    return [str(entry).strip() for entry in value if str(entry).strip()]
+
+
+def _patterns(key: str) -> list[str]:
+    return [entry.lower() for entry in _entries(key)]
 
 
 def role_of(email: str | None) -> str | None:
@@ -71,6 +78,17 @@ def role_of(email: str | None) -> str | None:
     return None
 
 
+def role_of_account(account: tuple[str, str] | None) -> str | None:
+    """CURATOR, VIEWER or None for a person listed by their provider's issuer and subject, written
+    "ISSUER SUBJECT" exactly as the provider sends them (no patterns: "*" names no account). For providers
+    that send no verified address (Microsoft Entra ID sends no `email_verified`)."""
+    if account is None:
+        return None
+    key = " ".join(account)
+    return next((role for role, entries in ((CURATOR, "curators"), (VIEWER, "viewers"))
+                 if key in _entries(entries)), None)
+
+
 # -- the person in this session -----------------------------------------------------------------
 
 
@@ -82,19 +100,49 @@ def signed_in() -> bool:
     return bool(_user().get("is_logged_in"))
 
 
-def _signed_in_email() -> str | None:
-    user = _user()
-    if not user.get("is_logged_in") or user.get("email_verified") is False:
+def account_of(user: Mapping) -> tuple[str, str] | None:
+    """(issuer, subject) of a signed-in person: who the provider says they are, the one identity a
+    provider never hands to another account. None when not signed in or the provider sent neither."""
+    if not user.get("is_logged_in"):
+        return None
+    issuer, subject = user.get("iss"), user.get("sub")
+    return (str(issuer), str(subject)) if issuer and subject else None
+
+
+def verified_email_of(user: Mapping) -> str | None:
+    """The signed-in person's e-mail address, only when the provider states it verified
+    (`email_verified` true): an address anyone can type into an account at some provider names no one."""
+    if account_of(user) is None or user.get("email_verified") is not True:
         return None
     email = user.get("email")
     return str(email) if email else None
 
 
+def role_of_user(user: Mapping) -> str | None:
+    """The role of the person `user` describes (st.user's claims, or a session's user info on the server):
+    CURATOR, VIEWER, or None (not signed in, no verified address, not allowed)."""
+    if not sign_in_configured():
+        return CURATOR
+    roles = {role_of_account(account_of(user)), role_of(verified_email_of(user))}
+    return CURATOR if CURATOR in roles else VIEWER if VIEWER in roles else None
+
+
+def _signed_in_email() -> str | None:
+    return verified_email_of(_user())
+
+
 def current_user() -> str:
-    """The signed-in person's e-mail address; without sign-in, the server's OS login name."""
+    """The signed-in person's verified e-mail address, else their subject; without sign-in, the server's OS
+    login name."""
     if not sign_in_configured():
         return _os_login()
-    return _signed_in_email() or ""
+    account = account_of(_user())
+    return _signed_in_email() or (account[1] if account else "")
+
+
+def current_account() -> tuple[str, str] | None:
+    """(issuer, subject) of the signed-in person, recorded beside their address; None without sign-in."""
+    return account_of(_user()) if sign_in_configured() else None
 
 
 def _os_login() -> str:
@@ -106,9 +154,7 @@ def _os_login() -> str:
 
 def role() -> str | None:
     """This session's role: CURATOR, VIEWER, or None (not signed in, or not allowed)."""
-    if not sign_in_configured():
-        return CURATOR
-    return role_of(_signed_in_email())
+    return role_of_user(_user())
 
 
 def can_curate() -> bool:
@@ -184,9 +230,20 @@ def not_allowed_screen() -> None:
         st.error(f"You are signed in as {_shown(who)}, but the dashboard's administrator has not given this "
                  "address a role. Ask them to add it to the curators or viewers.", icon=":material/block:")
     else:
-        st.error("You are signed in, but your sign-in provider sent no verified e-mail address, which the "
-                 "dashboard needs to know your role.", icon=":material/block:")
+        st.error(f"You are signed in, but your sign-in provider {_unverified_reason(_user())}. The dashboard "
+                 "gives roles by verified addresses only: anyone can put someone else's address on an account "
+                 "that does not check it. Verify the address with your provider, or ask the dashboard's "
+                 "administrator which provider to use.", icon=":material/block:")
     st.button("Sign out", icon=":material/logout:", key="sign-out", on_click=st.logout)
+
+
+def _unverified_reason(user: Mapping) -> str:
+    email = user.get("email")
+    if account_of(user) is None:
+        return "did not say who you are (no issuer and subject)"
+    if not email:
+        return "sent no e-mail address"
+    return f"did not state that your address {_shown(str(email))} is verified"
 
 
 # -- what Home says about it ----------------------------------------------------------------------

@@ -62,6 +62,7 @@ def run_page(main) -> None:
     """Run a page's body; whatever goes wrong is shown as a message, never as a traceback."""
     use_entry_script()
     launcher = jobs.launched_by.set(auth.current_user())  # the jobs this run starts are theirs
+    account = jobs.launched_account.set(auth.current_account())
     try:
         main()
     except ManifestError as exc:
@@ -76,6 +77,7 @@ def run_page(main) -> None:
                  "try again.")
     finally:
         jobs.launched_by.reset(launcher)
+        jobs.launched_account.reset(account)
 
 
 def use_entry_script() -> None:
@@ -99,7 +101,7 @@ def open_manifest(create: bool = False) -> Manifest | None:
     path = db_path()
     if not create and not path.exists():
         return None
-    return Manifest(path, create=create, user=auth.current_user())
+    return Manifest(path, create=create, user=auth.current_user(), account=auth.current_account())
 
 
 def require_manifest() -> Manifest:

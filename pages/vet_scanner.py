@@ -217,8 +217,8 @@ def server_folder(text, roots):
     """The real path of a folder under the allowed folders, or None after saying why not."""
     try:
         return paths.check_path(text, roots, base=roots[0], folders_only=True)
-    except paths.PathRefused as error:
-        st.error(str(error), icon=":material/block:")
+    except paths.PathRefused as error:  # it quotes the typed folder: shown literally, never as Markdown
+        st.error(_common.escape_markdown(error), icon=":material/block:")
         return None
 
 

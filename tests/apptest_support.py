@@ -28,6 +28,16 @@ def filled_db(db: pathlib.Path, documents: int = 2, pages: int = 30, seed: int =
     return db
 
 
+ISSUER = "https://accounts.example.org"
+
+
+def signed_in_as(email: str, **claims) -> dict:
+    """st.user as Streamlit fills it from a provider's ID token: issuer, subject (here made from the
+    address), the address and whether the provider verified it (true unless `claims` say otherwise)."""
+    return {"is_logged_in": True, "iss": ISSUER, "sub": f"subject-of-{email}", "email": email,
+            "email_verified": True, **claims}
+
+
 def page(script: str) -> AppTest:
     return AppTest.from_file(str(ROOT / script), default_timeout=60)
 

@@ -153,6 +153,17 @@ def test_vet_scanner_shows_model_folders_and_problems_literally(models):
     assert_shown_literally(at, f"{HOSTILE}** cannot be used", f"the architecture(s) {HOSTILE}")
 
 
+def test_vet_scanner_shows_a_refused_typed_folder_literally(models, demo_model, tmp_path, monkeypatch):
+    (models / "demo-vit").symlink_to(demo_model, target_is_directory=True)
+    monkeypatch.setenv(paths.ROOTS_ENV, str(tmp_path / "allowed"))
+    at = ran(page("pages/vet_scanner.py"))
+    next(box for box in at.text_input if box.label == "Folder").input(f"/elsewhere/{HOSTILE}")
+    ran(at)
+    next(b for b in at.button if b.label == "Classify the folder").click()
+    ran(at)
+    assert_shown_literally(at, f"/elsewhere/{HOSTILE} is outside the folders this server may read")
+
+
 def test_in_a_browser_a_hostile_caption_and_file_name_fetch_nothing_and_link_nowhere(db, tmp_path):
     """Chromium against `streamlit run`: Review's cards and its page dialog, and Home."""
     pytest.importorskip("playwright.sync_api")

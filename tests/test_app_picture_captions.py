@@ -6,7 +6,7 @@ caption job's panel and a running caption job are shown."""
 
 import pytest
 
-from apptest_support import page, ran, shown, texts
+from apptest_support import page, ran, shown, signed_in_as, texts
 from curation import Manifest
 from curation.captions.job import KIND
 from inference.captioner import MODEL_DIR_ENV
@@ -186,7 +186,7 @@ def test_a_viewer_sees_the_captions_and_cannot_change_one(db):
         manifest.set_picture_captions([(stock, "A Lady")])
     at = page("pages/review.py")
     at.secrets.update(SECRETS)
-    at.user = {"is_logged_in": True, "email": VIEWER}
+    at.user = signed_in_as(VIEWER)
     at = pictures_view(at)
     assert any("BONNET" in c.value for c in at.caption)
     use = [b for b in at.button if b.key.startswith("picture-use-")]

@@ -3,7 +3,7 @@ picture to delete it, fix its box or add a missed one; a viewer changes nothing;
 
 import pytest
 
-from apptest_support import filled_db, page, ran, shown, texts
+from apptest_support import filled_db, page, ran, shown, signed_in_as, texts
 from curation import Manifest
 from curation.manifest import picture_views as pv
 from test_auth import SECRETS, VIEWER, forced
@@ -185,7 +185,7 @@ def test_a_viewer_sees_no_enabled_control_and_cannot_change_a_picture(db):
     engraving, stock = picture_ids(db)
     at = page("pages/review.py")
     at.secrets.update(SECRETS)
-    at.user = {"is_logged_in": True, "email": VIEWER}
+    at.user = signed_in_as(VIEWER)
     pictures_view(at)
     assert cards(at) and all(c.disabled for c in cards(at))
     assert all(box.disabled for box in at.text_input)

@@ -8,8 +8,9 @@ import getpass
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptest_support import ROOT, filled_db, page, ran, shown, texts
+from apptest_support import ISSUER, ROOT, filled_db, page, ran, shown, signed_in_as, texts
 from curation import Manifest
+from curation.manifest import history
 from curation.sources import paths
 from test_export_cli import record_scores, repeated_scan_pdf
 
@@ -34,7 +35,7 @@ def as_user(script: str, email: str | None) -> AppTest:
     """`script` with sign-in on, signed in as `email` (None: not signed in)."""
     at = page(script)
     at.secrets.update(SECRETS)
-    at.user = {"is_logged_in": True, "email": email} if email else {"is_logged_in": False}
+    at.user = signed_in_as(email) if email else {"is_logged_in": False}
     return ran(at)
 
 
@@ -86,7 +87,7 @@ def test_home_says_who_can_reach_a_dashboard_without_sign_in(db, server_address)
     at = ran(page("pages/home.py"))
     assert "listens beyond this machine" in at.warning[0].value
     at.secrets.update(SECRETS)
-    at.user = {"is_logged_in": True, "email": CURATOR}
+    at.user = signed_in_as(CURATOR)
     ran(at)
     assert "Sign-in is off" not in texts(at)
 
@@ -128,12 +129,53 @@ def test_a_signed_in_person_sees_the_dashboard_with_their_role(db, email, role):
     assert "Sign-in is off" not in texts(at)
 
 
-def test_an_unverified_address_gets_no_role(db):
+@pytest.mark.parametrize("claims, why", [
+    ({"email_verified": False}, f"did not state that your address {CURATOR} is verified"),
+    ({"email_verified": None}, f"did not state that your address {CURATOR} is verified"),  # no claim at all
+    ({"email_verified": "true"}, f"did not state that your address {CURATOR} is verified"),  # not JSON's true
+    ({"iss": None}, "did not say who you are"),
+    ({"sub": ""}, "did not say who you are"),
+])
+def test_an_address_the_provider_does_not_vouch_for_gets_no_role_and_the_screen_says_why(db, claims, why):
+    """A provider account whose `email` is a curator's address, but unverified: the person is let in as
+    no one, and told why, whatever the pages would do."""
+    filled_db(db, documents=1, pages=5)
+    user = {key: value for key, value in signed_in_as(CURATOR, **claims).items() if value is not None}
+    for script in ("dashboard.py", "pages/review.py"):
+        at = page(script)
+        at.secrets.update(SECRETS)
+        at.user = user
+        ran(at)
+        if script == "dashboard.py":
+            assert at.title[0].value == "Not allowed" and not at.metric
+            assert why in shown(at.error[0].value) and "verified addresses only" in shown(at.error[0].value)
+        else:  # a page reached some other way still treats them as no one: every control locked
+            assert all(control.disabled for control in cards(at))
+
+
+def test_a_person_listed_by_issuer_and_subject_needs_no_verified_address(db):
+    """For providers that send no `email_verified` (Microsoft Entra ID): "ISSUER SUBJECT" in a list, exactly;
+    a pattern such as "*" names no account, so an unverified address is still no one."""
+    filled_db(db, documents=1, pages=5)
     at = page("dashboard.py")
     at.secrets.update(SECRETS)
-    at.user = {"is_logged_in": True, "email": CURATOR, "email_verified": False}
+    at.secrets["curation"] = {"curators": [f"{ISSUER} entra-oid-1"], "viewers": ["*"]}
+    at.user = {"is_logged_in": True, "iss": ISSUER, "sub": "entra-oid-1", "email": "li@example.org"}
+    ran(at)
+    assert "entra-oid-1 · curator" in " ".join(shown(c.value) for c in at.sidebar.caption)
+    at.user = {"is_logged_in": True, "iss": ISSUER, "sub": "entra-oid-2", "email": CURATOR}
     ran(at)
     assert at.title[0].value == "Not allowed"
+
+
+def test_a_curators_change_is_recorded_with_their_issuer_and_subject(db):
+    filled_db(db, documents=1, pages=5)
+    at = as_user("pages/review.py", CURATOR)
+    cards(at)[0].set_value("exclude")
+    ran(at)
+    with Manifest(db) as manifest:
+        [action] = [a for a in history.actions(manifest.conn) if a["kind"] == "override"]
+    assert (action["user"], action["issuer"], action["subject"]) == (CURATOR, ISSUER, f"subject-of-{CURATOR}")
 
 
 # -- Review ---------------------------------------------------------------------------------------

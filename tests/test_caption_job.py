@@ -18,7 +18,7 @@ from curation.cli import cli
 from curation.sources.synthetic import PageSpec, write_pdf
 from inference.loader import queue_status
 
-from apptest_support import ran, texts, wait_for
+from apptest_support import ran, signed_in_as, texts, wait_for
 from captioner_support import CAPTION, write_tiny_captioner
 
 MODEL = "tiny-florence"  # the folder's name names a model that was not downloaded
@@ -210,7 +210,7 @@ def test_a_viewer_cannot_start_the_job(panel, manifest, tiny_captioner, monkeypa
 
     monkeypatch.setenv("CAPTIONER_MODEL_DIR", str(tiny_captioner))
     panel.secrets.update(SECRETS)
-    panel.user = {"is_logged_in": True, "email": VIEWER}
+    panel.user = signed_in_as(VIEWER)
     ran(panel)
     forced(panel.button(key="caption_start")).click()
     ran(panel)

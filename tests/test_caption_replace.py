@@ -4,6 +4,7 @@ a legend unless asked, and a bad pattern is told plainly; the same from the comm
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -122,6 +123,32 @@ def test_a_bad_pattern_is_told_plainly_and_writes_nothing(manifest, pics, find, 
             run(manifest, find, replacement, regex=True)
         assert message in str(error.value)
     assert captions(manifest) == before
+
+
+STALLING = "a" * 27 + "!"  # Python's re takes 6 s on it with (a+)+$, twice that with each more "a"
+
+
+@pytest.mark.parametrize("find", [r"(a+)+$", r"(a|a)+$", r"(a|aa)+$", r"(\w|a)+$"])
+def test_a_catastrophic_pattern_stops_within_a_second_with_a_message_and_writes_nothing(manifest, pics, find):
+    manifest.set_picture_captions([(pics["lady"], STALLING), (pics["ship"], "a" * 30 + "!")])
+    before, done = captions(manifest), len(actions(manifest))
+    for run in (edit.preview, edit.apply):
+        started = time.perf_counter()
+        try:
+            run(manifest, find, "x", regex=True)
+        except CaptionEditError as error:
+            assert "took too long" in str(error) and "nothing was changed" in str(error)
+        assert time.perf_counter() - started < 1.0
+    assert captions(manifest) == before and len(actions(manifest)) == done
+
+
+def test_a_pattern_past_its_time_limit_is_told_plainly(manifest, pics):
+    manifest.set_picture_captions([(pics["lady"], "a" * 40 + "!")])
+    started = time.perf_counter()
+    with pytest.raises(CaptionEditError, match=r"took too long \(more than 0.25 s on one caption"):
+        edit.apply(manifest, r"(a|a)+$", "x", regex=True)  # 2**40 ways to split it: no engine finishes
+    assert time.perf_counter() - started < 1.0
+    assert captions(manifest)[pics["lady"]] == "a" * 40 + "!"
 
 
 def test_the_shown_caption_turns_an_edited_legend_into_a_caption_and_keeps_the_legend(manifest, pics):

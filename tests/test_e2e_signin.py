@@ -1,8 +1,10 @@
 """Sign-in end to end: Chromium, `streamlit run streamlit_app.py` with sign-in on, and a real OpenID Connect
-provider (oidc-provider-mock: its login form takes the person's e-mail address as the subject).
+provider (oidc-provider-mock: its login form takes the person's subject; its accounts carry their claims).
 
 Not signed in, every address shows only the sign-in screen; a viewer sees Review but cannot overrule a
-page; signed out, the sign-in screen again; a curator's override is saved and the card names who made it.
+page; signed out, the sign-in screen again; a curator's override is saved, the card names who made it and
+the history row names the provider's issuer and the curator's subject. An account that carries a curator's
+address without the provider vouching for it (no `email_verified`) is let in as no one, and told why.
 """
 
 import os
@@ -13,9 +15,13 @@ import pytest
 
 from apptest_support import filled_db
 from curation import Manifest
+from curation.manifest import history
 from server_support import CHROMIUM, chromium, free_port, no_exception, settle, streamlit_server
 
 CURATOR, VIEWER = "ana@example.org", "bo@example.org"
+# The provider's accounts: subject -> claims. Mallory's account says it is the curator's address, unverified.
+ACCOUNTS = {"id-ana": {"email": CURATOR, "email_verified": True}, "id-bo": {"email": VIEWER, "email_verified": True},
+            "mallory": {"email": CURATOR}}
 
 playwright = pytest.importorskip("playwright.sync_api")
 oidc_provider_mock = pytest.importorskip("oidc_provider_mock")
@@ -27,7 +33,8 @@ pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
 def provider(monkeypatch):
     """The OpenID Connect provider, on plain HTTP on this machine (Authlib wants HTTPS unless told)."""
     monkeypatch.setenv("AUTHLIB_INSECURE_TRANSPORT", "1")
-    with oidc_provider_mock.run_server_in_thread() as server:
+    accounts = [oidc_provider_mock.User(sub=sub, claims=claims) for sub, claims in ACCOUNTS.items()]
+    with oidc_provider_mock.run_server_in_thread(user_claims=accounts) as server:
         yield f"http://localhost:{server.server_port}"
 
 
@@ -77,12 +84,17 @@ def sidebar_text(page) -> str:
     return page.locator("[data-testid='stSidebar']").inner_text().replace("\u2060", "")
 
 
-def sign_in(page, url: str, email: str) -> None:
+def authorize(page, url: str, subject: str) -> None:
     page.goto(url)
     page.get_by_role("button", name="Sign in").click()
-    page.locator("input[name='sub']").fill(email)  # the provider's login form
+    page.locator("input[name='sub']").fill(subject)  # the provider's login form
     page.get_by_role("button", name="Authorize").click()
     page.wait_for_url(re.compile(re.escape(url)))
+
+
+def sign_in(page, url: str, subject: str) -> None:
+    email = ACCOUNTS[subject]["email"]
+    authorize(page, url, subject)
     page.get_by_text(re.compile(re.escape(email).replace("@", "\u2060?@") + " ·")).wait_for()  # the name is shown escaped
     settle(page)
     no_exception(page)
@@ -99,7 +111,7 @@ def first_card_exclude(page):
     return page.locator("[class*='st-key-decide-']").first.get_by_role("radio").last  # Include / Auto / Exclude
 
 
-def test_sign_in_then_a_viewer_looks_and_a_curator_overrules(server, browser):
+def test_sign_in_then_a_viewer_looks_and_a_curator_overrules(server, browser, provider):
     url, db = server
 
     # Not signed in: the sign-in screen, whatever the address; no page, no manifest, no navigation.
@@ -115,7 +127,7 @@ def test_sign_in_then_a_viewer_looks_and_a_curator_overrules(server, browser):
         assert str(db) not in page.content()
 
     # A viewer sees Review, its controls disabled; a click changes nothing.
-    sign_in(page, url, VIEWER)
+    sign_in(page, url, "id-bo")
     assert f"{VIEWER} · viewer" in sidebar_text(page)
     open_review(page, url)
     exclude = first_card_exclude(page)
@@ -134,7 +146,7 @@ def test_sign_in_then_a_viewer_looks_and_a_curator_overrules(server, browser):
     assert "overrides in the manifest" not in main_text(page)
 
     # A curator overrules a page: saved, and the card says who and when.
-    sign_in(page, url, CURATOR)
+    sign_in(page, url, "id-ana")
     assert f"{CURATOR} · curator" in sidebar_text(page)
     open_review(page, url)
     first_card_exclude(page).click()
@@ -150,3 +162,31 @@ def test_sign_in_then_a_viewer_looks_and_a_curator_overrules(server, browser):
     no_exception(page)
     # Who did what is drawn on the card by the Review page's history ("excluded by ana@example.org, 3 Dec 14:02").
     page.get_by_text(re.compile(rf"excluded by {re.escape(CURATOR)}")).first.wait_for(timeout=10_000)
+    with Manifest(db) as manifest:
+        [action] = [a for a in history.actions(manifest.conn) if a["kind"] == "override"]
+    assert (action["user"], action["issuer"], action["subject"]) == (CURATOR, provider, "id-ana")
+
+    # The upload route takes a signed-in curator's files (it refuses those of a session not signed in).
+    page.goto(f"{url}/ingest")
+    settle(page)
+    page.get_by_role("tab", name="Upload PDFs").click()
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
+        files=[{"name": "issue.pdf", "mimeType": "application/pdf", "buffer": b"%PDF-1.4\n" + bytes(1000)}])
+    page.get_by_role("button", name="Save 1 file(s) for ingest").wait_for()
+    no_exception(page)
+
+
+def test_an_address_the_provider_does_not_vouch_for_is_refused_and_told_why(server, browser):
+    url, db = server
+    page = new_page(browser)
+    authorize(page, url, "mallory")
+    for path in ("", "/review"):
+        page.goto(url + path)
+        page.get_by_text("Not allowed").first.wait_for()
+        settle(page)
+        no_exception(page)
+        text = main_text(page).replace("\u2060", "")
+        assert f"did not state that your address {CURATOR} is verified" in text
+        assert "overrides in the manifest" not in text and "· curator" not in sidebar_text(page)
+    with Manifest(db) as manifest:
+        assert manifest.overrides() == [] and not history.actions(manifest.conn)

@@ -89,7 +89,7 @@ def test_captions_can_name_the_document_and_page():
     ({"template": "{trigger}, {style}"}, "unknown placeholder {style}"),
     ({"template": "{class}, {caption}"}, "must contain {trigger}"),
     ({"template": "{trigger}, {caption"}, "malformed"),
-    ({"template": "{trigger} {caption:d}"}, "cannot be filled in"),
+    ({"template": "{trigger} {caption:d}"}, "placeholders take a name only"),
     ({"trigger": "  "}, "trigger word must not be empty"),
     ({"size": 32}, "size must be between"),
     ({"mode": "bucket", "size": 256}, "bucket mode needs a size of at least 512"),

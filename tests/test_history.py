@@ -161,6 +161,40 @@ def test_a_job_the_app_starts_runs_for_the_person_who_started_it(tmp_path, monke
         assert {"sample", "ingest"} <= {a["kind"] for a in done}
 
 
+ISSUER, SUBJECT = "https://accounts.example.org", "248289761001"
+
+
+def test_a_signed_in_persons_actions_name_their_issuer_and_subject_beside_the_address(db, tmp_path):
+    with Manifest(db, user="ana@example.org", account=(ISSUER, SUBJECT)) as manifest:
+        manifest.set_override(1, 0, False)
+        [action] = actions(manifest)
+        assert (action["user"], action["issuer"], action["subject"]) == ("ana@example.org", ISSUER, SUBJECT)
+        [change] = history.changes(manifest.conn)
+        assert (change["issuer"], change["subject"]) == (ISSUER, SUBJECT)
+    with Manifest(db, user="local") as manifest:  # sign-in off: a name only
+        manifest.set_override(1, 1, False)
+        assert (actions(manifest)[0]["issuer"], actions(manifest)[0]["subject"]) == (None, None)
+    rows = [json.loads(line) for line in CliRunner().invoke(
+        cli, ["history", "--db", str(db), "--format", "jsonl"], catch_exceptions=False).output.splitlines()]
+    assert [(r["user"], r["issuer"], r["subject"]) for r in rows] == [("local", None, None),
+                                                                       ("ana@example.org", ISSUER, SUBJECT)]
+
+
+def test_a_job_the_app_starts_records_the_persons_issuer_and_subject(tmp_path, monkeypatch):
+    monkeypatch.delenv(history.USER_VARIABLE, raising=False)
+    db = tmp_path / "data" / "manifest.sqlite"
+    tokens = jobs.launched_by.set("bea@example.org"), jobs.launched_account.set((ISSUER, SUBJECT))
+    try:
+        process = jobs.launch(db, "sample", "--documents", "1", "--pages", "1", "--workers", "1")
+    finally:
+        jobs.launched_by.reset(tokens[0])
+        jobs.launched_account.reset(tokens[1])
+    assert process.wait(timeout=120) == 0, process.log_path.read_text()
+    with Manifest(db) as manifest:
+        assert {(a["user"], a["issuer"], a["subject"]) for a in actions(manifest)} == {
+            ("bea@example.org", ISSUER, SUBJECT)}
+
+
 # -- undo ---------------------------------------------------------------------------------------
 
 
@@ -293,6 +327,21 @@ def test_a_manifest_from_before_the_history_is_upgraded_and_keeps_its_overrides(
         assert changes(manifest, actions(manifest)[0]["id"])[0]["old"] == 0
         manifest.undo()
         assert overrides(manifest) == {(7, 3): 0}
+
+
+def test_a_manifest_from_before_issuer_and_subject_is_upgraded_and_keeps_its_history(tmp_path, monkeypatch):
+    path = tmp_path / "old.sqlite"
+    monkeypatch.setattr(store, "MIGRATIONS", store.MIGRATIONS[:12])  # schema 12: who by name only
+    with Manifest(path) as old:  # written as that version wrote it
+        old.conn.execute("INSERT INTO history (at, user, kind, description, changes) "
+                         "VALUES ('2026-01-05T10:00:00+00:00', 'ana', 'setting', 'σ cutoff (default) → 50', 1)")
+        assert old.schema_version == 12
+    monkeypatch.undo()
+    with Manifest(path, user="li@example.org", account=(ISSUER, SUBJECT)) as manifest:
+        assert manifest.schema_version == len(store.MIGRATIONS)
+        manifest.set_override(7, 3, False)
+        assert [(a["user"], a["issuer"], a["subject"]) for a in actions(manifest)] == [
+            ("li@example.org", ISSUER, SUBJECT), ("ana", None, None)]
 
 
 def test_history_tables_are_indexed_for_their_lookups(db):

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+
+import regex
 
 from ..manifest.rules import KEEP_SQL, PICTURE_KEEP_SQL
 from ..manifest.store import Manifest
@@ -28,6 +31,11 @@ from .best import caption_source
 COPY_SOURCES = ("legend", "auto_caption")  # what may be copied into a caption
 # A picture the export writes: it is kept, and so is its page.
 KEPT_SQL = f"({PICTURE_KEEP_SQL}) = 1 AND ({KEEP_SQL}) = 1"
+# A regular expression runs with a time limit: a pattern that backtracks without end ("(a|a)+$" over a
+# caption of 30 a's) would otherwise hold a core, and the GIL, for minutes. A caption is one line, so a
+# sane pattern takes microseconds on it; a whole edit over 100,000 captions takes well under a second.
+PATTERN_SECONDS = 0.25  # one caption
+EDIT_SECONDS = 10.0  # every caption of one edit together
 
 
 class CaptionEditError(ValueError):
@@ -110,13 +118,21 @@ class Changes:
 
 def replacer(find: str, replacement: str, *, regex: bool = False, ignore_case: bool = False) -> Callable[[str], str]:
     """A function that makes the replacement in a text. Plain text is taken literally (the replacement
-    too); a regular expression is Python's, its replacement may name groups (\\1, \\g<name>)."""
+    too); a regular expression is Python's, its replacement may name groups (\\1, \\g<name>), and it runs
+    with a time limit (CaptionEditError past it)."""
     if not find:
         raise CaptionEditError("give the text to find: it is empty")
     flags = re.IGNORECASE if ignore_case else 0
     if not regex:
-        pattern = re.compile(re.escape(find), flags)
+        pattern = re.compile(re.escape(find), flags)  # a literal: linear time, no limit needed
         return lambda text: pattern.sub(lambda _: replacement, text)
+    _checked(find, replacement, flags)
+    return _time_limited(find, replacement, flags)
+
+
+def _checked(find: str, replacement: str, flags: int) -> None:
+    """Raise CaptionEditError when `find` is not a regular expression, or `replacement` does not fit it.
+    Python's own parser judges both, so a pattern means what Python's documentation says it means."""
     try:
         pattern = re.compile(find, flags)
     except re.error as exc:
@@ -127,7 +143,33 @@ def replacer(find: str, replacement: str, *, regex: bool = False, ignore_case: b
     except (re.error, IndexError) as exc:
         raise CaptionEditError(f"the replacement {replacement!r} does not fit the pattern: {_re_message(exc)} "
                                "(write \\\\ for a backslash)") from None
-    return lambda text: pattern.sub(replacement, text)
+
+
+def _time_limited(find: str, replacement: str, flags: int) -> Callable[[str], str]:
+    """The replacement run by the `regex` engine (Python's syntax, version 0), which stops a match past its
+    `timeout` and lets other threads (other people's pages) run meanwhile."""
+    try:
+        pattern = regex.compile(find, regex.V0 | (regex.IGNORECASE if flags & re.IGNORECASE else 0))
+    except regex.error as exc:
+        raise CaptionEditError(f"{find!r} cannot be run here: {_re_message(exc)}") from None
+    deadline = time.monotonic() + EDIT_SECONDS
+
+    def replace(text: str) -> str:
+        left = min(PATTERN_SECONDS, deadline - time.monotonic())
+        try:
+            if left <= 0:
+                raise TimeoutError
+            return pattern.sub(replacement, text, timeout=left, concurrent=True)
+        except TimeoutError:
+            raise CaptionEditError(_too_slow(find, text)) from None
+
+    return replace
+
+
+def _too_slow(find: str, text: str) -> str:
+    return (f"the pattern {find!r} took too long (more than {PATTERN_SECONDS:g} s on one caption, or "
+            f"{EDIT_SECONDS:g} s in all; it stopped at {text[:60]!r}), so nothing was changed. Nested repeats "
+            "such as (a+)+ or (a|a)+ try every way to split a text; write the pattern without them")
 
 
 def preview(manifest: Manifest, find: str, replacement: str, pictures: Pictures = Pictures(), *,

@@ -12,7 +12,6 @@ the export's margin), through the same allowed-folders check, at the size the mo
 
 from __future__ import annotations
 
-import io
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from ..export.geometry import crop_region
 from ..export.settings import ExportSettings
 from ..export.worker import Exported, PageTask, close_document, run_page_task
 from ..manifest.store import Manifest
+from ..manifest.views.images import open_jpeg
 from ..runs.jobs import DiskFull, JobProgress, Stopped, is_disk_full, stop_on_sigterm
 from ..sources.page_numbers import page_number
 from ..sources.paths import document_roots
@@ -143,7 +143,7 @@ class CaptionJob:
                         tuple(str(root) for root in roots))
         result = run_page_task(task)
         if isinstance(result, Exported):
-            return Image.open(io.BytesIO(result.jpeg))
+            return open_jpeg(result.jpeg)
         self.report.failed.append({"document": row["doc"], "page": page_number(row["page"]),
                                    "picture": row["number"], "reason": result.reason})
         return None

@@ -4,7 +4,6 @@ the options of the jobs that read pages, progress bars, and tables written as te
 from __future__ import annotations
 
 import contextlib
-import csv
 import json
 import os
 import re
@@ -13,7 +12,7 @@ import sys
 import click
 from tqdm import tqdm
 
-from guards.csv_cells import safe_row
+from guards.csv_cells import SafeDictWriter
 
 from ..manifest import thumbnail_store
 from ..manifest.rules import LIVE_DOCUMENT_SQL
@@ -119,9 +118,9 @@ def write_rows(rows, columns, fmt) -> None:
         for row in rows:
             out.write(json.dumps({c: row.get(c) for c in columns}) + "\n")
     elif fmt == "csv":
-        writer = csv.DictWriter(out, columns, extrasaction="ignore", lineterminator="\n")
+        writer = SafeDictWriter(out, columns, extrasaction="ignore", lineterminator="\n")
         writer.writeheader()
-        writer.writerows(safe_row(row) for row in rows)
+        writer.writerows(rows)
     else:
         import pandas as pd  # only the table view needs it
 

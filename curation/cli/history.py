@@ -7,7 +7,7 @@ import click
 from ..manifest import history as history_
 from .common import FORMATS, cli, db_option, open_manifest, write_rows
 
-HISTORY_COLUMNS = ["id", "at", "user", "kind", "description", "changes", "undone_by"]
+HISTORY_COLUMNS = ["id", "at", "user", "kind", "description", "changes", "undone_by", "issuer", "subject"]
 CHANGE_COLUMNS = ["action", "at", "user", "kind", "field", "target", "old", "new"]
 
 

@@ -20,12 +20,38 @@ from ..captions.best import best_caption
 from ..sources.page_numbers import page_number
 
 PLACEHOLDERS = ("trigger", "class", "best_caption", "caption", "legend", "auto_caption", "doc", "page", "picture")
+# A caption is a prompt: CLIP reads 77 tokens of it (225 in sd-scripts' long mode), so 2,000 characters is far
+# past any use; a longer one is refused rather than written into every caption file and the manifest.
+MAX_CAPTION_CHARS = 2_000
+MAX_TEMPLATE_CHARS = 1_000
 _SPACES = re.compile(r"\s+")
 
 
+class CaptionTooLong(ValueError):
+    """A caption past MAX_CAPTION_CHARS; the message says which and how long, for a person."""
+
+
+class TemplateRefused(ValueError):
+    """A template too long, or with a field formatted (a width, a conversion); the message says which."""
+
+
 def template_fields(template: str) -> list[str]:
-    """The placeholders a template uses; ValueError when it is malformed (a lone brace)."""
-    return [field for _, field, _spec, _conv in string.Formatter().parse(template) if field is not None]
+    """The placeholders a template uses; ValueError when it is malformed (a lone brace) or when a field
+    has a format spec or a conversion (`{caption:>100000000}` would make a 100 MB caption, `{page!r}`
+    shows Python's repr): checked before anything is filled in, so nothing is allocated for it."""
+    if len(template) > MAX_TEMPLATE_CHARS:
+        raise TemplateRefused(f"the caption template is {len(template):,} characters long, more than "
+                              f"{MAX_TEMPLATE_CHARS:,}")
+    fields = []
+    for _, field, spec, conversion in string.Formatter().parse(template):
+        if field is None:
+            continue
+        if spec or conversion:
+            extra = f"!{conversion}" if conversion else f":{spec}"
+            raise TemplateRefused(f"{{{field}{extra}}} in the caption template has a format after its name; "
+                                  f"placeholders take a name only, like {{{field}}}")
+        fields.append(field)
+    return fields
 
 
 def render_caption(template: str, *, trigger: str, class_word: str, caption: str | None = None,
@@ -35,10 +61,16 @@ def render_caption(template: str, *, trigger: str, class_word: str, caption: str
     "pictures"), empty for a whole page."""
     texts = {"caption": caption, "legend": legend, "auto_caption": auto_caption,
              "best_caption": best_caption(caption, legend, auto_caption)}
+    template_fields(template)  # names only: a width or a conversion is refused before it is filled in
     text = template.format(trigger=trigger, doc=doc, page=page, picture=picture, **{"class": class_word},
                            **{name: one_line(value or "") for name, value in texts.items()})
     parts = [one_line(part) for part in text.split(",")]
-    return ", ".join(part for part in parts if part)
+    line = ", ".join(part for part in parts if part)
+    if len(line) > MAX_CAPTION_CHARS:
+        where = f"{doc} p. {page}" + (f" picture {picture}" if picture != "" else "")
+        raise CaptionTooLong(f"the caption of {where} is {len(line):,} characters long, more than the limit of "
+                             f"{MAX_CAPTION_CHARS:,}; shorten its caption, legend or model caption")
+    return line
 
 
 def one_line(text: str) -> str:

@@ -23,7 +23,7 @@ from ..runs.jobs import DiskFull, JobProgress, Stopped, is_disk_full, stop_on_si
 from ..sources.paths import document_roots
 from ..sources.page_numbers import page_number
 from ..sources.reader import error_text
-from .captions import caption_for
+from .captions import CaptionTooLong, caption_for
 from .geometry import crop_box
 from .layouts import Record, dataset_files, export_json, image_folder, provenance_csv
 from .selection import Item, LeftOut, select
@@ -133,10 +133,14 @@ class Export:
         records = []
         with closing(in_order(run_page_task, tasks, self.workers, self.make_executor, self.page_timeout)) as results:
             for item, (_, result) in zip(items, results):
-                if isinstance(result, Exported):
-                    records.append(self._add_image(target, folder, item, result))
-                else:
-                    self.report.skipped.append({"document": item.doc, "page": page_number(item.page), "reason": result.reason})
+                reason = result.reason if not isinstance(result, Exported) else None
+                if reason is None:
+                    try:
+                        records.append(self._add_image(target, folder, item, result))
+                    except CaptionTooLong as exc:  # the image is left out with its caption, and said why
+                        reason = str(exc)
+                if reason is not None:
+                    self.report.skipped.append({"document": item.doc, "page": page_number(item.page), "reason": reason})
                 self.progress.done += 1
                 self.on_progress(self.progress.done, self.progress.total)
                 self.progress.beat()

@@ -14,14 +14,13 @@ template and the captioning models).
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from guards.csv_cells import safe_row
+from guards.csv_cells import SafeWriter
 
 from ..captions.best import CAPTION_SOURCES, caption_source
 from ..sources.page_numbers import page_number
@@ -123,16 +122,16 @@ def metadata_jsonl(records: Iterable[Record]) -> bytes:
 
 def provenance_csv(records: Iterable[Record]) -> bytes:
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = SafeWriter(out, lineterminator="\n")
     writer.writerow(PROVENANCE_COLUMNS + CAPTION_COLUMNS)
     for r in records:
-        writer.writerow(safe_row([
+        writer.writerow([
             r.file, r.item.doc, r.item.sha256, page_number(r.item.page), f"{r.item.sigma:.3f}", r.item.decided_by, r.caption,
             r.width, r.height, r.method, "" if r.item.group is None else r.item.group,
             "page" if r.crop is None else "picture", *_shown_box(r), "" if r.item.picture is None else r.item.picture,
             *(text or "" for text in (r.item.caption, r.item.legend, r.item.auto_caption, r.item.auto_caption_model)),
             _source(r.item) or "",
-        ]))
+        ])
     return out.getvalue().encode()
 
 

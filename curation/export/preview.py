@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from .captions import caption_for
+from .captions import CaptionTooLong, caption_for
 from .geometry import crop_box
 from .selection import Item
 from .settings import ExportSettings
@@ -92,8 +92,11 @@ def preview(item: Item, settings: ExportSettings, roots=None) -> Preview:
     and encoder."""
     with _MUPDF:
         result = export_one(page_task(item, settings, roots))
-    caption = caption_for(item, settings)
     crop = crop_box(item, settings)
+    try:
+        caption = caption_for(item, settings)
+    except CaptionTooLong as exc:  # the export skips this image for it: the preview says so
+        return Preview(item, None, "", str(exc), crop)
     if isinstance(result, Exported):
         return Preview(item, result, caption, crop=crop)
     return Preview(item, None, caption, result.reason, crop)

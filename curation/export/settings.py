@@ -7,7 +7,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from .captions import PLACEHOLDERS, render_caption, template_fields
+from .captions import PLACEHOLDERS, TemplateRefused, render_caption, template_fields
 
 MODES = ("square", "bucket")
 FITS = ("pad", "crop", "stretch")
@@ -113,6 +113,8 @@ def _check_one_line(what: str, text: str) -> None:
 def _check_template(template: str) -> None:
     try:
         fields = template_fields(template)
+    except TemplateRefused as exc:
+        raise SettingsError(str(exc)) from None
     except ValueError as exc:
         raise SettingsError(f"caption template {template!r} is malformed: {exc} (write {{{{ or }}}} for a brace)") from exc
     unknown = [field or "{}" for field in fields if field not in PLACEHOLDERS]
@@ -124,5 +126,5 @@ def _check_template(template: str) -> None:
     try:
         render_caption(template, trigger="t", class_word="c", caption="x", legend="l", auto_caption="a", doc="d",
                        page=0, picture=1)
-    except (ValueError, IndexError, KeyError) as exc:  # a format spec that does not fit, like {caption:d}
+    except (ValueError, IndexError, KeyError) as exc:  # whatever else str.format refuses
         raise SettingsError(f"caption template {template!r} cannot be filled in: {exc}") from exc

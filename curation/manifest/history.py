@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from ..sources.page_numbers import page_number
 
 USER_VARIABLE = "CURATION_USER"  # who a job started from the app runs for (the app sets it for the process)
+# ...and who their sign-in provider says they are (curation.manifest.history records both beside the name)
+ISSUER_VARIABLE, SUBJECT_VARIABLE = "CURATION_USER_ISSUER", "CURATION_USER_SUBJECT"
 PAGE_FIELDS = ("override", "caption")
 # A picture's changes carry its page (doc_id, page) and its id as `name` (curation.manifest.pictures).
 PICTURE_FIELDS = ("picture_override", "picture_caption", "picture_deleted", "picture_box")
@@ -50,6 +52,17 @@ def default_user() -> str:
         return f"uid {os.getuid()}"
 
 
+def default_account() -> tuple[str, str] | None:
+    """(issuer, subject) this process acts for: set by the app for a job a signed-in person started."""
+    issuer, subject = (os.environ.get(name, "").strip() for name in (ISSUER_VARIABLE, SUBJECT_VARIABLE))
+    return (issuer, subject) if issuer and subject else None
+
+
+def account_env(account: tuple[str, str] | None) -> dict[str, str]:
+    """The environment that makes a job's default_account() `account`."""
+    return dict(zip((ISSUER_VARIABLE, SUBJECT_VARIABLE), account)) if account else {}
+
+
 class UndoError(Exception):
     """The action cannot be undone; the message says why, for a person."""
 
@@ -57,10 +70,13 @@ class UndoError(Exception):
 # -- recording ----------------------------------------------------------------------------------
 
 
-def begin(conn: sqlite3.Connection, user: str, kind: str, stamp: str, note: str | None = None) -> int:
-    """A new action's id; call inside the transaction that makes its changes, and finish() it there."""
-    return conn.execute("INSERT INTO history (at, user, kind, note) VALUES (?, ?, ?, ?)",
-                        (stamp, user, kind, note)).lastrowid
+def begin(conn: sqlite3.Connection, user: str, kind: str, stamp: str, note: str | None = None,
+          account: tuple[str, str] | None = None) -> int:
+    """A new action's id; call inside the transaction that makes its changes, and finish() it there.
+    `account`: (issuer, subject) of the signed-in person `user` names."""
+    issuer, subject = account or (None, None)
+    return conn.execute("INSERT INTO history (at, user, issuer, subject, kind, note) VALUES (?, ?, ?, ?, ?, ?)",
+                        (stamp, user, issuer, subject, kind, note)).lastrowid
 
 
 def finish(conn: sqlite3.Connection, action: int) -> None:
@@ -128,7 +144,7 @@ def paths_note(paths: list[str], shown: int = 3) -> str | None:
 def actions(conn: sqlite3.Connection, *, user: str | None = None, since: str | None = None,
             limit: int | None = None) -> list[dict]:
     """Actions, newest first: by `user`, at or after `since` (an ISO time in UTC), at most `limit`."""
-    sql = ("SELECT id, at, user, kind, description, changes, undoes, undone_by FROM history "
+    sql = ("SELECT id, at, user, issuer, subject, kind, description, changes, undoes, undone_by FROM history "
            "WHERE (:user IS NULL OR user = :user) AND (:since IS NULL OR at >= :since) ORDER BY id DESC")
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
@@ -138,7 +154,7 @@ def actions(conn: sqlite3.Connection, *, user: str | None = None, since: str | N
 def changes(conn: sqlite3.Connection, *, user: str | None = None, since: str | None = None) -> Iterable[dict]:
     """Every change with its action's who, when and kind, newest action first, as a person reads it."""
     rows = conn.execute(
-        "SELECT h.id AS action, h.at, h.user, h.kind, c.field, c.name, d.path AS doc, c.page, c.old, c.new, "
+        "SELECT h.id AS action, h.at, h.user, h.issuer, h.subject, h.kind, c.field, c.name, d.path AS doc, c.page, c.old, c.new, "
         "x.number AS picture FROM history h JOIN history_changes c ON c.action_id = h.id "
         "LEFT JOIN documents d ON d.id = c.doc_id "
         "LEFT JOIN pictures x ON c.field LIKE 'picture%' AND x.id = CAST(c.name AS INTEGER) "

@@ -19,6 +19,7 @@ import PIL.ImageDraw
 from .pictures import PictureError
 from .store import Manifest
 from .views import OUTLINE_COLOUR, thumbnails
+from .views.images import open_jpeg
 
 CROP_SIDE = 200  # pixels: a card's square crop, enough for the widest card of the grid
 CROP_MARGIN = 0.03  # of the page's width: a little of the page around the box, to see what the box cut
@@ -34,7 +35,7 @@ def crop(image: bytes, box: Sequence[float], page_width: int, page_height: int, 
     """The part of `image` (a page, any size, JPEG) inside `box` (reference pixels of a page `page_width` by
     `page_height`) with a small margin, fitted into a `side`-pixel square on paper colour: every card the
     same height, whatever the picture's shape."""
-    with PIL.Image.open(io.BytesIO(image)) as opened:
+    with open_jpeg(image) as opened:
         picture = opened.convert("RGB")
     sx, sy = picture.width / page_width, picture.height / page_height
     margin = CROP_MARGIN * page_width
@@ -79,7 +80,7 @@ def _kept_crop(image: bytes, box: tuple, page_width: int, page_height: int) -> b
 def numbered_outline(image: bytes, boxes: list[dict], page_width: int, selected: int | None = None) -> PIL.Image.Image:
     """`image` (the page drawn, JPEG) with every picture box of `boxes` (page_boxes) drawn and numbered as the
     export numbers them; the `selected` picture in blue, deleted ones dashed."""
-    with PIL.Image.open(io.BytesIO(image)) as opened:
+    with open_jpeg(image) as opened:
         picture = opened.convert("RGB")
     if picture.width < OUTLINE_MIN_WIDTH:  # a thumbnail, when the PDF is not at hand: boxes and numbers legible
         height = round(picture.height * OUTLINE_MIN_WIDTH / picture.width)

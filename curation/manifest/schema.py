@@ -271,6 +271,12 @@ MIGRATIONS: list[str] = [
     CREATE INDEX pages_picture_area ON pages(picture_area DESC, doc_id, page);
     CREATE INDEX pages_failed ON pages(status) WHERE status = 'failed';
     """,
+    # Who did what names the person as their sign-in provider does, issuer and subject, beside the address
+    # (curation.manifest.history): the address is a label, the pair the identity. NULL without sign-in.
+    """
+    ALTER TABLE history ADD COLUMN issuer TEXT;
+    ALTER TABLE history ADD COLUMN subject TEXT;
+    """,
 ]
 
 

@@ -48,11 +48,14 @@ class ManifestError(Exception):
 
 class Manifest(pictures.PictureRows, JobRows):
     """`user` is who the changes made through this object are recorded for (curation.manifest.history):
-    by default $CURATION_USER, else the login name."""
+    by default $CURATION_USER, else the login name; `account` (issuer, subject) who their sign-in provider
+    says they are, by default from the job's environment (history.default_account)."""
 
-    def __init__(self, path: str | os.PathLike, *, create: bool = True, user: str | None = None):
+    def __init__(self, path: str | os.PathLike, *, create: bool = True, user: str | None = None,
+                 account: tuple[str, str] | None = None):
         self.path = pathlib.Path(path)
         self.user = user or history.default_user()
+        self.account = account or (None if user else history.default_account())
         self._action: int | None = None
         if not create and not self.path.exists():
             raise ManifestError(f"no manifest at {self.path}")
@@ -109,7 +112,7 @@ class Manifest(pictures.PictureRows, JobRows):
             yield self._action
             return
         with self.transaction():
-            self._action = history.begin(self.conn, self.user, kind, now(), note)
+            self._action = history.begin(self.conn, self.user, kind, now(), note, self.account)
             try:
                 yield self._action
                 history.finish(self.conn, self._action)

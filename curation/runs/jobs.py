@@ -27,6 +27,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]  # the checkout: `python -m c
 # Who the jobs launched from this context run for (the app sets the signed-in person for each page run);
 # the job's history records them instead of the server's login name.
 launched_by: contextvars.ContextVar[str | None] = contextvars.ContextVar("launched_by", default=None)
+# (issuer, subject) of the signed-in person launched_by names, recorded beside the name by the job.
+launched_account: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar("launched_account",
+                                                                                          default=None)
 
 
 def launch(db: str | os.PathLike, command: str, *args: str, log_dir: str | os.PathLike | None = None) -> subprocess.Popen:
@@ -43,6 +46,9 @@ def launch(db: str | os.PathLike, command: str, *args: str, log_dir: str | os.Pa
     env = dict(os.environ)
     if launched_by.get():
         env[history.USER_VARIABLE] = launched_by.get()
+        for name in (history.ISSUER_VARIABLE, history.SUBJECT_VARIABLE):  # never the server's own
+            env.pop(name, None)
+        env.update(history.account_env(launched_account.get()))
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "curation", command, *args, "--db", str(db), "--quiet"],

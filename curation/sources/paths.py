@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from typing import BinaryIO
 
 from guards.folders import REFUSAL, inside  # noqa: F401 - one check for every reader, curation's and the Vet scanner's
-from guards.uploads import UploadLimits
+from guards.uploads import PDF_UPLOADS
 
 from ..manifest.store import Manifest
 from .reader import file_sha256, find_pdfs, is_url
@@ -37,7 +37,7 @@ MAX_NAME = 120
 LINKS_SHOWN = 3
 # What one session may upload to the Ingest page ($CURATION_UPLOAD_MAX_FILE_MB, _SESSION_MB, _FILES);
 # Streamlit's server.maxUploadSize (.streamlit/config.toml) caps any one file before the page sees it.
-UPLOAD_LIMITS = UploadLimits.from_env("CURATION_UPLOAD", file_mb=200, session_mb=500, files=50, noun="PDF")
+UPLOAD_LIMITS = PDF_UPLOADS
 
 
 class PathRefused(ValueError):
@@ -127,7 +127,8 @@ def check_path(text: str, roots: Iterable[pathlib.Path], base: pathlib.Path, *,
         raise PathRefused(f"Nothing at {path}.")
     real = path.resolve()
     if not inside(real, roots):
-        raise PathRefused(f"{path} is a link to {real}, outside the folders this server may read ({_names(roots)}).")
+        # Where the link points is not said: a viewer may type paths, and targets name private places.
+        raise PathRefused(f"{path} is a link to a place outside the folders this server may read ({_names(roots)}).")
     if real.is_file():
         if folders_only:
             raise PathRefused(f"{path} is a file: give the folder that holds it.")
@@ -136,7 +137,7 @@ def check_path(text: str, roots: Iterable[pathlib.Path], base: pathlib.Path, *,
     elif real.is_dir():
         links = escaping_links(real, roots)
         if links:
-            shown = "; ".join(f"{link} → {target}" for link, target in links[:LINKS_SHOWN])
+            shown = "; ".join(str(link) for link, _target in links[:LINKS_SHOWN])  # not where they point
             more = f" and {len(links) - LINKS_SHOWN} more" if len(links) > LINKS_SHOWN else ""
             raise PathRefused(f"{path} holds links to places outside the allowed folders: {shown}{more}.")
     else:

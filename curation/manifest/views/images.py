@@ -127,12 +127,19 @@ def picture_rows(manifest: Manifest, threshold: float | None = None, *, rule: st
                "override": PICTURE_OVERRIDES[row["override"]], "found": bool(row["found"]), "caption": row["caption"]}
 
 
+def open_jpeg(image: bytes) -> PIL.Image.Image:
+    """A page image the product made (a thumbnail, a drawn page, an exported picture: JPEG) opened with
+    Pillow's JPEG reader only: a thumbnail folder's file replaced by another format (EPS would run
+    Ghostscript) is refused (PIL.UnidentifiedImageError), never handed to another of Pillow's readers."""
+    return PIL.Image.open(io.BytesIO(image), formats=("JPEG",))
+
+
 def outline_pictures(image: bytes, boxes: list[tuple], width: int | None) -> bytes:
     """`image` (a thumbnail or a rendered page, JPEG) with each picture box drawn on it; `width` is the
     page's width in reference pixels, which the boxes are measured in."""
     if not boxes or not width:
         return image
-    with PIL.Image.open(io.BytesIO(image)) as opened:
+    with open_jpeg(image) as opened:
         picture = opened.convert("RGB")
     scale = picture.width / width
     draw = PIL.ImageDraw.Draw(picture)
