@@ -12,13 +12,14 @@ real engine, and the figures are read from the manifest:
   remaining pages is taken (mean and worst over draws);
 - picture by picture, where the folder has a `pictures.jsonl` (every picture boxed, in fractions of the
   page): the pictures an export with `--crop pictures` writes (those of kept pages at least the saved
-  size) judged right, neither or wrong, and the counted pictures found; picture precision and recall,
-  each wrong crop named by what it lies on, and every page with a wrong crop or a missed picture;
+  size) judged right, neither or wrong, clean or not, and the counted pictures found; picture precision,
+  recall and clean share per source and pooled, each wrong crop named by what it lies on, and every page
+  with a wrong crop or a missed picture;
+- the learned verdict's pictures (curation.pictures), leave one source out: for each source, trained and
+  tuned on the others and judged on it; per source and pooled;
 - what the page analysis costs per page (ms, at the reference 144 dpi).
 
-How a picture is judged (the folder's README): a kept picture is right when at least half of its box
-lies inside a counted box grown by 2 % of the page's shorter side, neither when it lies mostly inside a
-not-counted box, wrong otherwise; a counted picture is found when kept boxes cover half of it.
+How a picture is judged: the folder's README, as curation.pictures.judge implements it.
 
     python bench/quality_real.py [FOLDER] [--draws 25]
 """
@@ -42,10 +43,11 @@ sys.path.insert(0, str(ROOT))
 from curation import Manifest  # noqa: E402
 from curation.decisions.learn import FEATURES, suggest  # noqa: E402
 from curation.scoring.features import page_features  # noqa: E402
+from curation.pictures import train  # noqa: E402
+from curation.pictures.judge import Tally, area, judge, meet  # noqa: E402
 from curation.scoring.scorer import _gray_at_reference  # noqa: E402
 
 LEARNING_SIZES = (5, 10, 15, 20)
-GROW = 0.02  # a counted box is grown by this share of the page's shorter side when judging
 
 
 def build(folder: pathlib.Path, corpus: pathlib.Path) -> dict[str, dict]:
@@ -68,35 +70,13 @@ def build(folder: pathlib.Path, corpus: pathlib.Path) -> dict[str, dict]:
     return labels
 
 
-def judge(kept: list[tuple[float, float, float, float]], labelled: list[dict], aspect: float) -> dict:
-    """Kept boxes (fractions of the page) against the labelled pictures of one page; `aspect` is the
-    page's width over its height. Returns the verdict of each kept box (right, neither or wrong, with
-    what a wrong one lies on) and which counted pictures were found."""
-    grow_x, grow_y = GROW * min(1.0, 1 / aspect), GROW * min(1.0, aspect)  # 2 % of the shorter side
-    counted = [p["box"] for p in labelled if p["counts"]]
-    others = [p["box"] for p in labelled if not p["counts"]]
-    verdicts = []
-    for box in kept:
-        area = _area(box)
-        inside_counted = max((_area(_meet(box, _grown(c, grow_x, grow_y))) for c in counted), default=0.0)
-        inside_other = max((_area(_meet(box, o)) for o in others), default=0.0)
-        if area and inside_counted >= 0.5 * area:
-            verdicts.append(("right", ""))
-        elif area and inside_other > 0.5 * area:
-            verdicts.append(("neither", ""))
-        else:
-            verdicts.append(("wrong", what_it_is(box, counted, aspect)))
-    found = [_covered(c, kept) >= 0.5 * _area(c) for c in counted]
-    return {"verdicts": verdicts, "found": found, "counted": counted}
-
-
 def what_it_is(box, counted, aspect: float) -> str:
     """What a wrong crop most likely shows, from where it lies and its shape: the labels box pictures only."""
     x0, y0, x1, y1 = box
-    if any(_area(_meet(box, c)) > 0 for c in counted):
+    if any(area(meet(box, c)) > 0 for c in counted):
         return "loose (takes in a picture and more)"
     width, height = (x1 - x0) * aspect, y1 - y0  # in units of the page's height
-    if _area(box) > 0.4:
+    if area(box) > 0.4:
         return "whole page"
     if y0 < 0.2 and width > 2.5 * height:
         return "masthead or headline"
@@ -107,45 +87,19 @@ def what_it_is(box, counted, aspect: float) -> str:
     return "other (boxed text, type, handwriting)"
 
 
-def _area(box) -> float:
-    return max(0.0, box[2] - box[0]) * max(0.0, box[3] - box[1])
-
-
-def _meet(a, b):
-    return max(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), min(a[3], b[3])
-
-
-def _grown(box, gx: float, gy: float):
-    return box[0] - gx, box[1] - gy, box[2] + gx, box[3] + gy
-
-
-def _covered(target, boxes, steps: int = 64) -> float:
-    """The area of `target` the union of `boxes` covers (on a fine grid over the target)."""
-    x0, y0, x1, y1 = target
-    xs, ys = np.linspace(x0, x1, steps, endpoint=False), np.linspace(y0, y1, steps, endpoint=False)
-    xs, ys = xs + (x1 - x0) / steps / 2, ys + (y1 - y0) / steps / 2
-    gx, gy = np.meshgrid(xs, ys)
-    hit = np.zeros(gx.shape, bool)
-    for b in boxes:
-        hit |= (gx >= b[0]) & (gx < b[2]) & (gy >= b[1]) & (gy < b[3])
-    return float(hit.mean()) * _area(target)
-
-
-def picture_report(pages: list[tuple[str, list, list[dict], float]]) -> tuple[float, float]:
-    """Print picture precision and recall over `pages` (name, kept boxes, labelled pictures, aspect), the
-    wrong crops by kind and the pages with a mistake; returns (precision, recall)."""
-    right = wrong = neither = found = counted = 0
+def picture_report(pages: list[tuple[str, str, list, list[dict], float]], title: str) -> Tally:
+    """Print picture precision, recall and clean share over `pages` (name, source, kept boxes, labelled
+    pictures, aspect) per source and pooled, the wrong crops by kind and the pages with a mistake."""
+    by_source: dict[str, Tally] = {}
     kinds: dict[str, int] = {}
     lines = []
-    for name, kept, labelled, aspect in pages:
+    for name, source, kept, labelled, aspect in pages:
         result = judge(kept, labelled, aspect)
-        verdicts = [v for v, _ in result["verdicts"]]
-        right, neither = right + verdicts.count("right"), neither + verdicts.count("neither")
-        wrong += verdicts.count("wrong")
-        found, counted = found + sum(result["found"]), counted + len(result["found"])
+        by_source.setdefault(source, Tally()).add(result)
         mistakes = []
-        for box, (verdict, kind) in zip(kept, result["verdicts"]):
+        for box, verdict in zip(kept, result["verdicts"]):
             if verdict == "wrong":
+                kind = what_it_is(box, result["counted"], aspect)
                 kinds[kind] = kinds.get(kind, 0) + 1
                 mistakes.append(f"wrong crop [{', '.join(f'{v:.2f}' for v in box)}]: {kind}")
         for box, hit in zip(result["counted"], result["found"]):
@@ -153,15 +107,16 @@ def picture_report(pages: list[tuple[str, list, list[dict], float]]) -> tuple[fl
                 mistakes.append(f"missed [{', '.join(f'{v:.2f}' for v in box)}]")
         if mistakes:
             lines.append(f"    {name[:60]}: " + "; ".join(mistakes))
-    precision, recall = right / max(1, right + wrong), found / max(1, counted)
-    print(f"{'pictures (--crop pictures)':34s} precision {precision:.2f}  recall {recall:.2f}  "
-          f"(exported {right + wrong + neither}: {right} right, {neither} neither, {wrong} wrong; "
-          f"{found} of {counted} counted pictures found)")
+    pooled = Tally()
+    print(title)
+    for source, tally in sorted(by_source.items()):
+        pooled += tally
+        print(f"  {source[:44]:44s} {tally.line()}")
+    print(f"  {'pooled':44s} {pooled.line()}")
     if kinds:
-        ranked = sorted(kinds.items(), key=lambda kv: -kv[1])
-        print("  wrong crops by kind: " + ", ".join(f"{k} {n}" for k, n in ranked))
+        print("  wrong crops by kind: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1])))
     print("\n".join(lines))
-    return precision, recall
+    return pooled
 
 
 def precision_recall(predicted: np.ndarray, actual: np.ndarray) -> tuple[float, float]:
@@ -215,8 +170,11 @@ def main() -> None:
                 continue
             kept = [(x0 / r["width"], y0 / r["height"], x1 / r["width"], y1 / r["height"])
                     for _, x0, y0, x1, y1 in (exported.get((r["doc_id"], r["page"]), []) if keep else [])]
-            pages.append((pathlib.Path(r["doc"]).stem, kept, boxed[file], r["width"] / r["height"]))
-        picture_report(pages)
+            pages.append((pathlib.Path(r["doc"]).stem, labels[r["doc"]]["source"].split("@")[0], kept, boxed[file],
+                          r["width"] / r["height"]))
+        picture_report(pages, "pictures of the rule-based finder (--crop pictures; its constants were set on files "
+                              "01-42: not a held-out figure there)")
+        learned(args.folder, args.out / "picture_candidates")
 
     features = np.array([[r[f] for f in FEATURES] for r in rows], dtype=float)
     print(f"learning curve (overrides on random pages, {args.draws} draws): agreement on the other pages")
@@ -235,6 +193,17 @@ def main() -> None:
                 f"had both decisions)" if scores else "no draw had both decisions")
         print(f"  {size:3d} overrides: {line}")
     cost(list(labels))
+
+
+def learned(folder: pathlib.Path, cache: pathlib.Path) -> None:
+    """The learned verdict's pictures, leave one source out (curation.pictures.train), with its cost."""
+    started = time.perf_counter()
+    pages = train.read_folder(folder, cache)
+    print(f"learned verdict: {len(pages)} pages, {sum(len(p.boxes) for p in pages)} candidates "
+          f"(candidates and embeddings {time.perf_counter() - started:.0f} s, cached in {cache})")
+    lines, _ = train.table(train.leave_one_source_out(pages))
+    print("pictures of the learned verdict, leave one source out (trained and tuned on the other sources):")
+    print("\n".join(lines))
 
 
 def cost(paths: list[str]) -> None:

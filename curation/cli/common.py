@@ -16,7 +16,7 @@ from guards.csv_cells import SafeDictWriter
 
 from ..manifest import thumbnail_store
 from ..manifest.rules import LIVE_DOCUMENT_SQL
-from ..manifest.store import DEFAULT_PAGE_TIMEOUT, JobRunning, Manifest, ManifestError
+from ..manifest.store import DEFAULT_PAGE_TIMEOUT, PICTURE_FINDERS, JobRunning, Manifest, ManifestError
 from ..runs.ingest import default_worker_memory, default_workers
 from ..runs.jobs import DiskFull
 
@@ -63,6 +63,11 @@ worker_memory_option = click.option(
     help="Memory each worker process may take (2G, 1500M). A page that needs more fails with a message; "
          f"the machine and this process are never at risk. Default: a fair share, here "
          f"{default_worker_memory(default_workers()) / (1 << 30):.1f}G with one worker per core.")
+picture_finder_option = click.option(
+    "--pictures", "picture_finder", type=click.Choice(PICTURE_FINDERS), default=None,
+    help="Who finds the pictures: rules (the page analysis alone, fast) or learned (its candidates checked by "
+         "the learned verdict; about a second a page on a CPU). Default: the manifest's setting (rules when "
+         "never set); saved in the manifest.")
 thumbnails_option = click.option(
     "--thumbnails", type=click.Choice(list(thumbnail_store.STORES)), default=None,
     help="Where page thumbnails are kept, saved as the manifest's setting for later runs and the app: "

@@ -12,8 +12,8 @@ from tqdm import tqdm
 from ..captions.legend import check_languages
 from ..manifest.store import JobRunning, Manifest
 from ..runs.ingest import Ingest, default_workers
-from .common import (cli, db_option, open_manifest, page_bar, page_timeout_option, run_job, thumbnails_option,
-                     worker_memory_option)
+from .common import (cli, db_option, open_manifest, page_bar, page_timeout_option, picture_finder_option, run_job,
+                     thumbnails_option, worker_memory_option)
 
 cluster_option = click.option(
     "--cluster", envvar="CURATION_CLUSTER", default=None, metavar="ADDRESS",
@@ -78,8 +78,10 @@ class ArchivePath(click.Path):
 @click.option("--legend-languages", default=None, metavar="LANGS",
               help="Tesseract's languages to read the pictures' printed legends in, e.g. eng+deu (default: the "
                    "manifest's setting, eng+deu+fra); saved in the manifest.")
+@picture_finder_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def ingest(paths, db, workers, page_timeout, worker_memory, cluster, thumbnails, legend_languages, quiet):
+def ingest(paths, db, workers, page_timeout, worker_memory, cluster, thumbnails, legend_languages, picture_finder,
+           quiet):
     """Score every page of the PDFs in PATHS (files or folders, searched recursively; or URLs such as
     s3://bucket/archive/, read through fsspec with its filesystem package installed).
 
@@ -92,6 +94,8 @@ def ingest(paths, db, workers, page_timeout, worker_memory, cluster, thumbnails,
     manifest = open_manifest(db, create=True)
     if thumbnails is not None:
         manifest.thumbnail_store = thumbnails
+    if picture_finder is not None:
+        manifest.picture_finder = picture_finder
     if legend_languages is not None:
         try:
             manifest.legend_languages = check_languages(legend_languages)
@@ -147,8 +151,9 @@ def finish_run(report, summary: str) -> None:
 @page_timeout_option
 @worker_memory_option
 @cluster_option
+@picture_finder_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def rescore(db, workers, all_pages, page_timeout, worker_memory, cluster, quiet):
+def rescore(db, workers, all_pages, page_timeout, worker_memory, cluster, picture_finder, quiet):
     """Score the manifest's pages again with this version's scorer and features.
 
     Only pages scored by an older version are read, unless --all. Overrides, captions and
@@ -158,6 +163,8 @@ def rescore(db, workers, all_pages, page_timeout, worker_memory, cluster, quiet)
     from ..runs.ingest import Rescore
 
     manifest = open_manifest(db)
+    if picture_finder is not None:
+        manifest.picture_finder = picture_finder
     with open_cluster(cluster, manifest) as dask_cluster, page_bar("rescoring", quiet) as progress:
         try:
             job = Rescore(manifest, all_pages=all_pages, workers=workers, page_timeout=page_timeout,

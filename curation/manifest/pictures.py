@@ -120,7 +120,7 @@ class PictureRows:
 
     def set_pictures(self, doc_id: int, page: int, found: Iterable[Sequence]) -> None:
         """The scorer's pictures of one page, largest first: (x0, y0, x1, y1, square inches[, legend,
-        legend confidence]). Matched to the page's pictures by overlap (see the module's docstring)."""
+        legend confidence[, the learned verdict's score]]). Matched to the page's pictures by overlap (see the module's docstring)."""
         found = [list(picture) for picture in found]
         old = self.conn.execute("SELECT * FROM pictures WHERE doc_id = ? AND page = ? AND NOT added",
                                 (doc_id, page)).fetchall()
@@ -135,15 +135,15 @@ class PictureRows:
                 self.conn.execute("DELETE FROM pictures WHERE id = ?", (row["id"],))
         number = self._last_number(doc_id, page)
         for rank, picture in enumerate(found):
-            legend, confidence = (picture[5:7] + [None, None])[:2]
-            values = (rank, *picture[:5], legend, confidence)
+            legend, confidence, score = (picture[5:8] + [None] * 3)[:3]
+            values = (rank, *picture[:5], legend, confidence, score)
             if rank in matched:
                 self.conn.execute("UPDATE pictures SET rank = ?, x0 = ?, y0 = ?, x1 = ?, y1 = ?, area = ?, legend = ?, "
-                                  "legend_confidence = ? WHERE id = ?", (*values, old[matched[rank]]["id"]))
+                                  "legend_confidence = ?, score = ? WHERE id = ?", (*values, old[matched[rank]]["id"]))
             else:
                 number += 1
                 self.conn.execute("INSERT INTO pictures (doc_id, page, number, rank, x0, y0, x1, y1, area, legend, "
-                                  "legend_confidence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                  "legend_confidence, score) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                   (doc_id, page, number, *values))
         self._refresh_pages([(doc_id, page)])
 

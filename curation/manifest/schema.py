@@ -277,6 +277,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE history ADD COLUMN issuer TEXT;
     ALTER TABLE history ADD COLUMN subject TEXT;
     """,
+    # The learned verdict's score of each picture it found (curation.pictures.verdict); NULL where the
+    # rule-based finder found it or a curator drew it.
+    """
+    ALTER TABLE pictures ADD COLUMN score REAL;
+    """,
 ]
 
 

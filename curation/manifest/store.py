@@ -26,6 +26,8 @@ from .rules import (DECIDED_BY_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, DEFA
 from .schema import MIGRATIONS, statements
 
 DEFAULT_PAGE_TIMEOUT = 60.0  # seconds; a page past it is skipped (a pathological pattern can take hours)
+PICTURE_FINDERS = ("rules", "learned")
+DEFAULT_PICTURE_FINDER = "rules"  # the learned verdict costs about a second a page on a CPU (README, Pictures)
 DEFAULT_LEGEND_LANGUAGES = "eng+deu+fra"  # English, German, French: the periodicals most often ingested
 
 LANGUAGE_CODE = re.compile(r"^[a-z][a-z_]{1,15}$")  # Tesseract's names: eng, deu, chi_sim, ...
@@ -200,6 +202,18 @@ class Manifest(pictures.PictureRows, JobRows):
         """Checked for its form here; whether the languages are installed is the captions stage's to check
         (curation.captions.legend.check_languages), which ingest does again before reading."""
         self.set_setting("legend_languages", language_codes(value))
+
+    @property
+    def picture_finder(self) -> str:
+        """Who finds a page's pictures at ingest: "rules" (the page analysis alone) or "learned" (its
+        candidates checked by the picture stage's learned verdict, curation.pictures; slower)."""
+        return self.get_setting("picture_finder", DEFAULT_PICTURE_FINDER)
+
+    @picture_finder.setter
+    def picture_finder(self, value: str) -> None:
+        if value not in PICTURE_FINDERS:
+            raise ValueError(f"the picture finder is one of {', '.join(PICTURE_FINDERS)}, not {value!r}")
+        self.set_setting("picture_finder", value)
 
     @property
     def thumbnail_store(self) -> str:

@@ -124,3 +124,22 @@ def shipped_head() -> Head:
 def recipe() -> dict:
     """What the shipped head learned from and its figures (verdict.json)."""
     return json.loads(RECIPE_FILE.read_text(encoding="utf-8"))
+
+
+def checked_columns(gray: np.ndarray, box_scale: float = 1.0, head: Head | None = None) -> dict:
+    """The page's picture columns (as curation.scoring.features writes them) from the checked pictures
+    of `gray` (a page at the reference resolution times 1 / `box_scale`): every entry
+    [x0, y0, x1, y1, square inches, legend, legend confidence, score], legends not yet read."""
+    dpi = REFERENCE_DPI / box_scale
+    pictures = check_page(gray, dpi, head)
+    entries = [[*(round(v * box_scale) for v in p.box), round(p.area, 3), None, None, round(p.score, 4)]
+               for p in pictures]
+    content = gray.size / dpi / dpi
+    largest = entries[0][:4] if entries else [None] * 4
+    return {
+        "pictures": json.dumps(entries),
+        "picture_area": pictures[0].area if pictures else 0.0,
+        "picture_count": len(pictures),
+        "picture_share": min(1.0, sum(p.area for p in pictures) / content) if content else 0.0,
+        **dict(zip(("picture_x0", "picture_y0", "picture_x1", "picture_y1"), largest)),
+    }

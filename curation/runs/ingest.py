@@ -32,6 +32,7 @@ from ..decisions.duplicates import refresh_duplicates
 from ..manifest.store import Manifest
 from ..scoring.result import PageResult
 from ..scoring.features import FEATURES_VERSION
+from ..pictures.verdict import checked_columns
 from ..scoring.scorer import score_page_and_scan
 from ..sources.paths import REFUSAL, document_roots, reading_roots
 from ..sources.reader import (DocumentError, DocumentInfo, OutsideAllowedFolders, error_text, exists, file_sha256,
@@ -49,7 +50,9 @@ class Task:
     """Inspect a document (`pages` is None) or score the listed pages of it; with `hash`, hash the
     file and inspect it in one read where it is read (a cluster's worker), before it is a document.
     `roots`: the folders the file must really lie in when the worker opens it (None: no check).
-    `legend_languages`: Tesseract's languages to read the pictures' legends in (None: none read)."""
+    `legend_languages`: Tesseract's languages to read the pictures' legends in (None: none read).
+    `learned_pictures`: the pictures are the picture stage's, checked by its learned verdict, rather than
+    the rule-based finder's."""
 
     doc_id: int | None
     path: str
@@ -57,6 +60,7 @@ class Task:
     hash: bool = False
     roots: tuple[str, ...] | None = None
     legend_languages: str | None = None
+    learned_pictures: bool = False
 
 
 @dataclass
@@ -103,14 +107,15 @@ def run_task(task: Task):
             return exc
     doc = open_document(task.path, task.roots)
     try:
-        return [_score_and_shrink(doc, number, task.legend_languages) for number in task.pages]
+        check = checked_columns if task.learned_pictures else None
+        return [_score_and_shrink(doc, number, task.legend_languages, check) for number in task.pages]
     finally:
         doc.close()
 
 
-def _score_and_shrink(doc, number: int, legend_languages: str | None = None) -> PageResult:
+def _score_and_shrink(doc, number: int, legend_languages: str | None = None, check_pictures=None) -> PageResult:
     try:
-        result, scan = score_page_and_scan(doc, number)
+        result, scan = score_page_and_scan(doc, number, check_pictures)
         if legend_languages and result.status == "ok":
             result = with_legends(result, doc, legend_languages, scan)
     finally:
@@ -424,6 +429,7 @@ class Ingest:
         self.pages_per_task = pages_per_task
         self.page_timeout = (manifest.page_timeout if page_timeout is None else page_timeout) or None
         self.legend_languages = self._legend_languages(legend_languages)
+        self.learned_pictures = manifest.picture_finder == "learned"
         self.kill = kill_executor
         # On a cluster the coordinator reading every byte would be the bottleneck: workers hash what they read.
         self.hash_in_workers = cluster is not None
@@ -570,7 +576,7 @@ class Ingest:
             pages = sorted(remaining)
             for start in range(0, len(pages), self.pages_per_task):
                 yield Task(doc_id, path, tuple(pages[start:start + self.pages_per_task]), roots=self.roots,
-                           legend_languages=self.legend_languages)
+                           legend_languages=self.legend_languages, learned_pictures=self.learned_pictures)
 
     def _refuse(self, path) -> None:
         """A file not read because it really lies outside the allowed folders: said in the job's summary."""

@@ -49,9 +49,12 @@ def score_page(doc: pymupdf.Document, number: int) -> PageResult:
     return score_page_and_scan(doc, number)[0]
 
 
-def score_page_and_scan(doc: pymupdf.Document, number: int) -> tuple[PageResult, np.ndarray | None]:
+def score_page_and_scan(doc: pymupdf.Document, number: int, check_pictures: Callable[[np.ndarray, float], dict] | None = None
+                        ) -> tuple[PageResult, np.ndarray | None]:
     """The page's score, and its scan's luma at full size where scoring decoded the scan whole (else
-    None): what reading the page at a higher resolution (its legends) can use without a second decode."""
+    None): what reading the page at a higher resolution (its legends) can use without a second decode.
+    `check_pictures(gray, box_scale)`: picture columns that replace the rule-based finder's (the picture
+    stage's learned verdict, curation.pictures.verdict.checked_columns), from the same decoded page."""
     scan = None
     try:
         pymupdf.TOOLS.reset_mupdf_warnings()
@@ -63,6 +66,8 @@ def score_page_and_scan(doc: pymupdf.Document, number: int) -> tuple[PageResult,
         sigma = float(cv2.meanStdDev(gray)[1][0, 0])
         width, height = reference_size(page)
         features = feature_columns(gray, width / gray.shape[1])
+        if check_pictures is not None:
+            features.update(check_pictures(gray, width / gray.shape[1]))
         # Colour is what a curator judges a plate by; on a page of text it is only the paper's tint, and
         # decoding a scan's colour costs another pass over its JPEG.
         if callable(colour):

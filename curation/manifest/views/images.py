@@ -110,13 +110,15 @@ def picture_rows(manifest: Manifest, threshold: float | None = None, *, rule: st
     as fractions of the page (the curator's where redrawn), `area` its square inches; `keep` whether
     `export --crop pictures` writes it (its page is kept and so is the picture), `decided_by` who decided it
     (override, page, added, deleted or threshold), `override` the curator's decision on it (include,
-    exclude or auto), `found` whether the scorer still finds it. One query, streamed."""
+    exclude or auto), `found` whether the scorer still finds it, `score` the learned verdict's probability
+    that it is a picture (None where the rule-based finder found it or a curator drew it). One query,
+    streamed."""
     bound = decision_params(manifest, threshold, rule, picture_area_min)
     rows = manifest.conn.execute(
         f"SELECT d.path AS doc, x.page, x.number AS picture, {PICTURE_BOX_SQL}, p.width, p.height, "
         f"{PICTURE_AREA_SQL} AS area, ({KEEP_SQL}) AND ({PICTURE_KEEP_SQL}) AS keep, "
         f"{PICTURE_DECIDED_BY_SQL} AS decided_by, x.keep AS override, x.rank IS NOT NULL OR x.added AS found, "
-        f"x.caption FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page "
+        f"x.caption, x.score FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page "
         f"JOIN documents d ON d.id = p.doc_id LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
         f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' ORDER BY d.path, x.page, x.number", bound)
     for row in rows:
@@ -124,7 +126,8 @@ def picture_rows(manifest: Manifest, threshold: float | None = None, *, rule: st
                (("x0", "bx0", "width"), ("y0", "by0", "height"), ("x1", "bx1", "width"), ("y1", "by1", "height"))}
         yield {"doc": row["doc"], "page": row["page"], "picture": row["picture"], **box,
                "area": round(row["area"], 3), "keep": bool(row["keep"]), "decided_by": row["decided_by"],
-               "override": PICTURE_OVERRIDES[row["override"]], "found": bool(row["found"]), "caption": row["caption"]}
+               "override": PICTURE_OVERRIDES[row["override"]], "found": bool(row["found"]), "caption": row["caption"],
+               "score": row["score"]}
 
 
 def open_jpeg(image: bytes) -> PIL.Image.Image:

@@ -1,0 +1,104 @@
+"""What the learned picture verdict costs, per page and per candidate, beside the rule-based finder.
+
+Pages are generated periodical pages (curation.sources.synthetic, mixed kinds) at 144 dpi, the
+resolution the analysis runs at, or the real pages of a folder laid out like ../shared/realdata. For
+each page: the rule-based page analysis alone (the reference: what ingest does without the verdict),
+then the learned verdict's stages: the text detector, the candidates and their measures, the crops'
+embedding (CPU, and the GPU where torch sees one), the head. Prints median and mean milliseconds.
+
+    python bench/bench_pictures.py [--pages 20] [--real ../shared/realdata]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import statistics
+import sys
+import time
+
+import cv2
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from curation.pictures import candidates, embedding, text  # noqa: E402
+from curation.pictures.train import at_reference  # noqa: E402
+from curation.pictures.verdict import select, shipped_head  # noqa: E402
+from curation.scoring.features import analyse_page, page_features  # noqa: E402
+from curation.sources.synthetic import PageSpec, page_image  # noqa: E402
+
+KINDS = ("text", "engraving", "mixed", "faded_engraving", "ornament")
+
+
+def generated(count: int) -> list[np.ndarray]:
+    pages = []
+    for n in range(count):
+        rgb = page_image(PageSpec(kind=KINDS[n % len(KINDS)], seed=n, dpi=144, border=n % 3 == 0, bleed=n % 4 == 1))
+        pages.append(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY))
+    return pages
+
+
+def real(folder: pathlib.Path, count: int) -> list[np.ndarray]:
+    labels = [json.loads(line) for line in (folder / "labels.jsonl").read_text().splitlines() if line.strip()]
+    return [at_reference(cv2.imread(str(folder / "pages" / label["file"]), cv2.IMREAD_GRAYSCALE), label["dpi"])
+            for label in labels[:count]]
+
+
+def timed(function, *args):
+    start = time.perf_counter()
+    value = function(*args)
+    return value, 1000 * (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pages", type=int, default=20)
+    parser.add_argument("--real", type=pathlib.Path, default=None, help="a folder like ../shared/realdata")
+    args = parser.parse_args()
+    pages = real(args.real, args.pages) if args.real else generated(args.pages)
+    head = shipped_head()
+    import torch
+
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    costs: dict[str, list[float]] = {}
+    counts = []
+    text.text_map(pages[0])  # load the networks before timing
+    embedding.embed([pages[0][:100, :100]])
+    for page in pages:
+        _, reference = timed(page_features, page)
+        (analysed, _), analysis_ms = timed(analyse_page, page)
+        text_map, text_ms = timed(text.text_map, page)
+        found, candidates_ms = timed(candidates.propose, analysed, text_map)
+        crops = [page[c.box[1]:max(c.box[3], c.box[1] + 1), c.box[0]:max(c.box[2], c.box[0] + 1)] for c in found]
+        counts.append(len(found))
+        for name, value in (("rule-based analysis (reference)", reference), ("page analysis", analysis_ms),
+                            ("text detector", text_ms), ("candidates and measures", candidates_ms)):
+            costs.setdefault(name, []).append(value)
+        for device in devices:
+            embedding._backbone = embedding._network().to(device)
+            vectors, embed_ms = timed(embedding.embed, crops)
+            costs.setdefault(f"embedding ({device})", []).append(embed_ms)
+            if found:
+                costs.setdefault(f"embedding per candidate ({device})", []).append(embed_ms / len(found))
+        inputs = np.hstack([np.array([c.vector() for c in found]).reshape(len(found), -1), vectors])
+        _, head_ms = timed(lambda: select([c.box for c in found], head.score(inputs), head.cutoff))
+        costs.setdefault("head and choice", []).append(head_ms)
+    print(f"{len(pages)} {'real' if args.real else 'generated'} pages at 144 dpi, "
+          f"{statistics.mean(counts):.1f} candidates a page (median {statistics.median(counts):.0f}); "
+          f"torch threads {torch.get_num_threads()}")
+    print(f"{'stage':40s} {'median ms':>10s} {'mean ms':>10s}")
+    for name, values in costs.items():
+        print(f"{name:40s} {statistics.median(values):10.1f} {statistics.mean(values):10.1f}")
+    for device in devices:
+        total = [sum(costs[name][i] for name in ("page analysis", "text detector", "candidates and measures",
+                                                  f"embedding ({device})", "head and choice")) for i in range(len(pages))]
+        ratio = statistics.mean(total) / statistics.mean(costs["rule-based analysis (reference)"])
+        print(f"learned verdict, whole page ({device}): mean {statistics.mean(total):.0f} ms, "
+              f"{ratio:.1f}x the rule-based analysis")
+
+
+if __name__ == "__main__":
+    main()

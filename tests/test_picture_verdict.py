@@ -1,0 +1,148 @@
+"""The picture stage (curation.pictures): candidates checked by the learned verdict, boxes that hold the
+picture and nothing else, the head's recipe, and learned pictures through ingest and the command line."""
+
+import json
+
+import cv2
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from curation import Manifest
+from curation.cli import cli
+from curation.pictures import judge as judging
+from curation.pictures.train import LabelledPage, fit, held_out_scores
+from curation.pictures.verdict import Head, check_page, select, shipped_head
+
+from conftest import line_drawing
+from test_pictures import handwriting_page, paper, text_page
+
+
+def drawing_page(seed: int, dpi: int = 144) -> tuple[np.ndarray, tuple[int, int, int, int]]:
+    """A page of text columns with a 4 by 3.5 inch pen drawing set into them; the box of the drawing's ink."""
+    page = text_page(dpi, seed=seed)
+    left, top, width, height = page.shape[1] // 2 - 2 * dpi, 2 * dpi, 4 * dpi, int(3.5 * dpi)
+    paper(page, left - dpi // 5, top - dpi // 5, left + width + dpi // 5, top + height + dpi // 5)
+    drawing = np.minimum(235, line_drawing(width, np.random.default_rng(seed))[:height])
+    page[top:top + height, left:left + width] = drawing
+    rows, cols = np.flatnonzero((drawing < 150).any(axis=1)), np.flatnonzero((drawing < 150).any(axis=0))
+    return page, (left + cols[0], top + rows[0], left + cols[-1] + 1, top + rows[-1] + 1)
+
+
+def shared(box, target) -> tuple[float, float]:
+    """(share of `box` inside `target`, share of `target` inside `box`)."""
+    w = min(box[2], target[2]) - max(box[0], target[0])
+    h = min(box[3], target[3]) - max(box[1], target[1])
+    meet = max(0, w) * max(0, h)
+    return meet / ((box[2] - box[0]) * (box[3] - box[1])), meet / ((target[2] - target[0]) * (target[3] - target[1]))
+
+
+def test_an_engraving_among_text_is_a_picture_boxed_without_the_columns_beside_it():
+    page, drawing = drawing_page(seed=41)
+    pictures = check_page(page)
+    assert pictures, "the drawing was not found"
+    best = max(pictures, key=lambda p: shared(p.box, drawing)[1])
+    inside, holds = shared(best.box, drawing)
+    assert holds >= 0.9 and inside >= 0.85, (best.box, drawing)  # a clean crop, as the real pages are judged
+    assert best.score >= shipped_head().cutoff
+
+
+@pytest.mark.parametrize("kind", ["handwriting", "display type", "ruled box of text"])
+def test_handwriting_display_type_and_a_ruled_box_of_text_are_no_pictures(kind):
+    if kind == "handwriting":
+        page = handwriting_page(seed=61)
+    elif kind == "display type":
+        page = text_page(144, seed=62)
+        paper(page, 40, 300, 1190, 420)
+        cv2.putText(page, "French Gain on Canal du Nord", (50, 390), cv2.FONT_HERSHEY_TRIPLEX, 2.1, 15, 7)
+    else:
+        page = text_page(144, seed=63)
+        paper(page, 410, 290, 810, 1010)
+        for inset in (0, 6):
+            cv2.rectangle(page, (420 + inset, 300 + inset), (800 - inset, 1000 - inset), 20, 2)
+        rng = np.random.default_rng(63)
+        for y in range(400, 970, 22):
+            cv2.putText(page, "".join(rng.choice(list("abcdefghilmnoprstuvw "), 24)), (445, y),
+                        cv2.FONT_HERSHEY_SIMPLEX, 0.6, 20, 1)
+    assert [p for p in check_page(page) if p.area >= 1.0] == []
+
+
+def test_the_best_of_overlapping_candidates_is_kept_and_pictures_apart_stay_apart():
+    boxes = [(0, 0, 100, 100), (5, 5, 105, 100), (300, 0, 400, 100), (0, 0, 400, 100)]
+    scores = np.array([0.8, 0.9, 0.7, 0.4])
+    assert select(boxes, scores, cutoff=0.5) == [1, 2]  # the loose box over both falls under the cutoff
+    assert select(boxes, scores, cutoff=0.3) == [1, 2]  # and is not taken where better boxes hold its pictures
+
+
+def test_a_head_is_saved_and_loaded_to_the_same_scores(tmp_path):
+    rng = np.random.default_rng(0)
+    head = shipped_head()
+    inputs = rng.normal(size=(5, head.mean.size)) * head.scale + head.mean
+    head.save(tmp_path / "head.npz")
+    again = Head.load(tmp_path / "head.npz")
+    assert np.allclose(again.score(inputs), head.score(inputs), atol=1e-5) and again.cutoff == head.cutoff
+
+
+def synthetic_pages(seed: int) -> list[LabelledPage]:
+    """Pages from three sources whose candidates' first input tells pictures from the rest."""
+    rng = np.random.default_rng(seed)
+    pages = []
+    for n in range(12):
+        labels = rng.integers(0, 2, 8).astype(np.int8)
+        inputs = rng.normal(size=(8, 4)) + labels[:, None] * np.array([3.0, 0, 0, 0])
+        boxes = [(0.1 * i, 0.1, 0.1 * i + 0.08, 0.3) for i in range(8)]
+        labelled = [{"box": box, "counts": True} for box, label in zip(boxes, labels) if label == 1]
+        pages.append(LabelledPage(f"{n}.jpg", f"source{n % 3}", 1.0, labelled, boxes, inputs, labels))
+    return pages
+
+
+def test_training_is_deterministic_and_measured_on_sources_it_did_not_see():
+    pages = synthetic_pages(1)
+    first, second = fit(pages), fit(synthetic_pages(1))
+    assert np.array_equal(first.weights, second.weights) and first.bias == second.bias  # to the bit
+    scores = held_out_scores(pages)
+    for page, score in zip(pages, scores):  # each page scored by a head that never saw its source
+        unseen = fit([p for p in pages if p.source != page.source])
+        assert np.allclose(score, unseen.score(page.inputs))
+    assert all(((s >= 0.5) == (p.labels == 1)).mean() >= 0.75 for p, s in zip(pages, scores))
+
+
+def test_a_crop_is_judged_clean_only_when_it_holds_the_picture_and_little_else():
+    labelled = [{"box": (0.2, 0.2, 0.6, 0.6), "counts": True}, {"box": (0.8, 0.8, 0.85, 0.85), "counts": False}]
+    result = judging.judge([(0.2, 0.2, 0.6, 0.6), (0.2, 0.2, 0.75, 0.6), (0.2, 0.3, 0.6, 0.6), (0.8, 0.8, 0.85, 0.85),
+                            (0.0, 0.7, 0.1, 0.9)], labelled, aspect=1.0)
+    assert result["verdicts"] == ["right", "right", "right", "neither", "wrong"]
+    assert result["clean"] == [True, False, False, False, False]  # the next column taken in; the sky cut off
+    assert result["found"] == [True]
+
+
+def test_learned_pictures_are_found_at_ingest_with_their_scores_and_decisions_survive_a_rescore(tmp_path):
+    page, drawing = drawing_page(seed=43)
+    ok, jpeg = cv2.imencode(".jpg", page)
+    import pymupdf
+
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    with pymupdf.open() as doc:
+        doc.new_page(width=page.shape[1] / 2, height=page.shape[0] / 2).insert_image(
+            pymupdf.Rect(0, 0, page.shape[1] / 2, page.shape[0] / 2), stream=jpeg.tobytes())
+        doc.save(folder / "issue.pdf")
+    db = str(tmp_path / "m.sqlite")
+    result = CliRunner().invoke(cli, ["ingest", str(folder), "--db", db, "-q", "--pictures", "learned"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in CliRunner().invoke(
+        cli, ["pictures", "--db", db, "--format", "jsonl"], catch_exceptions=False).output.splitlines()]
+    assert rows and all(0 <= row["score"] <= 1 for row in rows)
+    width, height = page.shape[1], page.shape[0]
+    best = max(rows, key=lambda r: shared((r["x0"] * width, r["y0"] * height, r["x1"] * width, r["y1"] * height),
+                                          drawing)[1])
+    assert best["keep"] and best["score"] >= shipped_head().cutoff
+    with Manifest(db) as manifest:
+        assert manifest.picture_finder == "learned"
+        picture_id = manifest.conn.execute("SELECT id FROM pictures WHERE number = ?", (best["picture"],)).fetchone()[0]
+        manifest.set_picture_override(picture_id, False)
+    assert CliRunner().invoke(cli, ["rescore", "--all", "--db", db, "-q"]).exit_code == 0
+    rows = [json.loads(line) for line in CliRunner().invoke(
+        cli, ["pictures", "--db", db, "--format", "jsonl"], catch_exceptions=False).output.splitlines()]
+    again = next(r for r in rows if r["picture"] == best["picture"])
+    assert again["override"] == "exclude" and not again["keep"] and again["score"] is not None
