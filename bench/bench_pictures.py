@@ -83,7 +83,7 @@ def main() -> None:
             costs.setdefault(f"embedding ({device})", []).append(embed_ms)
             if found:
                 costs.setdefault(f"embedding per candidate ({device})", []).append(embed_ms / len(found))
-        inputs = np.hstack([np.array([c.vector() for c in found]).reshape(len(found), -1), vectors])
+        inputs = np.hstack([np.array([c.vector() for c in found]).reshape(len(found), len(candidates.MEASURES)), vectors])
         _, head_ms = timed(lambda: select([c.box for c in found], head.score(inputs), head.cutoff))
         costs.setdefault("head and choice", []).append(head_ms)
     print(f"{len(pages)} {'real' if args.real else 'generated'} pages at 144 dpi, "
