@@ -23,7 +23,8 @@ from ..sources.page_numbers import page_number
 USER_VARIABLE = "CURATION_USER"  # who a job started from the app runs for (the app sets it for the process)
 PAGE_FIELDS = ("override", "caption")
 # A picture's changes carry its page (doc_id, page) and its id as `name` (curation.manifest.pictures).
-PICTURE_FIELDS = ("picture_override", "picture_caption", "picture_deleted", "picture_box")
+PICTURE_FIELDS = ("picture_override", "picture_caption", "picture_deleted", "picture_box", "picture_kind",
+                  "picture_no_legend", "picture_no_auto_caption")
 JOB_KINDS = ("ingest", "export", "sample")
 UNDOABLE = ("override", "caption", "setting", "picture")
 SETTING_WORDS = {"threshold": "σ cutoff", "picture_area_min": "picture cutoff", "page_timeout": "page time limit",
@@ -103,8 +104,13 @@ CURRENT_SQL = {
     "picture_deleted": "(SELECT x.deleted FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
     "picture_box": "(SELECT CASE WHEN x.fx0 IS NOT NULL THEN json_array(x.fx0, x.fy0, x.fx1, x.fy1) END "
                    "FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
+    "picture_kind": "(SELECT x.kind FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
+    "picture_no_legend": "(SELECT x.no_legend FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
+    "picture_no_auto_caption": "(SELECT x.no_auto_caption FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
 }
-PICTURE_COLUMNS = {"picture_override": "keep", "picture_caption": "caption", "picture_deleted": "deleted"}
+PICTURE_COLUMNS = {"picture_override": "keep", "picture_caption": "caption", "picture_deleted": "deleted",
+                   "picture_kind": "kind", "picture_no_legend": "no_legend",
+                   "picture_no_auto_caption": "no_auto_caption"}
 
 
 def record_pages(conn: sqlite3.Connection, action: int, field: str, keys_table: str, new) -> None:
@@ -287,6 +293,9 @@ PICTURE_VERBS = {  # field: {new value (None: any): (verb for one, verb for many
     "picture_caption": {None: "captioned"},
     "picture_deleted": {1: "deleted", 0: "added"},
     "picture_box": {None: "redrew the box of"},
+    "picture_kind": {None: "set the kind of"},
+    "picture_no_legend": {1: "switched off the legend of", 0: "switched on the legend of"},
+    "picture_no_auto_caption": {1: "switched off the model's caption of", 0: "switched on the model's caption of"},
 }
 
 

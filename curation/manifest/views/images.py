@@ -159,6 +159,43 @@ def render_page(manifest: Manifest, doc_id: int, page: int, long_side: int = REN
     return draw_page(doc["path"], doc["size"], page, long_side, roots=_document_roots(manifest, [doc["path"]]))
 
 
+def draw_cards(manifest: Manifest, rows: Iterable) -> dict[int, bytes]:
+    """The cards of picture `rows` (picture rows, box as the curator left it) drawn from their PDF where it is at
+    hand, by id, each kept in the manifest's store for next time (an added or redrawn box, a manifest ingested
+    before cards were kept); a picture whose PDF is not at hand is absent."""
+    rows = list(rows)
+    if not rows:
+        return {}
+    sizes = {row["id"]: row["size"] for row in manifest.conn.execute(
+        f"SELECT id, size FROM documents WHERE id IN ({', '.join(str(int(r['doc_id'])) for r in rows)})")}
+    roots = _document_roots(manifest, {row["doc"] for row in rows})
+    drawn = {}
+    for row in rows:
+        box = (row["bx0"], row["by0"], row["bx1"], row["by1"])
+        with contextlib.suppress(PageUnavailable):
+            drawn[row["id"]] = _drawn_card(row["doc"], sizes.get(row["doc_id"], -1), row["sha256"], row["page"], box,
+                                           row["width"], row["height"], roots)
+            if manifest.thumbnail_store != "none":
+                manifest.store_picture_card(row["id"], drawn[row["id"]])
+    return drawn
+
+
+@functools.lru_cache(maxsize=DRAWN_KEPT)
+def _drawn_card(path: str, size: int, sha256: str, page: int, box: tuple, width: int, height: int,
+                roots: tuple[str, ...]) -> bytes:
+    """Keyed by content and box: kept in memory for the store `none`, which keeps no card on disk."""
+    from ...export.card import picture_card  # the export's package reads the manifest: imported when needed
+    try:
+        if os.stat(path).st_size != size:
+            raise PageUnavailable(f"{path} has changed since it was scored")
+        with open_document(path, roots) as pdf:
+            return picture_card(pdf, page, box, width, height)[0]
+    except PageUnavailable:
+        raise
+    except Exception as exc:  # gone, unreadable, outside the allowed folders, damaged: no card
+        raise PageUnavailable(f"{path}, page {page_number(page)}: {error_text(exc)}") from exc
+
+
 def draw_page(path: str, scored_size: int, page: int, long_side: int, quality: int = 90, roots=None) -> bytes:
     """Page `page` of the PDF at `path`, `long_side` pixels on its long side, as JPEG bytes; raises
     PageUnavailable when the file is gone, is no longer the `scored_size` bytes it had, is unreadable, or
