@@ -160,3 +160,20 @@ def box_from_clicks(first: Sequence[float], second: Sequence[float], shown_width
     by default), as a box in reference pixels."""
     region = region or (0, 0, page_width, 0)
     return box_of_corners(page_point(first, shown_width, region), page_point(second, shown_width, region))
+
+
+CORNER_GRAB = 0.03  # of the shown region's width: a drag starting this near a corner of the box moves that corner
+
+
+def dragged_box(box: Sequence[float] | None, start: Sequence[float], end: Sequence[float], grab: float) -> list[int]:
+    """The box a drag from `start` to `end` (reference pixels) draws: with the open picture's `box` given, a drag
+    from within `grab` of one of its corners moves that corner (the opposite one stays), so a box is adjusted
+    without drawing it again; any other drag is a new box from corner to corner."""
+    if box is not None:
+        x0, y0, x1, y1 = box[:4]
+        corners = [(x0, y0, x1, y1), (x1, y0, x0, y1), (x0, y1, x1, y0), (x1, y1, x0, y0)]  # grabbed, then opposite
+        distance, opposite = min((max(abs(start[0] - cx), abs(start[1] - cy)), (ox, oy))
+                                 for cx, cy, ox, oy in corners)
+        if distance <= grab:
+            return box_of_corners(opposite, end)
+    return box_of_corners(start, end)
