@@ -1,6 +1,7 @@
 """Review's Pictures view in a real browser (Chromium at 1440 x 900, as a curator's laptop): a dense grid of
 the crops, at least six cards a row beside the sidebar, each card's controls inside it, and the large view
-where two clicks on the page redraw a picture's box; the keys of Review's grids work on it."""
+where a drag on the page redraws a picture's box (or moves one of its corners); the keys of Review's grids work
+on it."""
 
 import os
 
@@ -28,7 +29,7 @@ FIRST_CROPS_SHOWN = """() => {
 }"""
 
 
-def test_the_pictures_grid_at_1440_px_holds_six_cards_a_row_and_two_clicks_fix_a_box(tmp_path, archive, chromium_page):
+def test_the_pictures_grid_at_1440_px_holds_six_cards_a_row_and_a_drag_fixes_a_box(tmp_path, archive, chromium_page):
     db = tmp_path / "data" / "manifest.sqlite"
     cli("ingest", archive, "--db", db, "--workers", 1, "-q")
     with Manifest(db) as manifest:  # a picture on every page: the scorer's, or one drawn as a curator would
@@ -66,13 +67,10 @@ def test_the_pictures_grid_at_1440_px_holds_six_cards_a_row_and_two_clicks_fix_a
             assert [row["keep"] for row in manifest.picture_rows(where="x.keep IS NOT NULL")] == [1]
         page.keyboard.press("Enter")  # opens it large
         dialog = page.get_by_role("dialog")
-        dialog.get_by_text("Fix this picture's box").click()  # then two clicks on the page redraw its box
+        dialog.get_by_text("Fix this picture's box").click()  # then a drag across the page redraws its box
+        dialog.get_by_text("Drag from one corner of the picture").wait_for()
         settle(page)
-        drawn = dialog.frame_locator("iframe").locator("img")
-        size = drawn.bounding_box()
-        drawn.click(position={"x": size["width"] * 0.1, "y": size["height"] * 0.1})
-        dialog.get_by_text("Now click the opposite corner.").wait_for()
-        drawn.click(position={"x": size["width"] * 0.6, "y": size["height"] * 0.5})
+        drag(page, dialog, (0.1, 0.1), (0.6, 0.5))
         page.get_by_text("Redrew the box of picture").first.wait_for()  # the toast
         settle(page)
         no_exception(page)
@@ -81,27 +79,37 @@ def test_the_pictures_grid_at_1440_px_holds_six_cards_a_row_and_two_clicks_fix_a
         assert fixed["bx0"] == pytest.approx(0.1 * fixed["width"], abs=0.02 * fixed["width"])
         assert fixed["bx1"] == pytest.approx(0.6 * fixed["width"], abs=0.02 * fixed["width"])
         assert fixed["by1"] == pytest.approx(0.5 * fixed["height"], abs=0.02 * fixed["height"])
-        # Zoomed in twice (2x, around the picture), two clicks still fix the box where they fall on the page.
-        region = pv.zoom_region([fixed[k] for k in ("bx0", "by0", "bx1", "by1")], fixed["width"], fixed["height"], 2.0)
-        for level in ("1.5×", "2×"):
-            dialog.locator(".st-key-picture-zoom-in button").first.click()
-            dialog.get_by_text(level, exact=True).wait_for()
-            settle(page)
-        dialog.get_by_text("Zoomed 2× around this picture", exact=False).wait_for()
-        drawn = dialog.frame_locator("iframe").locator("img")
-        size = drawn.bounding_box()
-        drawn.click(position={"x": size["width"] * 0.25, "y": size["height"] * 0.25})
-        dialog.get_by_text("Now click the opposite corner.").wait_for()
-        drawn.click(position={"x": size["width"] * 0.75, "y": size["height"] * 0.75})
+        # Zoomed in (1.5x, around the picture), a drag from the box's corner moves that corner where it ends.
+        region = pv.zoom_region([fixed[k] for k in ("bx0", "by0", "bx1", "by1")], fixed["width"], fixed["height"], 1.5)
+        dialog.locator(".st-key-picture-zoom-in button").first.click()
+        dialog.get_by_text("1.5×", exact=True).wait_for()
+        settle(page)
+        dialog.get_by_text("Zoomed 1.5× around this picture", exact=False).wait_for()
+        x0, y0, x1, y1 = region
+        corner = ((fixed["bx0"] - x0) / (x1 - x0), (fixed["by0"] - y0) / (y1 - y0))  # top left, on screen
+        assert 0.05 < min(corner) and max(corner) < 0.5
+        drag(page, dialog, corner, (0.02, 0.03))
         page.get_by_text("Redrew the box of picture").nth(1).wait_for()
         settle(page)
         no_exception(page)
     with Manifest(db) as manifest:
-        zoomed = manifest.picture(fixed["id"])
-    x0, y0, x1, y1 = region
-    expected = [x0 + 0.25 * (x1 - x0), y0 + 0.25 * (y1 - y0), x0 + 0.75 * (x1 - x0), y0 + 0.75 * (y1 - y0)]
+        moved = manifest.picture(fixed["id"])
+    expected = [x0 + 0.02 * (x1 - x0), y0 + 0.03 * (y1 - y0), fixed["bx1"], fixed["by1"]]  # bottom right stays
     for key, value in zip(("bx0", "by0", "bx1", "by1"), expected):
-        assert zoomed[key] == pytest.approx(value, abs=0.01 * fixed["width"])
+        assert moved[key] == pytest.approx(value, abs=0.01 * fixed["width"])
+
+
+def drag(page, dialog, start, end):
+    """Drag across the large view's page from `start` to `end` (fractions of the image shown)."""
+    image = dialog.frame_locator("iframe").locator("img")
+    image.wait_for()
+    image.scroll_into_view_if_needed()
+    box = image.bounding_box()
+    at = lambda point: (box["x"] + point[0] * box["width"], box["y"] + point[1] * box["height"])  # noqa: E731
+    page.mouse.move(*at(start))
+    page.mouse.down()
+    page.mouse.move(*at(end), steps=8)
+    page.mouse.up()
 
 
 @pytest.fixture
