@@ -179,3 +179,25 @@ def test_past_a_screen_s_edge_the_focus_goes_on_to_the_next_screen_and_back(tmp_
         page.get_by_role("dialog").get_by_text(page_label(cards(page)[0])).wait_for()
         assert focused(page) == 0
         no_exception(page)
+
+
+def test_after_a_click_on_a_filter_the_keys_still_move_the_cards(review):
+    page, db = review
+    filters = page.locator(".st-key-decision button")
+    filters.nth(1).click()  # Kept
+    settle(page)
+    filters.nth(0).click()  # All again: the browser's focus is on the filter's first button now
+    settle(page)
+    address = page.url
+    press(page, "ArrowRight", focus=1)  # the cards move, not the focus along the filter's buttons
+    press(page, "ArrowRight", focus=2)
+    press(page, "Enter")  # opens the card, does not switch the filter
+    page.get_by_role("dialog").get_by_text(page_label(cards(page)[2])).wait_for()
+    assert page.url == address
+    press(page, "Escape")
+    page.get_by_role("dialog").wait_for(state="detached")
+    page.locator("[class*='st-key-caption-'] input").first.click()  # typing in a text box keeps its keys
+    page.keyboard.type("a")
+    page.keyboard.press("ArrowLeft")
+    settle(page)
+    assert focused(page) == 2 and overrides(db) == []
