@@ -183,11 +183,12 @@ def test_past_a_screen_s_edge_the_focus_goes_on_to_the_next_screen_and_back(tmp_
 
 def test_after_a_click_on_a_filter_the_keys_still_move_the_cards(review):
     page, db = review
-    filters = page.locator(".st-key-decision button")
-    filters.nth(1).click()  # Kept
+    filters = page.locator(".st-key-decision")
+    filters.get_by_role("radio", name="Kept").click()
     settle(page)
-    filters.nth(0).click()  # All again: the browser's focus is on the filter's first button now
+    filters.get_by_role("radio", name="All pages").click()  # the browser's focus is on the filter's first option
     settle(page)
+    assert page.evaluate("document.activeElement.innerText") == "All pages"
     address = page.url
     press(page, "ArrowRight", focus=1)  # the cards move, not the focus along the filter's buttons
     press(page, "ArrowRight", focus=2)
