@@ -193,9 +193,16 @@ def test_a_one_square_inch_cut_has_a_sharp_card_that_is_the_exported_picture(tmp
                                             576 * 2, side=card.width)))
         assert sharpness(card) > 3 * sharpness(old)
         image = page.locator("[class*='st-key-picture-card-'] [data-testid='stImage'] img").first
+        width = """() => document.querySelector("[class*='st-key-picture-card-'] [data-testid='stImage'] img")
+            .getBoundingClientRect().width"""
         image.hover()  # a larger view on hover
-        page.wait_for_function("""() => document.querySelector("[class*='st-key-picture-card-'] "
-            + "[data-testid='stImage'] img").getBoundingClientRect().width > 1.8 * %s""" % first["shown"])
+        page.wait_for_function(f"() => ({width})() > 1.8 * {first['shown']}")
+        page.mouse.move(5, 5)
+        page.wait_for_function(f"() => ({width})() < 1.1 * {first['shown']}")
+        page.keyboard.down(" ")  # and while Space is held, on the focused card
+        page.wait_for_function(f"() => ({width})() > 1.8 * {first['shown']}")
+        page.keyboard.up(" ")
+        page.wait_for_function(f"() => ({width})() < 1.1 * {first['shown']}")
         no_exception(page)
 
 
