@@ -155,14 +155,12 @@ def caption_tools(flt, threshold: float):
                                 label_visibility="collapsed")
     if tool is None:
         return
+    if tool == "model":  # a bordered panel of its own
+        with common.open_manifest() as manifest:
+            caption_panel(manifest)
+        return
     with st.container(border=True, key="pictures-caption-tool"):
-        if tool == "replace":
-            find_and_replace(pictures, view)
-        elif tool == "legends":
-            legends_as_captions(pictures, view)
-        else:
-            with common.open_manifest() as manifest:
-                caption_panel(manifest)
+        (find_and_replace if tool == "replace" else legends_as_captions)(pictures, view)
 
 
 def find_and_replace(pictures: edit.Pictures, view: tuple):
@@ -200,16 +198,10 @@ def find_and_replace(pictures: edit.Pictures, view: tuple):
     first = f"; the first {PREVIEW_ROWS}:" if changes.count > PREVIEW_ROWS else ":"
     st.markdown(f"**{counted(changes.count, 'caption')} change{'s' if changes.count == 1 else ''}** of the "
                 f"{changes.searched:,} pictures in this view{first}")
-    # Old and new side by side, wide enough to read: the place of each change narrow, first.
-    st.dataframe([{"Document": pathlib.Path(c.doc).name, "Page": c.page, "Picture": c.number,
-                   "Old": c.old or "", "New": c.new or "(none)", "From": SOURCE_WORDS.get(c.source, "")}
-                  for c in changes.changes[:PREVIEW_ROWS]], hide_index=True, width="stretch",
-                 column_config={"Document": st.column_config.TextColumn(width="small"),
-                                "Page": st.column_config.NumberColumn(width="small"),
-                                "Picture": st.column_config.NumberColumn(width="small"),
-                                "Old": st.column_config.TextColumn(width="large"),
-                                "New": st.column_config.TextColumn(width="large"),
-                                "From": st.column_config.TextColumn(width="small")})
+    # Old and new side by side, the page's width, long captions wrapped whole (a data grid cuts them off).
+    st.table([{"Document": pathlib.Path(c.doc).name, "Page": c.page, "Picture": c.number, "Old": c.old or "",
+               "New": c.new or "(none)", "From": SOURCE_WORDS.get(c.source, "")}
+              for c in changes.changes[:PREVIEW_ROWS]], hide_index=True)
     st.button(f"Apply: change {changes.count:,} captions", type="primary", icon=":material/done_all:",
               key="pictures-replace-apply", on_click=replaced, args=(pictures, *asked),
               disabled=auth.locked(), help=auth.help_for("One action: Undo takes it all back."))

@@ -306,10 +306,10 @@ def card(row: dict, crop: bytes | None, document: dict | None, words: tuple[str,
         name = common.escape_markdown(pathlib.Path(row["doc"]).name)
         total = f"/{document['pages']}" if document and document["pages"] else ""
         kind = kind_of(row)
-        # Each line ends in "…" where the card is too narrow (the style above); the whole on hover.
-        st.caption(f"**#{row['number']}** · p. {page_number(row['page'])}{total} · "
-                   f"{views.square_inches(row['box_area'])}  \n{kind + ' · ' if kind else ''}{name}", wrap=False,
-                   help=f"{name}, page {page_number(row['page'])}" + (f" · {kind}" if kind else ""))
+        # Three short lines; one that is still too long for a narrow card ends in "…" (the style above), whole in
+        # the large view.
+        st.caption(f"**#{row['number']}** · p. {page_number(row['page'])}{total}  \n"
+                   f"{views.square_inches(row['box_area'])}{' · ' + kind if kind else ''}  \n{name}", wrap=False)
         with st.container(horizontal=True, vertical_alignment="center", gap="xsmall",
                           key=f"picture-line-{row['id']}"):
             # Always one line, so a card keeps its height whatever happened to its picture.

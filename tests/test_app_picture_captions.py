@@ -135,7 +135,7 @@ def test_find_and_replace_previews_the_views_changes_then_applies_them_as_one_ac
     ran(at)
     at = replace_form(at, "a lady", "a woman", ignore_case=True)
     assert "**3 captions change** of the 3 pictures in this view:" in texts(at)
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert list(table["Page"]) == [1, 2, 3] and list(table["Picture"]) == [1, 1, 1]
     assert table["Old"][0] == "Fig. 1. A Lady, p0" and table["New"][0] == "Fig. 1. a woman, p0"
     assert set(captions(db).values()) == {f"Fig. {p}. A Lady, p{p - 1}" for p in (1, 2, 3)}  # nothing yet
