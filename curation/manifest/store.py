@@ -357,16 +357,15 @@ class Manifest(pictures.PictureRows, JobRows):
             sha256 = self.document(doc_id)["sha256"]
         picture_thumbnails.store(self.conn, store, folder, sha256, kept)
 
-    def store_picture_card(self, picture_id: int, jpeg: bytes) -> None:
-        """A card cut for a picture's box as the curator left it (an added or redrawn box), kept as ingest
-        keeps its cards."""
-        row = next(iter(self.picture_rows(where="x.id = :id", params={"id": int(picture_id)})), None)
-        if row is None:
-            return
-        box = (row["bx0"], row["by0"], row["bx1"], row["by1"])
+    def store_picture_cards(self, cards: Iterable[tuple]) -> None:
+        """Cards cut for pictures' boxes as the curator left them (an added or redrawn box, a manifest ingested
+        before cards were kept): (picture row as picture_rows gives it, jpeg), kept as ingest keeps its cards,
+        in one transaction."""
+        items = [(row["id"], row["page"], row["number"], (row["bx0"], row["by0"], row["bx1"], row["by1"]), jpeg,
+                  row["sha256"]) for row, jpeg in cards]
         with self.transaction():
-            picture_thumbnails.store(self.conn, self.thumbnail_store, self.thumbnail_folder, row["sha256"],
-                                     [(row["id"], row["page"], row["number"], box, jpeg)])
+            for *item, sha256 in items:
+                picture_thumbnails.store(self.conn, self.thumbnail_store, self.thumbnail_folder, sha256, [item])
 
     def picture_cards(self, rows) -> dict[int, bytes]:
         """The kept cards of `rows` (picture rows) cut for their box as it is now, by picture id."""

@@ -189,8 +189,8 @@ def draw_cards(manifest: Manifest, rows: Iterable) -> dict[int, bytes]:
         with contextlib.suppress(PageUnavailable):
             drawn[row["id"]] = _drawn_card(row["doc"], sizes.get(row["doc_id"], -1), row["sha256"], row["page"], box,
                                            row["width"], row["height"], roots)
-            if manifest.thumbnail_store != "none":
-                manifest.store_picture_card(row["id"], drawn[row["id"]])
+    if drawn and manifest.thumbnail_store != "none":
+        manifest.store_picture_cards((row, drawn[row["id"]]) for row in rows if row["id"] in drawn)
     return drawn
 
 
