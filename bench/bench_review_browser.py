@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_dashboard import add_pictures, build, remove_manifest  # noqa: E402
 from curation import Manifest  # noqa: E402
+from curation.export.card import CARD_SIDE  # noqa: E402
 from curation.manifest import picture_images, picture_thumbnails  # noqa: E402
 from server_support import CHROMIUM_ARGS, CHROMIUM, streamlit_server  # noqa: E402
 
@@ -83,7 +84,7 @@ def add_cards(manifest: Manifest, documents: int) -> None:
             thumb = thumbs.get((row["doc_id"], row["page"]))
             if thumb:
                 box = (row["bx0"], row["by0"], row["bx1"], row["by1"])
-                card = picture_images.crop(thumb, box, row["width"], row["height"], side=320)
+                card = picture_images.crop(thumb, box, row["width"], row["height"], side=CARD_SIDE)
                 picture_thumbnails.store(manifest.conn, "sqlite", manifest.thumbnail_folder, None,
                                          [(row["id"], row["page"], row["number"], box, card)])
 

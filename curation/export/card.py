@@ -23,8 +23,8 @@ from .settings import ExportSettings
 from .shape import encode_jpeg, shape_image
 from .source import read_source
 
-CARD_SIDE = 320  # pixels: a card is 130-200 CSS pixels wide; twice that on a high-density screen, and a hover
-CARD_QUALITY = 85
+CARD_SIDE = 256  # pixels: a card is 130-200 CSS pixels wide; as a page thumbnail (about 10 kB a card)
+CARD_QUALITY = 80
 CARD_SETTINGS = ExportSettings(size=CARD_SIDE, crop="pictures")  # the export's defaults otherwise: square, pad
 # The suggestion (see suggest_kind): a picture mostly of mid-tones with soft edges is a halftone.
 HALFTONE_MID_SHARE = 0.45
