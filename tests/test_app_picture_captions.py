@@ -279,3 +279,15 @@ def test_the_kind_is_suggested_and_the_curator_changes_it(db):
     with Manifest(db) as manifest:
         assert manifest.picture(engraving)["kind"] == "cartoon"
     assert any("is a cartoon" in str(t.value) for t in at.toast)
+
+
+def test_a_failed_caption_job_is_said_once_above_start(db):
+    with_pictures(db, pages=1)
+    with Manifest(db) as manifest:
+        job_id = manifest.start_job(KIND, {})
+        manifest.finish_job(job_id, "failed", "the model could not be downloaded: no internet.")
+    at = tool(pictures_view(), "model")
+    (failed,) = [e.value for e in at.error if "Captioning failed" in e.value]
+    assert "no internet. The log is in" in failed and ".." not in failed  # one full stop
+    said = [getattr(e, "value", getattr(e, "label", "")) for e in at.main]
+    assert said.index(failed) < next(n for n, e in enumerate(at.main) if getattr(e, "key", None) == "caption_start")
