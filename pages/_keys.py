@@ -71,15 +71,15 @@ export default function (component) {
   const peek = (on) => document.body.classList.toggle("curation-peek", on);
   const listener = (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
-    if (event.key === " " && data.cards && !inDialog(event.target)) {  // held: the focused picture larger
+    const tabbedTo = pressing(event.target) && window.__curationFocusBy.tabbed;  // Space and Enter press it
+    if (event.key === " " && data.cards && !inDialog(event.target) && !tabbedTo) {  // held: the card larger
       event.preventDefault();
       event.stopPropagation();
       peek(true);
       return;
     }
     if (!wanted.has(event.key)) return;
-    if (event.key === "Enter" && pressing(event.target) && (window.__curationFocusBy.tabbed ||
-        inDialog(event.target))) return;  // Enter presses the button the person went to
+    if (event.key === "Enter" && (tabbedTo || (pressing(event.target) && inDialog(event.target)))) return;
     event.preventDefault();  // the arrows move the cards, not the page nor the focus
     event.stopPropagation();  // nor a focused widget (a filter's buttons)
     if (event.repeat && !moves.has(event.key)) return;  // a held key moves on, but decides only once

@@ -163,6 +163,8 @@ def _value(field: str, value):
         return {1: "include", 0: "exclude"}.get(value, "auto")
     if field == "picture_deleted":
         return {1: "deleted", 0: "present"}.get(value)
+    if field in ("picture_no_legend", "picture_no_auto_caption"):
+        return {1: "switched off", 0: "used"}.get(value)
     return value
 
 
