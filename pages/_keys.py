@@ -28,7 +28,7 @@ from curation.decisions import keyboard as keymap
 # The listener lives in the page itself (components v2 are not in an iframe), on the window in the capture phase,
 # so a key reaches the grid before a focused widget sees it: after a click on a filter, the arrows still move the
 # cards instead of the browser's focus along the filter's buttons, and Enter opens the card instead of switching
-# the filter. Only typing keeps its keys (a text box, a select's search), and Enter presses a button the person
+# the filter. Only typing keeps its keys (a text box, a select's open list), and Enter presses a button the person
 # reached with Tab (the keyboard's own way to a button), not one they last clicked. One listener per keyboard
 # name, however often Streamlit renders the component: each render replaces the one before. Space, held, shows
 # the focused card's picture larger (peek), in the browser alone.
@@ -44,8 +44,12 @@ export default function (component) {
   }
   const wanted = new Set(data.keys || []);
   const moves = new Set(data.moves || []);
-  const typing = (target) => target && (target.isContentEditable ||
-      ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName));
+  // Typing: a text box, or a select's search while its list is open. A checkbox, a toggle, a slider or a
+  // select whose list is closed (an option chosen) was only clicked: the keys go on moving the cards.
+  const texts = new Set(["", "text", "search", "email", "number", "password", "tel", "url"]);
+  const typing = (target) => target && (target.isContentEditable || target.tagName === "TEXTAREA" ||
+      (target.tagName === "INPUT" && texts.has((target.getAttribute("type") || "").toLowerCase()) &&
+       !(target.getAttribute("role") === "combobox" && target.getAttribute("aria-expanded") !== "true")));
   const pressing = (target) => target && target.closest && target.closest("button, a, [role='button']");
   const inDialog = (target) => target && target.closest && target.closest("[role='dialog']");
   const columns = () => {  // the cards in the grid's first row, as the browser lays them out now
