@@ -5,6 +5,7 @@ a wrong legend or model caption switched off ("no legend"), kept, undone, and ho
 import csv
 import io
 import json
+import pathlib
 
 import numpy as np
 import pymupdf
@@ -114,3 +115,15 @@ def test_the_suggestion_tells_a_halftone_from_line_work():
     assert suggest_kind(np.dstack([continuous] * 3)) == "halftone"
     assert suggest_kind(line_drawing(300, np.random.default_rng(1))) == "engraving"
     assert suggest_kind(np.full((50, 50), 240, np.uint8)) == "engraving"  # blank: nothing to tell
+
+
+def test_without_its_pdf_a_redrawn_box_is_cut_from_the_page_thumbnail(manifest, tmp_path):
+    row = pictures_of(manifest)[0]
+    manifest.set_picture_box(row["id"], [row["bx0"], row["by0"], row["bx1"] - 40, row["by1"] - 40])
+    moved = tmp_path / "elsewhere.pdf"
+    pathlib.Path(row["doc"]).rename(moved)
+    redrawn = manifest.picture(row["id"])
+    card = pv.crops(manifest, [redrawn])[row["id"]]  # a card all the same, small and soft
+    assert Image.open(io.BytesIO(card)).size == (pv.CROP_SIDE, pv.CROP_SIDE)
+    assert manifest.picture_cards([redrawn]) == {}  # and none kept: drawn from the PDF once it is back
+    pathlib.Path(moved).rename(row["doc"])

@@ -8,6 +8,7 @@ import contextlib
 import functools
 import io
 import os
+import time
 from collections.abc import Iterable
 
 import PIL.Image
@@ -184,19 +185,40 @@ def draw_cards(manifest: Manifest, rows: Iterable) -> dict[int, bytes]:
         f"SELECT id, size FROM documents WHERE id IN ({', '.join(str(int(r['doc_id'])) for r in rows)})")}
     roots = _document_roots(manifest, {row["doc"] for row in rows})
     drawn = {}
+    minute = int(time.monotonic() // 60)  # a card that could not be drawn is tried again a minute later
     for row in rows:
         box = (row["bx0"], row["by0"], row["bx1"], row["by1"])
-        with contextlib.suppress(PageUnavailable):
-            drawn[row["id"]] = _drawn_card(row["doc"], sizes.get(row["doc_id"], -1), row["sha256"], row["page"], box,
-                                           row["width"], row["height"], roots)
+        jpeg = _drawn_card(row["doc"], sizes.get(row["doc_id"], -1), row["sha256"], row["page"], box, row["width"],
+                           row["height"], roots, minute)
+        if jpeg is not None:
+            drawn[row["id"]] = jpeg
     if drawn and manifest.thumbnail_store != "none":
         manifest.store_picture_cards((row, drawn[row["id"]]) for row in rows if row["id"] in drawn)
     return drawn
 
 
-@functools.lru_cache(maxsize=DRAWN_KEPT)
 def _drawn_card(path: str, size: int, sha256: str, page: int, box: tuple, width: int, height: int,
-                roots: tuple[str, ...]) -> bytes:
+                roots: tuple[str, ...], minute: int) -> bytes | None:
+    """The card, or None when its PDF cannot give it: a failure is remembered for the `minute`, so the reruns of
+    a screen whose PDFs are gone or refused do not try again and again."""
+    failure = (path, size, page, box, minute)
+    if failure in _CARDS_FAILED:
+        return None
+    try:
+        return _card(path, size, sha256, page, box, width, height, roots)
+    except PageUnavailable:
+        if len(_CARDS_FAILED) >= DRAWN_KEPT:
+            _CARDS_FAILED.clear()
+        _CARDS_FAILED.add(failure)
+        return None
+
+
+_CARDS_FAILED: set[tuple] = set()
+
+
+@functools.lru_cache(maxsize=DRAWN_KEPT)
+def _card(path: str, size: int, sha256: str, page: int, box: tuple, width: int, height: int,
+          roots: tuple[str, ...]) -> bytes:
     """Keyed by content and box: kept in memory for the store `none`, which keeps no card on disk."""
     from ...export.card import picture_card  # the export's package reads the manifest: imported when needed
     try:
