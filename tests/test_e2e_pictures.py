@@ -249,9 +249,19 @@ def test_no_legend_is_kept_in_the_export_and_drawing_stops_on_the_next_picture(t
         drag(page, dialog, (0.3, 0.3), (0.5, 0.5))  # a drag now draws nothing
         settle(page)
         no_exception(page)
+        with Manifest(db) as manifest:
+            assert manifest.picture(second["id"])["fx0"] is None
+        dialog.get_by_text("Add a missed picture").click()  # a drag adds one, opened at once
+        settle(page)
+        drag(page, dialog, (0.05, 0.7), (0.3, 0.9))
+        page.get_by_text("Added picture").first.wait_for()
+        settle(page)
+        assert dialog.get_by_text("Drag from one corner of the picture").count() == 0
+        no_exception(page)
     with Manifest(db) as manifest:
-        assert manifest.picture(second["id"])["fx0"] is None
         assert manifest.picture(first["id"])["no_legend"] == 1
+        (added,) = manifest.picture_rows(where="x.added")
+        assert manifest.picture_cards([added])  # its card, cut for its box
 
 
 @pytest.fixture
