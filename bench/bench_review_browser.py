@@ -101,6 +101,7 @@ class Browser:
         self.page.wait_for_selector("[data-test-script-state='notRunning']", timeout=120_000)
         self.page.wait_for_function("() => [...document.images].every(img => img.complete)", timeout=120_000)
         elapsed = (time.perf_counter() - started) * 1000
+        self.page.wait_for_function("() => Boolean((window.__curationKeyboards || {})['review-pages'])")  # keys heard
         self.page.evaluate(WATCH_JS)
         self.page.wait_for_timeout(1000)  # a rerun the first one asks for (the keyboard's) is over
         return elapsed
