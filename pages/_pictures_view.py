@@ -74,7 +74,8 @@ def show(undo_bar, undo):
             return
         flt, sort, counts = filters(manifest, documents, threshold)
         total = counts[flt.decision]
-        bulk_actions(flt, total, threshold)
+        # Deleted pictures show dim under All, and no bulk action changes them.
+        bulk_actions(flt, total - counts["deleted"] if flt.decision == "all" else total, threshold)
         last = views.last_undoable(manifest)
         screens = screens_of((flt, sort))
         shown = pv.screen(manifest, threshold, flt, sort, after=screens[-1], limit=PER_SCREEN)
