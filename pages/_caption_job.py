@@ -35,9 +35,9 @@ def caption_panel(manifest: Manifest) -> None:
                    "model caption beside the legend and your own caption, which it never replaces.")
         model = captioner_status()
         show_model(model)
+        job_progress(running)  # the last run's outcome above Start, where it is seen
         if not running and not model["problem"]:
             start_controls()
-        job_progress(running)
 
 
 def show_model(model: dict) -> None:
@@ -46,24 +46,25 @@ def show_model(model: dict) -> None:
         st.error(f"The captioning model in {folder} cannot be used: {common.escape_markdown(model['problem'])}",
                  icon=":material/error:")
     elif not model["installed"]:
-        st.info(f"The captioning model is not installed in {folder}. The first run downloads it (about 0.5 GB) "
-                "from the Hugging Face Hub. A server without internet needs it put there ahead: run "
-                "`python -m inference install-captioner --model-dir DIR` on a machine with internet and copy DIR "
-                f"to {folder} (or set `${MODEL_DIR_ENV}` to it).", icon=":material/download:")
+        st.warning(f"**The captioning model is not installed** in {folder}. Start downloads it first (about 0.5 GB "
+                   "from the Hugging Face Hub), which needs this server to reach the internet. Without internet, "
+                   "run `python -m inference install-captioner --model-dir DIR` on a machine with internet and "
+                   f"copy DIR to {folder} (or set `${MODEL_DIR_ENV}` to it).", icon=":material/download:")
     else:
         st.caption(f"Model: {common.escape_markdown(model['name'])} in {folder}")
 
 
 def start_controls() -> None:
-    left, middle, right = st.columns([2, 2, 1], vertical_alignment="bottom")
-    scope = left.radio("Pictures", list(SCOPES), horizontal=True, key="caption_scope",
-                       disabled=auth.locked(), help=auth.help_for("Kept: the kept pictures of kept pages."))
-    overwrite = middle.checkbox("Caption again what this model captioned", key="caption_overwrite",
-                                disabled=auth.locked(), help=auth.help_for(
-                                    "Otherwise a run skips the pictures this model has captioned, so Start "
-                                    "after a stop resumes. Your own captions are never touched."))
-    if right.button("Start", type="primary", icon=":material/subtitles:", key="caption_start",
-                    disabled=auth.locked(), help=auth.help_for()):
+    # One row that wraps as a whole, each control at its own width: no label is cut short.
+    bar = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
+    scope = bar.radio("Pictures", list(SCOPES), horizontal=True, key="caption_scope", width="content",
+                      disabled=auth.locked(), help=auth.help_for("Kept: the kept pictures of kept pages."))
+    overwrite = bar.checkbox("Caption again what this model captioned", key="caption_overwrite", width="content",
+                             disabled=auth.locked(), help=auth.help_for(
+                                 "Otherwise a run skips the pictures this model has captioned, so Start "
+                                 "after a stop resumes. Your own captions are never touched."))
+    if bar.button("Start", type="primary", icon=":material/subtitles:", key="caption_start", width="content",
+                  disabled=auth.locked(), help=auth.help_for()):
         start(SCOPES[scope] + (["--overwrite"] if overwrite else []))
 
 
@@ -112,10 +113,11 @@ def show_job(job) -> None:
             st.button("Stop", icon=":material/stop_circle:", key=f"stop-caption-{job['id']}",
                       on_click=common.stop_job, args=(job["id"],), disabled=auth.locked(), help=auth.help_for())
         return
-    message = common.escape_markdown(job["message"] or "")  # it may quote a document's name or an error
+    # It may quote a document's name or an error; its own full stop goes, as each line below ends in one.
+    message = common.escape_markdown((job["message"] or "").rstrip(". "))
     finished = (job["finished_at"] or "")[:19].replace("T", " ")
     if job["status"] == "done":
-        st.success(f"Captioning finished {finished} UTC: {message}", icon=":material/check_circle:")
+        st.success(f"Captioning finished {finished} UTC: {message}.", icon=":material/check_circle:")
     elif job["status"] in ("stopped", "interrupted"):
         st.info(f"Captioning stopped {finished} UTC: {message}. Start resumes where it stopped.",
                 icon=":material/pause_circle:")

@@ -25,21 +25,33 @@ import streamlit as st
 
 from curation.decisions import keyboard as keymap
 
-# The listener lives in the page itself (components v2 are not in an iframe), on the document, so a key
-# works wherever the focus is, except while the person types. One listener per keyboard name, however
-# often Streamlit renders the component: each render replaces the one before.
+# The listener lives in the page itself (components v2 are not in an iframe), on the window in the capture phase,
+# so a key reaches the grid before a focused widget sees it: after a click on a filter, the arrows still move the
+# cards instead of the browser's focus along the filter's buttons, and Enter opens the card instead of switching
+# the filter. Only typing keeps its keys (a text box, a select's open list), and Enter presses a button the person
+# reached with Tab (the keyboard's own way to a button), not one they last clicked. One listener per keyboard
+# name, however often Streamlit renders the component: each render replaces the one before. Space, held, shows
+# the focused card's picture larger (peek), in the browser alone.
 LISTENER_JS = r"""
 export default function (component) {
   const { data, setTriggerValue } = component;
   const registry = (window.__curationKeyboards = window.__curationKeyboards || {});
   const name = data.name;
   const previous = registry[name];
-  if (previous) document.removeEventListener("keydown", previous.listener);
+  if (previous) {
+    window.removeEventListener("keydown", previous.listener, true);
+    window.removeEventListener("keyup", previous.release, true);
+  }
   const wanted = new Set(data.keys || []);
   const moves = new Set(data.moves || []);
-  const typing = (target) => target && (target.isContentEditable ||
-      ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName));
+  // Typing: a text box, or a select's search while its list is open. A checkbox, a toggle, a slider or a
+  // select whose list is closed (an option chosen) was only clicked: the keys go on moving the cards.
+  const texts = new Set(["", "text", "search", "email", "number", "password", "tel", "url"]);
+  const typing = (target) => target && (target.isContentEditable || target.tagName === "TEXTAREA" ||
+      (target.tagName === "INPUT" && texts.has((target.getAttribute("type") || "").toLowerCase()) &&
+       !(target.getAttribute("role") === "combobox" && target.getAttribute("aria-expanded") !== "true")));
   const pressing = (target) => target && target.closest && target.closest("button, a, [role='button']");
+  const inDialog = (target) => target && target.closest && target.closest("[role='dialog']");
   const columns = () => {  // the cards in the grid's first row, as the browser lays them out now
     if (!data.cards) return null;
     const cards = document.querySelectorAll(`[class*="${data.cards}"]`);
@@ -52,18 +64,38 @@ export default function (component) {
     }
     return count;
   };
+  // How the focus came where it is: by Tab (the keyboard) or by a click (then the keys belong to the grid).
+  if (!window.__curationFocusBy) {
+    window.__curationFocusBy = { tabbed: false };
+    window.addEventListener("pointerdown", () => { window.__curationFocusBy.tabbed = false; }, true);
+    window.addEventListener("keydown", (event) => {
+      if (event.key === "Tab") window.__curationFocusBy.tabbed = true;
+    }, true);
+  }
+  const peek = (on) => document.body.classList.toggle("curation-peek", on);
   const listener = (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
+    const tabbedTo = pressing(event.target) && window.__curationFocusBy.tabbed;  // Space and Enter press it
+    if (event.key === " " && data.cards && !inDialog(event.target) && !tabbedTo) {  // held: the card larger
+      event.preventDefault();
+      event.stopPropagation();
+      peek(true);
+      return;
+    }
     if (!wanted.has(event.key)) return;
-    if (event.key === "Enter" && pressing(event.target)) return;  // Enter presses the focused button
+    if (event.key === "Enter" && (tabbedTo || (pressing(event.target) && inDialog(event.target)))) return;
+    event.preventDefault();  // the arrows move the cards, not the page nor the focus
+    event.stopPropagation();  // nor a focused widget (a filter's buttons)
     if (event.repeat && !moves.has(event.key)) return;  // a held key moves on, but decides only once
-    event.preventDefault();  // the arrows move the focus, not the page
     setTriggerValue("key", { key: event.key, columns: columns() });
   };
-  document.addEventListener("keydown", listener);
-  registry[name] = { listener };
+  const release = (event) => { if (event.key === " ") peek(false); };
+  window.addEventListener("keydown", listener, true);
+  window.addEventListener("keyup", release, true);
+  registry[name] = { listener, release };
   return () => {
-    document.removeEventListener("keydown", listener);
+    window.removeEventListener("keydown", listener, true);
+    window.removeEventListener("keyup", release, true);
     if (registry[name] && registry[name].listener === listener) delete registry[name];
   };
 }
@@ -90,7 +122,10 @@ export default function (component) {
 _listener = st.components.v2.component("curation_keyboard", js=LISTENER_JS)
 _reveal = st.components.v2.component("curation_keyboard_focus", js=REVEAL_JS)
 
-FOCUS_STYLE = "<style>.{card} {{ outline: 3px solid {color}; outline-offset: 7px; border-radius: 0.5rem; }}</style>"
+# The focused card's outline; while Space is held, its picture twice as large above its neighbours (peek).
+FOCUS_STYLE = ("<style>.{card} {{ outline: 3px solid {color}; outline-offset: 7px; border-radius: 0.5rem; }} "
+               ".curation-peek .{card} [data-testid='stImage'] img {{ transform: scale(2.2); position: relative; "
+               "z-index: 20; box-shadow: 0 4px 24px rgba(0,0,0,.35); }}</style>")
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,12 @@ PREVIEW = "pictures_replace_preview"  # (view, options, Changes or the error's w
 LEGENDS = "pictures_use_legends"  # the view whose legends are about to become captions
 PREVIEW_ROWS = 50
 MAX_FIND = 500
+TOOL = "pictures_caption_tool"  # the caption tool open below the filters, if any
+TOOLS = {"replace": ":material/find_replace: Find and replace", "legends": ":material/format_quote: Legends as captions",
+         "model": ":material/subtitles: Captions by a model"}
+SWITCHED_OFF = {"legend": "no_legend", "auto_caption": "no_auto_caption"}  # the curator's "this one is wrong"
+OFF_WORDS = {"legend": ("No legend", "This legend is wrong: it is never the caption nor exported."),
+             "auto_caption": ("No model caption", "This model caption is wrong: it is never the caption nor exported.")}
 
 
 # -- a picture's other captions -------------------------------------------------------------------
@@ -43,6 +49,7 @@ def other_captions(row: dict, where: str = "card", lines: tuple[str, ...] = edit
     hover."""
     for source in lines:
         text = row[source]
+        off = bool(row[SWITCHED_OFF[source]])
         if not text or not text.strip():
             if where == "card":  # as high as a line with words: the same container, the same caption
                 st.container(horizontal=True, vertical_alignment="center", gap="xsmall",
@@ -51,15 +58,38 @@ def other_captions(row: dict, where: str = "card", lines: tuple[str, ...] = edit
         with st.container(horizontal=True, vertical_alignment="center", gap="xsmall",
                           key=f"picture-words-{where}-{source}-{row['id']}"):
             whole = common.escape_markdown(" ".join(text.split()))
+            struck = (lambda words: f"~~{words}~~") if off else (lambda words: words)  # switched off: struck out
             if where == "card":
                 short = common.escape_markdown(shortened(text))
-                st.caption(f"{ICONS[source]} {short}", wrap=False, width="stretch",
-                           help=f"{LABELS[source]}: {whole}")
+                st.caption(f"{ICONS[source]} {struck(short)}", wrap=False, width="stretch",
+                           help=f"{LABELS[source]}{' (switched off)' if off else ''}: {whole}")
             else:
                 model = row["auto_caption_model"] if source == "auto_caption" else None
                 by = f" ({common.escape_markdown(model)})" if model else ""
-                st.caption(f"{LABELS[source]}{by}: {whole}", width="stretch")
+                st.caption(f"{LABELS[source]}{by}{', switched off' if off else ''}: {struck(whole)}", width="stretch")
+                switch_button(row, source, off)
             copy_button(row, source, where)
+
+
+def switch_button(row: dict, source: str, off: bool):
+    """"No legend": the legend (or model caption) is wrong, so it is never shown as the caption nor exported,
+    and clearing your caption does not bring it back; "Use it again" undoes that."""
+    label, words = OFF_WORDS[source]
+    st.button("Use it again" if off else label, icon=":material/undo:" if off else ":material/block:",
+              key=f"picture-switch-{source}-{row['id']}", type="tertiary", on_click=switched,
+              args=(row["id"], source, not off), disabled=auth.locked(),
+              help=auth.help_for(f"Show and export {SOURCE_WORDS[source]} again." if off else words))
+
+
+def switched(picture_id: int, source: str, off: bool):
+    if not auth.require_curator():
+        return
+    with common.open_manifest() as manifest:
+        (manifest.set_no_legend if source == "legend" else manifest.set_no_auto_caption)([(picture_id, off)])
+        row = manifest.picture(picture_id)
+    where = f"picture {row['number']} on p. {page_number(row['page'])}"
+    st.toast(f"{SOURCE_WORDS[source].capitalize()} of {where} is {'switched off' if off else 'used again'} · "
+             f"{UNDO_HINT}", icon=":material/check:")
 
 
 def shortened(text: str) -> str:
@@ -120,13 +150,17 @@ def caption_tools(flt, threshold: float):
     and the caption job."""
     pictures = edit.Pictures.of_view(flt, threshold)
     view = (flt, threshold)
-    edits, model = st.columns(2)  # side by side: one line above the grid while both are closed
-    with edits.expander("Find and replace in the captions", icon=":material/find_replace:"):
-        find_and_replace(pictures, view)
-        st.divider()
-        legends_as_captions(pictures, view)
-    with common.open_manifest() as manifest, model.expander("Captions by a model", icon=":material/subtitles:"):
-        caption_panel(manifest)
+    # One line above the grid while none is open; the one open takes the page's width below it.
+    tool = st.segmented_control("Caption tools", list(TOOLS), format_func=TOOLS.get, key=TOOL,
+                                label_visibility="collapsed")
+    if tool is None:
+        return
+    if tool == "model":  # a bordered panel of its own
+        with common.open_manifest() as manifest:
+            caption_panel(manifest)
+        return
+    with st.container(border=True, key="pictures-caption-tool"):
+        (find_and_replace if tool == "replace" else legends_as_captions)(pictures, view)
 
 
 def find_and_replace(pictures: edit.Pictures, view: tuple):
@@ -164,9 +198,10 @@ def find_and_replace(pictures: edit.Pictures, view: tuple):
     first = f"; the first {PREVIEW_ROWS}:" if changes.count > PREVIEW_ROWS else ":"
     st.markdown(f"**{counted(changes.count, 'caption')} change{'s' if changes.count == 1 else ''}** of the "
                 f"{changes.searched:,} pictures in this view{first}")
-    st.dataframe([{"Document": pathlib.Path(c.doc).name, "Page": c.page, "Picture": c.number,
-                   "Old": c.old or "", "New": c.new or "(none)", "From": SOURCE_WORDS.get(c.source, "")}
-                  for c in changes.changes[:PREVIEW_ROWS]], hide_index=True, width="stretch")
+    # Old and new side by side, the page's width, long captions wrapped whole (a data grid cuts them off).
+    st.table([{"Document": pathlib.Path(c.doc).name, "Page": c.page, "Picture": c.number, "Old": c.old or "",
+               "New": c.new or "(none)", "From": SOURCE_WORDS.get(c.source, "")}
+              for c in changes.changes[:PREVIEW_ROWS]], hide_index=True)
     st.button(f"Apply: change {changes.count:,} captions", type="primary", icon=":material/done_all:",
               key="pictures-replace-apply", on_click=replaced, args=(pictures, *asked),
               disabled=auth.locked(), help=auth.help_for("One action: Undo takes it all back."))

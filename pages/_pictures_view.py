@@ -1,6 +1,6 @@
 """Review's Pictures view: a dense grid of the pictures themselves, the decision as each card's border;
 include, exclude or give back to the rule, caption, and open a picture on its page to fix its box, delete it,
-or add one the scorer missed, by two clicks on the page. Streamlit only; curation.manifest.picture_views
+or add one the scorer missed, by dragging on the page. Streamlit only; curation.manifest.picture_views
 computes what it shows."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import zlib
 import streamlit as st
 from streamlit_image_coordinates import streamlit_image_coordinates
 
-from curation.captions.best import best_caption
+from curation.captions.best import best_caption, counted_sources, kind_of
 from curation.decisions import keyboard
 from curation.manifest import picture_views as pv
 from curation.manifest import views
@@ -37,11 +37,12 @@ RESTORE = "pictures_restore"  # the Deleted view's "bring back all" question, op
 ON_SCREEN = "pictures_on_screen"  # the ids of the screen's pictures, for next and previous in the large view
 SCREEN_NUMBER, NEXT_AFTER = "pictures_screen", "pictures_next_after"  # the screen's number, the next one's key
 SCREENS = "pictures_screens"  # (view, the keys its screens so far start after: [None, screen 1's last, ...])
-CLICK, CORNER = "pictures_click", "pictures_corner"  # the large view's click mode, and its first corner
+CLICK, LAST_DRAG = "pictures_click", "pictures_last_drag"  # the large view's drawing mode, and the drag it drew
 CAPTION_KEY = "picture-caption-"
 MAX_CAPTION = 500
 UNDO_HINT = captions.UNDO_HINT
 CLICK_MODES = {"fix": "Fix this picture's box", "add": "Add a missed picture"}
+KINDS = {kind: kind.capitalize() for kind in pv.KINDS}
 VIEW_LONG_SIDE = 1400  # pixels: the page in the large view, sharp enough to place a corner
 BORDERS = """<style>
 [class*="st-key-picture-card-"] {border-radius: 0.5rem; padding: 0.4rem; border: 3px solid transparent;}
@@ -53,6 +54,11 @@ BORDERS = """<style>
 [class*="st-key-picture-line-"] > div:first-child,
 [class*="st-key-picture-words-card-"] > div:first-child {min-width: 0; overflow: hidden;}
 [class*="st-key-picture-card-"] [data-testid="stButtonGroup"] button {padding-left: 0; padding-right: 0; min-width: 0;}
+[class*="st-key-picture-card-"] [data-testid="stCaptionContainer"] p {overflow: hidden; text-overflow: ellipsis;
+  white-space: nowrap;}
+[class*="st-key-picture-card-"] [data-testid="stImage"] img {transition: transform 0.12s ease 0s;}
+[class*="st-key-picture-card-"] [data-testid="stImage"] img:hover {transform: scale(2); position: relative;
+  z-index: 20; box-shadow: 0 4px 24px rgba(0,0,0,.35); transition-delay: 0.4s;}
 </style>"""
 
 
@@ -68,7 +74,8 @@ def show(undo_bar, undo):
             return
         flt, sort, counts = filters(manifest, documents, threshold)
         total = counts[flt.decision]
-        bulk_actions(flt, total, threshold)
+        # Deleted pictures show dim under All, and no bulk action changes them.
+        bulk_actions(flt, total - counts["deleted"] if flt.decision == "all" else total, threshold)
         last = views.last_undoable(manifest)
         screens = screens_of((flt, sort))
         shown = pv.screen(manifest, threshold, flt, sort, after=screens[-1], limit=PER_SCREEN)
@@ -271,8 +278,8 @@ def keyboard_review(ids: list[int], screen: int, total: int, last: dict | None, 
     hotkeys.review_grid(KEYBOARD, ids, screen=screen, screen_key=SCREEN_NUMBER, card_key=card_key,
                         grid=keyboard.Grid(total, PER_SCREEN, COLUMNS), opened=st.session_state.get(OPEN),
                         paused=BULK in st.session_state or CAPTION in st.session_state,
-                        actions=hotkeys.Actions(decide=decide_by_key, open=open_picture,
-                                                close=functools.partial(close, OPEN), undo=undo_last))
+                        actions=hotkeys.Actions(decide=decide_by_key, open=open_picture, close=close_picture,
+                                                undo=undo_last))
 
 
 def decide_by_key(picture_id: int, keep: bool | None):
@@ -299,8 +306,11 @@ def card(row: dict, crop: bytes | None, document: dict | None, words: tuple[str,
             st.caption(":grey[No image of this page: no thumbnail is kept and the PDF is not at hand.]")
         name = common.escape_markdown(pathlib.Path(row["doc"]).name)
         total = f"/{document['pages']}" if document and document["pages"] else ""
-        st.caption(f"**#{row['number']}** · p. {page_number(row['page'])}{total} · "
-                   f"{views.square_inches(row['box_area'])}  \n{name}", wrap=False)
+        kind = kind_of(row)
+        # Three short lines; one that is still too long for a narrow card ends in "…" (the style above), whole in
+        # the large view.
+        st.caption(f"**#{row['number']}** · p. {page_number(row['page'])}{total}  \n"
+                   f"{views.square_inches(row['box_area'])}{' · ' + kind if kind else ''}  \n{name}", wrap=False)
         with st.container(horizontal=True, vertical_alignment="center", gap="xsmall",
                           key=f"picture-line-{row['id']}"):
             # Always one line, so a card keeps its height whatever happened to its picture.
@@ -323,7 +333,7 @@ def caption_input(row: dict, where: str = "card", *, locked: bool | None = None)
     # The saved caption is part of the key: a bulk caption, an undo or another browser shows at once.
     key = f"{CAPTION_KEY}{where}-{row['id']}-{zlib.crc32((row['caption'] or '').encode()):08x}"
     locked = auth.locked() if locked is None else locked
-    hint = best_caption(None, row["legend"], row["auto_caption"])  # what the picture shows without yours
+    hint = best_caption(None, *counted_sources(row)[1:])  # what the picture shows without yours
     st.text_input("Caption", value=row["caption"] or "", key=key, max_chars=MAX_CAPTION, label_visibility="collapsed",
                   placeholder=f"{hint[:80]}" if hint else "Caption…", on_change=captioned, args=(row["id"], key),
                   disabled=locked,
@@ -376,11 +386,23 @@ def decision_badge(row: dict):
 
 
 def open_picture(picture_id: int):
+    """Open a picture large (from a card, a key, next or previous): drawing on the page starts switched off, so
+    a drag meant for one picture never redraws the next."""
     st.session_state[OPEN] = picture_id
-    st.session_state.pop(CORNER, None)
+    leave_drawing()
 
 
-@st.dialog("Picture", width="large", on_dismiss=lambda: close(OPEN))
+def close_picture():
+    close(OPEN)
+    leave_drawing()
+
+
+def leave_drawing():
+    st.session_state.pop(CLICK, None)
+    st.session_state.pop(LAST_DRAG, None)
+
+
+@st.dialog("Picture", width="large", on_dismiss=close_picture)
 def large_view(threshold: float, undo_bar):
     # A click inside a dialog reruns the dialog alone: what it shows is read afresh here, not passed in.
     picture_id, on_screen = st.session_state.get(OPEN), st.session_state.get(ON_SCREEN, [])
@@ -405,8 +427,8 @@ def large_view(threshold: float, undo_bar):
     bar = st.container(horizontal=True, vertical_alignment="center")
     with bar:
         decision_badge(row)
-        if pv.status_words(row):
-            st.caption(pv.status_words(row))
+        if pv.status_words(row, badge=True):
+            st.caption(pv.status_words(row, badge=True))
         choice = CHOICE_OF_OVERRIDE[row["keep"]]
         key = f"picture-dialog-{picture_id}-{choice}"
         st.segmented_control("Decision", list(CHOICES), format_func=CHOICES.get, default=choice, required=True,
@@ -428,6 +450,7 @@ def large_view(threshold: float, undo_bar):
                   on_click=open_picture, args=(on_screen[min(index + 1, len(on_screen) - 1)],))
     page_col, side_col = st.columns([3, 2])
     with side_col:
+        kind_input(row)
         caption_input(row, "dialog")
         captions.other_captions(row, "dialog")
         if last is not None:
@@ -436,44 +459,69 @@ def large_view(threshold: float, undo_bar):
         if image is None:
             st.error("No image of this page is at hand, so its boxes cannot be drawn.")
             return
-        click_on_page(row, boxes, image, drawn_from)
+        draw_on_page(row, boxes, image, drawn_from)
 
 
-def click_on_page(row: dict, boxes: list[dict], image: bytes, drawn_from: str):
+def kind_input(row: dict):
+    """The picture's kind for the caption's {kind}: the analysis's suggestion until the curator says."""
+    suggested = row["kind_suggested"]
+    words = {None: f"{suggested.capitalize()} (suggested)" if suggested else "Not known yet", **KINDS}
+    key = f"picture-kind-{row['id']}-{row['kind']}"  # a change elsewhere (an undo) shows at once
+    st.selectbox("Kind", list(words), format_func=words.get, index=list(words).index(row["kind"]), key=key,
+                 on_change=kind_changed, args=(row["id"], key), disabled=auth.locked(),
+                 help=auth.help_for("What the picture is, for the caption's {kind}. The suggestion only tells a "
+                                    "halftone from line work; say woodcut, cartoon, map or diagram yourself."))
+
+
+def kind_changed(picture_id: int, key: str):
+    if not auth.require_curator():
+        st.session_state.pop(key, None)
+        return
+    kind = st.session_state[key]
+    with common.open_manifest() as manifest:
+        manifest.set_picture_kinds([(picture_id, kind)])
+        row = manifest.picture(picture_id)
+    st.toast(f"{picture_words(row).capitalize()} is {'a ' + kind if kind else 'as suggested'} · {UNDO_HINT}",
+             icon=":material/check:")
+
+
+def draw_on_page(row: dict, boxes: list[dict], image: bytes, drawn_from: str):
+    """The page with its boxes; in a drawing mode a drag draws a box (or moves a corner of this one)."""
     locked = auth.locked()
-    mode = st.segmented_control("Two clicks on the page", list(CLICK_MODES), format_func=CLICK_MODES.get,
-                                key=CLICK, disabled=locked, on_change=lambda: close(CORNER),
-                                help=auth.help_for("Click one corner of the picture, then the opposite corner."))
-    corner = st.session_state.get(CORNER)  # in reference pixels: the zoom may change between the clicks
+    mode = st.segmented_control("Draw on the page", list(CLICK_MODES), format_func=CLICK_MODES.get, key=CLICK,
+                                disabled=locked, help=auth.help_for("Drag across the picture, from one corner to the "
+                                                                    "opposite one."))
     if mode and not locked:
-        st.caption("Now click the opposite corner." if corner else "Click one corner of the picture.")
+        st.caption("Drag from one corner of the picture to the opposite one"
+                   + (", or drag a corner of the blue box to move it." if mode == "fix" else "."))
     level = zoom_buttons()
     region = pv.zoom_region((row["bx0"], row["by0"], row["bx1"], row["by1"]), row["width"], row["height"], level)
     page = pv.zoomed(pv.numbered_outline(image, boxes, row["width"], selected=row["id"]), region, row["width"])
-    clicked = streamlit_image_coordinates(page, key=f"picture-page-{row['id']}", width="stretch",
-                                          image_format="JPEG", jpeg_quality=85, cursor="crosshair" if mode else "auto")
+    dragged = streamlit_image_coordinates(page, key=f"picture-page-{row['id']}", width="stretch", image_format="JPEG",
+                                          jpeg_quality=85, cursor="crosshair" if mode else "auto",
+                                          click_and_drag=bool(mode))
     st.caption(f"Drawn from {drawn_from}; {len(boxes)} picture(s) numbered, this one in blue, deleted ones dashed."
                + (f" Zoomed {level:g}× around this picture." if level > 1 else ""))
-    if not mode or locked or not clicked or clicked.get("unix_time") == st.session_state.get("pictures_last_click"):
+    if not mode or locked or not dragged or "x1" not in dragged or \
+            dragged.get("unix_time") == st.session_state.get(LAST_DRAG):
         return
-    st.session_state["pictures_last_click"] = clicked.get("unix_time")
+    st.session_state[LAST_DRAG] = dragged.get("unix_time")
+    if auth.require_curator() and save_drag(row, mode, dragged, region):
+        st.rerun()
+
+
+def save_drag(row: dict, mode: str, dragged: dict, region) -> bool:
+    """The box a drag drew, saved; False (with the reason shown) when it draws none."""
+    own = (row["bx0"], row["by0"], row["bx1"], row["by1"]) if mode == "fix" else None
     try:
-        point = pv.page_point((clicked["x"], clicked["y"]), clicked["width"], region)
+        start = pv.page_point((dragged["x1"], dragged["y1"]), dragged["width"], region)
+        end = pv.page_point((dragged["x2"], dragged["y2"]), dragged["width"], region)
+        drawn(row, mode, pv.dragged_box(own, start, end, pv.CORNER_GRAB * (region[2] - region[0])))
     except PictureError as exc:
-        st.error(common.escape_markdown(exc))
-        return
-    if corner is None:
-        st.session_state[CORNER] = point
-        st.rerun(scope="fragment")
-    st.session_state.pop(CORNER, None)
-    if not auth.require_curator():
-        return
-    try:
-        drawn(row, mode, pv.box_of_corners(corner, point))
-    except PictureError as exc:
-        st.error(common.escape_markdown(exc))
-        return
-    st.rerun()
+        st.error(f"No box drawn: {common.escape_markdown(exc)}. Drag from one corner of the picture to the "
+                 "opposite one.", icon=":material/crop_free:")
+        return False
+    return True
 
 
 def zoom_buttons() -> float:
@@ -490,15 +538,20 @@ def zoom_buttons() -> float:
 
 
 def drawn(row: dict, mode: str, box: list[int]):
-    """Save two clicks' box: the open picture's new box, or a new picture on its page (then opened)."""
+    """Save a drawn box: the open picture's new box, or a new picture on its page (then opened)."""
     with common.open_manifest() as manifest:
         if mode == "fix":
             manifest.set_picture_box(row["id"], box)
-            st.session_state[NOTICE] = f"Redrew the box of {picture_words(row)} · {UNDO_HINT}."
+            after = dict(manifest.picture(row["id"]))
+            change = pv.decision_change(row, after)  # said aloud: a smaller box may drop the picture
+            st.session_state[NOTICE] = (f"Redrew the box of {picture_words(row)}"
+                                        + (f"; it is {change}" if change else "") + f" · {UNDO_HINT}.")
+            pv.crops(manifest, [after])  # its card, cut for the new box now: the grid shows it at once
         else:
             new = manifest.add_picture(row["doc_id"], row["page"], box)
             added = manifest.picture(new)
-            st.session_state[OPEN] = new
+            pv.crops(manifest, [added])
+            open_picture(new)
             st.session_state[NOTICE] = f"Added {picture_words(added)} · {UNDO_HINT}."
 
 

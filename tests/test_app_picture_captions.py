@@ -67,7 +67,14 @@ def undo(at):
     return ran(at)
 
 
+def tool(at, name):
+    """Open one of the caption tools (find and replace, legends as captions, the model) below the filters."""
+    at.segmented_control(key="pictures_caption_tool").set_value(name)
+    return ran(at)
+
+
 def replace_form(at, find, replacement="", regex=False, ignore_case=False, shown_caption=False):
+    at = tool(at, "replace")
     at.text_input(key="replace_find").set_value(find)
     at.text_input(key="replace_with").set_value(replacement)
     at.checkbox(key="replace_regex").set_value(regex)
@@ -128,7 +135,7 @@ def test_find_and_replace_previews_the_views_changes_then_applies_them_as_one_ac
     ran(at)
     at = replace_form(at, "a lady", "a woman", ignore_case=True)
     assert "**3 captions change** of the 3 pictures in this view:" in texts(at)
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert list(table["Page"]) == [1, 2, 3] and list(table["Picture"]) == [1, 1, 1]
     assert table["Old"][0] == "Fig. 1. A Lady, p0" and table["New"][0] == "Fig. 1. a woman, p0"
     assert set(captions(db).values()) == {f"Fig. {p}. A Lady, p{p - 1}" for p in (1, 2, 3)}  # nothing yet
@@ -167,7 +174,7 @@ def test_the_legends_become_the_views_captions_and_a_typed_caption_is_kept(db):
     set_legends(db, {first: "A WET DAY.", second: "SEPTEMBER MORN."})
     with Manifest(db) as manifest:
         manifest.set_picture_captions([(second, "her own caption")])
-    at = click(pictures_view(), "pictures-legends")
+    at = click(tool(pictures_view(), "legends"), "pictures-legends")
     assert "**1 of the 4 pictures** in this view get their printed legend as caption; 1 picture keeps the " \
            "caption you typed." in texts(at)
     assert captions(db)[first] is None  # the count comes first
@@ -191,14 +198,15 @@ def test_a_viewer_sees_the_captions_and_cannot_change_one(db):
     assert any("BONNET" in c.value for c in at.caption)
     use = [b for b in at.button if b.key.startswith("picture-use-")]
     assert use and all(b.disabled and "Only curators" in b.help for b in use)
+    at = tool(at, "replace")
     assert at.text_input(key="replace_find").disabled and at.text_input(key="replace_with").disabled
-    assert button(at, "pictures-legends").disabled
+    assert button(tool(at, "legends"), "pictures-legends").disabled
     # A curator's page still open after the role was taken away: the controls reach the callbacks, which refuse.
     at = pictures_view(as_user("pages/review.py", CURATOR))
     at.secrets["curation"] = {"curators": [], "viewers": [CURATOR]}
     at = click(at, f"picture-use-legend-card-{engraving}")
     assert refused(at)
-    at = click(pictures_view(as_user("pages/review.py", CURATOR)), "pictures-legends")
+    at = click(tool(pictures_view(as_user("pages/review.py", CURATOR)), "legends"), "pictures-legends")
     at.secrets["curation"] = {"curators": [], "viewers": [CURATOR]}
     assert refused(click(at, "pictures-legends-confirm"))
     at = replace_form(pictures_view(as_user("pages/review.py", CURATOR)), "Lady", "Gent")
@@ -209,9 +217,9 @@ def test_a_viewer_sees_the_captions_and_cannot_change_one(db):
 
 def test_the_caption_jobs_panel_is_in_the_pictures_view_and_a_running_job_in_the_sidebar(db):
     with_pictures(db, pages=1)
-    at = pictures_view()
-    assert "Captions by a model" in [e.label for e in at.expander]
-    assert "The captioning model is not installed in" in texts(at)
+    at = tool(pictures_view(), "model")
+    assert "**The captioning model is not installed** in" in texts(at)  # said before Start
+    assert [b.label for b in at.button if b.key == "caption_start"] == ["Start"]
     with Manifest(db) as manifest:
         job_id = manifest.start_job(KIND, {})  # this process stands in for the caption job
         manifest.update_job(job_id, done=3, total=8)
@@ -240,3 +248,46 @@ def test_the_export_preview_shows_the_caption_each_picture_gets(tmp_path, monkey
     assert previewed_captions() == ["ohwx, engraving, A WET DAY.", "ohwx, engraving"]  # the legend first
     click(pictures_view(), f"picture-use-auto_caption-card-{engraving}")
     assert previewed_captions() == ["ohwx, engraving, a lady with an umbrella", "ohwx, engraving"]  # yours wins
+
+
+def test_a_wrong_legend_is_switched_off_kept_shown_and_undone(db):
+    engraving, _ = with_words(db)
+    at = click(pictures_view(), f"picture-open-{engraving}")
+    at = click(at, f"picture-switch-legend-{engraving}")  # "No legend"
+    with Manifest(db) as manifest:
+        assert manifest.picture(engraving)["no_legend"] == 1
+    assert any("switched off" in str(t.value) for t in at.toast)
+    assert "Printed legend, switched off: ~~THE <b>NEW</b> BONNET" in texts(at)  # shown struck out
+    hint = next(t for t in at.text_input if t.key.startswith(f"picture-caption-card-{engraving}-"))
+    assert hint.placeholder.startswith("a lady in a")  # the caption it gets now: the model's, not the legend
+    assert button(at, f"picture-switch-legend-{engraving}").label == "Use it again"
+    undo(at)
+    with Manifest(db) as manifest:
+        assert manifest.picture(engraving)["no_legend"] == 0
+
+
+def test_the_kind_is_suggested_and_the_curator_changes_it(db):
+    engraving, _ = with_words(db)
+    with Manifest(db) as manifest:
+        manifest.conn.execute("UPDATE pictures SET kind_suggested = 'engraving'")
+        manifest.conn.commit()
+    at = click(pictures_view(), f"picture-open-{engraving}")
+    kind = next(s for s in at.selectbox if s.key.startswith(f"picture-kind-{engraving}-"))
+    assert kind.value is None and kind.format_func(None) == "Engraving (suggested)"
+    kind.set_value("cartoon")
+    at = ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.picture(engraving)["kind"] == "cartoon"
+    assert any("is a cartoon" in str(t.value) for t in at.toast)
+
+
+def test_a_failed_caption_job_is_said_once_above_start(db):
+    with_pictures(db, pages=1)
+    with Manifest(db) as manifest:
+        job_id = manifest.start_job(KIND, {})
+        manifest.finish_job(job_id, "failed", "the model could not be downloaded: no internet.")
+    at = tool(pictures_view(), "model")
+    (failed,) = [e.value for e in at.error if "Captioning failed" in e.value]
+    assert "no internet. The log is in" in failed and ".." not in failed  # one full stop
+    said = [getattr(e, "value", getattr(e, "label", "")) for e in at.main]
+    assert said.index(failed) < next(n for n, e in enumerate(at.main) if getattr(e, "key", None) == "caption_start")

@@ -179,3 +179,36 @@ def test_past_a_screen_s_edge_the_focus_goes_on_to_the_next_screen_and_back(tmp_
         page.get_by_role("dialog").get_by_text(page_label(cards(page)[0])).wait_for()
         assert focused(page) == 0
         no_exception(page)
+
+
+def test_after_a_click_on_a_filter_the_keys_still_move_the_cards(review):
+    page, db = review
+    filters = page.locator(".st-key-decision")
+    filters.get_by_role("radio", name="Kept").click()
+    settle(page)
+    filters.get_by_role("radio", name="All pages").click()  # the browser's focus is on the filter's first option
+    settle(page)
+    assert page.evaluate("document.activeElement.innerText") == "All pages"
+    address = page.url
+    press(page, "ArrowRight", focus=1)  # the cards move, not the focus along the filter's buttons
+    press(page, "ArrowRight", focus=2)
+    press(page, "Enter")  # opens the card, does not switch the filter
+    page.get_by_role("dialog").get_by_text(page_label(cards(page)[2])).wait_for()
+    assert page.url == address
+    press(page, "Escape")
+    page.get_by_role("dialog").wait_for(state="detached")
+    page.get_by_text("Outline the pictures").click()  # a toggle clicked: the keys still move the cards
+    settle(page)
+    press(page, "ArrowLeft", focus=1)
+    page.locator(".st-key-sort").scroll_into_view_if_needed()  # a list opened while scrolling closes at once
+    page.wait_for_timeout(300)
+    page.locator(".st-key-sort").get_by_role("button", name="Open").click()  # a select open: its keys...
+    page.get_by_role("option").nth(1).click()
+    settle(page)
+    start = focused(page)
+    press(page, "ArrowRight", focus=start + 1)  # ...an option chosen: the cards' again
+    page.locator("[class*='st-key-caption-'] input").first.click()  # typing in a text box keeps its keys
+    page.keyboard.type("a")
+    page.keyboard.press("ArrowLeft")
+    settle(page)
+    assert focused(page) == start + 1 and overrides(db) == []

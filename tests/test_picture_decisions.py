@@ -84,7 +84,7 @@ def test_stored_decisions_and_counts_follow_every_change_and_its_undo(manifest):
         manifest.undo()
         check()
     assert manifest.picture(added)["deleted"] == 1  # an added picture undone is deleted, not dropped
-    assert pv.filter_counts(manifest, None) == {**before, "deleted": 1}
+    assert pv.filter_counts(manifest, None) == {**before, "deleted": 1, "all": before["all"] + 1}  # shown dim in All
 
 
 def test_stored_decisions_follow_the_settings_a_rescore_and_the_model(manifest):

@@ -70,8 +70,9 @@ def test_each_decision_filter_and_its_count(manifest, doc):
     manifest.set_picture_captions([(picture[(0, 1)], "A WET DAY.")])
     scored(manifest, doc, 0, [])  # the engraving is no longer found: kept, for its caption
     counts = pv.filter_counts(manifest, None)
-    # The engraving no longer found still counts by the rule, as the export counts it.
-    assert counts == {"all": 3, "kept": 2, "excluded": 1, "overridden": 1, "duplicates": 0, "gone": 1, "deleted": 1}
+    # The engraving no longer found still counts by the rule, as the export counts it; All shows the deleted one
+    # too (dim), neither kept nor excluded.
+    assert counts == {"all": 4, "kept": 2, "excluded": 1, "overridden": 1, "duplicates": 0, "gone": 1, "deleted": 1}
     for decision, count in counts.items():
         rows = every_screen(manifest, pv.PictureFilter(decision))
         assert len(rows) == count, decision
@@ -314,3 +315,26 @@ def test_a_sorted_screen_of_few_pictures_among_many_is_found_past_the_first_ones
     assert [r["box_area"] for r in kept] == [PLATE[4]] * 13 + [ENGRAVING[4], NEAR_CUT[4]]
     mine = every_screen(manifest, pv.PictureFilter("all", doc_id=doc), sort="unsure", limit=2)
     assert [r["box_area"] for r in mine] == [NEAR_CUT[4], ENGRAVING[4], STOCK_CUT[4], STOCK_CUT[4], PLATE[4]]
+
+
+def test_a_deleted_picture_says_deleted_once_and_a_smaller_box_says_what_it_changed(manifest, doc):
+    picture = ids(manifest, doc)
+    manifest.delete_picture(picture[(2, 1)])
+    deleted = dict(manifest.picture(picture[(2, 1)]))
+    assert pv.status_words(deleted) == "deleted"  # a card: no badge beside it
+    assert pv.status_words(deleted, badge=True) == ""  # the large view: its badge says it
+    before = dict(manifest.picture(picture[(0, 1)]))
+    assert pv.decision_of(before) == "kept"
+    manifest.set_picture_box(before["id"], [before["bx0"], before["by0"], before["bx0"] + 100, before["by0"] + 100])
+    after = dict(manifest.picture(before["id"]))
+    assert pv.decision_change(before, after) == "excluded now, no longer kept: its box is 0.48 sq in (under the " \
+                                                "picture cutoff)"
+    assert pv.decision_change(after, after) is None
+
+
+def test_a_drag_draws_a_box_or_moves_the_grabbed_corner():
+    box = [100, 100, 400, 300]
+    assert pv.dragged_box(box, (50, 60), (200, 250), grab=10) == [50, 60, 200, 250]  # away from the corners: new
+    assert pv.dragged_box(box, (395, 305), (500, 350), grab=10) == [100, 100, 500, 350]  # bottom right moved
+    assert pv.dragged_box(box, (104, 296), (150, 400), grab=10) == [150, 100, 400, 400]  # bottom left moved
+    assert pv.dragged_box(None, (395, 305), (500, 350), grab=10) == [395, 305, 500, 350]  # adding: always new

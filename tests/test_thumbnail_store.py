@@ -31,9 +31,11 @@ def scored_keys(manifest):
     return [(row["doc_id"], row["page"]) for row in manifest.pages()]
 
 
-def stored_files(db):
+def stored_files(db, pictures: bool = False):
+    """The pages' thumbnail files beside the manifest `db`; with `pictures`, its pictures' cards instead."""
     folder = thumbnail_store.folder_of(db)
-    return sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*.jpg")) if folder.exists() else []
+    files = sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*.jpg")) if folder.exists() else []
+    return [name for name in files if ("-picture-" in name) == pictures]
 
 
 @pytest.mark.parametrize("store", list(thumbnail_store.STORES))
@@ -48,13 +50,20 @@ def test_each_store_round_trips_through_ingest_and_the_views(tmp_path, pdfs, sto
         sha256 = manifest.documents()[0]["sha256"]
         stored = views.thumbnails(manifest, keys)
         drawn = views.thumbnails(manifest, keys, draw_missing=True)
-    files = stored_files(db)
+        pictures = list(manifest.picture_rows())
+        cards_in_table = manifest.conn.execute("SELECT COUNT(*) FROM picture_thumbnails").fetchone()[0]
+        cards = manifest.picture_cards(pictures)
+    files, card_files = stored_files(db), stored_files(db, pictures=True)
+    assert pictures  # the pictures' cards go where the pages' thumbnails go
     if store == "none":
         assert (in_table, files, stored) == (0, [], {})
+        assert (cards_in_table, card_files, cards) == (0, [], {})
     else:
         assert set(stored) == set(keys) and all(jpeg[:2] == JPEG for jpeg in stored.values())
         assert in_table == (3 if store == "sqlite" else 0)
         assert files == ([f"{sha256}/{n}.jpg" for n in range(3)] if store == "folder" else [])
+        assert set(cards) == {row["id"] for row in pictures} and all(jpeg[:2] == JPEG for jpeg in cards.values())
+        assert (cards_in_table, len(card_files)) == ((len(pictures), 0) if store == "sqlite" else (0, len(pictures)))
     # Whatever the store, a page with its PDF at hand shows a thumbnail.
     assert set(drawn) == set(keys) and all(jpeg[:2] == JPEG for jpeg in drawn.values())
 
@@ -88,7 +97,7 @@ def test_the_setting_survives_a_rerun_and_rescore_follows_a_change(tmp_path, pdf
         assert len(views.thumbnails(manifest, keys)) == 5
     # ...and a rescore puts each page's thumbnail in the store set now, and only there.
     run("rescore", "--db", db, "--all", "--workers", 1, "-q")
-    assert stored_files(db) == []
+    assert stored_files(db) == [] and stored_files(db, pictures=True) == []
     with Manifest(db) as manifest:
         assert manifest.conn.execute("SELECT COUNT(*) FROM thumbnails").fetchone()[0] == 5
         assert len(views.thumbnails(manifest, keys)) == 5

@@ -21,3 +21,21 @@ def best_caption(caption: str | None, legend: str | None, auto_caption: str | No
     """The curator's caption, else the legend, else the model's caption (None when all are blank)."""
     source = caption_source(caption, legend, auto_caption)
     return None if source is None else {"caption": caption, "legend": legend, "auto_caption": auto_caption}[source]
+
+
+def _get(row, name: str):
+    return row[name] if name in row.keys() else None
+
+
+def counted_sources(row) -> tuple[str | None, str | None, str | None]:
+    """A picture row's caption, legend and model caption as they count for what it shows and exports: a
+    legend or model caption the curator switched off ("no legend": it is wrong) counts as none, so clearing
+    the caption never brings a wrong legend back."""
+    legend = None if _get(row, "no_legend") else row["legend"]
+    auto_caption = None if _get(row, "no_auto_caption") else row["auto_caption"]
+    return row["caption"], legend, auto_caption
+
+
+def kind_of(row) -> str | None:
+    """A picture's kind: the curator's, else the analysis's suggestion (None before pictures had kinds)."""
+    return _get(row, "kind") or _get(row, "kind_suggested")

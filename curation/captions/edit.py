@@ -26,7 +26,7 @@ import regex
 from ..manifest.rules import KEEP_SQL, PICTURE_KEEP_SQL
 from ..manifest.store import Manifest
 from ..sources.page_numbers import page_number
-from .best import caption_source
+from .best import caption_source, counted_sources
 
 COPY_SOURCES = ("legend", "auto_caption")  # what may be copied into a caption
 # A picture the export writes: it is kept, and so is its page.
@@ -180,7 +180,7 @@ def preview(manifest: Manifest, find: str, replacement: str, pictures: Pictures 
     changes, searched = [], 0
     for row in pictures.rows(manifest):
         searched += 1
-        source = caption_source(row["caption"], row["legend"], row["auto_caption"]) if shown else "caption"
+        source = caption_source(*counted_sources(row)) if shown else "caption"  # a legend switched off: none
         old = row[source] if source else None
         if old is None or (edited := replace(old)) == old:
             continue

@@ -35,10 +35,13 @@ from .common import cli, db_option, open_manifest, page_timeout_option, run_job,
 @click.option("--class", "class_word", default="engraving", show_default=True,
               help="The class word: what the images show.")
 @click.option("--template", default="{trigger}, {class}, {best_caption}", show_default=True,
-              help="Caption of every image. Placeholders: {trigger}, {class}, {best_caption} (the curator's "
+              help="Caption of every image. Placeholders: {trigger}, {class}, {kind} (the picture's: engraving, "
+                   "woodcut, halftone, cartoon, map or diagram, the curator's else suggested), {best_caption} "
+                   "(the curator's "
                    "caption, else the printed legend, else the captioning model's), {caption} (the curator's: "
                    "the picture's, else its page's, from the Review page; empty if none), {legend} (the legend "
-                   "printed with the picture, read by OCR), {auto_caption} (the captioning model's), {doc} "
+                   "printed with the picture, read by OCR; empty where Review switched it off), {auto_caption} (the "
+                   "captioning model's, likewise), {doc} "
                    "(file name), {page} (from 1), {picture} (--crop pictures: the picture's number on its page, "
                    "empty for a whole page). A whole page takes the legend and model caption of its largest "
                    "kept picture. Empty parts drop out with their comma.")

@@ -13,7 +13,8 @@ PAGE_COLUMNS = ["doc", "page", "sigma", "width", "height", "keep", "decided_by",
                 "sigma_content", "ink_tone", "ink_coverage", "picture_area", "picture_count", "picture_share",
                 "text_height", "suggestion", "confidence", "duplicate_group"]
 PICTURE_COLUMNS = ["doc", "page", "picture", "x0", "y0", "x1", "y1", "area", "keep", "decided_by", "override", "found",
-                   "caption", "score"]
+                   "caption", "kind", "kind_by", "legend", "legend_confidence", "no_legend", "auto_caption",
+                   "auto_caption_model", "no_auto_caption", "score"]
 
 
 @cli.command()
@@ -84,7 +85,11 @@ def pictures(db, fmt, threshold, rule):
     fractions of the page's width and height, the curator's where redrawn), area (square inches), keep
     (whether `export --crop pictures` writes it: its page is kept and so is the picture), decided_by
     (override, page: its page is excluded, added, deleted or threshold), override (the curator's decision
-    on it: include, exclude or auto), found (whether the scorer still finds it), caption, and score (the
+    on it: include, exclude or auto), found (whether the scorer still finds it), caption (the curator's),
+    kind (engraving, woodcut, halftone, cartoon, map or diagram; kind_by: "curator", or "suggested" by the
+    analysis, a suggestion only), legend (the printed legend read by OCR) with legend_confidence (0-1),
+    no_legend (the curator switched it off: never shown nor exported), auto_caption and auto_caption_model
+    (a captioning model's caption and its name), no_auto_caption (switched off likewise) and score (the
     learned verdict's probability that it is a picture, where `ingest --pictures learned` found it)."""
     from ..manifest.views import picture_rows
 

@@ -29,7 +29,7 @@ DECISIONS = {"include": True, "exclude": False, "auto": None}  # an override, No
 ZOOMS = (1.0, 1.5, 2.0, 3.0, 4.0)  # the large view's image: times its fitted width
 
 HELP = ("Keys: ← → or j k move, ↑ ↓ a row · i include · e exclude · a auto (the rule) · Enter opens · "
-        "Esc closes · z undoes · in the large view ← → previous and next, + − zoom")
+        "Esc closes · z undoes · Space (held) enlarges · in the large view ← → previous and next, + − zoom")
 
 
 def action(key: str, large_view: bool = False) -> str | None:

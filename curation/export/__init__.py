@@ -7,8 +7,8 @@ output needs: the embedded scan decoded reduced, or a render), `geometry` and `s
 or its picture; square pad/crop/stretch or SDXL buckets, Lanczos-3 by fast_image_resize, JPEG), `captions` (the template),
 `layouts` (kohya, folder, diffusers; provenance and settings), `zipwriter` (deterministic, streamed,
 renamed into place when complete), `worker` (one page in, one JPEG out), `job` (the run, its workers
-and its progress in the manifest) and `preview` (every image as exported, a screen at a time, and the ZIP's size,
-for the app).
+and its progress in the manifest), `preview` (every image as exported, a screen at a time, and the ZIP's size,
+for the app) and `card` (a picture's card in Review: its exported crop at a card's size, and its suggested kind).
 """
 
 from .geometry import crop_box, nearest_bucket, plan_image, sdxl_buckets

@@ -2,8 +2,10 @@
 
 A picture has three captions: the curator's (`{caption}`: the picture's, else its page's), its printed
 legend read by OCR (`{legend}`) and a captioning model's (`{auto_caption}`); `{best_caption}` is the first
-of them that is not empty, the curator's winning (curation.captions.best). A whole-page image takes the
-legend and the model's caption of its page's largest kept picture.
+of them that is not empty, the curator's winning (curation.captions.best); a legend or model caption the curator
+switched off ("no legend") is empty. `{kind}` is the picture's kind (the curator's, else the analysis's
+suggestion: engraving, woodcut, halftone, cartoon, map, diagram). A whole-page image takes the legend, model
+caption and kind of its page's largest kept picture.
 
 Trainers read a caption file's first line only (sd-scripts) or the whole file as one prompt, so a
 caption is always one line. Parts a page leaves empty (no per-page caption yet) vanish with their
@@ -19,7 +21,8 @@ import string
 from ..captions.best import best_caption
 from ..sources.page_numbers import page_number
 
-PLACEHOLDERS = ("trigger", "class", "best_caption", "caption", "legend", "auto_caption", "doc", "page", "picture")
+PLACEHOLDERS = ("trigger", "class", "kind", "best_caption", "caption", "legend", "auto_caption", "doc", "page",
+                "picture")
 # A caption is a prompt: CLIP reads 77 tokens of it (225 in sd-scripts' long mode), so 2,000 characters is far
 # past any use; a longer one is refused rather than written into every caption file and the manifest.
 MAX_CAPTION_CHARS = 2_000
@@ -56,13 +59,14 @@ def template_fields(template: str) -> list[str]:
 
 def render_caption(template: str, *, trigger: str, class_word: str, caption: str | None = None,
                    legend: str | None = None, auto_caption: str | None = None,
-                   doc: str = "", page: int = 0, picture: int | str = "") -> str:
+                   doc: str = "", page: int = 0, picture: int | str = "", kind: str | None = None) -> str:
     """The caption for one image, on one line. `picture`: its 1-based number on the page (crop
-    "pictures"), empty for a whole page."""
+    "pictures"), empty for a whole page; `kind` the picture's (engraving, halftone, ...), empty if unknown."""
     texts = {"caption": caption, "legend": legend, "auto_caption": auto_caption,
              "best_caption": best_caption(caption, legend, auto_caption)}
     template_fields(template)  # names only: a width or a conversion is refused before it is filled in
-    text = template.format(trigger=trigger, doc=doc, page=page, picture=picture, **{"class": class_word},
+    text = template.format(trigger=trigger, doc=doc, page=page, picture=picture, kind=kind or "",
+                           **{"class": class_word},
                            **{name: one_line(value or "") for name, value in texts.items()})
     parts = [one_line(part) for part in text.split(",")]
     line = ", ".join(part for part in parts if part)
@@ -82,4 +86,4 @@ def caption_for(item, settings) -> str:
     return render_caption(settings.template, trigger=settings.trigger, class_word=settings.class_word,
                           caption=item.caption, legend=item.legend, auto_caption=item.auto_caption,
                           doc=pathlib.PurePath(item.doc).stem, page=page_number(item.page),
-                          picture="" if item.picture is None else item.picture)
+                          picture="" if item.picture is None else item.picture, kind=item.kind)

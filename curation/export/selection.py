@@ -10,6 +10,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from ..captions.best import counted_sources, kind_of
 from ..manifest.store import Manifest
 from ..sources.page_numbers import page_number
 
@@ -43,6 +44,7 @@ class Item:
     legend: str | None = None
     auto_caption: str | None = None
     auto_caption_model: str | None = None
+    kind: str | None = None  # the picture's kind (the curator's, else suggested), for the template's {kind}
     method: str | None = None  # how ingest read the page: "jpeg" (one plain JPEG covering it) or a render
 
 
@@ -135,8 +137,10 @@ def with_caption_sources(items: list[Item], pictures: dict[tuple[int, int], list
         if row is None:
             filled.append(item)
             continue
+        _, legend, auto_caption = counted_sources(row)  # a legend switched off is never exported
         filled.append(dataclasses.replace(
-            item, legend=row["legend"], auto_caption=row["auto_caption"], auto_caption_model=row["auto_caption_model"],
+            item, legend=legend, auto_caption=auto_caption,
+            auto_caption_model=row["auto_caption_model"] if auto_caption else None, kind=kind_of(row),
             caption=item.caption if item.picture is not None else item.caption or row["caption"]))
     return filled
 

@@ -25,7 +25,8 @@ USER_VARIABLE = "CURATION_USER"  # who a job started from the app runs for (the 
 ISSUER_VARIABLE, SUBJECT_VARIABLE = "CURATION_USER_ISSUER", "CURATION_USER_SUBJECT"
 PAGE_FIELDS = ("override", "caption")
 # A picture's changes carry its page (doc_id, page) and its id as `name` (curation.manifest.pictures).
-PICTURE_FIELDS = ("picture_override", "picture_caption", "picture_deleted", "picture_box")
+PICTURE_FIELDS = ("picture_override", "picture_caption", "picture_deleted", "picture_box", "picture_kind",
+                  "picture_no_legend", "picture_no_auto_caption")
 JOB_KINDS = ("ingest", "export", "sample")
 UNDOABLE = ("override", "caption", "setting", "picture")
 SETTING_WORDS = {"threshold": "σ cutoff", "picture_area_min": "picture cutoff", "page_timeout": "page time limit",
@@ -119,8 +120,13 @@ CURRENT_SQL = {
     "picture_deleted": "(SELECT x.deleted FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
     "picture_box": "(SELECT CASE WHEN x.fx0 IS NOT NULL THEN json_array(x.fx0, x.fy0, x.fx1, x.fy1) END "
                    "FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
+    "picture_kind": "(SELECT x.kind FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
+    "picture_no_legend": "(SELECT x.no_legend FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
+    "picture_no_auto_caption": "(SELECT x.no_auto_caption FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
 }
-PICTURE_COLUMNS = {"picture_override": "keep", "picture_caption": "caption", "picture_deleted": "deleted"}
+PICTURE_COLUMNS = {"picture_override": "keep", "picture_caption": "caption", "picture_deleted": "deleted",
+                   "picture_kind": "kind", "picture_no_legend": "no_legend",
+                   "picture_no_auto_caption": "no_auto_caption"}
 
 
 def record_pages(conn: sqlite3.Connection, action: int, field: str, keys_table: str, new) -> None:
@@ -173,6 +179,8 @@ def _value(field: str, value):
         return {1: "include", 0: "exclude"}.get(value, "auto")
     if field == "picture_deleted":
         return {1: "deleted", 0: "present"}.get(value)
+    if field in ("picture_no_legend", "picture_no_auto_caption"):
+        return {1: "switched off", 0: "used"}.get(value)
     return value
 
 
@@ -303,6 +311,9 @@ PICTURE_VERBS = {  # field: {new value (None: any): (verb for one, verb for many
     "picture_caption": {None: "captioned"},
     "picture_deleted": {1: "deleted", 0: "added"},
     "picture_box": {None: "redrew the box of"},
+    "picture_kind": {None: "set the kind of"},
+    "picture_no_legend": {1: "switched off the legend of", 0: "switched on the legend of"},
+    "picture_no_auto_caption": {1: "switched off the model's caption of", 0: "switched on the model's caption of"},
 }
 
 

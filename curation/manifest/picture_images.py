@@ -1,10 +1,13 @@
-"""What the Pictures view draws: a card's crop of its picture, cut from the page's stored thumbnail, and the
-large view's page with every box numbered, zoomed around the open picture, where two clicks make a box.
+"""What the Pictures view draws: a card's picture, and the large view's page with every box numbered, zoomed
+around the open picture, where a drag draws a box.
 
-A crop from the thumbnail takes 1-4 ms, where drawing it from the PDF took 30 ms a picture on a real 300-dpi
-front page (1.4 s for a screen of 48) and the page thumbnail itself 80 ms. The crop is small (a picture a
-third of the page is 85 pixels of the 256-pixel thumbnail), so the large view draws the whole page from its
-PDF, on demand and kept for the next few (0.4 s at 1,400 pixels, curation.manifest.views.render_page).
+A card shows the picture as the export crops it (curation.export.card), cut when the picture was found and
+kept like the page thumbnails (curation.manifest.picture_thumbnails): reading a screen of them costs what
+reading page thumbnails does. A card missing (a box added or redrawn elsewhere, a manifest ingested before
+cards were kept, the store `none`) is drawn from the PDF (30 ms a picture on a real 300-dpi front page) and
+kept; without the PDF it is cut from the page's thumbnail, small and soft, as before. The large view draws the
+whole page from its PDF, on demand and kept for the next few (0.4 s at 1,400 pixels,
+curation.manifest.views.render_page).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import PIL.ImageDraw
 from .pictures import PictureError
 from .store import Manifest
 from .views import OUTLINE_COLOUR, thumbnails
-from .views.images import open_jpeg
+from .views.images import draw_cards, open_jpeg
 
 CROP_SIDE = 200  # pixels: a card's square crop, enough for the widest card of the grid
 CROP_MARGIN = 0.03  # of the page's width: a little of the page around the box, to see what the box cut
@@ -55,11 +58,13 @@ def crop(image: bytes, box: Sequence[float], page_width: int, page_height: int, 
 
 
 def crops(manifest: Manifest, rows: Iterable[dict]) -> dict[int, bytes]:
-    """Each picture's crop by id, cut from its page's thumbnail (drawn from the PDF when none is stored and
-    the PDF is at hand, as views.thumbnails does); pictures whose page has no image are absent."""
+    """Each picture's card by id: the kept one cut for its box as it is now, else drawn from the PDF (and
+    kept), else cut from its page's thumbnail; pictures whose page has no image are absent."""
     rows = list(rows)
+    cut = manifest.picture_cards(rows)
+    cut.update(draw_cards(manifest, [row for row in rows if row["id"] not in cut]))
+    rows = [row for row in rows if row["id"] not in cut]
     pages = thumbnails(manifest, {(row["doc_id"], row["page"]) for row in rows}, draw_missing=True)
-    cut = {}
     for row in rows:
         thumb = pages.get((row["doc_id"], row["page"]))
         if thumb and row["width"] and row["height"]:
@@ -155,3 +160,20 @@ def box_from_clicks(first: Sequence[float], second: Sequence[float], shown_width
     by default), as a box in reference pixels."""
     region = region or (0, 0, page_width, 0)
     return box_of_corners(page_point(first, shown_width, region), page_point(second, shown_width, region))
+
+
+CORNER_GRAB = 0.03  # of the shown region's width: a drag starting this near a corner of the box moves that corner
+
+
+def dragged_box(box: Sequence[float] | None, start: Sequence[float], end: Sequence[float], grab: float) -> list[int]:
+    """The box a drag from `start` to `end` (reference pixels) draws: with the open picture's `box` given, a drag
+    from within `grab` of one of its corners moves that corner (the opposite one stays), so a box is adjusted
+    without drawing it again; any other drag is a new box from corner to corner."""
+    if box is not None:
+        x0, y0, x1, y1 = box[:4]
+        corners = [(x0, y0, x1, y1), (x1, y0, x0, y1), (x0, y1, x1, y0), (x1, y1, x0, y0)]  # grabbed, then opposite
+        distance, opposite = min((max(abs(start[0] - cx), abs(start[1] - cy)), (ox, oy))
+                                 for cx, cy, ox, oy in corners)
+        if distance <= grab:
+            return box_of_corners(opposite, end)
+    return box_of_corners(start, end)

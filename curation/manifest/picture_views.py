@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 from . import picture_decisions
 from .picture_images import (CROP_SIDE, OUTLINE_COLOUR, OUTLINE_MIN_WIDTH, SELECTED_COLOUR, box_from_clicks,  # noqa: F401
-                             box_of_corners, crop, crops, numbered_outline, page_point, zoom_region, zoomed)
-from .pictures import PictureError  # noqa: F401 (the view's callers catch it)
+                             CORNER_GRAB, box_of_corners, crop, crops, dragged_box, numbered_outline, page_point,
+                             zoom_region, zoomed)
+from .pictures import KINDS, PictureError  # noqa: F401 (the view's callers use them)
 from .rules import EXPORTED_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL
 from .store import Manifest, now
-from .views import decision_params
+from .views import decision_params, square_inches
 
 FROM_SQL = "FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page JOIN documents d ON d.id = x.doc_id"
 # Joined only when a query reads them (by alias): every join costs a lookup per picture.
@@ -40,9 +41,9 @@ DECISIONS = {
 }
 DECISION_HELP = ("Overridden: included, excluded, added or redrawn by a curator. Not found any more: the last "
                  "scoring no longer finds the picture, kept because a curator worked on it. Deleted pictures "
-                 "are shown only under Deleted.")
+                 "show dim under All pictures, and alone under Deleted.")
 DECISION_SQL = {
-    "all": "NOT x.deleted",
+    "all": "1",  # deleted ones too, shown dim: a curator sees what was deleted where it was
     "kept": f"NOT x.deleted AND {EXPORTED_SQL}",
     "excluded": f"NOT x.deleted AND NOT {EXPORTED_SQL}",
     "overridden": "NOT x.deleted AND (x.keep IS NOT NULL OR x.added OR x.fx0 IS NOT NULL)",
@@ -161,13 +162,13 @@ def _stored_counts(manifest: Manifest, doc_id: int | None) -> dict[str, int]:
         f"SELECT COUNT(*) FROM duplicates g CROSS JOIN pictures x ON x.doc_id = g.doc_id AND x.page = g.page "
         f"WHERE x.exported IS NOT NULL AND NOT x.deleted AND x.doc_id IN ({LIVE_DOCUMENTS}) {mine}",
         params).fetchone()[0]
-    return _with_excluded([stored["pictures"], stored["kept"], stored["overridden"], duplicates, stored["gone"],
-                           stored["deleted"]])
+    return _with_excluded([stored["pictures"] + stored["deleted"], stored["kept"], stored["overridden"], duplicates,
+                           stored["gone"], stored["deleted"]])
 
 
 def _with_excluded(values: Sequence[int]) -> dict[str, int]:
     counts = dict(zip(COUNTED, values))
-    return {**counts, "excluded": counts["all"] - counts["kept"]}
+    return {**counts, "excluded": counts["all"] - counts["kept"] - counts["deleted"]}
 
 
 def scoring_stamp(manifest: Manifest) -> tuple:
@@ -363,12 +364,12 @@ def page_boxes(manifest: Manifest, doc_id: int, page: int) -> list[dict]:
         order="x.number")]
 
 
-def status_words(row: dict) -> str:
+def status_words(row: dict, *, badge: bool = False) -> str:
     """What a card says beside its decision, one line: deleted, its page excluded, not found any more,
-    added, redrawn."""
+    added, redrawn. With `badge`, "deleted" is left to the decision badge beside it."""
     words = []
     if row["deleted"]:
-        words.append("deleted")
+        words += [] if badge else ["deleted"]
     elif row["picture_decided_by"] == "page":
         words.append("page excluded by a curator")
     if row["rank"] is None and not row["added"]:
@@ -378,6 +379,17 @@ def status_words(row: dict) -> str:
     if row["fx0"] is not None:
         words.append("box redrawn")
     return " · ".join(words)
+
+
+def decision_change(before: dict, after: dict) -> str | None:
+    """What a redrawn box did to the picture's decision, for a person ("excluded now: its box is 1.3 sq in, under
+    the picture cutoff"); None when the decision stayed. A box made small can drop a picture silently otherwise."""
+    old, new = decision_of(before), decision_of(after)
+    if old == new:
+        return None
+    size = square_inches(after["box_area"])
+    why = " (under the picture cutoff)" if after["picture_decided_by"] == "threshold" and new == "excluded" else ""
+    return f"{new} now, no longer {old}: its box is {size}{why}"
 
 
 def decision_of(row: dict) -> str:

@@ -70,10 +70,22 @@ INDEXES = """
 MATCH_IOU = 0.5  # a new box is the same picture as an old one when they overlap this much (intersection/union)
 REFERENCE_DPI = 144  # boxes are measured at the scorer's reference resolution (curation.scoring.features)
 # What makes a picture a person's work, kept when the scorer no longer finds it.
-TOUCHED_SQL = "(keep IS NOT NULL OR caption IS NOT NULL OR fx0 IS NOT NULL OR added OR deleted)"
+TOUCHED_SQL = ("(keep IS NOT NULL OR caption IS NOT NULL OR fx0 IS NOT NULL OR added OR deleted OR kind IS NOT NULL "
+               "OR no_legend OR no_auto_caption)")
 # A page's decision reads its pictures when one is decided, added, deleted or redrawn, or no longer found.
 EDITED_SQL = "(keep IS NOT NULL OR added OR deleted OR fx0 IS NOT NULL OR rank IS NULL)"
-PICTURE_FIELDS = {"picture_override": "keep", "picture_caption": "caption", "picture_deleted": "deleted"}
+PICTURE_FIELDS = history.PICTURE_COLUMNS
+
+
+# What a picture is, for the caption's `{kind}`: the curator's word, else the analysis's suggestion.
+KINDS = ("engraving", "woodcut", "halftone", "cartoon", "map", "diagram")
+# The curator's columns beside the scorer's (schema 13), and each picture's thumbnail as the export crops it.
+MIGRATION_KINDS = """
+    ALTER TABLE pictures ADD COLUMN kind TEXT;            -- the curator's; NULL: the suggestion's
+    ALTER TABLE pictures ADD COLUMN kind_suggested TEXT;  -- the analysis's, from the picture's crop
+    ALTER TABLE pictures ADD COLUMN no_legend INTEGER NOT NULL DEFAULT 0;        -- the curator: the legend is wrong
+    ALTER TABLE pictures ADD COLUMN no_auto_caption INTEGER NOT NULL DEFAULT 0;  -- ... the model's caption is
+"""
 
 
 class PictureError(ValueError):
@@ -224,6 +236,22 @@ class PictureRows:
         """The curator's captions of many pictures as one action (blank removes); returns how many."""
         return self._edit("picture_caption", ((pid, (text or "").strip() or None) for pid, text in items))
 
+    def set_picture_kinds(self, items: Iterable[tuple[int, str | None]]) -> int:
+        """The curator's kind of many pictures as one action (None: back to the suggestion)."""
+        items = list(items)
+        for _, kind in items:
+            if kind is not None and kind not in KINDS:
+                raise PictureError(f"a picture's kind is one of {', '.join(KINDS)}, not {kind!r}")
+        return self._edit("picture_kind", items)
+
+    def set_no_legend(self, items: Iterable[tuple[int, bool]]) -> int:
+        """Switch a picture's printed legend off (True: "no legend", it is wrong) or on again; one action."""
+        return self._edit("picture_no_legend", ((pid, int(bool(off))) for pid, off in items))
+
+    def set_no_auto_caption(self, items: Iterable[tuple[int, bool]]) -> int:
+        """Switch a picture's model caption off (True) or on again; one action."""
+        return self._edit("picture_no_auto_caption", ((pid, int(bool(off))) for pid, off in items))
+
     def delete_picture(self, picture_id: int, deleted: bool = True) -> None:
         """Say a picture is not one (it is never exported); deleted=False brings it back."""
         self._edit("picture_deleted", [(picture_id, int(bool(deleted)))])
@@ -325,7 +353,8 @@ def _scorer_box(row: sqlite3.Row) -> tuple:
 
 def _touched(row: sqlite3.Row) -> bool:
     return (row["keep"] is not None or row["caption"] is not None or row["fx0"] is not None
-            or bool(row["added"]) or bool(row["deleted"]))
+            or bool(row["added"]) or bool(row["deleted"]) or row["kind"] is not None or bool(row["no_legend"])
+            or bool(row["no_auto_caption"]))
 
 
 def _fixed_box(row: sqlite3.Row) -> list[int] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 
-from . import picture_decisions, pictures
+from . import picture_decisions, picture_thumbnails, pictures
 from .rules import DEFAULT_THRESHOLD
 
 # Each entry moves the schema one version up. Never edit a released entry: append a new one.
@@ -282,6 +282,9 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE pictures ADD COLUMN score REAL;
     """,
+    # A picture's kind and the curator's "no legend" / "no model caption" (curation.manifest.pictures), and its
+    # thumbnail cut as the export crops it (curation.manifest.picture_thumbnails).
+    pictures.MIGRATION_KINDS + picture_thumbnails.MIGRATION,
 ]
 
 

@@ -14,11 +14,11 @@ import os
 import pathlib
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from ..scoring.result import PageResult
 from ..sources.page_numbers import page_number
-from . import aggregates, history, picture_decisions, pictures, thumbnail_store
+from . import aggregates, history, picture_decisions, picture_thumbnails, pictures, thumbnail_store
 from .history import now
 from .job_rows import HEARTBEAT_STALE_SECONDS, HUNG_SECONDS, JobRows, JobRunning, _pid_alive  # noqa: F401 (imported from here)
 from .rules import (DECIDED_BY_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, DEFAULT_THRESHOLD,  # noqa: F401
@@ -338,6 +338,8 @@ class Manifest(pictures.PictureRows, JobRows):
                     list(columns.values()),
                 )
                 self.set_pictures(doc_id, r.page, pictures)
+                if r.picture_cards:
+                    self._store_picture_cards(doc_id, r.page, pictures, r.picture_cards, store, folder, sha256)
                 if r.thumbnail is not None:
                     self._store_thumbnail(doc_id, r.page, r.thumbnail, store,
                                           thumbnail_store.file_of(folder, sha256, r.page) if sha256 else None)
@@ -354,6 +356,37 @@ class Manifest(pictures.PictureRows, JobRows):
             thumbnail_store.write_file(file, jpeg)
         elif file is not None:
             thumbnail_store.remove_file(file)
+
+    def _store_picture_cards(self, doc_id: int, page: int, found: list, cards: Sequence, store: str, folder,
+                             sha256: str | None) -> None:
+        """The cards ingest cut for the pictures it found (PageResult.picture_cards), kept beside the page's
+        thumbnail, and each picture's suggested kind."""
+        by_rank = {row["rank"]: row for row in self.conn.execute(
+            "SELECT id, number, rank FROM pictures WHERE doc_id = ? AND page = ? AND rank IS NOT NULL", (doc_id, page))}
+        kept = []
+        for rank, (box, card) in enumerate(zip(found, cards)):
+            row = by_rank.get(rank)
+            if row is None or card is None:
+                continue
+            self.conn.execute("UPDATE pictures SET kind_suggested = ? WHERE id = ?", (card[1], row["id"]))
+            kept.append((row["id"], page, row["number"], box[:4], card[0]))
+        if store == "folder" and sha256 is None:
+            sha256 = self.document(doc_id)["sha256"]
+        picture_thumbnails.store(self.conn, store, folder, sha256, kept)
+
+    def store_picture_cards(self, cards: Iterable[tuple]) -> None:
+        """Cards cut for pictures' boxes as the curator left them (an added or redrawn box, a manifest ingested
+        before cards were kept): (picture row as picture_rows gives it, jpeg), kept as ingest keeps its cards,
+        in one transaction."""
+        items = [(row["id"], row["page"], row["number"], (row["bx0"], row["by0"], row["bx1"], row["by1"]), jpeg,
+                  row["sha256"]) for row, jpeg in cards]
+        with self.transaction():
+            for *item, sha256 in items:
+                picture_thumbnails.store(self.conn, self.thumbnail_store, self.thumbnail_folder, sha256, [item])
+
+    def picture_cards(self, rows) -> dict[int, bytes]:
+        """The kept cards of `rows` (picture rows) cut for their box as it is now, by picture id."""
+        return picture_thumbnails.read(self.conn, self.thumbnail_folder, rows)
 
     def remove_orphan_thumbnails(self) -> int:
         """Thumbnail files of documents this manifest does not hold are deleted (see thumbnail_store)."""

@@ -118,6 +118,9 @@ def _score_and_shrink(doc, number: int, legend_languages: str | None = None, che
         result, scan = score_page_and_scan(doc, number, check_pictures)
         if legend_languages and result.status == "ok":
             result = with_legends(result, doc, legend_languages, scan)
+        # Imported here: the export's package imports this module (its workers share the memory words).
+        from ..export.card import with_picture_cards
+        result = with_picture_cards(result, doc)
     finally:
         # MuPDF caches every image it touched (up to 256 MB per process); a page is never needed twice.
         pymupdf.TOOLS.store_shrink(100)

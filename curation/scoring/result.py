@@ -18,3 +18,6 @@ class PageResult:
     error: str | None = None
     thumbnail: bytes | None = None
     features: dict | None = None  # column -> value, see curation.scoring.features
+    # Each found picture's card and suggested kind, in the order of features["pictures"] (curation.export.card);
+    # None where one could not be cut.
+    picture_cards: tuple[tuple[bytes, str] | None, ...] | None = None

@@ -8,6 +8,7 @@ import contextlib
 import functools
 import io
 import os
+import time
 from collections.abc import Iterable
 
 import PIL.Image
@@ -110,15 +111,20 @@ def picture_rows(manifest: Manifest, threshold: float | None = None, *, rule: st
     as fractions of the page (the curator's where redrawn), `area` its square inches; `keep` whether
     `export --crop pictures` writes it (its page is kept and so is the picture), `decided_by` who decided it
     (override, page, added, deleted or threshold), `override` the curator's decision on it (include,
-    exclude or auto), `found` whether the scorer still finds it, `score` the learned verdict's probability
-    that it is a picture (None where the rule-based finder found it or a curator drew it). One query,
-    streamed."""
+    exclude or auto), `found` whether the scorer still finds it, `kind` (the curator's, else the analysis's
+    suggestion; `kind_by` says which), the printed `legend` with its OCR `legend_confidence`, the model's
+    `auto_caption` and `auto_caption_model`, and whether the curator switched the legend or the model's
+    caption off (`no_legend`, `no_auto_caption`: the export then leaves it out), and `score`, the learned
+    verdict's probability that it is a picture (None where the rule-based finder found it or a curator drew
+    it). One query, streamed."""
     bound = decision_params(manifest, threshold, rule, picture_area_min)
     rows = manifest.conn.execute(
         f"SELECT d.path AS doc, x.page, x.number AS picture, {PICTURE_BOX_SQL}, p.width, p.height, "
         f"{PICTURE_AREA_SQL} AS area, ({KEEP_SQL}) AND ({PICTURE_KEEP_SQL}) AS keep, "
         f"{PICTURE_DECIDED_BY_SQL} AS decided_by, x.keep AS override, x.rank IS NOT NULL OR x.added AS found, "
-        f"x.caption, x.score FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page "
+        f"x.caption, x.kind AS kind_set, x.kind_suggested, x.legend, x.legend_confidence, x.auto_caption, "
+        f"x.auto_caption_model, x.no_legend, x.no_auto_caption, x.score "
+        f"FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page "
         f"JOIN documents d ON d.id = p.doc_id LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
         f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' ORDER BY d.path, x.page, x.number", bound)
     for row in rows:
@@ -127,6 +133,10 @@ def picture_rows(manifest: Manifest, threshold: float | None = None, *, rule: st
         yield {"doc": row["doc"], "page": row["page"], "picture": row["picture"], **box,
                "area": round(row["area"], 3), "keep": bool(row["keep"]), "decided_by": row["decided_by"],
                "override": PICTURE_OVERRIDES[row["override"]], "found": bool(row["found"]), "caption": row["caption"],
+               "kind": row["kind_set"] or row["kind_suggested"], "kind_by": _kind_by(row),
+               "legend": row["legend"], "legend_confidence": row["legend_confidence"],
+               "auto_caption": row["auto_caption"], "auto_caption_model": row["auto_caption_model"],
+               "no_legend": bool(row["no_legend"]), "no_auto_caption": bool(row["no_auto_caption"]),
                "score": row["score"]}
 
 
@@ -135,6 +145,11 @@ def open_jpeg(image: bytes) -> PIL.Image.Image:
     Pillow's JPEG reader only: a thumbnail folder's file replaced by another format (EPS would run
     Ghostscript) is refused (PIL.UnidentifiedImageError), never handed to another of Pillow's readers."""
     return PIL.Image.open(io.BytesIO(image), formats=("JPEG",))
+
+
+def _kind_by(row) -> str | None:
+    """Who said the picture's kind: the curator, the analysis (a suggestion), or nobody yet."""
+    return "curator" if row["kind_set"] else "suggested" if row["kind_suggested"] else None
 
 
 def outline_pictures(image: bytes, boxes: list[tuple], width: int | None) -> bytes:
@@ -167,6 +182,64 @@ def render_page(manifest: Manifest, doc_id: int, page: int, long_side: int = REN
     if doc is None:
         raise PageUnavailable(f"document {doc_id} is not in the manifest")
     return draw_page(doc["path"], doc["size"], page, long_side, roots=_document_roots(manifest, [doc["path"]]))
+
+
+def draw_cards(manifest: Manifest, rows: Iterable) -> dict[int, bytes]:
+    """The cards of picture `rows` (picture rows, box as the curator left it) drawn from their PDF where it is at
+    hand, by id, each kept in the manifest's store for next time (an added or redrawn box, a manifest ingested
+    before cards were kept); a picture whose PDF is not at hand is absent."""
+    rows = list(rows)
+    if not rows:
+        return {}
+    sizes = {row["id"]: row["size"] for row in manifest.conn.execute(
+        f"SELECT id, size FROM documents WHERE id IN ({', '.join(str(int(r['doc_id'])) for r in rows)})")}
+    roots = _document_roots(manifest, {row["doc"] for row in rows})
+    drawn = {}
+    minute = int(time.monotonic() // 60)  # a card that could not be drawn is tried again a minute later
+    for row in rows:
+        box = (row["bx0"], row["by0"], row["bx1"], row["by1"])
+        jpeg = _drawn_card(row["doc"], sizes.get(row["doc_id"], -1), row["sha256"], row["page"], box, row["width"],
+                           row["height"], roots, minute)
+        if jpeg is not None:
+            drawn[row["id"]] = jpeg
+    if drawn and manifest.thumbnail_store != "none":
+        manifest.store_picture_cards((row, drawn[row["id"]]) for row in rows if row["id"] in drawn)
+    return drawn
+
+
+def _drawn_card(path: str, size: int, sha256: str, page: int, box: tuple, width: int, height: int,
+                roots: tuple[str, ...], minute: int) -> bytes | None:
+    """The card, or None when its PDF cannot give it: a failure is remembered for the `minute`, so the reruns of
+    a screen whose PDFs are gone or refused do not try again and again."""
+    failure = (path, size, page, box, minute)
+    if failure in _CARDS_FAILED:
+        return None
+    try:
+        return _card(path, size, sha256, page, box, width, height, roots)
+    except PageUnavailable:
+        if len(_CARDS_FAILED) >= DRAWN_KEPT:
+            _CARDS_FAILED.clear()
+        _CARDS_FAILED.add(failure)
+        return None
+
+
+_CARDS_FAILED: set[tuple] = set()
+
+
+@functools.lru_cache(maxsize=DRAWN_KEPT)
+def _card(path: str, size: int, sha256: str, page: int, box: tuple, width: int, height: int,
+          roots: tuple[str, ...]) -> bytes:
+    """Keyed by content and box: kept in memory for the store `none`, which keeps no card on disk."""
+    from ...export.card import picture_card  # the export's package reads the manifest: imported when needed
+    try:
+        if os.stat(path).st_size != size:
+            raise PageUnavailable(f"{path} has changed since it was scored")
+        with open_document(path, roots) as pdf:
+            return picture_card(pdf, page, box, width, height)[0]
+    except PageUnavailable:
+        raise
+    except Exception as exc:  # gone, unreadable, outside the allowed folders, damaged: no card
+        raise PageUnavailable(f"{path}, page {page_number(page)}: {error_text(exc)}") from exc
 
 
 def draw_page(path: str, scored_size: int, page: int, long_side: int, quality: int = 90, roots=None) -> bytes:
