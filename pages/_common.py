@@ -239,7 +239,7 @@ def show_job(manifest: Manifest, job, show_finished: bool) -> None:
     message = escape_markdown(job["message"] or "")  # it may quote a file name or a PDF's error
     finished = (job["finished_at"] or "")[:19].replace("T", " ")
     if job["status"] == "done":
-        st.success(f"{title} finished {finished} UTC: {message}", icon=":material/check_circle:")
+        finished_alert(views.job_outcome(manifest, job), f"{title} finished {finished} UTC", message)
     elif job["status"] == "stopped":
         st.info(f"{title} stopped {finished} UTC. Press Start to resume where it stopped.",
                 icon=":material/pause_circle:")
@@ -249,6 +249,17 @@ def show_job(manifest: Manifest, job, show_finished: bool) -> None:
         st.error(f"{title} failed: {message or 'no reason was recorded'}. "
                  f"The job's log is in `{db_path().parent / 'logs'}`. Press Start to try again.",
                  icon=":material/error:")
+
+
+def finished_alert(outcome: str, when: str, message: str) -> None:
+    """A finished job's summary in the colour of how it went: documents that could not be read are a problem."""
+    if outcome == "error":
+        st.error(f"{when}, but no document could be read: {message}", icon=":material/error:")
+    elif outcome == "warning":
+        st.warning(f"{when} with problems: {message}. Each document's reason is in the Documents table.",
+                   icon=":material/warning:")
+    else:
+        st.success(f"{when}: {message}", icon=":material/check_circle:")
 
 
 def stop_job(job_id: int) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ..manifest.store import Manifest
 from ..runs.ingest import Failure, Scheduler, bounded_pool, process_pool, timeout_message
-from ..runs.jobs import DiskFull, JobProgress, Stopped, is_disk_full, stop_on_sigterm
+from ..runs.jobs import DiskFull, JobProgress, Stopped, is_disk_full, plural, stop_on_sigterm
 from ..sources.paths import document_roots
 from ..sources.page_numbers import page_number
 from ..sources.reader import error_text
@@ -177,10 +177,6 @@ class Export:
         if r.skipped:
             text += f"; {len(r.skipped)} kept pages could not be read (listed in export.json)"
         return text
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 
