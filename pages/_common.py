@@ -148,16 +148,32 @@ def sidebar() -> None:
                 st.caption("Not created yet: it appears with the first ingest.")
                 return
             with manifest:
-                pages = views.page_count(manifest)
-                rule = views.rule_summary(manifest.rule, manifest.threshold, manifest.picture_area_min)
-                st.caption(f"{pages:,} pages · {rule}")
-                for job in (running_job(manifest), *(manifest.running_job(kind) for kind in OTHER_JOBS)):
-                    if job is not None:
-                        unit = OTHER_JOBS.get(job["kind"], "pages")
-                        done = f"{job['done']:,}/{job['total']:,} {unit}" if job["total"] else "starting"
-                        st.caption(f":material/sync: {job_title(job)} running: {done}")
+                running = bool(running_jobs(manifest))
+            # While a job runs its line (and the page count) follow it, without rerunning the page.
+            st.fragment(sidebar_figures, run_every=POLL_SECONDS if running else None)()
         except (ManifestError, sqlite3.Error) as exc:
             st.error(f"Cannot read it: {escape_markdown(exc)}")
+
+
+def sidebar_figures() -> None:
+    """The open manifest's pages and rule, and a line for each running job with its progress. A fragment's
+    own reruns happen outside run_page: it shows its problems itself."""
+    try:
+        with open_manifest() as manifest:
+            pages = views.page_count(manifest)
+            rule = views.rule_summary(manifest.rule, manifest.threshold, manifest.picture_area_min)
+            st.caption(f"{pages:,} pages · {rule}")
+            for job in running_jobs(manifest):
+                unit = OTHER_JOBS.get(job["kind"], "pages")
+                done = f"{job['done']:,}/{job['total']:,} {unit}" if job["total"] else "starting"
+                st.caption(f":material/sync: {job_title(job)} running: {done}")
+    except (ManifestError, sqlite3.Error) as exc:
+        st.error(f"Cannot read it: {escape_markdown(exc)}")
+
+
+def running_jobs(manifest: Manifest) -> list:
+    jobs_ = (running_job(manifest), *(manifest.running_job(kind) for kind in OTHER_JOBS))
+    return [job for job in jobs_ if job is not None]
 
 
 # -- jobs -------------------------------------------------------------------------------------
