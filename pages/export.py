@@ -58,14 +58,14 @@ SHAPES = {  # label: (mode, fit, the trade-off in one line)
                      "about size², sides multiples of 64). The trainer needs bucketing on; kohya's "
                      "`dataset.toml` turns it on."),
 }
-CROPS = {  # label: (crop, the trade-off in one line)
-    "The whole page": ("page", "Text, margins and all, as scanned."),
+CROPS = {  # label: (crop, the trade-off in one line); the first is the default
+    "Each picture apart": ("pictures", "Every picture of a page its own image, cut with a small margin, so a page "
+                           "of several cuts gives several training images and no text columns. Pictures smaller than "
+                           "the picture rule's minimum size are left out; pages without a picture export whole."),
     "The picture only": ("picture", "Each page cut to its largest picture as you left it on Review (with a "
                          "small margin), so the text around a plate is left out; then shaped as above. Pages without "
                          "a picture export whole."),
-    "Each picture apart": ("pictures", "Every picture of a page its own image, cut the same way, so a page of "
-                           "several cuts gives several training images. Pictures smaller than the picture rule's "
-                           "minimum size are left out; pages without a picture export whole."),
+    "The whole page": ("page", "Text, margins and all, as scanned."),
 }
 
 
