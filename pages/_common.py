@@ -5,6 +5,7 @@ Streamlit code only; the logic it calls lives in curation/.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import pathlib
@@ -25,6 +26,20 @@ JOB_KINDS = ("sample", "ingest")
 OTHER_JOBS = {"export": "images", "caption": "pictures", DECIDE_JOB: "pictures"}  # in the sidebar, by what they count
 POLL_SECONDS = 1.0
 log = logging.getLogger("curation.dashboard")
+
+
+@functools.lru_cache(maxsize=1)
+def app_icon():
+    """The browser tab's icon, drawn here: a Material icon as page_icon is fetched from fonts.gstatic.com, which an
+    offline server's visitors cannot reach (the icons in the page come with Streamlit's bundled font)."""
+    from PIL import Image, ImageDraw
+
+    icon = Image.new("RGBA", (64, 64))
+    draw = ImageDraw.Draw(icon)
+    draw.rounded_rectangle((2, 2, 61, 61), radius=12, fill="#8a4b2a")  # the theme's primary colour
+    draw.polygon([(12, 18), (31, 22), (31, 50), (12, 46)], fill="#fdfbf7")  # an open book: two pages
+    draw.polygon([(33, 22), (52, 18), (52, 46), (33, 50)], fill="#fdfbf7")
+    return icon
 
 
 def db_path() -> pathlib.Path:

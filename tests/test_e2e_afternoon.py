@@ -128,3 +128,14 @@ def test_threshold_shows_the_pictures_a_cutoff_drops_beside_the_pages(browser_at
     assert metric(page, "Kept") == "6"  # no page changes...
     assert metric(page, "Pictures kept") == "6" and metric(page, "Pictures left out") == "1"  # ...but a picture goes
     assert "2.5 sq in" in main_text(page)
+
+
+def test_no_page_asks_another_host_for_anything(browser_at):
+    """An offline server's visitors reach only the server: the tab's icon came from fonts.gstatic.com."""
+    url, db, folder, page = browser_at
+    elsewhere = []
+    page.on("request", lambda request: elsewhere.append(request.url)
+            if not request.url.startswith((url, "data:", "blob:")) else None)
+    for path in ("", "ingest", "threshold", "review", "export", "vet_scanner"):
+        go(page, url, path)
+    assert elsewhere == []
