@@ -139,3 +139,34 @@ def test_no_page_asks_another_host_for_anything(browser_at):
     for path in ("", "ingest", "threshold", "review", "export", "vet_scanner"):
         go(page, url, path)
     assert elsewhere == []
+
+
+def test_deciding_pictures_by_key_leaves_no_warning_in_the_server_log(tmp_path, archive):
+    """Pressing e or i in the Pictures view (on the grid, or on a picture opened large) logged "A fragment rerun was triggered with a callback that displays
+    one or more elements": the decision's message was drawn by the callback itself."""
+    from test_e2e_pictures import FIRST_CROPS_SHOWN, cli
+
+    db = tmp_path / "data" / "manifest.sqlite"
+    cli("ingest", archive, "--db", db, "--workers", 1, "-q")
+    with Manifest(db) as manifest:
+        for row in manifest.pages():
+            manifest.add_picture(row["doc_id"], row["page"], (20, 40, row["width"] // 2, row["height"] // 3))
+    log = tmp_path / "streamlit.log"
+    with streamlit_server(log, {"CURATION_DB": str(db), "CURATION_ROOTS": str(archive)}) as (_, port), \
+            chromium() as browser:
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.set_default_timeout(30_000)
+        go(page, f"http://127.0.0.1:{port}", "review?view=Pictures")
+        page.wait_for_function(FIRST_CROPS_SHOWN)
+        for opened in (False, True):  # on the grid, then in the large view (a dialog: a fragment)
+            if opened:
+                page.keyboard.press("Enter")
+                page.get_by_role("dialog").wait_for()
+                settle(page)
+            for key, words in (("e", "Excluded picture"), ("i", "Included picture")):
+                page.keyboard.press(key)
+                page.get_by_text(words).first.wait_for()  # the decision's message, shown by the next run
+                settle(page)
+    with Manifest(db) as manifest:
+        assert [row["keep"] for row in manifest.picture_rows(where="x.keep IS NOT NULL")] == [1]
+    assert "fragment rerun was triggered" not in log.read_text()
