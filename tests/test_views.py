@@ -504,7 +504,9 @@ def test_the_rule_in_words(featured):
     assert views.rule_summary("sigma", 45, 0.03) == "σ only: σ > 45"
     assert views.rule_summary("picture", 45, 0.5) == "picture rule: a picture ≥ 0.5 sq in"
     assert views.unfeatured_count(manifest) == 1 and views.has_features(manifest)
-    assert views.square_inches(2.0) == "2 sq in" and views.square_inches(48.4) == "48 sq in"
+    assert views.square_inches(2.0) == "2 sq in" and views.square_inches(48.4) == "48.4 sq in"
+    # Never rounded up past a cutoff (kept to hundredths): 1.97 is not "2", 1.996 under a cutoff of 2 reads 1.99.
+    assert views.square_inches(1.97) == "1.97 sq in" and views.square_inches(1.996) == "1.99 sq in"
 
 
 def test_picture_boxes_are_drawn_over_the_thumbnail(featured):
