@@ -277,7 +277,7 @@ def human_size(size: int) -> str:
 
 
 def launch_button(db: pathlib.Path, args: list[str], out: pathlib.Path, count: int):
-    label = f"Export {count:,} images" + (f" (replaces {common.escape_markdown(out.name)})" if out.exists() else "")
+    label = f"Export {views.count(count, 'image')}" + (f" (replaces {common.escape_markdown(out.name)})" if out.exists() else "")
     if not st.button(label, type="primary", icon=":material/archive:", disabled=auth.locked(), help=auth.help_for()):
         return
     if not auth.require_curator():

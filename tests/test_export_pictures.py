@@ -233,3 +233,20 @@ def test_the_command_line_says_how_many_are_enlarged_and_takes_a_minimum(manifes
     assert "1 image left out: under 360 px on the short side" in result.stdout
     result = run_cli("--db", tmp_path / "manifest.sqlite", "--out", tmp_path / "bad.zip", "--min-source", "-3")
     assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def test_the_export_page_says_which_images_are_enlarged_and_takes_a_minimum_source(manifest, tmp_path, monkeypatch):
+    manifest.close()
+    monkeypatch.setenv("CURATION_DB", str(tmp_path / "manifest.sqlite"))
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.run()
+    assert not at.exception
+    figures = {m.label: m.value for m in at.metric}
+    assert figures["Images"] == "3" and figures["Enlarged"] == "2"  # all three sampled: a count, not "about"
+    notes = " ".join(c.value for c in at.caption)
+    assert notes.count("Enlarged ") == 2 and "Enlarged 2.5x from" in notes  # each enlarged preview says so
+    at.number_input(key="export_min_source").set_value(360).run()
+    assert "--min-source 360" in " ".join(texts(at.code))
+    assert "1 image left out" in " ".join(c.value for c in at.caption)
+    assert any("Left out:" in i.value and "322 px" in i.value for i in at.info)
+    assert {m.label: m.value for m in at.metric}["Enlarged"] == "1"
