@@ -366,11 +366,11 @@ def show_borderline(manifest, draft: float, trying: dict):
     st.subheader("At the edge", help="What this rule costs: the pages nearest its cut on each side, with what "
                  "decides them (an override, or the rule). Overrule them on Review.")
     below, above = STRIP_TITLES[edge.measure]
-    strip(below, edge.below, thumbs, edge.measure, expected=0)
-    strip(above, edge.above, thumbs, edge.measure, expected=1)
+    strip(below, edge.below, thumbs, edge.measure, draft, expected=0)
+    strip(above, edge.above, thumbs, edge.measure, draft, expected=1)
 
 
-def strip(title: str, rows: list[dict], thumbs: dict, measure: str, expected: int):
+def strip(title: str, rows: list[dict], thumbs: dict, measure: str, threshold: float, expected: int):
     st.markdown(f"**{title}**")
     if not rows:
         st.caption("No pages on this side.")
@@ -383,12 +383,12 @@ def strip(title: str, rows: list[dict], thumbs: dict, measure: str, expected: in
                 st.image(image, width="stretch")
             else:
                 st.caption(":grey[No thumbnail]")
-            st.caption(f"{edge_value(row, measure)}{edge_note(row, expected)}  \n"
+            st.caption(f"{edge_value(row, measure, threshold)}{edge_note(row, expected)}  \n"
                        f"{common.escape_markdown(pathlib.Path(row['doc']).stem)} p. {page_number(row['page'])}")
 
 
-def edge_value(row: dict, measure: str) -> str:
-    sigma = f"σ {row['sigma']:.1f}"
+def edge_value(row: dict, measure: str, threshold: float) -> str:
+    sigma = views.sigma_beside(row["sigma"], threshold)  # never reads as the cutoff it is not
     if measure == "picture_area":
         return f"picture {views.square_inches(row['picture_area'] or 0)} · {sigma}"
     if measure == "confidence":

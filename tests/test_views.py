@@ -507,6 +507,9 @@ def test_the_rule_in_words(featured):
     assert views.square_inches(2.0) == "2 sq in" and views.square_inches(48.4) == "48.4 sq in"
     # Never rounded up past a cutoff (kept to hundredths): 1.97 is not "2", 1.996 under a cutoff of 2 reads 1.99.
     assert views.square_inches(1.97) == "1.97 sq in" and views.square_inches(1.996) == "1.99 sq in"
+    # σ beside its cutoff: 45.04 is kept by σ > 45 and must not read "45.0"; elsewhere a tenth.
+    assert views.sigma_beside(45.04, 45) == "σ 45.04" and views.sigma_beside(44.96, 45.0) == "σ 44.96"
+    assert views.sigma_beside(45.0, 45) == "σ 45.0" and views.sigma_beside(52.345, 45) == "σ 52.3"
 
 
 def test_picture_boxes_are_drawn_over_the_thumbnail(featured):

@@ -26,7 +26,7 @@ from .model import (LEARN_JOB, learn_blocker, learn_from_overrides, learn_job, l
                     override_labels, stop_using_model, use_model)
 from .threshold import (BORDERLINE_SQL, PICTURE_CEILING, PICTURE_FLOOR, Borderline, borderline, edge_measure,
                         Histogram, histogram, otsu, picture_histogram, rule_explanation, rule_summary, sigma_range,
-                        square_inches, suggest_threshold, Suggestion)
+                        sigma_beside, square_inches, suggest_threshold, Suggestion)
 from .jobs import (count, document_rows, duration, elapsed, job_outcome, job_progress, missing_sources, next_steps, Step,
                    unreadable_documents)
 
@@ -41,6 +41,6 @@ __all__ = [
     "LEARN_JOB", "last_undoable", "latest_changes", "learn_blocker", "learn_from_overrides", "learn_job", "learned", "missing_sources",
     "model_state", "near_measure", "next_steps", "otsu", "outline_pictures", "override_count", "override_labels",
     "page_changes", "page_count", "picture_override_count", "page_rows", "picture_histogram", "picture_rows", "pictures_for", "render_page",
-    "reversed_order", "rule_explanation", "rule_summary", "sigma_range", "square_inches", "stop_using_model",
+    "reversed_order", "rule_explanation", "rule_summary", "sigma_range", "sigma_beside", "square_inches", "stop_using_model",
     "suggest_threshold", "thumbnails", "unfeatured_count", "use_model", "view_note"
 ]

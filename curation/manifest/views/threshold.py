@@ -192,6 +192,15 @@ def square_inches(area: float) -> str:
     return f"{text} sq in"
 
 
+def sigma_beside(sigma: float, cutoff: float) -> str:
+    """σ to a tenth, or to as many places as it takes not to read as the cutoff itself when it is not (σ 45.04
+    is kept by σ > 45: "45.0" would say otherwise; it reads "45.04")."""
+    places = 1
+    while places < 4 and sigma != cutoff and round(sigma, places) == round(cutoff, places):
+        places += 1
+    return f"σ {sigma:.{places}f}"
+
+
 def rule_summary(rule: str, threshold: float, picture_area_min: float) -> str:
     """The rule in a few words, for a sidebar or a header: "picture rule: a picture ≥ 2 sq in"."""
     if rule == "sigma":
