@@ -526,3 +526,16 @@ def test_picture_boxes_are_drawn_over_the_thumbnail(featured):
     assert drawn[50, x0 - 1:x0 + 2, 0].max() > 200 and drawn[50, x0 - 1:x0 + 2, 2].min() < 60  # orange edge
     assert np.abs(drawn[150, 150].astype(int) - (230, 225, 210)).max() < 8  # the page elsewhere untouched
     assert views.outline_pictures(out.getvalue(), [], width) == out.getvalue()
+
+
+def test_a_finished_ingest_is_coloured_by_its_documents_even_with_50000_of_them(manifest):
+    """The job's paths go to SQLite as one JSON list: 50,000 of them exceed its bound variables."""
+    import json
+
+    doc = manifest.register_document("ab" * 32, "/x/fake.pdf", 10)
+    manifest.set_document(doc["id"], status="not-pdf", error="not a PDF (it starts with GIF89a)")
+    many = ["/x/fake.pdf"] + [f"/y/{n}.pdf" for n in range(50_000)]
+    assert [row["path"] for row in views.unreadable_documents(manifest, many)] == ["/x/fake.pdf"]
+    assert views.job_outcome(manifest, {"kind": "ingest", "args": json.dumps({"paths": ["/x/fake.pdf"]})}) == "error"
+    assert views.job_outcome(manifest, {"kind": "ingest", "args": json.dumps({"paths": many})}) == "warning"
+    assert views.job_outcome(manifest, {"kind": "export", "args": "{}"}) == "success"

@@ -34,13 +34,9 @@ UNREADABLE = ("failed", "not-pdf", "empty", "encrypted", "outside")  # document 
 
 def unreadable_documents(manifest: Manifest, paths) -> list[sqlite3.Row]:
     """The documents at `paths` (as an ingest job lists them) that could not be read, with the reason."""
-    paths = [str(path) for path in paths]
-    if not paths:
-        return []
-    marks = ", ".join("?" * len(paths))
-    return manifest.conn.execute(
-        f"SELECT path, status, error FROM documents WHERE path IN ({marks}) AND status IN "
-        f"({', '.join(repr(s) for s in UNREADABLE)}) ORDER BY path", paths).fetchall()
+    return manifest.conn.execute(  # the paths as one JSON list: an archive may hold more than SQLite's variables
+        f"SELECT path, status, error FROM documents WHERE path IN (SELECT value FROM json_each(?)) AND status IN "
+        f"({', '.join(repr(s) for s in UNREADABLE)}) ORDER BY path", (json.dumps([str(p) for p in paths]),)).fetchall()
 
 
 def job_outcome(manifest: Manifest, job: sqlite3.Row | dict) -> str:
@@ -51,7 +47,8 @@ def job_outcome(manifest: Manifest, job: sqlite3.Row | dict) -> str:
         return "success"
     unreadable, pages_failed = manifest.conn.execute(
         f"SELECT COALESCE(SUM(status IN ({', '.join(repr(s) for s in UNREADABLE)})), 0), COALESCE(SUM(failed), 0) "
-        f"FROM documents WHERE status != 'replaced' AND path IN ({', '.join('?' * len(paths))})", paths).fetchone()
+        f"FROM documents WHERE status != 'replaced' AND path IN (SELECT value FROM json_each(?))",
+        (json.dumps(paths),)).fetchone()
     if unreadable == len(paths):
         return "error"
     return "warning" if unreadable or pages_failed else "success"
