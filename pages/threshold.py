@@ -139,7 +139,7 @@ def show_figures(manifest, draft: float, saved_threshold: float, trying: dict):
         change = now[key] - now[f"{key}_saved"]
         return fmt.format(change) if change else None
 
-    pictures = picture_views.picture_figures(manifest, draft, saved_threshold, **trying)
+    pictures = picture_figures(manifest, draft, saved_threshold, trying)
 
     def picture_delta(key):
         change = pictures[key] - pictures[f"{key}_saved"]
@@ -160,6 +160,22 @@ def show_figures(manifest, draft: float, saved_threshold: float, trying: dict):
                       delta_color="inverse", help="Pictures found but not exported (deleted ones are not counted).")
     columns[5].metric("Overrides", f"{now['overrides']:,}",
                       help="Pages a curator included or excluded on Review; no rule moves them.")
+
+
+def picture_figures(manifest, draft: float, saved_threshold: float, trying: dict) -> dict:
+    """The pictures kept and left out, counted again only when the decision, the scoring or a person's change
+    (the history's last action) moved: a rule being tried counts every picture, and this page reruns for
+    its charts' options too."""
+    last_action = manifest.conn.execute("SELECT COALESCE(MAX(id), 0) FROM history").fetchone()[0]
+    stamp = (*picture_views.scoring_stamp(manifest), last_action)
+    return counted_pictures(str(manifest.path), stamp, draft, saved_threshold, trying["rule"],
+                            trying["picture_area_min"])
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def counted_pictures(db: str, stamp: tuple, draft: float, saved_threshold: float, rule: str, share: float) -> dict:
+    with common.open_manifest() as manifest:  # `db` and `stamp` are the cache's key: which manifest, and as of when
+        return picture_views.picture_figures(manifest, draft, saved_threshold, rule=rule, picture_area_min=share)
 
 
 def save_bar(saved: tuple, trying: tuple):

@@ -262,3 +262,7 @@ def test_raising_the_picture_cutoff_shows_the_pictures_it_drops(db):
     assert figures["Kept"] == "6" and figures["Pictures kept"] == "6" and figures["Pictures left out"] == "1"
     dropped = next(m for m in at.metric if m.label == "Pictures kept")
     assert "-1" in str(dropped.proto)
+    with Manifest(db) as manifest:  # a curator's change elsewhere (Review, the CLI): counted again
+        manifest.set_picture_override(manifest.picture_by_number(1, 1, 1)["id"], False)
+    ran(at)
+    assert metrics(at)["Pictures kept"] == "5" and metrics(at)["Pictures left out"] == "2"
