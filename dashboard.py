@@ -23,7 +23,7 @@ SECTIONS = {
     ],
 }
 
-st.set_page_config(page_title="Curation dashboard", page_icon=":material/auto_stories:", layout="wide")
+st.set_page_config(page_title="Curation dashboard", page_icon=common.app_icon(), layout="wide")
 page_list = st.sidebar.container()  # first in the sidebar, filled once the person is let in
 if not auth.gate():  # the sign-in or not-allowed screen is all this session gets
     st.stop()

@@ -4,7 +4,7 @@ Dask runs as it does past one machine: `dask scheduler` and `dask worker` are se
 the coordinator's CPU (this process: planning, the Scheduler's loop, the Dask client, manifest writes)
 is measured alone. For each run: pages/s, coordinator CPU ms per page, and the manifest's bytes per
 page (thumbnails apart). Then the overhead per task: no-op tasks through the same Scheduler, wall
-and coordinator CPU per task. Ends with the scale model the README quotes.
+and coordinator CPU per task. Ends with the scale model docs/cluster.md quotes.
 
     python bench/bench_cluster.py [--docs 8] [--pages 12] [--tasks 2000] [--out bench/out/cluster]
 """
@@ -39,7 +39,7 @@ def dask_processes(workers: int, folder: pathlib.Path):
     scheduler_file.unlink(missing_ok=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    # On loopback: a plain tcp:// scheduler on another address is refused (README, Past one machine).
+    # On loopback: a plain tcp:// scheduler on another address is refused (docs/cluster.md).
     scheduler = subprocess.Popen(["dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
                                   "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(scheduler_file)], **quiet)
     worker = None

@@ -5,6 +5,7 @@ Streamlit code only; the logic it calls lives in curation/.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import pathlib
@@ -25,6 +26,20 @@ JOB_KINDS = ("sample", "ingest")
 OTHER_JOBS = {"export": "images", "caption": "pictures", DECIDE_JOB: "pictures"}  # in the sidebar, by what they count
 POLL_SECONDS = 1.0
 log = logging.getLogger("curation.dashboard")
+
+
+@functools.lru_cache(maxsize=1)
+def app_icon():
+    """The browser tab's icon, drawn here: a Material icon as page_icon is fetched from fonts.gstatic.com, which an
+    offline server's visitors cannot reach (the icons in the page come with Streamlit's bundled font)."""
+    from PIL import Image, ImageDraw
+
+    icon = Image.new("RGBA", (64, 64))
+    draw = ImageDraw.Draw(icon)
+    draw.rounded_rectangle((2, 2, 61, 61), radius=12, fill="#8a4b2a")  # the theme's primary colour
+    draw.polygon([(12, 18), (31, 22), (31, 50), (12, 46)], fill="#fdfbf7")  # an open book: two pages
+    draw.polygon([(33, 22), (52, 18), (52, 46), (33, 50)], fill="#fdfbf7")
+    return icon
 
 
 def db_path() -> pathlib.Path:
@@ -150,16 +165,32 @@ def sidebar() -> None:
                 st.caption("Not created yet: it appears with the first ingest.")
                 return
             with manifest:
-                pages = views.page_count(manifest)
-                rule = views.rule_summary(manifest.rule, manifest.threshold, manifest.picture_area_min)
-                st.caption(f"{pages:,} pages · {rule}")
-                for job in (running_job(manifest), *(manifest.running_job(kind) for kind in OTHER_JOBS)):
-                    if job is not None:
-                        unit = OTHER_JOBS.get(job["kind"], "pages")
-                        done = f"{job['done']:,}/{job['total']:,} {unit}" if job["total"] else "starting"
-                        st.caption(f":material/sync: {job_title(job)} running: {done}")
+                running = bool(running_jobs(manifest))
+            # While a job runs its line (and the page count) follow it, without rerunning the page.
+            st.fragment(sidebar_figures, run_every=POLL_SECONDS if running else None)()
         except (ManifestError, sqlite3.Error) as exc:
             st.error(f"Cannot read it: {escape_markdown(exc)}")
+
+
+def sidebar_figures() -> None:
+    """The open manifest's pages and rule, and a line for each running job with its progress. A fragment's
+    own reruns happen outside run_page: it shows its problems itself."""
+    try:
+        with open_manifest() as manifest:
+            pages = views.page_count(manifest)
+            rule = views.rule_summary(manifest.rule, manifest.threshold, manifest.picture_area_min)
+            st.caption(f"{pages:,} pages · {rule}")
+            for job in running_jobs(manifest):
+                unit = OTHER_JOBS.get(job["kind"], "pages")
+                done = f"{job['done']:,}/{job['total']:,} {unit}" if job["total"] else "starting"
+                st.caption(f":material/sync: {job_title(job)} running: {done}")
+    except (ManifestError, sqlite3.Error) as exc:
+        st.error(f"Cannot read it: {escape_markdown(exc)}")
+
+
+def running_jobs(manifest: Manifest) -> list:
+    jobs_ = (running_job(manifest), *(manifest.running_job(kind) for kind in OTHER_JOBS))
+    return [job for job in jobs_ if job is not None]
 
 
 # -- jobs -------------------------------------------------------------------------------------
@@ -241,7 +272,7 @@ def show_job(manifest: Manifest, job, show_finished: bool) -> None:
     message = escape_markdown(job["message"] or "")  # it may quote a file name or a PDF's error
     finished = (job["finished_at"] or "")[:19].replace("T", " ")
     if job["status"] == "done":
-        st.success(f"{title} finished {finished} UTC: {message}", icon=":material/check_circle:")
+        finished_alert(views.job_outcome(manifest, job), f"{title} finished {finished} UTC", message)
     elif job["status"] == "stopped":
         st.info(f"{title} stopped {finished} UTC. Press Start to resume where it stopped.",
                 icon=":material/pause_circle:")
@@ -251,6 +282,17 @@ def show_job(manifest: Manifest, job, show_finished: bool) -> None:
         st.error(f"{title} failed: {message or 'no reason was recorded'}. "
                  f"The job's log is in `{db_path().parent / 'logs'}`. Press Start to try again.",
                  icon=":material/error:")
+
+
+def finished_alert(outcome: str, when: str, message: str) -> None:
+    """A finished job's summary in the colour of how it went: documents that could not be read are a problem."""
+    if outcome == "error":
+        st.error(f"{when}, but no document could be read: {message}", icon=":material/error:")
+    elif outcome == "warning":
+        st.warning(f"{when} with problems: {message}. Each document's reason is in the Documents table.",
+                   icon=":material/warning:")
+    else:
+        st.success(f"{when}: {message}", icon=":material/check_circle:")
 
 
 def stop_job(job_id: int) -> None:

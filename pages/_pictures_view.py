@@ -349,8 +349,7 @@ def captioned(picture_id: int, key: str):
     with common.open_manifest() as manifest:
         manifest.set_picture_captions([(picture_id, text)])
         row = manifest.picture(picture_id)
-    st.toast(f"{'Caption saved for' if text else 'Caption removed from'} {picture_words(row)} · {UNDO_HINT}",
-             icon=":material/check:")
+    notify(f"{'Caption saved for' if text else 'Caption removed from'} {picture_words(row)} · {UNDO_HINT}")
 
 
 def decided(picture_id: int, key: str):
@@ -366,8 +365,13 @@ def set_override(picture_id: int, keep):
         row = manifest.picture(picture_id)
     word = {True: "Included", False: "Excluded", None: "Gave back to the rule"}[keep]
     page = "kept" if row["page_keep"] else "not kept"
-    st.toast(f"{word} {picture_words(row)}; its page is {page} · {UNDO_HINT}",
-             icon=":material/check:")
+    notify(f"{word} {picture_words(row)}; its page is {page} · {UNDO_HINT}")
+
+
+def notify(text: str) -> None:
+    """A callback's message, shown by the view's next run: a callback of the view's fragment that drew it
+    itself would draw outside the fragment (Streamlit warns of it in the server log)."""
+    st.session_state[NOTICE] = text
 
 
 def picture_words(row) -> str:
@@ -561,8 +565,7 @@ def delete(picture_id: int, deleted: bool):
     with common.open_manifest() as manifest:
         manifest.delete_picture(picture_id, deleted)
         row = manifest.picture(picture_id)
-    st.toast(f"{'Deleted' if deleted else 'Brought back'} {picture_words(row)} · {UNDO_HINT}",
-             icon=":material/check:")
+    notify(f"{'Deleted' if deleted else 'Brought back'} {picture_words(row)} · {UNDO_HINT}")
 
 
 def source_mtime(path: str) -> int:

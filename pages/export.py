@@ -17,8 +17,9 @@ import shlex
 
 import streamlit as st
 
-from curation.export import (ExportSettings, SettingsError, estimate_bytes, image_folder, preview, safe_zip_name,
-                             screen_items, screens, select)
+from curation.export import (Estimate, ExportSettings, Preview, SettingsError, estimate, estimate_items, image_folder,
+                             preview, safe_zip_name, screen_items, screens, select)
+from curation.export.job import ENLARGED
 from curation.export.selection import Item, Selection
 from curation.export.settings import DEFAULT_TEMPLATE
 from curation.manifest import views
@@ -58,14 +59,14 @@ SHAPES = {  # label: (mode, fit, the trade-off in one line)
                      "about size², sides multiples of 64). The trainer needs bucketing on; kohya's "
                      "`dataset.toml` turns it on."),
 }
-CROPS = {  # label: (crop, the trade-off in one line)
-    "The whole page": ("page", "Text, margins and all, as scanned."),
+CROPS = {  # label: (crop, the trade-off in one line); the first is the default
+    "Each picture apart": ("pictures", "Every picture of a page its own image, cut with a small margin, so a page "
+                           "of several cuts gives several training images and no text columns. Pictures smaller than "
+                           "the picture rule's minimum size are left out; pages without a picture export whole."),
     "The picture only": ("picture", "Each page cut to its largest picture as you left it on Review (with a "
                          "small margin), so the text around a plate is left out; then shaped as above. Pages without "
                          "a picture export whole."),
-    "Each picture apart": ("pictures", "Every picture of a page its own image, cut the same way, so a page of "
-                           "several cuts gives several training images. Pictures smaller than the picture rule's "
-                           "minimum size are left out; pages without a picture export whole."),
+    "The whole page": ("page", "Text, margins and all, as scanned."),
 }
 
 
@@ -99,10 +100,9 @@ def main():
         name = st.text_input("File name", value="lora.zip", help="Written to the exports folder beside the manifest.")
         out = data_dir(db) / "exports" / safe_zip_name(name)
     with preview_column:
-        figures = st.container()
-        previews = show_preview(items, settings) if settings else []
-        with figures:
-            show_figures(selection, previews, rule)
+        show_figures(selection, settings, rule)
+        if settings:
+            show_preview(items, settings)
     if problem:
         st.error(problem)
     elif not running:
@@ -149,6 +149,10 @@ def options(duplicates: str) -> tuple[ExportSettings | None, str | None]:
              "empty for a whole page). A whole page takes the legend and the model's caption of its largest kept "
              "picture. Empty parts drop out with their comma.",
     )
+    min_source = st.number_input(
+        "Minimum source size (pixels, short side)", 0, 16384, 0, step=64, key="export_min_source",
+        help="Leave out images whose source has fewer pixels than this on its short side (0: none). A small cut "
+             "enlarged 2.5-3.5 times comes out soft; 512 keeps what a 1024 px export enlarges at most 2x.")
     st.checkbox("One page per group of near-duplicates", value=True, key=ONE_PER_GROUP_KEY,
                 help="The same plate reprinted across issues is one picture: the trainer would see it several "
                      "times as often as the others. Kept: the page where the picture covers most of the page. "
@@ -160,7 +164,8 @@ def options(duplicates: str) -> tuple[ExportSettings | None, str | None]:
     try:
         return ExportSettings(mode=mode, fit=fit, size=int(size), quality=int(quality), layout=layout,
                               trigger=trigger.strip(), class_word=class_word.strip(), template=template,
-                              repeats=int(repeats), pad_colour=pad_colour, crop=crop, duplicates=duplicates), None
+                              repeats=int(repeats), pad_colour=pad_colour, crop=crop, duplicates=duplicates,
+                              min_source_side=int(min_source)), None
     except SettingsError as exc:
         return None, f"These settings cannot be exported: {common.escape_markdown(exc)}."
 
@@ -168,21 +173,23 @@ def options(duplicates: str) -> tuple[ExportSettings | None, str | None]:
 # -- preview and figures -----------------------------------------------------------------------
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def cached_preview(item: tuple, settings_json: str,
-                   roots: tuple[str, ...]) -> tuple[bytes | None, int, int, str, str | None, bool]:
-    """(jpeg, width, height, caption, problem, cut to the picture) of one page as exported; cached per page
-    and settings."""
-    result = preview(Item(*item), ExportSettings.from_dict(json.loads(settings_json)), roots)
-    if result.image is None:
-        return None, 0, 0, result.caption, result.problem, False
-    return (result.image.jpeg, result.image.width, result.image.height, result.caption, None,
-            result.crop is not None)
+@st.cache_data(max_entries=128, show_spinner=False)
+def cached_preview(item: tuple, settings_json: str, roots: tuple[str, ...]) -> Preview:
+    """One image as exported; cached per image and settings."""
+    return preview(Item(*item), ExportSettings.from_dict(json.loads(settings_json)), roots)
 
 
-def show_preview(items: list[Item], settings: ExportSettings) -> list:
+def previews_of(items: list[Item], settings: ExportSettings) -> list[Preview]:
+    """These images exactly as the export makes them (read only inside the allowed folders)."""
+    # Which pages go does not change how one looks: the preview cache ignores the near-duplicate choice.
+    key = json.dumps({k: v for k, v in settings.as_dict().items() if k != "duplicates"}, sort_keys=True)
+    roots = tuple(str(root) for root in common.allowed_roots([item.doc for item in items]))
+    return [cached_preview(dataclasses.astuple(item), key, roots) for item in items]
+
+
+def show_preview(items: list[Item], settings: ExportSettings) -> None:
     """Every image the export writes, a screen at a time, in the order written: each with its file name,
-    size, source and caption. Only the screen shown is drawn."""
+    size, source, enlargement and caption. Only the screen shown is drawn."""
     count = screens(items, PREVIEW_COUNT)
     if st.session_state.get(PREVIEW_SCREEN_KEY, 1) > count:  # the selection shrank (a setting, a decision)
         st.session_state[PREVIEW_SCREEN_KEY] = count
@@ -193,34 +200,38 @@ def show_preview(items: list[Item], settings: ExportSettings) -> list:
     heading.caption(f"Images {first + 1:,}–{first + len(shown_items):,} of {len(items):,}, exactly as exported and "
                     f"in the order written: the size, margins and crops the trainer will see, each file's name and "
                     f"caption. Files go to `{image_folder(settings)}/`.")
-    # Which pages go does not change how one looks: the preview cache ignores the near-duplicate choice.
-    key = json.dumps({k: v for k, v in settings.as_dict().items() if k != "duplicates"}, sort_keys=True)
     with st.spinner("Preparing the preview…"):
-        roots = tuple(str(root) for root in common.allowed_roots([item.doc for item in shown_items]))
-        results = [cached_preview(dataclasses.astuple(item), key, roots) for item in shown_items]
+        results = previews_of(shown_items, settings)
     for row_start in range(0, len(shown_items), 2):
-        columns = st.columns(2)
-        for column, item, (jpeg, width, height, caption, problem, crop) in zip(
-                columns, shown_items[row_start:row_start + 2], results[row_start:row_start + 2]):
+        for column, result in zip(st.columns(2), results[row_start:row_start + 2]):
             with column:
-                name = common.escape_markdown(pathlib.Path(item.doc).name)
-                st.caption(common.code_span(f"{item.name}.jpg"))
-                if jpeg is None:
-                    st.warning(f"{name} page {page_number(item.page)} cannot be read: {common.escape_markdown(problem)}")
-                    continue
-                cropped = " · cut to the picture" if crop else ""
-                if item.picture is not None:
-                    cropped = f" · picture {item.picture}"
-                st.image(jpeg, caption=f"{width}×{height} · {name}, page {page_number(item.page)}{cropped}")
-                st.code(caption, language=None, wrap_lines=True)
-    return [jpeg for jpeg, *_ in results]
+                preview_card(result)
 
 
-def show_figures(selection: Selection, previews: list, rule: str) -> None:
+def preview_card(result: Preview) -> None:
+    item = result.item
+    name = common.escape_markdown(pathlib.Path(item.doc).name)
+    st.caption(common.code_span(f"{item.name}.jpg"))
+    if result.too_small is not None:
+        st.info(f"Left out: {name} page {page_number(item.page)}'s source is {result.too_small} px on its short "
+                "side, under the minimum source size.", icon=":material/photo_size_select_small:")
+        return
+    if result.image is None:
+        st.warning(f"{name} page {page_number(item.page)} cannot be read: {common.escape_markdown(result.problem)}")
+        return
+    image = result.image
+    cropped = f" · picture {item.picture}" if item.picture is not None else " · cut to the picture" if result.crop else ""
+    st.image(image.jpeg, caption=f"{image.width}×{image.height} · {name}, page {page_number(item.page)}{cropped}")
+    if image.upscale >= ENLARGED:  # soft: the curator decides whether to keep such sources
+        st.caption(f":orange[Enlarged {image.upscale:.1f}x from {image.source_side} px on the short side]")
+    st.code(result.caption, language=None, wrap_lines=True)
+
+
+def show_figures(selection: Selection, settings: ExportSettings | None, rule: str) -> None:
     items = selection.items
     overrides = len({(item.doc_id, item.page) for item in items if item.decided_by == "override"})  # pages
-    sizes = [len(jpeg) for jpeg in previews if jpeg]
-    first, second, third = st.columns(3)
+    guess = estimate(previews_of(estimate_items(items), settings), len(items)) if settings else None
+    first, second, third, fourth = st.columns(4)
     pages = f" These {selection.pages:,} pages give one image per picture." if len(items) != selection.pages else ""
     first.metric("Images", f"{len(items):,}", help=f"Kept by the {rule} rule, with {overrides:,} pages decided by "
                                                     f"you on the Review page.{pages}")
@@ -231,12 +242,27 @@ def show_figures(selection: Selection, previews: list, rule: str) -> None:
     else:
         third.metric("Near-duplicates kept", f"{selection.duplicates:,}",
                      help="Copies of another exported page's picture, exported too: one page per group is off.")
-    estimate = estimate_bytes(sizes, len(items))
-    second.metric("Estimated size", human_size(estimate) if estimate else "—",
-                  help="From the average of the images on the preview's screen shown.")
-    if estimate and estimate > DOWNLOAD_LIMIT:
+    if guess is None:
+        return
+    about = "" if guess.exact else "about "
+    second.metric("Estimated size", human_size(guess.bytes) if guess.bytes else "—",
+                  help=f"From {guess.sampled:,} of the images encoded exactly as exported, spread over all of them; "
+                       "within 15 % on our test archives.")
+    fourth.metric("Enlarged", f"{about}{guess.enlarged:,}", help=enlarged_help(guess))
+    if guess.too_small:
+        st.caption(f"{about.capitalize()}{views.count(guess.too_small, 'image')} left out: their source is under the "
+                   "minimum source size.")
+    if guess.bytes and guess.bytes > DOWNLOAD_LIMIT:
         st.caption(f"Larger than {human_size(DOWNLOAD_LIMIT)}: it will be on the server's disk rather than offered "
                    "as a browser download.")
+
+
+def enlarged_help(guess: Estimate) -> str:
+    if not guess.enlarged:
+        return "No sampled image is enlarged from a smaller source: each is as sharp as its scan."
+    return (f"Images whose source has fewer pixels than the export: up to {guess.largest:.1f}x"
+            + (f", about {guess.twice:,} more than 2x, which come out soft" if guess.twice else "")
+            + ". Set a minimum source size to leave them out.")
 
 
 def human_size(size: int) -> str:
@@ -251,7 +277,7 @@ def human_size(size: int) -> str:
 
 
 def launch_button(db: pathlib.Path, args: list[str], out: pathlib.Path, count: int):
-    label = f"Export {count:,} images" + (f" (replaces {common.escape_markdown(out.name)})" if out.exists() else "")
+    label = f"Export {views.count(count, 'image')}" + (f" (replaces {common.escape_markdown(out.name)})" if out.exists() else "")
     if not st.button(label, type="primary", icon=":material/archive:", disabled=auth.locked(), help=auth.help_for()):
         return
     if not auth.require_curator():

@@ -13,7 +13,7 @@ def main():
     st.caption("Scanned periodical pages in, a checked LoRA training set out: score every page, choose the "
                "rule that decides what to keep, overrule single pages, export.")
     auth.access_notice()
-    common.job_panel(show_finished=False)
+    common.job_panel(show_finished=False, body=live_figures)  # the figures refresh with the job's progress
     manifest = common.open_manifest()
     if manifest is None:
         welcome()
@@ -24,7 +24,6 @@ def main():
         if sum(summary["documents"].values()) == 0:
             welcome(running)
             return
-        show_summary(summary, views.rule_summary(summary["rule"], summary["threshold"], manifest.picture_area_min))
         missing = views.missing_sources(manifest)
         if missing:
             st.warning(f"{len(missing)} source PDF(s) are no longer where they were ingested, for example "
@@ -43,13 +42,24 @@ def main():
                 sample_button(running)
 
 
+def live_figures(manifest):
+    """What the manifest holds, drawn inside the job panel: while pages are scored it grows with them."""
+    summary = manifest.summary(sigma=False)
+    if sum(summary["documents"].values()) == 0:
+        return
+    show_summary(summary, views.rule_summary(summary["rule"], summary["threshold"], manifest.picture_area_min),
+                 views.picture_override_count(manifest))
+
+
 def welcome(running: bool = False):
     st.subheader("Start here")
     st.markdown(
         "1. **Ingest** archives of scanned PDFs: every page gets σ, the spread of its grey levels (the original "
-        "method's score), and the share of the page covered by hatching and line work (its picture share).\n"
-        "2. **Threshold**: choose the rule that decides: the picture rule (the default), σ only (the original "
-        "method) or a model learned from your decisions, and its cutoff.\n"
+        "method's score), and its pictures: engravings, cuts and plates found apart from the text, each with "
+        "its area in square inches of the printed page.\n"
+        "2. **Threshold**: choose the rule that decides: the picture rule (the default: a page is kept when its "
+        "largest picture covers at least the cutoff, 2 sq in to start with), σ only (the original method) or a "
+        "model learned from your decisions, and its cutoff.\n"
         "3. **Review** the pages the rule gets wrong and overrule them one by one or in bulk; caption them; let "
         "the model learn from your overrides and check where it disagrees.\n"
         "4. **Export** the kept pages as a training set."
@@ -90,7 +100,7 @@ def latest_changes(rows: list[dict]):
                "`python -m curation undo`, or Undo on Review.")
 
 
-def show_summary(summary: dict, rule_words: str):
+def show_summary(summary: dict, rule_words: str, picture_overrides: int = 0):
     share = summary["rejected"] / summary["pages"] if summary["pages"] else 0
     documents = sum(n for status, n in summary["documents"].items() if status != "replaced")
     columns = st.columns(6)
@@ -99,7 +109,10 @@ def show_summary(summary: dict, rule_words: str):
     columns[2].metric("Kept", f"{summary['kept']:,}", help=f"By the saved rule ({rule_words}) and your overrides.")
     columns[3].metric("Rejected", f"{summary['rejected']:,}", delta=f"{share:.0%} removed", delta_color="off",
                       delta_arrow="off")
-    columns[4].metric("Overrides", f"{summary['overrides']:,}")
+    columns[4].metric("Overrides", f"{summary['overrides'] + picture_overrides:,}",
+                      delta=f"{views.count(summary['overrides'], 'page')}, {views.count(picture_overrides, 'picture')}",
+                      delta_color="off", delta_arrow="off",
+                      help="Pages and pictures you included, excluded, added or redrew on Review.")
     columns[5].metric("Failed pages", f"{summary['failed']:,}")
 
 

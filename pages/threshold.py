@@ -8,7 +8,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from curation.manifest import picture_decisions, views
+from curation.manifest import picture_decisions, picture_views, views
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
 from pages import _auth as auth
@@ -101,7 +101,7 @@ def use_share(source_key: str):
 def set_share(area: float):
     area = round(float(area), 2)
     st.session_state[SHARE_DRAFT] = area
-    st.session_state[SHARE_SLIDER] = min(SHARE_SLIDER_MAX, round(area, 1))
+    st.session_state[SHARE_SLIDER] = min(SHARE_SLIDER_MAX, area)  # to the hundredth: the slider shows the cutoff
     st.session_state[SHARE_NUMBER] = area
 
 
@@ -139,7 +139,13 @@ def show_figures(manifest, draft: float, saved_threshold: float, trying: dict):
         change = now[key] - now[f"{key}_saved"]
         return fmt.format(change) if change else None
 
-    columns = st.columns(4)
+    pictures = picture_figures(manifest, draft, saved_threshold, trying)
+
+    def picture_delta(key):
+        change = pictures[key] - pictures[f"{key}_saved"]
+        return f"{change:+,}" if change else None
+
+    columns = st.columns(6)
     columns[0].metric("Kept", f"{now['kept']:,}", delta=delta("kept"),
                       help="Pages the rule being tried keeps, with your includes and excludes; the change is "
                            "against the saved rule.")
@@ -147,8 +153,29 @@ def show_figures(manifest, draft: float, saved_threshold: float, trying: dict):
     columns[2].metric("Share removed", f"{now['removed_share']:.0%}",
                       delta=delta("removed_share", "{:+.0%}"), delta_color="off",
                       help="The founding archive lost 73 % of its pages at σ 45 (σ only).")
-    columns[3].metric("Overrides", f"{now['overrides']:,}",
+    columns[3].metric("Pictures kept", f"{pictures['kept']:,}", delta=picture_delta("kept"),
+                      help="Pictures the export cuts apart under the rule being tried: on kept pages, at least the "
+                           "picture cutoff, or included by you. A cutoff can drop pictures and keep every page.")
+    columns[4].metric("Pictures left out", f"{pictures['excluded']:,}", delta=picture_delta("excluded"),
+                      delta_color="inverse", help="Pictures found but not exported (deleted ones are not counted).")
+    columns[5].metric("Overrides", f"{now['overrides']:,}",
                       help="Pages a curator included or excluded on Review; no rule moves them.")
+
+
+def picture_figures(manifest, draft: float, saved_threshold: float, trying: dict) -> dict:
+    """The pictures kept and left out, counted again only when the decision, the scoring or a person's change
+    (the history's last action) moved: a rule being tried counts every picture, and this page reruns for
+    its charts' options too."""
+    last_action = manifest.conn.execute("SELECT COALESCE(MAX(id), 0) FROM history").fetchone()[0]
+    stamp = (*picture_views.scoring_stamp(manifest), last_action)
+    return counted_pictures(str(manifest.path), stamp, draft, saved_threshold, trying["rule"],
+                            trying["picture_area_min"])
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def counted_pictures(db: str, stamp: tuple, draft: float, saved_threshold: float, rule: str, share: float) -> dict:
+    with common.open_manifest() as manifest:  # `db` and `stamp` are the cache's key: which manifest, and as of when
+        return picture_views.picture_figures(manifest, draft, saved_threshold, rule=rule, picture_area_min=share)
 
 
 def save_bar(saved: tuple, trying: tuple):
@@ -212,12 +239,12 @@ def picture_section(manifest, draft: float, share: float, trying: dict, span, sa
                                          if trying["rule"] == "picture" else
                                          "The model's pages without a suggestion follow the picture rule at this "
                                          "cutoff."))
-    st.session_state.setdefault(SHARE_SLIDER, min(SHARE_SLIDER_MAX, round(share, 1)))
+    st.session_state.setdefault(SHARE_SLIDER, min(SHARE_SLIDER_MAX, round(share, 2)))
     st.session_state.setdefault(SHARE_NUMBER, round(share, 2))
     slider_col, number_col = st.columns([4, 1], vertical_alignment="bottom")
     slider_col.slider("Keep pages with a picture of at least", 0.0, SHARE_SLIDER_MAX,
                       help="Square inches of the printed page: a cartoon or plate covers 10 and more, a stock cut "
-                           "about 1. Raise it to leave out small stock cuts.", step=0.1, format="%.1f sq in", key=SHARE_SLIDER,
+                           "about 1. Raise it to leave out small stock cuts.", step=0.01, format="%.2f sq in", key=SHARE_SLIDER,
                       on_change=use_share, args=(SHARE_SLIDER,))
     number_col.number_input("Picture cutoff (sq in)", 0.0, 1000.0, step=0.5, format="%.2f", key=SHARE_NUMBER,
                             on_change=use_share, args=(SHARE_NUMBER,))
@@ -264,27 +291,42 @@ def sigma_section(manifest, draft: float, share: float, trying: dict, span, save
                       on_change=use_value, args=(SLIDER,))
     number_col.number_input("σ cutoff", 0.0, top, step=0.5, format="%.1f", key=NUMBER,
                             on_change=use_value, args=(NUMBER,))
-    st.button("Suggest a σ cutoff", icon=":material/auto_awesome:", on_click=suggest, args=(trying,),
-              key="threshold_suggest", help="Propose a cutoff from the σ distribution alone (Otsu's method).")
-    show_suggestion()
+    st.button("Suggest a σ cutoff", icon=":material/auto_awesome:", on_click=suggest, args=(rule,),
+              key="threshold_suggest", help="Propose a cutoff for σ only from the σ distribution alone (Otsu's "
+                                            "method)." + ("" if rule == "sigma" else " It is the σ only rule's: "
+                                                          "trying it switches to that rule."))
+    show_suggestion(rule)
     show_histogram(manifest, draft, trying)
 
 
-def suggest(trying: dict):
+def suggest(rule: str):
+    """Otsu's cutoff is σ only's: under that rule it becomes the draft; under another it is only shown, with a
+    button to try σ only at it, so the active rule's σ fallback never changes behind the curator's back."""
     with common.open_manifest() as manifest:
-        suggestion = views.suggest_threshold(manifest, **trying)
+        suggestion = views.suggest_threshold(manifest, rule="sigma")
     st.session_state["threshold_suggestion"] = suggestion
-    if suggestion is not None:
+    if suggestion is not None and rule == "sigma":
         set_value(suggestion.threshold)
 
 
-def show_suggestion():
+def try_sigma_only(threshold: float):
+    set_rule("sigma")
+    set_value(threshold)
+
+
+def show_suggestion(rule: str):
     suggestion = st.session_state.get("threshold_suggestion")
     if suggestion is None:
         return
     total = suggestion.kept + suggestion.rejected
-    st.info(f"Suggested **σ > {suggestion.threshold:g}**: keeps {suggestion.kept:,} of {total:,} pages.",
-            icon=":material/auto_awesome:")  # how it was found: the button's tooltip
+    if rule == "sigma":
+        st.info(f"Suggested **σ > {suggestion.threshold:g}**: keeps {suggestion.kept:,} of {total:,} pages.",
+                icon=":material/auto_awesome:")  # how it was found: the button's tooltip
+        return
+    st.info(f"For σ only: **σ > {suggestion.threshold:g}** would keep {suggestion.kept:,} of {total:,} pages. "
+            "The rule you are trying is unchanged.", icon=":material/auto_awesome:")
+    st.button(f"Try σ only at σ > {suggestion.threshold:g}", key="threshold_try_sigma", on_click=try_sigma_only,
+              args=(suggestion.threshold,), icon=":material/swap_horiz:")
 
 
 def show_histogram(manifest, draft: float, trying: dict):
@@ -340,11 +382,11 @@ def show_borderline(manifest, draft: float, trying: dict):
     st.subheader("At the edge", help="What this rule costs: the pages nearest its cut on each side, with what "
                  "decides them (an override, or the rule). Overrule them on Review.")
     below, above = STRIP_TITLES[edge.measure]
-    strip(below, edge.below, thumbs, edge.measure, expected=0)
-    strip(above, edge.above, thumbs, edge.measure, expected=1)
+    strip(below, edge.below, thumbs, edge.measure, draft, expected=0)
+    strip(above, edge.above, thumbs, edge.measure, draft, expected=1)
 
 
-def strip(title: str, rows: list[dict], thumbs: dict, measure: str, expected: int):
+def strip(title: str, rows: list[dict], thumbs: dict, measure: str, threshold: float, expected: int):
     st.markdown(f"**{title}**")
     if not rows:
         st.caption("No pages on this side.")
@@ -357,12 +399,12 @@ def strip(title: str, rows: list[dict], thumbs: dict, measure: str, expected: in
                 st.image(image, width="stretch")
             else:
                 st.caption(":grey[No thumbnail]")
-            st.caption(f"{edge_value(row, measure)}{edge_note(row, expected)}  \n"
+            st.caption(f"{edge_value(row, measure, threshold)}{edge_note(row, expected)}  \n"
                        f"{common.escape_markdown(pathlib.Path(row['doc']).stem)} p. {page_number(row['page'])}")
 
 
-def edge_value(row: dict, measure: str) -> str:
-    sigma = f"σ {row['sigma']:.1f}"
+def edge_value(row: dict, measure: str, threshold: float) -> str:
+    sigma = views.sigma_beside(row["sigma"], threshold)  # never reads as the cutoff it is not
     if measure == "picture_area":
         return f"picture {views.square_inches(row['picture_area'] or 0)} · {sigma}"
     if measure == "confidence":

@@ -104,3 +104,23 @@ def test_the_latest_changes_say_who_did_what(db):
     assert list(table["Who"]) == ["[bea](https://example.com)", "ana"]  # names as they are, in a table
     assert list(table["What"])[0] == "σ cutoff (default) → 50"
     assert list(table["What"])[1].startswith("excluded ") and list(table["What"])[1].endswith(" pages (view: Kept)")
+
+
+def test_overrides_count_the_pictures_a_curator_decided_and_the_rule_is_told_as_it_is(db):
+    filled_db(db, documents=1, pages=6)
+    with Manifest(db) as manifest:
+        for page_number in range(3):  # two pictures a page: 6 in all, 5 of them decided by a curator
+            manifest.set_pictures(1, page_number, [(100, 100, 700, 700, 9.0), (800, 900, 1000, 1100, 1.2)])
+        ids = [row[0] for row in manifest.conn.execute("SELECT id FROM pictures ORDER BY id")][:5]
+        manifest.set_picture_overrides([(pid, pid % 2 == 0) for pid in ids])
+    at = ran(page("pages/home.py"))
+    overrides = next(m for m in at.metric if m.label == "Overrides")
+    assert overrides.value == "5"
+    assert "0 pages, 5 pictures" in str(overrides.proto)
+
+
+def test_the_welcome_says_what_the_picture_rule_measures(db):
+    at = ran(page("pages/home.py"))
+    words = texts(at)
+    assert "hatching" not in words and "share" not in words
+    assert "largest picture covers at least the cutoff" in words

@@ -149,3 +149,27 @@ def test_the_sample_writer_reports_every_page(tmp_path):
     seen = []
     sample.write_sample(tmp_path / "sample", specs, on_page=lambda done, total: seen.append(done))
     assert seen == [0, 1, 2, 3, 4, 5, 6]  # page by page, not an issue at a time
+
+
+@pytest.mark.parametrize("with_good_pdf, element, words", [
+    (False, "error", "but no document could be read"),
+    (True, "warning", "with problems"),
+])
+def test_a_fake_pdf_is_counted_and_explained_in_the_colour_of_the_problem(db, tmp_path, with_good_pdf, element, words):
+    from conftest import small_pdf
+    from curation import ingest
+
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    (folder / "fake.pdf").write_bytes(b"this is not a PDF at all, only text with a PDF name\n" * 20)
+    if with_good_pdf:
+        small_pdf(folder / "real.pdf", pages=2)
+    with Manifest(db, create=True) as manifest:
+        ingest(manifest, [folder], workers=1)
+    at = ran(page("pages/ingest.py"))
+    [alert] = getattr(at, element)
+    text = shown(alert.value)
+    assert words in text and "1 document could not be read: fake.pdf: not a PDF" in text, text
+    assert not at.success
+    documents = "2 documents" if with_good_pdf else "1 document (1 new)"
+    assert documents in text

@@ -137,6 +137,8 @@ def test_a_rule_saved_elsewhere_replaces_the_draft(db):
 
 def test_suggest_proposes_a_cutoff_in_one_line(db):
     filled_db(db, documents=4, pages=100)
+    with Manifest(db) as manifest:
+        manifest.rule = "sigma"
     at = ran(page("pages/threshold.py"))
     suggest = button(at, "Suggest a σ cutoff")
     assert "Otsu" in suggest.help  # how it is found: the button's tooltip, not the answer
@@ -212,3 +214,55 @@ def test_a_rule_switch_saved_on_a_large_manifest_launches_the_decide_job(db, mon
     button(at, "Save").click()
     ran(at)
     assert launched == [(str(db), picture_decisions.DECIDE_JOB)]
+
+
+def test_suggest_under_the_picture_rule_leaves_its_cutoffs_alone_and_offers_sigma_only(db):
+    """Suggest finds σ only's cutoff: under the picture rule it used to change the σ fallback, and Save stored it."""
+    filled_db(db, documents=4, pages=100)
+    add_features(db)
+    at = ran(page("pages/threshold.py"))
+    button(at, "Suggest a σ cutoff").click()
+    ran(at)
+    assert at.slider(key="threshold_slider").value == 45.0  # the saved σ, untouched
+    assert button(at, "Save").disabled and "Not saved" not in texts(at)
+    answer = next(i.value for i in at.info if "For σ only" in i.value)
+    offer = next(b for b in at.button if b.label.startswith("Try σ only at σ > "))
+    offered = float(offer.label.rsplit("> ", 1)[1])
+    assert f"σ > {offered:g}" in answer
+    offer.click()
+    ran(at)
+    assert at.segmented_control(key="threshold_rule").value == "sigma"
+    assert at.slider(key="threshold_slider").value == offered and not button(at, "Save").disabled
+
+
+def test_a_cutoff_of_1_97_is_shown_as_1_97_everywhere(db):
+    filled_db(db, documents=1, pages=10)
+    add_features(db)
+    with Manifest(db) as manifest:
+        manifest.picture_area_min = 1.97
+    at = ran(page("pages/threshold.py"))
+    assert at.slider(key="picture_area_slider").value == 1.97
+    shown = texts(at) + " ".join(str(e.proto) for e in at.main)
+    assert "1.97 sq in" in shown and "≥ 2 sq in" not in shown
+    assert views.square_inches(1.996) == "1.99 sq in"  # under a cutoff of 2, never shown as 2
+
+
+def test_raising_the_picture_cutoff_shows_the_pictures_it_drops(db):
+    """From 2 to 2.5 sq in: no page changes (each keeps a 9 sq in picture), but a 2.4 sq in picture is dropped."""
+    filled_db(db, documents=1, pages=6)
+    with Manifest(db) as manifest:
+        manifest.conn.execute("UPDATE pages SET picture_area = 9.0, ink_tone = 0.6, features_version = 1")
+        for number in range(6):
+            manifest.set_pictures(1, number, [(100, 100, 700, 700, 9.0)] + [(800, 900, 1000, 1100, 2.4)] * (number == 0))
+    at = ran(page("pages/threshold.py"))
+    assert metrics(at)["Pictures kept"] == "7" and metrics(at)["Pictures left out"] == "0"
+    at.number_input(key="picture_area_number").set_value(2.5)
+    ran(at)
+    figures = metrics(at)
+    assert figures["Kept"] == "6" and figures["Pictures kept"] == "6" and figures["Pictures left out"] == "1"
+    dropped = next(m for m in at.metric if m.label == "Pictures kept")
+    assert "-1" in str(dropped.proto)
+    with Manifest(db) as manifest:  # a curator's change elsewhere (Review, the CLI): counted again
+        manifest.set_picture_override(manifest.picture_by_number(1, 1, 1)["id"], False)
+    ran(at)
+    assert metrics(at)["Pictures kept"] == "5" and metrics(at)["Pictures left out"] == "2"

@@ -109,7 +109,7 @@ def test_the_curators_caption_always_wins(manifest, tmp_path):
 
 
 def test_a_whole_page_takes_its_largest_kept_pictures_captions(manifest, tmp_path):
-    rows, _, document = exported(manifest, tmp_path / "a.zip", template="{trigger}, {legend}, {auto_caption}")
+    rows, _, document = exported(manifest, tmp_path / "a.zip", crop="page", template="{trigger}, {legend}, {auto_caption}")
     assert [r["caption"] for r in rows] == ["ohwx, SEPTEMBER MORN., a woman bathing in a lake", "ohwx", "ohwx"]
     assert document["captions"]["auto_caption_models"] == ["tiny-blip@abc123"]  # the small cut's is not exported
     doc_id = next(manifest.pages())["doc_id"]

@@ -63,7 +63,7 @@ def run_cli(*args, cwd=ROOT):
 def test_exports_with_the_defaults_and_exits_zero(db, tmp_path):
     result = run_cli("--db", db, "--out", tmp_path / "out" / "lora.zip", "--workers", "1")
     assert result.returncode == 0, result.stderr
-    assert "4 images (kohya layout, square pad 1024) written to" in result.stdout
+    assert "4 images (kohya layout, square pad 1024, 0 pictures cut apart) written to" in result.stdout  # none found
     assert "exporting" in result.stderr  # the progress bar
     with zipfile.ZipFile(tmp_path / "out" / "lora.zip") as z:
         assert json.loads(z.read("export.json"))["settings"] == ExportSettings().as_dict()

@@ -143,8 +143,16 @@ def test_a_page_without_a_picture_exports_whole(manifest, tmp_path, pages):
     assert blurred_psnr(image, scan.resize((256, 256), Image.Resampling.LANCZOS)) > 30
 
 
-def test_the_default_exports_whole_pages_and_says_so(manifest, tmp_path):
+def test_the_default_cuts_the_pictures_apart(manifest, tmp_path):
+    """The picture is the training set's unit: a newcomer's export holds the plates, not text columns padded square."""
+    assert ExportSettings().crop == "pictures"
     images, document = exported(manifest, tmp_path, ExportSettings(size=512, mode="bucket"))
+    assert "picture" in {row["crop"] for _, row in images.values()}
+    assert document["crop"]["mode"] == "pictures" and document["crop"]["cropped_images"] >= 1
+
+
+def test_whole_pages_stay_a_choice_and_say_so(manifest, tmp_path):
+    images, document = exported(manifest, tmp_path, ExportSettings(size=512, mode="bucket", crop="page"))
     assert {row["crop"] for _, row in images.values()} == {"page"}
     assert all(box_of(row) == (0, 0, 432, 576) for _, row in images.values())
     assert images[0][0].size == (448, 576)  # portrait, as the page

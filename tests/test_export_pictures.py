@@ -169,7 +169,7 @@ def test_the_command_line_round_trip(manifest, tmp_path):
     result = run_cli("--db", tmp_path / "manifest.sqlite", "--out", out, "--workers", "2", "--quiet",
                      "--size", "128", "--crop", "pictures", "--layout", "folder")
     assert result.returncode == 0, result.stderr
-    assert "3 images" in result.stdout and "2 cut to their picture" in result.stdout
+    assert "3 images" in result.stdout and "2 pictures cut apart" in result.stdout
     with zipfile.ZipFile(out) as z:
         names = sorted(n for n in z.namelist() if n.startswith("images/") and n != "images/")
         assert [n.rsplit("-", 1)[1] for n in names] == ["p0001_pic1.jpg", "p0001_pic1.txt", "p0001_pic2.jpg",
@@ -183,6 +183,9 @@ def test_the_export_page_previews_each_picture(manifest, tmp_path, monkeypatch):
     monkeypatch.setenv("CURATION_DB", str(tmp_path / "manifest.sqlite"))
     at = AppTest.from_file(PAGE, default_timeout=60)
     at.run()
+    assert at.radio(key="export_crop").value == "Each picture apart"  # the default
+    assert {m.label: m.value for m in at.metric}["Images"] == "3"
+    at.radio(key="export_crop").set_value("The whole page").run()
     assert {m.label: m.value for m in at.metric}["Images"] == "2"
     at.radio(key="export_crop").set_value("Each picture apart").run()
     assert not at.exception
@@ -202,3 +205,48 @@ def test_near_duplicates_are_still_one_page_per_group(tmp_path):
         selection = select(m, crop="pictures")
     assert [(i.page, i.picture) for i in selection.items] == [(2, 1), (2, 2), (5, None)]
     assert [entry.item.page for entry in selection.left_out] == [0, 3] and selection.pages == 2
+
+
+def test_the_export_says_which_images_are_enlarged_and_a_minimum_source_leaves_them_out(manifest, tmp_path):
+    """The two drawings are found about 410 and 350 scan pixels wide: at 1024 px each is enlarged over 2x (soft);
+    the text page is 900 x 1200 and shrinks. A minimum of 360 px on the short side leaves the small drawing out."""
+    report = export(manifest, tmp_path / "all.zip", ExportSettings())
+    enlarged = sorted(factor for factor in report.upscales if factor > 1)
+    assert len(report.upscales) == 3 and len(enlarged) == 2
+    assert 2.0 < enlarged[0] < enlarged[1] < 3.0  # 1024 / (450 + margins), 1024 / (375 + margins)
+    assert "2 enlarged from a smaller source" in report.enlarged and "2 more than 2x" in report.enlarged
+    report = export(manifest, tmp_path / "sharp.zip", ExportSettings(min_source_side=360))
+    assert report.images == 2 and [entry["picture"] for entry in report.too_small] == [2]
+    with zipfile.ZipFile(tmp_path / "sharp.zip") as z:
+        document = json.loads(z.read("export.json"))
+    assert document["settings"]["min_source_side"] == 360
+    assert document["sources"]["too_small"] == report.too_small and 300 < report.too_small[0]["source_side"] < 360
+    assert document["sources"]["enlarged_images"] == 1
+
+
+def test_the_command_line_says_how_many_are_enlarged_and_takes_a_minimum(manifest, tmp_path):
+    manifest.close()
+    result = run_cli("--db", tmp_path / "manifest.sqlite", "--out", tmp_path / "cli.zip", "--workers", "1", "--quiet",
+                     "--min-source", "360")
+    assert result.returncode == 0, result.stderr
+    assert "1 enlarged from a smaller source" in result.stdout
+    assert "1 image left out: under 360 px on the short side" in result.stdout
+    result = run_cli("--db", tmp_path / "manifest.sqlite", "--out", tmp_path / "bad.zip", "--min-source", "-3")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def test_the_export_page_says_which_images_are_enlarged_and_takes_a_minimum_source(manifest, tmp_path, monkeypatch):
+    manifest.close()
+    monkeypatch.setenv("CURATION_DB", str(tmp_path / "manifest.sqlite"))
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.run()
+    assert not at.exception
+    figures = {m.label: m.value for m in at.metric}
+    assert figures["Images"] == "3" and figures["Enlarged"] == "2"  # all three sampled: a count, not "about"
+    notes = " ".join(c.value for c in at.caption)
+    assert notes.count("Enlarged ") == 2 and "Enlarged 2.5x from" in notes  # each enlarged preview says so
+    at.number_input(key="export_min_source").set_value(360).run()
+    assert "--min-source 360" in " ".join(texts(at.code))
+    assert "1 image left out" in " ".join(c.value for c in at.caption)
+    assert any("Left out:" in i.value and "322 px" in i.value for i in at.info)
+    assert {m.label: m.value for m in at.metric}["Enlarged"] == "1"

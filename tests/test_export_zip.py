@@ -85,7 +85,7 @@ def test_captions_follow_the_template_and_each_page_caption(manifest, tmp_path):
     first, second = select_items(manifest)[:2]
     manifest.set_caption(first.doc_id, first.page, "  a lady in a bustle,\nwith a parasol ")
     settings = ExportSettings(size=256, trigger="bzr1890", class_word="fashion plate",
-                              template="{trigger}, {class}, {caption}")
+                              template="{trigger}, {class}, {caption}", crop="page")  # a page's own caption
     export(manifest, tmp_path / "lora.zip", settings)
     files = members(tmp_path / "lora.zip")
     captions = {r["file"]: r["caption"] for r in provenance(files)}
@@ -125,7 +125,7 @@ def test_two_exports_are_byte_identical_whatever_the_workers(manifest, tmp_path)
 def test_every_layout_holds_what_its_trainer_reads(manifest, tmp_path, layout, mode, fit, size):
     import tomllib
 
-    settings = ExportSettings(size=size, layout=layout, mode=mode, fit=fit)
+    settings = ExportSettings(size=size, layout=layout, mode=mode, fit=fit, crop="page")  # whole pages: one bucket
     export(manifest, tmp_path / "lora.zip", settings)
     files = members(tmp_path / "lora.zip")
     folder = image_folder(settings)

@@ -163,3 +163,25 @@ def test_sigterm_stops_the_job_cleanly_and_it_resumes(tmp_path):
     assert scored < 90
     result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert f"{90 - scored} pages scored" in result.stdout
+
+
+def test_one_large_pdf_reports_its_pages_as_they_finish_not_at_its_end(manifest, tmp_path):
+    """A single PDF used to be cut into tasks of 16 pages: "0 of 26 pages" until the end. Now the first
+    figure comes after one page per worker and the count moves in steps of a few pages."""
+    small_pdf(tmp_path / "archive" / "big.pdf", pages=26, seed=5)
+    seen = []
+    report = ingest(manifest, [tmp_path / "archive"], workers=2, on_progress=lambda done, total: seen.append(done))
+    assert report.pages_scored == 26 and seen[-1] == 26
+    assert seen[0] <= 2, seen
+    assert len(set(seen)) >= 10, seen  # at most 3 pages a step
+    assert max(b - a for a, b in zip([0, *seen], seen)) <= 3, seen
+
+
+def test_task_sizes_start_at_one_page_per_worker_and_grow_to_the_largest():
+    from itertools import islice
+
+    from curation.runs.ingest import task_sizes
+
+    assert list(islice(task_sizes(10_000, 2, 16), 10)) == [1, 1, 2, 2, 4, 4, 8, 8, 16, 16]
+    assert set(islice(task_sizes(26, 2, 16), 20)) == {1, 2, 3}  # a few pages: at least four tasks a worker
+    assert list(islice(task_sizes(3, 4, 16), 3)) == [1, 1, 1]

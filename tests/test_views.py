@@ -504,7 +504,12 @@ def test_the_rule_in_words(featured):
     assert views.rule_summary("sigma", 45, 0.03) == "σ only: σ > 45"
     assert views.rule_summary("picture", 45, 0.5) == "picture rule: a picture ≥ 0.5 sq in"
     assert views.unfeatured_count(manifest) == 1 and views.has_features(manifest)
-    assert views.square_inches(2.0) == "2 sq in" and views.square_inches(48.4) == "48 sq in"
+    assert views.square_inches(2.0) == "2 sq in" and views.square_inches(48.4) == "48.4 sq in"
+    # Never rounded up past a cutoff (kept to hundredths): 1.97 is not "2", 1.996 under a cutoff of 2 reads 1.99.
+    assert views.square_inches(1.97) == "1.97 sq in" and views.square_inches(1.996) == "1.99 sq in"
+    # σ beside its cutoff: 45.04 is kept by σ > 45 and must not read "45.0"; elsewhere a tenth.
+    assert views.sigma_beside(45.04, 45) == "σ 45.04" and views.sigma_beside(44.96, 45.0) == "σ 44.96"
+    assert views.sigma_beside(45.0, 45) == "σ 45.0" and views.sigma_beside(52.345, 45) == "σ 52.3"
 
 
 def test_picture_boxes_are_drawn_over_the_thumbnail(featured):
@@ -521,3 +526,16 @@ def test_picture_boxes_are_drawn_over_the_thumbnail(featured):
     assert drawn[50, x0 - 1:x0 + 2, 0].max() > 200 and drawn[50, x0 - 1:x0 + 2, 2].min() < 60  # orange edge
     assert np.abs(drawn[150, 150].astype(int) - (230, 225, 210)).max() < 8  # the page elsewhere untouched
     assert views.outline_pictures(out.getvalue(), [], width) == out.getvalue()
+
+
+def test_a_finished_ingest_is_coloured_by_its_documents_even_with_50000_of_them(manifest):
+    """The job's paths go to SQLite as one JSON list: 50,000 of them exceed its bound variables."""
+    import json
+
+    doc = manifest.register_document("ab" * 32, "/x/fake.pdf", 10)
+    manifest.set_document(doc["id"], status="not-pdf", error="not a PDF (it starts with GIF89a)")
+    many = ["/x/fake.pdf"] + [f"/y/{n}.pdf" for n in range(50_000)]
+    assert [row["path"] for row in views.unreadable_documents(manifest, many)] == ["/x/fake.pdf"]
+    assert views.job_outcome(manifest, {"kind": "ingest", "args": json.dumps({"paths": ["/x/fake.pdf"]})}) == "error"
+    assert views.job_outcome(manifest, {"kind": "ingest", "args": json.dumps({"paths": many})}) == "warning"
+    assert views.job_outcome(manifest, {"kind": "export", "args": "{}"}) == "success"

@@ -12,6 +12,7 @@ from tqdm import tqdm
 from ..captions.legend import check_languages
 from ..manifest.store import JobRunning, Manifest
 from ..runs.ingest import Ingest, default_workers
+from ..runs.jobs import plural
 from .common import (cli, db_option, open_manifest, page_bar, page_timeout_option, picture_finder_option, run_job,
                      thumbnails_option, worker_memory_option)
 
@@ -108,8 +109,8 @@ def ingest(paths, db, workers, page_timeout, worker_memory, cluster, thumbnails,
         except (FileNotFoundError, ValueError) as exc:  # a URL that names nothing; a legend language gone
             raise click.ClickException(str(exc)) from None
         report = run_job(job)
-    finish_run(report, f"{report.documents} documents ({report.new_documents} new): {report.pages_scored} pages "
-                       f"scored, {failed_pages(report)}, {report.pages_per_second:.1f} pages/s{report.incidents}")
+    finish_run(report, f"{plural(report.documents, 'document')} ({report.new_documents} new): "
+                       f"{plural(report.pages_scored, 'page')} scored, {failed_pages(report)}, {report.pages_per_second:.1f} pages/s{report.incidents}")
 
 
 @contextlib.contextmanager
@@ -172,7 +173,7 @@ def rescore(db, workers, all_pages, page_timeout, worker_memory, cluster, pictur
         except ValueError as exc:  # the manifest's legend languages are not installed here
             raise click.ClickException(str(exc)) from None
         report = run_job(job)
-    finish_run(report, f"{report.documents} documents: {report.pages_scored} pages rescored, {failed_pages(report)}")
+    finish_run(report, f"{plural(report.documents, 'document')}: {plural(report.pages_scored, 'page')} rescored, {failed_pages(report)}")
 
 
 @cli.command("sample")

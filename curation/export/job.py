@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ..manifest.store import Manifest
 from ..runs.ingest import Failure, Scheduler, bounded_pool, process_pool, timeout_message
-from ..runs.jobs import DiskFull, JobProgress, Stopped, is_disk_full, stop_on_sigterm
+from ..runs.jobs import DiskFull, JobProgress, Stopped, is_disk_full, plural, stop_on_sigterm
 from ..sources.paths import document_roots
 from ..sources.page_numbers import page_number
 from ..sources.reader import error_text
@@ -28,7 +28,7 @@ from .geometry import crop_box
 from .layouts import Record, dataset_files, export_json, image_folder, provenance_csv
 from .selection import Item, LeftOut, select
 from .settings import ExportSettings
-from .worker import Exported, NotExported, close_document, page_task, run_page_task
+from .worker import Exported, NotExported, TooSmall, close_document, page_task, run_page_task
 from .zipwriter import ZipTarget
 
 IN_FLIGHT_PER_WORKER = 3
@@ -49,10 +49,30 @@ class ExportReport:
     stopped: bool = False
     left_out: list[LeftOut] = field(default_factory=list)  # near-duplicates not written
     cropped: int = 0  # images cut to the page's picture
+    too_small: list[dict] = field(default_factory=list)  # left out: under settings.min_source_side
+    upscales: list[float] = field(default_factory=list)  # each written image's enlargement (1.0: none)
 
     @property
     def images_per_second(self) -> float:
         return self.images / self.seconds if self.seconds else 0.0
+
+    @property
+    def enlarged(self) -> str:
+        """'12 enlarged from smaller sources, 1.2-3.4x (5 more than 2x)', or '' when none is."""
+        return enlarged_words(self.upscales)
+
+
+ENLARGED = 1.05  # an image enlarged less than this is as sharp as its source
+
+
+def enlarged_words(upscales: list[float], of: str = "") -> str:
+    """How many of these images are enlarged from their source and by how much, in words ('' when none is)."""
+    factors = [factor for factor in upscales if factor >= ENLARGED]
+    if not factors:
+        return ""
+    twice = sum(factor > 2 for factor in factors)
+    return (f"{len(factors):,}{of} enlarged from a smaller source, {min(factors):.1f}-{max(factors):.1f}x"
+            + (f" ({twice:,} more than 2x: soft)" if twice else ""))
 
 
 class Export:
@@ -106,7 +126,7 @@ class Export:
             with ZipTarget(self.out) as target:
                 records = self._write_images(target, items)
                 if not records:
-                    raise ExportError(f"no kept page could be read: {self.report.skipped[0]['reason']}")
+                    raise ExportError(self._nothing_written())
                 self._write_tables(target, records)
             self.report.bytes = self.out.stat().st_size
             status = "done"
@@ -133,12 +153,18 @@ class Export:
         records = []
         with closing(in_order(run_page_task, tasks, self.workers, self.make_executor, self.page_timeout)) as results:
             for item, (_, result) in zip(items, results):
-                reason = result.reason if not isinstance(result, Exported) else None
-                if reason is None:
+                reason = None
+                if isinstance(result, Exported):
                     try:
                         records.append(self._add_image(target, folder, item, result))
+                        self.report.upscales.append(result.upscale)
                     except CaptionTooLong as exc:  # the image is left out with its caption, and said why
                         reason = str(exc)
+                elif isinstance(result, TooSmall):
+                    self.report.too_small.append({"document": item.doc, "page": page_number(item.page),
+                                                  "picture": item.picture, "source_side": result.source_side})
+                else:
+                    reason = result.reason
                 if reason is not None:
                     self.report.skipped.append({"document": item.doc, "page": page_number(item.page), "reason": reason})
                 self.progress.done += 1
@@ -163,7 +189,21 @@ class Export:
         target.add("manifest.csv", provenance_csv(records), compress=True)
         target.add("export.json", export_json(self.settings, self.threshold, len(records), self.report.skipped,
                                               decision=self.decision, left_out=self.report.left_out,
-                                              cropped=self.report.cropped, records=records), compress=True)
+                                              cropped=self.report.cropped, records=records,
+                                              sources=self._sources_json()), compress=True)
+
+    def _sources_json(self) -> dict:
+        """How sharp the sources were: the minimum asked for, what it left out, and the images enlarged."""
+        factors = [factor for factor in self.report.upscales if factor >= ENLARGED]
+        return {"min_source_side": self.settings.min_source_side, "too_small": self.report.too_small,
+                "enlarged_images": len(factors), "largest_enlargement": max(factors, default=1.0),
+                "enlarged_more_than_2x": sum(factor > 2 for factor in factors)}
+
+    def _nothing_written(self) -> str:
+        if self.report.skipped:
+            return f"no kept page could be read: {self.report.skipped[0]['reason']}"
+        return (f"every image's source is under the minimum of {self.settings.min_source_side} px on its short "
+                "side; lower the minimum (--min-source) to export them")
 
     # -- progress -----------------------------------------------------------------------------
 
@@ -178,13 +218,14 @@ class Export:
             text += f"; {r.cropped} cut to their picture"
         if r.left_out:
             text += f"; {plural(len(r.left_out), 'near-duplicate')} left out (listed in export.json)"
+        if r.enlarged:
+            text += f"; {r.enlarged}"
+        if r.too_small:
+            text += (f"; {plural(len(r.too_small), 'image')} left out, under {self.settings.min_source_side} px on "
+                     "the short side (listed in export.json)")
         if r.skipped:
             text += f"; {len(r.skipped)} kept pages could not be read (listed in export.json)"
         return text
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 

@@ -160,7 +160,7 @@ def _shown_box(r: Record) -> list:
 
 def export_json(settings: ExportSettings, threshold: float, images: int, skipped: list[dict], *,
                 decision: dict | None = None, left_out: list[LeftOut] = (), cropped: int = 0,
-                records: Iterable[Record] = ()) -> bytes:
+                records: Iterable[Record] = (), sources: dict | None = None) -> bytes:
     """What made this ZIP; no clock time, so the same manifest and settings give the same bytes.
 
     `decision` is the rule that decided the pages without an override and its cutoffs
@@ -168,7 +168,8 @@ def export_json(settings: ExportSettings, threshold: float, images: int, skipped
     its group that was; `cropped` how many images show a picture rather than a whole page. With crop
     "pictures", `min_area` is the size (square inches, the decision's `picture_area_min`) under which a
     picture was not exported on its own. `captions` says which template made the captions and from
-    which sources and models (`captions_json` over the written `records`)."""
+    which sources and models (`captions_json` over the written `records`); `sources` how sharp the sources
+    were (the minimum source size asked for, the images it left out, the images enlarged)."""
     crop = {"mode": settings.crop, "cropped_images": cropped, "margin": CROP_MARGIN, "min_share": MIN_CROP_SHARE,
             "units": "reference pixels (144 dpi)"}
     if settings.crop == "pictures":
@@ -185,4 +186,6 @@ def export_json(settings: ExportSettings, threshold: float, images: int, skipped
         "duplicates": {"mode": settings.duplicates, "left_out": [entry.as_dict() for entry in left_out]},
         "captions": captions_json(settings, records),
     }
+    if sources is not None:
+        document["sources"] = sources
     return (json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()

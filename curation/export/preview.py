@@ -10,10 +10,12 @@ from .captions import CaptionTooLong, caption_for
 from .geometry import crop_box
 from .selection import Item
 from .settings import ExportSettings
+from .job import ENLARGED
 from .worker import Exported, export_one, page_task
 
 # Per image: two local headers, two central-directory entries (names twice each) and the caption.
 MEMBER_OVERHEAD = 2 * (30 + 46) + 4 * 64 + 120
+ESTIMATE_SAMPLE = 12  # images encoded for the estimate: a few seconds' work, kept per image and settings
 # MuPDF is not thread-safe and the app runs each browser session in a thread of one process.
 _MUPDF = threading.Lock()
 
@@ -25,6 +27,7 @@ class Preview:
     caption: str
     problem: str | None = None
     crop: tuple[int, int, int, int] | None = None  # the picture the image was cut to (reference pixels)
+    too_small: int | None = None  # left out under the minimum source size: the source's short side in pixels
 
 
 def sample_items(items: list[Item], count: int = 4, settings: ExportSettings | None = None) -> list[Item]:
@@ -99,11 +102,49 @@ def preview(item: Item, settings: ExportSettings, roots=None) -> Preview:
         return Preview(item, None, "", str(exc), crop)
     if isinstance(result, Exported):
         return Preview(item, result, caption, crop=crop)
-    return Preview(item, None, caption, result.reason, crop)
+    return Preview(item, None, caption, result.reason, crop, getattr(result, "source_side", None))
 
 
-def estimate_bytes(image_sizes: list[int], images: int) -> int | None:
-    """The ZIP's size for `images` images from the sizes of a few sample JPEGs; None without samples."""
-    if not image_sizes:
-        return None
-    return round(images * (sum(image_sizes) / len(image_sizes) + MEMBER_OVERHEAD)) + 4096
+def estimate_items(items: list[Item], count: int = ESTIMATE_SAMPLE) -> list[Item]:
+    """The images the estimate encodes: `count` spread evenly over all the export writes (a preview screen
+    shows four neighbours, often alike: a page's pictures, or one issue's pages)."""
+    return _spread(items, count)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What the whole export will be, from `sampled` images encoded exactly as it encodes them."""
+
+    bytes: int | None  # the ZIP; None when no sampled image could be made
+    images: int  # images it writes: all selected, less those under the minimum source size
+    enlarged: int  # of those, enlarged from a smaller source (ENLARGED or more)
+    largest: float  # the largest enlargement sampled
+    twice: int  # enlarged more than 2x: soft
+    too_small: int  # left out under the minimum source size
+    sampled: int
+
+    @property
+    def exact(self) -> bool:
+        return self.sampled >= self.images + self.too_small
+
+
+def estimate(previews: list[Preview], images: int) -> Estimate:
+    """The export of `images` images, scaled up from `previews` (estimate_items' images, previewed): its ZIP's
+    size (the mean image, caption and ZIP entry per image), how many are enlarged and how many left out."""
+    shown = [p for p in previews if p.image is not None]
+    made = [p.image for p in shown]
+    measured = len(made) + sum(p.too_small is not None for p in previews)
+    if not measured:
+        return Estimate(None, images, 0, 1.0, 0, 0, 0)
+    share = images / measured
+
+    def scaled(count: int) -> int:
+        return round(count * share)
+
+    factors = [image.upscale for image in made if image.upscale >= ENLARGED]
+    too_small = scaled(measured - len(made))
+    written = images - too_small
+    per_image = sum(len(p.image.jpeg) + len(p.caption.encode()) for p in shown) / max(1, len(shown))
+    size = round(written * (per_image + MEMBER_OVERHEAD)) + 4096 if made else None
+    return Estimate(size, written, scaled(len(factors)), max(factors, default=1.0), scaled(sum(f > 2 for f in factors)),
+                    too_small, measured)

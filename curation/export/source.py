@@ -44,10 +44,27 @@ class Source:
     plan: Plan
     method: str  # "jpeg" (the embedded scan) or "render"
     pixmap: pymupdf.Pixmap | None = None  # a render's pixels, which `image` shares without a copy
+    # The source's own pixels per unit of the plan: 1 for a scan (the plan is in its pixels); for a render, the
+    # sharpest scanned image under the kept part (its pixels per point); None when no image is under it (vector
+    # art and text: sharp at any size).
+    native: float | None = 1.0
 
     @property
     def size(self) -> tuple[int, int]:
         return self.image.shape[1], self.image.shape[0]
+
+    @property
+    def native_side(self) -> int | None:
+        """The kept part's shorter side in the source's own pixels (None: drawn, sharp at any size)."""
+        if self.native is None:
+            return None
+        x0, y0, x1, y1 = self.plan.box
+        return round(min(x1 - x0, y1 - y0) * self.native)
+
+    @property
+    def upscale(self) -> float:
+        """How many times the kept part is enlarged from the source's own pixels (1.0: not enlarged)."""
+        return 1.0 if self.native is None else max(1.0, self.plan.scale / self.native)
 
 
 def read_source(doc: pymupdf.Document, number: int, settings: ExportSettings, *, use_scan: bool = True,
@@ -120,4 +137,16 @@ def _render(page: pymupdf.Page, settings: ExportSettings, region: Region | None 
         min(float(pixmap.width), clip.x1 * zoom + shift_x - pixmap.x),
         min(float(pixmap.height), clip.y1 * zoom + shift_y - pixmap.y),
     )
-    return Source(image, box, plan, "render", pixmap)
+    return Source(image, box, plan, "render", pixmap, native=_native_resolution(page, clip))
+
+
+def _native_resolution(page: pymupdf.Page, clip: pymupdf.Rect) -> float | None:
+    """Pixels per point of the sharpest image drawn under `clip` (None when none is: vector art, text)."""
+    sharpest = None
+    for info in page.get_image_info():
+        bbox = pymupdf.Rect(info["bbox"])
+        if bbox.is_empty or not bbox.intersects(clip):
+            continue
+        resolution = min(info["width"] / bbox.width, info["height"] / bbox.height)
+        sharpest = resolution if sharpest is None else max(sharpest, resolution)
+    return sharpest

@@ -39,6 +39,8 @@ class Exported:
     width: int
     height: int
     method: str  # "jpeg" (the embedded scan, decoded reduced) or "render"
+    upscale: float = 1.0  # times the source's own pixels were enlarged (1.0: not enlarged)
+    source_side: int | None = None  # the kept part's shorter side in the source's pixels (None: drawn)
 
 
 @dataclass(frozen=True)
@@ -46,13 +48,25 @@ class NotExported:
     reason: str
 
 
+@dataclass(frozen=True)
+class TooSmall(NotExported):
+    """Left out on purpose: the source is smaller than the export's minimum (`min_source_side`)."""
+
+    source_side: int = 0
+
+
 def export_page(doc: pymupdf.Document, number: int, settings: ExportSettings, *, use_scan: bool = True,
-                region: Region | None = None, known_scan: bool = False) -> Exported:
+                region: Region | None = None, known_scan: bool = False) -> Exported | TooSmall:
     """The training image of one page, or of its `region`: read at the size it needs, shaped, encoded
-    (`known_scan`: see source.read_source)."""
+    (`known_scan`: see source.read_source); TooSmall when the source has fewer pixels on its short side than
+    `settings.min_source_side` (an enlarged small cut comes out soft)."""
     source = read_source(doc, number, settings, use_scan=use_scan, region=region, known_scan=known_scan)
+    side = source.native_side
+    if side is not None and side < settings.min_source_side:
+        return TooSmall(f"{side} px on its short side, under the minimum of {settings.min_source_side} px", side)
     image = shape_image(source, settings)
-    return Exported(encode_jpeg(image, settings.quality), image.shape[1], image.shape[0], source.method)
+    return Exported(encode_jpeg(image, settings.quality), image.shape[1], image.shape[0], source.method,
+                    round(source.upscale, 2), side)
 
 
 # Pages arrive in document order, so one open document per worker serves a run of tasks.

@@ -80,7 +80,7 @@ def tls_files() -> dict[str, str]:
     missing = [name for name in TLS_ENVS if not os.environ.get(name, "").strip()]
     if missing:
         raise ClusterError(f"a tls:// scheduler needs the cluster's CA and this server's certificate and key: "
-                           f"set {', '.join(missing)} to their PEM files (see the README, Past one machine)")
+                           f"set {', '.join(missing)} to their PEM files (see docs/cluster.md, Past one machine)")
     files = {name: os.environ[name].strip() for name in TLS_ENVS}
     for name, path in files.items():
         if not os.path.isfile(path) or not os.access(path, os.R_OK):
@@ -104,7 +104,7 @@ def check_address(address: str) -> None:
             f"`{address}` is a plain tcp:// scheduler on another machine, refused: Dask's tcp is neither "
             f"encrypted nor authenticated, and a client runs what its scheduler sends. Use TLS: start the "
             f"scheduler and workers with --tls-ca-file, --tls-cert and --tls-key, write tls://{host}:PORT, "
-            f"and set {', '.join(TLS_ENVS)} on this server (see the README, Past one machine)")
+            f"and set {', '.join(TLS_ENVS)} on this server (see docs/cluster.md, Past one machine)")
 
 
 def security(address: str):

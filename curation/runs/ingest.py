@@ -37,7 +37,8 @@ from ..scoring.scorer import score_page_and_scan
 from ..sources.paths import REFUSAL, document_roots, reading_roots
 from ..sources.reader import (DocumentError, DocumentInfo, OutsideAllowedFolders, error_text, exists, file_sha256,
                               file_stat, find_pdfs, inspect_document, open_document, readable)
-from .jobs import PROGRESS_INTERVAL, DiskFull, JobProgress, Stopped, is_disk_full, stop_on_sigterm
+from ..manifest.views.jobs import unreadable_documents
+from .jobs import PROGRESS_INTERVAL, DiskFull, JobProgress, Stopped, is_disk_full, plural, stop_on_sigterm
 
 PAGES_PER_TASK = 16
 TASKS_PER_CHILD = 500  # a worker is replaced now and then so nothing it leaks can pile up
@@ -221,6 +222,22 @@ def default_worker_memory(workers: int) -> int:
 
 def timeout_message(seconds: float, what: str = "draw") -> str:
     return f"took longer than {seconds:g} s to {what}; skipped"
+
+
+def task_sizes(pages: int, workers: int, largest: int = PAGES_PER_TASK) -> Iterator[int]:
+    """How many pages each scoring task takes, in order (an endless supply; `pages` in all is planned).
+
+    Progress moves when a task's pages are saved, so the first task of each worker is one page (the first
+    figures come after one page, not after sixteen), then each round of tasks doubles up to `largest`,
+    which amortises opening the PDF. A run of few pages never gets that far: each worker gets at least
+    four tasks, so one large PDF moves in steps of a few pages, whatever the number of documents."""
+    cap = max(1, min(largest, pages // (4 * max(1, workers))))
+    size, given = 1, 0
+    while True:
+        yield min(size, cap)
+        given += 1
+        if given % max(1, workers) == 0:
+            size *= 2
 
 
 class ExecutorLost(Exception):
@@ -574,12 +591,16 @@ class Ingest:
         return set(range(doc["pages"])) - self.manifest.done_pages(doc["id"])
 
     def _score_tasks(self):
+        sizes = task_sizes(sum(map(len, self._remaining.values())), self.workers, self.pages_per_task)
         for doc_id, remaining in list(self._remaining.items()):
             path = self.manifest.document(doc_id)["path"]
             pages = sorted(remaining)
-            for start in range(0, len(pages), self.pages_per_task):
-                yield Task(doc_id, path, tuple(pages[start:start + self.pages_per_task]), roots=self.roots,
+            start = 0
+            while start < len(pages):
+                end = start + next(sizes)
+                yield Task(doc_id, path, tuple(pages[start:end]), roots=self.roots,
                            legend_languages=self.legend_languages, learned_pictures=self.learned_pictures)
+                start = end
 
     def _refuse(self, path) -> None:
         """A file not read because it really lies outside the allowed folders: said in the job's summary."""
@@ -650,8 +671,17 @@ class Ingest:
 
     def _summary(self) -> str:
         r = self.report
-        return (f"{r.documents} documents ({r.new_documents} new), {r.pages_scored} pages scored, "
-                f"{r.pages_failed} failed, in {r.seconds:.1f} s{r.incidents}")
+        return (f"{plural(r.documents, 'document')} ({r.new_documents} new), {plural(r.pages_scored, 'page')} scored, "
+                f"{r.pages_failed} failed, in {r.seconds:.1f} s{r.incidents}{self._unreadable()}")
+
+    def _unreadable(self) -> str:
+        """'; 1 document could not be read: fake.pdf: not a PDF …' for this run's documents that give no page."""
+        failed = unreadable_documents(self.manifest, self.pdfs)
+        if not failed:
+            return ""
+        reasons = "; ".join(f"{pathlib.Path(row['path']).name}: {row['error'] or row['status']}" for row in failed[:3])
+        more = f"; and {len(failed) - 3} more (listed on the Ingest page)" if len(failed) > 3 else ""
+        return f"; {plural(len(failed), 'document')} could not be read: {reasons}{more}"
 
 
 class Rescore(Ingest):

@@ -131,6 +131,11 @@ def megabytes(size: int) -> str:
     return f"{size / 1e6:,.1f} MB" if size >= 100_000 else f"{size / 1e3:,.0f} kB"
 
 
+def plural(count: int, noun: str) -> str:
+    """'1 document', '2 documents', '1,204 pages': a count as a job's summary says it."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 PROGRESS_INTERVAL = 0.5  # seconds between two writes of a job's progress: the app polls about as often
 
 

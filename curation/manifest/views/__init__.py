@@ -16,7 +16,7 @@ in words) and `jobs` (documents, jobs and Home's next steps).
 
 from .filters import (DECISION_SQL, DECISIONS, DISAGREES_FILTER_SQL, DUPLICATE_SQL, NEAR_SQL, PAGES_FROM, RULE_LABELS,
                       base_rule, decision_params, figures, filter_counts, has_features, near_measure, override_count,
-                      page_count, PageFilter, unfeatured_count)
+                      page_count, PageFilter, picture_override_count, unfeatured_count)
 from .review import (CAPTIONED_SQL, SORTS, bulk_caption, bulk_caption_effect, bulk_override, bulk_override_effect,
                      caption_counts, captions_for, documents_for_filter, last_undoable, latest_changes, page_changes,
                      page_rows, reversed_order, view_note)
@@ -26,8 +26,9 @@ from .model import (LEARN_JOB, learn_blocker, learn_from_overrides, learn_job, l
                     override_labels, stop_using_model, use_model)
 from .threshold import (BORDERLINE_SQL, PICTURE_CEILING, PICTURE_FLOOR, Borderline, borderline, edge_measure,
                         Histogram, histogram, otsu, picture_histogram, rule_explanation, rule_summary, sigma_range,
-                        square_inches, suggest_threshold, Suggestion)
-from .jobs import (document_rows, duration, elapsed, job_progress, missing_sources, next_steps, Step)
+                        sigma_beside, square_inches, suggest_threshold, Suggestion)
+from .jobs import (count, document_rows, duration, elapsed, job_outcome, job_progress, missing_sources, next_steps, Step,
+                   unreadable_documents)
 
 __all__ = [
     "BORDERLINE_SQL", "Borderline", "CAPTIONED_SQL", "DECISIONS", "DECISION_SQL", "DISAGREES_FILTER_SQL",
@@ -35,11 +36,11 @@ __all__ = [
     "PAGES_FROM", "PICTURE_CEILING", "PICTURE_FLOOR", "PICTURE_OVERRIDES", "PageFilter", "PageUnavailable",
     "RENDER_LONG_SIDE", "RENDER_MAX_ZOOM", "RULE_LABELS", "SORTS", "Step", "Suggestion", "base_rule", "borderline",
     "bulk_caption", "bulk_caption_effect", "bulk_override", "bulk_override_effect", "caption_counts",
-    "captions_for", "decision_params", "document_rows", "documents_for_filter", "draw_page", "duration",
-    "edge_measure", "elapsed", "figures", "filter_counts", "has_features", "histogram", "job_progress",
+    "captions_for", "count", "decision_params", "document_rows", "documents_for_filter", "draw_page", "duration",
+    "edge_measure", "elapsed", "figures", "filter_counts", "has_features", "histogram", "job_outcome", "job_progress", "unreadable_documents",
     "LEARN_JOB", "last_undoable", "latest_changes", "learn_blocker", "learn_from_overrides", "learn_job", "learned", "missing_sources",
     "model_state", "near_measure", "next_steps", "otsu", "outline_pictures", "override_count", "override_labels",
-    "page_changes", "page_count", "page_rows", "picture_histogram", "picture_rows", "pictures_for", "render_page",
-    "reversed_order", "rule_explanation", "rule_summary", "sigma_range", "square_inches", "stop_using_model",
+    "page_changes", "page_count", "picture_override_count", "page_rows", "picture_histogram", "picture_rows", "pictures_for", "render_page",
+    "reversed_order", "rule_explanation", "rule_summary", "sigma_range", "sigma_beside", "square_inches", "stop_using_model",
     "suggest_threshold", "thumbnails", "unfeatured_count", "use_model", "view_note"
 ]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import aggregates
+from .. import aggregates, picture_decisions
 from ..rules import DISAGREES_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES
 from ..store import Manifest
 
@@ -235,6 +235,12 @@ def override_count(manifest: Manifest) -> int:
     return manifest.conn.execute(
         f"SELECT COUNT(*) FROM overrides o JOIN documents d ON d.id = o.doc_id WHERE {LIVE_DOCUMENT_SQL}"
     ).fetchone()[0]
+
+
+def picture_override_count(manifest: Manifest) -> int:
+    """Pictures of live documents a curator included, excluded, added or redrew (Review's Overridden
+    pictures), from the stored per-document counts."""
+    return int(picture_decisions.counts(manifest)["overridden"])
 
 
 def unfeatured_count(manifest: Manifest) -> int:

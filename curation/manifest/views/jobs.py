@@ -5,12 +5,14 @@ and the next steps Home suggests.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import sqlite3
 from dataclasses import dataclass
 
 
 from ...decisions import learn
+from ...runs.jobs import plural as count  # noqa: F401 (views.count: a count in words)
 from ..rules import DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, LIVE_DOCUMENT_SQL
 from ..store import Manifest
 from .threshold import rule_summary
@@ -25,6 +27,31 @@ def missing_sources(manifest: Manifest) -> list[str]:
     """Paths of live documents whose PDF is gone: their pages can be reviewed but not opened or exported."""
     rows = manifest.conn.execute(f"SELECT d.path FROM documents d WHERE {LIVE_DOCUMENT_SQL} ORDER BY d.path")
     return [row[0] for row in rows if not os.path.exists(row[0])]
+
+
+UNREADABLE = ("failed", "not-pdf", "empty", "encrypted", "outside")  # document statuses that give no page
+
+
+def unreadable_documents(manifest: Manifest, paths) -> list[sqlite3.Row]:
+    """The documents at `paths` (as an ingest job lists them) that could not be read, with the reason."""
+    return manifest.conn.execute(  # the paths as one JSON list: an archive may hold more than SQLite's variables
+        f"SELECT path, status, error FROM documents WHERE path IN (SELECT value FROM json_each(?)) AND status IN "
+        f"({', '.join(repr(s) for s in UNREADABLE)}) ORDER BY path", (json.dumps([str(p) for p in paths]),)).fetchall()
+
+
+def job_outcome(manifest: Manifest, job: sqlite3.Row | dict) -> str:
+    """How a finished ingest went, as the colour of its message: "error" when none of its documents could be
+    read, "warning" when some documents or pages failed, else "success"."""
+    paths = [str(p) for p in json.loads(job["args"] or "{}").get("paths", [])] if job["kind"] == "ingest" else []
+    if not paths:
+        return "success"
+    unreadable, pages_failed = manifest.conn.execute(
+        f"SELECT COALESCE(SUM(status IN ({', '.join(repr(s) for s in UNREADABLE)})), 0), COALESCE(SUM(failed), 0) "
+        f"FROM documents WHERE status != 'replaced' AND path IN (SELECT value FROM json_each(?))",
+        (json.dumps(paths),)).fetchone()
+    if unreadable == len(paths):
+        return "error"
+    return "warning" if unreadable or pages_failed else "success"
 
 
 def job_progress(job: sqlite3.Row | dict) -> dict:

@@ -185,8 +185,20 @@ def borderline(manifest: Manifest, threshold: float | None, count: int = 8, *, r
 
 
 def square_inches(area: float) -> str:
-    """An area as a person writes it: 2 sq in, 0.35 sq in, 48 sq in."""
-    return f"{area:.0f} sq in" if area >= 10 else f"{area:.2g} sq in"
+    """An area as a person writes it: 2 sq in, 0.35 sq in, 48.1 sq in. Cut to the hundredth below, never
+    rounded up: cutoffs are kept to hundredths, so a picture shown beside one is never shown on its other side
+    (1.97 is not "2", and a picture of 1.996 under a cutoff of 2 reads 1.99)."""
+    text = f"{math.floor(area * 100 + 1e-6) / 100:,.2f}".rstrip("0").rstrip(".")
+    return f"{text} sq in"
+
+
+def sigma_beside(sigma: float, cutoff: float) -> str:
+    """σ to a tenth, or to as many places as it takes not to read as the cutoff itself when it is not (σ 45.04
+    is kept by σ > 45: "45.0" would say otherwise; it reads "45.04")."""
+    places = 1
+    while places < 4 and sigma != cutoff and round(sigma, places) == round(cutoff, places):
+        places += 1
+    return f"σ {sigma:.{places}f}"
 
 
 def rule_summary(rule: str, threshold: float, picture_area_min: float) -> str:

@@ -1,0 +1,52 @@
+"""The Export page's size estimate is measured, not guessed: images spread over the whole export are encoded
+exactly as the export encodes them, and the estimate lands within 15 % of the ZIP that is then written."""
+
+import pytest
+
+from curation import Manifest, ingest
+from curation.export import ExportSettings, estimate, estimate_items, export, preview, select
+
+from curation.sources.synthetic import PageSpec, write_pdf
+
+from conftest import SMALL
+
+TOLERANCE = 0.15
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    """An issue of blank pages first (small JPEGs: the preview's first screen), then four of engravings and
+    mixed pages; every page kept: more images than the sample."""
+    folder = tmp_path_factory.mktemp("estimate")
+    write_pdf(folder / "archive" / "issue-0.pdf", [PageSpec(kind="blank", seed=n, dpi=150, inches=SMALL) for n in range(8)])
+    for n in range(1, 5):
+        write_pdf(folder / "archive" / f"issue-{n}.pdf",
+                  [PageSpec(kind=("engraving", "mixed")[page % 2], seed=10 * n + page, dpi=150, inches=SMALL)
+                   for page in range(8)])
+    with Manifest(folder / "manifest.sqlite") as manifest:
+        ingest(manifest, [folder / "archive"], workers=1)
+        manifest.rule, manifest.threshold = "sigma", 0.0
+    return folder
+
+
+@pytest.mark.parametrize("settings", [ExportSettings(), ExportSettings(crop="page", quality=95),
+                                      ExportSettings(mode="bucket", size=768)], ids=["pictures", "pages", "buckets"])
+def test_the_estimate_is_within_15_percent_of_the_zip(scored, settings):
+    with Manifest(scored / "manifest.sqlite") as manifest:
+        items = select(manifest, crop=settings.crop).items
+        sample = estimate_items(items)
+        assert len(items) > len(sample)  # an estimate, not a count
+        guess = estimate([preview(item, settings) for item in sample], len(items))
+        report = export(manifest, scored / f"{settings.crop}-{settings.mode}.zip", settings)
+    assert abs(guess.bytes - report.bytes) <= TOLERANCE * report.bytes, (guess.bytes, report.bytes)
+    assert guess.images == len(items) and not guess.exact
+
+
+def test_the_first_screen_alone_would_have_been_far_off(scored):
+    """What the page did before: the four images on the preview's first screen, here all blank pages."""
+    settings = ExportSettings(crop="page")
+    with Manifest(scored / "manifest.sqlite") as manifest:
+        items = select(manifest, crop="page").items
+        first_screen = estimate([preview(item, settings) for item in items[:4]], len(items))
+        spread = estimate([preview(item, settings) for item in estimate_items(items)], len(items))
+    assert first_screen.bytes < 0.8 * spread.bytes
