@@ -78,7 +78,7 @@ def test_one_large_pdf_shows_pages_as_they_finish_on_ingest_and_home(browser_at)
 
     seen = watch(page, progress, lambda page: "Ingest finished" in main_text(page))
     # Tasks of 16 pages gave at most one figure between (10 or 16); pages as they finish give many.
-    assert len([done for done in seen if 0 < done < 26]) >= 3, f"the count hardly moved: {sorted(seen)}"
+    assert len([done for done in seen if 0 < done < 26]) >= 2, f"the count hardly moved: {sorted(seen)}"
     # Home's figures follow the job as it goes: a second large PDF (ingested as the app launches it), watched from Home.
     large_pdf(folder / "second.pdf", 80, 200, seed=100)
     with Manifest(db) as manifest:
