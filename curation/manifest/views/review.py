@@ -137,23 +137,26 @@ def bulk_override(manifest: Manifest, threshold: float | None, flt: PageFilter, 
     Returns how many pages the filter held. The filter is evaluated once, before anything changes,
     so "exclude everything kept" excludes exactly the pages that were kept.
     """
-    new = None if keep is None else int(bool(keep))
     with manifest.recording("override", view_note(manifest, flt)) as action, _bulk_pages(manifest, threshold, flt,
                                                                                            rule, picture_area_min) as count:
-        history.record_pages(manifest.conn, action, "override", "temp.bulk_pages", new)
-        if new is None:
-            manifest.conn.execute(
-                "DELETE FROM overrides WHERE (doc_id, page) IN (SELECT doc_id, page FROM temp.bulk_pages)"
-            )
-        else:
-            stamp = now()
-            manifest.conn.execute(
-                "INSERT INTO overrides (doc_id, page, keep, created_at, updated_at) "
-                "SELECT doc_id, page, ?, ?, ? FROM temp.bulk_pages WHERE true "
-                "ON CONFLICT(doc_id, page) DO UPDATE SET keep = excluded.keep, updated_at = excluded.updated_at",
-                (new, stamp, stamp),
-            )
+        write_overrides(manifest, action, "temp.bulk_pages", keep)
     return count
+
+
+def write_overrides(manifest: Manifest, action: int, keys: str, keep: bool | None) -> None:
+    """Include, exclude or clear the pages of the table `keys` (doc_id, page), recorded under `action`."""
+    new = None if keep is None else int(bool(keep))
+    history.record_pages(manifest.conn, action, "override", keys, new)
+    if new is None:
+        manifest.conn.execute(f"DELETE FROM overrides WHERE (doc_id, page) IN (SELECT doc_id, page FROM {keys})")
+    else:
+        stamp = now()
+        manifest.conn.execute(
+            "INSERT INTO overrides (doc_id, page, keep, created_at, updated_at) "
+            f"SELECT doc_id, page, ?, ?, ? FROM {keys} WHERE true "
+            "ON CONFLICT(doc_id, page) DO UPDATE SET keep = excluded.keep, updated_at = excluded.updated_at",
+            (new, stamp, stamp),
+        )
 
 
 @contextlib.contextmanager
@@ -161,15 +164,21 @@ def _bulk_pages(manifest: Manifest, threshold: float | None, flt: PageFilter, ru
                 picture_area_min: float | None, extra: str = ""):
     """The filter's pages (and `extra`'s condition) as temp.bulk_pages (doc_id, page) while the block runs,
     taken once before anything changes; yields how many there are. Call inside a transaction."""
-    where, params = _where(flt)
-    bound = {**decision_params(manifest, threshold, rule, picture_area_min), **params}
-    manifest.conn.execute("DROP TABLE IF EXISTS temp.bulk_pages")
-    manifest.conn.execute(f"CREATE TEMP TABLE bulk_pages AS SELECT p.doc_id, p.page {PAGES_FROM} {where} {extra}",
-                          bound)
     try:
-        yield manifest.conn.execute("SELECT COUNT(*) FROM temp.bulk_pages").fetchone()[0]
+        yield bulk_pages_table(manifest, "bulk_pages", threshold, flt, rule, picture_area_min, extra)
     finally:
         manifest.conn.execute("DROP TABLE IF EXISTS temp.bulk_pages")
+
+
+def bulk_pages_table(manifest: Manifest, name: str, threshold: float | None, flt: PageFilter, rule: str | None,
+                     picture_area_min: float | None, extra: str = "") -> int:
+    """The filter's pages (and `extra`'s condition) taken once as the temporary table `name` (doc_id, page, in
+    the order of its rowid); how many there are."""
+    where, params = _where(flt)
+    bound = {**decision_params(manifest, threshold, rule, picture_area_min), **params}
+    manifest.conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
+    manifest.conn.execute(f"CREATE TEMP TABLE {name} AS SELECT p.doc_id, p.page {PAGES_FROM} {where} {extra}", bound)
+    return manifest.conn.execute(f"SELECT COUNT(*) FROM temp.{name}").fetchone()[0]
 
 
 def view_note(manifest: Manifest, flt: PageFilter) -> str:
@@ -209,21 +218,28 @@ def bulk_caption(manifest: Manifest, threshold: float | None, flt: PageFilter, t
 
     With `replace` false, pages that have a caption keep it. Returns how many pages were set.
     """
-    text = (text or "").strip() or None
-    extra = "" if replace else f"AND NOT {CAPTIONED_SQL}"
     with manifest.recording("caption", view_note(manifest, flt)) as action, _bulk_pages(
-            manifest, threshold, flt, rule, picture_area_min, extra) as count:
-        history.record_pages(manifest.conn, action, "caption", "temp.bulk_pages", text)
-        if text is None:
-            manifest.conn.execute(
-                "DELETE FROM captions WHERE (doc_id, page) IN (SELECT doc_id, page FROM temp.bulk_pages)")
-        else:
-            manifest.conn.execute(
-                "INSERT INTO captions (doc_id, page, text, updated_at) SELECT doc_id, page, ?, ? "
-                "FROM temp.bulk_pages WHERE true "
-                "ON CONFLICT(doc_id, page) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at",
-                (text, now()))
+            manifest, threshold, flt, rule, picture_area_min, caption_condition(replace)) as count:
+        write_captions(manifest, action, "temp.bulk_pages", text)
     return count
+
+
+def caption_condition(replace: bool) -> str:
+    """Which pages of a view a bulk caption writes: all, or (not `replace`) those without a caption."""
+    return "" if replace else f"AND NOT {CAPTIONED_SQL}"
+
+
+def write_captions(manifest: Manifest, action: int, keys: str, text: str | None) -> None:
+    """Give the pages of the table `keys` (doc_id, page) the caption `text` (blank removes), under `action`."""
+    text = (text or "").strip() or None
+    history.record_pages(manifest.conn, action, "caption", keys, text)
+    if text is None:
+        manifest.conn.execute(f"DELETE FROM captions WHERE (doc_id, page) IN (SELECT doc_id, page FROM {keys})")
+    else:
+        manifest.conn.execute(
+            f"INSERT INTO captions (doc_id, page, text, updated_at) SELECT doc_id, page, ?, ? FROM {keys} WHERE true "
+            "ON CONFLICT(doc_id, page) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at",
+            (text, now()))
 
 
 def documents_for_filter(manifest: Manifest) -> list[dict]:
