@@ -441,3 +441,26 @@ def test_an_override_that_takes_a_page_out_of_the_view_says_so_with_undo(db):
     button(at, "Undo").click()
     ran(at)
     assert len(cards(at)) == before
+
+
+def test_a_bulk_action_on_a_large_view_runs_as_a_job_shown_above_the_grid_and_undone_in_one_step(db, monkeypatch):
+    from curation.manifest import bulk
+    monkeypatch.setattr(bulk, "JOB_MIN", 20)  # "large" kept small for the test
+    filled_db(db, documents=2, pages=30)
+    at = ran(page("pages/review.py"))
+    button(at, "Exclude all").click()
+    ran(at)
+    button(at, "Exclude 60 pages").click()
+    ran(at)  # returns at once: the job's process does the writing
+    assert "Started: 60 pages are written a part at a time" in " ".join(str(t.value) for t in at.toast)
+    job = wait_for(job_finished(db, bulk.JOB))
+    assert job["status"] == "done" and job["done"] == job["total"] == 60
+    with Manifest(db) as manifest:
+        assert {row["keep"] for row in manifest.overrides()} == {0} and len(manifest.overrides()) == 60
+    ran(at)  # the panel sees the job ended and the page runs again with its outcome
+    assert "Bulk action finished: excluding 60 pages: done" in texts(at)
+    assert "Your last change: excluded 60 pages (view: All pages)" in [t.value for t in at.text]
+    button(at, "Undo").click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.overrides() == []
