@@ -9,7 +9,9 @@ import os
 from collections.abc import Iterable
 
 
-from .. import history
+import numpy as np
+
+from .. import aggregates, history
 from ...sources.page_numbers import page_number
 from ..rules import LIVE_DOCUMENT_SQL
 from ..store import Manifest, now
@@ -22,6 +24,7 @@ SORTS = {
     "page": ("Document and page", "d.path, p.doc_id, p.page"),
     "picture_desc": ("Largest picture first", "p.picture_area DESC NULLS LAST, p.doc_id, p.page"),
 }
+KEYED_MIN = 2_000  # a screen this deep or deeper in σ order is read by key (from its σ bin), not by OFFSET
 DRIVEN_MAX = 20_000  # overridden or failed pages sorted whole for a screen (milliseconds); more are walked in the sort's order
 SORT_COLUMNS = {"sigma": "sigma", "sigma_desc": "sigma", "page": "path", "picture_desc": "picture_area"}
 
@@ -57,7 +60,11 @@ def page_rows(manifest: Manifest, threshold: float | None, flt: PageFilter = Pag
     # Two steps: the screen's pages by rowid first, through the joins the filter needs and no more
     # (a deep offset walks every page before it), then those pages in full.
     walk, skip, take = order, int(offset), int(limit)
-    if total is not None and offset > total / 2:
+    seek = _sigma_seek(manifest, flt, sort, skip, take)
+    if seek is not None:  # by key: from the σ bin that holds the screen, whatever its depth
+        where, skip = f"{where} AND {seek[0]}", seek[1]
+        bound["seek"] = seek[2]
+    elif total is not None and offset > total / 2:
         walk, skip = reversed_order(order), max(0, total - offset - limit)
         take = max(0, min(limit, total - offset))
     rowids = [row[0] for row in manifest.conn.execute(
@@ -67,6 +74,35 @@ def page_rows(manifest: Manifest, threshold: float | None, flt: PageFilter = Pag
     rows = manifest.pages(threshold, where=f"p.rowid IN ({', '.join(map(str, rowids))})", params=bound, order=order,
                           rule=rule)
     return [dict(row) for row in rows]
+
+
+def _sigma_seek(manifest: Manifest, flt: PageFilter, sort: str, offset: int, limit: int) -> tuple[str, int, float] | None:
+    """A deep screen of every page in σ order addressed by key: (the condition that starts the walk at the σ bin
+    holding page `offset`, the offset left within it, the σ it starts at); None where a screen is not addressed
+    so (another filter, a shallow offset, a screen reaching the pages without σ). The bins (aggregates) count
+    the pages before the bin; the few pages on its edge that a float puts in the bin beside are counted
+    exactly, so the screen is the one OFFSET would read."""
+    if sort not in ("sigma", "sigma_desc") or offset < KEYED_MIN or (flt.decision, flt.doc_id, flt.page) != ("all", None, None):
+        return None
+    binned = aggregates.bins(manifest)
+    scored = binned.sigma_bin >= 0
+    pages = np.bincount(binned.sigma_bin[scored], weights=binned.pages[scored]).astype(np.int64)
+    if offset + limit > pages.sum():
+        return None
+    descending = sort == "sigma_desc"
+    walked = np.cumsum(pages[::-1] if descending else pages)
+    step = int(np.searchsorted(walked, offset, side="right"))  # the bin holding page `offset`, in walk order
+    first = len(pages) - step if descending else step  # the bin after it (descending) or it (ascending)
+    edge = first / aggregates.SIGMA_STEPS
+    before = int(pages[first:].sum()) if descending else int(pages[:first].sum())
+    # Pages a float put in the bin beside `edge`: binned at or above it but below it, or the other way round.
+    moved = manifest.conn.execute(
+        f"SELECT COALESCE(SUM(CASE WHEN {aggregates.SIGMA_BIN_SQL} >= :bin AND p.sigma < :edge THEN 1 "
+        f"WHEN {aggregates.SIGMA_BIN_SQL} < :bin AND p.sigma >= :edge THEN -1 ELSE 0 END), 0) "
+        f"FROM pages p JOIN documents d ON d.id = p.doc_id WHERE {LIVE_DOCUMENT_SQL} "
+        "AND p.sigma >= :edge - 1e-6 AND p.sigma < :edge + 1e-6", {"bin": first, "edge": edge}).fetchone()[0]
+    before += -moved if descending else moved
+    return ("p.sigma < :seek" if descending else "p.sigma >= :seek"), offset - before, edge
 
 
 def reversed_order(order: str) -> str:
