@@ -28,7 +28,8 @@ def apply(manifest: Manifest, action: bulk.Bulk, count: int, done: str) -> str:
     a large view, as a job (returns what happens now)."""
     if not bulk.is_job(count):
         return done.format(done=bulk.run(manifest, action))
-    if manifest.running_job(bulk.JOB) is not None:
+    launched = st.session_state.get(LAUNCHED)  # started from here, perhaps not registered yet
+    if manifest.running_job(bulk.JOB) is not None or (launched and common.process_alive(launched)):
         return "Another bulk action is running: wait for it to end (or stop it) and try again."
     process = jobs.launch(pathlib.Path(os.path.abspath(common.db_path())), bulk.JOB, "--spec", action.to_json())
     st.session_state[LAUNCHED] = process.pid  # not waited for: the job registers itself
