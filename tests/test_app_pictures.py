@@ -274,3 +274,29 @@ def test_the_large_view_zooms_around_the_picture(db):
     assert any("Zoomed 2× around this picture" in c.value for c in at.caption)
     assert not next(b for b in at.button if b.key == "picture-zoom-out").disabled
     assert "picture **2** of 2" in texts(at)
+
+
+def test_a_bulk_caption_of_a_large_picture_view_runs_as_a_job_and_keeps_typed_captions(db, monkeypatch):
+    from apptest_support import job_finished, wait_for
+    from curation.manifest import bulk
+    monkeypatch.setattr(bulk, "JOB_MIN", 5)  # "large" kept small for the test
+    with_pictures(db, pages=4)
+    engraving = picture_ids(db, 0, 1)[0]
+    at = pictures_view()
+    next(b for b in at.text_input if b.key.startswith(f"picture-caption-card-{engraving}-")).input("her own caption")
+    ran(at)
+    next(b for b in at.button if b.label == "Caption all").click()
+    ran(at)
+    at.text_area(key="pictures-bulk-caption-text").input("a fashion plate")
+    ran(at)
+    next(b for b in at.button if b.label == "Caption 7 pictures").click()
+    ran(at)  # returns at once: the job's process writes them
+    assert "Started: 7 pictures are written a part at a time" in " ".join(str(t.value) for t in at.toast)
+    job = wait_for(job_finished(db, bulk.JOB))
+    assert job["status"] == "done" and job["total"] == 7
+    with Manifest(db) as manifest:
+        captions = {row["id"]: row["caption"] for row in manifest.picture_rows()}
+        assert captions[engraving] == "her own caption" and list(captions.values()).count("a fashion plate") == 7
+        manifest.undo()  # the job's captions, in one step
+        captions = {row["id"]: row["caption"] for row in manifest.picture_rows()}
+        assert [text for text in captions.values() if text] == ["her own caption"]
