@@ -464,3 +464,20 @@ def test_a_bulk_action_on_a_large_view_runs_as_a_job_shown_above_the_grid_and_un
     ran(at)
     with Manifest(db) as manifest:
         assert manifest.overrides() == []
+
+
+def test_a_running_bulk_job_shows_its_progress_in_the_sidebar_and_above_the_grid_with_stop(db):
+    from curation.manifest import bulk
+    filled_db(db, documents=1, pages=10)
+    with Manifest(db) as manifest:
+        job_id = manifest.start_job(bulk.JOB, {})  # this process stands for the job's
+        manifest.update_job(job_id, done=20_000, total=135_398, message="excluding 135,398 pages")
+    assert ":material/sync: Bulk action running: 20,000/135,398 written" in texts(ran(page("dashboard.py")))
+    at = ran(page("pages/review.py"))
+    assert any("Bulk action: excluding" in str(p.proto) and "20,000 of 135,398 written" in str(p.proto)
+               for p in at.get("progress"))
+    button(at, "Stop").click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.stop_requested(job_id)
+    assert "Stopping after the part in hand" in texts(at)
