@@ -41,6 +41,8 @@ def progress() -> None:
     """The running bulk job's progress with Stop, refreshing itself; when it ends, the page runs again."""
     with common.open_manifest() as manifest:
         job = manifest.running_job(bulk.JOB)
+        if job is None:
+            bulk.settle(manifest)  # one killed: its action says what it wrote
     if job is not None:
         st.session_state[LAUNCHED] = job["pid"]
     if OUTCOME in st.session_state:

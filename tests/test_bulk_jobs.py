@@ -115,6 +115,10 @@ def test_a_bulk_job_killed_mid_way_leaves_each_chunk_with_its_history_and_resume
             "SELECT doc_id, page FROM history_changes WHERE action_id = ?", (action["id"],))}
         assert set(overrides(manifest)) == recorded and len(recorded) == job["done"]
         assert set(overrides(manifest).values()) == {0}
+        assert action["description"] == "excluding 120 pages (running)"
+        bulk.settle(manifest)  # the dashboard's next run: the action says what it wrote
+        assert history.action(manifest.conn, action["id"])["description"] == \
+            f"excluded {len(recorded)} pages (view: All pages)"
     finished = subprocess.run(command[:-5] + ["--db", str(db), "--quiet"], cwd=ROOT, capture_output=True, text=True)
     assert finished.returncode == 0, finished.stderr
     with Manifest(db, user="ana") as manifest:

@@ -159,6 +159,19 @@ def _end(manifest: Manifest, job_id: int, action: int | None, status: str, messa
         manifest.finish_job(job_id, status, message)
 
 
+def settle(manifest: Manifest) -> None:
+    """Describe the action of a bulk job whose process died (killed, the machine stopped) as it stands, so the
+    history and Undo say what it wrote, not that it runs; the same bulk action again still resumes it."""
+    job = manifest.latest_job(JOB)  # a job whose process died is marked interrupted here
+    if job is None or job["status"] != "interrupted":
+        return
+    action = json.loads(job["args"] or "{}").get("action")
+    row = history.action(manifest.conn, action) if action is not None else None
+    if row is not None and (row["description"] or "").endswith("(running)"):
+        with manifest.transaction():
+            history.finish(manifest.conn, action)
+
+
 def _resumed(manifest: Manifest, previous, bulk: Bulk) -> int | None:
     """The history action of the previous bulk job when it was this same bulk action, ended before it finished
     and not undone: this run joins it. Any other unfinished one is described as it stands (history.finish)."""
