@@ -13,9 +13,10 @@ import re
 import sqlite3
 from collections.abc import Callable
 
+import psutil
 import streamlit as st
 
-from curation.manifest import views
+from curation.manifest import bulk, views
 from curation.manifest.picture_decisions import DECIDE_JOB
 from curation.manifest.store import Manifest, ManifestError
 from curation.runs import jobs
@@ -23,7 +24,8 @@ from pages import _auth as auth
 
 DEFAULT_DB = "data/manifest.sqlite"
 JOB_KINDS = ("sample", "ingest")
-OTHER_JOBS = {"export": "images", "caption": "pictures", DECIDE_JOB: "pictures"}  # in the sidebar, by what they count
+OTHER_JOBS = {"export": "images", "caption": "pictures", DECIDE_JOB: "pictures",  # in the sidebar, by what
+              bulk.JOB: "written"}  # they count
 POLL_SECONDS = 1.0
 log = logging.getLogger("curation.dashboard")
 
@@ -209,9 +211,17 @@ def latest_job(manifest: Manifest):
     return max(jobs_, key=lambda job: job["id"]) if jobs_ else None
 
 
+def process_alive(pid: int) -> bool:
+    """Whether a job's process still runs (a launched job may not have registered yet)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def job_title(job) -> str:
     titles = {"sample": "Sample archive", "ingest": "Ingest", "caption": "Captioning",
-              DECIDE_JOB: "Deciding the pictures under the new rule"}
+              DECIDE_JOB: "Deciding the pictures under the new rule", bulk.JOB: "Bulk action"}
     return titles.get(job["kind"], job["kind"].title())
 
 

@@ -5,6 +5,7 @@ computes what it shows."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import pathlib
 import zlib
@@ -14,11 +15,13 @@ from streamlit_image_coordinates import streamlit_image_coordinates
 
 from curation.captions.best import best_caption, counted_sources, kind_of
 from curation.decisions import keyboard
+from curation.manifest import bulk
 from curation.manifest import picture_views as pv
 from curation.manifest import views
 from curation.manifest.pictures import PictureError
 from curation.sources.page_numbers import page_number
 from pages import _auth as auth
+from pages import _bulk_job as bulk_job
 from pages import _common as common
 from pages import _keys as hotkeys
 from pages import _picture_captions as captions
@@ -32,6 +35,7 @@ CARD_CHOICES = {"include": ":material/add_circle:", "auto": ":material/hdr_auto:
 CARD_CONTROL_HELP = "Plus: include the picture; A: auto, the rule decides; minus: exclude it."
 CHOICE_OF_OVERRIDE = {1: "include", None: "auto", 0: "exclude"}
 OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
+BULK_OF_CHOICE = {"include": "include", "auto": "clear", "exclude": "exclude"}
 OPEN, BULK, CAPTION, NOTICE = "pictures_open", "pictures_bulk", "pictures_caption", "pictures_notice"
 RESTORE = "pictures_restore"  # the Deleted view's "bring back all" question, open
 ON_SCREEN = "pictures_on_screen"  # the ids of the screen's pictures, for next and previous in the large view
@@ -76,6 +80,7 @@ def show(undo_bar, undo):
         total = counts[flt.decision]
         # Deleted pictures show dim under All, and no bulk action changes them.
         bulk_actions(flt, total - counts["deleted"] if flt.decision == "all" else total, threshold)
+        bulk_job.progress()
         last = views.last_undoable(manifest)
         screens = screens_of((flt, sort))
         shown = pv.screen(manifest, threshold, flt, sort, after=screens[-1], limit=PER_SCREEN)
@@ -228,8 +233,9 @@ def confirm_bulk(flt: pv.PictureFilter, counts: dict, threshold: float, action: 
     st.markdown(pv.bulk_override_effect(counts, OVERRIDE_OF_CHOICE[action]))
 
     def apply(manifest) -> str:
-        done = pv.bulk_override(manifest, threshold, flt, OVERRIDE_OF_CHOICE[action])
-        return f"{verb} {done:,} pictures: done · {UNDO_HINT}."
+        doing = bulk.Bulk(view="pictures", do=BULK_OF_CHOICE[action], filter=dataclasses.asdict(flt),
+                          threshold=threshold)
+        return bulk_job.apply(manifest, doing, counts["pictures"], f"{verb} {{done:,}} pictures: done · {UNDO_HINT}.")
 
     common.confirm_buttons(f"{verb} {counts['pictures']:,} pictures", "pictures-bulk", BULK, NOTICE, apply)
 
@@ -248,9 +254,11 @@ def confirm_captions(flt: pv.PictureFilter, counts: dict, threshold: float):
                     f"{effect}")
 
     def write(manifest) -> str:
-        done = pv.bulk_caption(manifest, threshold, flt, text, replace=overwrite)
+        doing = bulk.Bulk(view="pictures", do="caption", filter=dataclasses.asdict(flt), threshold=threshold,
+                          text=text, replace=overwrite)
+        said = bulk_job.apply(manifest, doing, count, f"Captioned {{done:,}} pictures · {UNDO_HINT}.")
         forget(CAPTION_KEY)
-        return f"Captioned {done:,} pictures · {UNDO_HINT}."
+        return said
 
     common.confirm_buttons(f"Caption {count:,} pictures", "pictures-bulk-caption", CAPTION, NOTICE, write,
                            disabled=not text or count == 0)

@@ -1,21 +1,22 @@
 """Review: a paged grid of thumbnails with their decision; include, exclude or clear, caption, one page or a
 whole view; the model learned from the overrides, where it disagrees, and the near-duplicate plates."""
 
+import dataclasses
 import functools
 import math
 import os
 import pathlib
 import zlib
 
-import psutil
 import streamlit as st
 
 from curation.decisions import keyboard
-from curation.manifest import views
+from curation.manifest import bulk, views
 from curation.manifest.history import UndoError
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
 from pages import _auth as auth
+from pages import _bulk_job as bulk_job
 from pages import _common as common
 from pages import _keys as hotkeys
 from pages import _pictures_view as pictures_view
@@ -31,6 +32,7 @@ CARD_CHOICES = {"include": ":material/add_circle:", "auto": ":material/hdr_auto:
 CARD_CONTROL_HELP = "Plus: include whatever the rule says; A: auto, the rule decides; minus: exclude."
 CHOICE_OF_OVERRIDE = {1: "include", None: "auto", 0: "exclude"}
 OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
+BULK_OF_CHOICE = {"include": "include", "auto": "clear", "exclude": "exclude"}
 BULK, OPEN, CAPTION, USE_MODEL = "review_bulk", "review_open", "review_caption", "review_use_model"  # open dialogs
 NOTICE, LEARNED, LEARNING = "review_notice", "review_learned", "review_learning"
 LEARN_POLL_SECONDS = 1.0
@@ -71,6 +73,7 @@ def main():
             nothing_to_show(flt, model)
             return
         bulk_actions(flt, counts, threshold)
+        bulk_job.progress()
         last = views.last_undoable(manifest)
         undo_bar(last)
         screens = -(-counts["pages"] // PER_SCREEN)
@@ -237,20 +240,13 @@ def learning_progress():
         if job is not None and job["pid"] == pid:
             done = views.job_progress(job)
             st.progress(done["fraction"], text=f"Learning… {done['done']} % · {job['message'] or 'starting'}")
-        elif process_alive(pid):
+        elif common.process_alive(pid):
             st.progress(0.0, text="Learning… starting")
         else:
             st.session_state.pop(LEARNING, None)
             st.error(f"Learning ended before it began. Its log is in `{common.db_path().parent / 'logs'}`.")
 
     progress()
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def stop_model():
@@ -316,7 +312,8 @@ def confirm_bulk(flt: views.PageFilter, counts: dict, threshold: float, action: 
     st.markdown(views.bulk_override_effect(counts, OVERRIDE_OF_CHOICE[action]))  # exactly what it changes
 
     def apply(manifest) -> str:
-        return f"{verb} {views.bulk_override(manifest, threshold, flt, OVERRIDE_OF_CHOICE[action]):,} pages: done."
+        doing = bulk.Bulk(view="pages", do=BULK_OF_CHOICE[action], filter=dataclasses.asdict(flt), threshold=threshold)
+        return bulk_job.apply(manifest, doing, count, f"{verb} {{done:,}} pages: done.")
 
     common.confirm_buttons(f"{verb} {count:,} pages", "bulk", BULK, NOTICE, apply)
 
@@ -342,24 +339,29 @@ def confirm_captions(flt: views.PageFilter, threshold: float):
     left, middle, right = st.columns(3)
     if left.button(f"Caption {count:,} pages", type="primary", key="bulk-caption-confirm",
                    disabled=not text or count == 0):
-        finish_captions(flt, threshold, text, overwrite, "Captioned {done:,} pages.")
+        finish_captions(flt, threshold, text, overwrite, counts["pages"], "Captioned {done:,} pages.")
     if counts["captioned"] and not text and middle.button(f"Remove {counts['captioned']:,} captions",
                                                           key="bulk-caption-remove"):
-        finish_captions(flt, threshold, None, True, f"Removed the captions of {counts['captioned']:,} pages.")
+        finish_captions(flt, threshold, None, True, counts["pages"],
+                        f"Removed the captions of {counts['captioned']:,} pages.")
     if right.button("Cancel", key="bulk-caption-cancel"):
         close(CAPTION)
         st.rerun()
 
 
-def finish_captions(flt: views.PageFilter, threshold: float, text: str | None, replace: bool, notice: str):
-    """Set (or with `text` None remove) the captions of the view, then close the dialog with `notice`."""
+def finish_captions(flt: views.PageFilter, threshold: float, text: str | None, replace: bool, count: int,
+                    notice: str):
+    """Set (or with `text` None remove) the captions of the view's `count` pages, then close the dialog with
+    `notice` (or, on a large view, what its job does)."""
     if not auth.require_curator():
         return
+    doing = bulk.Bulk(view="pages", do="caption", filter=dataclasses.asdict(flt), threshold=threshold, text=text,
+                      replace=replace)
     with common.open_manifest() as manifest:
-        done = views.bulk_caption(manifest, threshold, flt, text, replace=replace)
+        said = bulk_job.apply(manifest, doing, count, notice)
     close(CAPTION)
     forget_caption_inputs()
-    st.session_state[NOTICE] = notice.format(done=done)
+    st.session_state[NOTICE] = said
     st.rerun()
 
 

@@ -215,8 +215,9 @@ def test_a_typed_caption_is_saved_and_shown_literally(db):
     assert box.value == "![x](http://example.com/x.png) :red[A WET DAY]"
 
 
-def test_a_bulk_caption_keeps_a_typed_caption_unless_asked(db):
-    with_pictures(db, pages=2)
+def caption_all_after_typing_one(db, pages: int):
+    """The Pictures view with the first engraving's caption typed and Caption all asked with "a fashion plate"."""
+    with_pictures(db, pages=pages)
     engraving = picture_ids(db, 0, 1)[0]
     at = pictures_view()
     next(b for b in at.text_input if b.key.startswith(f"picture-caption-card-{engraving}-")).input("her own caption")
@@ -224,7 +225,11 @@ def test_a_bulk_caption_keeps_a_typed_caption_unless_asked(db):
     next(b for b in at.button if b.label == "Caption all").click()
     ran(at)
     at.text_area(key="pictures-bulk-caption-text").input("a fashion plate")
-    ran(at)
+    return ran(at), engraving
+
+
+def test_a_bulk_caption_keeps_a_typed_caption_unless_asked(db):
+    at, engraving = caption_all_after_typing_one(db, pages=2)
     overwrite = at.checkbox(key="pictures-bulk-caption-overwrite")
     assert overwrite.value is False and "overwrite the 1 typed captions" in overwrite.label
     assert "Write this caption on 3 of the 4 pictures" in texts(at)
@@ -274,3 +279,21 @@ def test_the_large_view_zooms_around_the_picture(db):
     assert any("Zoomed 2× around this picture" in c.value for c in at.caption)
     assert not next(b for b in at.button if b.key == "picture-zoom-out").disabled
     assert "picture **2** of 2" in texts(at)
+
+
+def test_a_bulk_caption_of_a_large_picture_view_runs_as_a_job_and_keeps_typed_captions(db, monkeypatch):
+    from apptest_support import job_finished, wait_for
+    from curation.manifest import bulk
+    monkeypatch.setattr(bulk, "JOB_MIN", 5)  # "large" kept small for the test
+    at, engraving = caption_all_after_typing_one(db, pages=4)
+    next(b for b in at.button if b.label == "Caption 7 pictures").click()
+    ran(at)  # returns at once: the job's process writes them
+    assert "Started: 7 pictures are written a part at a time" in " ".join(str(t.value) for t in at.toast)
+    job = wait_for(job_finished(db, bulk.JOB))
+    assert job["status"] == "done" and job["total"] == 7
+    with Manifest(db) as manifest:
+        captions = {row["id"]: row["caption"] for row in manifest.picture_rows()}
+        assert captions[engraving] == "her own caption" and list(captions.values()).count("a fashion plate") == 7
+        manifest.undo()  # the job's captions, in one step
+        captions = {row["id"]: row["caption"] for row in manifest.picture_rows()}
+        assert [text for text in captions.values() if text] == ["her own caption"]

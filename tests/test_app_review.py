@@ -441,3 +441,43 @@ def test_an_override_that_takes_a_page_out_of_the_view_says_so_with_undo(db):
     button(at, "Undo").click()
     ran(at)
     assert len(cards(at)) == before
+
+
+def test_a_bulk_action_on_a_large_view_runs_as_a_job_shown_above_the_grid_and_undone_in_one_step(db, monkeypatch):
+    from curation.manifest import bulk
+    monkeypatch.setattr(bulk, "JOB_MIN", 20)  # "large" kept small for the test
+    filled_db(db, documents=2, pages=30)
+    at = ran(page("pages/review.py"))
+    button(at, "Exclude all").click()
+    ran(at)
+    button(at, "Exclude 60 pages").click()
+    ran(at)  # returns at once: the job's process does the writing
+    assert "Started: 60 pages are written a part at a time" in " ".join(str(t.value) for t in at.toast)
+    job = wait_for(job_finished(db, bulk.JOB))
+    assert job["status"] == "done" and job["done"] == job["total"] == 60
+    with Manifest(db) as manifest:
+        assert {row["keep"] for row in manifest.overrides()} == {0} and len(manifest.overrides()) == 60
+    ran(at)  # the panel sees the job ended and the page runs again with its outcome
+    assert "Bulk action finished: excluding 60 pages: done" in texts(at)
+    assert "Your last change: excluded 60 pages (view: All pages)" in [t.value for t in at.text]
+    button(at, "Undo").click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.overrides() == []
+
+
+def test_a_running_bulk_job_shows_its_progress_in_the_sidebar_and_above_the_grid_with_stop(db):
+    from curation.manifest import bulk
+    filled_db(db, documents=1, pages=10)
+    with Manifest(db) as manifest:
+        job_id = manifest.start_job(bulk.JOB, {})  # this process stands for the job's
+        manifest.update_job(job_id, done=20_000, total=135_398, message="excluding 135,398 pages")
+    assert ":material/sync: Bulk action running: 20,000/135,398 written" in texts(ran(page("dashboard.py")))
+    at = ran(page("pages/review.py"))
+    assert any("Bulk action: excluding" in str(p.proto) and "20,000 of 135,398 written" in str(p.proto)
+               for p in at.get("progress"))
+    button(at, "Stop").click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.stop_requested(job_id)
+    assert "Stopping after the part in hand" in texts(at)

@@ -200,3 +200,47 @@ def _find_picture(manifest: Manifest, label: Label, doc_id: int, index: int) -> 
     held = f"its pictures are {', '.join(map(str, numbers))}" if numbers else "it has no picture"
     raise click.ClickException(f"{where}page {label.page} of {label.doc} has no picture {label.picture} ({held}; "
                                "see `python -m curation pictures`)")
+
+
+@cli.command()
+@click.argument("action", type=click.Choice(["include", "exclude", "clear", "caption"]), required=False)
+@db_option
+@click.option("--pictures", is_flag=True, help="Act on the Pictures view's pictures, not on pages.")
+@click.option("--view", "decision", default="all", show_default=True,
+              help="The view's filter, as Review names it (all, kept, rejected, near, overridden, ...).")
+@click.option("--doc", default=None, help="Only this document (its path, unique file name or id).")
+@click.option("--text", default=None, help="The caption (caption only; blank removes captions).")
+@click.option("--replace", is_flag=True, help="Caption: also overwrite the captions already written.")
+@click.option("--spec", default=None, hidden=True, help="The whole bulk action as JSON (the dashboard's).")
+@click.option("--chunk", type=click.IntRange(min=1), default=None, hidden=True, help="Rows a transaction.")
+@click.option("--quiet", "-q", is_flag=True, help="Print only the result.")
+def bulk(action, db, pictures, decision, doc, text, replace, spec, chunk, quiet):
+    """Include, exclude, clear or caption every page (or picture) of a view, as a job of the manifest.
+
+    What Review's bulk actions do to a large view: a chunk per short transaction, with its progress in the
+    dashboard, stoppable; recorded as one action, so `undo` takes it all back. Stopped or killed, what was
+    written stays recorded and the same command again goes on from there, in the same action.
+
+    \b
+        python -m curation bulk exclude --view near
+        python -m curation bulk caption --view kept --text "fashion plate" --pictures
+    """
+    from ..manifest import bulk as bulk_actions
+
+    manifest = open_manifest(db)
+    if spec is not None:
+        request = bulk_actions.Bulk.from_json(spec)
+    elif action is None:
+        raise click.UsageError("give ACTION: include, exclude, clear or caption")
+    else:
+        doc_id = find_document(manifest, doc, "")["id"] if doc is not None else None
+        request = bulk_actions.Bulk(view="pictures" if pictures else "pages", do=action,
+                                    filter={"decision": decision, "doc_id": doc_id}, text=text, replace=replace)
+    try:
+        written = bulk_actions.run_job(manifest, request, chunk=chunk)
+    except JobRunning as exc:
+        raise click.ClickException(str(exc)) from None
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    job = manifest.latest_job(bulk_actions.JOB)
+    click.echo(f"{written:,} {request.unit} written; {job['message']}")

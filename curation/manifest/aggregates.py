@@ -281,6 +281,9 @@ def _decided_record(manifest, now: tuple | None = None) -> "_Decided":
         if found is not None and found.base == now[:2] and last - found.last_change <= len(found.pages["page"]) // 4 + 5000:
             pages = _followed(conn, found, last)
         if pages is None:
+            with _memo_lock:  # read in full: the old arrays go first (at 4 M pages, a bulk action's 100 MB)
+                _decided.pop(str(manifest.path), None)
+            found = None
             pages = _decided_pages(conn, "SELECT p2.rowid FROM overrides o2 CROSS JOIN pages p2 "
                                    "ON p2.doc_id = o2.doc_id AND p2.page = o2.page "
                                    "UNION SELECT rowid FROM pages WHERE pictures_included IS NOT NULL")
@@ -299,6 +302,7 @@ class _Decided:
     keys: np.ndarray  # the pages' keys (_page_key), sorted
 
 
+READ_ROWS = 20_000  # decided pages turned into an array at a time (_decided_pages)
 _DECIDED_NAMES = (*_BIN_NAMES, "override", "sigma", "picture_area", "ink_tone", "pictures_included", "auto_area",
                   "doc_id", "page", "ok")
 
@@ -307,11 +311,14 @@ def _decided_pages(conn: sqlite3.Connection, rowids: str, params: tuple = ()) ->
     """The decided pages among the pages `rowids` (a query) selects, as decided() gives them."""
     cursor = conn.cursor()
     cursor.row_factory = None
-    rows = cursor.execute(
+    cursor.execute(
         f"{_BINS_SELECT}, COALESCE(o.keep, -1), p.sigma, p.picture_area, p.ink_tone, p.pictures_included, "
         f"p.pictures_auto_area, p.doc_id, p.page, p.status = 'ok' {_JOINS} WHERE {LIVE_DOCUMENT_SQL} "
-        f"AND (o.keep IS NOT NULL OR p.pictures_included IS NOT NULL) AND p.rowid IN ({rowids})", params).fetchall()
-    table = np.array(rows, np.float64).reshape(-1, len(_DECIDED_NAMES))  # None becomes NaN
+        f"AND (o.keep IS NOT NULL OR p.pictures_included IS NOT NULL) AND p.rowid IN ({rowids})", params)
+    # A part at a time: half a million rows as Python tuples would take about 300 MB at once.
+    parts = [np.array(rows, np.float64) for rows in iter(lambda: cursor.fetchmany(READ_ROWS), [])]  # None: NaN
+    table = np.concatenate(parts) if parts else np.empty((0, len(_DECIDED_NAMES)))
+    table = table.reshape(-1, len(_DECIDED_NAMES))
     found = {name: table[:, i] for i, name in enumerate(_DECIDED_NAMES)}
     for name in (*_BIN_NAMES, "override", "doc_id", "page"):
         found[name] = found[name].astype(np.int64)

@@ -9,7 +9,9 @@ import os
 from collections.abc import Iterable
 
 
-from .. import history
+import numpy as np
+
+from .. import aggregates, history
 from ...sources.page_numbers import page_number
 from ..rules import LIVE_DOCUMENT_SQL
 from ..store import Manifest, now
@@ -22,6 +24,7 @@ SORTS = {
     "page": ("Document and page", "d.path, p.doc_id, p.page"),
     "picture_desc": ("Largest picture first", "p.picture_area DESC NULLS LAST, p.doc_id, p.page"),
 }
+KEYED_MIN = 2_000  # a screen this deep or deeper in σ order is read by key (from its σ bin), not by OFFSET
 DRIVEN_MAX = 20_000  # overridden or failed pages sorted whole for a screen (milliseconds); more are walked in the sort's order
 SORT_COLUMNS = {"sigma": "sigma", "sigma_desc": "sigma", "page": "path", "picture_desc": "picture_area"}
 
@@ -57,7 +60,11 @@ def page_rows(manifest: Manifest, threshold: float | None, flt: PageFilter = Pag
     # Two steps: the screen's pages by rowid first, through the joins the filter needs and no more
     # (a deep offset walks every page before it), then those pages in full.
     walk, skip, take = order, int(offset), int(limit)
-    if total is not None and offset > total / 2:
+    seek = _sigma_seek(manifest, flt, sort, skip, take)
+    if seek is not None:  # by key: from the σ bin that holds the screen, whatever its depth
+        where, skip = f"{where} AND {seek[0]}", seek[1]
+        bound["seek"] = seek[2]
+    elif total is not None and offset > total / 2:
         walk, skip = reversed_order(order), max(0, total - offset - limit)
         take = max(0, min(limit, total - offset))
     rowids = [row[0] for row in manifest.conn.execute(
@@ -67,6 +74,35 @@ def page_rows(manifest: Manifest, threshold: float | None, flt: PageFilter = Pag
     rows = manifest.pages(threshold, where=f"p.rowid IN ({', '.join(map(str, rowids))})", params=bound, order=order,
                           rule=rule)
     return [dict(row) for row in rows]
+
+
+def _sigma_seek(manifest: Manifest, flt: PageFilter, sort: str, offset: int, limit: int) -> tuple[str, int, float] | None:
+    """A deep screen of every page in σ order addressed by key: (the condition that starts the walk at the σ bin
+    holding page `offset`, the offset left within it, the σ it starts at); None where a screen is not addressed
+    so (another filter, a shallow offset, a screen reaching the pages without σ). The bins (aggregates) count
+    the pages before the bin; the few pages on its edge that a float puts in the bin beside are counted
+    exactly, so the screen is the one OFFSET would read."""
+    if sort not in ("sigma", "sigma_desc") or offset < KEYED_MIN or (flt.decision, flt.doc_id, flt.page) != ("all", None, None):
+        return None
+    binned = aggregates.bins(manifest)
+    scored = binned.sigma_bin >= 0
+    pages = np.bincount(binned.sigma_bin[scored], weights=binned.pages[scored]).astype(np.int64)
+    if offset + limit > pages.sum():
+        return None
+    descending = sort == "sigma_desc"
+    walked = np.cumsum(pages[::-1] if descending else pages)
+    step = int(np.searchsorted(walked, offset, side="right"))  # the bin holding page `offset`, in walk order
+    first = len(pages) - step if descending else step  # the bin after it (descending) or it (ascending)
+    edge = first / aggregates.SIGMA_STEPS
+    before = int(pages[first:].sum()) if descending else int(pages[:first].sum())
+    # Pages a float put in the bin beside `edge`: binned at or above it but below it, or the other way round.
+    moved = manifest.conn.execute(
+        f"SELECT COALESCE(SUM(CASE WHEN {aggregates.SIGMA_BIN_SQL} >= :bin AND p.sigma < :edge THEN 1 "
+        f"WHEN {aggregates.SIGMA_BIN_SQL} < :bin AND p.sigma >= :edge THEN -1 ELSE 0 END), 0) "
+        f"FROM pages p JOIN documents d ON d.id = p.doc_id WHERE {LIVE_DOCUMENT_SQL} "
+        "AND p.sigma >= :edge - 1e-6 AND p.sigma < :edge + 1e-6", {"bin": first, "edge": edge}).fetchone()[0]
+    before += -moved if descending else moved
+    return ("p.sigma < :seek" if descending else "p.sigma >= :seek"), offset - before, edge
 
 
 def reversed_order(order: str) -> str:
@@ -137,23 +173,26 @@ def bulk_override(manifest: Manifest, threshold: float | None, flt: PageFilter, 
     Returns how many pages the filter held. The filter is evaluated once, before anything changes,
     so "exclude everything kept" excludes exactly the pages that were kept.
     """
-    new = None if keep is None else int(bool(keep))
     with manifest.recording("override", view_note(manifest, flt)) as action, _bulk_pages(manifest, threshold, flt,
                                                                                            rule, picture_area_min) as count:
-        history.record_pages(manifest.conn, action, "override", "temp.bulk_pages", new)
-        if new is None:
-            manifest.conn.execute(
-                "DELETE FROM overrides WHERE (doc_id, page) IN (SELECT doc_id, page FROM temp.bulk_pages)"
-            )
-        else:
-            stamp = now()
-            manifest.conn.execute(
-                "INSERT INTO overrides (doc_id, page, keep, created_at, updated_at) "
-                "SELECT doc_id, page, ?, ?, ? FROM temp.bulk_pages WHERE true "
-                "ON CONFLICT(doc_id, page) DO UPDATE SET keep = excluded.keep, updated_at = excluded.updated_at",
-                (new, stamp, stamp),
-            )
+        write_overrides(manifest, action, "temp.bulk_pages", keep)
     return count
+
+
+def write_overrides(manifest: Manifest, action: int, keys: str, keep: bool | None) -> None:
+    """Include, exclude or clear the pages of the table `keys` (doc_id, page), recorded under `action`."""
+    new = None if keep is None else int(bool(keep))
+    history.record_pages(manifest.conn, action, "override", keys, new)
+    if new is None:
+        manifest.conn.execute(f"DELETE FROM overrides WHERE (doc_id, page) IN (SELECT doc_id, page FROM {keys})")
+    else:
+        stamp = now()
+        manifest.conn.execute(
+            "INSERT INTO overrides (doc_id, page, keep, created_at, updated_at) "
+            f"SELECT doc_id, page, ?, ?, ? FROM {keys} WHERE true "
+            "ON CONFLICT(doc_id, page) DO UPDATE SET keep = excluded.keep, updated_at = excluded.updated_at",
+            (new, stamp, stamp),
+        )
 
 
 @contextlib.contextmanager
@@ -161,15 +200,21 @@ def _bulk_pages(manifest: Manifest, threshold: float | None, flt: PageFilter, ru
                 picture_area_min: float | None, extra: str = ""):
     """The filter's pages (and `extra`'s condition) as temp.bulk_pages (doc_id, page) while the block runs,
     taken once before anything changes; yields how many there are. Call inside a transaction."""
-    where, params = _where(flt)
-    bound = {**decision_params(manifest, threshold, rule, picture_area_min), **params}
-    manifest.conn.execute("DROP TABLE IF EXISTS temp.bulk_pages")
-    manifest.conn.execute(f"CREATE TEMP TABLE bulk_pages AS SELECT p.doc_id, p.page {PAGES_FROM} {where} {extra}",
-                          bound)
     try:
-        yield manifest.conn.execute("SELECT COUNT(*) FROM temp.bulk_pages").fetchone()[0]
+        yield bulk_pages_table(manifest, "bulk_pages", threshold, flt, rule, picture_area_min, extra)
     finally:
         manifest.conn.execute("DROP TABLE IF EXISTS temp.bulk_pages")
+
+
+def bulk_pages_table(manifest: Manifest, name: str, threshold: float | None, flt: PageFilter, rule: str | None,
+                     picture_area_min: float | None, extra: str = "") -> int:
+    """The filter's pages (and `extra`'s condition) taken once as the temporary table `name` (doc_id, page, in
+    the order of its rowid); how many there are."""
+    where, params = _where(flt)
+    bound = {**decision_params(manifest, threshold, rule, picture_area_min), **params}
+    manifest.conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
+    manifest.conn.execute(f"CREATE TEMP TABLE {name} AS SELECT p.doc_id, p.page {PAGES_FROM} {where} {extra}", bound)
+    return manifest.conn.execute(f"SELECT COUNT(*) FROM temp.{name}").fetchone()[0]
 
 
 def view_note(manifest: Manifest, flt: PageFilter) -> str:
@@ -209,21 +254,28 @@ def bulk_caption(manifest: Manifest, threshold: float | None, flt: PageFilter, t
 
     With `replace` false, pages that have a caption keep it. Returns how many pages were set.
     """
-    text = (text or "").strip() or None
-    extra = "" if replace else f"AND NOT {CAPTIONED_SQL}"
     with manifest.recording("caption", view_note(manifest, flt)) as action, _bulk_pages(
-            manifest, threshold, flt, rule, picture_area_min, extra) as count:
-        history.record_pages(manifest.conn, action, "caption", "temp.bulk_pages", text)
-        if text is None:
-            manifest.conn.execute(
-                "DELETE FROM captions WHERE (doc_id, page) IN (SELECT doc_id, page FROM temp.bulk_pages)")
-        else:
-            manifest.conn.execute(
-                "INSERT INTO captions (doc_id, page, text, updated_at) SELECT doc_id, page, ?, ? "
-                "FROM temp.bulk_pages WHERE true "
-                "ON CONFLICT(doc_id, page) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at",
-                (text, now()))
+            manifest, threshold, flt, rule, picture_area_min, caption_condition(replace)) as count:
+        write_captions(manifest, action, "temp.bulk_pages", text)
     return count
+
+
+def caption_condition(replace: bool) -> str:
+    """Which pages of a view a bulk caption writes: all, or (not `replace`) those without a caption."""
+    return "" if replace else f"AND NOT {CAPTIONED_SQL}"
+
+
+def write_captions(manifest: Manifest, action: int, keys: str, text: str | None) -> None:
+    """Give the pages of the table `keys` (doc_id, page) the caption `text` (blank removes), under `action`."""
+    text = (text or "").strip() or None
+    history.record_pages(manifest.conn, action, "caption", keys, text)
+    if text is None:
+        manifest.conn.execute(f"DELETE FROM captions WHERE (doc_id, page) IN (SELECT doc_id, page FROM {keys})")
+    else:
+        manifest.conn.execute(
+            f"INSERT INTO captions (doc_id, page, text, updated_at) SELECT doc_id, page, ?, ? FROM {keys} WHERE true "
+            "ON CONFLICT(doc_id, page) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at",
+            (text, now()))
 
 
 def documents_for_filter(manifest: Manifest) -> list[dict]:
