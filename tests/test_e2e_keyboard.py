@@ -49,7 +49,7 @@ LISTENING = "() => Boolean(window.__curationKeyboards && window.__curationKeyboa
 CARDS = """() => [...document.querySelectorAll("[class*='st-key-review-card-']")].map(card => {
     const style = getComputedStyle(card);
     const box = card.getBoundingClientRect();
-    return {text: card.innerText, top: Math.round(box.top), seen: box.top >= 0 && box.bottom <= innerHeight,
+    return {text: card.innerText, top: Math.round(box.top), seen: box.top >= -1 && box.bottom <= innerHeight + 1,  // sub-pixel layout
             focused: style.outlineStyle !== "none" && parseFloat(style.outlineWidth) >= 2};
 })"""
 

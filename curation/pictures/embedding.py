@@ -30,6 +30,12 @@ def _network():
     return _backbone
 
 
+def release() -> None:
+    """Let the network go (a worker keeps it between pages; a process that is done embedding need not)."""
+    global _backbone
+    _backbone = None
+
+
 def embed(crops: list[np.ndarray]) -> np.ndarray:
     """One row of DIMENSIONS numbers per grayscale crop."""
     import torch
