@@ -32,10 +32,11 @@ def main():
     show_sources(known_sources)
     start_button(db, roots, known_sources, running)
     if known_sources:  # what the server decides, and where thumbnails go: rarely needed, folded away
-        with st.expander("Advanced: thumbnails, legend languages, time limit per page, Dask cluster",
+        with st.expander("Advanced: thumbnails, legend languages, picture finder, time limit per page, Dask cluster",
                          icon=":material/settings:", key="ingest_advanced"):
             thumbnails_input(running)
             legend_languages_input(running)
+            picture_finder_input(running)
             page_timeout_setting()
             cluster_setting()
     common.job_panel(body=documents_table)
@@ -165,6 +166,32 @@ def legend_languages_input(running: bool):
         on_change=save_legend_languages, disabled=running or auth.locked(),
         help=auth.help_for("The languages the printed legend under (or over) each picture is read in, by OCR, "
                            "as pages are scored. Fewer languages read faster and confuse fewer letters."))
+
+
+PICTURE_FINDERS = {
+    "rules": "The page analysis (fast)",
+    "learned": "Checked by the learned verdict (about a second a page on a CPU; not yet better)",
+}
+
+
+def picture_finder_input(running: bool):
+    """Who finds the pictures as pages are scored: the rules, or candidates checked by the learned verdict."""
+    with common.open_manifest() as manifest:
+        saved = manifest.picture_finder
+    st.radio("Pictures found by", list(PICTURE_FINDERS), index=list(PICTURE_FINDERS).index(saved),
+             format_func=PICTURE_FINDERS.get, key="picture_finder", on_change=save_picture_finder,
+             disabled=running or auth.locked(),
+             help=auth.help_for("Pages scored from now on. The learned verdict's figures and cost: "
+                                "docs/learned-pictures.md. Pages scored before keep their pictures until "
+                                "`python -m curation rescore --all`."))
+
+
+def save_picture_finder():
+    if not auth.require_curator():
+        st.session_state.pop("picture_finder", None)
+        return
+    with common.open_manifest() as manifest:
+        manifest.picture_finder = st.session_state["picture_finder"]
 
 
 def save_legend_languages():

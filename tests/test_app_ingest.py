@@ -173,3 +173,25 @@ def test_a_fake_pdf_is_counted_and_explained_in_the_colour_of_the_problem(db, tm
     assert not at.success
     documents = "2 documents" if with_good_pdf else "1 document (1 new)"
     assert documents in text
+
+
+def test_the_picture_finder_is_chosen_under_advanced_and_saved(db, archive):
+    at = add_path(ran(page("pages/ingest.py")), str(archive))
+    [finder] = [r for r in at.radio if r.key == "picture_finder"]
+    assert finder.value == "rules"  # the page analysis, until the learned verdict is better
+    finder.set_value("learned")
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.picture_finder == "learned"
+
+
+def test_a_learned_ingest_that_cannot_run_says_why_before_reading_a_page(db, archive, monkeypatch):
+    from curation.pictures import text
+    from curation.runs.ingest import Ingest
+
+    monkeypatch.setattr(text, "MODEL_FILE", "missing.onnx")  # as where rapidocr is not installed
+    with Manifest(db) as manifest:
+        paths.add_source(manifest, archive)
+        manifest.picture_finder = "learned"
+        with pytest.raises(ValueError, match="learned picture verdict cannot run here.*pip install"):
+            Ingest(manifest, [archive])

@@ -24,9 +24,13 @@ _net = None
 def model_path() -> str:
     """The ONNX file inside the installed rapidocr package."""
     try:
-        return str(importlib.resources.files("rapidocr") / "models" / MODEL_FILE)
+        path = importlib.resources.files("rapidocr") / "models" / MODEL_FILE
     except ModuleNotFoundError:
-        raise RuntimeError("The text detector comes from the rapidocr package: pip install -r requirements.txt") from None
+        path = None
+    if path is None or not path.is_file():
+        raise RuntimeError(f"the text detector ({MODEL_FILE}) comes with the rapidocr package, which is not "
+                           "installed here: pip install -r requirements.txt")
+    return str(path)
 
 
 def _network():

@@ -121,6 +121,20 @@ def shipped_head() -> Head:
     return _shipped
 
 
+def check_installed() -> None:
+    """Raise ValueError, saying what to install, when the learned verdict cannot run here: before any
+    page is read, not as every page's failure."""
+    try:
+        text.model_path()
+        shipped_head()
+        import torch  # noqa: F401
+        from inference.install import wheel_weights_path
+
+        wheel_weights_path()
+    except Exception as exc:  # a missing package, model file or weights: each says what to install
+        raise ValueError(f"the learned picture verdict cannot run here: {exc}") from None
+
+
 def recipe() -> dict:
     """What the shipped head learned from and its figures (verdict.json)."""
     return json.loads(RECIPE_FILE.read_text(encoding="utf-8"))

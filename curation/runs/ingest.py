@@ -32,7 +32,7 @@ from ..decisions.duplicates import refresh_duplicates
 from ..manifest.store import Manifest
 from ..scoring.result import PageResult
 from ..scoring.features import FEATURES_VERSION
-from ..pictures.verdict import checked_columns
+from ..pictures.verdict import check_installed, checked_columns
 from ..scoring.scorer import score_page_and_scan
 from ..sources.paths import REFUSAL, document_roots, reading_roots
 from ..sources.reader import (DocumentError, DocumentInfo, OutsideAllowedFolders, error_text, exists, file_sha256,
@@ -450,6 +450,8 @@ class Ingest:
         self.page_timeout = (manifest.page_timeout if page_timeout is None else page_timeout) or None
         self.legend_languages = self._legend_languages(legend_languages)
         self.learned_pictures = manifest.picture_finder == "learned"
+        if self.learned_pictures:
+            check_installed()
         self.kill = kill_executor
         # On a cluster the coordinator reading every byte would be the bottleneck: workers hash what they read.
         self.hash_in_workers = cluster is not None
