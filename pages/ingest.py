@@ -145,7 +145,7 @@ def thumbnails_input(running: bool):
     stores = list(thumbnail_store.STORES)
     st.selectbox(
         "Thumbnails", stores, index=stores.index(saved), format_func=lambda s: f"{s}: {thumbnail_store.STORES[s]}",
-        key="thumbnails", on_change=save_thumbnails, disabled=running or auth.locked(),
+        key="thumbnails", on_change=save_setting, args=("thumbnails", "thumbnail_store"), disabled=running or auth.locked(),
         help=auth.help_for(f"Where each page's thumbnail is kept. A thumbnail is about 10 kB, four fifths of a "
                            f"page's size in the manifest: on millions of pages, folder or none keeps the manifest "
                            f"small. The folder is `{folder}`. {thumbnail_store.CHANGE_NOTE}"))
@@ -179,19 +179,12 @@ def picture_finder_input(running: bool):
     with common.open_manifest() as manifest:
         saved = manifest.picture_finder
     st.radio("Pictures found by", list(PICTURE_FINDERS), index=list(PICTURE_FINDERS).index(saved),
-             format_func=PICTURE_FINDERS.get, key="picture_finder", on_change=save_picture_finder,
+             format_func=PICTURE_FINDERS.get, key="picture_finder", on_change=save_setting,
+             args=("picture_finder", "picture_finder"),
              disabled=running or auth.locked(),
              help=auth.help_for("Pages scored from now on. The learned verdict's figures and cost: "
                                 "docs/learned-pictures.md. Pages scored before keep their pictures until "
                                 "`python -m curation rescore --all`."))
-
-
-def save_picture_finder():
-    if not auth.require_curator():
-        st.session_state.pop("picture_finder", None)
-        return
-    with common.open_manifest() as manifest:
-        manifest.picture_finder = st.session_state["picture_finder"]
 
 
 def save_legend_languages():
@@ -203,12 +196,13 @@ def save_legend_languages():
         manifest.legend_languages = legend.check_languages("+".join(chosen))
 
 
-def save_thumbnails():
+def save_setting(key: str, setting: str):
+    """A widget's value (`key`) saved as the manifest's `setting`, by a curator only."""
     if not auth.require_curator():
-        st.session_state.pop("thumbnails", None)
+        st.session_state.pop(key, None)
         return
     with common.open_manifest() as manifest:
-        manifest.thumbnail_store = st.session_state["thumbnails"]
+        setattr(manifest, setting, st.session_state[key])
 
 
 def cluster_setting():
