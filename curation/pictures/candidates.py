@@ -104,18 +104,8 @@ def _stroke_boxes(mask: np.ndarray, dpi: float) -> np.ndarray:
 
 def _regions(boxes: np.ndarray, dpi: float, near_in: float) -> list[tuple[int, int, int, int]]:
     """Filled boxes closer than `near_in` joined into regions; each region's tight box."""
-    grid = analysis.GRID  # nearness is decided on a coarse grid, as the finder groups its strokes
-    coarse = cv2.dilate(boxes, np.ones((grid, grid), np.uint8), anchor=(0, 0))[::grid, ::grid]
-    near = max(1, round(near_in * dpi / grid))
-    grown = cv2.dilate(coarse, cv2.getStructuringElement(cv2.MORPH_RECT, (near, near)))
-    _, _, regions, _ = cv2.connectedComponentsWithStats(grown, connectivity=8)
     found = []
-    for x, y, w, h, _ in regions[1:] * grid:
-        inside = boxes[y:y + h, x:x + w]
-        rows, cols = np.flatnonzero(inside.any(axis=1)), np.flatnonzero(inside.any(axis=0))
-        if rows.size == 0:
-            continue
-        x0, x1, y0, y1 = x + cols[0], x + cols[-1] + 1, y + rows[0], y + rows[-1] + 1
+    for _, (x0, y0, x1, y1) in analysis.near_regions(boxes, dpi, near_in):
         short, long = sorted((x1 - x0, y1 - y0))
         if short >= SIDE_MIN_IN * dpi and long <= ASPECT_MAX * short:
             found.append((int(x0), int(y0), int(x1), int(y1)))

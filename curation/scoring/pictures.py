@@ -347,25 +347,32 @@ def _group(strokes: np.ndarray, stats: np.ndarray, mask: np.ndarray, solid: np.n
     for i in strokes:
         x, y, w, h = stats[i, :4]
         boxes[y:y + h, x:x + w] = 1
-    # Which strokes are near each other is decided on a grid four times coarser: a quarter of a
-    # stroke's box is as good as the whole for that, at a sixteenth of the cost.
-    coarse = cv2.dilate(boxes, np.ones((GRID, GRID), np.uint8), anchor=(0, 0))[::GRID, ::GRID]
-    near = max(1, round(GROUP_IN * dpi / GRID))
-    grown = cv2.dilate(coarse, cv2.getStructuringElement(cv2.MORPH_RECT, (near, near)))
-    _, _, regions, _ = cv2.connectedComponentsWithStats(grown, connectivity=8)
     pictures = []
-    for x, y, w, h, _ in regions[1:] * GRID:
+    for (x, y, w, h), (x0, y0, x1, y1) in near_regions(boxes, dpi, GROUP_IN):
         if min(w, h) < PICTURE_SIDE_MIN_IN * dpi or max(w, h) > PICTURE_ASPECT_MAX * min(w, h):
             continue
-        inside = boxes[y:y + h, x:x + w]
-        rows, cols = np.flatnonzero(inside.any(axis=1)), np.flatnonzero(inside.any(axis=0))
-        x0, x1, y0, y1 = x + cols[0], x + cols[-1] + 1, y + rows[0], y + rows[-1] + 1
         covered = float(boxes[y0:y1, x0:x1].sum())
         cover = covered / ((x1 - x0) * (y1 - y0))
         if cover >= PICTURE_COVER_MIN:
             box = _with_rim(mask, (x0, y0, x1, y1), round(RIM_IN * dpi))
             pictures.append(Picture(box=box, area=(box[2] - box[0]) * (box[3] - box[1]) / dpi / dpi, cover=cover))
     return sorted(pictures, key=lambda p: p.area, reverse=True)
+
+
+def near_regions(boxes: np.ndarray, dpi: float, near_in: float):
+    """Filled boxes closer than `near_in` inches joined into regions: each region's (x, y, w, h) on the grid
+    and the tight box (x0, y0, x1, y1) of what is filled in it."""
+    # Which strokes are near each other is decided on a grid four times coarser: a quarter of a
+    # stroke's box is as good as the whole for that, at a sixteenth of the cost.
+    coarse = cv2.dilate(boxes, np.ones((GRID, GRID), np.uint8), anchor=(0, 0))[::GRID, ::GRID]
+    near = max(1, round(near_in * dpi / GRID))
+    grown = cv2.dilate(coarse, cv2.getStructuringElement(cv2.MORPH_RECT, (near, near)))
+    _, _, regions, _ = cv2.connectedComponentsWithStats(grown, connectivity=8)
+    for x, y, w, h, _ in regions[1:] * GRID:
+        inside = boxes[y:y + h, x:x + w]
+        rows, cols = np.flatnonzero(inside.any(axis=1)), np.flatnonzero(inside.any(axis=0))
+        if rows.size:
+            yield (x, y, w, h), (x + cols[0], y + rows[0], x + cols[-1] + 1, y + rows[-1] + 1)
 
 
 def _with_rim(mask: np.ndarray, box: tuple[int, int, int, int], rim: int) -> tuple[int, int, int, int]:
