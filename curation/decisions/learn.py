@@ -11,9 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from ..manifest.rules import BASE_RULE_SQL
 
@@ -53,6 +50,12 @@ def suggest(labelled: np.ndarray, labels: np.ndarray, pages: np.ndarray,
         rows = np.vstack([rows, _clean(pages)])
         targets = np.concatenate([labels, np.asarray(prior, bool)])
         weights = np.concatenate([weights, np.full(len(pages), PRIOR_WEIGHT / len(pages))])
+    # scikit-learn (with SciPy and pandas) costs a second and 100 MB to import: only Learn pays for it, not
+    # every process that imports the manifest's views (ingest workers, the CLI).
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer, StandardScaler
+
     model = make_pipeline(FunctionTransformer(_spread), StandardScaler(),
                           LogisticRegression(class_weight="balanced", C=10.0, max_iter=1000))
     model.fit(rows, targets, logisticregression__sample_weight=weights)

@@ -75,6 +75,7 @@ class Tally:
 
     def __init__(self):
         self.right = self.wrong = self.neither = self.clean = self.found = self.counted = 0
+        self.pages_kept = self.pages_kept_illustrated = self.pages_illustrated = 0
 
     def add(self, result: dict) -> None:
         verdicts = result["verdicts"]
@@ -84,6 +85,20 @@ class Tally:
         self.clean += sum(result["clean"])
         self.found += sum(result["found"])
         self.counted += len(result["found"])
+
+    def add_page(self, kept: bool, illustrated: bool) -> None:
+        """A page's decision (kept: it holds a kept picture of the export's size) against its label."""
+        self.pages_kept += kept
+        self.pages_illustrated += illustrated
+        self.pages_kept_illustrated += kept and illustrated
+
+    @property
+    def page_precision(self) -> float:
+        return self.pages_kept_illustrated / self.pages_kept if self.pages_kept else float("nan")
+
+    @property
+    def page_recall(self) -> float:
+        return self.pages_kept_illustrated / self.pages_illustrated if self.pages_illustrated else float("nan")
 
     def __iadd__(self, other: "Tally") -> "Tally":
         for name in vars(self):
@@ -105,4 +120,6 @@ class Tally:
     def line(self) -> str:
         return (f"precision {self.precision:4.2f}  recall {self.recall:4.2f}  clean {self.clean_share:4.2f}  "
                 f"(kept {self.right + self.wrong + self.neither}: {self.right} right, {self.neither} neither, "
-                f"{self.wrong} wrong, {self.clean} clean; found {self.found} of {self.counted})")
+                f"{self.wrong} wrong, {self.clean} clean; found {self.found} of {self.counted}); pages precision "
+                f"{self.page_precision:4.2f} recall {self.page_recall:4.2f} ({self.pages_kept_illustrated} of "
+                f"{self.pages_kept} kept illustrated, of {self.pages_illustrated})")

@@ -31,7 +31,9 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from ..manifest.rules import DEFAULT_PICTURE_AREA_MIN
 from ..scoring.features import REFERENCE_DPI
+from .candidates import MEASURES
 from .judge import Tally, judge
 from .verdict import HEAD_FILE, RECIPE_FILE, Head, page_candidates, select
 
@@ -48,6 +50,7 @@ class LabelledPage:
     boxes: list[tuple[float, float, float, float]]  # candidates' boxes, fractions of the page
     inputs: np.ndarray  # the head's inputs, a row per candidate
     labels: np.ndarray  # 1 a clean picture, 0 wrong, -1 left out
+    illustrated: bool = False  # the page's own label: it holds a picture a curator wants
 
 
 def read_folder(folder: pathlib.Path, cache: pathlib.Path | None = None, progress=None) -> list[LabelledPage]:
@@ -84,7 +87,8 @@ def _labelled_page(folder: pathlib.Path, label: dict, labelled: list[dict], cach
     result = judge(boxes, labelled, aspect)
     classes = np.array([1 if clean else 0 if verdict == "wrong" else -1
                         for verdict, clean in zip(result["verdicts"], result["clean"])], np.int8)
-    return LabelledPage(label["file"], label["source"].split("@")[0], aspect, labelled, boxes, inputs, classes)
+    return LabelledPage(label["file"], label["source"].split("@")[0], aspect, labelled, boxes, inputs, classes,
+                        bool(label["has_illustration"]))
 
 
 def _code_version() -> bytes:
@@ -131,10 +135,13 @@ def held_out_scores(pages: list[LabelledPage], regularisation: float = REGULARIS
 
 
 def tally(pages: list[LabelledPage], scores: list[np.ndarray], cutoff: float) -> Tally:
+    """The kept pictures judged, and each page kept as the picture rule keeps it at its default size."""
     total = Tally()
     for page, score in zip(pages, scores):
-        kept = [page.boxes[i] for i in select(page.boxes, score, cutoff)]
-        total.add(judge(kept, page.labelled, page.aspect))
+        chosen = select(page.boxes, score, cutoff)
+        total.add(judge([page.boxes[i] for i in chosen], page.labelled, page.aspect))
+        areas = np.exp(page.inputs[chosen, MEASURES.index("log_area")]) - 1e-3 if chosen else np.zeros(0)
+        total.add_page(bool((areas >= DEFAULT_PICTURE_AREA_MIN).any()), page.illustrated)
     return total
 
 
@@ -210,7 +217,8 @@ def main(argv: list[str] | None = None) -> None:
 def _recipe(folder, pages, results, pooled: Tally, cutoff: float) -> dict:
     def figures(t: Tally) -> dict:
         return {"precision": round(t.precision, 3), "recall": round(t.recall, 3), "clean": round(t.clean_share, 3),
-                "right": t.right, "wrong": t.wrong, "neither": t.neither, "found": t.found, "counted": t.counted}
+                "right": t.right, "wrong": t.wrong, "neither": t.neither, "found": t.found, "counted": t.counted,
+                "page_precision": round(t.page_precision, 3), "page_recall": round(t.page_recall, 3)}
 
     return {
         "trained_on": {"folder": folder.name, "pages": len(pages), "sources": sources(pages),
