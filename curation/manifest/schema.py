@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 
-from . import picture_decisions, picture_thumbnails, pictures
+from . import picture_decisions, picture_embeddings, picture_thumbnails, pictures
 from .rules import DEFAULT_THRESHOLD
 
 # Each entry moves the schema one version up. Never edit a released entry: append a new one.
@@ -285,6 +285,8 @@ MIGRATIONS: list[str] = [
     # A picture's kind and the curator's "no legend" / "no model caption" (curation.manifest.pictures), and its
     # thumbnail cut as the export crops it (curation.manifest.picture_thumbnails).
     pictures.MIGRATION_KINDS + picture_thumbnails.MIGRATION,
+    # Each picture's embedding, for the curator's tools that compare pictures (curation.manifest.picture_embeddings).
+    picture_embeddings.MIGRATION,
 ]
 
 
