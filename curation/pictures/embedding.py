@@ -30,10 +30,22 @@ def _network():
     return _backbone
 
 
+def device() -> str:
+    """Where the network runs: "cuda" or "cpu" (loading it first)."""
+    return next(_network().parameters()).device.type
+
+
 def release() -> None:
-    """Let the network go (a worker keeps it between pages; a process that is done embedding need not)."""
+    """Let the network go (a worker keeps it between pages; a process that is done embedding need not), and
+    the GPU memory it held with it."""
     global _backbone
+    if _backbone is None:
+        return
     _backbone = None
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def embed(crops: list[np.ndarray]) -> np.ndarray:
