@@ -19,13 +19,14 @@ import streamlit as st
 from curation.manifest import bulk, views
 from curation.manifest.picture_decisions import DECIDE_JOB
 from curation.manifest.store import Manifest, ManifestError
+from curation.pictures.job import KIND as PICTURE_JOB
 from curation.runs import jobs
 from pages import _auth as auth
 
 DEFAULT_DB = "data/manifest.sqlite"
 JOB_KINDS = ("sample", "ingest")
 OTHER_JOBS = {"export": "images", "caption": "pictures", DECIDE_JOB: "pictures",  # in the sidebar, by what
-              bulk.JOB: "written"}  # they count
+              bulk.JOB: "written", PICTURE_JOB: "pictures"}  # they count
 POLL_SECONDS = 1.0
 log = logging.getLogger("curation.dashboard")
 
@@ -221,7 +222,8 @@ def process_alive(pid: int) -> bool:
 
 def job_title(job) -> str:
     titles = {"sample": "Sample archive", "ingest": "Ingest", "caption": "Captioning",
-              DECIDE_JOB: "Deciding the pictures under the new rule", bulk.JOB: "Bulk action"}
+              DECIDE_JOB: "Deciding the pictures under the new rule", bulk.JOB: "Bulk action",
+              PICTURE_JOB: "Embedding the pictures"}
     return titles.get(job["kind"], job["kind"].title())
 
 

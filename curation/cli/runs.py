@@ -194,13 +194,13 @@ def pictures_after(manifest: Manifest, quiet: bool) -> None:
     run_pictures(manifest, quiet, after="ingest finished, but ")
 
 
-def run_pictures(manifest: Manifest, quiet: bool, after: str = "") -> None:
+def run_pictures(manifest: Manifest, quiet: bool, after: str = "", **options) -> None:
     """Run the picture job with a progress bar; its summary, or one line saying why it did not finish."""
     from ..pictures.job import PictureJob
 
     with page_bar("embedding", quiet, unit="picture") as progress:
         try:
-            report = run_job(PictureJob(manifest, on_progress=progress))
+            report = run_job(PictureJob(manifest, on_progress=progress, **options))
         except click.ClickException as exc:  # another picture job holds the manifest; a full disk
             raise click.ClickException(f"{after}{exc.message}") from None
         except ValueError as exc:  # torch or the weights missing (`embed` alone)
@@ -213,8 +213,11 @@ def run_pictures(manifest: Manifest, quiet: bool, after: str = "") -> None:
 
 @cli.command()
 @db_option
+@click.option("--batch", type=click.IntRange(min=1), default=None,
+              help="Pictures embedded and stored together (default 32): more use a GPU better, fewer lose less "
+                   "to a kill.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def embed(db, quiet):
+def embed(db, batch, quiet):
     """Embed every picture that has no embedding for its current box: the picture job that follows ingest
     and rescore (`settings --picture-job`), run by hand.
 
@@ -223,7 +226,7 @@ def embed(db, quiet):
     stops cleanly and the next run does only what is missing; a page that cannot be read is skipped with its
     reason. More like this, near-duplicates and the manifest's own picture model read these embeddings.
     """
-    run_pictures(open_manifest(db), quiet)
+    run_pictures(open_manifest(db), quiet, **({"batch": batch} if batch else {}))
 
 
 @cli.command("sample")
