@@ -184,12 +184,11 @@ def pictures_after(manifest: Manifest, quiet: bool) -> None:
     Where it cannot run here, one line says what to install, and the ingest has succeeded all the same."""
     if not manifest.picture_job:
         return
-    from ..pictures.job import missing_parts
+    from ..pictures.job import not_here_note
 
-    problem = missing_parts()
-    if problem:
-        click.echo(f"Pictures not embedded (More like this and the picture model read the embeddings): {problem}. "
-                   "`python -m curation settings --picture-job off` turns the picture job off.", err=True)
+    note = not_here_note()
+    if note:
+        click.echo(note, err=True)
         return
     run_pictures(manifest, quiet, after="ingest finished, but ")
 

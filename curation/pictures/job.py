@@ -90,6 +90,15 @@ def missing_parts() -> str | None:
     return None
 
 
+def not_here_note() -> str | None:
+    """The line an ingest prints, once, where the picture job it would start cannot run here; else None."""
+    problem = missing_parts()
+    if problem is None:
+        return None
+    return (f"Pictures not embedded (More like this and the picture model read the embeddings): {problem}. "
+            "`python -m curation settings --picture-job off` turns the picture job off.")
+
+
 class PictureJob:
     """Embed the pictures of `manifest` that lack a current embedding. Use `run()`; progress goes to
     `on_progress(done, total)` in pictures, those embedded by earlier runs counted as done."""
