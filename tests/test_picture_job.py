@@ -168,6 +168,18 @@ def test_where_torch_is_missing_ingest_says_what_to_install_once_and_succeeds(tm
     assert jobs_in(tmp_path / "m.sqlite") == [("ingest", "done")]
 
 
+def test_an_ingest_leaves_the_pictures_to_a_picture_job_already_running(tmp_path, picture_job_on, monkeypatch):
+    small_pdf(tmp_path / "archive" / "issue.pdf", pages=3)
+    db = tmp_path / "m.sqlite"
+    monkeypatch.setattr(picture_job, "missing_parts", lambda: None)
+    with Manifest(db) as m:
+        m.start_job(picture_job.KIND, {})  # this process stands in for a picture job started earlier
+    result = CliRunner().invoke(cli, ["ingest", str(tmp_path / "archive"), "--db", str(db), "-w", "1", "-q"])
+    assert result.exit_code == 0, result.output
+    assert "already running" in result.output
+    assert jobs_in(db) == [("embed", "running"), ("ingest", "done")]
+
+
 def test_the_manifest_setting_turns_the_picture_job_off(tmp_path, monkeypatch):
     small_pdf(tmp_path / "archive" / "issue.pdf", pages=3)
     db = tmp_path / "m.sqlite"
@@ -211,6 +223,14 @@ def test_the_ingest_page_shows_the_picture_job_running_with_stop_then_its_outcom
         m.finish_job(job_id, "done", "40 pictures embedded from 9 pages <b>x</b>")
     at = ran(page("pages/ingest.py"))
     assert "Pictures embedded" in at.success[0].value and "40 pictures embedded from 9 pages <b>x</b>" in texts(at)
+
+
+def test_the_sidebar_follows_a_running_picture_job(app_db):
+    with Manifest(app_db) as m:
+        job_id = m.start_job(picture_job.KIND, {"pictures": 40})  # this process stands in for the job
+        m.update_job(job_id, done=12, total=40)
+    at = ran(page("dashboard.py"))
+    assert "Embedding the pictures running: 12/40 pictures" in " ".join(str(e.value) for e in at.sidebar.caption)
 
 
 def test_after_a_stop_the_ingest_page_offers_resume(app_db):

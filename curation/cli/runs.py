@@ -184,11 +184,16 @@ def pictures_after(manifest: Manifest, quiet: bool) -> None:
     Where it cannot run here, one line says what to install, and the ingest has succeeded all the same."""
     if not manifest.picture_job:
         return
-    from ..pictures.job import not_here_note
+    from ..pictures.job import KIND, not_here_note
 
     note = not_here_note()
     if note:
         click.echo(note, err=True)
+        return
+    running = manifest.running_job(KIND)
+    if running is not None:  # started by an earlier ingest or by hand: it embeds these pictures too
+        click.echo(f"The picture job already running on this manifest (pid {running['pid']}) asks for the "
+                   "new pictures before it ends; `python -m curation embed` does any it missed.", err=True)
         return
     run_pictures(manifest, quiet, after="ingest finished, but ")
 

@@ -133,8 +133,14 @@ class PictureJob:
 
                 self.report.device = embedding.device()
                 self.progress.start()  # the rate counts from the first page, not the network's loading
-                for crops in _batches(self._crops(todo), self.batch):
-                    self._store(crops, embedding.embed([crop.pixels for crop in crops]))
+                asked = set()
+                while todo:  # pictures an ingest saved meanwhile are asked for before the job ends
+                    asked.update(row["id"] for row in todo)
+                    for crops in _batches(self._crops(todo), self.batch):
+                        self._store(crops, embedding.embed([crop.pixels for crop in crops]))
+                    todo = [dict(row) for row in picture_embeddings.missing(self.manifest.conn)
+                            if row["id"] not in asked]
+                    self.progress.total += len(todo)
             status = "done"
         except (Stopped, KeyboardInterrupt):
             self.report.stopped = True
