@@ -14,7 +14,8 @@ machine; the picture job's is counted in ingest's, whose process runs it), the p
 loading of its network apart from its embedding, pages per second end to end, the original loop's rate on the same pages (bench_ingest's reference
 loop, which does none of this) and the ratio, the exact-decode floor's share of the end-to-end time (the
 pages decoded in as many processes that do nothing else: bench_ingest's floor), and 30,000 pages
-extrapolated (the network's loading counted once).
+extrapolated (the network's loading counted once; every other start-up, of ingest's pool and of the export,
+is scaled with the pages, so a small archive overstates the time: measure with a few hundred pages or more).
 
     python bench/bench_archive.py [--dpi 200,300] [--docs 4] [--pages 30] [--workers 2] [--pictures learned]
 """
