@@ -120,6 +120,19 @@ def test_a_killed_job_keeps_what_it_stored_and_the_next_run_embeds_only_the_rest
 
 
 @needs_network
+def test_stop_ends_the_job_after_the_batch_in_hand_and_the_next_run_resumes(tmp_path):
+    pdf = small_pdf(tmp_path / "plates.pdf", pages=4)
+    with with_pictures(tmp_path / "manifest.sqlite", pdf, {number: GRID for number in range(4)}) as m:
+        job = picture_job.PictureJob(m, batch=1, on_progress=lambda done, total: m.request_stop(job.job_id))
+        report = job.run()
+        assert report.stopped and 1 <= report.embedded < 36
+        assert m.latest_job(picture_job.KIND)["status"] == "stopped"
+        assert len(picture_embeddings.read(m.conn)[0]) == report.embedded
+        again = picture_job.embed_pictures(m)
+        assert (again.already, again.embedded, again.stopped) == (report.embedded, 36 - report.embedded, False)
+
+
+@needs_network
 def test_only_pages_with_pictures_are_read_and_an_unreadable_page_is_skipped_with_its_reason(tmp_path, monkeypatch):
     pdf = small_pdf(tmp_path / "issue.pdf", pages=6)
     db = tmp_path / "manifest.sqlite"
