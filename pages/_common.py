@@ -325,8 +325,8 @@ def launch_and_wait(kind: str, launch) -> str | None:
         job = jobs.wait_for_job(manifest, kind, process, timeout=30)
         if job is not None or running_job(manifest) is not None:
             return None
-        last = latest_job(manifest)
-        if last is not None and last["pid"] == process.pid:
+        if any(last is not None and last["pid"] == process.pid for last in (latest_job(manifest),
+                                                                             manifest.latest_job(kind))):
             return None  # it was quick: nothing new to do, and its outcome is shown with the job
         return (f"The {kind} process ended before it began (exit code {process.poll()}). "
                 f"Its log is in `{db_path().parent / 'logs'}`.")
