@@ -2,6 +2,7 @@
 only the pages that hold a picture, goes on past a page it cannot read, keeps the embeddings of boxes a rescore
 finds again, and the Ingest page shows its progress and outcome."""
 
+import concurrent.futures as cf
 import json
 import os
 import signal
@@ -146,8 +147,9 @@ def test_only_pages_with_pictures_are_read_and_an_unreadable_page_is_skipped_wit
 
     original = picture_job.page_gray
     monkeypatch.setattr(picture_job, "page_gray", page_gray)
+    in_threads = {"workers": 1, "make_executor": cf.ThreadPoolExecutor}  # the reader sees the patched page_gray
     with with_pictures(db, pdf, {1: GRID[:2], 4: GRID[:3], 5: GRID[:1]}) as m:
-        report = picture_job.embed_pictures(m)
+        report = picture_job.embed_pictures(m, **in_threads)
         assert read == [1, 4, 5]  # pages 0, 2 and 3 hold no picture: never read
         assert (report.embedded, report.pages) == (3, 2)
         assert report.failed == [{"document": str(pdf), "page": 5, "pictures": 3,
@@ -156,7 +158,7 @@ def test_only_pages_with_pictures_are_read_and_an_unreadable_page_is_skipped_wit
         assert job["status"] == "done" and "3 pictures on 1 page could not be read" in job["message"]
         # The next run asks only for what is still missing: the unreadable page's pictures.
         read.clear()
-        assert picture_job.embed_pictures(m).already == 3 and read == [4]
+        assert picture_job.embed_pictures(m, **in_threads).already == 3 and read == [4]
 
 
 def test_a_document_gone_from_disk_is_skipped_with_its_reason_without_loading_the_network(tmp_path, monkeypatch):

@@ -14,6 +14,7 @@ The ingest workers never import this module's torch: only the process that runs 
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import importlib.util
 import itertools
 import time
@@ -25,6 +26,7 @@ import pymupdf
 
 from ..manifest import picture_embeddings
 from ..manifest.store import Manifest
+from ..runs.ingest import CRASH_MESSAGE, Failure, Scheduler, bounded_pool, default_workers, process_pool, timeout_message
 from ..runs.jobs import DiskFull, JobProgress, Stopped, is_disk_full, plural, stop_on_sigterm
 from ..scoring.scorer import page_gray, reference_size
 from ..sources.page_numbers import page_number
@@ -33,6 +35,7 @@ from ..sources.reader import error_text, open_document
 
 KIND = "embed"
 BATCH = 32  # crops per embedding call and per transaction: what a kill can lose
+PAGES_PER_TASK = 8  # pages a reader opens their document for at once
 
 
 @dataclass
@@ -76,6 +79,47 @@ class _Crop:
     pixels: np.ndarray
 
 
+@dataclass(frozen=True)
+class PageTask:
+    """Pages of one document to read, each with the pictures to cut from it: (page, ((id, box), ...))."""
+
+    path: str
+    pages: tuple[tuple[int, tuple[tuple[int, tuple[float, float, float, float]], ...]], ...]
+    roots: tuple[str, ...] | None = None
+
+
+def read_crops(task: PageTask) -> list[list[np.ndarray | None] | str]:
+    """Reader side (a worker process, without torch): for each page of the task, its pictures' crops in
+    order (None: a box outside the page), or the reason the page could not be read. A document that cannot
+    be opened raises (DocumentError): the task's result."""
+    doc = open_document(task.path, task.roots)
+    try:
+        return [_page_crops(doc, number, [box for _, box in pictures]) for number, pictures in task.pages]
+    finally:
+        doc.close()
+
+
+def _page_crops(doc: pymupdf.Document, number: int, boxes: list) -> list[np.ndarray | None] | str:
+    try:
+        gray = page_gray(doc, number)
+        scale = gray.shape[1] / reference_size(doc[number])[0]
+    except Exception as exc:  # MuPDF raises plain RuntimeError/ValueError for damaged content
+        return f"could not read page: {error_text(exc)}"
+    finally:
+        pymupdf.TOOLS.store_shrink(100)  # a page is read once: MuPDF's cache only grows
+    crops = []
+    for box in boxes:
+        x0, y0, x1, y1 = (max(0, round(v * scale)) for v in box)
+        crop = gray[y0:max(y1, y0 + 1), x0:max(x1, x0 + 1)]
+        crops.append(np.ascontiguousarray(crop) if crop.size else None)  # a copy: the page itself stays here
+    return crops
+
+
+def split_pages(task: PageTask) -> list[PageTask]:
+    """A task's single-page tasks (a page that crashed or hung its reader is found alone)."""
+    return [PageTask(task.path, (page,), task.roots) for page in task.pages]
+
+
 def missing_parts() -> str | None:
     """What to install before the picture job can run here, or None. Finds the packages without importing
     torch (a second and hundreds of MB): the process asking may be one that never embeds."""
@@ -103,10 +147,15 @@ class PictureJob:
     """Embed the pictures of `manifest` that lack a current embedding. Use `run()`; progress goes to
     `on_progress(done, total)` in pictures, those embedded by earlier runs counted as done."""
 
-    def __init__(self, manifest: Manifest, *, batch: int = BATCH,
+    def __init__(self, manifest: Manifest, *, batch: int = BATCH, workers: int | None = None,
+                 make_executor: Callable[[int], cf.Executor] = process_pool,
                  on_progress: Callable[[int, int], None] = lambda done, total: None):
+        """`workers`: processes reading pages while this one embeds (default: one per core); `make_executor`
+        makes their pool (ingest's: torch-free, each worker's memory capped)."""
         self.manifest = manifest
         self.batch = max(1, batch)
+        self.workers = workers or default_workers()
+        self.make_executor = bounded_pool(make_executor, self.workers)
         self.on_progress = on_progress
         self.report = PictureReport()
         self.job_id: int | None = None
@@ -158,47 +207,43 @@ class PictureJob:
         return self.report
 
     def _crops(self, todo: list[dict]) -> Iterator[_Crop]:
-        """Each picture's crop, page by page, each page read once; a document or page that cannot be read is
-        recorded and its pictures left for the next run."""
-        roots = document_roots(self.manifest.path, self.manifest)  # each file checked again as it is opened
+        """Each picture's crop, read by the pool's workers page by page, each page once, while this process
+        embeds; a document or page that cannot be read is recorded and its pictures left for the next run."""
+        scheduler = Scheduler(self.make_executor, self.workers, read_crops, on_idle=self.progress.beat,
+                              page_timeout=self.manifest.page_timeout or None, split=split_pages)
+        for task, result in scheduler.results(self._tasks(todo)):
+            if result is Failure.CRASHED or result is Failure.TIMED_OUT or isinstance(result, Exception):
+                reason = (CRASH_MESSAGE if result is Failure.CRASHED else
+                          timeout_message(self.manifest.page_timeout) if result is Failure.TIMED_OUT else
+                          error_text(result))
+                result = [reason] * len(task.pages)
+            for (number, pictures), crops in zip(task.pages, result):
+                if isinstance(crops, str):
+                    self._skip(task.path, number, len(pictures), crops)
+                    continue
+                self.report.pages += 1
+                for (picture_id, box), crop in zip(pictures, crops):
+                    if crop is None:
+                        self._skip(task.path, number, 1, "the picture's box lies outside its page")
+                    else:
+                        yield _Crop(picture_id, box, crop)
+
+    def _tasks(self, todo: list[dict]) -> list[PageTask]:
+        roots = tuple(str(root) for root in document_roots(self.manifest.path, self.manifest))
+        tasks = []
         for doc_id, rows in itertools.groupby(todo, key=lambda row: row["doc_id"]):
-            rows = list(rows)
             path = self.manifest.document(doc_id)["path"]
-            try:
-                doc = open_document(path, roots)
-            except Exception as exc:  # DocumentError (gone, refused, not a PDF) and MuPDF's own errors
-                for number, on_page in itertools.groupby(rows, key=lambda row: row["page"]):
-                    self._skip(path, number, list(on_page), error_text(exc))
-                continue
-            try:
-                for number, on_page in itertools.groupby(rows, key=lambda row: row["page"]):
-                    yield from self._page_crops(doc, path, number, list(on_page))
-            finally:
-                doc.close()
+            pages = tuple((number, tuple((row["id"], (row["bx0"], row["by0"], row["bx1"], row["by1"]))
+                                         for row in on_page))
+                          for number, on_page in itertools.groupby(rows, key=lambda row: row["page"]))
+            tasks += [PageTask(path, pages[start:start + PAGES_PER_TASK], roots)
+                      for start in range(0, len(pages), PAGES_PER_TASK)]
+        return tasks
 
-    def _page_crops(self, doc: pymupdf.Document, path: str, number: int, rows: list[dict]) -> Iterator[_Crop]:
-        try:
-            gray = page_gray(doc, number)
-            scale = gray.shape[1] / reference_size(doc[number])[0]
-        except Exception as exc:  # MuPDF raises plain RuntimeError/ValueError for damaged content
-            self._skip(path, number, rows, f"could not read page: {error_text(exc)}")
-            return
-        finally:
-            pymupdf.TOOLS.store_shrink(100)  # a page is read once: MuPDF's cache only grows
-        self.report.pages += 1
-        for row in rows:
-            box = (row["bx0"], row["by0"], row["bx1"], row["by1"])
-            x0, y0, x1, y1 = (max(0, round(v * scale)) for v in box)
-            crop = gray[y0:max(y1, y0 + 1), x0:max(x1, x0 + 1)]
-            if crop.size == 0:
-                self._skip(path, number, [row], "the picture's box lies outside its page")
-                continue
-            yield _Crop(row["id"], box, crop)
-
-    def _skip(self, path: str, number: int, rows: list[dict], reason: str) -> None:
-        self.report.failed.append({"document": path, "page": page_number(number),
-                                   "pictures": len(rows), "reason": reason})
-        self.progress.done += len(rows)
+    def _skip(self, path: str, number: int, pictures: int, reason: str) -> None:
+        self.report.failed.append({"document": path, "page": page_number(number), "pictures": pictures,
+                                   "reason": reason})
+        self.progress.done += pictures
         self.on_progress(self.progress.done, self.progress.total)
         self.progress.beat()
 
