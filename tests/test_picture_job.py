@@ -161,6 +161,19 @@ def test_only_pages_with_pictures_are_read_and_an_unreadable_page_is_skipped_wit
         assert picture_job.embed_pictures(m, **in_threads).already == 3 and read == [4]
 
 
+@needs_network
+def test_a_page_that_kills_its_reader_is_skipped_alone_and_the_others_are_embedded(tmp_path):
+    from crashing import read_crops_crashing_on_page_3
+
+    pdf = small_pdf(tmp_path / "issue.pdf", pages=4)
+    with with_pictures(tmp_path / "manifest.sqlite", pdf, {n: GRID[:2] for n in range(4)}) as m:
+        report = picture_job.embed_pictures(m, workers=1, task_fn=read_crops_crashing_on_page_3)
+        assert (report.embedded, report.pages) == (6, 3)
+        assert report.failed == [{"document": str(pdf), "page": 3, "pictures": 2,
+                                  "reason": picture_job.CRASH_MESSAGE}]
+        assert len(picture_embeddings.missing(m.conn)) == 2
+
+
 def test_a_document_gone_from_disk_is_skipped_with_its_reason_without_loading_the_network(tmp_path, monkeypatch):
     pdf = small_pdf(tmp_path / "gone.pdf", pages=2)
     db = tmp_path / "manifest.sqlite"

@@ -148,14 +148,15 @@ class PictureJob:
     `on_progress(done, total)` in pictures, those embedded by earlier runs counted as done."""
 
     def __init__(self, manifest: Manifest, *, batch: int = BATCH, workers: int | None = None,
-                 make_executor: Callable[[int], cf.Executor] = process_pool,
+                 make_executor: Callable[[int], cf.Executor] = process_pool, task_fn: Callable = read_crops,
                  on_progress: Callable[[int, int], None] = lambda done, total: None):
         """`workers`: processes reading pages while this one embeds (default: one per core); `make_executor`
-        makes their pool (ingest's: torch-free, each worker's memory capped)."""
+        makes their pool (ingest's: torch-free, each worker's memory capped); `task_fn` is what they run."""
         self.manifest = manifest
         self.batch = max(1, batch)
         self.workers = workers or default_workers()
         self.make_executor = bounded_pool(make_executor, self.workers)
+        self.task_fn = task_fn
         self.on_progress = on_progress
         self.report = PictureReport()
         self.job_id: int | None = None
@@ -209,7 +210,7 @@ class PictureJob:
     def _crops(self, todo: list[dict]) -> Iterator[_Crop]:
         """Each picture's crop, read by the pool's workers page by page, each page once, while this process
         embeds; a document or page that cannot be read is recorded and its pictures left for the next run."""
-        scheduler = Scheduler(self.make_executor, self.workers, read_crops, on_idle=self.progress.beat,
+        scheduler = Scheduler(self.make_executor, self.workers, self.task_fn, on_idle=self.progress.beat,
                               page_timeout=self.manifest.page_timeout or None, split=split_pages)
         for task, result in scheduler.results(self._tasks(todo)):
             if result is Failure.CRASHED or result is Failure.TIMED_OUT or isinstance(result, Exception):
