@@ -220,8 +220,10 @@ def run_pictures(manifest: Manifest, quiet: bool, after: str = "", **options) ->
 @click.option("--batch", type=click.IntRange(min=1), default=None,
               help="Pictures embedded and stored together (default 32): more use a GPU better, fewer lose less "
                    "to a kill.")
+@click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
+              help="Processes reading the pages while this one embeds (default: one per core).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def embed(db, batch, quiet):
+def embed(db, batch, workers, quiet):
     """Embed every picture that has no embedding for its current box: the picture job that follows ingest
     and rescore (`settings --picture-job`), run by hand.
 
@@ -230,7 +232,8 @@ def embed(db, batch, quiet):
     stops cleanly and the next run does only what is missing; a page that cannot be read is skipped with its
     reason. More like this, near-duplicates and the manifest's own picture model read these embeddings.
     """
-    run_pictures(open_manifest(db), quiet, **({"batch": batch} if batch else {}))
+    options = {"batch": batch, "workers": workers}
+    run_pictures(open_manifest(db), quiet, **{name: value for name, value in options.items() if value})
 
 
 @cli.command("sample")
