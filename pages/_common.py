@@ -19,13 +19,14 @@ import streamlit as st
 from curation.manifest import bulk, views
 from curation.manifest.picture_decisions import DECIDE_JOB
 from curation.manifest.store import Manifest, ManifestError
+from curation.pictures.job import KIND as PICTURE_JOB
 from curation.runs import jobs
 from pages import _auth as auth
 
 DEFAULT_DB = "data/manifest.sqlite"
 JOB_KINDS = ("sample", "ingest")
 OTHER_JOBS = {"export": "images", "caption": "pictures", DECIDE_JOB: "pictures",  # in the sidebar, by what
-              bulk.JOB: "written"}  # they count
+              bulk.JOB: "written", PICTURE_JOB: "pictures"}  # they count
 POLL_SECONDS = 1.0
 log = logging.getLogger("curation.dashboard")
 
@@ -221,7 +222,8 @@ def process_alive(pid: int) -> bool:
 
 def job_title(job) -> str:
     titles = {"sample": "Sample archive", "ingest": "Ingest", "caption": "Captioning",
-              DECIDE_JOB: "Deciding the pictures under the new rule", bulk.JOB: "Bulk action"}
+              DECIDE_JOB: "Deciding the pictures under the new rule", bulk.JOB: "Bulk action",
+              PICTURE_JOB: "Embedding the pictures"}
     return titles.get(job["kind"], job["kind"].title())
 
 
@@ -323,8 +325,8 @@ def launch_and_wait(kind: str, launch) -> str | None:
         job = jobs.wait_for_job(manifest, kind, process, timeout=30)
         if job is not None or running_job(manifest) is not None:
             return None
-        last = latest_job(manifest)
-        if last is not None and last["pid"] == process.pid:
+        if any(last is not None and last["pid"] == process.pid for last in (latest_job(manifest),
+                                                                             manifest.latest_job(kind))):
             return None  # it was quick: nothing new to do, and its outcome is shown with the job
         return (f"The {kind} process ended before it began (exit code {process.poll()}). "
                 f"Its log is in `{db_path().parent / 'logs'}`.")

@@ -11,6 +11,7 @@ from curation.runs import cluster_config, jobs
 from curation.sources import paths
 from pages import _auth as auth
 from pages import _common as common
+from pages import _picture_job as picture_job
 
 STATUS_LABELS = {"not-pdf": "not a PDF", "replaced": "replaced (file changed)"}
 
@@ -32,14 +33,17 @@ def main():
     show_sources(known_sources)
     start_button(db, roots, known_sources, running)
     if known_sources:  # what the server decides, and where thumbnails go: rarely needed, folded away
-        with st.expander("Advanced: thumbnails, legend languages, picture finder, time limit per page, Dask cluster",
-                         icon=":material/settings:", key="ingest_advanced"):
+        with st.expander("Advanced: thumbnails, legend languages, picture finder, picture job, time limit per "
+                         "page, Dask cluster", icon=":material/settings:", key="ingest_advanced"):
             thumbnails_input(running)
             legend_languages_input(running)
             picture_finder_input(running)
+            picture_job.picture_job_input(running)
             page_timeout_setting()
             cluster_setting()
     common.job_panel(body=documents_table)
+    if manifest is not None:
+        picture_job.picture_job_panel(running)
 
 
 def add_archives(db: pathlib.Path, roots: list[pathlib.Path]):

@@ -28,6 +28,13 @@ def _main_module_restored():
     sys.modules["__main__"] = main
 
 
+@pytest.fixture(autouse=True)
+def _picture_job_off(monkeypatch):
+    """Ingest is followed by the picture job, whose network takes seconds to load in each ingest process:
+    off unless a test asks for it (tests/test_picture_job.py sets it on)."""
+    monkeypatch.setenv("CURATION_PICTURE_JOB", "off")
+
+
 def small_specs(pages: int, seed: int = 0, dpi: int = 150):
     return list(periodical_specs(pages, seed=seed, dpi=dpi, inches=SMALL))
 

@@ -13,6 +13,7 @@ from ..captions.legend import check_languages
 from ..manifest.store import JobRunning, Manifest
 from ..runs.ingest import Ingest, default_workers
 from ..runs.jobs import plural
+from ..sources.reader import error_text
 from .common import (cli, db_option, open_manifest, page_bar, page_timeout_option, picture_finder_option, run_job,
                      thumbnails_option, worker_memory_option)
 
@@ -111,6 +112,7 @@ def ingest(paths, db, workers, page_timeout, worker_memory, cluster, thumbnails,
         report = run_job(job)
     finish_run(report, f"{plural(report.documents, 'document')} ({report.new_documents} new): "
                        f"{plural(report.pages_scored, 'page')} scored, {failed_pages(report)}, {report.pages_per_second:.1f} pages/s{report.incidents}")
+    pictures_after(manifest, quiet)
 
 
 @contextlib.contextmanager
@@ -174,6 +176,64 @@ def rescore(db, workers, all_pages, page_timeout, worker_memory, cluster, pictur
             raise click.ClickException(str(exc)) from None
         report = run_job(job)
     finish_run(report, f"{plural(report.documents, 'document')}: {plural(report.pages_scored, 'page')} rescored, {failed_pages(report)}")
+    pictures_after(manifest, quiet)
+
+
+def pictures_after(manifest: Manifest, quiet: bool) -> None:
+    """The picture job, following an ingest or rescore that finished, where the manifest's setting wants it.
+    Where it cannot run here, one line says what to install, and the ingest has succeeded all the same."""
+    if not manifest.picture_job:
+        return
+    from ..pictures.job import KIND, not_here_note
+
+    note = not_here_note()
+    if note:
+        click.echo(note, err=True)
+        return
+    running = manifest.running_job(KIND)
+    if running is not None:  # started by an earlier ingest or by hand: it embeds these pictures too
+        click.echo(f"The picture job already running on this manifest (pid {running['pid']}) asks for the "
+                   "new pictures before it ends; `python -m curation embed` does any it missed.", err=True)
+        return
+    run_pictures(manifest, quiet, after="ingest finished, but ")
+
+
+def run_pictures(manifest: Manifest, quiet: bool, after: str = "", **options) -> None:
+    """Run the picture job with a progress bar; its summary, or one line saying why it did not finish."""
+    from ..pictures.job import PictureJob
+
+    with page_bar("embedding", quiet, unit="picture") as progress:
+        try:
+            report = run_job(PictureJob(manifest, on_progress=progress, **options))
+        except click.ClickException as exc:  # another picture job holds the manifest; a full disk
+            raise click.ClickException(f"{after}{exc.message}") from None
+        except ValueError as exc:  # torch or the weights missing (`embed` alone)
+            raise click.ClickException(str(exc)) from None
+        except Exception as exc:
+            raise click.ClickException(f"{after}the picture job failed: {error_text(exc)}. "
+                                       "`python -m curation embed` retries it.") from None
+    finish_run(report, report.summary())
+
+
+@cli.command()
+@db_option
+@click.option("--batch", type=click.IntRange(min=1), default=None,
+              help="Pictures embedded and stored together (default 32): more use a GPU better, fewer lose less "
+                   "to a kill.")
+@click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
+              help="Processes reading the pages while this one embeds (default: one per core).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def embed(db, batch, workers, quiet):
+    """Embed every picture that has no embedding for its current box: the picture job that follows ingest
+    and rescore (`settings --picture-job`), run by hand.
+
+    Each page holding such a picture is read once; its pictures' crops are embedded by the picture stage's
+    network (EfficientNet-Lite0, on the GPU where torch sees one) in batches, each stored as it is done. Ctrl-C
+    stops cleanly and the next run does only what is missing; a page that cannot be read is skipped with its
+    reason. More like this, near-duplicates and the manifest's own picture model read these embeddings.
+    """
+    options = {"batch": batch, "workers": workers}
+    run_pictures(open_manifest(db), quiet, **{name: value for name, value in options.items() if value})
 
 
 @cli.command("sample")

@@ -21,7 +21,10 @@ from .common import cli, db_option, open_manifest, thumbnails_option
               help="Seconds one page may take in ingest, rescore and export before it is skipped (0: no limit). "
                    "The app shows it and cannot change it.")
 @thumbnails_option
-def settings(db, threshold, rule, picture_area_min, page_timeout, thumbnails):
+@click.option("--picture-job", type=click.Choice(["on", "off"]), default=None,
+              help="Whether ingest and rescore are followed by the picture job, which embeds each new picture "
+                   "(`python -m curation embed`). Where never set: $CURATION_PICTURE_JOB, else on.")
+def settings(db, threshold, rule, picture_area_min, page_timeout, thumbnails, picture_job):
     """Show the decision settings; with options, change them first."""
     manifest = open_manifest(db)
     if threshold is not None:
@@ -34,6 +37,8 @@ def settings(db, threshold, rule, picture_area_min, page_timeout, thumbnails):
         manifest.page_timeout = page_timeout
     if thumbnails is not None:
         manifest.thumbnail_store = thumbnails
+    if picture_job is not None:
+        manifest.picture_job = picture_job == "on"
     click.echo(f"rule: {manifest.rule} ({RULES[manifest.rule]})")
     click.echo(f"threshold: {manifest.threshold:g}")
     click.echo(f"picture_area_min: {manifest.picture_area_min:g} sq in")
@@ -41,6 +46,7 @@ def settings(db, threshold, rule, picture_area_min, page_timeout, thumbnails):
     store = manifest.thumbnail_store
     click.echo(f"thumbnails: {store} ({thumbnail_store.STORES[store]})"
                + (f", in {manifest.thumbnail_folder}" if store == "folder" else ""))
+    click.echo(f"picture_job: {'on' if manifest.picture_job else 'off'} (embeds new pictures after ingest and rescore)")
     from ..runs.cluster_config import ADDRESS_ENV, configured_address
 
     click.echo(f"cluster: {configured_address() or 'none, worker processes here'} (${ADDRESS_ENV}; not a manifest setting)")

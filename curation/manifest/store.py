@@ -28,6 +28,9 @@ from .schema import MIGRATIONS, statements
 DEFAULT_PAGE_TIMEOUT = 60.0  # seconds; a page past it is skipped (a pathological pattern can take hours)
 PICTURE_FINDERS = ("rules", "learned")
 DEFAULT_PICTURE_FINDER = "rules"  # the learned verdict costs about a second a page on a CPU (README, Pictures)
+# Whether the picture job (curation.pictures.job) follows ingest and rescore where the manifest never said: this
+# variable's on/off, else on. A server whose CPU should not embed pictures sets it off for every manifest.
+PICTURE_JOB_VARIABLE = "CURATION_PICTURE_JOB"
 DEFAULT_LEGEND_LANGUAGES = "eng+deu+fra"  # English, German, French: the periodicals most often ingested
 
 LANGUAGE_CODE = re.compile(r"^[a-z][a-z_]{1,15}$")  # Tesseract's names: eng, deu, chi_sim, ...
@@ -214,6 +217,17 @@ class Manifest(pictures.PictureRows, JobRows):
         if value not in PICTURE_FINDERS:
             raise ValueError(f"the picture finder is one of {', '.join(PICTURE_FINDERS)}, not {value!r}")
         self.set_setting("picture_finder", value)
+
+    @property
+    def picture_job(self) -> bool:
+        """Whether ingest and rescore are followed by the picture job (each new picture embedded, for More like
+        this and the manifest's own picture model); where never set, $CURATION_PICTURE_JOB (on/off), else on."""
+        saved = self.get_setting("picture_job") or os.environ.get(PICTURE_JOB_VARIABLE, "on")
+        return saved.strip().lower() not in ("off", "0", "false", "no")
+
+    @picture_job.setter
+    def picture_job(self, value: bool) -> None:
+        self.set_setting("picture_job", "on" if value else "off")
 
     @property
     def thumbnail_store(self) -> str:

@@ -134,7 +134,29 @@ def run(db: str | os.PathLike, documents: int = DOCUMENTS, pages: int = PAGES, d
         add_source(manifest, folder)  # so Start on the Ingest page resumes it like any archive
         report = Ingest(manifest, [folder], workers=workers).run()
         print(f"sample: {report.pages_scored} pages scored, {report.pages_failed} failed")
-        return 130 if report.stopped else 0
+        if report.stopped:
+            return 130
+        return embed_pictures_after(manifest)
+
+
+def embed_pictures_after(manifest: Manifest) -> int:
+    """The picture job after the sample's ingest, as after any ingest (where the setting wants it and it can
+    run here; where it cannot, one line says what to install). Returns a process exit code."""
+    if not manifest.picture_job:
+        return 0
+    from ..pictures.job import PictureJob, not_here_note
+
+    note = not_here_note()
+    if note:
+        print(note, file=sys.stderr)
+        return 0
+    try:
+        report = PictureJob(manifest).run()
+    except JobRunning as exc:  # that job embeds these pictures too
+        print(exc, file=sys.stderr)
+        return 0
+    print(f"sample: {report.summary()}")
+    return 130 if report.stopped else 0
 
 
 def main(argv: list[str] | None = None) -> None:

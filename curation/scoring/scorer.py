@@ -95,6 +95,12 @@ def reference_size(page: pymupdf.Page) -> tuple[int, int]:
     return irect.width, irect.height
 
 
+def page_gray(doc: pymupdf.Document, number: int) -> np.ndarray:
+    """Page `number`'s luma as scoring reads it: at the reference resolution (less for a page too large to
+    render whole), so boxes in reference pixels cut it as they cut the scored page."""
+    return _gray_at_reference(doc, doc[number])[0]
+
+
 def _gray_at_reference(doc, page) -> tuple[np.ndarray, str, np.ndarray | Callable[[], np.ndarray | None] | None,
                                            np.ndarray | None]:
     """The page's luma at the reference resolution, how it was made, for a colour page a colour

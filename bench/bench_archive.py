@@ -1,0 +1,165 @@
+"""Archive benchmark: the curator's wait, from a folder of PDFs to an exported set of checked pictures.
+
+For each scan resolution asked for (default 200 and 300 dpi) it generates the archive bench_ingest.py builds
+(its make_corpus: JPEG scans of text columns, engravings and mixed pages; --docs x --pages), then runs, as
+a curator would, with every feature on:
+
+- ingest: `python -m curation ingest` with --workers (2) workers: page analysis, thumbnails, picture cards,
+  legends (where Tesseract and its languages are installed), and with --pictures learned the learned verdict
+- the picture job that ingest starts when it finishes (every picture embedded; on the GPU where torch sees one)
+- export: `python -m curation export --crop pictures` with as many workers
+
+and prints each stage's wall time and CPU seconds (the CPU of all processes: less sensitive to a loaded
+machine; the picture job's is counted in ingest's, whose process runs it), the picture job's one-off
+loading of its network apart from its embedding, pages per second end to end, the original loop's rate on the same pages (bench_ingest's reference
+loop, which does none of this) and the ratio, the exact-decode floor's share of the end-to-end time (the
+pages decoded in as many processes that do nothing else: bench_ingest's floor), and 30,000 pages
+extrapolated (the network's loading counted once; every other start-up, of ingest's pool and of the export,
+is scaled with the pages, so a small archive overstates the time: measure with a few hundred pages or more).
+
+    python bench/bench_archive.py [--dpi 200,300] [--docs 4] [--pages 30] [--workers 2] [--pictures learned]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import shutil
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_ingest import decode_floor, legend_languages, make_corpus, reference_loop  # noqa: E402
+from process_tree import watch_tree  # noqa: E402
+
+from curation import Manifest  # noqa: E402
+from curation.pictures.job import KIND as PICTURE_JOB, missing_parts  # noqa: E402
+
+EXTRAPOLATED = 30_000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dpi", default="200,300", help="scan resolutions, one archive each")
+    parser.add_argument("--docs", type=int, default=4)
+    parser.add_argument("--pages", type=int, default=30, help="pages per document")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--pictures", choices=("rules", "learned"), default="rules",
+                        help="who finds the pictures at ingest (learned: the picture stage's verdict, slow on a CPU)")
+    parser.add_argument("--out", type=pathlib.Path, default=ROOT / "bench" / "out" / "archive")
+    args = parser.parse_args()
+    problem = missing_parts()
+    if problem:
+        raise SystemExit(f"the picture job cannot run here, and it is part of what is measured: {problem}")
+    languages = legend_languages()
+    print(f"legends: {languages or 'not read (Tesseract or its languages missing)'}; pictures: {args.pictures}; "
+          f"{args.workers} workers")
+    for dpi in (int(value) for value in args.dpi.split(",")):
+        bench_resolution(args, dpi, languages)
+
+
+def bench_resolution(args, dpi: int, languages: str | None) -> None:
+    import pymupdf
+
+    corpus_dir = args.out / f"corpus-{dpi}dpi-{args.docs}x{args.pages}"
+    corpus = make_corpus(corpus_dir, args.docs, args.pages, dpis=(dpi,))
+    pages = sum(pymupdf.open(path).page_count for path in corpus)
+    print(f"\n{dpi} dpi: {len(corpus)} PDFs, {pages} pages")
+    loop_rate, _ = reference_loop(corpus)
+    floor_rate = decode_floor(corpus, args.workers)
+
+    db = args.out / f"archive-{dpi}dpi.sqlite"
+    for suffix in ("", "-wal", "-shm"):
+        pathlib.Path(f"{db}{suffix}").unlink(missing_ok=True)
+    ingest = ["ingest", str(corpus_dir), "--workers", str(args.workers), "--pictures", args.pictures]
+    ingest += ["--legend-languages", languages] if languages else []
+    stages = ingest_stages(db, ingest)
+    with Manifest(db) as manifest:
+        scored = manifest.summary()["scored"]
+        pictures = manifest.conn.execute("SELECT COUNT(*) FROM pictures WHERE NOT deleted").fetchone()[0]
+        embedded = manifest.conn.execute("SELECT COUNT(*) FROM picture_embeddings").fetchone()[0]
+        job = manifest.latest_job(PICTURE_JOB)
+    # The job's rate counts from its first page, after the network is loaded: what loading costs is paid once.
+    job_seconds, _ = stages["picture job"]
+    embedding = embedded / job["rate"] if job and job["rate"] else job_seconds
+    once = max(0.0, job_seconds - embedding)
+    out = args.out / f"export-{dpi}dpi.zip"
+    out.unlink(missing_ok=True)
+    stages["export --crop pictures"] = timed(["export", "--db", str(db), "--out", str(out), "--crop", "pictures",
+                                              "--workers", str(args.workers)])
+    total = sum(seconds for seconds, _ in stages.values())
+    print(f"  {scored} pages scored, {pictures} pictures, {embedded} embedded "
+          f"(picture job: {job['message'] if job else 'did not run'})")
+    for stage, (seconds, cpu) in stages.items():
+        cpu_text = f"{cpu:7.1f} s CPU" if cpu is not None else "   (its CPU is in ingest's)"
+        print(f"  {stage:24s} {seconds:7.1f} s wall {cpu_text}   {seconds / pages * 1000:6.1f} ms/page")
+    print(f"    of the picture job: loading the network {once:.1f} s (once a run), embedding {embedding:.1f} s")
+    rate = pages / total
+    print(f"  end to end              {total:7.1f} s   {rate:6.1f} pages/s")
+    print(f"  original loop           {pages / loop_rate:7.1f} s   {loop_rate:6.1f} pages/s   "
+          f"end to end is {rate / loop_rate:.2f}x the loop")
+    floor_seconds = pages / floor_rate
+    print(f"  exact-decode floor      {floor_seconds:7.1f} s   {floor_rate:6.1f} pages/s in {args.workers} "
+          f"processes: {floor_seconds / total:.0%} of the end-to-end time")
+    at_scale = once + (total - once) * EXTRAPOLATED / pages
+    print(f"  {EXTRAPOLATED:,} pages: end to end {duration(at_scale)} (the network's loading counted once), "
+          f"the original loop {duration(EXTRAPOLATED / loop_rate)}: {EXTRAPOLATED / loop_rate / at_scale:.2f}x")
+
+
+def ingest_stages(db: pathlib.Path, ingest: list[str]) -> dict[str, tuple[float, float | None]]:
+    """Wall seconds of ingest and of the picture job that follows it in the same process (split where the
+    picture job's row appears in the manifest), and the CPU seconds of the whole process tree."""
+    env = {**os.environ, "CURATION_PICTURE_JOB": "on"}
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "curation", *ingest, "--db", str(db), "--quiet"], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, env=env)
+    handed_over: list[float] = []
+    watcher = threading.Thread(target=watch_for_picture_job, args=(db, proc, handed_over), daemon=True)
+    watcher.start()
+    _peak, cpu = watch_tree(proc)
+    end = time.perf_counter()
+    watcher.join()
+    if proc.returncode != 0:
+        raise SystemExit(f"ingest failed with exit code {proc.returncode}")
+    split = handed_over[0] if handed_over else end
+    return {"ingest": (split - start, cpu), "picture job": (end - split, None)}
+
+
+def watch_for_picture_job(db: pathlib.Path, proc: subprocess.Popen, seen: list[float]) -> None:
+    while proc.poll() is None:
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
+                if conn.execute("SELECT 1 FROM jobs WHERE kind = ?", (PICTURE_JOB,)).fetchone():
+                    seen.append(time.perf_counter())
+                    return
+        except sqlite3.Error:  # not created yet, or busy
+            pass
+        time.sleep(0.05)
+
+
+def timed(command: list[str]) -> tuple[float, float]:
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "curation", *command, "--quiet"], cwd=ROOT,
+                            stdout=subprocess.DEVNULL)
+    _peak, cpu = watch_tree(proc)
+    if proc.returncode != 0:
+        raise SystemExit(f"{command[0]} failed with exit code {proc.returncode}")
+    return time.perf_counter() - start, cpu
+
+
+def duration(seconds: float) -> str:
+    hours, rest = divmod(round(seconds), 3600)
+    return f"{hours} h {rest // 60:02d} min" if hours else f"{rest // 60} min {rest % 60:02d} s"
+
+
+if __name__ == "__main__":
+    if shutil.which("nvidia-smi"):
+        print("a GPU is present: the picture job embeds there")
+    main()

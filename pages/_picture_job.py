@@ -1,0 +1,111 @@
+"""The picture job's panel on the Ingest page: its live progress with Stop while it runs after an ingest, the
+last run's outcome, Resume after a stop, and what to install where it cannot run here.
+
+The job runs in the ingest's own process once ingest is done (or as `python -m curation embed`) and writes its
+progress to the manifest; this panel only polls it, and launches `embed` to resume.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import streamlit as st
+
+from curation.manifest import views
+from curation.pictures.job import KIND, missing_parts
+from curation.runs import jobs
+from pages import _auth as auth
+from pages import _common as common
+
+POLL_SECONDS = 1.0
+RUNNING_KEY = "picture_job_was_running"
+TITLE = "Embedding the pictures"
+
+
+def picture_job_panel(ingest_running: bool) -> None:
+    """The picture job, refreshing itself while it (or the ingest it follows) runs."""
+    with common.open_manifest() as manifest:
+        wanted = manifest.picture_job
+        running = manifest.running_job(KIND) is not None
+    if running:
+        st.session_state[RUNNING_KEY] = True
+    problem = missing_parts() if wanted else None
+    if problem:
+        st.caption(f"Pictures are not embedded after ingest here: {common.escape_markdown(problem)}")
+
+    @st.fragment(run_every=POLL_SECONDS if running or ingest_running else None)
+    def panel():
+        with common.open_manifest() as manifest:
+            job = manifest.latest_job(KIND)
+        if job is None:
+            return
+        if job["status"] != "running" and st.session_state.pop(RUNNING_KEY, False):
+            st.rerun()  # it just ended: redraw the page with its outcome
+        if job["status"] == "running":
+            st.session_state[RUNNING_KEY] = True
+        show_job(job, can_resume=not problem and not ingest_running)
+
+    panel()
+
+
+def show_job(job, can_resume: bool) -> None:
+    if job["status"] == "running":
+        with st.container(border=True):
+            progress = views.job_progress(job)
+            speed = f"{job['rate']:.1f} pictures/s" if job["rate"] else "loading the network…"
+            st.progress(progress["fraction"], text=f"{TITLE}: {progress['done']:,} of {progress['total']:,} "
+                                                   f"pictures · {speed}"
+                                                   + (f" · {progress['eta']}" if progress["eta"] else ""))
+            if job["stop_requested"]:
+                st.caption("Stopping after the pictures in hand… Resume goes on where it stopped.")
+            else:
+                st.button("Stop", icon=":material/stop_circle:", key=f"stop-embed-{job['id']}",
+                          on_click=common.stop_job, args=(job["id"],), disabled=auth.locked(), help=auth.help_for())
+        return
+    # It may quote a document's name or an error: shown escaped.
+    message = common.escape_markdown((job["message"] or "").rstrip(". "))
+    finished = (job["finished_at"] or "")[:19].replace("T", " ")
+    if job["status"] == "done":
+        st.success(f"Pictures embedded {finished} UTC: {message}.", icon=":material/check_circle:")
+        return
+    if job["status"] in ("stopped", "interrupted"):
+        st.info(f"Embedding the pictures stopped {finished} UTC: {message}.", icon=":material/pause_circle:")
+    else:
+        st.error(f"Embedding the pictures failed: {message or 'no reason was recorded'}. The log is in "
+                 f"`{common.db_path().parent / 'logs'}`.", icon=":material/error:")
+    if can_resume and st.button("Resume", icon=":material/play_arrow:", key="embed-resume",
+                                disabled=auth.locked(), help=auth.help_for(
+                                    "Embeds the pictures that have no embedding yet; those done are kept.")):
+        resume()
+
+
+def resume() -> None:
+    if not auth.require_curator():
+        return
+    db = pathlib.Path(os.path.abspath(common.db_path()))
+    problem = common.launch_and_wait(KIND, lambda: jobs.launch(db, KIND))
+    if problem:
+        st.error(problem)
+        return
+    st.session_state[RUNNING_KEY] = True
+    st.rerun()
+
+
+def picture_job_input(running: bool) -> None:
+    """Whether ingest and rescore are followed by the picture job."""
+    with common.open_manifest() as manifest:
+        saved = manifest.picture_job
+    st.toggle("Embed the pictures after ingest", value=saved, key="picture_job", on_change=save_picture_job,
+              disabled=running or auth.locked(),
+              help=auth.help_for("Each new picture's crop is embedded by a small image network (on the GPU where "
+                                 "there is one), for More like this and the manifest's own picture model. Off: "
+                                 "ingest ends sooner; `python -m curation embed` does it later."))
+
+
+def save_picture_job() -> None:
+    if not auth.require_curator():
+        st.session_state.pop("picture_job", None)
+        return
+    with common.open_manifest() as manifest:
+        manifest.picture_job = bool(st.session_state["picture_job"])
