@@ -210,8 +210,9 @@ def learn(manifest, embeddings: Embeddings | None = None, strength: float = PRIO
         old = (before.logits(prior, _rows(embeddings), scores) if before is not None
                else prior.logits(_rows(embeddings), scores)) >= 0
         new = model.logits(prior, _rows(embeddings), scores) >= 0
-        message += (f" It suggests keeping {int(new.sum()):,} of {len(new):,} embedded pictures; "
-                    f"{int((old != new).sum()):,} suggestion(s) changed.")
+        undecided = ~np.isin(embeddings.ids, found.ids)
+        message += (f" It suggests keeping {int(new.sum()):,} of {len(new):,} embedded pictures; on the pictures "
+                    f"you have not decided, {int((old != new)[undecided].sum()):,} suggestion(s) changed.")
     return LearnOutcome(True, message, model)
 
 
