@@ -101,7 +101,7 @@ def show(undo_bar, undo):
         for picture_id, suggestion in like_this.suggestions(manifest, ids).items():
             notes[picture_id] = " · ".join(filter(None, [notes.get(picture_id), like_this.suggestion_words(suggestion)]))
         st.session_state[SCREEN_NUMBER] = len(screens)
-        st.session_state[NEXT_AFTER] = ((flt, sort), shown.next_after)
+        st.session_state[NEXT_AFTER] = ((flt, named), shown.next_after)
         crops = pv.crops(manifest, shown.rows)
     if OPEN not in st.session_state:
         undo_bar(last)
