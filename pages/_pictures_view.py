@@ -116,7 +116,8 @@ def show(undo_bar, undo):
                 "No picture is found on any page yet: pictures are found when pages are scored.")
         return
     first = (len(screens) - 1) * PER_SCREEN + 1
-    st.caption(f"Pictures {first:,}–{first + len(shown.rows) - 1:,} of {total:,} in this view")
+    shown_of = f"of {total:,} in this view" if order is None else f"of this order (up to {len(order.ids):,})"
+    st.caption(f"Pictures {first:,}–{first + len(shown.rows) - 1:,} {shown_of}")
     keyboard_review([row["id"] for row in shown.rows], len(screens), total, last, undo)
     grid(shown.rows, crops, {doc["id"]: doc for doc in documents}, notes, sort)
     pager(len(screens), shown.next_after)

@@ -62,13 +62,13 @@ def like_words(keeper: EmbeddingKeeper, manifest, picture_id: int, ids: list[int
 def learned_order(keeper: EmbeddingKeeper, manifest, pictures: int) -> Order:
     model = learned.stored(manifest)
     found = keeper.embeddings(manifest)
-    logits = keeper.derived(manifest, ("learned", model.version if model else None),
-                            lambda embeddings: learned.logits_of_all(manifest, model, embeddings))
+    ordered = keeper.derived(manifest, ("learned", model.version if model else None), lambda embeddings:
+                             learned.least_sure_first(learned.logits_of_all(manifest, model, embeddings), embeddings.ids))
     note = not_embedded(len(found), pictures)
     if model is None:
         note = " ".join(filter(None, ["No model is learned from your picture decisions yet: this is the shipped "
                                       "verdict's order; decide some pictures and press Learn.", note]))
-    return Order(learned.least_sure_first(logits, found.ids), note=note)
+    return Order(ordered, note=note)
 
 
 def reprints(keeper: EmbeddingKeeper, manifest, pictures: int) -> Order:
