@@ -87,6 +87,8 @@ def like_banner(flt: pv.PictureFilter, threshold: float, found: review_orders.Or
     if like is None:
         if found is not None and found.note:
             st.info(found.note, icon=":material/info:")
+            if found.note.startswith("Finding the reprints"):
+                st.button("Refresh", icon=":material/refresh:", key="pictures-reprints-refresh")
         return
     with common.open_manifest() as manifest:
         row = manifest.picture(like["picture"])

@@ -111,7 +111,7 @@ def test_the_likeness_count_before_confirming_is_the_count_written(manifest):
     assert similarity.hold_like(manifest, 10**9, 0.5) == 0  # a picture without an embedding: none
 
 
-@pytest.mark.parametrize("exact", [similarity.EXACT, 10], ids=["every-pair", "hashed-buckets"])
+@pytest.mark.parametrize("exact", [similarity.EXACT, 10], ids=["every-pair", "k-means-cells"])
 def test_reprints_are_grouped_and_different_pictures_are_not(exact, monkeypatch):
     monkeypatch.setattr(similarity, "EXACT", exact)
     rng = np.random.default_rng(3)
@@ -204,3 +204,16 @@ def test_the_reprint_cutoff_parts_reprints_of_one_engraving_from_different_engra
     found = similarity.Embeddings(np.arange(16), vectors.astype(np.float16), np.linalg.norm(vectors, axis=1))
     groups = [sorted(g) for g in similarity.reprint_groups(found)]
     assert len(groups) >= 7 and all(g[1] == g[0] + 8 and len(g) == 2 for g in groups), groups
+
+
+def test_reprints_of_many_pictures_are_found_in_a_thread_and_the_view_says_so_meanwhile(manifest, monkeypatch):
+    from curation.pictures import review_orders
+
+    monkeypatch.setattr(similarity, "EXACT", 4)  # twelve pictures count as many
+    keeper = similarity.EmbeddingKeeper()
+    first = review_orders.reprints(keeper, manifest, 12)
+    assert first.note is None or first.note.startswith("Finding the reprints among 12 embedded pictures")
+    keeper.held(manifest).finding.join(timeout=60)
+    done = review_orders.reprints(keeper, manifest, 12)
+    family = [ids_by_page(manifest)[page] for page in range(6)]  # one engraving, its crops alike
+    assert list(done.ids) == family and done.note is None

@@ -7,8 +7,8 @@ pictures were scored or embedded again (a job). A box a curator redraws keeps it
 the picture job embeds it again: alike enough for sorting, and the picture itself is never changed by it.
 
 Reprints are found as the page-level near-duplicates are (curation.decisions.duplicates): candidates share a
-bucket of a hash, here the signs of random projections in bands, so no two pictures are compared unless they
-are alike already; each candidate pair is then measured exactly.
+bucket, here a cell of a k-means of the embeddings, so pictures far apart are never compared; each candidate
+pair is then measured exactly.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ LIKE_DEFAULT = 0.80  # the slider's start: below the reprints, above two unrelat
 # pages' candidates (many of them overlapping crops of one picture) 99.9 % of pairs are under 0.90. A reprint
 # group should never join different pictures (a bulk action may follow it): the cutoff sits above them all.
 REPRINT = 0.90
-BANDS, BITS = 12, 10  # a pair at REPRINT shares a band with probability 0.96, at 0.95 more than 0.99
 SEED = 20260
 BLOCK = 2048  # rows of a bucket compared at once
-EXACT = 4000  # up to this many pictures every pair is compared
+EXACT = 4000  # up to this many pictures (in all, or in a cell) every pair is compared
+DEPTH = 3  # cells split at most this many times
 
 
 @dataclass(frozen=True)
@@ -70,8 +70,10 @@ class Embeddings:
 
 def embeddings(manifest: Manifest) -> Embeddings:
     """Read every current embedding of the manifest (a pass over the table: use an EmbeddingKeeper)."""
-    ids, vectors = picture_embeddings.read(manifest.conn)
-    return Embeddings(ids, vectors.astype(np.float16), np.linalg.norm(vectors, axis=1).astype(np.float32))
+    ids, vectors = picture_embeddings.read(manifest.conn, dtype=np.float16)
+    norms = np.concatenate([np.linalg.norm(vectors[start:start + CHUNK].astype(np.float32), axis=1)
+                            for start in range(0, len(vectors), CHUNK)] or [np.zeros(0, np.float32)])
+    return Embeddings(ids, vectors, norms.astype(np.float32))
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,7 @@ def reprint_groups(found: Embeddings, cutoff: float = REPRINT) -> list[np.ndarra
         return i
 
     for members in _buckets(found):
-        unit = found.vectors[members].astype(np.float32) / found.norms[members, None]
+        unit = _unit(found, members)
         for start in range(0, len(members), BLOCK):  # a large bucket a block of rows at a time
             close = np.argwhere(unit[start:start + BLOCK] @ unit[start:].T >= cutoff)
             for a, b in close[close[:, 1] > close[:, 0]]:
@@ -129,30 +131,51 @@ def _grouped(ids: np.ndarray, roots: np.ndarray) -> list[np.ndarray]:
 
 
 def _buckets(found: Embeddings):
-    """Row indexes that share a band of the sign hash, bucket by bucket (two or more each); up to EXACT
-    pictures, all of them as one bucket (every pair measured: seconds at most)."""
-    if len(found) <= EXACT:
-        yield np.arange(len(found))
+    """Row indexes of pictures that may be alike, bucket by bucket (two or more each). Up to EXACT pictures,
+    all of them as one bucket (every pair measured: seconds at most); past that, the cells of a spherical
+    k-means of the embeddings (about the square root of their number), each picture in the cells of its two
+    nearest centres, so two pictures alike enough to be reprints nearly always share one; a cell still over
+    EXACT is split the same way (a few levels at most)."""
+    yield from _cells(found, np.arange(len(found)), depth=0)
+
+
+def _cells(found: Embeddings, rows: np.ndarray, depth: int):
+    if len(rows) <= EXACT or depth >= DEPTH:
+        if len(rows) > 1:
+            yield rows
         return
+    centres = _centres(found, rows, max(2, int(np.sqrt(len(rows)))))
+    nearest = np.empty((len(rows), 2), np.int64)
+    for start in range(0, len(rows), CHUNK):
+        closeness = _unit(found, rows[start:start + CHUNK]) @ centres.T
+        nearest[start:start + CHUNK] = np.argpartition(-closeness, 1, axis=1)[:, :2]
+    cells = np.concatenate([nearest[:, 0], nearest[:, 1]])
+    members = np.concatenate([rows, rows])
+    order = np.argsort(cells, kind="stable")
+    for cell in np.split(members[order], np.flatnonzero(np.diff(cells[order])) + 1):
+        if len(cell) < len(rows):  # a cell that holds every picture cannot be split by these centres
+            yield from _cells(found, np.unique(cell), depth + 1)
+        elif len(cell) > 1:
+            yield np.unique(cell)
+
+
+def _centres(found: Embeddings, rows: np.ndarray, count: int, rounds: int = 6) -> np.ndarray:
+    """Spherical k-means centres of a sample of the embeddings of `rows` (unit vectors), deterministic."""
     rng = np.random.default_rng(SEED)
-    planes = rng.normal(size=(found.vectors.shape[1], BANDS * BITS)).astype(np.float32)
-    # Embeddings all lie on one side of most planes through the origin: hash them about their mean, so the
-    # buckets split the pictures evenly instead of holding nearly all of them.
-    mean = np.zeros(found.vectors.shape[1], np.float32)
-    for start in range(0, len(found), CHUNK):
-        mean += found.vectors[start:start + CHUNK].astype(np.float32).sum(axis=0)
-    mean /= len(found)
-    weights = 1 << np.arange(BITS, dtype=np.int64)
-    keys = np.empty((len(found), BANDS), np.int64)
-    for start in range(0, len(found), CHUNK):
-        bits = (found.vectors[start:start + CHUNK].astype(np.float32) - mean) @ planes > 0
-        keys[start:start + CHUNK] = bits.reshape(len(bits), BANDS, BITS) @ weights
-    for band in range(BANDS):
-        order = np.argsort(keys[:, band], kind="stable")
-        split = np.flatnonzero(np.diff(keys[order, band])) + 1
-        for members in np.split(order, split):
-            if len(members) > 1:
-                yield members
+    sample = _unit(found, np.sort(rng.choice(rows, min(len(rows), 30 * count), replace=False)))
+    centres = sample[rng.choice(len(sample), count, replace=False)]
+    for _ in range(rounds):
+        owner = np.argmax(sample @ centres.T, axis=1)
+        sums = np.zeros_like(centres)
+        np.add.at(sums, owner, sample)
+        empty = ~sums.any(axis=1)
+        sums[empty] = centres[empty]
+        centres = sums / np.linalg.norm(sums, axis=1, keepdims=True)
+    return centres
+
+
+def _unit(found: Embeddings, rows: np.ndarray) -> np.ndarray:
+    return found.vectors[rows].astype(np.float32) / np.maximum(found.norms[rows, None], 1e-12)
 
 
 def stamp(manifest: Manifest) -> tuple:
@@ -169,7 +192,12 @@ class _Held:
     found: Embeddings
     likes: OrderedDict = field(default_factory=OrderedDict)
     reprints: list | None = None
+    finding: threading.Thread | None = None  # the thread finding the reprints of many pictures
     derived: dict = field(default_factory=dict)
+
+
+def _find_reprints(held: _Held) -> None:
+    held.reprints = reprint_groups(held.found)
 
 
 class EmbeddingKeeper:
@@ -210,11 +238,18 @@ class EmbeddingKeeper:
                 held.likes.popitem(last=False)
         return found
 
-    def reprints(self, manifest: Manifest) -> list[np.ndarray]:
+    def reprints(self, manifest: Manifest) -> list[np.ndarray] | None:
+        """The reprint groups; past EXACT pictures they are found in a thread of their own (minutes at a
+        million pictures, not a script run's): None until they are."""
         held = self.held(manifest)
-        if held.reprints is None:
-            held.reprints = reprint_groups(held.found)
-        return held.reprints
+        with self._lock:
+            if held.reprints is None and len(held.found) <= EXACT:
+                held.reprints = reprint_groups(held.found)
+            elif held.reprints is None and held.finding is None:
+                held.finding = threading.Thread(target=_find_reprints, args=(held,), daemon=True,
+                                                name="finding reprints")
+                held.finding.start()
+            return held.reprints
 
     def derived(self, manifest: Manifest, key, make):
         """`make(embeddings)` kept with these embeddings under `key` (a learned model's scores, say)."""

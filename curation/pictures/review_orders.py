@@ -71,9 +71,16 @@ def learned_order(keeper: EmbeddingKeeper, manifest, pictures: int) -> Order:
     return Order(ordered, note=note)
 
 
+FINDING = "Finding the reprints among {count:,} embedded pictures (minutes at a million): Refresh to see them."
+
+
 def reprints(keeper: EmbeddingKeeper, manifest, pictures: int) -> Order:
-    ids, groups = reprint_order(keeper.reprints(manifest))
-    note = not_embedded(len(keeper.embeddings(manifest)), pictures)
+    found = keeper.reprints(manifest)
+    embedded = len(keeper.embeddings(manifest))
+    if found is None:
+        return Order(np.zeros(0, np.int64), note=FINDING.format(count=embedded))
+    ids, groups = reprint_order(found)
+    note = not_embedded(embedded, pictures)
     if not len(ids) and note is None:
         note = "No picture is printed twice: no two pictures' embeddings are alike enough."
     words = {i: f"reprint group {n} · {size} pictures" for i, (n, size) in groups.items()}
