@@ -136,7 +136,8 @@ def confirm_like(flt: pv.PictureFilter, threshold: float, counts: dict, likeness
     def apply(manifest) -> str:
         doing = bulk.Bulk(view="pictures", do=action, filter=dataclasses.asdict(flt), threshold=threshold,
                           like={"picture": st.session_state[LIKE]["picture"], "similarity": round(likeness, 4)})
-        return bulk_job.apply(manifest, doing, counts["pictures"], f"{verb}d {{done:,}} pictures like this · {UNDO_HINT}.")
+        done = f"{verb}d {{done:,}} pictures like this · {UNDO_HINT}."
+        return bulk_job.apply(manifest, doing, counts["pictures"], done)
 
     common.confirm_buttons(f"{verb} {counts['pictures']:,} pictures", "pictures-like-bulk", LIKE_BULK, NOTICE, apply)
 

@@ -99,7 +99,8 @@ def show(undo_bar, undo):
         ids = [row["id"] for row in shown.rows]
         notes = like_this.words_of(manifest, order, ids)
         for picture_id, suggestion in like_this.suggestions(manifest, ids).items():
-            notes[picture_id] = " · ".join(filter(None, [notes.get(picture_id), like_this.suggestion_words(suggestion)]))
+            words = [notes.get(picture_id), like_this.suggestion_words(suggestion)]
+            notes[picture_id] = " · ".join(filter(None, words))
         st.session_state[SCREEN_NUMBER] = len(screens)
         st.session_state[NEXT_AFTER] = ((flt, named), shown.next_after)
         crops = pv.crops(manifest, shown.rows)

@@ -202,5 +202,6 @@ def _undone(manifest: Manifest, action: int) -> bool:
 def _words(bulk: Bulk, total: int) -> str:
     verb = {"include": "including", "exclude": "excluding", "clear": "clearing the overrides of",
             "caption": "captioning"}[bulk.do]
-    like = f" like picture {bulk.like['picture']} (similarity {bulk.like['similarity']:.2f} and up)" if bulk.like else ""
+    like = (f" like picture {bulk.like['picture']} (likeness {bulk.like['similarity']:.2f} and up)"
+            if bulk.like else "")
     return f"{verb} {total:,} {bulk.unit}{like}"

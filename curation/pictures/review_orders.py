@@ -62,8 +62,10 @@ def like_words(keeper: EmbeddingKeeper, manifest, picture_id: int, ids: list[int
 def learned_order(keeper: EmbeddingKeeper, manifest, pictures: int) -> Order:
     model = learned.stored(manifest)
     found = keeper.embeddings(manifest)
-    ordered = keeper.derived(manifest, ("learned", model.version if model else None), lambda embeddings:
-                             learned.least_sure_first(learned.logits_of_all(manifest, model, embeddings), embeddings.ids))
+    def order(embeddings):
+        return learned.least_sure_first(learned.logits_of_all(manifest, model, embeddings), embeddings.ids)
+
+    ordered = keeper.derived(manifest, ("learned", model.version if model else None), order)
     note = not_embedded(len(found), pictures)
     if model is None:
         note = " ".join(filter(None, ["No model is learned from your picture decisions yet: this is the shipped "
