@@ -24,6 +24,7 @@ from pages import _auth as auth
 from pages import _bulk_job as bulk_job
 from pages import _common as common
 from pages import _keys as hotkeys
+from pages import _like_this as like_this
 from pages import _picture_captions as captions
 
 PER_SCREEN = 48
@@ -82,17 +83,32 @@ def show(undo_bar, undo):
         bulk_actions(flt, total - counts["deleted"] if flt.decision == "all" else total, threshold)
         bulk_job.progress()
         last = views.last_undoable(manifest)
-        screens = screens_of((flt, sort))
-        shown = pv.screen(manifest, threshold, flt, sort, after=screens[-1], limit=PER_SCREEN)
+        everywhere = count_keeper(str(common.db_path())).counts(manifest, threshold)
+        order, named = like_this.order(manifest, sort, everywhere["all"] - everywhere["deleted"])
+        screens = screens_of((flt, named))
+
+        def screen(after):
+            if order is None:
+                return pv.screen(manifest, threshold, flt, sort, after=after, limit=PER_SCREEN)
+            return pv.ordered_screen(manifest, threshold, flt, order.ids, after=after, limit=PER_SCREEN)
+
+        shown = screen(screens[-1])
         if not shown.rows and len(screens) > 1:  # the view shrank (a bulk action, another browser)
             screens[:] = [None]
-            shown = pv.screen(manifest, threshold, flt, sort, limit=PER_SCREEN)
+            shown = screen(None)
+        ids = [row["id"] for row in shown.rows]
+        notes = like_this.words_of(manifest, order, ids)
+        for picture_id, suggestion in like_this.suggestions(manifest, ids).items():
+            words = [notes.get(picture_id), like_this.suggestion_words(suggestion)]
+            notes[picture_id] = " · ".join(filter(None, words))
         st.session_state[SCREEN_NUMBER] = len(screens)
-        st.session_state[NEXT_AFTER] = ((flt, sort), shown.next_after)
+        st.session_state[NEXT_AFTER] = ((flt, named), shown.next_after)
         crops = pv.crops(manifest, shown.rows)
     if OPEN not in st.session_state:
         undo_bar(last)
     captions.caption_tools(flt, threshold)
+    like_this.model_bar()
+    like_this.like_banner(flt, threshold, order)
     notice = st.session_state.pop(NOTICE, None)
     if notice:
         st.toast(notice, icon=":material/check:")
@@ -101,9 +117,10 @@ def show(undo_bar, undo):
                 "No picture is found on any page yet: pictures are found when pages are scored.")
         return
     first = (len(screens) - 1) * PER_SCREEN + 1
-    st.caption(f"Pictures {first:,}–{first + len(shown.rows) - 1:,} of {total:,} in this view")
+    shown_of = f"of {total:,} in this view" if order is None else f"of this order (up to {len(order.ids):,})"
+    st.caption(f"Pictures {first:,}–{first + len(shown.rows) - 1:,} {shown_of}")
     keyboard_review([row["id"] for row in shown.rows], len(screens), total, last, undo)
-    grid(shown.rows, crops, {doc["id"]: doc for doc in documents})
+    grid(shown.rows, crops, {doc["id"]: doc for doc in documents}, notes, sort)
     pager(len(screens), shown.next_after)
     if OPEN in st.session_state:
         st.session_state[ON_SCREEN] = [row["id"] for row in shown.rows]
@@ -119,10 +136,13 @@ def filters(manifest, documents: list[dict], threshold: float) -> tuple[pv.Pictu
     document_col, sort_col = st.columns([3, 2], vertical_alignment="bottom")
     doc_id = document_col.selectbox("Document", list(names), format_func=names.get, key="pic_doc",
                                     bind="query-params", on_change=first_screen)
-    sort = sort_col.selectbox("Sort by", list(pv.SORTS), format_func=lambda s: pv.SORTS[s][0], key="pic_sort",
-                              bind="query-params", on_change=first_screen,
-                              help="Least sure first: the pictures closest to the rule's cutoff. Near-duplicates "
-                                   "together: pictures of pages that show the same picture, group by group.")
+    sorts = like_this.sorts()
+    sort = sort_col.selectbox("Sort by", list(sorts), format_func=sorts.get, key="pic_sort",
+                              bind="query-params", on_change=like_this.stop_like,
+                              help="Least sure first: the pictures closest to the rule's cutoff; learned from "
+                                   "picture decisions: those the picture model is least sure of. Near-duplicates "
+                                   "together: pictures of pages that show the same picture, group by group. "
+                                   "Reprints: pictures whose embeddings say they are the same picture printed again.")
     counts = count_keeper(str(common.db_path())).counts(manifest, threshold, doc_id or None)
     decision = top.segmented_control(
         "Show", list(pv.DECISIONS), format_func=lambda d: f"{pv.DECISIONS[d]} · {counts[d]:,}", default="all",
@@ -295,17 +315,18 @@ def decide_by_key(picture_id: int, keep: bool | None):
         set_override(picture_id, keep)
 
 
-def grid(rows: list[dict], crops: dict, documents: dict):
+def grid(rows: list[dict], crops: dict, documents: dict, notes: dict, sort: str):
     st.html(BORDERS)
     cells = st.grid(COLUMNS, min_column_width=CARD_WIDTH, gap="small")
     words = captions.sources_on(rows)
     locked = auth.locked()  # once a screen: each asks the server's secrets
     for row in rows:
         with cells.cell(), st.container(key=card_key(row["id"])):  # the keyboard's focus outlines this
-            card(row, crops.get(row["id"]), documents.get(row["doc_id"]), words, locked)
+            card(row, crops.get(row["id"]), documents.get(row["doc_id"]), words, locked, notes.get(row["id"]), sort)
 
 
-def card(row: dict, crop: bytes | None, document: dict | None, words: tuple[str, ...] = (), locked: bool = False):
+def card(row: dict, crop: bytes | None, document: dict | None, words: tuple[str, ...] = (), locked: bool = False,
+         note: str | None = None, sort: str = "page"):
     state = pv.decision_of(row)
     with st.container(key=f"picture-card-{state}-{row['id']}", gap="xsmall"):
         if crop:
@@ -324,9 +345,14 @@ def card(row: dict, crop: bytes | None, document: dict | None, words: tuple[str,
             # Always one line, so a card keeps its height whatever happened to its picture.
             status = pv.status_words(row)
             st.caption(status or "\u200b", wrap=False, width="stretch")  # the view's own words: no escaping
+            st.button("", key=f"picture-like-{row['id']}", icon=":material/image_search:", type="tertiary",
+                      help="More like this: sort the view by likeness to this picture",
+                      on_click=like_this.start_like, args=(row["id"], sort))
             st.button("", key=f"picture-open-{row['id']}", icon=":material/open_in_full:", type="tertiary",
                       help="Open: the picture on its page, to fix its box, delete it or add a missed one",
                       on_click=open_picture, args=(row["id"],))
+        if note is not None:
+            st.caption(note, wrap=False)  # the library's own words: no escaping
         choice = CHOICE_OF_OVERRIDE[row["keep"]]
         key = f"picture-decide-{row['id']}-{choice}"
         st.segmented_control("Decision", list(CHOICES), format_func=CARD_CHOICES.get, default=choice, required=True,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from . import history, picture_views
+from . import history, picture_similarity, picture_views
 from .history import now
 from .store import Manifest
 from .views import filters, review
@@ -33,7 +33,8 @@ DOINGS = {"include": True, "exclude": False, "clear": None, "caption": None}
 class Bulk:
     """What a bulk action does (`do`: include, exclude, clear or caption, with `text` and `replace` for a
     caption) to which view: `view` "pages" (`filter`, a views.PageFilter's fields) or "pictures" (a
-    picture_views.PictureFilter's), under the decision `threshold`, `rule` and `picture_area_min`."""
+    picture_views.PictureFilter's), under the decision `threshold`, `rule` and `picture_area_min`; with `like`,
+    only the view's pictures at least `like["similarity"]` alike to `like["picture"]` (More like this)."""
 
     view: str
     do: str
@@ -43,6 +44,8 @@ class Bulk:
     picture_area_min: float | None = None
     text: str | None = None
     replace: bool = False
+    like: dict | None = None  # pictures only: {"picture": id, "similarity": s}, the view's pictures that alike
+
 
     def __post_init__(self):
         if self.view not in ("pages", "pictures"):
@@ -76,6 +79,9 @@ class Bulk:
             return review.bulk_pages_table(manifest, name, self.threshold, filters.PageFilter(**self.filter),
                                            self.rule, self.picture_area_min, extra)
         extra = picture_views.caption_condition(self.replace) if self.do == "caption" else ""
+        if self.like is not None:
+            picture_similarity.hold_like(manifest, self.like["picture"], self.like["similarity"])
+            extra += " " + picture_similarity.AMONG_LIKE
         return picture_views.bulk_pictures_table(manifest, name, self.threshold,
                                                  picture_views.PictureFilter(**self.filter), self.rule, extra)
 
@@ -95,7 +101,8 @@ def run(manifest: Manifest, bulk: Bulk) -> int:
             count = bulk.take(manifest, "bulk_keys")
             bulk.write(manifest, action, "temp.bulk_keys")
         finally:
-            manifest.conn.execute("DROP TABLE IF EXISTS temp.bulk_keys")
+            for name in ("bulk_keys", picture_similarity.LIKE_TABLE):
+                manifest.conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
     return count
 
 
@@ -146,7 +153,7 @@ def run_job(manifest: Manifest, bulk: Bulk, chunk: int | None = None) -> int:
         _end(manifest, job_id, action, "failed", f"the bulk action failed after {written:,} {bulk.unit}: {exc}")
         raise
     finally:
-        for name in ("bulk_chunk", "bulk_job_keys"):
+        for name in ("bulk_chunk", "bulk_job_keys", picture_similarity.LIKE_TABLE):
             manifest.conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
     return written
 
@@ -195,4 +202,6 @@ def _undone(manifest: Manifest, action: int) -> bool:
 def _words(bulk: Bulk, total: int) -> str:
     verb = {"include": "including", "exclude": "excluding", "clear": "clearing the overrides of",
             "caption": "captioning"}[bulk.do]
-    return f"{verb} {total:,} {bulk.unit}"
+    like = (f" like picture {bulk.like['picture']} (likeness {bulk.like['similarity']:.2f} and up)"
+            if bulk.like else "")
+    return f"{verb} {total:,} {bulk.unit}{like}"

@@ -33,7 +33,8 @@ SETTING_WORDS = {"threshold": "σ cutoff", "picture_area_min": "picture cutoff",
                  "thumbnails": "thumbnails", "rule": "rule", "ingest_sources": "sources to ingest",
                  "allowed_roots": "allowed folders", "rule_before_model": "rule before the model",
                  "legend_languages": "legend languages"}
-NOT_RECORDED = frozenset({"suggestions_from_overrides"})  # bookkeeping of the model, not a person's choice
+# Bookkeeping of the learned models (pages', pictures'), not a person's choice.
+NOT_RECORDED = frozenset({"suggestions_from_overrides", "picture_model"})
 OVERRIDE_WORDS = {1: "included", 0: "excluded", None: "cleared the override of"}
 
 

@@ -38,14 +38,15 @@ def store(conn: sqlite3.Connection, items: Iterable[tuple[int, Sequence[float], 
     return len(rows)
 
 
-def read(conn: sqlite3.Connection, ids: Iterable[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(picture ids, float32 matrix with a row each) of the embeddings that match their picture's box as it is
-    now, for `ids` (None: every picture not deleted). A picture with none, or a stale one, is left out."""
+def read(conn: sqlite3.Connection, ids: Iterable[int] | None = None, dtype=np.float32) -> tuple[np.ndarray, np.ndarray]:
+    """(picture ids, matrix with a row each, float32 or `dtype`) of the embeddings that match their picture's
+    box as it is now, for `ids` (None: every picture not deleted). A picture with none, or a stale one, is left
+    out. float16 (as stored) keeps a million pictures in 2.5 GB instead of 5."""
     where, params = "NOT x.deleted", ()
     if ids is not None:
         wanted = [int(i) for i in ids]
         if not wanted:
-            return np.zeros(0, np.int64), np.zeros((0, DIMENSIONS), np.float32)
+            return np.zeros(0, np.int64), np.zeros((0, DIMENSIONS), dtype)
         where, params = "x.id IN (SELECT value FROM json_each(?))", (json.dumps(wanted),)
     found, vectors = [], []
     for picture_id, box, bx0, by0, bx1, by1, vector in conn.execute(
@@ -55,8 +56,8 @@ def read(conn: sqlite3.Connection, ids: Iterable[int] | None = None) -> tuple[np
             found.append(picture_id)
             vectors.append(np.frombuffer(vector, "<f2"))
     if not found:
-        return np.zeros(0, np.int64), np.zeros((0, DIMENSIONS), np.float32)
-    return np.array(found, np.int64), np.stack(vectors).astype(np.float32)
+        return np.zeros(0, np.int64), np.zeros((0, DIMENSIONS), dtype)
+    return np.array(found, np.int64), np.stack(vectors).astype(dtype, copy=False)
 
 
 def missing(conn: sqlite3.Connection, limit: int | None = None, pages: Iterable[tuple[int, int]] | None = None

@@ -226,14 +226,14 @@ class CountKeeper:
 
 
 def override_counts(manifest: Manifest, threshold: float | None, flt: PictureFilter, *,
-                    rule: str | None = None) -> dict[str, int]:
-    """Of the filter's pictures that a bulk action changes (every one but the deleted): how many, how many
-    a curator included and excluded, and how many have a typed caption."""
+                    rule: str | None = None, extra: str = "") -> dict[str, int]:
+    """Of the filter's pictures (and `extra`, SQL on x) that a bulk action changes (every one but the
+    deleted): how many, how many a curator included and excluded, and how many have a typed caption."""
     where, params = _bound(manifest, threshold, flt, rule)
     row = manifest.conn.execute(
         f"SELECT COUNT(*) AS pictures, COALESCE(SUM(x.keep = 1), 0) AS included, "
         f"COALESCE(SUM(x.keep = 0), 0) AS excluded, COALESCE(SUM(x.caption IS NOT NULL), 0) AS captioned "
-        f"{from_sql(where)} WHERE {where} AND NOT x.deleted", params).fetchone()
+        f"{from_sql(where)} WHERE {where} AND NOT x.deleted {extra}", params).fetchone()
     return dict(row)
 
 
@@ -283,6 +283,31 @@ def screen(manifest: Manifest, threshold: float | None, flt: PictureFilter = Pic
         f"WHERE x.id IN ({', '.join(map(str, ids))})").fetchall())
     rows = [{**found[i], "duplicate_group": groups.get(i)} for i in ids if i in found]
     return Screen(rows, keys[-1][:-1] if more else None)
+
+
+def ordered_screen(manifest: Manifest, threshold: float | None, flt: PictureFilter, order: Sequence[int],
+                   after: Sequence | None = None, limit: int = 48, *, rule: str | None = None) -> Screen:
+    """A screen of the filter's pictures in an order computed outside SQL (`order`: picture ids, as More like
+    this or a learned model sorts them), keyed by the position in `order`: the ids after the key are read a
+    growing batch at a time, by id, until the screen is full."""
+    where, params = _bound(manifest, threshold, flt, rule)
+    start = 0 if after is None else int(after[0]) + 1
+    taken: list[tuple[int, int]] = []
+    batch = 2 * (limit + 1)
+    while start < len(order) and len(taken) <= limit:
+        ids = [int(i) for i in order[start:start + batch]]
+        shown = {row[0] for row in manifest.conn.execute(
+            f"SELECT x.id {from_sql(where)} WHERE {where} AND x.id IN ({', '.join(map(str, ids))})", params)}
+        taken += [(start + n, i) for n, i in enumerate(ids) if i in shown]
+        start, batch = start + len(ids), min(batch * 2, 50_000)
+    more = len(taken) > limit
+    taken = taken[:limit]
+    if not taken:
+        return Screen([], None)
+    found = {row["id"]: dict(row) for row in manifest.picture_rows(
+        threshold, where=f"x.id IN ({', '.join(str(i) for _, i in taken)})", rule=rule)}
+    rows = [{**found[i], "duplicate_group": None} for _, i in taken if i in found]
+    return Screen(rows, (taken[-1][0],) if more else None)
 
 
 NO_GROUP = 9e18  # the group key of a picture on no near-duplicate page: after every group

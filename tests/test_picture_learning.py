@@ -1,0 +1,146 @@
+"""A picture model learned from the curator's picture decisions: it starts from the shipped verdict, follows
+the decisions (include, exclude, delete, add) to the pictures like the ones decided, says how its agreement
+with the curator changed, orders least sure first, and says plainly what it needs while it cannot learn."""
+
+import json
+
+import numpy as np
+import pytest
+
+from curation import Manifest
+from curation.manifest import history, picture_embeddings
+from curation.manifest import picture_similarity as similarity
+from curation.pictures import learned, review_orders
+from curation.pictures.verdict import shipped_head
+from curation.scoring.result import PageResult
+
+BOX = (40, 30, 400, 330, 5.2, None, None, 0.9)  # the learned verdict found it, score 0.9
+
+
+def scored(manifest, doc_id, page, boxes):
+    features = {"ink_tone": 0.6, "picture_area": max((b[4] for b in boxes), default=0.0),
+                "picture_count": len(boxes), "pictures": json.dumps([list(b) for b in boxes])}
+    manifest.save_pages(doc_id, [PageResult(page=page, status="ok", sigma=60.0, width=1000, height=1400,
+                                            features=features)])
+
+
+def kind_of_picture(direction: np.ndarray, count: int, rng) -> np.ndarray:
+    """Embeddings of one kind of picture, as the shipped head measures them: its average embedding moved along
+    `direction` (in its standard deviations), a little apart from each other."""
+    head = shipped_head()
+    k = len(head.measures)
+    z = direction + rng.normal(0, 0.3, (count, len(direction)))
+    return np.maximum(head.mean[k:] + z * head.scale[k:], 0)
+
+
+@pytest.fixture
+def manifest(tmp_path, monkeypatch):
+    """Forty pictures of two kinds that the shipped verdict keeps alike (the same score), twenty each:
+    pages 0-19 one kind (mastheads, say), 20-39 the other."""
+    monkeypatch.setenv(history.USER_VARIABLE, "ana")
+    with Manifest(tmp_path / "m.sqlite", user="ana") as m:
+        doc_id = m.register_document(sha256="a" * 64, path="/archive/a.pdf", size=1)["id"]
+        for page in range(40):
+            scored(m, doc_id, page, [BOX])
+        m.set_document(doc_id, status="ok", pages=40)
+        rng = np.random.default_rng(5)
+        direction = np.zeros(picture_embeddings.DIMENSIONS)
+        direction[rng.choice(len(direction), 200, replace=False)] = rng.choice([-1.5, 1.5], 200)
+        vectors = np.vstack([kind_of_picture(direction, 20, rng), kind_of_picture(-direction, 20, rng)])
+        todo = picture_embeddings.missing(m.conn)
+        with m.transaction():
+            picture_embeddings.store(m.conn, [(row["id"], (row["bx0"], row["by0"], row["bx1"], row["by1"]), v)
+                                              for row, v in zip(todo, vectors)])
+        yield m
+
+
+def ids_by_page(manifest):
+    return {row["page"]: row["id"] for row in manifest.conn.execute("SELECT id, page FROM pictures")}
+
+
+def suggested(manifest, pages):
+    ids = ids_by_page(manifest)
+    found = learned.suggestions(manifest, learned.stored(manifest), [ids[p] for p in pages])
+    return [found[ids[p]].keep for p in pages]
+
+
+def test_learning_from_picture_decisions_changes_the_suggestions(manifest):
+    undecided = [*range(6, 20), *range(26, 40)]
+    before = suggested(manifest, undecided)
+    assert all(before)  # the shipped verdict, score 0.9: keep every one
+    ids = ids_by_page(manifest)
+    for page in range(3):
+        manifest.set_picture_override(ids[page], False)  # excluded
+    for page in range(3, 6):
+        manifest.delete_picture(ids[page], True)  # deleted: not a picture
+    for page in range(20, 26):
+        manifest.set_picture_override(ids[page], True)
+    outcome = learned.learn(manifest, similarity.embeddings(manifest))
+    assert outcome.learned
+    after = suggested(manifest, undecided)
+    assert after == [False] * 14 + [True] * 14  # the first kind is excluded now, the other still kept
+    # Learn says how its agreement with the curator changed: the shipped verdict agreed with 6 of 12.
+    assert "the shipped verdict 6 of 12 (50%)" in outcome.message
+    assert "the learned model 12 of 12 (100%)" in outcome.message
+    assert "14 suggestion(s) changed" in outcome.message
+    confidence = learned.suggestions(manifest, learned.stored(manifest), [ids[10]])[ids[10]].confidence
+    assert 0.5 < confidence <= 1.0
+
+
+def test_learning_again_says_how_the_agreement_changed_since_last_time(manifest):
+    ids = ids_by_page(manifest)
+    for page in (0, 1, 20, 21):
+        manifest.set_picture_override(ids[page], page >= 20)
+    first = learned.learn(manifest)
+    for page in (2, 3, 22, 23):
+        manifest.set_picture_override(ids[page], page >= 20)
+    second = learned.learn(manifest)
+    assert first.learned and second.learned and "last time" in second.message
+    assert learned.stored(manifest).decisions == 8
+
+
+def test_least_sure_first_puts_the_pictures_the_model_doubts_first(manifest):
+    ids = ids_by_page(manifest)
+    for page in range(5):
+        manifest.set_picture_override(ids[page], False)
+        manifest.set_picture_override(ids[page + 20], True)
+    learned.learn(manifest)
+    found = similarity.embeddings(manifest)
+    logits = learned.logits_of_all(manifest, learned.stored(manifest), found)
+    order = learned.least_sure_first(logits, found.ids)
+    doubt = np.abs(logits[np.searchsorted(found.ids, order)])
+    assert np.all(np.diff(doubt) >= 0)
+    shown = review_orders.learned_order(similarity.EmbeddingKeeper(), manifest, 40)
+    assert list(shown.ids) == list(order) and shown.note is None
+
+
+def test_too_few_decisions_or_no_embeddings_say_what_is_needed(tmp_path, manifest):
+    outcome = learned.learn(manifest)
+    assert not outcome.learned and "at least 4" in outcome.message
+    assert learned.stored(manifest) is None
+    with Manifest(tmp_path / "bare.sqlite") as bare:
+        doc_id = bare.register_document(sha256="b" * 64, path="/archive/b.pdf", size=1)["id"]
+        scored(bare, doc_id, 0, [BOX])
+        bare.set_document(doc_id, status="ok", pages=1)
+        order = review_orders.learned_order(similarity.EmbeddingKeeper(), bare, 1)
+        assert not len(order.ids) and "python -m curation embed" in order.note
+        picture = bare.conn.execute("SELECT id FROM pictures").fetchone()[0]
+        like = review_orders.like_order(similarity.EmbeddingKeeper(), bare, picture, 1)
+        assert not len(like.ids) and "No picture of this manifest is embedded yet" in like.note
+        for _ in range(4):
+            bare.set_picture_override(picture, True)
+        assert "not embedded yet" in learned.learn(bare).message
+
+
+def test_decisions_and_the_model_survive_a_rescore(manifest):
+    ids = ids_by_page(manifest)
+    for page in range(4):
+        manifest.set_picture_override(ids[page], False)
+        manifest.set_picture_override(ids[page + 20], True)
+    learned.learn(manifest)
+    before = suggested(manifest, range(40))
+    doc_id = manifest.documents()[0]["id"]
+    for page in range(40):
+        scored(manifest, doc_id, page, [BOX])  # scored again: the same boxes
+    assert learned.decisions(manifest).labels.tolist() == [False] * 4 + [True] * 4
+    assert suggested(manifest, range(40)) == before
