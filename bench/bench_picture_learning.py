@@ -8,7 +8,8 @@ source's candidates as ingest would: those are the pictures a curator sees. Each
 as the judge says (curation.pictures.judge): a clean crop of a counted picture is one the curator includes,
 a wrong one they exclude (right-but-loose and ornaments teach nothing and are not counted). The curator
 decides `--decisions` of them (two ways: least sure first, as Review offers them, and at random, five
-draws), the model learns from those (curation.pictures.learned, the held-out head as its prior), and its
+draws), the model learns from those (curation.pictures.learned; its prior, the held-out head's scores and the
+embedding-only regression trained on the other sources), and its
 suggestions are compared with the labels of the pictures left. The reference in the same run is the head
 alone on those same pictures; ratios are learned over head. Per source and pooled.
 
@@ -80,7 +81,7 @@ def main(argv=None):
         others = [p for p in pages if p.source != source]
         cutoff = train.best_cutoff(others, train.held_out_scores(others))
         head = train.fit(others, cutoff)
-        prior = learned.Prior.of(head)
+        prior = train.fit_prior(others, cutoff)
         held_out = [p for p in pages if p.source == source]
         for name, at in (("kept", cutoff), ("all", 0.0)):
             vectors, scores, labels = kept_pictures(held_out, head, at)

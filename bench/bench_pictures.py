@@ -3,8 +3,9 @@
 Pages are generated periodical pages (curation.sources.synthetic, mixed kinds) at 144 dpi, the
 resolution the analysis runs at, or the real pages of a folder laid out like ../shared/realdata. For
 each page: the rule-based page analysis alone (the reference: what ingest does without the verdict),
-then the learned verdict's stages: the text detector, the candidates and their measures, the crops'
-embedding (CPU, and the GPU where torch sees one), the head. Prints median and mean milliseconds.
+then the learned verdict's stages: the text detector, the candidates and their measures, the head. Apart from
+the verdict, what the picture job pays for each picture it embeds (curation.pictures.embedding), measured on
+the candidates' crops (CPU, and the GPU where torch sees one). Prints median and mean milliseconds.
 
     python bench/bench_pictures.py [--pages 20] [--real ../shared/realdata]
 """
@@ -79,11 +80,10 @@ def main() -> None:
             costs.setdefault(name, []).append(value)
         for device in devices:
             embedding._backbone = embedding._network().to(device)
-            vectors, embed_ms = timed(embedding.embed, crops)
-            costs.setdefault(f"embedding ({device})", []).append(embed_ms)
+            _, embed_ms = timed(embedding.embed, crops)
             if found:
-                costs.setdefault(f"embedding per candidate ({device})", []).append(embed_ms / len(found))
-        inputs = np.hstack([np.array([c.vector() for c in found]).reshape(len(found), len(candidates.MEASURES)), vectors])
+                costs.setdefault(f"picture job: embedding a crop ({device})", []).append(embed_ms / len(found))
+        inputs = np.array([c.vector() for c in found]).reshape(len(found), len(candidates.MEASURES))
         _, head_ms = timed(lambda: select([c.box for c in found], head.score(inputs), head.cutoff))
         costs.setdefault("head and choice", []).append(head_ms)
     print(f"{len(pages)} {'real' if args.real else 'generated'} pages at 144 dpi, "
@@ -92,12 +92,10 @@ def main() -> None:
     print(f"{'stage':40s} {'median ms':>10s} {'mean ms':>10s}")
     for name, values in costs.items():
         print(f"{name:40s} {statistics.median(values):10.1f} {statistics.mean(values):10.1f}")
-    for device in devices:
-        total = [sum(costs[name][i] for name in ("page analysis", "text detector", "candidates and measures",
-                                                  f"embedding ({device})", "head and choice")) for i in range(len(pages))]
-        ratio = statistics.mean(total) / statistics.mean(costs["rule-based analysis (reference)"])
-        print(f"learned verdict, whole page ({device}): mean {statistics.mean(total):.0f} ms, "
-              f"{ratio:.1f}x the rule-based analysis")
+    total = [sum(costs[name][i] for name in ("page analysis", "text detector", "candidates and measures",
+                                              "head and choice")) for i in range(len(pages))]
+    ratio = statistics.mean(total) / statistics.mean(costs["rule-based analysis (reference)"])
+    print(f"learned verdict, whole page: mean {statistics.mean(total):.0f} ms, {ratio:.1f}x the rule-based analysis")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ mastheads), ingests it with the real engine, and prints precision and recall of
 how many reprinted plates are grouped as near-duplicates, then the learning curve: agreement with the truth of the model fitted on N overrides, for a curator
 who overrides N pages picked at random (mean and worst over repeated draws).
 
-    python bench/quality.py [--docs 6] [--pages 40] [--dpi 200]
+    python bench/quality.py [--docs 6] [--pages 40] [--dpi 200] [--pictures rules|learned]
 """
 
 from __future__ import annotations
@@ -73,12 +73,15 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=40)
     parser.add_argument("--dpi", type=int, default=200)
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "bench" / "out" / "quality")
+    parser.add_argument("--pictures", choices=("rules", "learned"), default="rules",
+                        help="the pictures the picture rule reads: the page analysis's, or checked by the learned verdict")
     args = parser.parse_args()
 
     folder = args.out / "corpus"
     truth, reprints = build(folder, args.docs, args.pages, args.dpi)
-    db = args.out / "quality.sqlite"
-    subprocess.run([sys.executable, "-m", "curation", "ingest", str(folder), "--db", str(db), "-q"], cwd=ROOT, check=True)
+    db = args.out / f"quality-{args.pictures}.sqlite"
+    subprocess.run([sys.executable, "-m", "curation", "ingest", str(folder), "--db", str(db), "-q",
+                    "--pictures", args.pictures], cwd=ROOT, check=True)
     with Manifest(db) as manifest:
         rows = manifest.conn.execute(
             f"SELECT d.path, p.page, {', '.join('p.' + f for f in FEATURES)} FROM pages p "
@@ -96,7 +99,7 @@ def main() -> None:
           f"({', '.join(f'{k} {n}' for k, n in zip(*np.unique(kinds, return_counts=True)))})")
     report("sigma > 45", sigma > 45, actual, kinds)
     rule = np.array([rule_keep[(r[0], r[1])] for r in rows])
-    report("default rule", rule, actual, kinds)
+    report(f"default rule ({args.pictures})", rule, actual, kinds)
 
     expected = [{reprint, first} for reprint, first in reprints.items()]
     found = sum(any(pair <= group for group in groups.values()) for pair in expected)

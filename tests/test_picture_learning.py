@@ -11,7 +11,6 @@ from curation import Manifest
 from curation.manifest import history, picture_embeddings
 from curation.manifest import picture_similarity as similarity
 from curation.pictures import learned, review_orders
-from curation.pictures.verdict import shipped_head
 from curation.scoring.result import PageResult
 
 BOX = (40, 30, 400, 330, 5.2, None, None, 0.9)  # the learned verdict found it, score 0.9
@@ -25,12 +24,11 @@ def scored(manifest, doc_id, page, boxes):
 
 
 def kind_of_picture(direction: np.ndarray, count: int, rng) -> np.ndarray:
-    """Embeddings of one kind of picture, as the shipped head measures them: its average embedding moved along
+    """Embeddings of one kind of picture, as the shipped prior measures them: its average embedding moved along
     `direction` (in its standard deviations), a little apart from each other."""
-    head = shipped_head()
-    k = len(head.measures)
+    prior = learned.shipped_prior()
     z = direction + rng.normal(0, 0.3, (count, len(direction)))
-    return np.maximum(head.mean[k:] + z * head.scale[k:], 0)
+    return np.maximum(prior.mean + z * prior.scale, 0)
 
 
 @pytest.fixture

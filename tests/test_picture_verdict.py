@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from curation import Manifest
 from curation.cli import cli
 from curation.pictures import embedding
+from curation.pictures.candidates import MEASURES
 from curation.pictures import judge as judging
 from curation.pictures.train import LabelledPage, fit, held_out_scores
 from curation.pictures.verdict import Head, check_page, select, shipped_head
@@ -89,10 +90,24 @@ def test_the_best_of_overlapping_candidates_is_kept_and_pictures_apart_stay_apar
 def test_a_head_is_saved_and_loaded_to_the_same_scores(tmp_path):
     rng = np.random.default_rng(0)
     head = shipped_head()
-    inputs = rng.normal(size=(5, head.mean.size)) * head.scale + head.mean
+    inputs = rng.normal(size=(50, len(MEASURES))) * 3
     head.save(tmp_path / "head.npz")
     again = Head.load(tmp_path / "head.npz")
-    assert np.allclose(again.score(inputs), head.score(inputs), atol=1e-5) and again.cutoff == head.cutoff
+    assert np.array_equal(again.score(inputs), head.score(inputs)) and again.cutoff == head.cutoff
+    assert np.ptp(head.score(inputs)) > 0.1  # the trees do tell these rows apart
+
+
+def test_the_heads_arrays_score_as_the_trees_they_were_read_from():
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from curation.pictures.train import TREES
+
+    rng = np.random.default_rng(1)
+    inputs = rng.normal(size=(400, len(MEASURES)))
+    labels = (inputs[:, 0] + inputs[:, 3] ** 2 > 1).astype(int)
+    model = HistGradientBoostingClassifier(**TREES).fit(inputs, labels)
+    unseen = rng.normal(size=(200, len(MEASURES)))
+    assert np.allclose(Head.from_trees(model, 0.5).score(unseen), model.predict_proba(unseen)[:, 1], atol=1e-12)
 
 
 def synthetic_pages(seed: int) -> list[LabelledPage]:
@@ -111,7 +126,8 @@ def synthetic_pages(seed: int) -> list[LabelledPage]:
 def test_training_is_deterministic_and_measured_on_sources_it_did_not_see():
     pages = synthetic_pages(1)
     first, second = fit(pages), fit(synthetic_pages(1))
-    assert np.array_equal(first.weights, second.weights) and first.bias == second.bias  # to the bit
+    assert all(np.array_equal(getattr(first, name), getattr(second, name))  # to the bit
+               for name in ("feature", "threshold", "left", "right", "value")) and first.baseline == second.baseline
     scores = held_out_scores(pages)
     for page, score in zip(pages, scores):  # each page scored by a head that never saw its source
         unseen = fit([p for p in pages if p.source != page.source])

@@ -1,9 +1,9 @@
 """A model of one manifest's pictures, learned from its curator's picture decisions (include, exclude,
 delete, add) on the pictures' embeddings, starting from the shipped verdict.
 
-The shipped head's opinion of a picture is the prior: its score where the learned verdict found the
-picture (`pictures.score`), else the head read on the embedding alone (the page analysis's measures at
-their average), each measured against the head's cutoff. The model learns a correction on the
+The shipped opinion of a picture is the prior: the verdict's score where the learned verdict found the
+picture (`pictures.score`, against the verdict's cutoff), else a logistic regression on the embedding alone
+trained by the verdict's recipe (`prior.npz`, against its own cutoff). The model learns a correction on the
 standardised embedding, held near zero (an L2 pull of PRIOR_STRENGTH): a handful of decisions bend the
 shipped verdict where the curator overruled it, as the page learner bends the rule (curation.decisions.
 learn), instead of drawing a line through a few points at random. Include and add mean "a picture I want",
@@ -19,6 +19,7 @@ import base64
 import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -26,8 +27,9 @@ from ..manifest import picture_embeddings
 from ..manifest.history import now
 from ..manifest.picture_similarity import Embeddings
 from ..manifest.rules import LIVE_DOCUMENT_SQL
-from .verdict import Head, shipped_head
+from .verdict import shipped_head
 
+PRIOR_FILE = Path(__file__).with_name("prior.npz")
 SETTING = "picture_model"  # the learned model, in the manifest's settings (bookkeeping, not in the history)
 PRIOR_STRENGTH = 30.0  # how hard the correction is pulled to none, in decisions' worth
 MIN_DECISIONS = 4
@@ -41,20 +43,32 @@ def logit(p):
 
 @dataclass(frozen=True)
 class Prior:
-    """The shipped head on the embedding alone, against its cutoff: logit = embedding @ weights + bias."""
+    """The shipped logistic regression on the embedding alone, against its cutoff:
+    logit = embedding @ weights + bias; where the verdict scored a picture, its score against its cutoff."""
 
     mean: np.ndarray
     scale: np.ndarray
-    weights: np.ndarray  # on the raw embedding (the head's, divided by its scale)
-    bias: float
-    cutoff: float
+    weights: np.ndarray  # on the raw embedding (the regression's on the standardised one, divided by the scale)
+    bias: float  # less the logit of the cutoff: at the cutoff, 0
+    cutoff: float  # the embedding-only regression's
+    verdict_cutoff: float  # the verdict's, which its scores are measured against
 
     @classmethod
-    def of(cls, head: Head) -> Prior:
-        k = len(head.measures)
-        mean, scale, weights = head.mean[k:], head.scale[k:], head.weights[k:]
-        return cls(mean, scale, weights / scale, float(head.bias - (mean / scale) @ weights - logit(head.cutoff)),
-                   head.cutoff)
+    def of_regression(cls, mean, scale, coef, intercept: float, cutoff: float, verdict_cutoff: float) -> Prior:
+        """From a regression on standardised embeddings ((vector - mean) / scale)."""
+        return cls(mean, scale, coef / scale, float(intercept - (mean / scale) @ coef - logit(cutoff)), cutoff,
+                   verdict_cutoff)
+
+    def save(self, path: Path = PRIOR_FILE) -> None:
+        np.savez_compressed(path, **{name: np.asarray(getattr(self, name), np.float32 if name in
+                                                      ("mean", "scale", "weights") else np.float64)
+                                     for name in ("mean", "scale", "weights", "bias", "cutoff", "verdict_cutoff")})
+
+    @classmethod
+    def load(cls, path: Path = PRIOR_FILE) -> Prior:
+        with np.load(path) as data:
+            return cls(*(data[name].astype(np.float64) for name in ("mean", "scale", "weights")),
+                       float(data["bias"]), float(data["cutoff"]), float(data["verdict_cutoff"]))
 
     def logits(self, vectors: np.ndarray, scores: np.ndarray | None = None) -> np.ndarray:
         """The prior's logit of each embedding; the head's own score where one is given (not NaN)."""
@@ -62,7 +76,7 @@ class Prior:
         if scores is not None:
             scores = np.asarray(scores, np.float64)
             found = ~np.isnan(scores)
-            out[found] = logit(scores[found]) - logit(self.cutoff)
+            out[found] = logit(scores[found]) - logit(self.verdict_cutoff)
         return out
 
 
@@ -118,6 +132,21 @@ def fit(vectors: np.ndarray, labels: np.ndarray, offsets: np.ndarray, prior: Pri
 
     found = minimize(loss, np.zeros(z.shape[1] + 1), jac=True, method="L-BFGS-B", options={"maxiter": 500})
     return found.x[:-1], float(found.x[-1])
+
+
+_shipped: Prior | None = None
+
+
+def shipped_prior() -> Prior:
+    """The prior trained with the shipped verdict (`prior.npz` beside this module), measured against the
+    verdict's own cutoff where it scored a picture."""
+    global _shipped
+    if _shipped is None:
+        _shipped = Prior.load()
+        if abs(_shipped.verdict_cutoff - shipped_head().cutoff) > 1e-9:
+            raise ValueError(f"{PRIOR_FILE} was trained with another verdict; train both again "
+                             "(python -m curation.pictures.train)")
+    return _shipped
 
 
 def held_out_agreement(vectors: np.ndarray, labels: np.ndarray, offsets: np.ndarray, prior: Prior,
@@ -187,7 +216,7 @@ def learn(manifest, embeddings: Embeddings | None = None, strength: float = PRIO
         return LearnOutcome(False, f"The picture model learns from your picture decisions (include, exclude, delete, "
                                    f"add) on embedded pictures: it needs at least {MIN_DECISIONS}, and there are "
                                    f"{len(found.labels)}{skipped}.")
-    prior = Prior.of(shipped_head())
+    prior = shipped_prior()
     offsets = prior.logits(found.vectors, found.scores)
     before = stored(manifest)
     correction, bias = fit(found.vectors, found.labels, offsets, prior, strength)
@@ -238,7 +267,7 @@ def picture_scores(manifest, ids: np.ndarray) -> np.ndarray:
 
 def logits_of_all(manifest, model: PictureModel | None, embeddings: Embeddings) -> np.ndarray:
     """The model's logit of every embedded picture (the prior's when none is learned), a product at a time."""
-    prior = Prior.of(shipped_head())
+    prior = shipped_prior()
     out = embeddings.products(prior.weights) + prior.bias
     if model is not None:
         direction = model.correction / prior.scale
@@ -247,7 +276,7 @@ def logits_of_all(manifest, model: PictureModel | None, embeddings: Embeddings) 
     found = ~np.isnan(scores)
     if found.any():  # the head's own score where it found the picture, in place of the embedding-only prior
         plain = embeddings.products(prior.weights)[found] + prior.bias
-        out[found] += logit(scores[found]) - logit(prior.cutoff) - plain
+        out[found] += logit(scores[found]) - logit(prior.verdict_cutoff) - plain
     return out
 
 
@@ -269,7 +298,7 @@ def suggestions(manifest, model: PictureModel | None, ids: list[int]) -> dict[in
         return {}
     scores = dict(manifest.conn.execute(
         f"SELECT id, score FROM pictures WHERE id IN ({', '.join(str(int(i)) for i in found)})").fetchall())
-    prior = Prior.of(shipped_head())
+    prior = shipped_prior()
     given = np.array([np.nan if scores.get(int(i)) is None else scores[int(i)] for i in found])
     logits = model.logits(prior, vectors, given) if model is not None else prior.logits(vectors, given)
     probability = 1 / (1 + np.exp(-np.clip(logits, -50, 50)))

@@ -35,9 +35,14 @@ from ..manifest.rules import DEFAULT_PICTURE_AREA_MIN
 from ..scoring.features import REFERENCE_DPI
 from .candidates import MEASURES
 from .judge import Tally, judge
+from .learned import PRIOR_FILE, Prior
 from .verdict import HEAD_FILE, RECIPE_FILE, Head, page_candidates, select
 
-REGULARISATION = 0.01  # logistic regression's C: about 1300 inputs, a few dozen positives per source
+# Small trees, slowly learned, each leaf of at least 20 candidates: a few dozen positives per source. No early
+# stopping (it would hold out candidates at random, not by source) and a fixed seed: the same head every run.
+TREES = dict(max_iter=200, learning_rate=0.05, max_leaf_nodes=15, min_samples_leaf=20, l2_regularization=1.0,
+             class_weight="balanced", early_stopping=False, random_state=0)
+PRIOR_REGULARISATION = 0.01  # the prior's logistic regression's C: 1280 inputs, a few dozen positives per source
 CUTOFFS = np.round(np.arange(0.05, 1.0, 0.05), 2)
 
 
@@ -78,7 +83,7 @@ def _labelled_page(folder: pathlib.Path, label: dict, labelled: list[dict], cach
     else:
         gray = at_reference(cv2.imread(str(image_path), cv2.IMREAD_GRAYSCALE), label["dpi"])
         height, width = gray.shape
-        found = page_candidates(gray)
+        found = page_candidates(gray, embedded=True)  # kept to compare heads with; the shipped one reads the measures
         boxes = [(x0 / width, y0 / height, x1 / width, y1 / height) for x0, y0, x1, y1 in (c.box for c in found.candidates)]
         inputs, aspect = found.inputs, width / height
         if cached:
@@ -92,9 +97,10 @@ def _labelled_page(folder: pathlib.Path, label: dict, labelled: list[dict], cach
 
 
 def _code_version() -> bytes:
-    """What the cache depends on besides the image: the candidates' and the embedding's code."""
+    """What the cache depends on besides the image: the candidates' code. (The embedding's is left out: the
+    verdict does not read it, and the prior's regression is not thrown off by a change in the last digits.)"""
     here = pathlib.Path(__file__).parent
-    parts = [here / "candidates.py", here / "embedding.py", here / "text.py",
+    parts = [here / "candidates.py", here / "text.py",
              here.parent / "scoring" / "pictures.py", here.parent / "scoring" / "features.py"]
     return b"".join(p.read_bytes() for p in parts)
 
@@ -106,28 +112,53 @@ def at_reference(gray: np.ndarray, dpi: float) -> np.ndarray:
     return cv2.resize(gray, size, interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_CUBIC)
 
 
-def fit(pages: list[LabelledPage], cutoff: float = 0.5, regularisation: float = REGULARISATION) -> Head:
-    """A head trained on the labelled candidates of `pages`."""
-    from sklearn.linear_model import LogisticRegression
+def fit(pages: list[LabelledPage], cutoff: float = 0.5) -> Head:
+    """A head trained on the labelled candidates of `pages` (their measures; a cached embedding is not read)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
 
-    inputs = np.concatenate([p.inputs[p.labels >= 0] for p in pages])
+    inputs = np.concatenate([p.inputs[p.labels >= 0, :len(MEASURES)] for p in pages])
     labels = np.concatenate([p.labels[p.labels >= 0] for p in pages])
-    mean, scale = inputs.mean(axis=0), inputs.std(axis=0)
-    scale[scale < 1e-9] = 1.0
-    model = LogisticRegression(C=regularisation, class_weight="balanced", max_iter=5000)
-    model.fit((inputs - mean) / scale, labels)
-    return Head(mean, scale, model.coef_[0].copy(), float(model.intercept_[0]), cutoff)
+    model = HistGradientBoostingClassifier(**TREES)
+    model.fit(inputs, labels)
+    return Head.from_trees(model, cutoff)
+
+
+def fit_prior(pages: list[LabelledPage], verdict_cutoff: float) -> Prior:
+    """The picture model's prior (curation.pictures.learned): a logistic regression on the candidates'
+    embeddings alone, its cutoff chosen as the verdict's is, leave one source out."""
+    def regression(train_pages):
+        from sklearn.linear_model import LogisticRegression
+
+        rows = np.concatenate([p.inputs[p.labels >= 0, len(MEASURES):] for p in train_pages])
+        labels = np.concatenate([p.labels[p.labels >= 0] for p in train_pages])
+        mean, scale = rows.mean(axis=0), rows.std(axis=0)
+        scale[scale < 1e-9] = 1.0
+        model = LogisticRegression(C=PRIOR_REGULARISATION, class_weight="balanced", max_iter=5000)
+        model.fit((rows - mean) / scale, labels)
+        return mean, scale, model.coef_[0].copy(), float(model.intercept_[0])
+
+    def scores(fitted, page):
+        mean, scale, coef, intercept = fitted
+        return 1 / (1 + np.exp(-np.clip(((page.inputs[:, len(MEASURES):] - mean) / scale) @ coef + intercept, -50, 50)))
+
+    held_out: list[np.ndarray] = [np.zeros(0)] * len(pages)
+    for source in sources(pages):
+        fitted = regression([p for p in pages if p.source != source])
+        for i, page in enumerate(pages):
+            if page.source == source:
+                held_out[i] = scores(fitted, page)
+    return Prior.of_regression(*regression(pages), best_cutoff(pages, held_out), verdict_cutoff)
 
 
 def sources(pages: list[LabelledPage]) -> list[str]:
     return sorted({p.source for p in pages})
 
 
-def held_out_scores(pages: list[LabelledPage], regularisation: float = REGULARISATION) -> list[np.ndarray]:
+def held_out_scores(pages: list[LabelledPage]) -> list[np.ndarray]:
     """Each page's candidate scores from a head trained without the page's source."""
     scores: list[np.ndarray] = [np.zeros(0)] * len(pages)
     for source in sources(pages):
-        head = fit([p for p in pages if p.source != source], regularisation=regularisation)
+        head = fit([p for p in pages if p.source != source])
         for i, page in enumerate(pages):
             if page.source == source:
                 scores[i] = head.score(page.inputs)
@@ -155,15 +186,14 @@ def best_cutoff(pages: list[LabelledPage], scores: list[np.ndarray]) -> float:
     return float(max(CUTOFFS, key=f1))
 
 
-def leave_one_source_out(pages: list[LabelledPage], regularisation: float = REGULARISATION,
-                         progress=None) -> dict[str, tuple[Tally, float]]:
+def leave_one_source_out(pages: list[LabelledPage], progress=None) -> dict[str, tuple[Tally, float]]:
     """For each source: (the pictures kept on it by a head trained and tuned on the other sources, the
     cutoff chosen there)."""
     results = {}
     for n, source in enumerate(sources(pages), 1):
         others = [p for p in pages if p.source != source]
-        cutoff = best_cutoff(others, held_out_scores(others, regularisation))
-        head = fit(others, cutoff, regularisation)
+        cutoff = best_cutoff(others, held_out_scores(others))
+        head = fit(others, cutoff)
         held_out = [p for p in pages if p.source == source]
         results[source] = (tally(held_out, [head.score(p.inputs) for p in held_out], cutoff), cutoff)
         if progress:
@@ -210,11 +240,13 @@ def main(argv: list[str] | None = None) -> None:
     cutoff = best_cutoff(pages, held_out_scores(pages))
     head = fit(pages, cutoff)
     head.save(HEAD_FILE)
-    RECIPE_FILE.write_text(json.dumps(_recipe(args.folder, pages, results, pooled, cutoff), indent=1) + "\n")
-    print(f"wrote {HEAD_FILE} (cutoff {cutoff:.2f}) and {RECIPE_FILE}")
+    prior = fit_prior(pages, cutoff)
+    prior.save(PRIOR_FILE)
+    RECIPE_FILE.write_text(json.dumps(_recipe(args.folder, pages, results, pooled, cutoff, prior), indent=1) + "\n")
+    print(f"wrote {HEAD_FILE} (cutoff {cutoff:.2f}), {PRIOR_FILE} (cutoff {prior.cutoff:.2f}) and {RECIPE_FILE}")
 
 
-def _recipe(folder, pages, results, pooled: Tally, cutoff: float) -> dict:
+def _recipe(folder, pages, results, pooled: Tally, cutoff: float, prior: Prior) -> dict:
     def figures(t: Tally) -> dict:
         return {"precision": round(t.precision, 3), "recall": round(t.recall, 3), "clean": round(t.clean_share, 3),
                 "right": t.right, "wrong": t.wrong, "neither": t.neither, "found": t.found, "counted": t.counted,
@@ -225,10 +257,14 @@ def _recipe(folder, pages, results, pooled: Tally, cutoff: float) -> dict:
                        "files": sorted(p.file for p in pages),
                        "clean_pictures": sum(int((p.labels == 1).sum()) for p in pages),
                        "wrong_candidates": sum(int((p.labels == 0).sum()) for p in pages)},
-        "model": {"inputs": "candidate measures (curation.pictures.candidates.MEASURES) + EfficientNet-Lite0 "
-                            "ImageNet embedding of the crop (1280)",
-                  "head": "logistic regression, standardised inputs, balanced classes", "C": REGULARISATION,
+        "model": {"inputs": "candidate measures (curation.pictures.candidates.MEASURES)",
+                  "head": "scikit-learn HistGradientBoostingClassifier, kept as arrays (verdict.Head)",
+                  "parameters": {k: v for k, v in TREES.items()},
                   "cutoff": cutoff, "cutoff_chosen_by": "F1 of picture precision and recall, leave one source out"},
+        "prior": {"file": PRIOR_FILE.name, "for": "the picture model learned from a manifest's decisions "
+                  "(curation.pictures.learned)", "inputs": "EfficientNet-Lite0 ImageNet embedding of the crop (1280)",
+                  "head": "logistic regression, standardised inputs, balanced classes", "C": PRIOR_REGULARISATION,
+                  "cutoff": round(prior.cutoff, 2), "cutoff_chosen_by": "as the verdict's"},
         "leave_one_source_out": {s: dict(figures(t), cutoff=c) for s, (t, c) in results.items()} | {
             "pooled": figures(pooled)},
         "command": "python -m curation.pictures.train ../shared/realdata",
