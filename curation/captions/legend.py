@@ -45,6 +45,9 @@ OCR_DPI = 300  # 7-pt capitals are about 20 px tall here, where Tesseract reads 
 MIN_PICTURE_IN2 = 1.0  # square inches: smaller cuts (a manicule, a pair of boots) stand in advertisements' text
 SEARCH_DEPTH_IN = 1.2  # a legend lies within this distance of its picture
 FIRST_GAP_IN = 0.5  # and its first line starts at most this far from it
+# or, under or over a large picture (a plate, a cartoon across columns), this share of its height: a plate's
+# title stands further off than a small cut's. Chosen leave one source out (bench/legend_quality.py).
+FIRST_GAP_SHARE = 0.1
 SIDE_IN, SIDE_SHARE = 0.15, 0.3  # a legend's line may run past the picture's sides by this much at most
 GUTTER_IN = 0.25  # room beside a legend's widest line, for a neighbouring column's text to be seen
 GUTTER, GUTTER_MIN_IN = 1.6, 0.03  # under a picture, a gap narrower than this many line heights is a word space
@@ -57,8 +60,12 @@ LINE_GAP = 1.2  # a gap wider than this many line heights ends the legend
 SIZE_CHANGE = 1.8  # and so does a line this many times taller or shorter than its lines
 MAX_LINES = 4  # more lines than this close together are a paragraph of body text
 RULE_SHARE = 0.6  # a rule (or a frame's foot) runs across this share of the picture at least
+SOLID_SHARE = 0.85  # a row inked across this share of the picture is a rule whatever its thickness
 MIN_CONTRAST = 60  # gray levels between the paper and the darkest ink: less is no type at all
-MIN_CONFIDENCE = 0.45  # below this the OCR read hatching or noise
+MIN_CONFIDENCE = 0.65  # below this the OCR read hatching, an ornament or a stamp (chosen leave one source out)
+# A title is set to a measure a reader takes in: more characters a line than this is small print run across
+# a page (a masthead's), not a legend (chosen leave one source out).
+MAX_LINE_CHARS = 90
 PAD_IN = 0.06  # paper around a legend, for the OCR
 
 
@@ -137,10 +144,12 @@ def ocr(gray: np.ndarray, languages: str = DEFAULT_LANGUAGES, dpi: int = OCR_DPI
     engine.SetImage(Image.fromarray(gray))
     engine.SetSourceResolution(dpi)
     # Column rules and a frame's sides beside the lines come out as "|".
-    text = " ".join(word for word in engine.GetUTF8Text().split() if word.strip("|¦"))
+    lines = [" ".join(w for w in line.split() if w.strip("|¦")) for line in engine.GetUTF8Text().splitlines()]
+    lines = [line for line in lines if line]
+    text = " ".join(lines)
     confidence = engine.MeanTextConf() / 100
     engine.Clear()
-    if sum(ch.isalnum() for ch in text) < 2 or confidence < MIN_CONFIDENCE:
+    if sum(ch.isalnum() for ch in text) < 2 or confidence < MIN_CONFIDENCE or len(text) > MAX_LINE_CHARS * len(lines):
         return None
     return Legend(text, round(confidence, 3))
 
@@ -157,6 +166,7 @@ class Strip:
     picture: tuple[int, int]  # the picture's x0, x1
     below: bool
     open_end: bool  # its far end is the search depth, not the page's edge or another picture
+    reach: int  # the legend's first line starts at most this far from the picture
 
 
 def strips(box, boxes, width: int, height: int) -> list[Strip]:
@@ -164,15 +174,16 @@ def strips(box, boxes, width: int, height: int) -> list[Strip]:
     x0, y0, x1, y1 = box[:4]
     side = round(min(SIDE_IN * REFERENCE_DPI, SIDE_SHARE * (x1 - x0)) + GUTTER_IN * REFERENCE_DPI)
     left, right = max(0, x0 - side), min(width, x1 + side)
-    depth = round(SEARCH_DEPTH_IN * REFERENCE_DPI)
+    reach = round(max(FIRST_GAP_IN * REFERENCE_DPI, FIRST_GAP_SHARE * (y1 - y0)))
+    depth = reach + round((SEARCH_DEPTH_IN - FIRST_GAP_IN) * REFERENCE_DPI)
     others = [b for b in boxes if tuple(b[:4]) != tuple(box[:4]) and b[0] < right and b[2] > left]
     below_end = min([height, y1 + depth] + [b[1] for b in others if b[1] >= y1])
     above_end = max([0, y0 - depth] + [b[3] for b in others if b[3] <= y0])
     found = []
     if below_end - y1 > 4:
-        found.append(Strip((left, y1, right, below_end), (x0, x1), True, below_end == y1 + depth))
+        found.append(Strip((left, y1, right, below_end), (x0, x1), True, below_end == y1 + depth, reach))
     if y0 - above_end > 4:
-        found.append(Strip((left, above_end, right, y0), (x0, x1), False, above_end == y0 - depth))
+        found.append(Strip((left, above_end, right, y0), (x0, x1), False, above_end == y0 - depth, reach))
     return found
 
 
@@ -187,7 +198,7 @@ def legend_box(gray: np.ndarray, strip: Strip, scale: float) -> tuple[int, int, 
     px0, px1 = (max(0, round((x - strip.box[0]) * scale)) for x in strip.picture)
     lines, rules = _lines(ink[:, px0:px1], dpi)
     while lines:
-        block = _block(lines, rules, ink.shape[0], dpi, strip.open_end)
+        block = _block(lines, rules, ink.shape[0], dpi, strip.open_end, strip.reach * scale)
         spans = [_span(ink[top:bottom], upright[top:bottom], px0, px1, dpi) for top, bottom in block or ()]
         if not spans or None in spans:  # no block, or a line runs on into the next column: body text
             return None
@@ -222,29 +233,44 @@ def _lines(ink: np.ndarray, dpi: float) -> tuple[list[tuple[int, int]], list[int
     the rules across it. Ink touching row 0 counts as a rule: it is the picture's own (its box hugs its
     strokes, found at a lower resolution), as a frame's rule is (frames are not part of its box)."""
     counts = ink.sum(axis=1)
-    rows = np.flatnonzero(counts >= 2)
-    bands = _runs(rows, np.diff(rows) > 1)
+    bands = _bands(counts)
+    # Strokes that touch the picture's edge are its own (a ground line, a frame's corner, a numeral on the
+    # frame); where they reach down to a line of type they would join it to the picture: type is looked
+    # for without them.
+    count, labels = cv2.connectedComponents(ink.view(np.uint8), connectivity=8)
+    if count > 1 and ink[0].any():
+        own = np.zeros(count, bool)
+        own[labels[0]] = True
+        own[0] = False
+        apart = ink & ~own[labels]
+        bands = [band for band in bands if band[0] == 0] + [band for band in _bands(apart.sum(axis=1)) if band[0] > 0]
+    # A band inked all across in one row is a rule, however thick the scan made it: type leaves gaps.
+    solid = [counts[top:bottom].max() >= SOLID_SHARE * ink.shape[1] for top, bottom in bands]
     # A band cut by the strip's far end is of unknown size: what lies past the end is not read.
-    lines = [(top, bottom) for top, bottom in bands
-             if 0 < top and bottom < ink.shape[0] and LINE_MIN_IN * dpi <= bottom - top <= LINE_MAX_IN * dpi]
-    rules = [bottom for top, bottom in bands if (top == 0 or bottom - top < LINE_MIN_IN * dpi)
+    lines = [(top, bottom) for (top, bottom), rule in zip(bands, solid) if not rule
+             and 0 < top and bottom < ink.shape[0] and LINE_MIN_IN * dpi <= bottom - top <= LINE_MAX_IN * dpi]
+    rules = [bottom for (top, bottom), rule in zip(bands, solid) if rule or (top == 0 or bottom - top < LINE_MIN_IN * dpi)
              and counts[top:bottom].max() >= RULE_SHARE * ink.shape[1]]
     return lines, rules
 
 
-def _block(lines, rules: list[int], depth: int, dpi: float, open_end: bool) -> list[tuple[int, int]] | None:
-    """The legend's lines: the first close to the picture (or to the last rule before it: a frame),
-    each next one close to the last, a clear gap or a rule after them, and few. `depth`: the strip's
-    height; `open_end`: more may follow past it."""
+def _block(lines, rules: list[int], depth: int, dpi: float, open_end: bool,
+           reach: float) -> list[tuple[int, int]] | None:
+    """The legend's lines: the first within `reach` of the picture (or of the last rule before it: a
+    frame), each next one close to the last, a clear gap or a rule after them, and few. `depth`: the
+    strip's height; `open_end`: more may follow past it."""
     edge = max([0] + [rule for rule in rules if rule <= lines[0][0]]) if lines else 0
-    if not lines or lines[0][0] - edge > FIRST_GAP_IN * dpi:
+    if not lines or lines[0][0] - edge > reach:
         return None
     block = [lines[0]]
     for top, bottom in lines[1:]:
         height = float(np.median([b - t for t, b in block]))
-        if (top - block[-1][1] > LINE_GAP * max(height, bottom - top) or any(block[-1][1] <= r <= top for r in rules)
-                or not 1 / SIZE_CHANGE <= (bottom - top) / height <= SIZE_CHANGE):
-            break  # a gap, a rule, or type of another size (a headline): the legend has ended
+        if top - block[-1][1] > LINE_GAP * max(height, bottom - top) or any(block[-1][1] <= r <= top for r in rules):
+            break  # a clear gap or a rule: the legend has ended
+        if not 1 / SIZE_CHANGE <= (bottom - top) / height <= SIZE_CHANGE:
+            # Type of another size with no gap between: a stack of display lines ("THE TRUE / DIGESTIVE
+            # FLUID / OR / GASTRIC JUICE"), an advertisement's lettering, not a legend standing apart.
+            return None
         block.append((top, bottom))
     else:  # nothing after the block: was the gap after it seen?
         last = block[-1]
@@ -274,6 +300,12 @@ def _span(line: np.ndarray, upright: np.ndarray, px0: int, px1: int, dpi: float)
     if max(np.count_nonzero(inked < plain), np.count_nonzero(inked >= width - plain)) >= EDGE_INK * height:
         return None
     return left, right
+
+
+def _bands(counts: np.ndarray) -> list[tuple[int, int]]:
+    """Runs of rows (top, bottom) with ink in them."""
+    rows = np.flatnonzero(counts >= 2)
+    return _runs(rows, np.diff(rows) > 1)
 
 
 def _runs(positions: np.ndarray, breaks: np.ndarray) -> list[tuple[int, int]]:
