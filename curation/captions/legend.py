@@ -45,9 +45,6 @@ OCR_DPI = 300  # 7-pt capitals are about 20 px tall here, where Tesseract reads 
 MIN_PICTURE_IN2 = 1.0  # square inches: smaller cuts (a manicule, a pair of boots) stand in advertisements' text
 SEARCH_DEPTH_IN = 1.2  # a legend lies within this distance of its picture
 FIRST_GAP_IN = 0.5  # and its first line starts at most this far from it
-# or, under or over a large picture (a plate, a cartoon across columns), this share of its height: a plate's
-# title stands further off than a small cut's. Chosen leave one source out (bench/legend_quality.py).
-FIRST_GAP_SHARE = 0.1
 SIDE_IN, SIDE_SHARE = 0.15, 0.3  # a legend's line may run past the picture's sides by this much at most
 GUTTER_IN = 0.25  # room beside a legend's widest line, for a neighbouring column's text to be seen
 GUTTER, GUTTER_MIN_IN = 1.6, 0.03  # under a picture, a gap narrower than this many line heights is a word space
@@ -62,7 +59,7 @@ MAX_LINES = 4  # more lines than this close together are a paragraph of body tex
 RULE_SHARE = 0.6  # a rule (or a frame's foot) runs across this share of the picture at least
 SOLID_SHARE = 0.85  # a row inked across this share of the picture is a rule whatever its thickness
 MIN_CONTRAST = 60  # gray levels between the paper and the darkest ink: less is no type at all
-MIN_CONFIDENCE = 0.65  # below this the OCR read hatching, an ornament or a stamp (chosen leave one source out)
+MIN_CONFIDENCE = 0.85  # below this the OCR read hatching, an ornament or a stamp (chosen leave one source out)
 # A title is set to a measure a reader takes in: more characters a line than this is small print run across
 # a page (a masthead's), not a legend (chosen leave one source out).
 MAX_LINE_CHARS = 90
@@ -137,7 +134,15 @@ def _engine(languages: str):
 
 
 def ocr(gray: np.ndarray, languages: str = DEFAULT_LANGUAGES, dpi: int = OCR_DPI) -> Legend | None:
-    """The text of an image of a few lines of type, with the confidence; None where it holds none."""
+    """The text of an image of a few lines of type, with the confidence; None where it holds none, or
+    what it holds reads as no legend (`is_legend`)."""
+    text, confidence, lines = read_text(gray, languages, dpi)
+    return Legend(text, round(confidence, 3)) if is_legend(text, confidence, lines) else None
+
+
+def read_text(gray: np.ndarray, languages: str, dpi: int) -> tuple[str, float, int]:
+    """What Tesseract reads in `gray`: the text (lines joined by a space), its mean word confidence (0..1)
+    and its number of lines."""
     from PIL import Image
 
     engine = _engine(languages)
@@ -146,12 +151,15 @@ def ocr(gray: np.ndarray, languages: str = DEFAULT_LANGUAGES, dpi: int = OCR_DPI
     # Column rules and a frame's sides beside the lines come out as "|".
     lines = [" ".join(w for w in line.split() if w.strip("|¦")) for line in engine.GetUTF8Text().splitlines()]
     lines = [line for line in lines if line]
-    text = " ".join(lines)
     confidence = engine.MeanTextConf() / 100
     engine.Clear()
-    if sum(ch.isalnum() for ch in text) < 2 or confidence < MIN_CONFIDENCE or len(text) > MAX_LINE_CHARS * len(lines):
-        return None
-    return Legend(text, round(confidence, 3))
+    return " ".join(lines), confidence, len(lines)
+
+
+def is_legend(text: str, confidence: float, lines: int) -> bool:
+    """Whether a read is a legend: some letters, read with confidence, no longer a line than a title."""
+    return (sum(ch.isalnum() for ch in text) >= 2 and confidence >= MIN_CONFIDENCE
+            and len(text) <= MAX_LINE_CHARS * lines)
 
 
 # -- where a picture's legend is ------------------------------------------------------------------
@@ -166,7 +174,6 @@ class Strip:
     picture: tuple[int, int]  # the picture's x0, x1
     below: bool
     open_end: bool  # its far end is the search depth, not the page's edge or another picture
-    reach: int  # the legend's first line starts at most this far from the picture
 
 
 def strips(box, boxes, width: int, height: int) -> list[Strip]:
@@ -174,16 +181,15 @@ def strips(box, boxes, width: int, height: int) -> list[Strip]:
     x0, y0, x1, y1 = box[:4]
     side = round(min(SIDE_IN * REFERENCE_DPI, SIDE_SHARE * (x1 - x0)) + GUTTER_IN * REFERENCE_DPI)
     left, right = max(0, x0 - side), min(width, x1 + side)
-    reach = round(max(FIRST_GAP_IN * REFERENCE_DPI, FIRST_GAP_SHARE * (y1 - y0)))
-    depth = reach + round((SEARCH_DEPTH_IN - FIRST_GAP_IN) * REFERENCE_DPI)
+    depth = round(SEARCH_DEPTH_IN * REFERENCE_DPI)
     others = [b for b in boxes if tuple(b[:4]) != tuple(box[:4]) and b[0] < right and b[2] > left]
     below_end = min([height, y1 + depth] + [b[1] for b in others if b[1] >= y1])
     above_end = max([0, y0 - depth] + [b[3] for b in others if b[3] <= y0])
     found = []
     if below_end - y1 > 4:
-        found.append(Strip((left, y1, right, below_end), (x0, x1), True, below_end == y1 + depth, reach))
+        found.append(Strip((left, y1, right, below_end), (x0, x1), True, below_end == y1 + depth))
     if y0 - above_end > 4:
-        found.append(Strip((left, above_end, right, y0), (x0, x1), False, above_end == y0 - depth, reach))
+        found.append(Strip((left, above_end, right, y0), (x0, x1), False, above_end == y0 - depth))
     return found
 
 
@@ -198,7 +204,7 @@ def legend_box(gray: np.ndarray, strip: Strip, scale: float) -> tuple[int, int, 
     px0, px1 = (max(0, round((x - strip.box[0]) * scale)) for x in strip.picture)
     lines, rules = _lines(ink[:, px0:px1], dpi)
     while lines:
-        block = _block(lines, rules, ink.shape[0], dpi, strip.open_end, strip.reach * scale)
+        block = _block(lines, rules, ink.shape[0], dpi, strip.open_end)
         spans = [_span(ink[top:bottom], upright[top:bottom], px0, px1, dpi) for top, bottom in block or ()]
         if not spans or None in spans:  # no block, or a line runs on into the next column: body text
             return None
@@ -254,13 +260,12 @@ def _lines(ink: np.ndarray, dpi: float) -> tuple[list[tuple[int, int]], list[int
     return lines, rules
 
 
-def _block(lines, rules: list[int], depth: int, dpi: float, open_end: bool,
-           reach: float) -> list[tuple[int, int]] | None:
-    """The legend's lines: the first within `reach` of the picture (or of the last rule before it: a
-    frame), each next one close to the last, a clear gap or a rule after them, and few. `depth`: the
-    strip's height; `open_end`: more may follow past it."""
+def _block(lines, rules: list[int], depth: int, dpi: float, open_end: bool) -> list[tuple[int, int]] | None:
+    """The legend's lines: the first close to the picture (or to the last rule before it: a frame),
+    each next one close to the last, a clear gap or a rule after them, and few. `depth`: the strip's
+    height; `open_end`: more may follow past it."""
     edge = max([0] + [rule for rule in rules if rule <= lines[0][0]]) if lines else 0
-    if not lines or lines[0][0] - edge > reach:
+    if not lines or lines[0][0] - edge > FIRST_GAP_IN * dpi:
         return None
     block = [lines[0]]
     for top, bottom in lines[1:]:
