@@ -21,6 +21,7 @@ Accuracy: printed characters read right (difflib's matching blocks, case kept) o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import functools
 import itertools
@@ -107,29 +108,31 @@ def read_pages(folder: pathlib.Path, corpus: pathlib.Path) -> list[Page]:
     return pages
 
 
+@contextlib.contextmanager
 def remembered_reads():
-    """Make the reader remember what it read (the page parts and Tesseract's text), so that reading the
-    pages again with other constants costs only the geometry."""
-    read_area = functools.lru_cache(maxsize=None)(lambda path, number, area, size: _area(path, number, area, size))
-    legend.read_area = lambda doc, number, area, size, scan=None: read_area(doc.name, number, tuple(area), tuple(size))
+    """While open, the reader remembers what it read (the page parts and Tesseract's text), so that
+    reading the pages again with other constants costs only the geometry."""
+    read_area, read_text = legend.read_area, legend.read_text
+    areas = functools.lru_cache(maxsize=None)(lambda path, number, area, size: _area(read_area, path, number, area, size))
     texts: dict = {}
-    raw = legend.read_text
 
-    def read_text(gray, languages, dpi):
+    def remembered_text(gray, languages, dpi):
         key = (gray.shape, gray.tobytes(), languages, dpi)
         if key not in texts:
-            texts[key] = raw(gray, languages, dpi)
+            texts[key] = read_text(gray, languages, dpi)
         return texts[key]
 
-    legend.read_text = read_text
+    legend.read_area = lambda doc, number, area, size, scan=None: areas(doc.name, number, tuple(area), tuple(size))
+    legend.read_text = remembered_text
+    try:
+        yield
+    finally:
+        legend.read_area, legend.read_text = read_area, read_text
 
 
-_read_area = legend.read_area
-
-
-def _area(path: str, number: int, area, size):
+def _area(read_area, path: str, number: int, area, size):
     with pymupdf.open(path) as doc:
-        return _read_area(doc, number, area, size)
+        return read_area(doc, number, area, size)
 
 
 def measure(page: Page, languages: str, finder: bool) -> Tally:
@@ -230,8 +233,8 @@ def report(folder: pathlib.Path, corpus: pathlib.Path, languages: str = "eng+deu
         return
     print(f"legends on real pages, leave one source out ({folder}, {languages}):")
     pages = read_pages(folder, corpus)
-    remembered_reads()
-    print("\n".join(leave_one_source_out(pages, languages)))
+    with remembered_reads():
+        print("\n".join(leave_one_source_out(pages, languages)))
 
 
 def main() -> None:
