@@ -248,15 +248,17 @@ def _lines(ink: np.ndarray, dpi: float) -> tuple[list[tuple[int, int]], list[int
         own = np.zeros(count, bool)
         own[labels[0]] = True
         own[0] = False
-        apart = ink & ~own[labels]
-        bands = [band for band in bands if band[0] == 0] + [band for band in _bands(apart.sum(axis=1)) if band[0] > 0]
+        mine = own[labels]
+        apart = [band for band in _bands((ink & ~mine).sum(axis=1)) if band[0] > 0]
+        bands = _bands((ink & mine).sum(axis=1))[:1] + apart
     # A band inked all across in one row is a rule, however thick the scan made it: type leaves gaps.
     solid = [counts[top:bottom].max() >= SOLID_SHARE * ink.shape[1] for top, bottom in bands]
+    thin = [(top == 0 or bottom - top < LINE_MIN_IN * dpi) and counts[top:bottom].max() >= RULE_SHARE * ink.shape[1]
+            for top, bottom in bands]
     # A band cut by the strip's far end is of unknown size: what lies past the end is not read.
     lines = [(top, bottom) for (top, bottom), rule in zip(bands, solid) if not rule
              and 0 < top and bottom < ink.shape[0] and LINE_MIN_IN * dpi <= bottom - top <= LINE_MAX_IN * dpi]
-    rules = [bottom for (top, bottom), rule in zip(bands, solid) if rule or (top == 0 or bottom - top < LINE_MIN_IN * dpi)
-             and counts[top:bottom].max() >= RULE_SHARE * ink.shape[1]]
+    rules = [bottom for (top, bottom), a, b in zip(bands, solid, thin) if a or b]
     return lines, rules
 
 
