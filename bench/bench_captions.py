@@ -6,9 +6,9 @@ what the captioning model costs on this machine.
   end), and each page with a picture has its legends read again in this process, timed per picture:
   ms per picture, and the legends' share of ingest time per page;
 - legends on real pages, where --real (default `../shared/realdata`) has `pictures.jsonl` with each
-  picture's printed `legend`: every picture's legend read from its labelled box, and from the boxes
-  ingest finds; printed for each picture with a legend: what the OCR read beside what is printed, the
-  character accuracy over them, and the legends read where none is printed;
+  picture's printed `legend`: bench/legend_quality.py's report, leave one source out (every picture's
+  legend read from its labelled box, and from the boxes ingest finds; per source and pooled: the
+  character accuracy over the printed legends and the legends read where none is printed);
 - caption job: `python -m curation caption --all`'s work on a generated archive (ingested first),
   with the tiny model: seconds per picture of the whole job (reading the picture from its page as
   the export does, captioning, saving), so what the job adds to the model's own time;
@@ -26,7 +26,6 @@ what the captioning model costs on this machine.
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import pathlib
 import sys
@@ -42,20 +41,14 @@ sys.path.insert(0, str(ROOT / "tests"))
 from curation import Manifest, ingest  # noqa: E402
 from curation.captions.edit import Pictures  # noqa: E402
 from curation.captions.job import caption_pictures  # noqa: E402
-from curation.captions.legend import engine_note, read_legends, with_legends  # noqa: E402
-from curation.scoring.scorer import reference_size, score_page_and_scan  # noqa: E402
+from curation.captions.legend import engine_note, read_legends  # noqa: E402
+from curation.scoring.scorer import score_page_and_scan  # noqa: E402
 from curation.sources.synthetic import PageSpec, page_image, write_archive, write_pdf  # noqa: E402
 from inference.captioner import default_model_dir, loaded_captioner  # noqa: E402
-from quality_real import build  # noqa: E402
+import legend_quality  # noqa: E402
 
 REAL = ROOT.parent / "shared" / "realdata"
 SECTIONS = ("legends", "real", "job", "captioner")
-
-
-def accuracy_counts(read: str | None, printed: str) -> tuple[int, int]:
-    """Printed characters read right (difflib's matching blocks, case kept), and how many were printed."""
-    matcher = difflib.SequenceMatcher(None, read or "", printed, autojunk=False)
-    return sum(block.size for block in matcher.get_matching_blocks()), len(printed)
 
 
 def ingest_seconds(folder: pathlib.Path, db: pathlib.Path, legend_languages: str) -> tuple[float, int]:
@@ -100,82 +93,6 @@ def legend_cost(out: pathlib.Path, docs: int, pages: int) -> None:
     if times:
         print(f"legend OCR per picture: median {np.median(times):.0f} ms, mean {np.mean(times):.0f} ms, "
               f"max {max(times):.0f} ms; per page with a picture: {sum(times) / picture_pages:.0f} ms")
-
-
-def legend_quality(folder: pathlib.Path, out: pathlib.Path, languages: str) -> None:
-    print(f"== legends on real pages ({folder}, {languages}) ==")
-    labels = build(folder, out / "real")
-    boxed = {json.loads(line)["file"]: json.loads(line)["pictures"]
-             for line in (folder / "pictures.jsonl").read_text().splitlines()}
-    right = printed = 0
-    invented = []
-    for pdf, label in labels.items():
-        pictures = boxed.get(label["file"], [])
-        if not pictures:
-            continue
-        with pymupdf.open(pdf) as doc:
-            width, height = reference_size(doc[0])
-            boxes = [_reference_box(p["box"], width, height) for p in pictures]
-            found = read_legends(doc, 0, boxes, languages)
-        for picture, legend in zip(pictures, found):
-            read = legend.text if legend else None
-            if picture.get("legend"):
-                r, n = accuracy_counts(read, picture["legend"])
-                right, printed = right + r, printed + n
-                confidence = f"{legend.confidence:.2f}" if legend else "-"
-                print(f"{label['file'][:40]:40s} {r / n:5.0%} conf {confidence}\n  printed: {picture['legend']!r}\n"
-                      f"  read:    {read!r}")
-            elif legend is not None:
-                invented.append(f"{label['file'][:40]:40s} {picture['kind']:15s} {read!r} ({legend.confidence:.2f})")
-    print(f"character accuracy over the printed legends: {right / max(printed, 1):.1%} ({right}/{printed})")
-    print(f"legends read where none is printed: {len(invented)} of "
-          f"{sum(not p.get('legend') for pictures in boxed.values() for p in pictures)}")
-    print("\n".join(invented))
-
-
-def detected_legends(folder: pathlib.Path, out: pathlib.Path, languages: str) -> None:
-    """As ingest reads them: the legends of the pictures the page analysis finds, each matched to the
-    labelled picture it lies mostly inside."""
-    print(f"== legends of the pictures ingest finds on real pages ({languages}) ==")
-    labels = build(folder, out / "real")
-    boxed = {json.loads(line)["file"]: json.loads(line)["pictures"]
-             for line in (folder / "pictures.jsonl").read_text().splitlines()}
-    right = printed = 0
-    invented = []
-    for pdf, label in labels.items():
-        with pymupdf.open(pdf) as doc:
-            width, height = reference_size(doc[0])
-            scored, scan = score_page_and_scan(doc, 0)
-            result = with_legends(scored, doc, languages, scan)
-        found = json.loads(result.features["pictures"]) if result.status == "ok" else []
-        pictures = boxed.get(label["file"], [])
-        labelled = [_reference_box(p["box"], width, height) for p in pictures]
-        for picture, box in zip(pictures, labelled):
-            if picture.get("legend"):
-                read = [entry[5] for entry in found if _inside(entry[:4], box) and entry[5]]
-                r, n = accuracy_counts(" ".join(read) or None, picture["legend"])
-                right, printed = right + r, printed + n
-                print(f"{label['file'][:40]:40s} {r / n:5.0%}  printed: {picture['legend'][:60]!r}  read: {read}")
-        for entry in found:
-            owners = [p for p, box in zip(pictures, labelled) if _inside(entry[:4], box)]
-            if entry[5] and not any(p.get("legend") for p in owners):
-                kind = owners[0]["kind"] if owners else "(no labelled picture)"
-                invented.append(f"{label['file'][:40]:40s} {kind:20s} {entry[5]!r} ({entry[6]:.2f})")
-    print(f"character accuracy over the printed legends: {right / max(printed, 1):.1%} ({right}/{printed})")
-    print(f"legends read where none is printed: {len(invented)}")
-    print("\n".join(invented))
-
-
-def _inside(box, labelled, grow: int = 20) -> bool:
-    """At least half of `box` lies inside `labelled` grown by `grow` reference pixels."""
-    x0, y0 = max(box[0], labelled[0] - grow), max(box[1], labelled[1] - grow)
-    x1, y1 = min(box[2], labelled[2] + grow), min(box[3], labelled[3] + grow)
-    inside = max(0, x1 - x0) * max(0, y1 - y0)
-    return inside >= 0.5 * (box[2] - box[0]) * (box[3] - box[1])
-
-
-def _reference_box(box, width: int, height: int) -> tuple[int, int, int, int]:
-    return round(box[0] * width), round(box[1] * height), round(box[2] * width), round(box[3] * height)
 
 
 def engravings(count: int) -> list:
@@ -268,8 +185,7 @@ def main() -> None:
         legend_cost(args.out, args.legend_docs, args.legend_pages)
     if not note and "real" in sections:
         if (args.real / "pictures.jsonl").exists():
-            legend_quality(args.real, args.out, args.languages)
-            detected_legends(args.real, args.out, args.languages)
+            legend_quality.report(args.real, args.out / "real", args.languages)
         else:
             print(f"no real pages at {args.real}: legends on real pages not measured")
     if "job" in sections:

@@ -17,6 +17,8 @@ real engine, and the figures are read from the manifest:
   with a wrong crop or a missed picture;
 - the learned verdict's pictures (curation.pictures), leave one source out: for each source, trained and
   tuned on the others and judged on it; per source and pooled;
+- the pictures' printed legends (bench/legend_quality.py), leave one source out: character accuracy and
+  legends read where none is printed, from the labelled boxes and from the boxes the finder finds;
 - what the page analysis costs per page (ms, at the reference 144 dpi).
 
 How a picture is judged: the folder's README, as curation.pictures.judge implements it.
@@ -46,6 +48,7 @@ from curation.scoring.features import page_features  # noqa: E402
 from curation.pictures import train  # noqa: E402
 from curation.pictures.judge import Tally, area, judge, meet  # noqa: E402
 from curation.scoring.scorer import _gray_at_reference  # noqa: E402
+import legend_quality  # noqa: E402  (beside this file)
 
 LEARNING_SIZES = (5, 10, 15, 20)
 
@@ -175,6 +178,7 @@ def main() -> None:
         picture_report(pages, "pictures of the rule-based finder (--crop pictures; its constants were set on files "
                               "01-42: not a held-out figure there)")
         learned(args.folder, args.out / "picture_candidates")
+        legend_quality.report(args.folder, args.out / "corpus")
 
     features = np.array([[r[f] for f in FEATURES] for r in rows], dtype=float)
     print(f"learning curve (overrides on random pages, {args.draws} draws): agreement on the other pages")

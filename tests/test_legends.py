@@ -205,6 +205,73 @@ def test_each_picture_gets_its_own_legend():
     assert [accuracy(f.text, t) >= 0.9 for f, t in zip(found, ["Before taking.", "After taking."])] == [True, True]
 
 
+@needs_engine
+def test_an_advertisements_lettering_under_its_cut_is_not_its_legend():
+    """A stack of display lines of several sizes with no gap between ("THE TRUE / DIGESTIVE FLUID"), read
+    as its own first line before: the advertisement's lettering, not a title standing apart."""
+    doc = legend_page([], under=False)
+    page = doc[0]
+    y = PICTURE[3] + 12
+    for text, size in (("THE TRUE", 7), ("DIGESTIVE FLUID", 14), ("OR", 7), ("GASTRIC JUICE", 14)):
+        centred_line(page, text, y + size * 0.8, pymupdf.Font("tibo"), size)
+        y += size * 1.25
+    body_text(page, (PICTURE[0], y + 4, PICTURE[2], y + 60))
+    assert read_legends(doc, 0, [reference_box()]) == [None]
+
+
+@needs_engine
+def test_a_thick_rule_under_the_legend_ends_it():
+    """A scan thickens a rule to the height of small type: still a rule, so the headline under it is not
+    taken for type of another size in the legend's stack."""
+    doc = legend_page(["SEPTEMBER MORN."], under=False)
+    page = doc[0]
+    rule_y = PICTURE[3] + 9 * 1.4 + 8
+    page.draw_line((PICTURE[0], rule_y), (PICTURE[2], rule_y), color=(0, 0, 0), width=3)
+    centred_line(page, "FLIER DOWNS FIVE", rule_y + 24, pymupdf.Font("tibo"), 18)
+    [found] = read_legends(doc, 0, [reference_box()])
+    assert found is not None and accuracy(found.text, "SEPTEMBER MORN.") >= 0.9, found
+
+
+@needs_engine
+def test_a_stroke_of_the_picture_reaching_down_to_its_legend_does_not_hide_it():
+    """A rope or a leg drawn past the picture's box joins the legend's line to the picture's edge."""
+    doc = legend_page(["The ferry at Richmond."], under=False)
+    page = doc[0]
+    page.draw_line((PICTURE[0] + 20, PICTURE[3] - 2), (PICTURE[0] + 30, PICTURE[3] + 14), color=(0, 0, 0), width=1.2)
+    [found] = read_legends(doc, 0, [reference_box()])
+    assert found is not None and accuracy(found.text, "The ferry at Richmond.") >= 0.9, found
+
+
+MASTHEAD_PRINT = ["PRINTED AND PUBLISHED AT KATOOMBA EVERY FRIDAY MORNING.",
+                  "Circulating in Katoomba, Lithgow, Jenolan Caves, Mount Irvine, Mount Wilson, Bell, Mount Victoria, "
+                  "Blackheath, Medlow Bath, Leura, Wentworth Falls,",
+                  "Lawson, Hazelbrook, Woodford, Linden, Faulconbridge, Springwood, Valley Heights, Blaxland, "
+                  "Glenbrook, Emu Plains, the Commonwealth and Foreign Parts."]
+
+
+@needs_engine
+def test_a_mastheads_small_print_under_its_picture_is_not_a_legend():
+    """Lines of small print run across the page under a masthead's engraving: more characters a line than
+    a title is set in."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=PAGE[0], height=PAGE[1])
+    masthead = (18, 36, 414, 120)
+    engraving(page, masthead, seed=5)
+    y = masthead[3] + 10
+    for line in MASTHEAD_PRINT:
+        centred_line(page, line, y, pymupdf.Font("tiro"), 5.5, masthead[0], masthead[2])
+        y += 7
+    [found] = read_legends(doc, 0, [reference_box(masthead)])
+    assert found is None, found
+    assert legends.is_legend(" ".join(MASTHEAD_PRINT[:1]), 0.95, 1)  # its first line alone would pass as a title
+
+
+def test_a_read_with_little_confidence_is_no_legend():
+    assert legends.is_legend("SEPTEMBER MORN.", 0.95, 1)
+    assert not legends.is_legend("KKKKKKK KKK AK KR RRR ROR OK", legends.MIN_CONFIDENCE - 0.01, 1)
+    assert not legends.is_legend("|", 0.99, 1)
+
+
 def test_legend_languages_are_checked():
     assert check_languages("ENG + deu+eng") == "eng+deu"
     with pytest.raises(ValueError, match="language code"):

@@ -57,8 +57,12 @@ LINE_GAP = 1.2  # a gap wider than this many line heights ends the legend
 SIZE_CHANGE = 1.8  # and so does a line this many times taller or shorter than its lines
 MAX_LINES = 4  # more lines than this close together are a paragraph of body text
 RULE_SHARE = 0.6  # a rule (or a frame's foot) runs across this share of the picture at least
+SOLID_SHARE = 0.85  # a row inked across this share of the picture is a rule whatever its thickness
 MIN_CONTRAST = 60  # gray levels between the paper and the darkest ink: less is no type at all
-MIN_CONFIDENCE = 0.45  # below this the OCR read hatching or noise
+MIN_CONFIDENCE = 0.85  # below this the OCR read hatching, an ornament or a stamp (chosen leave one source out)
+# A title is set to a measure a reader takes in: more characters a line than this is small print run across
+# a page (a masthead's), not a legend (chosen leave one source out).
+MAX_LINE_CHARS = 90
 PAD_IN = 0.06  # paper around a legend, for the OCR
 
 
@@ -130,19 +134,32 @@ def _engine(languages: str):
 
 
 def ocr(gray: np.ndarray, languages: str = DEFAULT_LANGUAGES, dpi: int = OCR_DPI) -> Legend | None:
-    """The text of an image of a few lines of type, with the confidence; None where it holds none."""
+    """The text of an image of a few lines of type, with the confidence; None where it holds none, or
+    what it holds reads as no legend (`is_legend`)."""
+    text, confidence, lines = read_text(gray, languages, dpi)
+    return Legend(text, round(confidence, 3)) if is_legend(text, confidence, lines) else None
+
+
+def read_text(gray: np.ndarray, languages: str, dpi: int) -> tuple[str, float, int]:
+    """What Tesseract reads in `gray`: the text (lines joined by a space), its mean word confidence (0..1)
+    and its number of lines."""
     from PIL import Image
 
     engine = _engine(languages)
     engine.SetImage(Image.fromarray(gray))
     engine.SetSourceResolution(dpi)
     # Column rules and a frame's sides beside the lines come out as "|".
-    text = " ".join(word for word in engine.GetUTF8Text().split() if word.strip("|¦"))
+    lines = [" ".join(w for w in line.split() if w.strip("|¦")) for line in engine.GetUTF8Text().splitlines()]
+    lines = [line for line in lines if line]
     confidence = engine.MeanTextConf() / 100
     engine.Clear()
-    if sum(ch.isalnum() for ch in text) < 2 or confidence < MIN_CONFIDENCE:
-        return None
-    return Legend(text, round(confidence, 3))
+    return " ".join(lines), confidence, len(lines)
+
+
+def is_legend(text: str, confidence: float, lines: int) -> bool:
+    """Whether a read is a legend: some letters, read with confidence, no longer a line than a title."""
+    return (sum(ch.isalnum() for ch in text) >= 2 and confidence >= MIN_CONFIDENCE
+            and len(text) <= MAX_LINE_CHARS * lines)
 
 
 # -- where a picture's legend is ------------------------------------------------------------------
@@ -222,13 +239,26 @@ def _lines(ink: np.ndarray, dpi: float) -> tuple[list[tuple[int, int]], list[int
     the rules across it. Ink touching row 0 counts as a rule: it is the picture's own (its box hugs its
     strokes, found at a lower resolution), as a frame's rule is (frames are not part of its box)."""
     counts = ink.sum(axis=1)
-    rows = np.flatnonzero(counts >= 2)
-    bands = _runs(rows, np.diff(rows) > 1)
+    bands = _bands(counts)
+    # Strokes that touch the picture's edge are its own (a ground line, a frame's corner, a numeral on the
+    # frame); where they reach down to a line of type they would join it to the picture: type is looked
+    # for without them.
+    count, labels = cv2.connectedComponents(ink.view(np.uint8), connectivity=8)
+    if count > 1 and ink[0].any():
+        own = np.zeros(count, bool)
+        own[labels[0]] = True
+        own[0] = False
+        mine = own[labels]
+        apart = [band for band in _bands((ink & ~mine).sum(axis=1)) if band[0] > 0]
+        bands = _bands((ink & mine).sum(axis=1))[:1] + apart
+    # A band inked all across in one row is a rule, however thick the scan made it: type leaves gaps.
+    solid = [counts[top:bottom].max() >= SOLID_SHARE * ink.shape[1] for top, bottom in bands]
+    thin = [(top == 0 or bottom - top < LINE_MIN_IN * dpi) and counts[top:bottom].max() >= RULE_SHARE * ink.shape[1]
+            for top, bottom in bands]
     # A band cut by the strip's far end is of unknown size: what lies past the end is not read.
-    lines = [(top, bottom) for top, bottom in bands
-             if 0 < top and bottom < ink.shape[0] and LINE_MIN_IN * dpi <= bottom - top <= LINE_MAX_IN * dpi]
-    rules = [bottom for top, bottom in bands if (top == 0 or bottom - top < LINE_MIN_IN * dpi)
-             and counts[top:bottom].max() >= RULE_SHARE * ink.shape[1]]
+    lines = [(top, bottom) for (top, bottom), rule in zip(bands, solid) if not rule
+             and 0 < top and bottom < ink.shape[0] and LINE_MIN_IN * dpi <= bottom - top <= LINE_MAX_IN * dpi]
+    rules = [bottom for (top, bottom), a, b in zip(bands, solid, thin) if a or b]
     return lines, rules
 
 
@@ -242,9 +272,12 @@ def _block(lines, rules: list[int], depth: int, dpi: float, open_end: bool) -> l
     block = [lines[0]]
     for top, bottom in lines[1:]:
         height = float(np.median([b - t for t, b in block]))
-        if (top - block[-1][1] > LINE_GAP * max(height, bottom - top) or any(block[-1][1] <= r <= top for r in rules)
-                or not 1 / SIZE_CHANGE <= (bottom - top) / height <= SIZE_CHANGE):
-            break  # a gap, a rule, or type of another size (a headline): the legend has ended
+        if top - block[-1][1] > LINE_GAP * max(height, bottom - top) or any(block[-1][1] <= r <= top for r in rules):
+            break  # a clear gap or a rule: the legend has ended
+        if not 1 / SIZE_CHANGE <= (bottom - top) / height <= SIZE_CHANGE:
+            # Type of another size with no gap between: a stack of display lines ("THE TRUE / DIGESTIVE
+            # FLUID / OR / GASTRIC JUICE"), an advertisement's lettering, not a legend standing apart.
+            return None
         block.append((top, bottom))
     else:  # nothing after the block: was the gap after it seen?
         last = block[-1]
@@ -274,6 +307,12 @@ def _span(line: np.ndarray, upright: np.ndarray, px0: int, px1: int, dpi: float)
     if max(np.count_nonzero(inked < plain), np.count_nonzero(inked >= width - plain)) >= EDGE_INK * height:
         return None
     return left, right
+
+
+def _bands(counts: np.ndarray) -> list[tuple[int, int]]:
+    """Runs of rows (top, bottom) with ink in them."""
+    rows = np.flatnonzero(counts >= 2)
+    return _runs(rows, np.diff(rows) > 1)
 
 
 def _runs(positions: np.ndarray, breaks: np.ndarray) -> list[tuple[int, int]]:

@@ -1,0 +1,252 @@
+"""Legends on real pages, leave one source out: how well the legend reader reads the printed legends of
+`pictures.jsonl`, and how many it reads where none is printed.
+
+The reader's constants that were chosen by looking at these pages (`TUNED`: the confidence floor, the
+characters a line of a title may hold) are selected here
+for each source on the other sources, from a range, and the reader is measured on the held-out source
+with them. The score a selection maximises, on the other sources' pages read both ways below: the
+legends' summed character accuracy less one for each legend read where none is printed (a wrong legend
+costs as much as a lost one); where several values score alike, the one nearest the middle of the range
+(the report gives the range of values that scored alike). Measured twice per source:
+
+- reader: each picture's legend read from its labelled box (what the reader does given the right picture);
+- finder + reader: from the boxes the page analysis finds (as ingest reads them), each matched to the
+  labelled picture it lies mostly inside; a legend under a picture the finder misses counts as unread.
+
+Accuracy: printed characters read right (difflib's matching blocks, case kept) over printed characters.
+
+    python bench/legend_quality.py [FOLDER] [--languages eng+deu+fra] [--out bench/out/legends]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import difflib
+import functools
+import itertools
+import json
+import pathlib
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+import pymupdf
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from curation.captions import legend  # noqa: E402
+from curation.scoring.scorer import reference_size, score_page_and_scan  # noqa: E402
+
+# The reader's constants chosen on these pages, each with the range it is selected from.
+TUNED = {"MIN_CONFIDENCE": (0.45, 0.55, 0.65, 0.75, 0.85),
+         "MAX_LINE_CHARS": (60, 75, 90, 120, 10_000)}
+
+
+def accuracy_counts(read: str | None, printed: str) -> tuple[int, int]:
+    """Printed characters read right (difflib's matching blocks, case kept), and how many were printed."""
+    matcher = difflib.SequenceMatcher(None, read or "", printed, autojunk=False)
+    return sum(block.size for block in matcher.get_matching_blocks()), len(printed)
+
+
+@dataclass
+class Page:
+    pdf: str
+    file: str
+    source: str
+    pictures: list[dict]  # as pictures.jsonl has them
+    labelled: list[tuple[int, int, int, int]]  # their boxes in reference pixels
+    found: list[tuple[int, int, int, int]]  # the boxes the page analysis finds
+
+
+@dataclass
+class Tally:
+    right: int = 0
+    printed: int = 0
+    legends: int = 0
+    accuracies: list[float] = field(default_factory=list)
+    invented: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+
+    def add(self, other: "Tally") -> None:
+        self.right += other.right
+        self.printed += other.printed
+        self.legends += other.legends
+        self.accuracies += other.accuracies
+        self.invented += other.invented
+        self.lines += other.lines
+
+    def score(self) -> float:
+        return sum(self.accuracies) - len(self.invented)
+
+    def line(self) -> str:
+        mean = np.mean(self.accuracies) if self.accuracies else float("nan")
+        return (f"legends {self.legends:2d}  character accuracy {self.right / max(self.printed, 1):.2f} "
+                f"({self.right}/{self.printed})  mean per legend {mean:.2f}  read where none is printed "
+                f"{len(self.invented)}")
+
+
+def read_pages(folder: pathlib.Path, corpus: pathlib.Path) -> list[Page]:
+    """The labelled pages with a picture, as one-page PDFs (quality_real.build), with the finder's boxes."""
+    from quality_real import build
+
+    labels = build(folder, corpus)
+    boxed = {json.loads(line)["file"]: json.loads(line)["pictures"]
+             for line in (folder / "pictures.jsonl").read_text().splitlines()}
+    pages = []
+    for pdf, label in labels.items():
+        pictures = boxed.get(label["file"], [])
+        with pymupdf.open(pdf) as doc:
+            width, height = reference_size(doc[0])
+            scored, _ = score_page_and_scan(doc, 0)
+        found = [tuple(p[:4]) for p in json.loads((scored.features or {}).get("pictures") or "[]")]
+        if pictures or found:
+            labelled = [tuple(round(v * s) for v, s in zip(p["box"], (width, height, width, height))) for p in pictures]
+            pages.append(Page(pdf, label["file"], label["source"].split("@")[0], pictures, labelled, found))
+    return pages
+
+
+@contextlib.contextmanager
+def remembered_reads():
+    """While open, the reader remembers what it read (the page parts and Tesseract's text), so that
+    reading the pages again with other constants costs only the geometry."""
+    read_area, read_text = legend.read_area, legend.read_text
+    areas = functools.lru_cache(maxsize=None)(lambda path, number, area, size: _area(read_area, path, number, area, size))
+    texts: dict = {}
+
+    def remembered_text(gray, languages, dpi):
+        key = (gray.shape, gray.tobytes(), languages, dpi)
+        if key not in texts:
+            texts[key] = read_text(gray, languages, dpi)
+        return texts[key]
+
+    legend.read_area = lambda doc, number, area, size, scan=None: areas(doc.name, number, tuple(area), tuple(size))
+    legend.read_text = remembered_text
+    try:
+        yield
+    finally:
+        legend.read_area, legend.read_text = read_area, read_text
+
+
+def _area(read_area, path: str, number: int, area, size):
+    with pymupdf.open(path) as doc:
+        return read_area(doc, number, area, size)
+
+
+def measure(page: Page, languages: str, finder: bool) -> Tally:
+    """The reader's figures on one page, from the labelled boxes or (finder) from the found ones."""
+    boxes = page.found if finder else page.labelled
+    tally = Tally()
+    with pymupdf.open(page.pdf) as doc:
+        read = legend.read_legends(doc, 0, boxes, languages) if boxes else []
+    texts = [r.text if r else None for r in read]
+    owners = [[i for i, box in enumerate(page.labelled) if _inside(b, box)] for b in boxes] if finder \
+        else [[i] for i in range(len(boxes))]
+    for i, picture in enumerate(page.pictures):
+        if picture.get("legend"):
+            got = " ".join(t for t, own in zip(texts, owners) if t and i in own) or None
+            right, printed = accuracy_counts(got, picture["legend"])
+            tally.right, tally.printed, tally.legends = tally.right + right, tally.printed + printed, tally.legends + 1
+            tally.accuracies.append(right / printed)
+            tally.lines.append(f"    {page.file[:36]:36s} {right / printed:4.0%}  printed {picture['legend'][:50]!r}"
+                               f"  read {(got or '')[:60]!r}")
+    for text, own, r in zip(texts, owners, read):
+        if text and not any(page.pictures[i].get("legend") for i in own):
+            kind = page.pictures[own[0]]["kind"] if own else "(no labelled picture)"
+            tally.invented.append(f"    {page.file[:36]:36s} {kind:15s} {text[:80]!r} ({r.confidence:.2f})")
+    return tally
+
+
+def _inside(box, labelled, grow: int = 20) -> bool:
+    """At least half of `box` lies inside `labelled` grown by `grow` reference pixels."""
+    x0, y0 = max(box[0], labelled[0] - grow), max(box[1], labelled[1] - grow)
+    x1, y1 = min(box[2], labelled[2] + grow), min(box[3], labelled[3] + grow)
+    return max(0, x1 - x0) * max(0, y1 - y0) >= 0.5 * (box[2] - box[0]) * (box[3] - box[1])
+
+
+def with_constants(values: dict, pages: list[Page], languages: str, finder: bool) -> dict[str, Tally]:
+    """Each source's tally, read with the reader's constants set to `values`."""
+    for name, value in values.items():
+        setattr(legend, name, value)
+    tallies: dict[str, Tally] = {}
+    for page in pages:
+        tallies.setdefault(page.source, Tally()).add(measure(page, languages, finder))
+    return tallies
+
+
+def select(scores: dict[tuple, float]) -> tuple:
+    """The best-scoring combination of values; among equals, the one whose first value is nearest the
+    middle of its range, then the second's, and so on."""
+    best = max(scores.values())
+    middle = [(len(values) - 1) / 2 for values in TUNED.values()]
+    tied = [combo for combo, score in scores.items() if score >= best - 1e-9]
+    return min(tied, key=lambda combo: tuple(abs(TUNED[name].index(v) - m) for name, v, m in zip(TUNED, combo, middle)))
+
+
+def leave_one_source_out(pages: list[Page], languages: str) -> list[str]:
+    """The report: per held-out source and pooled, the reader and the finder + reader, each with the
+    constants selected on the other sources."""
+    shipped = {name: getattr(legend, name) for name in TUNED}
+    combos = list(itertools.product(*TUNED.values()))
+    by_combo = {combo: [with_constants(dict(zip(TUNED, combo)), pages, languages, finder) for finder in (False, True)]
+                for combo in combos}
+    sources = sorted({page.source for page in pages})
+    report, pooled = [], {False: Tally(), True: Tally()}
+    details = {False: [], True: []}
+    for source in sources:
+        scores = {combo: sum(t.score() for tallies in both for s, t in tallies.items() if s != source)
+                  for combo, both in by_combo.items()}
+        combo = select(scores)
+        report.append(f"  {source[:40]:40s} selected on the others: {_choice(combo, scores)}")
+        for finder in (False, True):
+            tally = by_combo[combo][finder].get(source, Tally())
+            pooled[finder].add(tally)
+            details[finder] += tally.lines + tally.invented
+            report.append(f"    {'finder + reader' if finder else 'reader         '} {tally.line()}")
+    for finder in (False, True):
+        report.append(f"  pooled, {'finder + reader' if finder else 'reader'}: {pooled[finder].line()}")
+    for finder in (False, True):
+        report.append(f"  each legend and each legend read where none is printed, "
+                      f"{'finder + reader' if finder else 'reader (labelled boxes)'}:")
+        report += details[finder]
+    scores = {combo: sum(t.score() for tallies in both for t in tallies.values()) for combo, both in by_combo.items()}
+    report.append(f"  selected on every source: {_choice(select(scores), scores)}; the reader ships with "
+                  + ", ".join(f"{name} {value:g}" for name, value in shipped.items()))
+    with_constants(shipped, [], languages, False)
+    return report
+
+
+def _choice(combo: tuple, scores: dict[tuple, float]) -> str:
+    """The values chosen, each with the range of its values in the combinations that scored as well."""
+    best = max(scores.values())
+    tied = [c for c, score in scores.items() if score >= best - 1e-9]
+    return ", ".join(f"{name} {value:g} (alike {min(c[i] for c in tied):g}-{max(c[i] for c in tied):g})"
+                     for i, (name, value) in enumerate(zip(TUNED, combo)))
+
+
+def report(folder: pathlib.Path, corpus: pathlib.Path, languages: str = "eng+deu+fra") -> None:
+    note = legend.engine_note()
+    if note:
+        print(note)
+        return
+    print(f"legends on real pages, leave one source out ({folder}, {languages}):")
+    pages = read_pages(folder, corpus)
+    with remembered_reads():
+        print("\n".join(leave_one_source_out(pages, languages)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", nargs="?", type=pathlib.Path, default=ROOT.parent / "shared" / "realdata")
+    parser.add_argument("--languages", default="eng+deu+fra")
+    parser.add_argument("--out", type=pathlib.Path, default=ROOT / "bench" / "out" / "legends")
+    args = parser.parse_args()
+    if not (args.folder / "pictures.jsonl").exists():
+        sys.exit(f"no pictures.jsonl in {args.folder}: give a folder like ../shared/realdata")
+    report(args.folder, args.out / "corpus", args.languages)
+
+
+if __name__ == "__main__":
+    main()
