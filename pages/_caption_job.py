@@ -102,16 +102,10 @@ def show_job(job) -> None:
     if job["status"] == "running":
         progress = views.job_progress(job)
         speed = f"{1 / job['rate']:.1f} s per picture" if job["rate"] else "loading the model…"
-        st.progress(progress["fraction"], text=f"Captioning: {progress['done']:,} of {progress['total']:,} "
-                                               f"pictures · {speed}"
-                                               + (f" · {progress['eta']}" if progress["eta"] else ""))
-        if job["message"]:  # what the job says while it runs: downloading the model first
-            st.caption(common.escape_markdown(job["message"]))
-        if job["stop_requested"]:
-            st.caption("Stopping after the pictures in hand… Start resumes where it stopped.")
-        else:
-            st.button("Stop", icon=":material/stop_circle:", key=f"stop-caption-{job['id']}",
-                      on_click=common.stop_job, args=(job["id"],), disabled=auth.locked(), help=auth.help_for())
+        common.job_progress_bar(job, f"Captioning: {progress['done']:,} of {progress['total']:,} pictures · {speed}",
+                           "Stopping after the pictures in hand… Start resumes where it stopped.",
+                           # what the job says while it runs: downloading the model first
+                           common.escape_markdown(job["message"]) if job["message"] else None)
         return
     # It may quote a document's name or an error; its own full stop goes, as each line below ends in one.
     message = common.escape_markdown((job["message"] or "").rstrip(". "))

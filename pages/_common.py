@@ -268,16 +268,9 @@ def show_job(manifest: Manifest, job, show_finished: bool) -> None:
             elif not progress["total"]:  # finding, hashing and counting the PDFs' pages
                 text = f"{title}: finding the PDFs and counting their pages · {progress['rate']}"
             else:
-                text = (f"{title}: {progress['done']:,} of {progress['total']:,} pages · "
-                        f"{progress['rate']}" + (f" · {progress['eta']}" if progress["eta"] else ""))
-            st.progress(progress["fraction"], text=text)
-            if job["message"]:  # what the job says while it runs (the Dask cluster it runs on)
-                st.caption(job["message"])
-            if job["stop_requested"]:
-                st.caption("Stopping after the pages in hand… Start resumes where it stopped.")
-            else:
-                st.button("Stop", icon=":material/stop_circle:", key=f"stop-{job['id']}",
-                          on_click=stop_job, args=(job["id"],), disabled=auth.locked(), help=auth.help_for())
+                text = f"{title}: {progress['done']:,} of {progress['total']:,} pages · {progress['rate']}"
+            job_progress_bar(job, text, "Stopping after the pages in hand… Start resumes where it stopped.",
+                        job["message"])  # what the job says while it runs (the Dask cluster it runs on)
         return
     if not show_finished:
         return
@@ -294,6 +287,20 @@ def show_job(manifest: Manifest, job, show_finished: bool) -> None:
         st.error(f"{title} failed: {message or 'no reason was recorded'}. "
                  f"The job's log is in `{db_path().parent / 'logs'}`. Press Start to try again.",
                  icon=":material/error:")
+
+
+def job_progress_bar(job, text: str, stopping: str, note: str | None = None) -> None:
+    """A running job's progress bar (`text`, then the time left where known), a `note` under it, and its Stop
+    button, or once Stop was pressed, what stopping does."""
+    progress = views.job_progress(job)
+    st.progress(progress["fraction"], text=text + (f" · {progress['eta']}" if progress["eta"] else ""))
+    if note:
+        st.caption(note)
+    if job["stop_requested"]:
+        st.caption(stopping)
+    else:
+        st.button("Stop", icon=":material/stop_circle:", key=f"stop-{job['kind']}-{job['id']}",
+                  on_click=stop_job, args=(job["id"],), disabled=auth.locked(), help=auth.help_for())
 
 
 def finished_alert(outcome: str, when: str, message: str) -> None:

@@ -54,14 +54,8 @@ def show_job(job, can_resume: bool) -> None:
         with st.container(border=True):
             progress = views.job_progress(job)
             speed = f"{job['rate']:.1f} pictures/s" if job["rate"] else "loading the network…"
-            st.progress(progress["fraction"], text=f"{TITLE}: {progress['done']:,} of {progress['total']:,} "
-                                                   f"pictures · {speed}"
-                                                   + (f" · {progress['eta']}" if progress["eta"] else ""))
-            if job["stop_requested"]:
-                st.caption("Stopping after the pictures in hand… Resume goes on where it stopped.")
-            else:
-                st.button("Stop", icon=":material/stop_circle:", key=f"stop-embed-{job['id']}",
-                          on_click=common.stop_job, args=(job["id"],), disabled=auth.locked(), help=auth.help_for())
+            common.job_progress_bar(job, f"{TITLE}: {progress['done']:,} of {progress['total']:,} pictures · {speed}",
+                               "Stopping after the pictures in hand… Resume goes on where it stopped.")
         return
     # It may quote a document's name or an error: shown escaped.
     message = common.escape_markdown((job["message"] or "").rstrip(". "))

@@ -327,14 +327,8 @@ def show_job(job) -> None:
         progress = views.job_progress(job)
         rate = f"{job['rate']:.1f} images/s" if job["rate"] else "measuring speed…"
         with st.container(border=True):
-            st.progress(progress["fraction"], text=f"Exporting {name}: {progress['done']:,} of "
-                                                   f"{progress['total']:,} images · {rate}"
-                                                   + (f" · {progress['eta']}" if progress["eta"] else ""))
-            if job["stop_requested"]:
-                st.caption("Stopping… nothing will be written.")
-            else:
-                st.button("Stop", icon=":material/stop_circle:", key=f"stop-export-{job['id']}",
-                          on_click=stop_job, args=(job["id"],), disabled=auth.locked(), help=auth.help_for())
+            common.job_progress_bar(job, f"Exporting {name}: {progress['done']:,} of {progress['total']:,} images · {rate}",
+                               "Stopping… nothing will be written.")
         return
     finished = (job["finished_at"] or "")[:19].replace("T", " ")
     message = common.escape_markdown(job["message"] or "")  # it may quote a document's name or error
@@ -368,13 +362,6 @@ def offer_download(out: pathlib.Path) -> None:
                 f"download. It is on the server at {common.code_span(out)}: copy it from there (scp, rsync, or your "
                 "host's file browser).",
                 icon=":material/folder_zip:")
-
-
-def stop_job(job_id: int) -> None:
-    if not auth.require_curator():
-        return
-    with common.open_manifest() as manifest:
-        jobs.stop(manifest, job_id)
 
 
 common.run_page(main)
