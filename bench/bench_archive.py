@@ -40,7 +40,7 @@ from bench_ingest import decode_floor, legend_languages, make_corpus, reference_
 from process_tree import watch_tree  # noqa: E402
 
 from curation import Manifest  # noqa: E402
-from curation.pictures.job import KIND as PICTURE_JOB, missing_parts  # noqa: E402
+from curation.runs.embed import KIND as PICTURE_JOB, missing_parts  # noqa: E402
 
 EXTRAPOLATED = 30_000
 

@@ -19,7 +19,7 @@ import streamlit as st
 from curation.manifest import bulk, views
 from curation.manifest.picture_decisions import DECIDE_JOB
 from curation.manifest.store import Manifest, ManifestError
-from curation.pictures.job import KIND as PICTURE_JOB
+from curation.runs.embed import KIND as PICTURE_JOB
 from curation.runs import jobs
 from pages import _auth as auth
 

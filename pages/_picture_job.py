@@ -13,7 +13,7 @@ import pathlib
 import streamlit as st
 
 from curation.manifest import views
-from curation.pictures.job import KIND, missing_parts
+from curation.runs.embed import KIND, missing_parts
 from curation.runs import jobs
 from pages import _auth as auth
 from pages import _common as common

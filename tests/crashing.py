@@ -24,7 +24,7 @@ def run_task_hanging_on_page_3(task):
 
 def read_crops_crashing_on_page_3(task):
     """The picture job's reader, killed by the third page (index 2) as by a page that crashes MuPDF."""
-    from curation.pictures.job import read_crops
+    from curation.runs.embed import read_crops
 
     if any(number == 2 for number, _ in task.pages):
         os._exit(139)

@@ -20,7 +20,7 @@ from curation import Manifest
 from curation.cli import cli
 from curation.manifest import picture_embeddings
 from curation.manifest.rules import PICTURE_BOX_SQL
-from curation.pictures import job as picture_job
+from curation.runs import embed as picture_job
 from curation.scoring.result import PageResult
 
 PROBLEM = picture_job.missing_parts()

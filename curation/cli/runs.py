@@ -184,7 +184,7 @@ def pictures_after(manifest: Manifest, quiet: bool) -> None:
     Where it cannot run here, one line says what to install, and the ingest has succeeded all the same."""
     if not manifest.picture_job:
         return
-    from ..pictures.job import KIND, not_here_note
+    from ..runs.embed import KIND, not_here_note
 
     note = not_here_note()
     if note:
@@ -200,7 +200,7 @@ def pictures_after(manifest: Manifest, quiet: bool) -> None:
 
 def run_pictures(manifest: Manifest, quiet: bool, after: str = "", **options) -> None:
     """Run the picture job with a progress bar; its summary, or one line saying why it did not finish."""
-    from ..pictures.job import PictureJob
+    from ..runs.embed import PictureJob
 
     with page_bar("embedding", quiet, unit="picture") as progress:
         try:

@@ -28,7 +28,7 @@ from .schema import MIGRATIONS, statements
 DEFAULT_PAGE_TIMEOUT = 60.0  # seconds; a page past it is skipped (a pathological pattern can take hours)
 PICTURE_FINDERS = ("rules", "learned")
 DEFAULT_PICTURE_FINDER = "rules"  # the learned verdict costs about a second a page on a CPU (README, Pictures)
-# Whether the picture job (curation.pictures.job) follows ingest and rescore where the manifest never said: this
+# Whether the picture job (curation.runs.embed) follows ingest and rescore where the manifest never said: this
 # variable's on/off, else on. A server whose CPU should not embed pictures sets it off for every manifest.
 PICTURE_JOB_VARIABLE = "CURATION_PICTURE_JOB"
 DEFAULT_LEGEND_LANGUAGES = "eng+deu+fra"  # English, German, French: the periodicals most often ingested

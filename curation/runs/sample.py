@@ -144,7 +144,7 @@ def embed_pictures_after(manifest: Manifest) -> int:
     run here; where it cannot, one line says what to install). Returns a process exit code."""
     if not manifest.picture_job:
         return 0
-    from ..pictures.job import PictureJob, not_here_note
+    from .embed import PictureJob, not_here_note
 
     note = not_here_note()
     if note:

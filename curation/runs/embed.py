@@ -28,8 +28,8 @@ import pymupdf
 
 from ..manifest import picture_embeddings
 from ..manifest.store import Manifest
-from ..runs.ingest import CRASH_MESSAGE, Failure, Scheduler, bounded_pool, default_workers, process_pool, timeout_message
-from ..runs.jobs import DiskFull, JobProgress, Stopped, is_disk_full, plural, stop_on_sigterm
+from .ingest import CRASH_MESSAGE, Failure, Scheduler, bounded_pool, default_workers, process_pool, timeout_message
+from .jobs import DiskFull, JobProgress, Stopped, is_disk_full, plural, stop_on_sigterm
 from ..scoring.scorer import page_gray, reference_size
 from ..sources.page_numbers import page_number
 from ..sources.paths import document_roots
@@ -181,7 +181,7 @@ class PictureJob:
         try:
             self.progress.beat(force=True)
             if todo:
-                from . import embedding  # torch: only once there is something to embed
+                from ..pictures import embedding  # torch: only once there is something to embed
 
                 # The network loads (seconds: torch, then the weights) while the workers read the first pages.
                 loader = cf.ThreadPoolExecutor(1)
