@@ -35,6 +35,20 @@ def _picture_job_off(monkeypatch):
     monkeypatch.setenv("CURATION_PICTURE_JOB", "off")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _picture_network_released():
+    """The picture embedding's network is kept per process once loaded (a test that embeds, a picture job run
+    in the test's process); let it go after each test file, as the vet scanner's and the captioner's tests
+    count the models alive in the process they share."""
+    yield
+    embedding = sys.modules.get("curation.pictures.embedding")
+    if embedding is not None and embedding._backbone is not None:
+        import gc
+
+        embedding.release()
+        gc.collect()
+
+
 def small_specs(pages: int, seed: int = 0, dpi: int = 150):
     return list(periodical_specs(pages, seed=seed, dpi=dpi, inches=SMALL))
 

@@ -21,6 +21,7 @@ from curation.cli import cli
 from curation.manifest import picture_embeddings
 from curation.manifest.rules import PICTURE_BOX_SQL
 from curation.runs import embed as picture_job
+from curation.runs import jobs as run_jobs
 from curation.scoring.result import PageResult
 
 PROBLEM = picture_job.missing_parts()
@@ -121,7 +122,10 @@ def test_a_killed_job_keeps_what_it_stored_and_the_next_run_embeds_only_the_rest
 
 
 @needs_network
-def test_stop_ends_the_job_after_the_batch_in_hand_and_the_next_run_resumes(tmp_path):
+def test_stop_ends_the_job_after_the_batch_in_hand_and_the_next_run_resumes(tmp_path, monkeypatch):
+    # A stop is looked for when the job writes its progress, at most every PROGRESS_INTERVAL: here after every
+    # batch, so the test does not hang on how fast 36 crops embed.
+    monkeypatch.setattr(run_jobs, "PROGRESS_INTERVAL", 0.0)
     pdf = small_pdf(tmp_path / "plates.pdf", pages=4)
     with with_pictures(tmp_path / "manifest.sqlite", pdf, {number: GRID for number in range(4)}) as m:
         job = picture_job.PictureJob(m, batch=1, on_progress=lambda done, total: m.request_stop(job.job_id))

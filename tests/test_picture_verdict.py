@@ -10,7 +10,6 @@ from click.testing import CliRunner
 
 from curation import Manifest
 from curation.cli import cli
-from curation.pictures import embedding
 from curation.pictures.candidates import MEASURES
 from curation.pictures import judge as judging
 from curation.pictures.train import LabelledPage, fit, held_out_scores
@@ -18,17 +17,6 @@ from curation.pictures.verdict import Head, check_page, select, shipped_head
 
 from conftest import line_drawing
 from test_pictures import handwriting_page, paper, text_page
-
-
-@pytest.fixture(autouse=True, scope="module")
-def network_released():
-    """The embedding's network is kept per process while pages are checked; let it go after these tests, as
-    the vet scanner's tests count the models alive in the same process."""
-    yield
-    embedding.release()
-    import gc
-
-    gc.collect()
 
 
 def drawing_page(seed: int, dpi: int = 144) -> tuple[np.ndarray, tuple[int, int, int, int]]:
