@@ -162,3 +162,12 @@ def test_learned_pictures_are_found_at_ingest_with_their_scores_and_decisions_su
         cli, ["pictures", "--db", db, "--format", "jsonl"], catch_exceptions=False).output.splitlines()]
     again = next(r for r in rows if r["picture"] == best["picture"])
     assert again["override"] == "exclude" and not again["keep"] and again["score"] is not None
+
+
+def test_generated_pages_are_a_source_labelled_by_the_generators_own_boxes():
+    from curation.pictures.train import GENERATED, generated_pages
+
+    engraving, text = generated_pages(2)  # the first kinds: a full-page engraving, then text
+    assert engraving.source == text.source == GENERATED
+    assert engraving.illustrated and len(engraving.labelled) == 1 and (engraving.labels == 1).any()
+    assert not text.illustrated and not text.labelled and not (text.labels == 1).any()

@@ -1,4 +1,5 @@
-"""The verdict's recipe: train the head on labelled real pages and measure it leave one source out.
+"""The verdict's recipe: train the head on labelled real pages (and generated ones) and measure it leave one
+source out.
 
     python -m curation.pictures.train ../shared/realdata            # figures, then writes the head
     python -m curation.pictures.train ../shared/realdata --no-save  # figures only
@@ -9,7 +10,10 @@ curator wants) and the page images under `pages/`. Each page is brought to 144 d
 measures it, and its candidates are proposed and embedded (cached under --cache: the embedding is the
 slow part). A candidate is a positive when it is a clean crop of a counted picture, a negative when it
 is wrong (see curation.pictures.judge); candidates that are right but loose, or lie on an ornament or a
-stock cut, teach nothing either way and are left out.
+stock cut, teach nothing either way and are left out. Beside them, --generated pages of our own generator
+(curation.sources.synthetic), whose engravings it boxes itself, are one more source: the head learns the
+kinds of page the generated archive holds, and is measured on them the same way (apart from the real
+sources' pooled figures).
 
 Every figure is leave one source out: for each source, the head is trained on the other sources, its
 cutoff is chosen on them (each of their pages scored by a head that did not see its own source), and
@@ -44,6 +48,10 @@ TREES = dict(max_iter=200, learning_rate=0.05, max_leaf_nodes=15, min_samples_le
              class_weight="balanced", early_stopping=False, random_state=0)
 PRIOR_REGULARISATION = 0.01  # the prior's logistic regression's C: 1280 inputs, a few dozen positives per source
 CUTOFFS = np.round(np.arange(0.05, 1.0, 0.05), 2)
+GENERATED = "generated"  # the source name of the generated pages the head also learns from
+GENERATED_KINDS = ("engraving", "text", "mixed", "ornament", "faded_engraving")
+GENERATED_SEED = 90_000
+GENERATED_PAGES = 0  # learning from 60 made the real sources worse, leave one source out (docs/learned-pictures.md)
 
 
 @dataclass
@@ -75,25 +83,57 @@ def read_folder(folder: pathlib.Path, cache: pathlib.Path | None = None, progres
 
 def _labelled_page(folder: pathlib.Path, label: dict, labelled: list[dict], cache: pathlib.Path | None) -> LabelledPage:
     image_path = folder / "pages" / label["file"]
-    key = hashlib.sha256(image_path.read_bytes() + _code_version()).hexdigest()[:20]
-    cached = cache / f"{key}.npz" if cache else None
+    image = image_path.read_bytes()
+    boxes, inputs, aspect = _candidates(image, lambda: at_reference(cv2.imread(str(image_path), cv2.IMREAD_GRAYSCALE),
+                                                                    label["dpi"]), cache)
+    return _labelled(label["file"], label["source"].split("@")[0], aspect, labelled, boxes, inputs,
+                     bool(label["has_illustration"]))
+
+
+def _candidates(key: bytes, gray, cache: pathlib.Path | None):
+    """(boxes as fractions of the page, the head's inputs, width over height) of the page `gray()` reads,
+    kept in `cache` under `key` (the image's bytes) and the candidates' code."""
+    cached = cache / f"{hashlib.sha256(key + _code_version()).hexdigest()[:20]}.npz" if cache else None
     if cached and cached.exists():
         with np.load(cached) as data:
-            boxes, inputs, aspect = [tuple(b) for b in data["boxes"]], data["inputs"], float(data["aspect"])
-    else:
-        gray = at_reference(cv2.imread(str(image_path), cv2.IMREAD_GRAYSCALE), label["dpi"])
-        height, width = gray.shape
-        found = page_candidates(gray, embedded=True)  # kept to compare heads with; the shipped one reads the measures
-        boxes = [(x0 / width, y0 / height, x1 / width, y1 / height) for x0, y0, x1, y1 in (c.box for c in found.candidates)]
-        inputs, aspect = found.inputs, width / height
-        if cached:
-            cache.mkdir(parents=True, exist_ok=True)
-            np.savez_compressed(cached, boxes=np.array(boxes).reshape(-1, 4), inputs=inputs, aspect=aspect)
+            return [tuple(b) for b in data["boxes"]], data["inputs"], float(data["aspect"])
+    gray = gray()
+    height, width = gray.shape
+    found = page_candidates(gray, embedded=True)  # kept to compare heads with; the verdict reads the measures
+    boxes = [(x0 / width, y0 / height, x1 / width, y1 / height) for x0, y0, x1, y1 in (c.box for c in found.candidates)]
+    if cached:
+        cache.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(cached, boxes=np.array(boxes).reshape(-1, 4), inputs=found.inputs, aspect=width / height)
+    return boxes, found.inputs, width / height
+
+
+def _labelled(file: str, source: str, aspect: float, labelled: list[dict], boxes, inputs, illustrated: bool):
     result = judge(boxes, labelled, aspect)
     classes = np.array([1 if clean else 0 if verdict == "wrong" else -1
                         for verdict, clean in zip(result["verdicts"], result["clean"])], np.int8)
-    return LabelledPage(label["file"], label["source"].split("@")[0], aspect, labelled, boxes, inputs, classes,
-                        bool(label["has_illustration"]))
+    return LabelledPage(file, source, aspect, labelled, boxes, inputs, classes, illustrated)
+
+
+def generated_pages(count: int, cache: pathlib.Path | None = None, progress=None) -> list[LabelledPage]:
+    """`count` generated periodical pages (curation.sources.synthetic: engravings, faded ones, plates beside
+    text, text with ornaments) at the reference resolution, each engraving boxed by the generator: one more
+    source, so the head also knows the pages the generated archive (bench/quality.py) is made of. Their seeds
+    are apart from that archive's."""
+    from ..sources.synthetic import PageSpec, page_image_and_pictures
+
+    pages = []
+    for n in range(count):
+        spec = PageSpec(kind=GENERATED_KINDS[n % len(GENERATED_KINDS)], seed=GENERATED_SEED + n, dpi=REFERENCE_DPI,
+                        border=n % 3 == 0, bleed=n % 4 == 1)
+        rgb, pictures = page_image_and_pictures(spec)
+        height, width = rgb.shape[:2]
+        labelled = [{"box": (x0 / width, y0 / height, x1 / width, y1 / height), "counts": True}
+                    for x0, y0, x1, y1 in pictures]
+        boxes, inputs, aspect = _candidates(repr(spec).encode(), lambda: cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), cache)
+        pages.append(_labelled(f"generated-{n:03d}", GENERATED, aspect, labelled, boxes, inputs, spec.is_illustration))
+        if progress:
+            progress(n + 1, count)
+    return pages
 
 
 def _code_version() -> bytes:
@@ -202,11 +242,13 @@ def leave_one_source_out(pages: list[LabelledPage], progress=None) -> dict[str, 
 
 
 def table(results: dict[str, tuple[Tally, float]]) -> tuple[list[str], Tally]:
+    """A line per source, then the real sources pooled (the generated pages are ours: apart)."""
     lines, pooled = [], Tally()
     for source, (t, cutoff) in results.items():
-        pooled += t
+        if source != GENERATED:
+            pooled += t
         lines.append(f"  {source[:44]:44s} cutoff {cutoff:4.2f}  {t.line()}")
-    lines.append(f"  {'pooled':44s} {'':11s} {pooled.line()}")
+    lines.append(f"  {'pooled, real sources':44s} {'':11s} {pooled.line()}")
     return lines, pooled
 
 
@@ -216,6 +258,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("folder", type=pathlib.Path)
     parser.add_argument("--cache", type=pathlib.Path, default=pathlib.Path("bench/out/picture_candidates"),
                         help="where candidates and embeddings of each page are kept between runs")
+    parser.add_argument("--generated", type=int, default=GENERATED_PAGES,
+                        help="generated pages learned from as one more source (0: none)")
     parser.add_argument("--no-save", action="store_true", help="print the figures, write no head")
     args = parser.parse_args(argv)
     if not (args.folder / "pictures.jsonl").exists():
@@ -227,6 +271,8 @@ def main(argv: list[str] | None = None) -> None:
             bar.total = total
             bar.update(done - bar.n)
         pages = read_folder(args.folder, args.cache, advance)
+        bar.reset()
+        pages += generated_pages(args.generated, args.cache, advance)
     positives = sum(int((p.labels == 1).sum()) for p in pages)
     negatives = sum(int((p.labels == 0).sum()) for p in pages)
     print(f"{len(pages)} pages from {len(sources(pages))} sources; {sum(len(p.boxes) for p in pages)} candidates, "
@@ -254,6 +300,8 @@ def _recipe(folder, pages, results, pooled: Tally, cutoff: float, prior: Prior) 
 
     return {
         "trained_on": {"folder": folder.name, "pages": len(pages), "sources": sources(pages),
+                       "generated": {"pages": sum(p.source == GENERATED for p in pages), "seed": GENERATED_SEED,
+                                     "kinds": GENERATED_KINDS, "by": "curation.sources.synthetic"},
                        "files": sorted(p.file for p in pages),
                        "clean_pictures": sum(int((p.labels == 1).sum()) for p in pages),
                        "wrong_candidates": sum(int((p.labels == 0).sum()) for p in pages)},
@@ -266,7 +314,7 @@ def _recipe(folder, pages, results, pooled: Tally, cutoff: float, prior: Prior) 
                   "head": "logistic regression, standardised inputs, balanced classes", "C": PRIOR_REGULARISATION,
                   "cutoff": round(prior.cutoff, 2), "cutoff_chosen_by": "as the verdict's"},
         "leave_one_source_out": {s: dict(figures(t), cutoff=c) for s, (t, c) in results.items()} | {
-            "pooled": figures(pooled)},
+            "pooled, real sources": figures(pooled)},
         "command": "python -m curation.pictures.train ../shared/realdata",
     }
 

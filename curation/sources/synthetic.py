@@ -41,12 +41,19 @@ class PageSpec:
 
 def page_image(spec: PageSpec) -> np.ndarray:
     """Render one synthetic scan as an RGB uint8 array."""
+    return page_image_and_pictures(spec)[0]
+
+
+def page_image_and_pictures(spec: PageSpec) -> tuple[np.ndarray, list[tuple[int, int, int, int]]]:
+    """One synthetic scan (RGB uint8) and the box of each engraving on it (x0, y0, x1, y1 in its pixels, tight
+    around the plate's ink): the ground truth a picture finder is measured and trained against."""
     rng = np.random.default_rng(spec.seed)
     w, h = (round(side * spec.dpi) for side in spec.inches)
     ink = np.zeros((h, w), np.uint8)  # 0 = paper, 255 = full ink
     scale = spec.dpi / 300
     margin = int(0.07 * min(spec.inches) * spec.dpi)
     body = (margin, margin, w - margin, h - margin)
+    pictures = []
     if spec.kind in ("text", "ornament"):
         if rng.random() < 0.4:
             body = _heading(ink, body, rng, scale)
@@ -54,17 +61,18 @@ def page_image(spec: PageSpec) -> np.ndarray:
         if spec.kind == "ornament":
             _ornament(ink, body, rng, scale)
     elif spec.kind in ("engraving", "faded_engraving"):
-        _engraving(ink, body, rng, scale)
+        pictures.append(_engraving(ink, body, rng, scale))
     elif spec.kind == "mixed":
         x0, y0, x1, y1 = body
         split = y0 + int((y1 - y0) * rng.uniform(0.35, 0.6))
         # The plate spans the page, or sits in one half with text beside it.
         if rng.random() < 0.5:
-            _engraving(ink, (x0, y0, x1, split - int(40 * scale)), rng, scale)
+            pictures.append(_engraving(ink, (x0, y0, x1, split - int(40 * scale)), rng, scale))
         else:
             mid = (x0 + x1) // 2
             left = rng.random() < 0.5
-            _engraving(ink, (x0, y0, mid - int(20 * scale), split) if left else (mid + int(20 * scale), y0, x1, split), rng, scale)
+            pictures.append(_engraving(ink, (x0, y0, mid - int(20 * scale), split) if left else
+                                       (mid + int(20 * scale), y0, x1, split), rng, scale))
             _text_columns(ink, (mid + int(20 * scale), y0, x1, split) if left else (x0, y0, mid - int(20 * scale), split), rng, scale)
         _text_columns(ink, (x0, split + int(20 * scale), x1, y1), rng, scale)
     elif spec.kind != "blank":
@@ -74,7 +82,9 @@ def page_image(spec: PageSpec) -> np.ndarray:
         rng = np.random.default_rng((spec.seed, spec.rescan))
         shift = rng.integers(-int(0.05 * spec.dpi), int(0.05 * spec.dpi) + 1, 2)
         ink = np.roll(ink, tuple(int(v) for v in shift), axis=(0, 1))
-    return _scan(ink.astype(np.float32) * (strength / 255), spec, rng)
+        dy, dx = (int(v) for v in shift)
+        pictures = [(max(0, x0 + dx), max(0, y0 + dy), min(w, x1 + dx), min(h, y1 + dy)) for x0, y0, x1, y1 in pictures]
+    return _scan(ink.astype(np.float32) * (strength / 255), spec, rng), pictures
 
 
 def _text_columns(ink, box, rng, scale):
@@ -142,6 +152,8 @@ def _engraving(ink, box, rng, scale):
     if rng.random() < 0.6:  # a framed plate; otherwise a vignette fading into the paper
         cv2.rectangle(plate, (4, 4), (pw - 5, ph - 5), 1.0, max(2, int(5 * scale)))
     ink[y0:y1, x0:x1] = np.maximum(ink[y0:y1, x0:x1], (plate * 255).astype(np.uint8))
+    ys, xs = np.nonzero(plate > 0.5)
+    return (x0 + int(xs.min()), y0 + int(ys.min()), x0 + int(xs.max()) + 1, y0 + int(ys.max()) + 1) if len(xs) else box
 
 
 def _ornament(ink, box, rng, scale):
