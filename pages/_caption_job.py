@@ -8,15 +8,12 @@ configuration ($CAPTIONER_MODEL_DIR or the models folder), never something the b
 
 from __future__ import annotations
 
-import os
-import pathlib
 
 import streamlit as st
 
 from curation.captions.job import KIND
 from curation.manifest import views
 from curation.manifest.store import Manifest
-from curation.runs import jobs
 from inference.captioner import MODEL_DIR_ENV, REPO, captioner_status
 from pages import _auth as auth
 from pages import _common as common
@@ -65,19 +62,7 @@ def start_controls() -> None:
                                  "after a stop resumes. Your own captions are never touched."))
     if bar.button("Start", type="primary", icon=":material/subtitles:", key="caption_start", width="content",
                   disabled=auth.locked(), help=auth.help_for()):
-        start(SCOPES[scope] + (["--overwrite"] if overwrite else []))
-
-
-def start(args: list[str]) -> None:
-    if not auth.require_curator():
-        return
-    db = pathlib.Path(os.path.abspath(common.db_path()))
-    problem = common.launch_and_wait(KIND, lambda: jobs.launch(db, KIND, *args))
-    if problem:
-        st.error(problem)
-        return
-    st.session_state[RUNNING_KEY] = True
-    st.rerun()
+        common.start_job(KIND, *SCOPES[scope], *(["--overwrite"] if overwrite else []), running_key=RUNNING_KEY)
 
 
 def job_progress(running: bool) -> None:

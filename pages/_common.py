@@ -322,6 +322,20 @@ def stop_job(job_id: int) -> None:
         jobs.stop(manifest, job_id)
 
 
+def start_job(kind: str, *args: str, running_key: str) -> None:
+    """A curator's Start or Resume: launch the job's process, then show it running (`running_key` in the
+    session), or say why it did not start."""
+    if not auth.require_curator():
+        return
+    db = pathlib.Path(os.path.abspath(db_path()))
+    problem = launch_and_wait(kind, lambda: jobs.launch(db, kind, *args))
+    if problem:
+        st.error(problem)
+        return
+    st.session_state[running_key] = True
+    st.rerun()
+
+
 def launch_and_wait(kind: str, launch) -> str | None:
     """Start a job process and wait until it has registered; an error message for a person, or None.
 

@@ -7,14 +7,11 @@ progress to the manifest; this panel only polls it, and launches `embed` to resu
 
 from __future__ import annotations
 
-import os
-import pathlib
 
 import streamlit as st
 
 from curation.manifest import views
 from curation.runs.embed import KIND, missing_parts
-from curation.runs import jobs
 from pages import _auth as auth
 from pages import _common as common
 
@@ -71,19 +68,7 @@ def show_job(job, can_resume: bool) -> None:
     if can_resume and st.button("Resume", icon=":material/play_arrow:", key="embed-resume",
                                 disabled=auth.locked(), help=auth.help_for(
                                     "Embeds the pictures that have no embedding yet; those done are kept.")):
-        resume()
-
-
-def resume() -> None:
-    if not auth.require_curator():
-        return
-    db = pathlib.Path(os.path.abspath(common.db_path()))
-    problem = common.launch_and_wait(KIND, lambda: jobs.launch(db, KIND))
-    if problem:
-        st.error(problem)
-        return
-    st.session_state[RUNNING_KEY] = True
-    st.rerun()
+        common.start_job(KIND, running_key=RUNNING_KEY)
 
 
 def picture_job_input(running: bool) -> None:
