@@ -144,3 +144,11 @@ def test_the_command_line_and_the_export_page_offer_the_new_placeholders(manifes
     template = at.text_input(key="export_template")
     assert template.value == DEFAULT_TEMPLATE
     assert all(name in template.help for name in ("{legend}", "{auto_caption}", "{best_caption}", "{caption}"))
+
+
+def test_a_legend_read_unsurely_by_an_earlier_ingest_is_not_a_caption(manifest, tmp_path):
+    doc = manifest.documents()[0]["id"]
+    manifest.set_pictures(doc, 0, [(*LARGE, "KKKK KK ROR", 0.62), SMALL])  # hatching read as letters, kept before
+    rows, texts, _ = exported(manifest, tmp_path / "b.zip", crop="pictures")
+    assert (rows[0]["caption"], rows[0]["legend"], rows[0]["caption_source"]) == (
+        "ohwx, engraving, a woman bathing in a lake", "", "auto_caption")

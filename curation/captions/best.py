@@ -5,6 +5,9 @@ from __future__ import annotations
 
 # In the order they win; the names are the pictures table's columns.
 CAPTION_SOURCES = ("caption", "legend", "auto_caption")
+# A legend read less surely than this is taken for hatching, an ornament or a stamp, not a caption (chosen leave
+# one source out: bench/legend_quality.py). The reader keeps no such legend; one stored before it did is not used.
+LEGEND_CONFIDENCE_MIN = 0.85
 SOURCE_WORDS = {"caption": "the curator's caption", "legend": "the printed legend",
                 "auto_caption": "the model's caption"}
 
@@ -30,8 +33,10 @@ def _get(row, name: str):
 def counted_sources(row) -> tuple[str | None, str | None, str | None]:
     """A picture row's caption, legend and model caption as they count for what it shows and exports: a
     legend or model caption the curator switched off ("no legend": it is wrong) counts as none, so clearing
-    the caption never brings a wrong legend back."""
-    legend = None if _get(row, "no_legend") else row["legend"]
+    the caption never brings a wrong legend back; so does a legend read less surely than LEGEND_CONFIDENCE_MIN."""
+    confidence = _get(row, "legend_confidence")
+    unsure = confidence is not None and confidence < LEGEND_CONFIDENCE_MIN
+    legend = None if _get(row, "no_legend") or unsure else row["legend"]
     auto_caption = None if _get(row, "no_auto_caption") else row["auto_caption"]
     return row["caption"], legend, auto_caption
 

@@ -32,6 +32,7 @@ import numpy as np
 from ..manifest.store import DEFAULT_LEGEND_LANGUAGES as DEFAULT_LANGUAGES
 from ..manifest.store import language_codes
 from ..scoring.scorer import decode_gray, full_page_jpeg, reference_size
+from .best import LEGEND_CONFIDENCE_MIN
 
 LANGUAGE_NAMES = {"eng": "English", "deu": "German", "fra": "French", "frk": "German (Fraktur)", "rus": "Russian",
                   "ita": "Italian", "spa": "Spanish", "nld": "Dutch", "pol": "Polish", "lat": "Latin"}
@@ -59,7 +60,7 @@ MAX_LINES = 4  # more lines than this close together are a paragraph of body tex
 RULE_SHARE = 0.6  # a rule (or a frame's foot) runs across this share of the picture at least
 SOLID_SHARE = 0.85  # a row inked across this share of the picture is a rule whatever its thickness
 MIN_CONTRAST = 60  # gray levels between the paper and the darkest ink: less is no type at all
-MIN_CONFIDENCE = 0.85  # below this the OCR read hatching, an ornament or a stamp (chosen leave one source out)
+MIN_CONFIDENCE = LEGEND_CONFIDENCE_MIN  # below this the OCR read hatching, an ornament or a stamp
 # A title is set to a measure a reader takes in: more characters a line than this is small print run across
 # a page (a masthead's), not a legend (chosen leave one source out).
 MAX_LINE_CHARS = 90
