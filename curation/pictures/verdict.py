@@ -1,12 +1,13 @@
 """Is this candidate a picture? A small learned head over the page analysis's measures of each candidate,
 and the choice of the page's pictures from the scored candidates.
 
-The head is a few hundred small decision trees (gradient boosting) over the measures, kept as arrays in
-`verdict.npz` and trained by `python -m curation.pictures.train` (the recipe, with what it learned from and
-its leave-one-source-out figures, is `verdict.json` beside it). Leave one source out, it kept more pictures
+The head is 200 small decision trees (gradient boosting) over the measures, kept as arrays in `verdict.npz`
+and trained by `python -m curation.pictures.train` (the recipe, with what it learned from and its
+leave-one-source-out figures, is `verdict.json` beside it). Leave one source out, it kept more pictures
 right than a logistic head over the measures and the crop's embedding, at a fraction of the cost: the
-embedding is the curator's tools' (curation.manifest.picture_embeddings), not the verdict's. Candidates overlap (the same picture read
-several ways); the best-scoring one of each overlapping group at or above the cutoff is kept.
+embedding serves the curator's tools (curation.manifest.picture_embeddings), not the verdict. Candidates
+overlap (the same picture read several ways); the best-scoring one of each overlapping group at or above
+the cutoff is kept.
 """
 
 from __future__ import annotations
