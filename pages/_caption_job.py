@@ -18,7 +18,6 @@ from inference.captioner import MODEL_DIR_ENV, REPO, captioner_status
 from pages import _auth as auth
 from pages import _common as common
 
-POLL_SECONDS = 1.0
 RUNNING_KEY = "caption_job_was_running"
 SCOPES = {"Kept pictures": [], "All pictures": ["--all"]}
 
@@ -69,18 +68,8 @@ def job_progress(running: bool) -> None:
     """The running job's progress, refreshing itself, or the last job's outcome."""
     if running:
         st.session_state[RUNNING_KEY] = True
-
-    @st.fragment(run_every=POLL_SECONDS if running else None)
-    def panel():
-        with common.open_manifest() as manifest:
-            job = manifest.latest_job(KIND)
-        if job is None:
-            return
-        if job["status"] != "running" and st.session_state.pop(RUNNING_KEY, False):
-            st.rerun()  # it just ended: redraw the panel with Start, and the captions on the cards
-        show_job(job)
-
-    panel()
+    # A job that ends redraws the page: Start comes back, and the captions show on the cards.
+    common.latest_job_panel(KIND, RUNNING_KEY, running, show_job)
 
 
 def show_job(job) -> None:

@@ -322,6 +322,24 @@ def stop_job(job_id: int) -> None:
         jobs.stop(manifest, job_id)
 
 
+def latest_job_panel(kind: str, running_key: str, poll: bool, show: Callable) -> None:
+    """`show(job)` for the latest job of `kind`, refreshing itself every POLL_SECONDS while `poll`; when a job
+    seen running (`running_key` in the session) ends, the whole page is drawn again with its outcome."""
+    @st.fragment(run_every=POLL_SECONDS if poll else None)
+    def panel():
+        with open_manifest() as manifest:
+            job = manifest.latest_job(kind)
+        if job is None:
+            return
+        if job["status"] != "running" and st.session_state.pop(running_key, False):
+            st.rerun()
+        if job["status"] == "running":
+            st.session_state[running_key] = True
+        show(job)
+
+    panel()
+
+
 def start_job(kind: str, *args: str, running_key: str) -> None:
     """A curator's Start or Resume: launch the job's process, then show it running (`running_key` in the
     session), or say why it did not start."""

@@ -15,7 +15,6 @@ from curation.runs.embed import KIND, missing_parts
 from pages import _auth as auth
 from pages import _common as common
 
-POLL_SECONDS = 1.0
 RUNNING_KEY = "picture_job_was_running"
 TITLE = "Embedding the pictures"
 
@@ -31,19 +30,8 @@ def picture_job_panel(ingest_running: bool) -> None:
     if problem:
         st.caption(f"Pictures are not embedded after ingest here: {common.escape_markdown(problem)}")
 
-    @st.fragment(run_every=POLL_SECONDS if running or ingest_running else None)
-    def panel():
-        with common.open_manifest() as manifest:
-            job = manifest.latest_job(KIND)
-        if job is None:
-            return
-        if job["status"] != "running" and st.session_state.pop(RUNNING_KEY, False):
-            st.rerun()  # it just ended: redraw the page with its outcome
-        if job["status"] == "running":
-            st.session_state[RUNNING_KEY] = True
-        show_job(job, can_resume=not problem and not ingest_running)
-
-    panel()
+    common.latest_job_panel(KIND, RUNNING_KEY, running or ingest_running,
+                            lambda job: show_job(job, can_resume=not problem and not ingest_running))
 
 
 def show_job(job, can_resume: bool) -> None:
