@@ -77,9 +77,10 @@ def test_one_large_pdf_shows_pages_as_they_finish_on_ingest_and_home(browser_at)
         return int(found[1]) if found else None
 
     seen = watch(page, progress, lambda page: "Ingest finished" in main_text(page))
-    # Tasks of 16 pages showed nothing below 16; pages as they finish show the first few, then more.
+    # Tasks of 16 pages showed the count in steps of 16; pages as they finish show it move in smaller steps
+    # (how far it got by the page's first poll depends on the machine's speed, not on the steps).
     between = [done for done in seen if 0 < done < 60]
-    assert len(between) >= 2 and min(between) < 16, f"the count hardly moved: {sorted(seen)}"
+    assert len(between) >= 2 and any(done % 16 for done in between), f"the count hardly moved: {sorted(seen)}"
     # Home's figures follow the job as it goes: a second large PDF (ingested as the app launches it), watched from Home.
     large_pdf(folder / "second.pdf", 80, 200, seed=100)
     with Manifest(db) as manifest:
