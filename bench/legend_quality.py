@@ -42,7 +42,9 @@ from curation.scoring.scorer import reference_size, score_page_and_scan  # noqa:
 
 # The reader's constants chosen on these pages, each with the range it is selected from.
 TUNED = {"MIN_CONFIDENCE": (0.45, 0.55, 0.65, 0.75, 0.85),
-         "MAX_LINE_CHARS": (60, 75, 90, 120, 10_000)}
+         "MAX_LINE_CHARS": (60, 75, 90, 120, 10_000),
+         "RECOGNIZER_MIN_CONFIDENCE": (0.65, 0.75, 0.85, 0.9, 0.95),
+         "BODY_ENDS_LEGEND": (False, True)}
 
 
 def accuracy_counts(read: str | None, printed: str) -> tuple[int, int]:
@@ -110,9 +112,9 @@ def read_pages(folder: pathlib.Path, corpus: pathlib.Path) -> list[Page]:
 
 @contextlib.contextmanager
 def remembered_reads():
-    """While open, the reader remembers what it read (the page parts and Tesseract's text), so that
-    reading the pages again with other constants costs only the geometry."""
-    read_area, read_text = legend.read_area, legend.read_text
+    """While open, the reader remembers what it read (the page parts, where their legends lie, and the
+    text Tesseract and the recognizer read), so that reading the pages again with other constants is quick."""
+    read_area, read_text, recognize = legend.read_area, legend.read_text, legend.recognize
     areas = functools.lru_cache(maxsize=None)(lambda path, number, area, size: _area(read_area, path, number, area, size))
     texts: dict = {}
 
@@ -122,12 +124,28 @@ def remembered_reads():
             texts[key] = read_text(gray, languages, dpi)
         return texts[key]
 
+    def remembered_recognition(gray, dpi):
+        key = (gray.shape, gray.tobytes(), "recognizer", dpi)
+        if key not in texts:
+            texts[key] = recognize(gray, dpi)
+        return texts[key]
+
+    legend_box = legend.legend_box
+    boxes: dict = {}
+
+    def remembered_box(gray, strip, scale):  # the geometry: of the constants selected here, only one changes it
+        key = (gray.shape, gray.tobytes(), strip, scale, legend.BODY_ENDS_LEGEND)
+        if key not in boxes:
+            boxes[key] = legend_box(gray, strip, scale)
+        return boxes[key]
+
     legend.read_area = lambda doc, number, area, size, scan=None: areas(doc.name, number, tuple(area), tuple(size))
-    legend.read_text = remembered_text
+    legend.read_text, legend.recognize, legend.legend_box = remembered_text, remembered_recognition, remembered_box
     try:
         yield
     finally:
-        legend.read_area, legend.read_text = read_area, read_text
+        legend.read_area, legend.read_text, legend.recognize, legend.legend_box = (read_area, read_text, recognize,
+                                                                                   legend_box)
 
 
 def _area(read_area, path: str, number: int, area, size):
@@ -226,15 +244,21 @@ def _choice(combo: tuple, scores: dict[tuple, float]) -> str:
                      for i, (name, value) in enumerate(zip(TUNED, combo)))
 
 
-def report(folder: pathlib.Path, corpus: pathlib.Path, languages: str = "eng+deu+fra") -> None:
+def report(folder: pathlib.Path, corpus: pathlib.Path, languages: str = "eng+deu+fra",
+           readers: tuple[str, ...] = (legend.READER,)) -> None:
     note = legend.engine_note()
     if note:
         print(note)
         return
-    print(f"legends on real pages, leave one source out ({folder}, {languages}):")
     pages = read_pages(folder, corpus)
+    shipped = legend.READER
     with remembered_reads():
-        print("\n".join(leave_one_source_out(pages, languages)))
+        for reader in readers:
+            legend.READER = reader
+            print(f"legends on real pages, leave one source out ({folder}, {languages}), reader {reader!r}"
+                  f"{' (as shipped)' if reader == shipped else ''}:")
+            print("\n".join(leave_one_source_out(pages, languages)))
+    legend.READER = shipped
 
 
 def main() -> None:
@@ -242,10 +266,13 @@ def main() -> None:
     parser.add_argument("folder", nargs="?", type=pathlib.Path, default=ROOT.parent / "shared" / "realdata")
     parser.add_argument("--languages", default="eng+deu+fra")
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "bench" / "out" / "legends")
+    parser.add_argument("--readers", default=legend.READER,
+                        help="comma-separated: tesseract (alone), fallback (the recognizer where Tesseract reads "
+                             "no legend), recognizer (alone); each measured in turn")
     args = parser.parse_args()
     if not (args.folder / "pictures.jsonl").exists():
         sys.exit(f"no pictures.jsonl in {args.folder}: give a folder like ../shared/realdata")
-    report(args.folder, args.out / "corpus", args.languages)
+    report(args.folder, args.out / "corpus", args.languages, tuple(args.readers.split(",")))
 
 
 if __name__ == "__main__":

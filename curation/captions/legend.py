@@ -24,6 +24,7 @@ import math
 import os
 import pathlib
 import threading
+import unicodedata
 from dataclasses import dataclass, replace
 
 import cv2
@@ -32,6 +33,7 @@ import numpy as np
 from ..manifest.store import DEFAULT_LEGEND_LANGUAGES as DEFAULT_LANGUAGES
 from ..manifest.store import language_codes
 from ..scoring.scorer import decode_gray, full_page_jpeg, reference_size
+from . import recognizer
 from .best import LEGEND_CONFIDENCE_MIN
 
 LANGUAGE_NAMES = {"eng": "English", "deu": "German", "fra": "French", "frk": "German (Fraktur)", "rus": "Russian",
@@ -64,6 +66,14 @@ MIN_CONFIDENCE = LEGEND_CONFIDENCE_MIN  # below this the OCR read hatching, an o
 # A title is set to a measure a reader takes in: more characters a line than this is small print run across
 # a page (a masthead's), not a legend (chosen leave one source out).
 MAX_LINE_CHARS = 90
+RECOGNIZER_MIN_CONFIDENCE = 0.85  # the recognizer's floor, on the mean probability of its characters
+# "tesseract" alone; "fallback": the recognizer where Tesseract reads no letters (outline capitals) or where
+# it reads a script Tesseract has no data for; or the "recognizer" alone.
+READER = "fallback"
+CJK_LANGUAGES = {"jpn", "jpn_vert", "chi_sim", "chi_tra", "chi_sim_vert", "chi_tra_vert", "kor", "kor_vert"}
+# A line of the column's text under the legend, in type this much larger than the legend's, ends it, gap
+# or none (whether it does is chosen leave one source out).
+BODY_ENDS_LEGEND, BODY_SIZE = True, 1.25
 PAD_IN = 0.06  # paper around a legend, for the OCR
 
 
@@ -136,9 +146,35 @@ def _engine(languages: str):
 
 def ocr(gray: np.ndarray, languages: str = DEFAULT_LANGUAGES, dpi: int = OCR_DPI) -> Legend | None:
     """The text of an image of a few lines of type, with the confidence; None where it holds none, or
-    what it holds reads as no legend (`is_legend`)."""
-    text, confidence, lines = read_text(gray, languages, dpi)
-    return Legend(text, round(confidence, 3)) if is_legend(text, confidence, lines) else None
+    what it holds reads as no legend (`is_legend`). Tesseract reads first; what it cannot read (a script
+    it has no language data for, outline capitals) the recognizer reads, where it is installed."""
+    read = ""
+    if READER != "recognizer":
+        read, confidence, lines = read_text(gray, languages, dpi)
+        if is_legend(read, confidence, lines):
+            return Legend(read, round(confidence, 3))
+    if READER != "tesseract" and recognizer.available():
+        text, confidence, lines = recognize(gray, dpi)
+        if READER == "fallback" and _letters(read) >= 2 and not _foreign(text, languages):
+            return None  # Tesseract read letters of its languages, unsurely: a hand, an ornament, Fraktur
+        if is_legend(text, confidence, lines, RECOGNIZER_MIN_CONFIDENCE):
+            return Legend(text, round(confidence, 3))
+    return None
+
+
+def _letters(text: str) -> int:
+    return sum(ch.isalnum() for ch in text)
+
+
+def _wide(text: str) -> int:
+    """Characters of Chinese, Japanese or Korean (East Asian wide or full-width)."""
+    return sum(unicodedata.east_asian_width(ch) in "WF" for ch in text)
+
+
+def _foreign(text: str, languages: str) -> bool:
+    """Whether `text` is mostly in a script none of Tesseract's `languages` reads: Chinese or Japanese
+    without their data."""
+    return _wide(text) * 2 > len(text.replace(" ", "")) and not set(languages.split("+")) & CJK_LANGUAGES
 
 
 def read_text(gray: np.ndarray, languages: str, dpi: int) -> tuple[str, float, int]:
@@ -157,9 +193,30 @@ def read_text(gray: np.ndarray, languages: str, dpi: int) -> tuple[str, float, i
     return " ".join(lines), confidence, len(lines)
 
 
-def is_legend(text: str, confidence: float, lines: int) -> bool:
-    """Whether a read is a legend: some letters, read with confidence, no longer a line than a title."""
-    return (sum(ch.isalnum() for ch in text) >= 2 and confidence >= MIN_CONFIDENCE
+def recognize(gray: np.ndarray, dpi: float) -> tuple[str, float, int]:
+    """What the recognizer reads in `gray`, line by line: the text (lines joined by a space), the mean
+    probability of its characters (0..1) and its number of lines."""
+    found = _ink(gray, dpi)
+    if found is None:
+        return "", 0.0, 0
+    rows = [(top, bottom) for top, bottom in _bands(found[0].sum(axis=1)) if bottom - top >= LINE_MIN_IN * dpi]
+    texts, weights = [], []
+    for top, bottom in rows:
+        pad = max(2, round(0.25 * (bottom - top)))
+        text, confidence = recognizer.read_line(gray[max(0, top - pad):bottom + pad])
+        if text:
+            texts.append(text)
+            weights.append((confidence, len(text)))
+    if not texts:
+        return "", 0.0, 0
+    confidence = sum(c * n for c, n in weights) / sum(n for _, n in weights)
+    return " ".join(texts), confidence, len(texts)
+
+
+def is_legend(text: str, confidence: float, lines: int, floor: float | None = None) -> bool:
+    """Whether a read is a legend: some letters (one, for a script that writes a word in one), read with
+    confidence (`floor`, Tesseract's by default), no longer a line than a title."""
+    return (_letters(text) >= (1 if _wide(text) else 2) and confidence >= (MIN_CONFIDENCE if floor is None else floor)
             and len(text) <= MAX_LINE_CHARS * lines)
 
 
@@ -204,9 +261,12 @@ def legend_box(gray: np.ndarray, strip: Strip, scale: float) -> tuple[int, int, 
     ink, upright = found if strip.below else (found[0][::-1], found[1][::-1])  # from the picture outwards
     px0, px1 = (max(0, round((x - strip.box[0]) * scale)) for x in strip.picture)
     lines, rules = _lines(ink[:, px0:px1], dpi)
+    def span(line):
+        return _span(ink[line[0]:line[1]], upright[line[0]:line[1]], px0, px1, dpi)
+
     while lines:
-        block = _block(lines, rules, ink.shape[0], dpi, strip.open_end)
-        spans = [_span(ink[top:bottom], upright[top:bottom], px0, px1, dpi) for top, bottom in block or ()]
+        block = _block(lines, rules, ink.shape[0], dpi, strip.open_end, lambda line: span(line) is None)
+        spans = [span(line) for line in block or ()]
         if not spans or None in spans:  # no block, or a line runs on into the next column: body text
             return None
         x0, x1 = min(s[0] for s in spans), max(s[1] for s in spans)
@@ -263,10 +323,12 @@ def _lines(ink: np.ndarray, dpi: float) -> tuple[list[tuple[int, int]], list[int
     return lines, rules
 
 
-def _block(lines, rules: list[int], depth: int, dpi: float, open_end: bool) -> list[tuple[int, int]] | None:
+def _block(lines, rules: list[int], depth: int, dpi: float, open_end: bool,
+           runs_on=lambda line: False) -> list[tuple[int, int]] | None:
     """The legend's lines: the first close to the picture (or to the last rule before it: a frame),
-    each next one close to the last, a clear gap or a rule after them, and few. `depth`: the strip's
-    height; `open_end`: more may follow past it."""
+    each next one close to the last, a clear gap, a rule or a line of body text after them, and few.
+    `depth`: the strip's height; `open_end`: more may follow past it; `runs_on(line)`: whether a line
+    runs on past the strip's side, as the column's text does."""
     edge = max([0] + [rule for rule in rules if rule <= lines[0][0]]) if lines else 0
     if not lines or lines[0][0] - edge > FIRST_GAP_IN * dpi:
         return None
@@ -275,6 +337,11 @@ def _block(lines, rules: list[int], depth: int, dpi: float, open_end: bool) -> l
         height = float(np.median([b - t for t, b in block]))
         if top - block[-1][1] > LINE_GAP * max(height, bottom - top) or any(block[-1][1] <= r <= top for r in rules):
             break  # a clear gap or a rule: the legend has ended
+        if (BODY_ENDS_LEGEND and bottom - top >= BODY_SIZE * height and runs_on((top, bottom))
+                and not runs_on(block[-1])):
+            # A line of larger type across the column under a centred one: the text resumes under the
+            # legend, set as closely as its own lines are (a book's page; a newspaper leaves a gap).
+            break
         if not 1 / SIZE_CHANGE <= (bottom - top) / height <= SIZE_CHANGE:
             # Type of another size with no gap between: a stack of display lines ("THE TRUE / DIGESTIVE
             # FLUID / OR / GASTRIC JUICE"), an advertisement's lettering, not a legend standing apart.

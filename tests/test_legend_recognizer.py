@@ -1,0 +1,119 @@
+"""Legends Tesseract cannot read are read by the recognizer (PP-OCRv6, from the rapidocr wheel): a line of
+Japanese under a picture, a title in outline capitals; a page without a legend still gets none. Pages are
+generated as in test_legends (an engraving of random hatching, body text beside and under it)."""
+
+import numpy as np
+import pymupdf
+import pytest
+from test_legends import PICTURE, accuracy, as_scan, centred_line, legend_page, needs_engine, reference_box
+
+from curation.captions import legend as legends
+from curation.captions import recognizer
+from curation.captions.legend import read_legends
+
+needs_recognizer = pytest.mark.skipif(not recognizer.available(),
+                                      reason="the recognizer comes with the rapidocr package, not installed here")
+JAPANESE = "第4·2圖 青ウミガメ"
+
+
+def japanese_page(scan: bool) -> pymupdf.Document:
+    doc = legend_page([])
+    centred_line(doc[0], JAPANESE, PICTURE[3] + 14, pymupdf.Font("japan"), 10)
+    return as_scan(doc, dpi=200) if scan else doc
+
+
+@needs_recognizer
+def test_the_character_list_is_the_models_own():
+    symbols = recognizer.characters()
+    assert symbols[0] == "" and symbols[-1] == " "  # CTC's blank first, a space last, as PaddleOCR decodes
+    assert {"A", "z", "7", "圖", "ウ", "の", "·"} <= set(symbols)
+
+
+@needs_recognizer
+def test_ctc_is_decoded_greedily_dropping_repeats_and_blanks():
+    symbols = recognizer.characters()
+    a, b = symbols.index("A"), symbols.index("B")
+    steps = [a, a, 0, a, b, b, 0, 0]  # "A" held over two steps, a blank, "A" again, then "B"
+    probabilities = np.full((len(steps), len(symbols)), 0.1 / len(symbols), np.float32)
+    probabilities[np.arange(len(steps)), steps] = 0.9
+    text, confidence = recognizer.decode(probabilities)
+    assert text == "AAB"
+    assert confidence == pytest.approx(0.9, abs=0.01)
+    assert recognizer.decode(np.eye(len(symbols), dtype=np.float32)[[0, 0, 0]]) == ("", 0.0)
+
+
+def test_onnx_metadata_is_read_without_the_onnx_package():
+    def field(number: int, payload: bytes) -> bytes:  # a length-delimited protobuf field (short payloads)
+        return bytes([number << 3 | 2, len(payload)]) + payload
+
+    model = (field(1, b"\x08\x07") + field(14, field(1, b"character") + field(2, b"a\nb")) +
+             bytes([5 << 3 | 0, 0x96, 0x01]) + field(14, field(1, b"other") + field(2, b"x")))
+    assert recognizer.onnx_metadata(model) == {"character": "a\nb", "other": "x"}
+
+
+@needs_engine
+@needs_recognizer
+@pytest.mark.parametrize("scan", [False, True])
+def test_a_japanese_legend_under_a_picture_is_read(scan):
+    [found] = read_legends(japanese_page(scan), 0, [reference_box()])
+    assert found is not None
+    assert accuracy(found.text, JAPANESE) >= 0.8, found.text
+    assert legends.MIN_CONFIDENCE <= found.confidence <= 1
+
+
+@needs_engine
+def test_without_the_recognizer_a_japanese_legend_is_not_read_and_nothing_fails(monkeypatch):
+    monkeypatch.setattr(recognizer, "model_path", lambda: None)
+    assert read_legends(japanese_page(False), 0, [reference_box()]) == [None]
+
+
+@needs_engine
+@needs_recognizer
+def test_a_title_tesseract_reads_no_letters_in_is_read_by_the_recognizer(monkeypatch):
+    """Outline capitals on an engraved plate: Tesseract sees shapes, no letters, where the recognizer reads
+    the title. (Outlines Tesseract reads as other letters, unsurely, are not read: so is a hand.)"""
+    title = "THE OLD MILL."
+    doc = legend_page([], under=False)
+    width = pymupdf.Font("tibo").text_length(title, fontsize=18)
+    doc[0].insert_text(((PICTURE[0] + PICTURE[2] - width) / 2, PICTURE[3] + 24), title, fontname="tibo",
+                       fontsize=18, render_mode=1, border_width=0.03)  # stroked, not filled: hollow letters
+    doc = as_scan(doc, dpi=200)
+    monkeypatch.setattr(legends, "read_text", lambda gray, languages, dpi: ("", 0.0, 0))
+    [found] = read_legends(doc, 0, [reference_box()])
+    assert found is not None and accuracy(found.text, title) >= 0.9, found
+    assert legends.RECOGNIZER_MIN_CONFIDENCE <= found.confidence <= 1
+    monkeypatch.setattr(legends, "READER", "tesseract")
+    assert read_legends(doc, 0, [reference_box()]) == [None]
+
+
+def test_the_recognizer_reads_only_what_tesseract_cannot():
+    """Where Tesseract reads letters of its own languages, unsurely, the recognizer's read is not taken:
+    it reads a hand or an ornament as surely as print. A script Tesseract has no data for is taken."""
+    assert legends._foreign(JAPANESE, "eng+deu+fra")
+    assert not legends._foreign(JAPANESE, "eng+jpn")
+    assert not legends._foreign("Noeud de tisserand", "eng+deu+fra")
+
+
+@needs_engine
+@needs_recognizer
+@pytest.mark.parametrize("scan", [False, True])
+def test_a_picture_without_a_legend_gets_none_from_either_reader(scan):
+    doc = legend_page([])
+    assert read_legends(as_scan(doc) if scan else doc, 0, [reference_box()]) == [None]
+
+
+@needs_engine
+@needs_recognizer
+def test_the_column_resuming_close_under_a_legend_ends_it():
+    """A book sets the text under a legend as closely as its own lines: the legend is the centred line, not
+    the paragraph after it."""
+    doc = legend_page([], under=False, beside=False)
+    page = doc[0]
+    centred_line(page, "Fig. 12. The old mill.", PICTURE[3] + 12, pymupdf.Font("tiro"), 7.5)
+    writer = pymupdf.TextWriter(page.rect)
+    text = "The mill stood on the river for two hundred years before the flood of the spring carried it off. " * 3
+    writer.fill_textbox(pymupdf.Rect(PICTURE[0] - 30, PICTURE[3] + 15, PICTURE[2] + 30, 400), text,
+                        font=pymupdf.Font("tiro"), fontsize=12, lineheight=1.25)
+    writer.write_text(page)
+    [found] = read_legends(doc, 0, [reference_box()])
+    assert found is not None and accuracy(found.text, "Fig. 12. The old mill.") >= 0.9, found
