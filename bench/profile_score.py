@@ -13,6 +13,7 @@ thread as in a worker; the stages' CPU time is taken by wrapping the functions t
 - legends: every picture's legend found and read
 
     python bench/profile_score.py [--dpi 200,300] [--pages 24] [--real] [--languages eng+deu+fra]
+        [--readers tesseract,fallback,recognizer]
 """
 
 from __future__ import annotations
@@ -142,11 +143,36 @@ def real_corpus() -> list[pathlib.Path]:
     return paths
 
 
+@contextlib.contextmanager
+def counted_reads(reads: list[float]):
+    """While open, the CPU time (ms) of each legend read (`legend.ocr`: one block of lines under or over a
+    picture, read by Tesseract and, where it reads no legend, perhaps the recognizer) is added to `reads`."""
+    ocr = legend.ocr
+
+    def timed(*args, **kwargs):
+        start = CLOCK()
+        try:
+            return ocr(*args, **kwargs)
+        finally:
+            reads.append((CLOCK() - start) * 1000)
+
+    legend.ocr = timed
+    try:
+        yield
+    finally:
+        legend.ocr = ocr
+
+
 def report(name: str, paths, languages: str | None, repeat: int) -> None:
     stage_split(paths[:1], languages)  # warm the caches, the libraries and the OCR engine
-    split, pages = min((stage_split(paths, languages) for _ in range(repeat)), key=lambda s: s[0]["total"])
+    reads: list[float] = []
+    with counted_reads(reads):
+        split, pages = min((stage_split(paths, languages) for _ in range(repeat)), key=lambda s: s[0]["total"])
     gaps = sigma_gaps(paths)
     print(f"{name}: {pages} pages, ms/page  " + "  ".join(f"{k} {v:.1f}" for k, v in split.items()))
+    if reads:
+        print(f"{name}: legend reader {legend.READER!r}: {len(reads) / repeat:.0f} blocks read, ms each: "
+              f"mean {sum(reads) / len(reads):.1f}, largest {max(reads):.1f}")
     print(f"{name}: sigma - sigma_ref  largest {max(gaps, key=abs):+.3f}  mean {sum(gaps) / len(gaps):+.3f}")
 
 
@@ -158,12 +184,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2, help="the fastest of this many passes is reported")
     parser.add_argument("--real", action="store_true", help="the real scans too (../shared/realdata)")
     parser.add_argument("--languages", default=legend.DEFAULT_LANGUAGES, help="legend languages; 'none': no legends")
+    parser.add_argument("--readers", default=legend.READER,
+                        help="legend readers to compare, comma-separated: tesseract, foreign, fallback, recognizer")
     args = parser.parse_args()
     languages = None if args.languages == "none" else args.languages
-    for dpi in (int(v) for v in args.dpi.split(",") if v):
-        report(f"{dpi} dpi", corpus(dpi, args.docs, args.pages), languages, args.repeat)
-    if args.real and REAL.exists():
-        report("real scans", real_corpus(), languages, args.repeat)
+    for reader in args.readers.split(","):
+        legend.READER = reader
+        for dpi in (int(v) for v in args.dpi.split(",") if v):
+            report(f"{dpi} dpi", corpus(dpi, args.docs, args.pages), languages, args.repeat)
+        if args.real and REAL.exists():
+            report("real scans", real_corpus(), languages, args.repeat)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Legends Tesseract cannot read are read by the recognizer (PP-OCRv6, from the rapidocr wheel): a line of
-Japanese under a picture, a title in outline capitals; a page without a legend still gets none. Pages are
+Japanese under a picture (and, with the "fallback" reader, a title in outline capitals); a page without a
+legend still gets none. Pages are
 generated as in test_legends (an engraving of random hatching, body text beside and under it)."""
 
 import numpy as np
@@ -69,15 +70,16 @@ def test_without_the_recognizer_a_japanese_legend_is_not_read_and_nothing_fails(
 
 @needs_engine
 @needs_recognizer
-def test_a_title_tesseract_reads_no_letters_in_is_read_by_the_recognizer(monkeypatch):
+def test_with_the_fallback_reader_a_title_tesseract_reads_no_letters_in_is_read(monkeypatch):
     """Outline capitals on an engraved plate: Tesseract sees shapes, no letters, where the recognizer reads
-    the title. (Outlines Tesseract reads as other letters, unsurely, are not read: so is a hand.)"""
+    the title. (Outlines Tesseract reads as other letters, unsurely, are not read.)"""
     title = "THE OLD MILL."
     doc = legend_page([], under=False)
     width = pymupdf.Font("tibo").text_length(title, fontsize=18)
     doc[0].insert_text(((PICTURE[0] + PICTURE[2] - width) / 2, PICTURE[3] + 24), title, fontname="tibo",
                        fontsize=18, render_mode=1, border_width=0.03)  # stroked, not filled: hollow letters
     doc = as_scan(doc, dpi=200)
+    monkeypatch.setattr(legends, "READER", "fallback")  # not the default: it reads a hand's labels too
     monkeypatch.setattr(legends, "read_text", lambda gray, languages, dpi: ("", 0.0, 0))
     [found] = read_legends(doc, 0, [reference_box()])
     assert found is not None and accuracy(found.text, title) >= 0.9, found

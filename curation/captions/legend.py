@@ -67,9 +67,11 @@ MIN_CONFIDENCE = LEGEND_CONFIDENCE_MIN  # below this the OCR read hatching, an o
 # a page (a masthead's), not a legend (chosen leave one source out).
 MAX_LINE_CHARS = 90
 RECOGNIZER_MIN_CONFIDENCE = 0.85  # the recognizer's floor, on the mean probability of its characters
-# "tesseract" alone; "fallback": the recognizer where Tesseract reads no letters (outline capitals) or where
-# it reads a script Tesseract has no data for; or the "recognizer" alone.
-READER = "fallback"
+# "tesseract" alone; "foreign": the recognizer where what it reads is in a script Tesseract has no data for;
+# "fallback": that, and where Tesseract reads no letters (outline capitals, but a hand too); the "recognizer"
+# alone. Measured each, leave one source out (bench/legend_quality.py --readers): "fallback" reads a plate's
+# outline title but invents legends from a hand's labels, "recognizer" alone as well.
+READER = "foreign"
 CJK_LANGUAGES = {"jpn", "jpn_vert", "chi_sim", "chi_tra", "chi_sim_vert", "chi_tra_vert", "kor", "kor_vert"}
 # A line of the column's text under the legend, in type this much larger than the legend's, ends it, gap
 # or none (whether it does is chosen leave one source out).
@@ -147,7 +149,7 @@ def _engine(languages: str):
 def ocr(gray: np.ndarray, languages: str = DEFAULT_LANGUAGES, dpi: int = OCR_DPI) -> Legend | None:
     """The text of an image of a few lines of type, with the confidence; None where it holds none, or
     what it holds reads as no legend (`is_legend`). Tesseract reads first; what it cannot read (a script
-    it has no language data for, outline capitals) the recognizer reads, where it is installed."""
+    it has no language data for: Japanese, Chinese) the recognizer reads, where it is installed (READER)."""
     read = ""
     if READER != "recognizer":
         read, confidence, lines = read_text(gray, languages, dpi)
@@ -155,7 +157,8 @@ def ocr(gray: np.ndarray, languages: str = DEFAULT_LANGUAGES, dpi: int = OCR_DPI
             return Legend(read, round(confidence, 3))
     if READER != "tesseract" and recognizer.available():
         text, confidence, lines = recognize(gray, dpi)
-        if READER == "fallback" and _letters(read) >= 2 and not _foreign(text, languages):
+        unread = READER == "fallback" and _letters(read) < 2
+        if READER != "recognizer" and not unread and not _foreign(text, languages):
             return None  # Tesseract read letters of its languages, unsurely: a hand, an ornament, Fraktur
         if is_legend(text, confidence, lines, RECOGNIZER_MIN_CONFIDENCE):
             return Legend(text, round(confidence, 3))
