@@ -4,8 +4,8 @@ Generates the ingest benchmark's kind of corpus (letter-size JPEG scans at 300, 
 text columns, engravings and mixed pages on yellowed paper), then, page by page and interleaved:
 
 - original: get_pixmap(Matrix(2, 2)), Image.frombytes, resize((1024, 1024), LANCZOS), JPEG quality 92
-- export:   curation.export.export_page as the export job calls it (told which pages ingest read as one
-            plain scan) with the defaults (square, pad, 1024, JPEG 92), the other
+- export:   curation.export.export_page as the export job calls it (on the document as the job opens it,
+            told which pages ingest read as one plain scan) with the defaults (square, pad, 1024, JPEG 92), the other
             shapes (crop, stretch, SDXL bucket), the default cut to the page's picture (--crop picture,
             the box ingest's features give), and the default with every page rendered (the path for
             pages that are not one plain scan)
@@ -62,7 +62,7 @@ from curation.export.shape import encode_jpeg, lanczos_resize, paper_colour, sha
 from curation.export.source import _decode_scan as decode_scan  # noqa: E402
 from curation.scoring.result import PageResult  # noqa: E402
 from curation.scoring.scorer import full_page_jpeg, score_page  # noqa: E402
-from curation.sources.reader import file_sha256  # noqa: E402
+from curation.sources.reader import file_sha256, open_document  # noqa: E402
 from curation.sources.synthetic import periodical_specs, write_pdf  # noqa: E402
 
 DPIS = (300, 300, 200, 400)
@@ -149,7 +149,7 @@ def per_image(corpus) -> dict[str, dict[int, list[tuple[float, float]]]]:
     names = ["original", *SHAPES, "pad, crop picture", "pad, every page rendered", FLOOR, FLOOR_PILLOW]
     times = {name: {} for name in names}
     for path, dpi in corpus:
-        doc = pymupdf.open(path)
+        doc = open_document(path)  # as the export job opens it: a scan is read from the file itself (raw_stream)
         for number in range(doc.page_count):
             region, known = as_ingested(doc, number)
             calls = {"original": lambda: original_image(doc[number])}

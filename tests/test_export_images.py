@@ -179,6 +179,35 @@ def test_the_margin_is_the_paper_not_the_scanner_bed(tmp_path):
     assert np.abs(margin - paper).max() < 6 and margin.mean() > 150  # light paper, not the dark bed
 
 
+def test_the_paper_colour_is_numpys_percentile_and_median_of_the_thumbnail():
+    """The paper colour's own percentile and median give NumPy's numbers to the bit: the margins of every
+    export stay byte for byte what they were."""
+    from curation.export.shape import PAPER_SHARE_PERCENT, _median, _percentile
+
+    rng = np.random.default_rng(5)
+    for trial in range(300):
+        n = int(rng.integers(1, 6000))
+        levels = rng.integers(0, 256, (n, 3)) if trial % 3 else rng.integers(180, 190, (n, 3))  # many ties too
+        pixels = levels.astype(np.float32)
+        luma = pixels @ np.array([0.299, 0.587, 0.114], np.float32)
+        for percent in (100 - PAPER_SHARE_PERCENT, 50, 99.9):
+            assert _percentile(luma, percent) == np.percentile(luma, percent)
+        bright = pixels[luma >= np.percentile(luma, 100 - PAPER_SHARE_PERCENT)]
+        assert np.array_equal(_median(bright), np.median(bright, axis=0))
+
+
+def test_the_paper_colour_is_what_numpy_made_of_it(monkeypatch):
+    from curation.export import shape
+
+    rng = np.random.default_rng(6)
+    images = [rng.integers(0, 256, size, dtype=np.uint8) for size in ((300, 200, 3), (300, 200, 4), (97, 1030, 1), (40, 40, 3))]
+    images.append(page_image(PageSpec(kind="engraving", seed=7, dpi=150, inches=SMALL, border=True)))
+    ours = [paper_colour(image) for image in images]
+    monkeypatch.setattr(shape, "_percentile", np.percentile)
+    monkeypatch.setattr(shape, "_median", lambda pixels: np.median(pixels, axis=0))
+    assert ours == [paper_colour(image) for image in images]
+
+
 def test_a_chosen_margin_colour_is_used(tmp_path):
     doc = scan_pdf(tmp_path)
     exported = export_page(doc, 0, ExportSettings(size=256, pad_colour="#ff0000"))
