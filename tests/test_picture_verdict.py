@@ -12,8 +12,12 @@ from curation import Manifest
 from curation.cli import cli
 from curation.pictures.candidates import MEASURES
 from curation.pictures import judge as judging
-from curation.pictures.train import LabelledPage, fit, held_out_scores
+from curation.pictures import boxes as box_steps
+from curation.pictures.candidates import text_over_content
+from curation.pictures.text import text_map
+from curation.pictures.train import BOX_STEPS, LabelledPage, best_box_steps, fit, held_out_scores, leave_one_source_out
 from curation.pictures.verdict import Head, check_page, select, shipped_head
+from curation.scoring.features import analyse_page
 
 from conftest import line_drawing
 from test_pictures import handwriting_page, paper, text_page
@@ -82,6 +86,7 @@ def test_a_head_is_saved_and_loaded_to_the_same_scores(tmp_path):
     head.save(tmp_path / "head.npz")
     again = Head.load(tmp_path / "head.npz")
     assert np.array_equal(again.score(inputs), head.score(inputs)) and again.cutoff == head.cutoff
+    assert (again.tighten, again.margin) == (head.tighten, head.margin)  # how its pictures' boxes are made
     assert np.ptp(head.score(inputs)) > 0.1  # the trees do tell these rows apart
 
 
@@ -107,7 +112,7 @@ def synthetic_pages(seed: int) -> list[LabelledPage]:
         inputs = rng.normal(size=(8, 4)) + labels[:, None] * np.array([3.0, 0, 0, 0])
         boxes = [(0.1 * i, 0.1, 0.1 * i + 0.08, 0.3) for i in range(8)]
         labelled = [{"box": box, "counts": True} for box, label in zip(boxes, labels) if label == 1]
-        pages.append(LabelledPage(f"{n}.jpg", f"source{n % 3}", 1.0, labelled, boxes, inputs, labels))
+        pages.append(LabelledPage(f"{n}.jpg", f"source{n % 3}", 1.0, labelled, boxes, boxes, inputs, labels))
     return pages
 
 
@@ -121,6 +126,39 @@ def test_training_is_deterministic_and_measured_on_sources_it_did_not_see():
         unseen = fit([p for p in pages if p.source != page.source])
         assert np.allclose(score, unseen.score(page.inputs))
     assert all(((s >= 0.5) == (p.labels == 1)).mean() >= 0.75 for p, s in zip(pages, scores))
+
+
+def test_a_loose_box_is_tightened_to_its_picture_without_the_text_beside_and_under_it():
+    page, drawing = drawing_page(seed=47)
+    analysis, _ = analyse_page(page)
+    text = text_over_content(analysis, text_map(page))
+    x0, y0, x1, y1 = drawing
+    loose = (x0 - 144, y0, x1 + 144, y1 + 144)  # an inch of the columns beside it and of the text under it
+    assert shared(loose, drawing)[0] < 0.7
+    tight = box_steps.tighten(analysis, text, loose)
+    inside, holds = shared(tight, drawing)
+    assert inside >= 0.95 and holds >= 0.95, (tight, drawing)
+    assert box_steps.tighten(analysis, text, tight) == tight  # a tight box stays as it is
+
+
+def test_a_margin_grows_a_box_by_a_share_of_the_pages_shorter_side_and_stays_on_the_page():
+    assert box_steps.with_margin((100, 100, 300, 400), (1000, 800), 0.01) == (92, 92, 308, 408)
+    assert box_steps.with_margin((2, 0, 800, 990), (1000, 800), 0.01) == (0, 0, 800, 998)
+
+
+def test_the_way_boxes_are_made_is_chosen_leave_one_source_out():
+    """Pages whose found boxes take in the next column and whose tightened ones hold just the picture:
+    tightening is chosen, on the other sources, for every source."""
+    pages = synthetic_pages(2)
+    for page in pages:
+        page.tight = list(page.boxes)
+        page.boxes = [(x0, y0, x1 + 0.05, y1) for x0, y0, x1, y1 in page.boxes]
+        page.labels = np.where(page.labels == 1, 1, 0).astype(np.int8)
+    assert best_box_steps(pages, [p.labels.astype(float) for p in pages], 0.5) == (True, 0.0)
+    results = leave_one_source_out(pages)
+    assert {steps for _, _, steps in results.values()} == {(True, 0.0)}
+    assert all(t.clean == t.right > 0 for t, _, _ in results.values())
+    assert (False, 0.0) == BOX_STEPS[0]  # where the ways tie, the found box is kept as it is
 
 
 def test_a_crop_is_judged_clean_only_when_it_holds_the_picture_and_little_else():

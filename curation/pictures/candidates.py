@@ -49,9 +49,8 @@ class Candidate:
         return np.array([self.measures[name] for name in MEASURES], np.float64)
 
 
-def propose(page: PageAnalysis, text: np.ndarray) -> list[Candidate]:
-    """Every candidate on an analysed page; `text` is the text detector's map over the whole page."""
-    content_text = _content_text(page, text)
+def propose(page: PageAnalysis, content_text: np.ndarray) -> list[Candidate]:
+    """Every candidate on an analysed page; `content_text` is its text mask (`text_over_content`)."""
     found: dict[tuple[int, int, int, int], str] = {}
     for share in THRESHOLDS:
         ink = (page.ink >= page.threshold * share).astype(np.uint8)
@@ -68,8 +67,9 @@ def propose(page: PageAnalysis, text: np.ndarray) -> list[Candidate]:
     return [Candidate(page.to_page(box), _area(box, page.dpi), measure(box, origin)) for box, origin in found.items()]
 
 
-def _content_text(page: PageAnalysis, text: np.ndarray) -> np.ndarray:
-    """The text mask over the page's content, at the analysis resolution."""
+def text_over_content(page: PageAnalysis, text: np.ndarray) -> np.ndarray:
+    """The text mask over the page's content, at the analysis resolution, from the text detector's map
+    over the whole page."""
     left, top = page.offset
     height, width = page.content.shape
     inside = text[top:top + height, left:left + width]

@@ -38,7 +38,7 @@ import numpy as np
 from ..manifest.rules import DEFAULT_PICTURE_AREA_MIN
 from ..scoring.features import REFERENCE_DPI
 from .candidates import MEASURES
-from .judge import Tally, judge
+from .judge import Tally, grow, judge
 from .learned import PRIOR_FILE, Prior
 from .verdict import HEAD_FILE, RECIPE_FILE, Head, page_candidates, select
 
@@ -52,6 +52,9 @@ GENERATED = "generated"  # the source name of the generated pages the head also 
 GENERATED_KINDS = ("engraving", "text", "mixed", "ornament", "faded_engraving")
 GENERATED_SEED = 90_000
 GENERATED_PAGES = 0  # learning from 60 made the real sources worse, leave one source out (docs/learned-pictures.md)
+# How a kept candidate's box becomes the picture's (curation.pictures.boxes): tightened to its non-text ink or
+# not, and the margin around it. Chosen like the cutoff, leave one source out; the first of equals is kept.
+BOX_STEPS = tuple((tighten, margin) for tighten in (False, True) for margin in (0.0, 0.005, 0.01))
 
 
 @dataclass
@@ -61,6 +64,7 @@ class LabelledPage:
     aspect: float  # width over height
     labelled: list[dict]  # the hand-drawn boxes
     boxes: list[tuple[float, float, float, float]]  # candidates' boxes, fractions of the page
+    tight: list[tuple[float, float, float, float]]  # the same tightened to their non-text ink
     inputs: np.ndarray  # the head's inputs, a row per candidate
     labels: np.ndarray  # 1 a clean picture, 0 wrong, -1 left out
     illustrated: bool = False  # the page's own label: it holds a picture a curator wants
@@ -84,34 +88,40 @@ def read_folder(folder: pathlib.Path, cache: pathlib.Path | None = None, progres
 def _labelled_page(folder: pathlib.Path, label: dict, labelled: list[dict], cache: pathlib.Path | None) -> LabelledPage:
     image_path = folder / "pages" / label["file"]
     image = image_path.read_bytes()
-    boxes, inputs, aspect = _candidates(image, lambda: at_reference(cv2.imread(str(image_path), cv2.IMREAD_GRAYSCALE),
+    boxes, tight, inputs, aspect = _candidates(image, lambda: at_reference(cv2.imread(str(image_path), cv2.IMREAD_GRAYSCALE),
                                                                     label["dpi"]), cache)
-    return _labelled(label["file"], label["source"].split("@")[0], aspect, labelled, boxes, inputs,
+    return _labelled(label["file"], label["source"].split("@")[0], aspect, labelled, boxes, tight, inputs,
                      bool(label["has_illustration"]))
 
 
 def _candidates(key: bytes, gray, cache: pathlib.Path | None):
-    """(boxes as fractions of the page, the head's inputs, width over height) of the page `gray()` reads,
-    kept in `cache` under `key` (the image's bytes) and the candidates' code."""
+    """(boxes as fractions of the page, the same tightened, the head's inputs, width over height) of the page
+    `gray()` reads, kept in `cache` under `key` (the image's bytes) and the candidates' code."""
     cached = cache / f"{hashlib.sha256(key + _code_version()).hexdigest()[:20]}.npz" if cache else None
     if cached and cached.exists():
         with np.load(cached) as data:
-            return [tuple(b) for b in data["boxes"]], data["inputs"], float(data["aspect"])
+            return ([tuple(b) for b in data["boxes"]], [tuple(b) for b in data["tight"]], data["inputs"],
+                    float(data["aspect"]))
     gray = gray()
     height, width = gray.shape
     found = page_candidates(gray, embedded=True)  # kept to compare heads with; the verdict reads the measures
-    boxes = [(x0 / width, y0 / height, x1 / width, y1 / height) for x0, y0, x1, y1 in (c.box for c in found.candidates)]
+    def fractions(tighten: bool):
+        return [(x0 / width, y0 / height, x1 / width, y1 / height)
+                for x0, y0, x1, y1 in (found.picture_box(i, gray.shape, tighten, 0.0) for i in range(len(found.candidates)))]
+
+    boxes, tight = fractions(False), fractions(True)
     if cached:
         cache.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(cached, boxes=np.array(boxes).reshape(-1, 4), inputs=found.inputs, aspect=width / height)
-    return boxes, found.inputs, width / height
+        np.savez_compressed(cached, boxes=np.array(boxes).reshape(-1, 4), tight=np.array(tight).reshape(-1, 4),
+                            inputs=found.inputs, aspect=width / height)
+    return boxes, tight, found.inputs, width / height
 
 
-def _labelled(file: str, source: str, aspect: float, labelled: list[dict], boxes, inputs, illustrated: bool):
+def _labelled(file: str, source: str, aspect: float, labelled: list[dict], boxes, tight, inputs, illustrated: bool):
     result = judge(boxes, labelled, aspect)
     classes = np.array([1 if clean else 0 if verdict == "wrong" else -1
                         for verdict, clean in zip(result["verdicts"], result["clean"])], np.int8)
-    return LabelledPage(file, source, aspect, labelled, boxes, inputs, classes, illustrated)
+    return LabelledPage(file, source, aspect, labelled, boxes, tight, inputs, classes, illustrated)
 
 
 def generated_pages(count: int, cache: pathlib.Path | None = None, progress=None) -> list[LabelledPage]:
@@ -129,8 +139,10 @@ def generated_pages(count: int, cache: pathlib.Path | None = None, progress=None
         height, width = rgb.shape[:2]
         labelled = [{"box": (x0 / width, y0 / height, x1 / width, y1 / height), "counts": True}
                     for x0, y0, x1, y1 in pictures]
-        boxes, inputs, aspect = _candidates(repr(spec).encode(), lambda: cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), cache)
-        pages.append(_labelled(f"generated-{n:03d}", GENERATED, aspect, labelled, boxes, inputs, spec.is_illustration))
+        boxes, tight, inputs, aspect = _candidates(repr(spec).encode(), lambda: cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY),
+                                                   cache)
+        pages.append(_labelled(f"generated-{n:03d}", GENERATED, aspect, labelled, boxes, tight, inputs,
+                               spec.is_illustration))
         if progress:
             progress(n + 1, count)
     return pages
@@ -140,7 +152,7 @@ def _code_version() -> bytes:
     """What the cache depends on besides the image: the candidates' code. (The embedding's is left out: the
     verdict does not read it, and the prior's regression is not thrown off by a change in the last digits.)"""
     here = pathlib.Path(__file__).parent
-    parts = [here / "candidates.py", here / "text.py",
+    parts = [here / "candidates.py", here / "text.py", here / "boxes.py",
              here.parent / "scoring" / "pictures.py", here.parent / "scoring" / "features.py"]
     return b"".join(p.read_bytes() for p in parts)
 
@@ -152,7 +164,7 @@ def at_reference(gray: np.ndarray, dpi: float) -> np.ndarray:
     return cv2.resize(gray, size, interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_CUBIC)
 
 
-def fit(pages: list[LabelledPage], cutoff: float = 0.5) -> Head:
+def fit(pages: list[LabelledPage], cutoff: float = 0.5, box_steps: tuple[bool, float] = (False, 0.0)) -> Head:
     """A head trained on the labelled candidates of `pages` (their measures; a cached embedding is not read)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
@@ -160,7 +172,7 @@ def fit(pages: list[LabelledPage], cutoff: float = 0.5) -> Head:
     labels = np.concatenate([p.labels[p.labels >= 0] for p in pages])
     model = HistGradientBoostingClassifier(**TREES)
     model.fit(inputs, labels)
-    return Head.from_trees(model, cutoff)
+    return Head.from_trees(model, cutoff, *box_steps)
 
 
 def fit_prior(pages: list[LabelledPage], verdict_cutoff: float) -> Prior:
@@ -205,12 +217,17 @@ def held_out_scores(pages: list[LabelledPage]) -> list[np.ndarray]:
     return scores
 
 
-def tally(pages: list[LabelledPage], scores: list[np.ndarray], cutoff: float) -> Tally:
-    """The kept pictures judged, and each page kept as the picture rule keeps it at its default size."""
+def tally(pages: list[LabelledPage], scores: list[np.ndarray], cutoff: float,
+          box_steps: tuple[bool, float] = (False, 0.0)) -> Tally:
+    """The kept pictures judged (their boxes made as `box_steps` says: tightened or not, the margin), and each
+    page kept as the picture rule keeps it at its default size."""
     total = Tally()
+    tighten, margin = box_steps
     for page, score in zip(pages, scores):
         chosen = select(page.boxes, score, cutoff)
-        total.add(judge([page.boxes[i] for i in chosen], page.labelled, page.aspect))
+        kept = [(page.tight if tighten else page.boxes)[i] for i in chosen]
+        kept = [tuple(np.clip(grow(box, margin, page.aspect), 0, 1)) for box in kept] if margin else kept
+        total.add(judge(kept, page.labelled, page.aspect))
         areas = np.exp(page.inputs[chosen, MEASURES.index("log_area")]) - 1e-3 if chosen else np.zeros(0)
         total.add_page(bool((areas >= DEFAULT_PICTURE_AREA_MIN).any()), page.illustrated)
     return total
@@ -226,29 +243,37 @@ def best_cutoff(pages: list[LabelledPage], scores: list[np.ndarray]) -> float:
     return float(max(CUTOFFS, key=f1))
 
 
-def leave_one_source_out(pages: list[LabelledPage], progress=None) -> dict[str, tuple[Tally, float]]:
+def best_box_steps(pages: list[LabelledPage], scores: list[np.ndarray], cutoff: float) -> tuple[bool, float]:
+    """The way of making a kept candidate's box (BOX_STEPS) that makes the most clean crops on these pages."""
+    return max(BOX_STEPS, key=lambda steps: tally(pages, scores, cutoff, steps).clean)
+
+
+def leave_one_source_out(pages: list[LabelledPage], progress=None) -> dict[str, tuple[Tally, float, tuple]]:
     """For each source: (the pictures kept on it by a head trained and tuned on the other sources, the
-    cutoff chosen there)."""
+    cutoff chosen there, and how the boxes are made, chosen there too: `best_box_steps`)."""
     results = {}
     for n, source in enumerate(sources(pages), 1):
         others = [p for p in pages if p.source != source]
-        cutoff = best_cutoff(others, held_out_scores(others))
-        head = fit(others, cutoff)
+        scores = held_out_scores(others)
+        cutoff = best_cutoff(others, scores)
+        head = fit(others, cutoff, best_box_steps(others, scores, cutoff))
         held_out = [p for p in pages if p.source == source]
-        results[source] = (tally(held_out, [head.score(p.inputs) for p in held_out], cutoff), cutoff)
+        steps = (head.tighten, head.margin)
+        results[source] = (tally(held_out, [head.score(p.inputs) for p in held_out], cutoff, steps), cutoff, steps)
         if progress:
             progress(n, len(sources(pages)), source)
     return results
 
 
-def table(results: dict[str, tuple[Tally, float]]) -> tuple[list[str], Tally]:
+def table(results: dict[str, tuple[Tally, float, tuple]]) -> tuple[list[str], Tally]:
     """A line per source, then the real sources pooled (the generated pages are ours: apart)."""
     lines, pooled = [], Tally()
-    for source, (t, cutoff) in results.items():
+    for source, (t, cutoff, (tighten, margin)) in results.items():
         if source != GENERATED:
             pooled += t
-        lines.append(f"  {source[:44]:44s} cutoff {cutoff:4.2f}  {t.line()}")
-    lines.append(f"  {'pooled, real sources':44s} {'':11s} {pooled.line()}")
+        boxes = f"{'tight' if tighten else 'as found'} +{margin:.1%}"
+        lines.append(f"  {source[:44]:44s} cutoff {cutoff:4.2f} {boxes:15s} {t.line()}")
+    lines.append(f"  {'pooled, real sources':44s} {'':27s} {pooled.line()}")
     return lines, pooled
 
 
@@ -283,16 +308,18 @@ def main(argv: list[str] | None = None) -> None:
     print("\n".join(lines))
     if args.no_save:
         return
-    cutoff = best_cutoff(pages, held_out_scores(pages))
-    head = fit(pages, cutoff)
+    scores = held_out_scores(pages)
+    cutoff = best_cutoff(pages, scores)
+    head = fit(pages, cutoff, best_box_steps(pages, scores, cutoff))
     head.save(HEAD_FILE)
     prior = fit_prior(pages, cutoff)
     prior.save(PRIOR_FILE)
-    RECIPE_FILE.write_text(json.dumps(_recipe(args.folder, pages, results, pooled, cutoff, prior), indent=1) + "\n")
+    RECIPE_FILE.write_text(json.dumps(_recipe(args.folder, pages, results, pooled, head, prior), indent=1) + "\n")
     print(f"wrote {HEAD_FILE} (cutoff {cutoff:.2f}), {PRIOR_FILE} (cutoff {prior.cutoff:.2f}) and {RECIPE_FILE}")
 
 
-def _recipe(folder, pages, results, pooled: Tally, cutoff: float, prior: Prior) -> dict:
+def _recipe(folder, pages, results, pooled: Tally, head: Head, prior: Prior) -> dict:
+    cutoff = head.cutoff
     def figures(t: Tally) -> dict:
         return {"precision": round(t.precision, 3), "recall": round(t.recall, 3), "clean": round(t.clean_share, 3),
                 "right": t.right, "wrong": t.wrong, "neither": t.neither, "found": t.found, "counted": t.counted,
@@ -308,12 +335,15 @@ def _recipe(folder, pages, results, pooled: Tally, cutoff: float, prior: Prior) 
         "model": {"inputs": "candidate measures (curation.pictures.candidates.MEASURES)",
                   "head": "scikit-learn HistGradientBoostingClassifier, kept as arrays (verdict.Head)",
                   "parameters": {k: v for k, v in TREES.items()},
-                  "cutoff": cutoff, "cutoff_chosen_by": "F1 of picture precision and recall, leave one source out"},
+                  "cutoff": cutoff, "cutoff_chosen_by": "F1 of picture precision and recall, leave one source out",
+                  "boxes": {"tighten": head.tighten, "margin": head.margin,
+                            "chosen_by": "the most clean crops, leave one source out (curation.pictures.boxes)"}},
         "prior": {"file": PRIOR_FILE.name, "for": "the picture model learned from a manifest's decisions "
                   "(curation.pictures.learned)", "inputs": "EfficientNet-Lite0 ImageNet embedding of the crop (1280)",
                   "head": "logistic regression, standardised inputs, balanced classes", "C": PRIOR_REGULARISATION,
                   "cutoff": round(prior.cutoff, 2), "cutoff_chosen_by": "as the verdict's"},
-        "leave_one_source_out": {s: dict(figures(t), cutoff=c) for s, (t, c) in results.items()} | {
+        "leave_one_source_out": {s: dict(figures(t), cutoff=c, tighten=b[0], margin=b[1])
+                                 for s, (t, c, b) in results.items()} | {
             "pooled, real sources": figures(pooled)},
         "command": "python -m curation.pictures.train ../shared/realdata",
     }

@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from ..scoring.features import REFERENCE_DPI, analyse_page
-from . import embedding, text
-from .candidates import MEASURES, Candidate, propose
+from ..scoring.features import PageAnalysis
+from . import boxes, embedding, text
+from .candidates import MEASURES, Candidate, propose, text_over_content
 
 HEAD_FILE = Path(__file__).with_name("verdict.npz")
 RECIPE_FILE = Path(__file__).with_name("verdict.json")
@@ -42,6 +43,8 @@ class Head:
     baseline: float  # the log-odds before the first tree
     cutoff: float
     measures: tuple[str, ...] = MEASURES
+    tighten: bool = False  # a kept box is tightened to its non-text ink (curation.pictures.boxes)
+    margin: float = 0.0  # then grown by this share of the page's shorter side
 
     def score(self, inputs: np.ndarray) -> np.ndarray:
         """The probability that each row of inputs (the candidate measures, MEASURES) is a picture."""
@@ -55,7 +58,7 @@ class Head:
         return 1 / (1 + np.exp(-np.clip(logits, -50, 50)))
 
     @classmethod
-    def from_trees(cls, model, cutoff: float) -> "Head":
+    def from_trees(cls, model, cutoff: float, tighten: bool = False, margin: float = 0.0) -> "Head":
         """The head of a fitted HistGradientBoostingClassifier (numeric inputs, none missing)."""
         trees = [predictor.nodes for (predictor,) in model._predictors]
         starts = np.cumsum([0] + [len(t) for t in trees[:-1]])
@@ -64,11 +67,12 @@ class Head:
         return cls(nodes["feature_idx"].astype(np.int16), nodes["num_threshold"].astype(np.float64),
                    (nodes["left"] + shift).astype(np.int32), (nodes["right"] + shift).astype(np.int32),
                    nodes["is_leaf"].astype(bool), nodes["value"].astype(np.float64), starts.astype(np.int32),
-                   float(np.ravel(model._baseline_prediction)[0]), cutoff)
+                   float(np.ravel(model._baseline_prediction)[0]), cutoff, MEASURES, tighten, margin)
 
     def save(self, path: Path = HEAD_FILE) -> None:
         np.savez_compressed(path, **{name: getattr(self, name) for name in _ARRAYS}, baseline=np.float64(self.baseline),
-                            cutoff=np.float64(self.cutoff), measures=np.array(self.measures))
+                            cutoff=np.float64(self.cutoff), measures=np.array(self.measures),
+                            tighten=np.bool_(self.tighten), margin=np.float64(self.margin))
 
     @classmethod
     def load(cls, path: Path = HEAD_FILE) -> "Head":
@@ -76,7 +80,8 @@ class Head:
             if "roots" not in data:
                 raise ValueError(f"{path} is an older kind of head; train it again (python -m curation.pictures.train)")
             head = cls(*(data[name] for name in _ARRAYS), float(data["baseline"]), float(data["cutoff"]),
-                       tuple(str(m) for m in data["measures"]))
+                       tuple(str(m) for m in data["measures"]), bool(data.get("tighten", False)),
+                       float(data.get("margin", 0.0)))
         if head.measures != MEASURES:
             raise ValueError(f"{path} was trained on other measures; train it again (python -m curation.pictures.train)")
         return head
@@ -99,6 +104,16 @@ class PageCandidates:
 
     candidates: list[Candidate]
     inputs: np.ndarray
+    analysis: PageAnalysis | None = None  # what the candidates were read from, to tighten a kept box
+    text: np.ndarray | None = None  # the text mask over the analysis's content
+
+    def picture_box(self, i: int, shape: tuple[int, int], tighten: bool, margin: float) -> tuple[int, int, int, int]:
+        """Candidate `i`'s box as a picture's on a page of `shape` (height, width): tightened to its
+        non-text ink where asked, then grown by `margin` (curation.pictures.boxes)."""
+        box = self.candidates[i].box
+        if tighten and self.analysis is not None:
+            box = boxes.tighten(self.analysis, self.text, box)
+        return boxes.with_margin(box, shape, margin) if margin else box
 
 
 def page_candidates(gray: np.ndarray, dpi: float = REFERENCE_DPI, embedded: bool = False) -> PageCandidates:
@@ -107,12 +122,13 @@ def page_candidates(gray: np.ndarray, dpi: float = REFERENCE_DPI, embedded: bool
     analysed, _ = analyse_page(gray, dpi)
     if analysed is None:
         return PageCandidates([], np.zeros((0, width)))
-    candidates = propose(analysed, text.text_map(gray))
+    content_text = text_over_content(analysed, text.text_map(gray))
+    candidates = propose(analysed, content_text)
     measures = np.array([c.vector() for c in candidates]).reshape(len(candidates), len(MEASURES))
     if not embedded:
-        return PageCandidates(candidates, measures)
+        return PageCandidates(candidates, measures, analysed, content_text)
     crops = [gray[y0:max(y1, y0 + 1), x0:max(x1, x0 + 1)] for x0, y0, x1, y1 in (c.box for c in candidates)]
-    return PageCandidates(candidates, np.hstack([measures, embedding.embed(crops)]))
+    return PageCandidates(candidates, np.hstack([measures, embedding.embed(crops)]), analysed, content_text)
 
 
 def select(boxes: list, scores: np.ndarray, cutoff: float, overlap: float = OVERLAP) -> list[int]:
@@ -141,7 +157,11 @@ def check_page(gray: np.ndarray, dpi: float = REFERENCE_DPI, head: Head | None =
         return []
     scores = head.score(found.inputs)
     kept = select([c.box for c in found.candidates], scores, head.cutoff)
-    checked = [CheckedPicture(found.candidates[i].box, found.candidates[i].area, float(scores[i])) for i in kept]
+    checked = []
+    for i in kept:
+        box = found.picture_box(i, gray.shape, head.tighten, head.margin)
+        area = (box[2] - box[0]) * (box[3] - box[1]) / dpi / dpi
+        checked.append(CheckedPicture(box, area, float(scores[i])))
     return sorted(checked, key=lambda p: p.area, reverse=True)
 
 
