@@ -6,7 +6,8 @@ document, both kept by triggers in the transaction that changes what they read.
 curator changes it, when its page's figures or override change (a page scored again is replaced, which fires no
 update trigger, but set_pictures then refreshes the page's picture figures, which does), and, when a cutoff is
 saved or undone, the pictures whose decision its move can change, found through an index (the pages whose σ
-lies between the two σ cutoffs; the pictures and pages whose area lies between the two area cutoffs). A rule
+lies between the two σ cutoffs; the pictures and pages whose area lies between the two area cutoffs; the
+pages holding a picture scored between the two score cutoffs, whose figures are worked out again first). A rule
 switch can change every decision: it marks them stale (pictures_stale), and they are decided again a chunk
 of ids per short transaction, by a job (`python -m curation decide`, launched by the Threshold page) and by
 each reader (is_saved), which meanwhile evaluates the rule as for a draft. The
