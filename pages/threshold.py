@@ -20,6 +20,8 @@ DRAFT = "threshold_draft"  # σ
 SLIDER, NUMBER = "threshold_slider", "threshold_number"
 SHARE_DRAFT = "picture_area_draft"  # square inches
 SHARE_SLIDER, SHARE_NUMBER = "picture_area_slider", "picture_area_number"
+SCORE_DRAFT = "picture_score_draft"  # the learned verdict's score, 0 to 1
+SCORE_SLIDER, SCORE_NUMBER = "picture_score_slider", "picture_score_number"
 SEEN = "decision_seen"  # the saved decision the drafts started from
 KEPT_COLOR, REJECTED_COLOR, CUT_COLOR = "#3f7f4f", "#c9bfae", "#8a4b2a"
 STRIP = 8
@@ -38,19 +40,21 @@ def main():
             st.info("No page is scored yet: ingest an archive first.")
             common.link("pages/ingest.py", "Ingest", ":material/upload_file:")
             return
-        saved = (manifest.rule, manifest.threshold, manifest.picture_area_min)
+        saved = (manifest.rule, manifest.threshold, manifest.picture_area_min, manifest.picture_score_min)
         sync_drafts(saved)
-        rule, draft, share = drafts()
+        rule, draft, share, score = drafts()
         trying = {"rule": rule, "picture_area_min": share}
 
         rule_control()
         explain(manifest, rule, draft, share)
-        show_figures(manifest, draft, saved[1], trying)
-        save_bar(saved, (rule, draft, share))
+        show_figures(manifest, draft, saved[1], trying, score)
+        save_bar(saved, (rule, draft, share, score), views.has_scores(manifest))
         if rule == "sigma":
             sigma_section(manifest, draft, share, trying, span, saved)
+            score_section(manifest, score, saved[3])
         else:  # the active rule's controls first; σ folds away, for comparison with the original method
             picture_section(manifest, draft, share, trying, span, saved)
+            score_section(manifest, score, saved[3])
             with st.expander("σ, the original method's score: its cutoff, histogram and Suggest", key="sigma_fold"):
                 sigma_section(manifest, draft, share, trying, span, saved)
         show_borderline(manifest, draft, trying)
@@ -68,10 +72,12 @@ def sync_drafts(saved: tuple):
     set_rule(saved[0])
     set_value(saved[1])
     set_share(saved[2])
+    set_score(saved[3])
 
 
-def drafts() -> tuple[str, float, float]:
-    return st.session_state[RULE_DRAFT], float(st.session_state[DRAFT]), float(st.session_state[SHARE_DRAFT])
+def drafts() -> tuple[str, float, float, float]:
+    return (st.session_state[RULE_DRAFT], float(st.session_state[DRAFT]), float(st.session_state[SHARE_DRAFT]),
+            float(st.session_state[SCORE_DRAFT]))
 
 
 def set_rule(rule: str):
@@ -105,6 +111,17 @@ def set_share(area: float):
     st.session_state[SHARE_NUMBER] = area
 
 
+def use_score(source_key: str):
+    set_score(st.session_state[source_key])
+
+
+def set_score(score: float):
+    score = round(min(1.0, max(0.0, float(score))), 2)
+    st.session_state[SCORE_DRAFT] = score
+    st.session_state[SCORE_SLIDER] = score
+    st.session_state[SCORE_NUMBER] = score
+
+
 # -- the rule ---------------------------------------------------------------------------------
 
 
@@ -132,14 +149,14 @@ def explain(manifest, rule: str, draft: float, share: float):
                        "your overrides are kept.", icon=":material/info:")
 
 
-def show_figures(manifest, draft: float, saved_threshold: float, trying: dict):
+def show_figures(manifest, draft: float, saved_threshold: float, trying: dict, score: float):
     now = views.figures(manifest, draft, saved_threshold, **trying)
 
     def delta(key, fmt="{:+,}"):
         change = now[key] - now[f"{key}_saved"]
         return fmt.format(change) if change else None
 
-    pictures = picture_figures(manifest, draft, saved_threshold, trying)
+    pictures = picture_figures(manifest, draft, saved_threshold, trying, score)
 
     def picture_delta(key):
         change = pictures[key] - pictures[f"{key}_saved"]
@@ -155,63 +172,69 @@ def show_figures(manifest, draft: float, saved_threshold: float, trying: dict):
                       help="The founding archive lost 73 % of its pages at σ 45 (σ only).")
     columns[3].metric("Pictures kept", f"{pictures['kept']:,}", delta=picture_delta("kept"),
                       help="Pictures the export cuts apart under the rule being tried: on kept pages, at least the "
-                           "picture cutoff, or included by you. A cutoff can drop pictures and keep every page.")
+                           "picture cutoff (and the score cutoff, for the learned verdict's pictures), or included by "
+                           "you. A cutoff can drop pictures and keep every page.")
     columns[4].metric("Pictures left out", f"{pictures['excluded']:,}", delta=picture_delta("excluded"),
                       delta_color="inverse", help="Pictures found but not exported (deleted ones are not counted).")
     columns[5].metric("Overrides", f"{now['overrides']:,}",
                       help="Pages a curator included or excluded on Review; no rule moves them.")
 
 
-def picture_figures(manifest, draft: float, saved_threshold: float, trying: dict) -> dict:
+def picture_figures(manifest, draft: float, saved_threshold: float, trying: dict, score: float) -> dict:
     """The pictures kept and left out, counted again only when the decision, the scoring or a person's change
     (the history's last action) moved: a rule being tried counts every picture, and this page reruns for
     its charts' options too."""
     last_action = manifest.conn.execute("SELECT COALESCE(MAX(id), 0) FROM history").fetchone()[0]
     stamp = (*picture_views.scoring_stamp(manifest), last_action)
     return counted_pictures(str(manifest.path), stamp, draft, saved_threshold, trying["rule"],
-                            trying["picture_area_min"])
+                            trying["picture_area_min"], score)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def counted_pictures(db: str, stamp: tuple, draft: float, saved_threshold: float, rule: str, share: float) -> dict:
+def counted_pictures(db: str, stamp: tuple, draft: float, saved_threshold: float, rule: str, share: float,
+                     score: float) -> dict:
     with common.open_manifest() as manifest:  # `db` and `stamp` are the cache's key: which manifest, and as of when
-        return picture_views.picture_figures(manifest, draft, saved_threshold, rule=rule, picture_area_min=share)
+        return picture_views.picture_figures(manifest, draft, saved_threshold, rule=rule, picture_area_min=share,
+                                             picture_score_min=score)
 
 
-def save_bar(saved: tuple, trying: tuple):
+def save_bar(saved: tuple, trying: tuple, scored: bool):
     changed = saved != trying
     buttons = st.container(horizontal=True, vertical_alignment="center")
     buttons.button("Save", type="primary", icon=":material/save:", disabled=not changed or auth.locked(),
-                   on_click=save, args=trying, key="threshold_save",
-                   help=auth.help_for("Store the rule and both cutoffs: Review, Export and the CLI use them."))
+                   on_click=save, args=(*trying, scored), key="threshold_save",
+                   help=auth.help_for("Store the rule and its cutoffs: Review, Export and the CLI use them."))
     buttons.button("Back to saved", icon=":material/undo:", disabled=not changed, on_click=back, args=(saved,))
-    words = describe(*saved)
+    words = describe(*saved, scored=scored)
     if not changed:
         buttons.caption(f"Saved: {words}. Review, Export and the CLI use it.")
     else:
-        buttons.caption(f":orange[Not saved:] trying {describe(*trying)}; saved is {words}.")
+        buttons.caption(f":orange[Not saved:] trying {describe(*trying, scored=scored)}; saved is {words}.")
 
 
-def describe(rule: str, threshold: float, share: float) -> str:
-    """The whole decision in words: the rule and the cutoffs it uses."""
+def describe(rule: str, threshold: float, share: float, score: float, scored: bool = True) -> str:
+    """The whole decision in words: the rule and the cutoffs it uses (the score cutoff where pictures carry
+    a score)."""
+    score_words = f", pictures scored ≥ {score:.2f}" if scored else ""
     if rule == "sigma":
-        return f"σ only, σ > {threshold:g}"
-    picture = f"a picture ≥ {views.square_inches(share)}, σ > {threshold:g} without features"
+        return f"σ only, σ > {threshold:g}{score_words}"
+    picture = f"a picture ≥ {views.square_inches(share)}{score_words}, σ > {threshold:g} without features"
     return f"{views.RULE_LABELS[rule].lower()} ({picture})" if rule == "model" else f"picture rule, {picture}"
 
 
-def save(rule: str, threshold: float, share: float):
+def save(rule: str, threshold: float, share: float, score: float, scored: bool):
     if not auth.require_curator():
         return
     with common.open_manifest() as manifest, manifest.recording("setting"):  # one action, undone together
         manifest.threshold = threshold
         manifest.picture_area_min = share
+        manifest.picture_score_min = score
         if rule == "model":
             views.use_model(manifest)
         else:
             manifest.rule = rule
     decide_in_background()
-    st.toast(f"Saved: {describe(rule, threshold, share)}", icon=":material/check:")
+    st.toast(f"Saved: {describe(rule, threshold, share, score, scored)}", icon=":material/check:")
 
 
 def decide_in_background():
@@ -228,6 +251,7 @@ def back(saved: tuple):
     set_rule(saved[0])
     set_value(saved[1])
     set_share(saved[2])
+    set_score(saved[3])
 
 
 # -- picture area -----------------------------------------------------------------------------
@@ -271,6 +295,47 @@ def picture_section(manifest, draft: float, share: float, trying: dict, span, sa
     st.altair_chart((bars + cut_rule(max(share, views.PICTURE_FLOOR), f"cutoff {views.square_inches(share)}"))
                     .properties(height=260),
                     width="stretch")
+
+
+# -- the learned verdict's score ------------------------------------------------------------
+
+
+def score_section(manifest, score: float, saved_score: float):
+    st.subheader("Picture score", help="The learned verdict's probability that a candidate is a picture "
+                 "(ingest with **Pictures found by** the learned verdict). A picture it scored under the cutoff "
+                 "does not count, under every rule, unless you included it or redrew its box; ingest keeps "
+                 "candidates down to 0.05, so a lower cutoff shows what it would add.")
+    hist = views.score_histogram(manifest, score)
+    if hist is None:
+        st.caption("No picture carries a score: this manifest's pictures were found by the page analysis (the "
+                   "rule-based finder), which gives none. Ingest or rescore with the learned verdict for a score "
+                   "cutoff.")
+        return
+    for key in (SCORE_SLIDER, SCORE_NUMBER):
+        st.session_state.setdefault(key, score)
+    slider_col, number_col = st.columns([4, 1], vertical_alignment="bottom")
+    slider_col.slider("Count pictures scored at least", 0.0, 1.0, step=0.01, format="%.2f", key=SCORE_SLIDER,
+                      on_change=use_score, args=(SCORE_SLIDER,),
+                      help="Lower it to take in candidates the verdict was unsure of; raise it to drop doubtful ones.")
+    number_col.number_input("Score cutoff", 0.0, 1.0, step=0.05, format="%.2f", key=SCORE_NUMBER,
+                            on_change=use_score, args=(SCORE_NUMBER,))
+    counted, under = int(hist.admitted.sum()), int(hist.dropped.sum())
+    st.caption(f"At {score:.2f}: **{counted:,}** scored pictures counted, **{under:,}** under the cutoff"
+               + ("" if score == saved_score else f" (saved {saved_score:.2f})")
+               + ". Pages are counted again with the new score cutoff once it is saved.")
+    data = pd.DataFrame(hist.rows())
+    bars = alt.Chart(data).mark_bar(binSpacing=0).encode(
+        x=alt.X("start:Q", title="learned verdict's score", scale=alt.Scale(domain=[0, 1], nice=False)),
+        x2="end:Q",
+        y=alt.Y("sum(pictures):Q", title="pictures", stack="zero"),
+        color=alt.Color("decision:N", title=None, scale=alt.Scale(domain=["counted", "under the cutoff"],
+                                                                  range=[KEPT_COLOR, REJECTED_COLOR])),
+        order=alt.Order("decision:N", sort="ascending"),
+        tooltip=[alt.Tooltip("start:Q", title="score from", format=".2f"),
+                 alt.Tooltip("end:Q", title="score to", format=".2f"),
+                 "decision:N", alt.Tooltip("sum(pictures):Q", title="pictures")],
+    )
+    st.altair_chart((bars + cut_rule(score, f"cutoff {score:.2f}")).properties(height=220), width="stretch")
 
 
 # -- σ ----------------------------------------------------------------------------------------

@@ -17,6 +17,11 @@ from .common import cli, db_option, open_manifest, thumbnails_option
 @click.option("--picture-area-min", type=click.FloatRange(min=0), default=None,
               help="Picture rule: the square inches a page's largest picture must cover (2 leaves out "
                    "stock cuts of about an inch; 0 keeps any picture).")
+@click.option("--picture-score-min", type=click.FloatRange(min=0, max=1), default=None,
+              help="Pictures found by the learned verdict: the score (0 to 1) under which a picture it scored "
+                   "does not count, under every rule (its own cutoff, 0.2, unless changed). Ingest keeps its "
+                   "candidates down to 0.05, so a lower cutoff adds them; a curator's include, exclude, delete "
+                   "or redrawn box wins over it. `pictures` lists each picture's score.")
 @click.option("--page-timeout", type=click.FloatRange(min=0), default=None, metavar="S",
               help="Seconds one page may take in ingest, rescore and export before it is skipped (0: no limit). "
                    "The app shows it and cannot change it.")
@@ -24,7 +29,7 @@ from .common import cli, db_option, open_manifest, thumbnails_option
 @click.option("--picture-job", type=click.Choice(["on", "off"]), default=None,
               help="Whether ingest and rescore are followed by the picture job, which embeds each new picture "
                    "(`python -m curation embed`). Where never set: $CURATION_PICTURE_JOB, else on.")
-def settings(db, threshold, rule, picture_area_min, page_timeout, thumbnails, picture_job):
+def settings(db, threshold, rule, picture_area_min, picture_score_min, page_timeout, thumbnails, picture_job):
     """Show the decision settings; with options, change them first."""
     manifest = open_manifest(db)
     if threshold is not None:
@@ -33,6 +38,8 @@ def settings(db, threshold, rule, picture_area_min, page_timeout, thumbnails, pi
         manifest.rule = rule
     if picture_area_min is not None:
         manifest.picture_area_min = picture_area_min
+    if picture_score_min is not None:
+        manifest.picture_score_min = picture_score_min
     if page_timeout is not None:
         manifest.page_timeout = page_timeout
     if thumbnails is not None:
@@ -42,6 +49,7 @@ def settings(db, threshold, rule, picture_area_min, page_timeout, thumbnails, pi
     click.echo(f"rule: {manifest.rule} ({RULES[manifest.rule]})")
     click.echo(f"threshold: {manifest.threshold:g}")
     click.echo(f"picture_area_min: {manifest.picture_area_min:g} sq in")
+    click.echo(f"picture_score_min: {manifest.picture_score_min:g} (the learned verdict's pictures)")
     click.echo(f"page_timeout: {manifest.page_timeout:g} s" + (" (no limit)" if not manifest.page_timeout else ""))
     store = manifest.thumbnail_store
     click.echo(f"thumbnails: {store} ({thumbnail_store.STORES[store]})"

@@ -29,7 +29,8 @@ PICTURE_FIELDS = ("picture_override", "picture_caption", "picture_deleted", "pic
                   "picture_no_legend", "picture_no_auto_caption")
 JOB_KINDS = ("ingest", "export", "sample")
 UNDOABLE = ("override", "caption", "setting", "picture")
-SETTING_WORDS = {"threshold": "σ cutoff", "picture_area_min": "picture cutoff", "page_timeout": "page time limit",
+SETTING_WORDS = {"threshold": "σ cutoff", "picture_area_min": "picture cutoff",
+                 "picture_score_min": "picture score cutoff", "page_timeout": "page time limit",
                  "thumbnails": "thumbnails", "rule": "rule", "ingest_sources": "sources to ingest",
                  "allowed_roots": "allowed folders", "rule_before_model": "rule before the model",
                  "legend_languages": "legend languages"}

@@ -6,7 +6,8 @@ document, both kept by triggers in the transaction that changes what they read.
 curator changes it, when its page's figures or override change (a page scored again is replaced, which fires no
 update trigger, but set_pictures then refreshes the page's picture figures, which does), and, when a cutoff is
 saved or undone, the pictures whose decision its move can change, found through an index (the pages whose σ
-lies between the two σ cutoffs; the pictures and pages whose area lies between the two area cutoffs). A rule
+lies between the two σ cutoffs; the pictures and pages whose area lies between the two area cutoffs; the
+pages holding a picture scored between the two score cutoffs, whose figures are worked out again first). A rule
 switch can change every decision: it marks them stale (pictures_stale), and they are decided again a chunk
 of ids per short transaction, by a job (`python -m curation decide`, launched by the Threshold page) and by
 each reader (is_saved), which meanwhile evaluates the rule as for a draft. The
@@ -25,9 +26,12 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from .rules import DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, EXPORTED_SQL, INK_TONE_MIN, LIVE_DOCUMENT_SQL, RULES
+from . import page_figures
+from .rules import (DEFAULT_PICTURE_AREA_MIN, DEFAULT_PICTURE_SCORE_MIN, DEFAULT_RULE, EXPORTED_SQL, INK_TONE_MIN,
+                    LIVE_DOCUMENT_SQL, RULES, SAVED_SCORE_MIN_SQL, UNSCORED_EXPORTED_SQL)
 
-DECIDING_SETTINGS = ("threshold", "rule", "picture_area_min")
+DECIDING_SETTINGS = ("threshold", "rule", "picture_area_min", "picture_score_min")
+UNSCORED_SETTINGS = DECIDING_SETTINGS[:3]  # what the released migrations' triggers watched
 # What each of the view's filters counts, from one picture row (alias x) whose decision is stored.
 COUNTED_SQL = {
     "pictures": "x.exported IS NOT NULL AND NOT x.deleted",
@@ -46,21 +50,23 @@ def _saved(default_threshold: float) -> dict[str, str]:
         "rule": f"COALESCE((SELECT value FROM settings WHERE key = 'rule' AND value IN ({rules})), '{DEFAULT_RULE}')",
         "picture_area_min": (f"COALESCE((SELECT CAST(value AS REAL) FROM settings WHERE key = 'picture_area_min'), "
                              f"{DEFAULT_PICTURE_AREA_MIN!r})"),
+        "picture_score_min": SAVED_SCORE_MIN_SQL,
+        "picture_score_saved": SAVED_SCORE_MIN_SQL,
         "ink_tone_min": repr(INK_TONE_MIN),
     }
 
 
-def decided_sql(default_threshold: float) -> str:
+def decided_sql(default_threshold: float, exported: str = EXPORTED_SQL) -> str:
     """The stored decision of picture x under the saved settings, as one scalar subquery."""
-    decision = _decision(default_threshold)
+    decision = _decision(default_threshold, exported)
     # Over the row being updated, as x (an UPDATE in a trigger cannot name its table otherwise).
     return (f"(SELECT CASE WHEN p.status = 'ok' THEN {decision} END FROM pictures x JOIN pages p "
             "ON p.doc_id = x.doc_id AND p.page = x.page LEFT JOIN overrides o ON o.doc_id = p.doc_id "
             "AND o.page = p.page WHERE x.id = pictures.id)")
 
 
-def _decision(default_threshold: float) -> str:
-    decision = EXPORTED_SQL
+def _decision(default_threshold: float, exported: str = EXPORTED_SQL) -> str:
+    decision = exported
     for name, sql in _saved(default_threshold).items():
         decision = decision.replace(f":{name}", f"({sql})")
     return decision
@@ -84,6 +90,7 @@ def _effective(default_threshold: float) -> dict[str, str]:
         "threshold": f"COALESCE(CAST({{v}} AS REAL), {default_threshold!r})",
         "rule": f"CASE WHEN {{v}} IN ({rules}) THEN {{v}} ELSE '{DEFAULT_RULE}' END",
         "picture_area_min": f"COALESCE(CAST({{v}} AS REAL), {DEFAULT_PICTURE_AREA_MIN!r})",
+        "picture_score_min": f"COALESCE(CAST({{v}} AS REAL), {DEFAULT_PICTURE_SCORE_MIN!r})",
     }
 
 
@@ -103,7 +110,17 @@ def _pictures_that_can_change(name: str, before: str, after: str) -> list[str]:
                 # The few edited pages, from their own index (pages_edited).
                 f"(x.doc_id, x.page) IN (SELECT doc_id, page FROM pages WHERE pictures_included IS NOT NULL "
                 f"AND pictures_auto_area >= {low} AND pictures_auto_area < {high})"]
+    if name == "picture_score_min":  # the pages' figures first (curation.manifest.page_figures)
+        return [f"x.score >= {low} AND x.score < {high}"]
     return []
+
+
+def _moved_score(before: str, after: str) -> str:
+    """The pages holding a scored picture between two score cutoffs take the figures of the pictures the
+    new one admits (which decides their pictures again, pages_decide_pictures)."""
+    between = (f"(doc_id, page) IN (SELECT doc_id, page FROM pictures WHERE score >= min({before}, {after}) "
+               f"AND score < max({before}, {after}))")
+    return f"{page_figures.update_sql(between, after)}; {page_figures.refresh_edited_sql(between, after)};"
 
 
 # Pictures whose id is `next_id` or more may hold a decision under an earlier rule: at most one row, none
@@ -115,22 +132,27 @@ CHUNK = 10_000  # pictures decided again in one transaction: about 0.1 s
 BUDGET_S = 0.1  # CPU seconds a reader spends on them (is_saved)
 
 
-def settings_triggers(default_threshold: float) -> str:
+def settings_triggers(default_threshold: float, exported: str = EXPORTED_SQL,
+                      keys: tuple[str, ...] = DECIDING_SETTINGS, stale_table: bool = True) -> str:
     """Triggers deciding again, when a setting the decision reads is saved, changed or removed, the
     pictures whose decision that move can change, and the table of what a rule switch left stale
-    (store.MIGRATIONS)."""
-    effective, decision = _effective(default_threshold), _decision(default_threshold)
+    (store.MIGRATIONS; the released ones pass the decision and settings as they were)."""
+    effective, decision = _effective(default_threshold), _decision(default_threshold, exported)
     events = {"added": ("INSERT", "NEW.key = '{key}'", "NULL", "NEW.value"),
               "changed": ("UPDATE", "NEW.key = '{key}' AND OLD.key = '{key}' AND NEW.value IS NOT OLD.value",
                           "OLD.value", "NEW.value"),
               "removed": ("DELETE", "OLD.key = '{key}'", "OLD.value", "NULL")}
     triggers = [f"DROP TRIGGER IF EXISTS settings_decide_{event};" for event in events]
-    triggers.append(STALE_TABLE)
-    for key in DECIDING_SETTINGS:
+    triggers += [f"DROP TRIGGER IF EXISTS settings_{key}_{event};" for key in keys for event in events]
+    if stale_table:
+        triggers.append(STALE_TABLE)
+    for key in keys:
         for event, (operation, when, old, new) in events.items():
             before, after = effective[key].format(v=old), effective[key].format(v=new)
             updates = " ".join(f"{decide_where(where, decision)};"
                                for where in _pictures_that_can_change(key, before, after)) or STALE_ALL
+            if key == "picture_score_min":
+                updates = _moved_score(before, after) + " " + updates
             if key == "picture_area_min":  # the σ rule reads no area
                 when += f" AND {_saved(default_threshold)['rule']} != 'sigma'"
             triggers.append(f"CREATE TRIGGER settings_{key}_{event} AFTER {operation} ON settings "
@@ -145,9 +167,9 @@ def _counts_delta(row: str, sign: str) -> str:
             + ", ".join(f"{name} = {name} + excluded.{name}" for name in COUNTED_SQL) + ";")
 
 
-def migration(default_threshold: float) -> str:
+def migration(default_threshold: float, exported: str = EXPORTED_SQL) -> str:
     """The stored decisions, the counts and the triggers that keep them (store.MIGRATIONS)."""
-    decided = decided_sql(default_threshold)
+    decided = decided_sql(default_threshold, exported)
     counted = ", ".join(f"COALESCE(SUM({sql}), 0)" for sql in COUNTED_SQL.values())
     changed = " OR ".join(f"OLD.{c} IS NOT NEW.{c}" for c in ("exported", "deleted", "keep", "added", "fx0", "rank",
                                                                "doc_id"))
@@ -164,15 +186,26 @@ def migration(default_threshold: float) -> str:
     CREATE INDEX pictures_decided_page ON pictures(exported, doc_id, page, number);
     -- The few pictures a curator added, in order (least sure first ends with them).
     CREATE INDEX pictures_added ON pictures(added) WHERE added;
-    CREATE TRIGGER pictures_decide_added AFTER INSERT ON pictures
-    BEGIN UPDATE pictures SET exported = {decided} WHERE id = NEW.id; END;
-    CREATE TRIGGER pictures_decide_edited AFTER UPDATE OF keep, added, deleted, area, fixed_area, doc_id, page ON pictures
-    BEGIN UPDATE pictures SET exported = {decided} WHERE id = NEW.id; END;
+    {_deciding_triggers(decided, "keep, added, deleted, area, fixed_area, doc_id, page")}
     CREATE TRIGGER pictures_counted AFTER UPDATE OF exported, deleted, keep, added, fx0, rank, doc_id ON pictures
     WHEN {changed}
     BEGIN {_counts_delta('OLD', '-')} {_counts_delta('NEW', '+')} END;
     CREATE TRIGGER pictures_uncounted AFTER DELETE ON pictures
     BEGIN {_counts_delta('OLD', '-')} END;
+    """
+
+
+DECIDING_TRIGGERS = ("pictures_decide_added", "pictures_decide_edited", "pages_decide_pictures",
+                     "overrides_decide_added", "overrides_decide_changed", "overrides_decide_removed")
+
+
+def _deciding_triggers(decided: str, edited_columns: str) -> str:
+    """The triggers that decide a picture again when it, its page or its page's override changes."""
+    return f"""
+    CREATE TRIGGER pictures_decide_added AFTER INSERT ON pictures
+    BEGIN UPDATE pictures SET exported = {decided} WHERE id = NEW.id; END;
+    CREATE TRIGGER pictures_decide_edited AFTER UPDATE OF {edited_columns} ON pictures
+    BEGIN UPDATE pictures SET exported = {decided} WHERE id = NEW.id; END;
     CREATE TRIGGER pages_decide_pictures
     AFTER UPDATE OF status, sigma, picture_area, ink_tone, pictures_included, pictures_auto_area ON pages
     BEGIN UPDATE pictures SET exported = {decided} WHERE doc_id = NEW.doc_id AND page = NEW.page; END;
@@ -182,6 +215,23 @@ def migration(default_threshold: float) -> str:
     BEGIN UPDATE pictures SET exported = {decided} WHERE doc_id = NEW.doc_id AND page = NEW.page; END;
     CREATE TRIGGER overrides_decide_removed AFTER DELETE ON overrides
     BEGIN UPDATE pictures SET exported = {decided} WHERE doc_id = OLD.doc_id AND page = OLD.page; END;
+    """
+
+
+def score_cutoff_migration(default_threshold: float) -> str:
+    """The score cutoff joins the decision (store.MIGRATIONS): the triggers are made again with it (a picture's
+    score or redrawn box now decides it too), the scored pictures get an index (a moved cutoff finds what lies
+    between), and the pictures a verdict scored under the default cutoff are decided again."""
+    drops = "\n".join(f"DROP TRIGGER IF EXISTS {name};" for name in DECIDING_TRIGGERS)
+    decided = decided_sql(default_threshold)
+    return f"""
+    CREATE INDEX pictures_score ON pictures(score) WHERE score IS NOT NULL;
+    {drops}
+    {_deciding_triggers(decided, "keep, added, deleted, area, fixed_area, fx0, score, doc_id, page")}
+    {settings_triggers(default_threshold, stale_table=False)}
+    {page_figures.update_sql(f"(doc_id, page) IN (SELECT doc_id, page FROM pictures WHERE score < {DEFAULT_PICTURE_SCORE_MIN!r})",
+                             SAVED_SCORE_MIN_SQL)};
+    {decide_where(f"x.score < {DEFAULT_PICTURE_SCORE_MIN!r}", _decision(default_threshold))};
     """
 
 

@@ -123,28 +123,33 @@ COUNTED = [name for name in DECISION_SQL if name != "excluded"]  # excluded: nei
 
 
 def filter_counts(manifest: Manifest, threshold: float | None, doc_id: int | None = None, *,
-                  rule: str | None = None, picture_area_min: float | None = None) -> dict[str, int]:
+                  rule: str | None = None, picture_area_min: float | None = None,
+                  picture_score_min: float | None = None) -> dict[str, int]:
     """How many pictures each decision filter holds (of one document, or all): under the saved settings read
     from the stored counts (milliseconds), else in one scan."""
-    if picture_decisions.is_saved(manifest, decision_params(manifest, threshold, rule, picture_area_min)):
+    cutoffs = {"picture_area_min": picture_area_min, "picture_score_min": picture_score_min}
+    if picture_decisions.is_saved(manifest, decision_params(manifest, threshold, rule, **cutoffs)):
         return _stored_counts(manifest, doc_id)
-    return scanned_counts(manifest, threshold, doc_id, rule=rule, picture_area_min=picture_area_min)
+    return scanned_counts(manifest, threshold, doc_id, rule=rule, **cutoffs)
 
 
 def picture_figures(manifest: Manifest, threshold: float | None, saved_threshold: float | None = None, *,
-                    rule: str | None = None, picture_area_min: float | None = None) -> dict[str, int]:
+                    rule: str | None = None, picture_area_min: float | None = None,
+                    picture_score_min: float | None = None) -> dict[str, int]:
     """The pictures the decision being tried exports ("kept") and leaves out ("excluded"), and the same under
     the saved decision ("kept_saved", "excluded_saved"): a cutoff can drop pictures without changing a page."""
-    now = filter_counts(manifest, threshold, rule=rule, picture_area_min=picture_area_min)
+    now = filter_counts(manifest, threshold, rule=rule, picture_area_min=picture_area_min,
+                        picture_score_min=picture_score_min)
     saved = filter_counts(manifest, saved_threshold)
     return {"kept": now["kept"], "excluded": now["excluded"], "kept_saved": saved["kept"],
             "excluded_saved": saved["excluded"]}
 
 
 def scanned_counts(manifest: Manifest, threshold: float | None, doc_id: int | None = None, *,
-                   rule: str | None = None, picture_area_min: float | None = None) -> dict[str, int]:
+                   rule: str | None = None, picture_area_min: float | None = None,
+                   picture_score_min: float | None = None) -> dict[str, int]:
     """filter_counts by evaluating every picture's decision (rules.EXPORTED_SQL), in one scan."""
-    where, params = BASE_SQL, decision_params(manifest, threshold, rule, picture_area_min)
+    where, params = BASE_SQL, decision_params(manifest, threshold, rule, picture_area_min, picture_score_min)
     if doc_id is not None:
         where, params["doc_id"] = f"{where} AND x.doc_id = :doc_id", int(doc_id)
     sums = ", ".join(f"COALESCE(SUM({DECISION_SQL[name]}), 0)" for name in COUNTED)
@@ -208,6 +213,7 @@ class CountKeeper:
         if picture_decisions.is_saved(manifest, params):  # the stored counts: nothing to keep
             return filter_counts(manifest, threshold, doc_id, rule=rule)
         key = (str(manifest.path), params["threshold"], params["rule"], params["picture_area_min"],
+               params["picture_score_min"],
                scoring_stamp(manifest))
         last = manifest.conn.execute("SELECT COALESCE(MAX(id), 0) FROM history").fetchone()[0]  # before counting
         with self._lock:

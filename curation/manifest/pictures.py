@@ -16,10 +16,11 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-from . import history
+from . import history, page_figures
 from .history import now
 from .rules import (DECIDED_BY_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL, PICTURE_BOX_SQL,
-                    PICTURE_DECIDED_BY_SQL, PICTURE_KEEP_SQL)
+                    OUTLINED_SQL, PICTURE_DECIDED_BY_SQL, PICTURE_KEEP_SQL, SAVED_SCORE_MIN_SQL,
+                    score_admits)
 
 MIGRATION = """
     CREATE TABLE picture_rows (
@@ -73,7 +74,6 @@ REFERENCE_DPI = 144  # boxes are measured at the scorer's reference resolution (
 TOUCHED_SQL = ("(keep IS NOT NULL OR caption IS NOT NULL OR fx0 IS NOT NULL OR added OR deleted OR kind IS NOT NULL "
                "OR no_legend OR no_auto_caption)")
 # A page's decision reads its pictures when one is decided, added, deleted or redrawn, or no longer found.
-EDITED_SQL = "(keep IS NOT NULL OR added OR deleted OR fx0 IS NOT NULL OR rank IS NULL)"
 PICTURE_FIELDS = history.PICTURE_COLUMNS
 
 
@@ -164,19 +164,22 @@ class PictureRows:
                                  (doc_id, page)).fetchone()[0]
 
     def pictures(self, doc_id: int, page: int) -> list[tuple[int, int, int, int, float]]:
-        """One page's pictures as the curator left them (deleted ones left out): box in reference pixels and
+        """One page's pictures as the curator left them (deleted ones, and candidates under the score cutoff that
+        a curator did not include, left out): box in reference pixels and
         square inches, the scorer's largest first, added ones last."""
         return [tuple(row) for row in self.conn.execute(
             f"SELECT {PICTURE_BOX_SQL}, {PICTURE_AREA_SQL} FROM pictures x WHERE doc_id = ? AND page = ? "
-            f"AND NOT deleted ORDER BY rank IS NULL, rank, number", (doc_id, page))]
+            f"AND NOT deleted AND {OUTLINED_SQL} ORDER BY rank IS NULL, rank, number", (doc_id, page))]
 
     def pictures_at_least(self, min_area: float) -> dict[tuple[int, int], list[tuple[int, int, int, int, int]]]:
         """The scorer's pictures of at least `min_area` square inches on every page, in one query: {(doc_id,
-        page): [(number, x0, y0, x1, y1), ...]}, largest first; what the scorer found, before any curator."""
+        page): [(number, x0, y0, x1, y1), ...]}, largest first; what the scorer found at the saved score cutoff,
+        before any curator."""
         boxes: dict[tuple[int, int], list] = {}
         for doc_id, page, *picture in self.conn.execute(
-                "SELECT doc_id, page, number, x0, y0, x1, y1 FROM pictures WHERE area >= ? AND rank IS NOT NULL "
-                "AND NOT added ORDER BY doc_id, page, rank", (float(min_area),)):
+                f"SELECT doc_id, page, number, x0, y0, x1, y1 FROM pictures x WHERE area >= ? AND rank IS NOT NULL "
+                f"AND NOT added AND {score_admits('x', SAVED_SCORE_MIN_SQL)} ORDER BY doc_id, page, rank",
+                (float(min_area),)):
             boxes.setdefault((doc_id, page), []).append(tuple(picture))
         return boxes
 
@@ -324,13 +327,8 @@ class PictureRows:
 
     def _refresh_pages(self, keys: Iterable[tuple[int, int]]) -> None:
         """Recompute the picture figures a page's decision reads (see curation.manifest.rules)."""
-        self.conn.executemany(
-            f"UPDATE pages SET (pictures_included, pictures_auto_area) = (SELECT "
-            f"CASE WHEN MAX({EDITED_SQL}) THEN COALESCE(SUM(NOT deleted AND COALESCE(keep, added) = 1), 0) END, "
-            f"CASE WHEN MAX({EDITED_SQL}) THEN MAX(CASE WHEN NOT deleted AND NOT added AND keep IS NULL "
-            f"THEN {PICTURE_AREA_SQL.replace('x.', '')} END) END "
-            f"FROM pictures WHERE doc_id = :doc_id AND page = :page) WHERE doc_id = :doc_id AND page = :page",
-            [{"doc_id": doc_id, "page": page} for doc_id, page in keys])
+        self.conn.executemany(page_figures.refresh_edited_sql("doc_id = :doc_id AND page = :page", SAVED_SCORE_MIN_SQL),
+                              [{"doc_id": doc_id, "page": page} for doc_id, page in keys])
 
 
 def write_box(conn: sqlite3.Connection, picture_id: int, box: Sequence[int] | None) -> None:

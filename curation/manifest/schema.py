@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Iterator
 
 from . import picture_decisions, picture_embeddings, picture_thumbnails, pictures
-from .rules import DEFAULT_THRESHOLD
+from .rules import DEFAULT_THRESHOLD, UNSCORED_EXPORTED_SQL
 
 # Each entry moves the schema one version up. Never edit a released entry: append a new one.
 MIGRATIONS: list[str] = [
@@ -218,11 +218,11 @@ MIGRATIONS: list[str] = [
     """,
     # Each picture's decision under the saved settings, and the pictures counted per document, kept by triggers
     # (curation.manifest.picture_decisions): the Pictures view's counts and kept/excluded screens from an index.
-    picture_decisions.migration(DEFAULT_THRESHOLD),
+    picture_decisions.migration(DEFAULT_THRESHOLD, UNSCORED_EXPORTED_SQL),
     # A saved cutoff decides again only the pictures its move can change (a σ cutoff: the pages between the
     # two; an area cutoff: the pictures and pages whose area lies between), walking an index; a rule switch,
     # every picture in one join.
-    picture_decisions.settings_triggers(DEFAULT_THRESHOLD),
+    picture_decisions.settings_triggers(DEFAULT_THRESHOLD, UNSCORED_EXPORTED_SQL, picture_decisions.UNSCORED_SETTINGS),
     # Each document's scored and failed pages, kept by triggers: the Ingest page's table reads them at any size
     # instead of counting the pages table per document. A rescored page is written with INSERT OR REPLACE,
     # which fires no DELETE trigger (recursive_triggers stays off), so the row it replaces is taken off first.
@@ -287,6 +287,10 @@ MIGRATIONS: list[str] = [
     pictures.MIGRATION_KINDS + picture_thumbnails.MIGRATION,
     # Each picture's embedding, for the curator's tools that compare pictures (curation.manifest.picture_embeddings).
     picture_embeddings.MIGRATION,
+    # The learned verdict's score cutoff (picture_score_min) joins the decision: ingest keeps the candidates it
+    # scored under its own cutoff too, and a picture counts at or above the saved cutoff
+    # (curation.manifest.rules, page_figures); the triggers that decide are made again with it.
+    picture_decisions.score_cutoff_migration(DEFAULT_THRESHOLD),
 ]
 
 

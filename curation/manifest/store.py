@@ -18,11 +18,11 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from ..scoring.result import PageResult
 from ..sources.page_numbers import page_number
-from . import aggregates, history, picture_decisions, picture_thumbnails, pictures, thumbnail_store
+from . import aggregates, history, page_figures, picture_decisions, picture_thumbnails, pictures, thumbnail_store
 from .history import now
 from .job_rows import HEARTBEAT_STALE_SECONDS, HUNG_SECONDS, JobRows, JobRunning, _pid_alive  # noqa: F401 (imported from here)
-from .rules import (DECIDED_BY_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, DEFAULT_THRESHOLD,  # noqa: F401
-                    INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES)
+from .rules import (DECIDED_BY_SQL, DEFAULT_PICTURE_AREA_MIN, DEFAULT_PICTURE_SCORE_MIN, DEFAULT_RULE, DEFAULT_THRESHOLD,  # noqa: F401
+                    INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES, SAVED_SCORE_MIN_SQL)
 from .schema import MIGRATIONS, statements
 
 DEFAULT_PAGE_TIMEOUT = 60.0  # seconds; a page past it is skipped (a pathological pattern can take hours)
@@ -185,6 +185,17 @@ class Manifest(pictures.PictureRows, JobRows):
         self.set_setting("picture_area_min", float(value))
 
     @property
+    def picture_score_min(self) -> float:
+        """The learned verdict's score under which a picture it scored does not count (SAVED_SCORE_MIN_SQL)."""
+        return float(self.get_setting("picture_score_min", str(DEFAULT_PICTURE_SCORE_MIN)))
+
+    @picture_score_min.setter
+    def picture_score_min(self, value: float) -> None:
+        if not 0 <= value <= 1:
+            raise ValueError(f"picture_score_min is a score from 0 to 1, not {value!r}")
+        self.set_setting("picture_score_min", float(value))
+
+    @property
     def page_timeout(self) -> float:
         """Seconds a page may take to be read before it is skipped (0: no limit)."""
         return float(self.get_setting("page_timeout", str(DEFAULT_PAGE_TIMEOUT)))
@@ -251,6 +262,8 @@ class Manifest(pictures.PictureRows, JobRows):
             "threshold": self.threshold if threshold is None else float(threshold),
             "rule": self.rule if rule is None else rule,
             "picture_area_min": self.picture_area_min,
+            "picture_score_min": self.picture_score_min,
+            "picture_score_saved": self.picture_score_min,  # the cutoff the pages' figures hold (rules.PAGE_AREA_SQL)
             "ink_tone_min": INK_TONE_MIN,
         }
 
@@ -352,6 +365,9 @@ class Manifest(pictures.PictureRows, JobRows):
                     list(columns.values()),
                 )
                 self.set_pictures(doc_id, r.page, pictures)
+                if any(len(picture) > 7 and picture[7] is not None for picture in pictures):
+                    self.conn.execute(page_figures.update_sql("doc_id = ? AND page = ?", SAVED_SCORE_MIN_SQL),
+                                      (doc_id, r.page))
                 if r.picture_cards:
                     self._store_picture_cards(doc_id, r.page, pictures, r.picture_cards, store, folder, sha256)
                 if r.thumbnail is not None:

@@ -26,6 +26,10 @@ from .candidates import MEASURES, Candidate, propose, text_over_content
 HEAD_FILE = Path(__file__).with_name("verdict.npz")
 RECIPE_FILE = Path(__file__).with_name("verdict.json")
 OVERLAP = 0.3  # candidates sharing this much of the smaller one's box show the same picture
+# Candidates scored down to this are stored too, under the head's cutoff, so that a lower score cutoff
+# (the manifest's picture_score_min) shows what it would add: the cutoffs chosen leave one source out went
+# down to 0.05 (verdict.json).
+STORED_FLOOR = 0.05
 
 
 @dataclass(frozen=True)
@@ -149,14 +153,16 @@ def _shared(a, b) -> float:
     return max(0, w) * max(0, h) / smaller if smaller > 0 else 0.0
 
 
-def check_page(gray: np.ndarray, dpi: float = REFERENCE_DPI, head: Head | None = None) -> list[CheckedPicture]:
-    """The pictures of a grayscale page at `dpi`, checked by the head, largest first."""
+def check_page(gray: np.ndarray, dpi: float = REFERENCE_DPI, head: Head | None = None,
+               cutoff: float | None = None) -> list[CheckedPicture]:
+    """The pictures of a grayscale page at `dpi`, checked by the head at `cutoff` (the head's own unless
+    given), largest first."""
     head = head or shipped_head()
     found = page_candidates(gray, dpi)
     if not found.candidates:
         return []
     scores = head.score(found.inputs)
-    kept = select([c.box for c in found.candidates], scores, head.cutoff)
+    kept = select([c.box for c in found.candidates], scores, head.cutoff if cutoff is None else cutoff)
     checked = []
     for i in kept:
         box = found.picture_box(i, gray.shape, head.tighten, head.margin)
@@ -194,17 +200,22 @@ def recipe() -> dict:
 def checked_columns(gray: np.ndarray, box_scale: float = 1.0, head: Head | None = None) -> dict:
     """The page's picture columns (as curation.scoring.features writes them) from the checked pictures
     of `gray` (a page at the reference resolution times 1 / `box_scale`): every entry
-    [x0, y0, x1, y1, square inches, legend, legend confidence, score], legends not yet read."""
+    [x0, y0, x1, y1, square inches, legend, legend confidence, score], legends not yet read. The entries go
+    down to STORED_FLOOR (best first, one of each overlapping group, so those at or above the head's cutoff
+    are what it keeps); the page's figures are those of its pictures at or above the head's cutoff (the
+    manifest reckons them again at its own score cutoff, curation.manifest.page_figures)."""
+    head = head or shipped_head()
     dpi = REFERENCE_DPI / box_scale
-    pictures = check_page(gray, dpi, head)
+    pictures = check_page(gray, dpi, head, cutoff=min(STORED_FLOOR, head.cutoff))
     entries = [[*(round(v * box_scale) for v in p.box), round(p.area, 3), None, None, round(p.score, 4)]
                for p in pictures]
+    counted = [(p, entry) for p, entry in zip(pictures, entries) if p.score >= head.cutoff]
     content = gray.size / dpi / dpi
-    largest = entries[0][:4] if entries else [None] * 4
+    largest = counted[0][1][:4] if counted else [None] * 4
     return {
         "pictures": json.dumps(entries),
-        "picture_area": pictures[0].area if pictures else 0.0,
-        "picture_count": len(pictures),
-        "picture_share": min(1.0, sum(p.area for p in pictures) / content) if content else 0.0,
+        "picture_area": counted[0][0].area if counted else 0.0,
+        "picture_count": len(counted),
+        "picture_share": min(1.0, sum(p.area for p, _ in counted) / content) if content else 0.0,
         **dict(zip(("picture_x0", "picture_y0", "picture_x1", "picture_y1"), largest)),
     }

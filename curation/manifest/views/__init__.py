@@ -25,7 +25,8 @@ from .images import (DRAWN_KEPT, OUTLINE_COLOUR, PICTURE_OVERRIDES, RENDER_LONG_
 from .model import (LEARN_JOB, learn_blocker, learn_from_overrides, learn_job, learned, LearnOutcome, model_state, ModelState,
                     override_labels, stop_using_model, use_model)
 from .threshold import (BORDERLINE_SQL, PICTURE_CEILING, PICTURE_FLOOR, Borderline, borderline, edge_measure,
-                        Histogram, histogram, otsu, picture_histogram, rule_explanation, rule_summary, sigma_range,
+                        Histogram, histogram, otsu, picture_histogram, rule_explanation, rule_summary,
+                        has_scores, score_histogram, ScoreHistogram, sigma_range,
                         sigma_beside, square_inches, suggest_threshold, Suggestion)
 from .jobs import (count, document_rows, duration, elapsed, job_outcome, job_progress, missing_sources, next_steps, Step,
                    unreadable_documents)
@@ -37,7 +38,7 @@ __all__ = [
     "RENDER_LONG_SIDE", "RENDER_MAX_ZOOM", "RULE_LABELS", "SORTS", "Step", "Suggestion", "base_rule", "borderline",
     "bulk_caption", "bulk_caption_effect", "bulk_override", "bulk_override_effect", "caption_counts",
     "captions_for", "count", "decision_params", "document_rows", "documents_for_filter", "draw_page", "duration",
-    "edge_measure", "elapsed", "figures", "filter_counts", "has_features", "histogram", "job_outcome", "job_progress", "unreadable_documents",
+    "edge_measure", "elapsed", "has_scores", "score_histogram", "ScoreHistogram", "figures", "filter_counts", "has_features", "histogram", "job_outcome", "job_progress", "unreadable_documents",
     "LEARN_JOB", "last_undoable", "latest_changes", "learn_blocker", "learn_from_overrides", "learn_job", "learned", "missing_sources",
     "model_state", "near_measure", "next_steps", "otsu", "outline_pictures", "override_count", "override_labels",
     "page_changes", "page_count", "picture_override_count", "page_rows", "picture_histogram", "picture_rows", "pictures_for", "render_page",

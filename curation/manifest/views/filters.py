@@ -66,13 +66,15 @@ RULE_LABELS = {"picture": "Picture rule", "sigma": "σ only", "model": "Learned 
 
 
 def decision_params(manifest: Manifest, threshold: float | None = None, rule: str | None = None,
-                    picture_area_min: float | None = None) -> dict:
+                    picture_area_min: float | None = None, picture_score_min: float | None = None) -> dict:
     """What KEEP_SQL and the filters bind: the saved rule and cutoffs, or the ones being tried."""
     if rule is not None and rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; one of {', '.join(RULES)}")
     params = manifest.decision_params(threshold, rule)
     if picture_area_min is not None:
         params["picture_area_min"] = float(picture_area_min)
+    if picture_score_min is not None:
+        params["picture_score_min"] = float(picture_score_min)
     params["base_rule"] = base_rule(params["rule"])
     return params
 

@@ -20,7 +20,7 @@ from ...scoring.scorer import THUMBNAIL_QUALITY, THUMBNAIL_SIDE
 from ...sources.paths import reading_roots
 from ...sources.page_numbers import page_number
 from ...sources.reader import error_text, open_document
-from ..rules import (KEEP_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL, PICTURE_BOX_SQL, PICTURE_DECIDED_BY_SQL,
+from ..rules import (KEEP_SQL, LIVE_DOCUMENT_SQL, OUTLINED_SQL, PICTURE_AREA_SQL, PICTURE_BOX_SQL, PICTURE_DECIDED_BY_SQL,
                      PICTURE_KEEP_SQL)
 from ..store import Manifest
 from .filters import _by_keys, decision_params
@@ -85,7 +85,7 @@ def _document_roots(manifest: Manifest, paths: Iterable[str]) -> tuple[str, ...]
 
 def pictures_for(manifest: Manifest, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], list[tuple]]:
     """Every picture box of the given pages as the curator left them (x0, y0, x1, y1, square inches;
-    reference pixels; deleted ones left out), the scorer's largest first, in one query; pages without a
+    reference pixels; deleted ones and candidates under the score cutoff left out, as Manifest.pictures), the scorer's largest first, in one query; pages without a
     picture are absent."""
     keys = list(keys)
     if not keys:
@@ -94,7 +94,7 @@ def pictures_for(manifest: Manifest, keys: Iterable[tuple[int, int]]) -> dict[tu
     rows = manifest.conn.execute(
         f"WITH k(doc_id, page) AS (VALUES {', '.join('(?, ?)' for _ in keys)}) "
         f"SELECT x.doc_id, x.page, {PICTURE_BOX_SQL}, {PICTURE_AREA_SQL} FROM k JOIN pictures x "
-        f"ON x.doc_id = k.doc_id AND x.page = k.page WHERE NOT x.deleted "
+        f"ON x.doc_id = k.doc_id AND x.page = k.page WHERE NOT x.deleted AND {OUTLINED_SQL} "
         f"ORDER BY x.doc_id, x.page, x.rank IS NULL, x.rank, x.number", [n for key in keys for n in key])
     for doc_id, page, *box in rows:
         boxes.setdefault((doc_id, page), []).append(tuple(box))

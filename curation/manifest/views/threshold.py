@@ -22,6 +22,47 @@ PICTURE_FLOOR = 0.1  # square inches: the picture-area histogram's left edge; pa
 PICTURE_CEILING = 1000.0
 
 
+SCORE_BINS = 20  # the picture score histogram's bins, 0.05 wide
+
+
+@dataclass(frozen=True)
+class ScoreHistogram:
+    """The learned verdict's scores of the pictures it found, binned from 0 to 1, each bin split by whether
+    the score cutoff being tried admits them."""
+    edges: np.ndarray
+    admitted: np.ndarray
+    dropped: np.ndarray
+
+    def rows(self) -> list[dict]:
+        return [{"start": float(self.edges[i]), "end": float(self.edges[i + 1]), "decision": decision,
+                 "pictures": int(counts[i])}
+                for i in range(len(self.admitted))
+                for decision, counts in (("counted", self.admitted), ("under the cutoff", self.dropped))]
+
+
+def has_scores(manifest: Manifest) -> bool:
+    """Whether any picture carries the learned verdict's score (an index's first row)."""
+    return manifest.conn.execute("SELECT 1 FROM pictures WHERE score IS NOT NULL LIMIT 1").fetchone() is not None
+
+
+def score_histogram(manifest: Manifest, picture_score_min: float, bins: int = SCORE_BINS) -> ScoreHistogram | None:
+    """The scores of the pictures the learned verdict found (still found, not deleted, on scored pages of
+    live documents), in `bins` equal bins from 0 to 1, each split at `picture_score_min`. None when no picture carries a score (the
+    rule-based finder's manifest)."""
+    rows = manifest.conn.execute(
+        f"SELECT MIN(CAST(x.score * :bins AS INTEGER), :last) AS bin, x.score >= :cutoff AS admitted, COUNT(*) "
+        f"FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page "
+        f"JOIN documents d ON d.id = x.doc_id WHERE x.score IS NOT NULL AND x.rank IS NOT NULL "
+        f"AND NOT x.deleted AND p.status = 'ok' AND {LIVE_DOCUMENT_SQL} GROUP BY bin, admitted",
+        {"bins": bins, "last": bins - 1, "cutoff": float(picture_score_min)}).fetchall()
+    if not rows:
+        return None
+    admitted, dropped = np.zeros(bins, np.int64), np.zeros(bins, np.int64)
+    for row in rows:
+        (admitted if row[1] else dropped)[row[0]] += row[2]
+    return ScoreHistogram(np.linspace(0, 1, bins + 1), admitted, dropped)
+
+
 def sigma_range(manifest: Manifest) -> tuple[float, float] | None:
     """The smallest and largest σ of scored pages (indexed), or None when nothing is scored."""
     ends = [manifest.conn.execute(
