@@ -79,7 +79,7 @@ def test_ingest_stores_candidates_under_the_heads_cutoff_one_of_each_overlapping
                         lambda gray, dpi: verdict.PageCandidates(candidates, np.zeros((len(boxes), 1))))
 
     class Head:
-        cutoff = 0.2
+        cutoff, tighten, margin = 0.2, False, 0.0
 
         def score(self, inputs):
             return scores
