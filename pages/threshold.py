@@ -238,8 +238,9 @@ def save(rule: str, threshold: float, share: float, score: float, scored: bool):
 
 
 def decide_in_background():
-    """A rule switch leaves the pictures' stored decisions stale: on a large manifest a job decides them again
-    (`python -m curation decide`), not waited for; the views evaluate the rule meanwhile."""
+    """A rule switch (or an area cutoff's move over many pictures) leaves the pictures' stored decisions stale:
+    on a large manifest a job decides them again (`python -m curation decide`), not waited for; the views
+    evaluate the rule meanwhile."""
     with common.open_manifest() as manifest:
         if (not picture_decisions.needs_job(manifest)
                 or manifest.running_job(picture_decisions.DECIDE_JOB) is not None):

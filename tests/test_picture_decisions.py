@@ -180,6 +180,29 @@ def test_a_rule_switch_is_caught_up_a_chunk_at_a_time_while_readers_evaluate_the
     assert picture_decisions.stale_from(manifest.conn) is None
 
 
+def test_an_area_cutoff_moved_over_many_pictures_leaves_them_to_the_catch_up_and_a_small_move_does_not(manifest):
+    docs = documents(manifest)
+    manifest.set_picture_override(picture_id(manifest, docs[0], 0, 2), True)  # a curator's include
+    # The triggers as a manifest makes them, with "many" at over four pictures and pages between the cutoffs.
+    manifest.conn.executescript(picture_decisions.settings_triggers(schema.DEFAULT_THRESHOLD, stale_table=False,
+                                                                    large_move=4))
+    assert picture_decisions.stale_from(manifest.conn) is None
+    manifest.picture_area_min = 48.2  # past every engraving and plate of both documents
+    assert picture_decisions.stale_from(manifest.conn) == 0  # the save wrote no decision
+    assert pv.filter_counts(manifest, None) == pv.scanned_counts(manifest, None)  # the readers evaluate meanwhile
+    assert_stored_as_evaluated(manifest, docs)
+    assert manifest.conn.execute("SELECT exported FROM pictures WHERE id = ?",
+                                 (picture_id(manifest, docs[0], 0, 2),)).fetchone()[0] == 1  # the include holds
+    manifest.picture_area_min = 5.3  # back over the two plates and their pages only: decided in the save
+    assert picture_decisions.stale_from(manifest.conn) is None
+    assert_stored_as_evaluated(manifest, docs)
+    manifest.undo()
+    manifest.undo()  # back over every picture: stale again, then caught up to the first cutoff
+    assert picture_decisions.stale_from(manifest.conn) == 0
+    assert_stored_as_evaluated(manifest, docs)
+    assert manifest.picture_area_min == pytest.approx(2.0)
+
+
 def test_a_reader_never_waits_for_another_writer_to_catch_up(manifest):
     docs = documents(manifest)
     manifest.rule = "sigma"

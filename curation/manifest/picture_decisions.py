@@ -8,8 +8,9 @@ update trigger, but set_pictures then refreshes the page's picture figures, whic
 saved or undone, the pictures whose decision its move can change, found through an index (the pages whose σ
 lies between the two σ cutoffs; the pictures and pages whose area lies between the two area cutoffs; the
 pages holding a picture scored between the two score cutoffs, whose figures are worked out again first). A rule
-switch can change every decision: it marks them stale (pictures_stale), and they are decided again a chunk
-of ids per short transaction, by a job (`python -m curation decide`, launched by the Threshold page) and by
+switch can change every decision: it marks them stale (pictures_stale), and so does an area cutoff's move over
+more pictures than LARGE_MOVE (deciding them in the save cost a second at a million pictures); they are decided
+again a chunk of ids per short transaction, by a job (`python -m curation decide`, launched by the Threshold page) and by
 each reader (is_saved), which meanwhile evaluates the rule as for a draft. The
 suggestions' one writer decides them again under the learned rule (replace_suggestions). `picture_counts`
 holds, per document, the pictures each of the Pictures view's filters shows, moved by a trigger whenever a
@@ -129,21 +130,28 @@ def _moved_score(before: str, after: str) -> str:
 STALE_TABLE = "CREATE TABLE pictures_stale (next_id INTEGER NOT NULL);"
 STALE_ALL = "DELETE FROM pictures_stale; INSERT INTO pictures_stale (next_id) VALUES (0);"
 CHUNK = 10_000  # pictures decided again in one transaction: about 0.1 s
+# An area cutoff's move that can change more pictures than this leaves every decision stale, as a rule switch
+# does, instead of deciding them in the save's transaction (rewriting 30,000 of a million pictures' decisions
+# took most of a second): the save returns at once and the decide job catches up.
+LARGE_MOVE = 2 * CHUNK
 BUDGET_S = 0.1  # CPU seconds a reader spends on them (is_saved)
 
 
 def settings_triggers(default_threshold: float, exported: str = EXPORTED_SQL,
-                      keys: tuple[str, ...] = DECIDING_SETTINGS, stale_table: bool = True) -> str:
+                      keys: tuple[str, ...] = DECIDING_SETTINGS, stale_table: bool = True,
+                      large_move: int | None = None) -> str:
     """Triggers deciding again, when a setting the decision reads is saved, changed or removed, the
     pictures whose decision that move can change, and the table of what a rule switch left stale
-    (store.MIGRATIONS; the released ones pass the decision and settings as they were)."""
+    (store.MIGRATIONS; the released ones pass the decision and settings as they were). With `large_move`, an
+    area cutoff's move over more pictures and pages than that leaves every decision stale instead."""
     effective, decision = _effective(default_threshold), _decision(default_threshold, exported)
     events = {"added": ("INSERT", "NEW.key = '{key}'", "NULL", "NEW.value"),
               "changed": ("UPDATE", "NEW.key = '{key}' AND OLD.key = '{key}' AND NEW.value IS NOT OLD.value",
                           "OLD.value", "NEW.value"),
               "removed": ("DELETE", "OLD.key = '{key}'", "OLD.value", "NULL")}
     triggers = [f"DROP TRIGGER IF EXISTS settings_decide_{event};" for event in events]
-    triggers += [f"DROP TRIGGER IF EXISTS settings_{key}_{event};" for key in keys for event in events]
+    triggers += [f"DROP TRIGGER IF EXISTS settings_{key}_{event}{large};" for key in keys for event in events
+                 for large in ("", "_large")]
     if stale_table:
         triggers.append(STALE_TABLE)
     for key in keys:
@@ -155,9 +163,25 @@ def settings_triggers(default_threshold: float, exported: str = EXPORTED_SQL,
                 updates = _moved_score(before, after) + " " + updates
             if key == "picture_area_min":  # the σ rule reads no area
                 when += f" AND {_saved(default_threshold)['rule']} != 'sigma'"
+            when = f"{when.format(key=key)} AND ({before}) IS NOT ({after})"
+            if key == "picture_area_min" and large_move:
+                large = _area_move_over(before, after, large_move)
+                triggers.append(f"CREATE TRIGGER settings_{key}_{event}_large AFTER {operation} ON settings "
+                                f"WHEN {when} AND {large} BEGIN {STALE_ALL} END;")
+                when += f" AND NOT {large}"
             triggers.append(f"CREATE TRIGGER settings_{key}_{event} AFTER {operation} ON settings "
-                            f"WHEN {when.format(key=key)} AND ({before}) IS NOT ({after}) BEGIN {updates} END;")
+                            f"WHEN {when} BEGIN {updates} END;")
     return "\n".join(triggers)
+
+
+def _area_move_over(before: str, after: str, limit: int) -> str:
+    """Whether more than `limit` pictures, and pages by their largest picture, lie between two area cutoffs
+    (counted through their indexes, no further than the limit)."""
+    low, high = f"min({before}, {after})", f"max({before}, {after})"
+    pictures = (f"SELECT 1 FROM pictures WHERE COALESCE(fixed_area, area) >= {low} "
+                f"AND COALESCE(fixed_area, area) < {high} LIMIT {limit + 1}")
+    pages = f"SELECT 1 FROM pages WHERE picture_area >= {low} AND picture_area < {high} LIMIT {limit + 1}"
+    return f"((SELECT COUNT(*) FROM ({pictures})) + (SELECT COUNT(*) FROM ({pages})) > {limit})"
 
 
 def _counts_delta(row: str, sign: str) -> str:
@@ -228,7 +252,7 @@ def score_cutoff_migration(default_threshold: float) -> str:
     CREATE INDEX pictures_score ON pictures(score) WHERE score IS NOT NULL;
     {drops}
     {_deciding_triggers(decided, "keep, added, deleted, area, fixed_area, fx0, score, doc_id, page")}
-    {settings_triggers(default_threshold, stale_table=False)}
+    {settings_triggers(default_threshold, stale_table=False, large_move=LARGE_MOVE)}
     {page_figures.update_sql(f"(doc_id, page) IN (SELECT doc_id, page FROM pictures WHERE score < {DEFAULT_PICTURE_SCORE_MIN!r})",
                              SAVED_SCORE_MIN_SQL)};
     {decide_where(f"x.score < {DEFAULT_PICTURE_SCORE_MIN!r}", _decision(default_threshold))};
