@@ -18,7 +18,7 @@ from ..manifest import thumbnail_store
 from ..manifest.rules import LIVE_DOCUMENT_SQL
 from ..manifest.settings import DEFAULT_PAGE_TIMEOUT, PICTURE_FINDERS
 from ..manifest.store import JobRunning, Manifest, ManifestError
-from ..runs.ingest import default_worker_memory, default_workers
+from ..runs.worker_pool import default_worker_memory, default_workers
 from ..runs.jobs import DiskFull
 
 DEFAULT_DB = os.environ.get("CURATION_DB", "data/manifest.sqlite")
