@@ -27,7 +27,9 @@ sys.path.insert(0, str(ROOT))
 from bench_ingest import make_corpus  # noqa: E402
 from curation import Manifest  # noqa: E402
 from curation.runs.cluster import Cluster  # noqa: E402
-from curation.runs.ingest import Ingest, Scheduler, process_pool  # noqa: E402
+from curation.runs.ingest import Ingest  # noqa: E402
+from curation.runs.scheduler import Scheduler  # noqa: E402
+from curation.runs.worker_pool import process_pool  # noqa: E402
 
 PAGES_A_DAY = 16_000_000
 

@@ -33,7 +33,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from curation.captions import legend  # noqa: E402
-from curation.runs import ingest  # noqa: E402
+from curation.runs import ingest_task  # noqa: E402
 from curation.scoring import scorer  # noqa: E402
 from curation.sources.synthetic import periodical_specs, write_pdf  # noqa: E402
 
@@ -90,7 +90,7 @@ def stage_split(paths, languages: str | None) -> tuple[dict[str, float], int]:
         for path in paths:
             doc = pymupdf.open(path)
             for number in range(doc.page_count):
-                ingest._score_and_shrink(doc, number, languages)
+                ingest_task._score_and_shrink(doc, number, languages)
                 pages += 1
             doc.close()
         clock["total"] = (CLOCK() - start) * 1000

@@ -3,7 +3,7 @@
 import os
 import time
 
-from curation.runs.ingest import run_task
+from curation.runs.ingest_task import run_task
 from curation.scoring import scorer
 
 CRASH_PAGE = 5

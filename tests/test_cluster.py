@@ -15,7 +15,7 @@ from click.testing import CliRunner  # noqa: E402
 from curation import Manifest, ingest  # noqa: E402
 from curation.cli import cli  # noqa: E402
 from curation.runs.cluster import Cluster, ClusterError, ClusterLost, local_workers  # noqa: E402
-from curation.runs.ingest import CRASH_MESSAGE  # noqa: E402
+from curation.runs.scheduler import CRASH_MESSAGE  # noqa: E402
 
 from conftest import small_pdf  # noqa: E402
 import crashing  # noqa: E402

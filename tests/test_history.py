@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from apptest_support import filled_db
 from curation import Manifest
 from curation.cli import cli
-from curation.manifest import history, store, views
+from curation.manifest import history, rules, store, views
 from curation.runs import jobs
 
 
@@ -253,7 +253,7 @@ def test_undo_of_a_setting_and_what_cannot_be_undone(db):
         manifest.rule = "sigma"
         manifest.start_job("ingest", {"paths": ["/a"]})
         manifest.undo(1)
-        assert manifest.get_setting("rule") is None and manifest.rule == store.DEFAULT_RULE
+        assert manifest.get_setting("rule") is None and manifest.rule == rules.DEFAULT_RULE
         with pytest.raises(history.UndoError, match="a job cannot be undone"):
             manifest.undo(2)
         with pytest.raises(history.UndoError, match="there is no action #99"):

@@ -12,7 +12,7 @@ import pytest
 
 from curation import Manifest, ingest, reference_sigma
 from curation.manifest import views
-from curation.runs.ingest import CRASH_MESSAGE
+from curation.runs.scheduler import CRASH_MESSAGE
 
 from conftest import ROOT, small_pdf
 import crashing

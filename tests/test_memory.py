@@ -2,7 +2,7 @@
 
 import psutil
 
-from curation.runs.ingest import Task, run_task
+from curation.runs.ingest_task import Task, run_task
 from curation.sources.synthetic import PageSpec, write_pdf
 
 

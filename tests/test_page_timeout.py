@@ -17,7 +17,8 @@ from curation import Manifest, ingest
 from curation.export import Export, ExportSettings
 from curation.export.job import in_order
 from curation.export.worker import NotExported
-from curation.runs.ingest import Rescore, kill_executor, process_pool
+from curation.runs.ingest import Rescore
+from curation.runs.worker_pool import kill_executor, process_pool
 from curation.sources import hostile
 
 LIMIT = 2.0

@@ -6,7 +6,8 @@ import os
 import pytest
 
 from curation import Manifest
-from curation.runs.ingest import Ingest, Rescore, Task, run_task
+from curation.runs.ingest import Ingest, Rescore
+from curation.runs.ingest_task import Task, run_task
 from curation.sources.paths import check_path
 from curation.sources.reader import DocumentError, open_document
 

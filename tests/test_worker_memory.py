@@ -17,7 +17,7 @@ from conftest import ROOT, small_pdf
 from curation import ingest
 from curation.cli import Size
 from curation.export import ExportSettings, export_page
-from curation.runs.ingest import process_pool
+from curation.runs.worker_pool import process_pool
 from curation.sources import hostile
 
 GIB = 1 << 30

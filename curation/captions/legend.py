@@ -30,8 +30,8 @@ from dataclasses import dataclass, replace
 import cv2
 import numpy as np
 
-from ..manifest.store import DEFAULT_LEGEND_LANGUAGES as DEFAULT_LANGUAGES
-from ..manifest.store import language_codes
+from ..manifest.settings import DEFAULT_LEGEND_LANGUAGES as DEFAULT_LANGUAGES
+from ..manifest.settings import language_codes
 from ..scoring.scorer import decode_gray, full_page_jpeg, reference_size
 from . import recognizer
 from .best import LEGEND_CONFIDENCE_MIN
@@ -122,7 +122,7 @@ def engine_note() -> str | None:
 
 
 def check_languages(text: str) -> str:
-    """'eng+deu' as Tesseract takes it (store.language_codes); ValueError naming what is wrong. Where the
+    """'eng+deu' as Tesseract takes it (settings.language_codes); ValueError naming what is wrong. Where the
     engine is present, each language must be installed."""
     codes = language_codes(text).split("+")
     installed = installed_languages()

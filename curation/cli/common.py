@@ -16,8 +16,9 @@ from guards.csv_cells import SafeDictWriter
 
 from ..manifest import thumbnail_store
 from ..manifest.rules import LIVE_DOCUMENT_SQL
-from ..manifest.store import DEFAULT_PAGE_TIMEOUT, PICTURE_FINDERS, JobRunning, Manifest, ManifestError
-from ..runs.ingest import default_worker_memory, default_workers
+from ..manifest.settings import DEFAULT_PAGE_TIMEOUT, PICTURE_FINDERS
+from ..manifest.store import JobRunning, Manifest, ManifestError
+from ..runs.worker_pool import default_worker_memory, default_workers
 from ..runs.jobs import DiskFull
 
 DEFAULT_DB = os.environ.get("CURATION_DB", "data/manifest.sqlite")

@@ -7,7 +7,7 @@ import sys
 import click
 from tqdm import tqdm
 
-from ..runs.ingest import default_workers
+from ..runs.worker_pool import default_workers
 from ..runs.jobs import plural
 from .common import cli, db_option, open_manifest, page_timeout_option, run_job, worker_memory_option
 

@@ -11,7 +11,8 @@ from tqdm import tqdm
 
 from ..captions.legend import check_languages
 from ..manifest.store import JobRunning, Manifest
-from ..runs.ingest import Ingest, default_workers
+from ..runs.ingest import Ingest
+from ..runs.worker_pool import default_workers
 from ..runs.jobs import plural
 from ..sources.reader import error_text
 from .common import (cli, db_option, open_manifest, page_bar, page_timeout_option, picture_finder_option, run_job,

@@ -18,7 +18,8 @@ from contextlib import closing
 from dataclasses import dataclass, field
 
 from ..manifest.store import Manifest
-from ..runs.ingest import Failure, Scheduler, bounded_pool, process_pool, timeout_message
+from ..runs.scheduler import Failure, Scheduler, timeout_message
+from ..runs.worker_pool import bounded_pool, process_pool
 from ..runs.jobs import DiskFull, JobProgress, Stopped, is_disk_full, plural, stop_on_sigterm
 from ..sources.paths import document_roots
 from ..sources.page_numbers import page_number

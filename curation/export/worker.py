@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pymupdf
 from PIL import Image
 
-from ..runs.ingest import memory_message, out_of_memory
+from ..runs.ingest_task import memory_message, out_of_memory
 from ..sources.reader import DocumentError, error_text, open_document
 from .geometry import Region, crop_region
 from .settings import ExportSettings

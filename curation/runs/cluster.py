@@ -31,7 +31,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from ..sources.reader import exists
 from .cluster_config import DASHBOARD_PORT, LOOPBACK, ClusterError, check_address, local_workers, security
-from .ingest import ExecutorLost
+from .scheduler import ExecutorLost
 
 # Locally a task may kill one worker and be run again; the second death makes it a crash.
 LOCAL_ALLOWED_FAILURES = 1

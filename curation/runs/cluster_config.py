@@ -45,7 +45,7 @@ def local_workers(address: str) -> int | None:
     if name != LOCAL:
         return None
     if not count:
-        from .ingest import default_workers
+        from .worker_pool import default_workers
 
         return default_workers()
     if not count.isdigit() or int(count) < 1:

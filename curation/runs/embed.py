@@ -28,7 +28,8 @@ import pymupdf
 
 from ..manifest import picture_embeddings
 from ..manifest.store import Manifest
-from .ingest import CRASH_MESSAGE, Failure, Scheduler, bounded_pool, default_workers, process_pool, timeout_message
+from .scheduler import CRASH_MESSAGE, Failure, Scheduler, timeout_message
+from .worker_pool import bounded_pool, default_workers, process_pool
 from .jobs import DiskFull, JobProgress, Stopped, is_disk_full, plural, stop_on_sigterm
 from ..scoring.scorer import page_gray, reference_size
 from ..sources.page_numbers import page_number

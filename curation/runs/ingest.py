@@ -4,64 +4,36 @@ The unit of work is a `Task`: inspect one document, or score a range of its page
 `concurrent.futures` executor (a process pool by default: MuPDF is not thread-safe) and only the
 coordinator writes to the manifest, one transaction per finished task. A run that is killed loses
 at most the tasks in flight; the next run plans only the pages that have no row yet.
+
+The task and what a worker makes of it are `ingest_task`'s, the local pool `worker_pool`'s and the
+scheduling that survives crashes and time-outs `scheduler`'s.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
-import contextlib
-import functools
-import multiprocessing
-import multiprocessing.connection
 import os
 import pathlib
-import resource
-import signal
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
-from enum import Enum
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 
-import cv2
-import psutil
-import pymupdf
-
-from ..captions.legend import check_languages, engine_note, installed_languages, with_legends
+from ..captions.legend import check_languages, engine_note, installed_languages
 from ..decisions.duplicates import refresh_duplicates
 from ..manifest.store import Manifest
 from ..scoring.result import PageResult
 from ..scoring.features import FEATURES_VERSION
-from ..pictures.verdict import check_installed, checked_columns
-from ..scoring.scorer import score_page_and_scan
+from ..pictures.verdict import check_installed
 from ..sources.paths import REFUSAL, document_roots, reading_roots
 from ..sources.reader import (DocumentError, DocumentInfo, OutsideAllowedFolders, error_text, exists, file_sha256,
-                              file_stat, find_pdfs, inspect_document, open_document, readable)
+                              file_stat, find_pdfs)
 from ..manifest.views.jobs import unreadable_documents
-from .jobs import PROGRESS_INTERVAL, DiskFull, JobProgress, Stopped, is_disk_full, plural, stop_on_sigterm
+from .ingest_task import Task, run_task
+from .jobs import DiskFull, JobProgress, Stopped, is_disk_full, plural, stop_on_sigterm
+from .scheduler import CRASH_MESSAGE, Scheduler, timeout_message
+from .worker_pool import bounded_pool, default_workers, kill_executor, process_pool
 
 PAGES_PER_TASK = 16
-TASKS_PER_CHILD = 500  # a worker is replaced now and then so nothing it leaks can pile up
-MIN_WORKER_ROOM = 256 << 20  # bytes a worker may always allocate, whatever its memory limit
-CRASH_MESSAGE = "the PDF engine crashed on this page (twice, in fresh workers); skipped"
-
-
-@dataclass(frozen=True)
-class Task:
-    """Inspect a document (`pages` is None) or score the listed pages of it; with `hash`, hash the
-    file and inspect it in one read where it is read (a cluster's worker), before it is a document.
-    `roots`: the folders the file must really lie in when the worker opens it (None: no check).
-    `legend_languages`: Tesseract's languages to read the pictures' legends in (None: none read).
-    `learned_pictures`: the pictures are the picture stage's, checked by its learned verdict, rather than
-    the rule-based finder's."""
-
-    doc_id: int | None
-    path: str
-    pages: tuple[int, ...] | None = None
-    hash: bool = False
-    roots: tuple[str, ...] | None = None
-    legend_languages: str | None = None
-    learned_pictures: bool = False
 
 
 @dataclass
@@ -97,133 +69,6 @@ class IngestReport:
         return "; " + ", ".join(parts) if parts else ""
 
 
-def run_task(task: Task):
-    """Worker side: what one task produces. Runs in a worker process."""
-    if task.hash:
-        return file_sha256(task.path, roots=task.roots), run_task(replace(task, hash=False))
-    if task.pages is None:
-        try:
-            return inspect_document(task.path, task.roots)
-        except DocumentError as exc:
-            return exc
-    doc = open_document(task.path, task.roots)
-    try:
-        check = checked_columns if task.learned_pictures else None
-        return [_score_and_shrink(doc, number, task.legend_languages, check) for number in task.pages]
-    finally:
-        doc.close()
-
-
-def _score_and_shrink(doc, number: int, legend_languages: str | None = None, check_pictures=None) -> PageResult:
-    try:
-        result, scan = score_page_and_scan(doc, number, check_pictures)
-        if legend_languages and result.status == "ok":
-            result = with_legends(result, doc, legend_languages, scan)
-        # Imported here: the export's package imports this module (its workers share the memory words).
-        from ..export.card import with_picture_cards
-        result = with_picture_cards(result, doc)
-    finally:
-        # MuPDF caches every image it touched (up to 256 MB per process); a page is never needed twice.
-        pymupdf.TOOLS.store_shrink(100)
-    if result.status == "failed":
-        return replace(result, error=memory_message() if out_of_memory(result.error) else readable(result.error))
-    return result
-
-
-def out_of_memory(text: str | None) -> bool:
-    """MuPDF's and NumPy's words for an allocation the worker's memory limit refused."""
-    return bool(text) and any(sign in text for sign in ("malloc (", "out of memory", "MemoryError", "Unable to allocate"))
-
-
-def memory_message() -> str:
-    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
-    share = f" ({limit / (1 << 30):.1f} GB; --worker-memory)" if limit != resource.RLIM_INFINITY else ""
-    return f"needed more memory than a worker may take{share}; skipped"
-
-
-def _init_worker(memory_limit: int | None = None) -> None:
-    # Ctrl-C is the coordinator's to handle; workers are shut down by it.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # MuPDF's messages would garble the progress bar; the reasons are recorded per document instead.
-    pymupdf.TOOLS.mupdf_display_errors(False)
-    pymupdf.TOOLS.mupdf_display_warnings(False)
-    # One process per core already: OpenCV's own threads would only compete (and each reserves memory).
-    cv2.setNumThreads(1)
-    if memory_limit:
-        # Past its share an allocation fails in the worker (MuPDF and NumPy raise, the page fails with a
-        # message); the kernel's OOM killer never has to choose, so the coordinator is never its victim.
-        # The limit is on address space, which starts well above what is used (libraries, thread
-        # arenas: more on many-core machines), so a worker always keeps some room to work.
-        limit = max(memory_limit, psutil.Process().memory_info().vms + MIN_WORKER_ROOM)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-
-def process_pool(workers: int, memory_limit: int | None = None) -> cf.Executor:
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["curation.runs.ingest"])
-    return cf.ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(memory_limit,),
-        max_tasks_per_child=TASKS_PER_CHILD,
-    )
-
-
-def bounded_pool(make_executor: Callable[[int], cf.Executor], workers: int,
-                 memory_limit: int | None = None) -> Callable[[int], cf.Executor]:
-    """The default process pool with each worker's memory capped (a fair share unless given); any
-    other executor as it is."""
-    if make_executor is not process_pool:
-        return make_executor
-    return functools.partial(process_pool, memory_limit=memory_limit or default_worker_memory(workers))
-
-
-def kill_executor(executor: cf.Executor) -> None:
-    """Tear an executor down now, tasks still running included (a page stuck in MuPDF never returns).
-
-    A process pool's workers are killed (Python 3.14 has `kill_workers`; before it the pool's own
-    process table is the only handle); any other executor is asked to cancel what it can.
-    """
-    processes = list((getattr(executor, "_processes", None) or {}).values())
-    kill = getattr(executor, "kill_workers", None)
-    if kill is not None:
-        kill()
-    else:
-        for process in processes:
-            with contextlib.suppress(Exception):
-                process.kill()
-    if isinstance(executor, cf.ProcessPoolExecutor):
-        _end_result_pipe(executor, processes)
-    executor.shutdown(wait=isinstance(executor, cf.ProcessPoolExecutor), cancel_futures=True)
-
-
-def _end_result_pipe(executor: cf.ProcessPoolExecutor, processes: list) -> None:
-    """A worker killed while sending its result leaves half a message in the pool's result pipe, and the pool's
-    manager thread would wait for the rest forever (and `shutdown` with it). Once the workers are dead the
-    parent's copy is the pipe's last write end: closing it gives that reader EOF, and the pool breaks and ends."""
-    sentinels = [process.sentinel for process in processes]
-    deadline = time.monotonic() + 5
-    while sentinels and time.monotonic() < deadline:  # a sentinel is ready once its process has exited
-        ended = multiprocessing.connection.wait(sentinels, deadline - time.monotonic())
-        sentinels = [sentinel for sentinel in sentinels if sentinel not in ended]
-    if sentinels:
-        return
-    writer = getattr(getattr(executor, "_result_queue", None), "_writer", None)
-    with contextlib.suppress(Exception):
-        writer.close()
-
-
-def default_workers() -> int:
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
-
-
-def default_worker_memory(workers: int) -> int:
-    """A fair share of the machine's memory per worker, one share left to the coordinator and the rest."""
-    return psutil.virtual_memory().total // (workers + 1)
-
-
-def timeout_message(seconds: float, what: str = "draw") -> str:
-    return f"took longer than {seconds:g} s to {what}; skipped"
-
-
 def task_sizes(pages: int, workers: int, largest: int = PAGES_PER_TASK) -> Iterator[int]:
     """How many pages each scoring task takes, in order (an endless supply; `pages` in all is planned).
 
@@ -238,189 +83,6 @@ def task_sizes(pages: int, workers: int, largest: int = PAGES_PER_TASK) -> Itera
         given += 1
         if given % max(1, workers) == 0:
             size *= 2
-
-
-class ExecutorLost(Exception):
-    """The executor itself is gone (a cluster's scheduler lost): the run ends; what finished is saved."""
-
-
-class Failure(Enum):
-    """What a task came to when it gave no result."""
-
-    CRASHED = "crashed"  # its worker died, twice, the second time alone
-    TIMED_OUT = "timed out"  # it ran past the time limit on its own
-
-
-def split_pages(task) -> list:
-    """The single-page tasks of a multi-page task; any other task as it is."""
-    pages = getattr(task, "pages", None)
-    if pages is None or len(pages) < 2:
-        return [task]
-    return [replace(task, pages=(number,)) for number in pages]
-
-
-class Scheduler:
-    """Runs tasks on an executor and survives workers that die or never finish.
-
-    When a worker process dies the pool is broken and every task in flight is a suspect: each one
-    is retried alone in a fresh worker. A task that crashes again alone is split into single pages,
-    each run alone, so only the page that kills the engine is marked failed.
-
-    With a `page_timeout`, no more tasks are in flight than there are workers, so a task's clock
-    starts when it is handed to a worker. A task still running after the limit is abandoned: the
-    executor is torn down (`kill`, its workers with it) and a new one made; the other tasks that were
-    running go back to the queue; the late task is split into single pages, queued first, and a single
-    page that runs past the limit on its own comes out as `Failure.TIMED_OUT`. A page that hangs inside
-    a task therefore costs about twice the limit: once in its task, once alone. All of this is
-    scheduling, so it holds for any `concurrent.futures` executor that `kill` can tear down.
-    """
-
-    def __init__(self, make_executor: Callable[[int], cf.Executor], workers: int,
-                 task_fn: Callable = run_task, should_stop: Callable[[], bool] = lambda: False,
-                 on_idle: Callable[[], None] = lambda: None, *, page_timeout: float | None = None,
-                 split: Callable[[object], list] = split_pages, kill: Callable[[cf.Executor], None] = kill_executor):
-        self.make_executor = make_executor
-        self.workers = workers
-        self.task_fn = task_fn
-        self.should_stop = should_stop
-        self.on_idle = on_idle
-        self.page_timeout = page_timeout
-        self.split = split
-        self.kill = kill
-        self.crashes = 0  # workers lost to a crash (each followed by retries)
-        self.timeouts = 0  # executors torn down because a task ran past the limit
-
-    def run(self, tasks: Iterable, on_result: Callable[[object, object], None],
-            on_crash: Callable[[object], None], on_timeout: Callable[[object], None] | None = None) -> None:
-        for task, result in self.results(tasks):
-            if result is Failure.CRASHED:
-                on_crash(task)
-            elif result is Failure.TIMED_OUT:
-                (on_timeout or on_crash)(task)
-            else:
-                on_result(task, result)
-
-    def results(self, tasks: Iterable) -> Iterator[tuple[object, object]]:
-        """(task, result) for every task as it finishes; result is a `Failure` for one given up.
-
-        An exception raised by the task function is its result, not a failure.
-        """
-        queue = deque(tasks)
-        while queue:
-            suspects = yield from self._run_pool(queue)
-            for task in suspects:
-                yield from self._run_alone(task, split=True)
-
-    def _run_pool(self, queue: deque):
-        executor = self.make_executor(self.workers)
-        in_flight: dict[cf.Future, tuple[object, float]] = {}
-        abandon = True
-        try:
-            self._warm_up(executor)
-            slots = getattr(executor, "slots", self.workers)  # an executor may have fewer workers than planned
-            most = slots if self.page_timeout else 2 * slots
-            broken_at_submit = not self._fill(executor, queue, in_flight, most)
-            if broken_at_submit and not in_flight:
-                raise RuntimeError("the worker processes die as they start; nothing can be read")
-            while in_flight:
-                done, _ = cf.wait(in_flight, timeout=PROGRESS_INTERVAL, return_when=cf.FIRST_COMPLETED)
-                finished, broken = [], []
-                for future in done:
-                    task, _ = in_flight.pop(future)
-                    outcome = _outcome(future)
-                    (broken if outcome is Failure.CRASHED else finished).append((task, outcome))
-                if broken or broken_at_submit:
-                    self.crashes += 1
-                    yield from finished
-                    return [task for task, _ in broken] + [task for task, _ in in_flight.values()]
-                # Workers get their next task before the results are saved: they never wait on the manifest.
-                broken_at_submit = not self._fill(executor, queue, in_flight, most)
-                yield from finished
-                late = [future for future, (_, started) in in_flight.items() if self._late(started)]
-                if late:
-                    self.timeouts += 1
-                    yield from self._give_up_late(late, in_flight, queue)
-                    return []
-                self.on_idle()
-                if self.should_stop():
-                    raise Stopped()
-            abandon = False
-            return []
-        finally:
-            if abandon:
-                self.kill(executor)
-            else:
-                executor.shutdown(wait=True)
-
-    def _fill(self, executor: cf.Executor, queue: deque, in_flight: dict, most: int) -> bool:
-        """Hand queued tasks to the executor up to `most` in flight; False if it broke meanwhile."""
-        while queue and len(in_flight) < most:
-            task = queue.popleft()
-            try:
-                in_flight[executor.submit(self.task_fn, task)] = (task, time.monotonic())
-            except cf.BrokenExecutor:  # a worker died before this task could be handed over
-                queue.appendleft(task)
-                return False
-        return True
-
-    def _give_up_late(self, late: list[cf.Future], in_flight: dict, queue: deque):
-        """Late tasks split into pages queued first, single late pages failed; the rest queued again."""
-        again = [in_flight[future][0] for future in in_flight if future not in late]
-        for future in late:
-            task = in_flight[future][0]
-            pieces = self.split(task)
-            if len(pieces) > 1:
-                again[:0] = pieces
-            else:
-                yield task, Failure.TIMED_OUT
-        queue.extendleft(reversed(again))
-
-    def _late(self, started: float) -> bool:
-        return self.page_timeout is not None and time.monotonic() - started > self.page_timeout
-
-    def _warm_up(self, executor: cf.Executor) -> None:
-        # Starting workers (the forkserver's first start imports MuPDF and OpenCV) is not a page's time.
-        if self.page_timeout:
-            cf.wait([executor.submit(os.getpid) for _ in range(self.workers)])
-
-    def _run_alone(self, task, split: bool):
-        if self.should_stop():
-            raise Stopped()
-        executor = self.make_executor(1)
-        abandon = True
-        try:
-            self._warm_up(executor)
-            future = executor.submit(self.task_fn, task)
-            try:
-                result = _outcome(future, self.page_timeout)
-            except cf.TimeoutError:
-                result = Failure.TIMED_OUT
-            abandon = result in (Failure.CRASHED, Failure.TIMED_OUT)
-        finally:
-            if abandon:
-                self.kill(executor)
-            else:
-                executor.shutdown(wait=True)
-        pieces = self.split(task) if split else [task]
-        if result is Failure.TIMED_OUT:
-            self.timeouts += 1
-        if result in (Failure.CRASHED, Failure.TIMED_OUT) and len(pieces) > 1:
-            for piece in pieces:
-                yield from self._run_alone(piece, split=False)
-        else:
-            yield task, result
-
-
-def _outcome(future: cf.Future, timeout: float | None = None):
-    """A finished future's result; a dead worker is `Failure.CRASHED`, an exception is the result."""
-    try:
-        return future.result(timeout)
-    except cf.BrokenExecutor:
-        return Failure.CRASHED
-    except (cf.TimeoutError, ExecutorLost):
-        raise
-    except Exception as exc:  # a bug or an I/O error in the worker, not a crash
-        return exc
 
 
 class Ingest:

@@ -1,0 +1,78 @@
+"""An ingest `Task` and the worker side of it: what one task produces (a file's hash, a document's
+inspection, a range of pages scored), run in a worker process. Workers are sent `run_task` by its module
+path, so it and what it calls live here, at module level."""
+
+from __future__ import annotations
+
+import resource
+from dataclasses import dataclass, replace
+
+import pymupdf
+
+from ..captions.legend import with_legends
+from ..pictures.verdict import checked_columns
+from ..scoring.result import PageResult
+from ..scoring.scorer import score_page_and_scan
+from ..sources.reader import DocumentError, file_sha256, inspect_document, open_document, readable
+
+
+@dataclass(frozen=True)
+class Task:
+    """Inspect a document (`pages` is None) or score the listed pages of it; with `hash`, hash the
+    file and inspect it in one read where it is read (a cluster's worker), before it is a document.
+    `roots`: the folders the file must really lie in when the worker opens it (None: no check).
+    `legend_languages`: Tesseract's languages to read the pictures' legends in (None: none read).
+    `learned_pictures`: the pictures are the picture stage's, checked by its learned verdict, rather than
+    the rule-based finder's."""
+
+    doc_id: int | None
+    path: str
+    pages: tuple[int, ...] | None = None
+    hash: bool = False
+    roots: tuple[str, ...] | None = None
+    legend_languages: str | None = None
+    learned_pictures: bool = False
+
+
+def run_task(task: Task):
+    """Worker side: what one task produces. Runs in a worker process."""
+    if task.hash:
+        return file_sha256(task.path, roots=task.roots), run_task(replace(task, hash=False))
+    if task.pages is None:
+        try:
+            return inspect_document(task.path, task.roots)
+        except DocumentError as exc:
+            return exc
+    doc = open_document(task.path, task.roots)
+    try:
+        check = checked_columns if task.learned_pictures else None
+        return [_score_and_shrink(doc, number, task.legend_languages, check) for number in task.pages]
+    finally:
+        doc.close()
+
+
+def _score_and_shrink(doc, number: int, legend_languages: str | None = None, check_pictures=None) -> PageResult:
+    try:
+        result, scan = score_page_and_scan(doc, number, check_pictures)
+        if legend_languages and result.status == "ok":
+            result = with_legends(result, doc, legend_languages, scan)
+        # Imported here: the export's package imports this module (its workers share the memory words).
+        from ..export.card import with_picture_cards
+        result = with_picture_cards(result, doc)
+    finally:
+        # MuPDF caches every image it touched (up to 256 MB per process); a page is never needed twice.
+        pymupdf.TOOLS.store_shrink(100)
+    if result.status == "failed":
+        return replace(result, error=memory_message() if out_of_memory(result.error) else readable(result.error))
+    return result
+
+
+def out_of_memory(text: str | None) -> bool:
+    """MuPDF's and NumPy's words for an allocation the worker's memory limit refused."""
+    return bool(text) and any(sign in text for sign in ("malloc (", "out of memory", "MemoryError", "Unable to allocate"))
+
+
+def memory_message() -> str:
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    share = f" ({limit / (1 << 30):.1f} GB; --worker-memory)" if limit != resource.RLIM_INFINITY else ""
+    return f"needed more memory than a worker may take{share}; skipped"
