@@ -4,7 +4,8 @@ bench_dashboard.py times the script runs with AppTest (the server's side); a per
 browser sends the key, the server runs the script, the browser draws what changed and fetches the images.
 This drives Debian's Chromium (1440 x 900, as a curator's laptop) through Review's pages and pictures on a
 generated manifest and prints, for each interaction, the time from the key or click to the screen settled:
-the script run over (`[data-test-script-state='notRunning']` after it ran) and no image still loading. The
+the script run over (`[data-test-script-state='notRunning']` after it ran, and no message from the server for
+300 ms) and no image still loading. The
 target is under half a second each, on a quiet machine.
 
 Beside each it prints the server's side, less sensitive to a loaded machine: the script's run as the browser
@@ -59,17 +60,33 @@ WATCH_JS = """() => {
     new MutationObserver(note).observe(document.body, {subtree: true, childList: true, attributes: true,
                                                         attributeFilter: ['data-test-script-state']});
 }"""
-# When the script ran after `since` and stopped for good (none running since), and every image has loaded, with
-# the span from its first run's start to that stop: [settled, span]; [-1, -1] when no script ran within NO_RUN_MS
-# (the interaction needed none: nothing to wait for).
+# When each message from the server arrived, by the browser's clock: a short run (a fragment's) may start and
+# end between two renders, so the script's state never shows it running.
+FRAMES_JS = """
+window.__benchFrames = [];
+const NativeSocket = window.WebSocket;
+window.WebSocket = class extends NativeSocket {
+    constructor(...args) {
+        super(...args);
+        this.addEventListener('message', () => window.__benchFrames.push(performance.now()));
+    }
+};
+"""
+# When the script ran after `since` (a message came, or its state showed running) and stopped for good (no
+# message and not running for `quiet`), and every image has loaded, with the span from the run's first sign to
+# its last: [settled, span]; [-1, -1] when no script ran within NO_RUN_MS (the interaction needed none).
 SETTLED_JS = """([since, quiet, none]) => {
     const states = window.__benchStates.filter(([at]) => at >= since);
+    const frames = window.__benchFrames.filter(at => at >= since);
     const started = states.find(([, state]) => state === 'running');
-    if (!started) return performance.now() - since > none ? [-1, -1] : null;
-    const [at, state] = states[states.length - 1];
+    if (!started && !frames.length) return performance.now() - since > none ? [-1, -1] : null;
+    const el = document.querySelector('[data-test-script-state]');
+    const state = el && el.getAttribute('data-test-script-state');
+    const at = Math.max(states.length ? states[states.length - 1][0] : 0, frames.length ? frames[frames.length - 1] : 0);
     const loading = [...document.images].some(img => img.isConnected && !img.complete);
     if (state !== 'notRunning' || loading || performance.now() - at < quiet) return null;
-    return [at - since, at - started[0]];
+    const first = Math.min(started ? started[0] : Infinity, frames.length ? frames[0] : Infinity);
+    return [at - since, at - first];
 }"""
 
 
@@ -120,6 +137,7 @@ class Browser:
         self.page, self.url, self.server = page, url, server
         self.received = [0, 0]  # the server's messages over the page's websocket so far, and their bytes
         page.on("websocket", lambda socket: socket.on("framereceived", self.count))
+        page.add_init_script(FRAMES_JS)
 
     def count(self, frame) -> None:
         self.received[0] += 1
