@@ -40,8 +40,13 @@ export default function (component) {
   const name = data.name;
   const previous = registry[name];
   if (previous) {
-    window.removeEventListener("keydown", previous.listener, true);
-    window.removeEventListener("keyup", previous.release, true);
+    window.removeEventListener("blur", previous.focusLeft);
+    for (const target of previous.frames || [window]) {
+      try {
+        target.removeEventListener("keydown", previous.listener, true);
+        target.removeEventListener("keyup", previous.release, true);
+      } catch (error) { /* the frame is gone */ }
+    }
   }
   // The large view is a dialog that opens and closes without drawing the page again: its keys are chosen as
   // each key is pressed.
@@ -95,12 +100,33 @@ export default function (component) {
     setTriggerValue("key", { key: event.key, columns: columns() });
   };
   const release = (event) => { if (event.key === " ") peek(false); };
-  window.addEventListener("keydown", listener, true);
-  window.addEventListener("keyup", release, true);
-  registry[name] = { listener, release };
+  // A drag on the large view's page ends inside its frame (a component of the same origin), which keeps the focus:
+  // the keys pressed next are heard there too.
+  const frames = new Set();
+  const hear = (target) => {
+    if (frames.has(target)) return;
+    try {
+      target.addEventListener("keydown", listener, true);
+      target.addEventListener("keyup", release, true);
+      frames.add(target);
+    } catch (error) { /* a frame of another origin: its keys stay its own */ }
+  };
+  const focusLeft = () => setTimeout(() => {
+    const frame = document.activeElement;
+    if (frame && frame.tagName === "IFRAME") hear(frame.contentWindow);
+  }, 0);
+  hear(window);
+  focusLeft();  // it may be there already: this listener replaces one drawn before
+  window.addEventListener("blur", focusLeft);
+  registry[name] = { listener, release, frames, focusLeft };
   return () => {
-    window.removeEventListener("keydown", listener, true);
-    window.removeEventListener("keyup", release, true);
+    window.removeEventListener("blur", focusLeft);
+    for (const target of frames) {
+      try {
+        target.removeEventListener("keydown", listener, true);
+        target.removeEventListener("keyup", release, true);
+      } catch (error) { /* the frame is gone */ }
+    }
     if (registry[name] && registry[name].listener === listener) delete registry[name];
   };
 }
