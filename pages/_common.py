@@ -76,12 +76,30 @@ def within_upload_limits(uploads, limits) -> list:
     return kept
 
 
+NOTICES = "common_notices"  # (text, icon): messages callbacks left for the next run to show
+
+
+def notify(text: str, icon: str = ":material/check:") -> None:
+    """A callback's message (a toast), shown by the run that follows it, the page's or a large view's. A
+    callback of a widget inside a fragment (a dialog is one) that drew the toast itself would draw outside the
+    fragment: Streamlit warns of it in the server log ("A fragment rerun was triggered with a callback that
+    displays one or more elements")."""
+    st.session_state.setdefault(NOTICES, []).append((text, icon))
+
+
+def show_notices() -> None:
+    """The messages callbacks left (see notify), once each."""
+    for text, icon in st.session_state.pop(NOTICES, []):
+        st.toast(text, icon=icon)
+
+
 def run_page(main) -> None:
     """Run a page's body; whatever goes wrong is shown as a message, never as a traceback."""
     use_entry_script()
     launcher = jobs.launched_by.set(auth.current_user())  # the jobs this run starts are theirs
     account = jobs.launched_account.set(auth.current_account())
     try:
+        show_notices()
         main()
     except ManifestError as exc:
         st.error(f"The manifest cannot be used: {escape_markdown(exc)}")

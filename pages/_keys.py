@@ -5,7 +5,8 @@ the focus goes is curation.decisions.keyboard.
 A grid uses it so (see pages/review.py):
 
     hotkeys.review_grid("review-pages", items, screen=screen, screen_key="page",
-                        grid=keyboard.Grid(total, per_screen, columns), opened=item_in_the_large_view,
+                        grid=keyboard.Grid(total, per_screen, columns), opened_key="review_open",
+                        large_view=draw_the_large_view,  # of the item Session State's "review_open" holds
                         actions=hotkeys.Actions(decide=..., open=..., close=..., undo=...),
                         card_key=lambda item: f"review-card-{item[0]}-{item[1]}")
     ... every card drawn in st.container(key=card_key(item)) ...
@@ -39,10 +40,19 @@ export default function (component) {
   const name = data.name;
   const previous = registry[name];
   if (previous) {
-    window.removeEventListener("keydown", previous.listener, true);
-    window.removeEventListener("keyup", previous.release, true);
+    window.removeEventListener("blur", previous.focusLeft);
+    for (const target of previous.frames || [window]) {
+      try {
+        target.removeEventListener("keydown", previous.listener, true);
+        target.removeEventListener("keyup", previous.release, true);
+      } catch (error) { /* the frame is gone */ }
+    }
   }
+  // The large view is a dialog that opens and closes without drawing the page again: its keys are chosen as
+  // each key is pressed.
   const wanted = new Set(data.keys || []);
+  const wantedLarge = new Set(data.large_keys || data.keys || []);
+  const largeOpen = () => Boolean(document.querySelector("[role='dialog']"));
   const moves = new Set(data.moves || []);
   // Typing: a text box, or a select's search while its list is open. A checkbox, a toggle, a slider or a
   // select whose list is closed (an option chosen) was only clicked: the keys go on moving the cards.
@@ -82,7 +92,7 @@ export default function (component) {
       peek(true);
       return;
     }
-    if (!wanted.has(event.key)) return;
+    if (!(largeOpen() ? wantedLarge : wanted).has(event.key)) return;
     if (event.key === "Enter" && (tabbedTo || (pressing(event.target) && inDialog(event.target)))) return;
     event.preventDefault();  // the arrows move the cards, not the page nor the focus
     event.stopPropagation();  // nor a focused widget (a filter's buttons)
@@ -90,12 +100,33 @@ export default function (component) {
     setTriggerValue("key", { key: event.key, columns: columns() });
   };
   const release = (event) => { if (event.key === " ") peek(false); };
-  window.addEventListener("keydown", listener, true);
-  window.addEventListener("keyup", release, true);
-  registry[name] = { listener, release };
+  // A drag on the large view's page ends inside its frame (a component of the same origin), which keeps the focus:
+  // the keys pressed next are heard there too.
+  const frames = new Set();
+  const hear = (target) => {
+    if (frames.has(target)) return;
+    try {
+      target.addEventListener("keydown", listener, true);
+      target.addEventListener("keyup", release, true);
+      frames.add(target);
+    } catch (error) { /* a frame of another origin: its keys stay its own */ }
+  };
+  const focusLeft = () => setTimeout(() => {
+    const frame = document.activeElement;
+    if (frame && frame.tagName === "IFRAME") hear(frame.contentWindow);
+  }, 0);
+  hear(window);
+  focusLeft();  // it may be there already: this listener replaces one drawn before
+  window.addEventListener("blur", focusLeft);
+  registry[name] = { listener, release, frames, focusLeft };
   return () => {
-    window.removeEventListener("keydown", listener, true);
-    window.removeEventListener("keyup", release, true);
+    window.removeEventListener("blur", focusLeft);
+    for (const target of frames) {
+      try {
+        target.removeEventListener("keydown", listener, true);
+        target.removeEventListener("keyup", release, true);
+      } catch (error) { /* the frame is gone */ }
+    }
     if (registry[name] && registry[name].listener === listener) delete registry[name];
   };
 }
@@ -139,15 +170,19 @@ class Actions:
 
 
 def keyboard(name: str, *, large_view: bool = False, cards: str | None = None, paused: bool = False,
-             on_press: Callable[[], None] | None = None) -> dict | None:
+             on_press: Callable[[], None] | None = None, with_large_view: bool = False) -> dict | None:
     """Listen to the keys for a grid (or, `large_view`, for its large view) and return this run's press,
     {"key": KeyboardEvent.key, "columns": cards in the grid's first row or None}, or None.
 
     `cards` is what the grid's card classes start with (Streamlit's "st-key-" + the container key), to count
     the columns. `paused`: no key does anything (another dialog is open). `on_press` runs before the
-    script, as a widget's callback; it reads the press with `pressed(name)`."""
+    script, as a widget's callback; it reads the press with `pressed(name)`. `with_large_view`: the large
+    view may open and close without this run (a fragment draws it), so the browser hears the large view's
+    keys while it is open and the grid's otherwise."""
     data = {"name": name, "keys": [] if paused else keymap.keys(large_view), "moves": keymap.move_keys(),
             "cards": cards}
+    if with_large_view:
+        data["large_keys"] = [] if paused else keymap.keys(True)
     # A callback names the event: without one, Streamlit would not report the key at all.
     result = _listener(key=name, data=data, on_key_change=on_press or (lambda: None), width="content",
                        height="content")
@@ -162,16 +197,17 @@ def pressed(name: str) -> dict | None:
 
 
 def review_grid(name: str, items: Sequence[Hashable], *, screen: int, screen_key: str, grid: keymap.Grid,
-                opened: Hashable | None, actions: Actions, card_key: Callable[[Hashable], str],
-                paused: bool = False) -> Hashable | None:
+                opened_key: str, actions: Actions, card_key: Callable[[Hashable], str],
+                large_view: Callable[[Hashable], None] | None = None, paused: bool = False) -> Hashable | None:
     """Keyboard review of one screen of a grid: `items` are the cards shown, in order, on screen `screen`
-    of the pager whose Session State key is `screen_key`; `opened` the item in the large view, if any;
-    `paused` while another dialog is open. Marks the focused card (its container has the key
-    `card_key(item)`) and returns its item."""
+    of the pager whose Session State key is `screen_key`; Session State's `opened_key` holds the item in the
+    large view, if any, which `large_view(item)` draws (a dialog; see _draw_large_view); `paused` while another
+    dialog is open. Marks the focused card (its container has the key `card_key(item)`) and returns its item."""
     if not items:
         return None
     state = st.session_state
     cursor = keymap.placed(state.get(f"{name}-cursor"), screen, grid)
+    opened = state.get(opened_key)
     if opened in items:  # opened by a click: the keys go on from there
         cursor = keymap.Cursor(screen, list(items).index(opened))
     if state.pop(f"{name}-open-focused", False):  # "next" in the large view went on to this screen
@@ -179,13 +215,32 @@ def review_grid(name: str, items: Sequence[Hashable], *, screen: int, screen_key
         actions.open(opened)
     state[f"{name}-cursor"] = cursor
     cards = [f"st-key-{card_key(item)}" for item in items]
-    state[f"{name}-act"] = functools.partial(_act, list(items), screen, grid, screen_key, opened, actions, name)
+    state[f"{name}-act"] = functools.partial(_act, list(items), screen, grid, screen_key, opened_key, actions, name)
     with st.container(horizontal=True, vertical_alignment="center", gap="small", key=f"{name}-keys"):
         st.caption(keymap.HELP)
         keyboard(name, large_view=opened is not None, cards=os.path.commonprefix(cards), paused=paused,
-                 on_press=functools.partial(_on_press, name))
+                 on_press=functools.partial(_on_press, name), with_large_view=large_view is not None)
         _outline(name)(name, cards, screen, grid)
+        if large_view is not None:
+            _large_view(name)(opened_key, large_view)
     return items[cursor.index]
+
+
+_LARGE_VIEWS: dict[str, Callable] = {}
+
+
+def _large_view(name: str) -> Callable:
+    """The grid's large view as a fragment of its own: a key that opens it, goes on to the next item in it or
+    zooms reruns only this, not the grid behind it; closing it, and a decision, run the whole page."""
+    if name not in _LARGE_VIEWS:
+        _LARGE_VIEWS[name] = st.fragment(_draw_large_view, key=f"{name}-large")
+    return _LARGE_VIEWS[name]
+
+
+def _draw_large_view(opened_key: str, draw: Callable[[Hashable], None]) -> None:
+    opened = st.session_state.get(opened_key)
+    if opened is not None:
+        draw(opened)
 
 
 _OUTLINES: dict[str, Callable] = {}
@@ -216,18 +271,22 @@ def press(name: str, key: str):
     """Do what `key` does, as if pressed: for the buttons that do the same as a key."""
     act = st.session_state.get(f"{name}-act")
     if act is not None:
-        act(key)
+        act(key, in_parts=False)
 
 
-def _act(items: list, screen: int, grid: keymap.Grid, screen_key: str, opened: Hashable | None,
-         actions: Actions, name: str, key: str, columns: int | None = None):
-    """One key press, against the screen the person saw when they pressed it. A move on the screen reruns
-    only the outline (a widget callback may name the fragment to rerun); anything else the whole page."""
+def _act(items: list, screen: int, grid: keymap.Grid, screen_key: str, opened_key: str, actions: Actions, name: str,
+         key: str, columns: int | None = None, in_parts: bool = True):
+    """One key press, against the screen the person saw when they pressed it and the large view open now. A move
+    on the screen reruns only the outline, and opening the large view, a move in it or a zoom only the large
+    view (a widget callback may name the fragments to rerun); anything else the whole page. Not `in_parts`: the
+    caller reruns the whole page (a button's press in the script's body)."""
     cursor = keymap.placed(st.session_state.get(f"{name}-cursor"), screen, grid)
+    opened = st.session_state.get(opened_key)
     large_view = opened is not None
     action = keymap.action(key, large_view)
     if action is None:
         return
+    alone = in_parts and name in _LARGE_VIEWS  # the large view is a fragment of its own
     if action in keymap.MOVES:
         columns = columns if isinstance(columns, int) and columns > 0 else grid.columns
         moved = keymap.move(cursor, action, keymap.Grid(grid.total, grid.per_screen, columns))
@@ -239,18 +298,25 @@ def _act(items: list, screen: int, grid: keymap.Grid, screen_key: str, opened: H
                 actions.open(items[moved.index])
             else:  # its item is known once that screen is read
                 st.session_state[f"{name}-open-focused"] = True
-        if moved.screen == cursor.screen and not large_view:
-            st.rerun(f"{name}-focus")  # only the outline moves
+        if moved.screen == cursor.screen and in_parts:
+            if not large_view:
+                st.rerun(f"{name}-focus")  # only the outline moves
+            elif alone:
+                st.rerun([f"{name}-large", f"{name}-focus"])  # the next item in the large view, and the focus
     elif action in keymap.DECISIONS:
         actions.decide(opened if large_view else items[cursor.index], keymap.DECISIONS[action])
     elif action == "undo" and actions.undo is not None:
         actions.undo()
     elif action == "open":
         actions.open(items[cursor.index])
+        if alone:
+            st.rerun(f"{name}-large")
     elif action == "close" and large_view:
         actions.close()
     elif action in ("zoom in", "zoom out"):
         zoom_by(name, 1 if action == "zoom in" else -1)
+        if alone:
+            st.rerun(f"{name}-large")
 
 
 # -- zoom in the large view -------------------------------------------------------------------

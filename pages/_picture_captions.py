@@ -88,8 +88,8 @@ def switched(picture_id: int, source: str, off: bool):
         (manifest.set_no_legend if source == "legend" else manifest.set_no_auto_caption)([(picture_id, off)])
         row = manifest.picture(picture_id)
     where = f"picture {row['number']} on p. {page_number(row['page'])}"
-    st.toast(f"{SOURCE_WORDS[source].capitalize()} of {where} is {'switched off' if off else 'used again'} · "
-             f"{UNDO_HINT}", icon=":material/check:")
+    common.notify(f"{SOURCE_WORDS[source].capitalize()} of {where} is {'switched off' if off else 'used again'} · "
+                  f"{UNDO_HINT}")
 
 
 def shortened(text: str) -> str:
@@ -132,14 +132,13 @@ def copied(picture_id: int, source: str, overwrite: bool):
             done = edit.copy(manifest, source, [picture_id], overwrite=overwrite)
             row = manifest.picture(picture_id)
     except edit.CaptionEditError as exc:
-        st.toast(common.escape_markdown(exc), icon=":material/error:")
+        common.notify(common.escape_markdown(exc), ":material/error:")
         return
     where = f"picture {row['number']} on p. {page_number(row['page'])}"
     if done.count:
-        st.toast(f"{SOURCE_WORDS[source].capitalize()} is now the caption of {where} · {UNDO_HINT}",
-                 icon=":material/check:")
+        common.notify(f"{SOURCE_WORDS[source].capitalize()} is now the caption of {where} · {UNDO_HINT}")
     else:
-        st.toast(f"The caption of {where} is already {SOURCE_WORDS[source]}.", icon=":material/info:")
+        common.notify(f"The caption of {where} is already {SOURCE_WORDS[source]}.", ":material/info:")
 
 
 # -- the view's captions at once ------------------------------------------------------------------

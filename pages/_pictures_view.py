@@ -119,12 +119,11 @@ def show(undo_bar, undo):
     first = (len(screens) - 1) * PER_SCREEN + 1
     shown_of = f"of {total:,} in this view" if order is None else f"of this order (up to {len(order.ids):,})"
     st.caption(f"Pictures {first:,}–{first + len(shown.rows) - 1:,} {shown_of}")
-    keyboard_review([row["id"] for row in shown.rows], len(screens), total, last, undo)
+    st.session_state[ON_SCREEN] = [row["id"] for row in shown.rows]
+    keyboard_review([row["id"] for row in shown.rows], len(screens), total, last, undo,
+                    lambda _: large_view(threshold, undo_bar))
     grid(shown.rows, crops, {doc["id"]: doc for doc in documents}, notes, sort)
     pager(len(screens), shown.next_after)
-    if OPEN in st.session_state:
-        st.session_state[ON_SCREEN] = [row["id"] for row in shown.rows]
-        large_view(threshold, undo_bar)
 
 
 # -- filters ------------------------------------------------------------------------------------
@@ -300,11 +299,12 @@ def card_key(picture_id: int) -> str:
     return f"picture-focus-{picture_id}"
 
 
-def keyboard_review(ids: list[int], screen: int, total: int, last: dict | None, undo):
-    """The keys act on the focused card, or on the picture in the large view (see curation.decisions.keyboard)."""
+def keyboard_review(ids: list[int], screen: int, total: int, last: dict | None, undo, draw_large_view):
+    """The keys act on the focused card, or on the picture in the large view (see curation.decisions.keyboard),
+    which `draw_large_view(picture id)` draws."""
     undo_last = functools.partial(undo, last["id"]) if last is not None and auth.can_curate() else None
     hotkeys.review_grid(KEYBOARD, ids, screen=screen, screen_key=SCREEN_NUMBER, card_key=card_key,
-                        grid=keyboard.Grid(total, PER_SCREEN, COLUMNS), opened=st.session_state.get(OPEN),
+                        grid=keyboard.Grid(total, PER_SCREEN, COLUMNS), opened_key=OPEN, large_view=draw_large_view,
                         paused=BULK in st.session_state or CAPTION in st.session_state,
                         actions=hotkeys.Actions(decide=decide_by_key, open=open_picture, close=close_picture,
                                                 undo=undo_last))
@@ -383,7 +383,7 @@ def captioned(picture_id: int, key: str):
     with common.open_manifest() as manifest:
         manifest.set_picture_captions([(picture_id, text)])
         row = manifest.picture(picture_id)
-    notify(f"{'Caption saved for' if text else 'Caption removed from'} {picture_words(row)} · {UNDO_HINT}")
+    common.notify(f"{'Caption saved for' if text else 'Caption removed from'} {picture_words(row)} · {UNDO_HINT}")
 
 
 def decided(picture_id: int, key: str):
@@ -399,13 +399,7 @@ def set_override(picture_id: int, keep):
         row = manifest.picture(picture_id)
     word = {True: "Included", False: "Excluded", None: "Gave back to the rule"}[keep]
     page = "kept" if row["page_keep"] else "not kept"
-    notify(f"{word} {picture_words(row)}; its page is {page} · {UNDO_HINT}")
-
-
-def notify(text: str) -> None:
-    """A callback's message, shown by the view's next run: a callback of the view's fragment that drew it
-    itself would draw outside the fragment (Streamlit warns of it in the server log)."""
-    st.session_state[NOTICE] = text
+    common.notify(f"{word} {picture_words(row)}; its page is {page} · {UNDO_HINT}")
 
 
 def picture_words(row) -> str:
@@ -443,6 +437,7 @@ def leave_drawing():
 @st.dialog("Picture", width="large", on_dismiss=close_picture)
 def large_view(threshold: float, undo_bar):
     # A click inside a dialog reruns the dialog alone: what it shows is read afresh here, not passed in.
+    common.show_notices()
     picture_id, on_screen = st.session_state.get(OPEN), st.session_state.get(ON_SCREEN, [])
     with common.open_manifest() as manifest:
         last = views.last_undoable(manifest)
@@ -492,7 +487,7 @@ def large_view(threshold: float, undo_bar):
         caption_input(row, "dialog")
         captions.other_captions(row, "dialog")
         if last is not None:
-            undo_bar(last)
+            undo_bar(last, "-large")
     with page_col:
         if image is None:
             st.error("No image of this page is at hand, so its boxes cannot be drawn.")
@@ -519,8 +514,7 @@ def kind_changed(picture_id: int, key: str):
     with common.open_manifest() as manifest:
         manifest.set_picture_kinds([(picture_id, kind)])
         row = manifest.picture(picture_id)
-    st.toast(f"{picture_words(row).capitalize()} is {'a ' + kind if kind else 'as suggested'} · {UNDO_HINT}",
-             icon=":material/check:")
+    common.notify(f"{picture_words(row).capitalize()} is {'a ' + kind if kind else 'as suggested'} · {UNDO_HINT}")
 
 
 def draw_on_page(row: dict, boxes: list[dict], image: bytes, drawn_from: str):
@@ -599,7 +593,7 @@ def delete(picture_id: int, deleted: bool):
     with common.open_manifest() as manifest:
         manifest.delete_picture(picture_id, deleted)
         row = manifest.picture(picture_id)
-    notify(f"{'Deleted' if deleted else 'Brought back'} {picture_words(row)} · {UNDO_HINT}")
+    common.notify(f"{'Deleted' if deleted else 'Brought back'} {picture_words(row)} · {UNDO_HINT}")
 
 
 def source_mtime(path: str) -> int:

@@ -93,10 +93,8 @@ def main():
     if flt.decision == "duplicates":
         st.caption("Pages whose pictures look alike (a perceptual hash), group by group: the same plate reprinted "
                    "across issues. The export keeps one per group by default.")
-    keyboard_review(keys, screen, counts["pages"], last)
+    keyboard_review(keys, screen, counts["pages"], last, lambda opened: open_page(threshold, *opened, outline=outline))
     grid(rows, thumbs, captions, {doc["id"]: doc for doc in documents}, changes)
-    if OPEN in st.session_state:
-        open_page(threshold, *st.session_state[OPEN], outline=outline)
     if screen < screens:
         st.button(f"Next {PER_SCREEN} pages", icon=":material/arrow_downward:", on_click=next_screen,
                   args=(screen,))
@@ -380,11 +378,12 @@ def card_key(item: tuple[int, int]) -> str:
     return f"review-card-{item[0]}-{item[1]}"
 
 
-def keyboard_review(items: list[tuple[int, int]], screen: int, total: int, last: dict | None):
-    """The keys act on the focused card, or on the page in the large view (see curation.decisions.keyboard)."""
+def keyboard_review(items: list[tuple[int, int]], screen: int, total: int, last: dict | None, large_view):
+    """The keys act on the focused card, or on the page in the large view (see curation.decisions.keyboard),
+    which `large_view((doc_id, page))` draws."""
     undo_last = functools.partial(undo, last["id"]) if last is not None and auth.can_curate() else None
     hotkeys.review_grid(KEYBOARD, items, screen=screen, screen_key="page", card_key=card_key,
-                        grid=keyboard.Grid(total, PER_SCREEN, COLUMNS), opened=st.session_state.get(OPEN),
+                        grid=keyboard.Grid(total, PER_SCREEN, COLUMNS), opened_key=OPEN, large_view=large_view,
                         paused=any(key in st.session_state for key in (BULK, CAPTION, USE_MODEL)),
                         actions=hotkeys.Actions(decide=decide_by_key, open=functools.partial(ask, OPEN),
                                                 close=functools.partial(close, OPEN), undo=undo_last))
@@ -400,14 +399,16 @@ def grid(rows: list[dict], thumbs: dict, captions: dict, documents: dict, change
     if notice:
         st.toast(notice, icon=":material/check:")
     cells = st.grid(COLUMNS, border=True, min_column_width=CARD_WIDTH)
+    locked = auth.locked()  # once a screen: each asks the server's secrets
     for row in rows:
         key = (row["doc_id"], row["page"])
         # tight: the thumbnail is most of the card; keyed, for the keyboard's focus
         with cells.cell(), st.container(gap="xsmall", key=card_key(key)):
-            card(row, thumbs.get(key), captions.get(key), documents.get(row["doc_id"]), changes.get(key))
+            card(row, thumbs.get(key), captions.get(key), documents.get(row["doc_id"]), changes.get(key), locked)
 
 
-def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | None, change: str | None = None):
+def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | None, change: str | None = None,
+         locked: bool = False):
     doc_id, page = row["doc_id"], row["page"]
     if thumb:
         st.image(thumb, width="stretch")
@@ -439,19 +440,19 @@ def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | N
     key = f"decide-{doc_id}-{page}-{choice}"
     st.segmented_control("Decision", list(CHOICES), format_func=CARD_CHOICES.get, default=choice, required=True,
                          key=key, label_visibility="collapsed", on_change=decided, args=(doc_id, page, key),
-                         disabled=auth.locked(), width="stretch", help=auth.help_for(CARD_CONTROL_HELP))
-    caption_input(doc_id, page, caption)
+                         disabled=locked, width="stretch", help=auth.LOCKED_HELP if locked else CARD_CONTROL_HELP)
+    caption_input(doc_id, page, caption, locked)
 
 
-def caption_input(doc_id: int, page: int, caption: str | None):
+def caption_input(doc_id: int, page: int, caption: str | None, locked: bool):
     # The saved caption is part of the key: when it changes elsewhere (a bulk caption, an undo, another
     # browser) the box starts afresh from the manifest; a browser keeps a box's old text otherwise.
     key = f"{CAPTION_KEY}{doc_id}-{page}-{zlib.crc32((caption or '').encode()):08x}"
     st.text_input("Caption", value=caption or "", key=key, max_chars=MAX_CAPTION, label_visibility="collapsed",
                   placeholder="Caption for the export…", icon=":material/edit_note:", on_change=captioned,
-                  args=(doc_id, page, key), disabled=auth.locked(),
-                  help=auth.help_for("Saved when you press Enter or leave the box; the export puts it where its "
-                                     "template says {caption}."))
+                  args=(doc_id, page, key), disabled=locked,
+                  help=auth.LOCKED_HELP if locked else ("Saved when you press Enter or leave the box; the export "
+                                                        "puts it where its template says {caption}."))
 
 
 def captioned(doc_id: int, page: int, key: str):
@@ -506,19 +507,20 @@ def set_override(doc_id: int, page: int, keep):
     with common.open_manifest() as manifest:
         manifest.set_override(doc_id, page, keep)
     word = {True: "Included", False: "Excluded", None: "Cleared the override of"}[keep]
-    st.toast(f"{word} page {page_number(page)} · Undo is above the pages", icon=":material/check:")
+    common.notify(f"{word} page {page_number(page)} · Undo is above the pages")  # a callback, the large view's too
 
 
 # -- undo -------------------------------------------------------------------------------------
 
 
-def undo_bar(last: dict | None):
-    """The person's last override or caption action, one page or a whole view, with Undo."""
+def undo_bar(last: dict | None, where: str = ""):
+    """The person's last override or caption action, one page or a whole view, with Undo; `where` tells apart
+    the one in a large view, which may be drawn while the grid's is shown behind it."""
     if last is None or not auth.can_curate():
         return
-    bar = st.container(horizontal=True, vertical_alignment="center", key="undo_bar")
+    bar = st.container(horizontal=True, vertical_alignment="center", key=f"undo_bar{where}")
     bar.text(f"Your last change: {last['description']}", width="stretch")
-    bar.button("Undo", icon=":material/undo:", key=f"undo-{last['id']}", type="tertiary", on_click=undo,
+    bar.button("Undo", icon=":material/undo:", key=f"undo-{where}{last['id']}", type="tertiary", on_click=undo,
                args=(last["id"],), help="Puts back the overrides and captions it replaced, in one step.")
 
 
@@ -529,15 +531,16 @@ def undo(action: int):
         try:
             done, left = manifest.undo(action)
         except UndoError as exc:
-            st.toast(common.escape_markdown(exc), icon=":material/error:")
+            common.notify(common.escape_markdown(exc), ":material/error:")
             return
     forget_caption_inputs()
     kept = f" ({left:,} changed since stay as they are)" if left else ""
-    st.toast(f"Undone: {common.escape_markdown(done['description'].removeprefix('undid '))}{kept}", icon=":material/undo:")
+    common.notify(f"Undone: {common.escape_markdown(done['description'].removeprefix('undid '))}{kept}", ":material/undo:")
 
 
 @st.dialog("Page", width="large", on_dismiss=lambda: close(OPEN))
 def open_page(threshold: float, doc_id: int, page: int, outline: bool = True):
+    common.show_notices()  # a decision made here reruns the dialog alone
     with common.open_manifest() as manifest:
         rows = views.page_rows(manifest, threshold, views.PageFilter(doc_id=doc_id, page=page), limit=1)
         caption = manifest.caption(doc_id, page)

@@ -143,9 +143,11 @@ def test_no_page_asks_another_host_for_anything(browser_at):
     assert elsewhere == []
 
 
-def test_deciding_pictures_by_key_leaves_no_warning_in_the_server_log(tmp_path, archive):
-    """Pressing e or i in the Pictures view (on the grid, or on a picture opened large) logged "A fragment rerun was triggered with a callback that displays
-    one or more elements": the decision's message was drawn by the callback itself."""
+def test_deciding_in_review_leaves_no_warning_in_the_server_log(tmp_path, archive):
+    """Pressing e or i in the Pictures view (on the grid, or on a picture opened large) logged "A fragment rerun
+    was triggered with a callback that displays one or more elements": the decision's message was drawn by the
+    callback itself. So did a click in a large view (a dialog: a fragment) that decides, sets the kind, switches
+    a legend off or undoes. Each message is still shown, by the run that follows."""
     from test_e2e_pictures import FIRST_CROPS_SHOWN, cli
 
     db = tmp_path / "data" / "manifest.sqlite"
@@ -153,22 +155,48 @@ def test_deciding_pictures_by_key_leaves_no_warning_in_the_server_log(tmp_path, 
     with Manifest(db) as manifest:
         for row in manifest.pages():
             manifest.add_picture(row["doc_id"], row["page"], (20, 40, row["width"] // 2, row["height"] // 3))
+        first = manifest.conn.execute("SELECT MIN(id) FROM pictures").fetchone()[0]
+        manifest.conn.execute("UPDATE pictures SET legend = 'A WET DAY.' WHERE id = ?", (first,))
+        manifest.conn.commit()
     log = tmp_path / "streamlit.log"
     with streamlit_server(log, {"CURATION_DB": str(db), "CURATION_ROOTS": str(archive)}) as (_, port), \
             chromium() as browser:
+        url = f"http://127.0.0.1:{port}"
         page = browser.new_page(viewport={"width": 1440, "height": 900})
         page.set_default_timeout(30_000)
-        go(page, f"http://127.0.0.1:{port}", "review?view=Pictures")
+        go(page, url, "review?view=Pictures")
         page.wait_for_function(FIRST_CROPS_SHOWN)
+        dialog = page.get_by_role("dialog")
         for opened in (False, True):  # on the grid, then in the large view (a dialog: a fragment)
             if opened:
                 page.keyboard.press("Enter")
-                page.get_by_role("dialog").wait_for()
+                dialog.wait_for()
                 settle(page)
             for key, words in (("e", "Excluded picture"), ("i", "Included picture")):
                 page.keyboard.press(key)
                 page.get_by_text(words).first.wait_for()  # the decision's message, shown by the next run
                 settle(page)
+        clicks = ((lambda: dialog.locator("[class*='st-key-picture-dialog-']").get_by_role("radio", name="Exclude")
+                   .click(), "Excluded picture 1"),
+                  (lambda: dialog.get_by_role("button", name="No legend").click(), "switched off"),
+                  (lambda: dialog.get_by_role("button", name="Undo").click(), "Undone"))
+        for click, words in clicks:  # each reruns the dialog alone
+            click()
+            page.get_by_text(words).first.wait_for()
+            settle(page)
+        page.keyboard.press("Escape")
+        settle(page)
+        go(page, url, "review")  # the pages' large view is a dialog too
+        page.wait_for_function("() => Boolean((window.__curationKeyboards || {})['review-pages'])")
+        page.keyboard.press("Enter")
+        dialog.wait_for()
+        settle(page)
+        dialog.locator("[class*='st-key-dialog-']").get_by_role("radio", name="Exclude").click()
+        page.get_by_text("Excluded page").first.wait_for()
+        settle(page)
     with Manifest(db) as manifest:
-        assert [row["keep"] for row in manifest.picture_rows(where="x.keep IS NOT NULL")] == [1]
+        # Excluded by the click in the large view; its legend switched off, then undone.
+        assert [(row["id"], row["keep"]) for row in manifest.picture_rows(where="x.keep IS NOT NULL")] == [(first, 0)]
+        assert manifest.picture(first)["no_legend"] == 0
+        assert manifest.conn.execute("SELECT COUNT(*) FROM overrides WHERE keep = 0").fetchone()[0] == 1
     assert "fragment rerun was triggered" not in log.read_text()

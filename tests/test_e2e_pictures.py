@@ -241,7 +241,8 @@ def test_no_legend_is_kept_in_the_export_and_drawing_stops_on_the_next_picture(t
         drag(page, dialog, (0.1, 0.1), (0.2, 0.18))  # a box under the picture cutoff: the picture drops out
         page.get_by_text("excluded now, no longer kept").first.wait_for()  # and the toast says so
         settle(page)
-        page.keyboard.press("ArrowRight")  # the next picture: the drawing mode is left
+        dialog.locator("iframe").evaluate("frame => frame.contentWindow.focus()")  # where a drag may leave it
+        page.keyboard.press("ArrowRight")  # the next picture, heard in the page's frame: the drawing mode is left
         where = f"{pathlib.Path(second['doc']).name}, page {second['page'] + 1} · picture {second['number']} of"
         dialog.get_by_text(where).wait_for()
         settle(page)

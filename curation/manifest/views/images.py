@@ -157,6 +157,22 @@ def outline_pictures(image: bytes, boxes: list[tuple], width: int | None) -> byt
     page's width in reference pixels, which the boxes are measured in."""
     if not boxes or not width:
         return image
+    boxes = tuple(tuple(box[:4]) for box in boxes)
+    return _kept_outline(image, boxes, width) if len(image) <= OUTLINE_KEPT_BYTES else _outline(image, boxes, width)
+
+
+OUTLINES_KEPT = 400  # outlined thumbnails kept in memory (about 10 kB each): ten screens of Review
+OUTLINE_KEPT_BYTES = 64_000  # a thumbnail's; a page drawn large is outlined afresh, not kept
+
+
+@functools.lru_cache(maxsize=OUTLINES_KEPT)
+def _kept_outline(image: bytes, boxes: tuple, width: int) -> bytes:
+    """Each Review run shows the same screen again after a key: its thumbnails are outlined once. Keyed by the
+    image's bytes and the boxes: a redrawn box or a new thumbnail is outlined anew."""
+    return _outline(image, boxes, width)
+
+
+def _outline(image: bytes, boxes: tuple, width: int) -> bytes:
     with open_jpeg(image) as opened:
         picture = opened.convert("RGB")
     scale = picture.width / width
