@@ -281,6 +281,24 @@ def timed(action, repeat: int) -> float:
     return statistics.median(samples)
 
 
+def latest_job_id(kind: str) -> int:
+    with Manifest(os.environ["CURATION_DB"]) as manifest:
+        job = manifest.latest_job(kind)
+    return job["id"] if job is not None else 0
+
+
+def wait_for_job(kind: str, after: int, limit_s: float = 900) -> None:
+    """Until a job of `kind` newer than job `after` has registered and ended."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        with Manifest(os.environ["CURATION_DB"]) as manifest:
+            job = manifest.latest_job(kind)
+        if job is not None and job["id"] > after and job["status"] != "running":
+            return
+        time.sleep(0.5)
+    raise SystemExit(f"the {kind} job did not end in {limit_s:.0f} s")
+
+
 def app(script: str):
     from streamlit.testing.v1 import AppTest
 
@@ -350,8 +368,12 @@ def interactions(repeat: int, results: list[tuple[str, float]], pictures: bool =
         box.input(next(texts))
         run(at)
     measure("review: caption one page", caption)
-    measure("review: Learn from my overrides (1,000)", lambda: (
-        next(b for b in at.button if b.label == "Learn from my overrides").click(), run(at)))
+    # Learn is a job: the click launches it (measured once, the button waits while it runs), then it is waited for.
+    before = latest_job_id(views.LEARN_JOB)
+    results.append(("review: Learn from my overrides (1,000): the click", timed(lambda: (
+        next(b for b in at.button if b.label == "Learn from my overrides").click(), run(at)), 1)))
+    wait_for_job(views.LEARN_JOB, before)
+    run(at)
     at.segmented_control(key="decision").set_value("duplicates")
     run(at)
     measure("review: Near-duplicates, next screen", lambda: (at.pagination[0].set_value(next(screens)), run(at)))
