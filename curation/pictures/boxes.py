@@ -2,10 +2,10 @@
 
 A candidate's box is the box of strokes grouped by nearness, so it can take in a line of the next
 column, a legend's first word or a speck of the gutter. `tighten` keeps the pieces of non-text ink
-that hold a real share of what the box holds, or are long strokes (strokes closer than JOIN_IN are one
-piece: hatching, a frame and what it frames), and shrinks the box to them. `with_margin` then adds a thin margin of
-paper, so a box drawn on the outermost strokes does not cut into a picture whose faint edge fades
-below the ink threshold.
+that hold a real share of what the box holds, or are long strokes (strokes closer than JOIN_IN are
+one piece: hatching, a frame and what it frames), and shrinks the box to them. `with_margin` then
+adds a thin margin of paper, so a box drawn on the outermost strokes does not cut into a picture
+whose faint edge fades below the ink threshold.
 
 Each step, and the margin, is chosen leave one source out by the verdict's training
 (curation.pictures.train, BOX_STEPS), and measured the same way.

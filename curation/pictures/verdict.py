@@ -18,8 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..scoring.features import REFERENCE_DPI, analyse_page
-from ..scoring.features import PageAnalysis
+from ..scoring.features import REFERENCE_DPI, PageAnalysis, analyse_page
 from . import boxes, embedding, text
 from .candidates import MEASURES, Candidate, propose, text_over_content
 
