@@ -3,7 +3,8 @@
 Pages are generated periodical pages (curation.sources.synthetic, mixed kinds) at 144 dpi, the
 resolution the analysis runs at, or the real pages of a folder laid out like ../shared/realdata. For
 each page: the rule-based page analysis alone (the reference: what ingest does without the verdict),
-then the learned verdict's stages: the text detector, the candidates and their measures, the head. Apart from
+then the learned verdict's stages: the text detector, the candidates and their measures, the head, the kept
+pictures' boxes (tightened and given their margin, curation.pictures.boxes). Apart from
 the verdict, what the picture job pays for each picture it embeds (curation.pictures.embedding), measured on
 the candidates' crops (CPU, and the GPU where torch sees one). Prints median and mean milliseconds.
 
@@ -25,7 +26,7 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from curation.pictures import candidates, embedding, text  # noqa: E402
+from curation.pictures import boxes, candidates, embedding, text  # noqa: E402
 from curation.pictures.train import at_reference  # noqa: E402
 from curation.pictures.verdict import select, shipped_head  # noqa: E402
 from curation.scoring.features import analyse_page, page_features  # noqa: E402
@@ -72,7 +73,7 @@ def main() -> None:
         _, reference = timed(page_features, page)
         (analysed, _), analysis_ms = timed(analyse_page, page)
         text_map, text_ms = timed(text.text_map, page)
-        found, candidates_ms = timed(candidates.propose, analysed, text_map)
+        found, candidates_ms = timed(lambda: candidates.propose(analysed, candidates.text_over_content(analysed, text_map)))
         crops = [page[c.box[1]:max(c.box[3], c.box[1] + 1), c.box[0]:max(c.box[2], c.box[0] + 1)] for c in found]
         counts.append(len(found))
         for name, value in (("rule-based analysis (reference)", reference), ("page analysis", analysis_ms),
@@ -84,8 +85,12 @@ def main() -> None:
             if found:
                 costs.setdefault(f"picture job: embedding a crop ({device})", []).append(embed_ms / len(found))
         inputs = np.array([c.vector() for c in found]).reshape(len(found), len(candidates.MEASURES))
-        _, head_ms = timed(lambda: select([c.box for c in found], head.score(inputs), head.cutoff))
+        kept, head_ms = timed(lambda: select([c.box for c in found], head.score(inputs), head.cutoff))
         costs.setdefault("head and choice", []).append(head_ms)
+        content_text = candidates.text_over_content(analysed, text_map)
+        _, boxes_ms = timed(lambda: [boxes.with_margin(boxes.tighten(analysed, content_text, found[i].box), page.shape,
+                                                       head.margin) for i in kept])
+        costs.setdefault("kept pictures' boxes (tightened, margin)", []).append(boxes_ms)
     print(f"{len(pages)} {'real' if args.real else 'generated'} pages at 144 dpi, "
           f"{statistics.mean(counts):.1f} candidates a page (median {statistics.median(counts):.0f}); "
           f"torch threads {torch.get_num_threads()}")
@@ -93,7 +98,8 @@ def main() -> None:
     for name, values in costs.items():
         print(f"{name:40s} {statistics.median(values):10.1f} {statistics.mean(values):10.1f}")
     total = [sum(costs[name][i] for name in ("page analysis", "text detector", "candidates and measures",
-                                              "head and choice")) for i in range(len(pages))]
+                                              "head and choice", "kept pictures' boxes (tightened, margin)"))
+             for i in range(len(pages))]
     ratio = statistics.mean(total) / statistics.mean(costs["rule-based analysis (reference)"])
     print(f"learned verdict, whole page: mean {statistics.mean(total):.0f} ms, {ratio:.1f}x the rule-based analysis")
 
