@@ -203,6 +203,28 @@ def test_an_area_cutoff_moved_over_many_pictures_leaves_them_to_the_catch_up_and
     assert manifest.picture_area_min == pytest.approx(2.0)
 
 
+def test_a_cutoff_being_tried_counts_the_pictures_it_keeps_as_a_scan_of_every_picture_does(manifest, monkeypatch):
+    docs = documents(manifest)
+    manifest.set_picture_override(picture_id(manifest, docs[0], 0, 2), True)  # a curator's include
+    manifest.set_picture_override(picture_id(manifest, docs[1], 2), False)  # and exclude
+    manifest.conn.execute("UPDATE pages SET picture_area = NULL WHERE doc_id = ? AND page = 1", (docs[1],))
+    moved = []
+    real = pv._kept_by_moved_cutoffs
+    monkeypatch.setattr(pv, "_kept_by_moved_cutoffs", lambda *args: moved.append(real(*args)) or moved[-1])
+    for rule in ("picture", "sigma", "model", "picture"):
+        manifest.rule = rule
+        for threshold, area in [(None, 5.3), (None, 0.4), (None, 48.0), (35.0, None), (61.0, None), (45.0, 2.2),
+                                (29.0, 10.0)]:
+            tried = {"picture_area_min": area}
+            figures = pv.picture_figures(manifest, threshold, manifest.threshold, **tried)
+            scanned = pv.scanned_counts(manifest, threshold, **tried)
+            assert (figures["kept"], figures["excluded"]) == (scanned["kept"], scanned["excluded"]), (rule, threshold, area)
+    assert all(kept is not None for kept in moved)  # every one of them counted from the pictures between
+    manifest.rule = "sigma"  # another rule tried: counted by a scan
+    figures = pv.picture_figures(manifest, 45.0, manifest.threshold, rule="picture")
+    assert moved[-1] is None and figures["kept"] == pv.scanned_counts(manifest, 45.0, rule="picture")["kept"]
+
+
 def test_a_reader_never_waits_for_another_writer_to_catch_up(manifest):
     docs = documents(manifest)
     manifest.rule = "sigma"

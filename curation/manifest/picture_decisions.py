@@ -95,7 +95,7 @@ def _effective(default_threshold: float) -> dict[str, str]:
     }
 
 
-def _pictures_that_can_change(name: str, before: str, after: str) -> list[str]:
+def pictures_that_can_change(name: str, before: str, after: str) -> list[str]:
     """Where a setting moved from `before` to `after` (SQL) can change a picture's decision (the trigger runs
     only when the two differ). The decision
     (rules.EXPORTED_SQL) reads the threshold only as `p.sigma > :threshold`, so only pages whose σ lies
@@ -158,7 +158,7 @@ def settings_triggers(default_threshold: float, exported: str = EXPORTED_SQL,
         for event, (operation, when, old, new) in events.items():
             before, after = effective[key].format(v=old), effective[key].format(v=new)
             updates = " ".join(f"{decide_where(where, decision)};"
-                               for where in _pictures_that_can_change(key, before, after)) or STALE_ALL
+                               for where in pictures_that_can_change(key, before, after)) or STALE_ALL
             if key == "picture_score_min":
                 updates = _moved_score(before, after) + " " + updates
             if key == "picture_area_min":  # the σ rule reads no area
