@@ -245,8 +245,10 @@ def test_a_job_catches_up_a_rule_switch_with_its_progress(manifest, monkeypatch)
     monkeypatch.setattr(picture_decisions, "CHUNK", 2)
     monkeypatch.setattr(picture_decisions, "JOB_CHUNKS", 1)
     assert not picture_decisions.needs_job(manifest)
-    manifest.rule = "sigma"
+    switched = CliRunner().invoke(cli, ["settings", "--db", str(manifest.path), "--rule", "sigma"],
+                                  catch_exceptions=False)
     assert picture_decisions.needs_job(manifest)  # more stale pictures than a chunk
+    assert "python -m curation decide" in switched.output  # the command line says what brings them up to date
     result = CliRunner().invoke(cli, ["decide", "--db", str(manifest.path)], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert picture_decisions.stale_from(manifest.conn) is None and not picture_decisions.needs_job(manifest)

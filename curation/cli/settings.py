@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..manifest import thumbnail_store
+from ..manifest import picture_decisions, thumbnail_store
 from ..manifest.rules import RULES
 from .common import cli, db_option, open_manifest, thumbnails_option
 
@@ -58,3 +58,6 @@ def settings(db, threshold, rule, picture_area_min, picture_score_min, page_time
     from ..runs.cluster_config import ADDRESS_ENV, configured_address
 
     click.echo(f"cluster: {configured_address() or 'none, worker processes here'} (${ADDRESS_ENV}; not a manifest setting)")
+    if picture_decisions.needs_job(manifest):  # a rule switch, or an area cutoff moved over many pictures
+        click.echo("The pictures' stored decisions are being brought to these settings: `python -m curation decide` "
+                   "does it now, with its progress (until then the dashboard evaluates the rule, more slowly).")
