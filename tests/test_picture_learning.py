@@ -2,8 +2,6 @@
 the decisions (include, exclude, delete, add) to the pictures like the ones decided, says how its agreement
 with the curator changed, orders least sure first, and says plainly what it needs while it cannot learn."""
 
-import json
-
 import numpy as np
 import pytest
 
@@ -11,16 +9,9 @@ from curation import Manifest
 from curation.manifest import history, picture_embeddings
 from curation.manifest import picture_similarity as similarity
 from curation.pictures import learned, review_orders
-from curation.scoring.result import PageResult
+from test_picture_similarity import pictured_document, scored
 
 BOX = (40, 30, 400, 330, 5.2, None, None, 0.9)  # the learned verdict found it, score 0.9
-
-
-def scored(manifest, doc_id, page, boxes):
-    features = {"ink_tone": 0.6, "picture_area": max((b[4] for b in boxes), default=0.0),
-                "picture_count": len(boxes), "pictures": json.dumps([list(b) for b in boxes])}
-    manifest.save_pages(doc_id, [PageResult(page=page, status="ok", sigma=60.0, width=1000, height=1400,
-                                            features=features)])
 
 
 def kind_of_picture(direction: np.ndarray, count: int, rng) -> np.ndarray:
@@ -37,10 +28,7 @@ def manifest(tmp_path, monkeypatch):
     pages 0-19 one kind (mastheads, say), 20-39 the other."""
     monkeypatch.setenv(history.USER_VARIABLE, "ana")
     with Manifest(tmp_path / "m.sqlite", user="ana") as m:
-        doc_id = m.register_document(sha256="a" * 64, path="/archive/a.pdf", size=1)["id"]
-        for page in range(40):
-            scored(m, doc_id, page, [BOX])
-        m.set_document(doc_id, status="ok", pages=40)
+        pictured_document(m, 40, BOX)
         rng = np.random.default_rng(5)
         direction = np.zeros(picture_embeddings.DIMENSIONS)
         direction[rng.choice(len(direction), 200, replace=False)] = rng.choice([-1.5, 1.5], 200)

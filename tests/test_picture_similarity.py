@@ -26,6 +26,15 @@ def scored(manifest, doc_id, page, boxes):
                                             features=features)])
 
 
+def pictured_document(manifest, pages: int, box=BOX) -> int:
+    """A scored document of `pages` pages with the picture `box` on each; its id."""
+    doc_id = manifest.register_document(sha256="a" * 64, path="/archive/a.pdf", size=1)["id"]
+    for page in range(pages):
+        scored(manifest, doc_id, page, [box])
+    manifest.set_document(doc_id, status="ok", pages=pages)
+    return doc_id
+
+
 def family(seed: int, count: int, spread: float, rng) -> np.ndarray:
     """`count` embeddings around one random direction (non-negative, as the network's are)."""
     centre = np.random.default_rng(seed).gamma(1.0, 0.3, DIMENSIONS)
@@ -38,10 +47,7 @@ def manifest(tmp_path, monkeypatch):
     most nearly), 6-11 others."""
     monkeypatch.setenv(history.USER_VARIABLE, "ana")
     with Manifest(tmp_path / "m.sqlite", user="ana") as m:
-        doc_id = m.register_document(sha256="a" * 64, path="/archive/a.pdf", size=1)["id"]
-        for page in range(12):
-            scored(m, doc_id, page, [BOX])
-        m.set_document(doc_id, status="ok", pages=12)
+        pictured_document(m, 12)
         rng = np.random.default_rng(1)
         vectors = np.vstack([family(7, 6, 0.0, rng), family(8, 6, 0.0, rng)])
         vectors[:6] += np.linspace(0, 0.4, 6)[:, None] * rng.gamma(1.0, 0.3, DIMENSIONS)  # further and further
