@@ -16,7 +16,7 @@ from pages import _auth as auth
 from pages import _common as common
 from pages._caption_job import caption_panel
 
-UNDO_HINT = "Undo is beside Your last change"
+UNDO_HINT = "Undo is beside \"Your last change\""
 ICONS = {"legend": ":material/format_quote:", "auto_caption": ":material/smart_toy:"}
 LABELS = {"legend": "Printed legend", "auto_caption": "Model's caption"}
 USE_ICON = ":material/input:"
