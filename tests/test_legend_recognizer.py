@@ -1,5 +1,5 @@
 """Legends Tesseract cannot read are read by the recognizer (PP-OCRv6, from the rapidocr wheel): a line of
-Japanese under a picture (and, with the "fallback" reader, a title in outline capitals); a page without a
+Japanese under a picture, a title in outline capitals Tesseract sees no letters in; a page without a
 legend still gets none. Pages are
 generated as in test_legends (an engraving of random hatching, body text beside and under it)."""
 
@@ -68,24 +68,41 @@ def test_without_the_recognizer_a_japanese_legend_is_not_read_and_nothing_fails(
     assert read_legends(japanese_page(False), 0, [reference_box()]) == [None]
 
 
-@needs_engine
-@needs_recognizer
-def test_with_the_fallback_reader_a_title_tesseract_reads_no_letters_in_is_read(monkeypatch):
-    """Outline capitals on an engraved plate: Tesseract sees shapes, no letters, where the recognizer reads
-    the title. (Outlines Tesseract reads as other letters, unsurely, are not read.)"""
-    title = "THE OLD MILL."
+def hollow_title_page(title: str) -> pymupdf.Document:
+    """A picture with `title` under it in outline letters (stroked, not filled), scanned."""
     doc = legend_page([], under=False)
     width = pymupdf.Font("tibo").text_length(title, fontsize=18)
     doc[0].insert_text(((PICTURE[0] + PICTURE[2] - width) / 2, PICTURE[3] + 24), title, fontname="tibo",
-                       fontsize=18, render_mode=1, border_width=0.03)  # stroked, not filled: hollow letters
-    doc = as_scan(doc, dpi=200)
-    monkeypatch.setattr(legends, "READER", "fallback")  # not the default: it reads a hand's labels too
+                       fontsize=18, render_mode=1, border_width=0.03)
+    return as_scan(doc, dpi=200)
+
+
+@needs_engine
+@needs_recognizer
+def test_a_title_in_outline_capitals_tesseract_sees_no_letters_in_is_read(monkeypatch):
+    """Outline capitals on an engraved plate: Tesseract sees shapes, no letters, where the recognizer reads
+    the title. (Outlines Tesseract reads as other letters, unsurely, are not read.)"""
+    title = "THE OLD MILL."
+    doc = hollow_title_page(title)
     monkeypatch.setattr(legends, "read_text", lambda gray, languages, dpi: ("", 0.0, 0))
     [found] = read_legends(doc, 0, [reference_box()])
     assert found is not None and accuracy(found.text, title) >= 0.9, found
     assert legends.RECOGNIZER_MIN_CONFIDENCE <= found.confidence <= 1
     monkeypatch.setattr(legends, "READER", "tesseract")
     assert read_legends(doc, 0, [reference_box()]) == [None]
+
+
+@needs_engine
+@needs_recognizer
+def test_lower_case_tesseract_sees_no_letters_in_is_not_taken_for_a_legend(monkeypatch):
+    """Where Tesseract sees no letters, only capitals are taken from the recognizer: a hand's label on a
+    manuscript's drawing, which it reads as surely as print, is lower case. The "fallback" reader takes it."""
+    doc = hollow_title_page("the old mill")
+    monkeypatch.setattr(legends, "read_text", lambda gray, languages, dpi: ("", 0.0, 0))
+    assert read_legends(doc, 0, [reference_box()]) == [None]
+    monkeypatch.setattr(legends, "READER", "fallback")
+    [found] = read_legends(doc, 0, [reference_box()])
+    assert found is not None and accuracy(found.text, "the old mill") >= 0.9, found
 
 
 def test_the_recognizer_reads_only_what_tesseract_cannot():

@@ -67,11 +67,13 @@ MIN_CONFIDENCE = LEGEND_CONFIDENCE_MIN  # below this the OCR read hatching, an o
 # a page (a masthead's), not a legend (chosen leave one source out).
 MAX_LINE_CHARS = 90
 RECOGNIZER_MIN_CONFIDENCE = 0.85  # the recognizer's floor, on the mean probability of its characters
-# "tesseract" alone; "foreign": the recognizer where what it reads is in a script Tesseract has no data for;
-# "fallback": that, and where Tesseract reads no letters (outline capitals, but a hand too); the "recognizer"
-# alone. Measured each, leave one source out (bench/legend_quality.py --readers): "fallback" reads a plate's
-# outline title but invents legends from a hand's labels, "recognizer" alone as well.
+# "tesseract" alone; "foreign": the recognizer where what it reads is in a script Tesseract has no data for,
+# or a line of capitals where Tesseract sees no letters (display type: outline or shaded capitals);
+# "fallback": that, and whatever it reads where Tesseract reads no letters (a hand too); the "recognizer"
+# alone. Measured each, leave one source out (bench/legend_quality.py --readers): "fallback" and the
+# "recognizer" alone invent legends from a hand's labels.
 READER = "foreign"
+CAPITALS_SHARE = 0.9  # display capitals: this share of the letters read are capitals at least
 CJK_LANGUAGES = {"jpn", "jpn_vert", "chi_sim", "chi_tra", "chi_sim_vert", "chi_tra_vert", "kor", "kor_vert"}
 # A line of the column's text under the legend, in type this much larger than the legend's, ends it, gap
 # or none (whether it does is chosen leave one source out).
@@ -149,7 +151,8 @@ def _engine(languages: str):
 def ocr(gray: np.ndarray, languages: str = DEFAULT_LANGUAGES, dpi: int = OCR_DPI) -> Legend | None:
     """The text of an image of a few lines of type, with the confidence; None where it holds none, or
     what it holds reads as no legend (`is_legend`). Tesseract reads first; what it cannot read (a script
-    it has no language data for: Japanese, Chinese) the recognizer reads, where it is installed (READER)."""
+    it has no language data for: Japanese, Chinese; display capitals it sees no letters in) the recognizer
+    reads, where it is installed (READER)."""
     read = ""
     if READER != "recognizer":
         read, confidence, lines = read_text(gray, languages, dpi)
@@ -157,12 +160,26 @@ def ocr(gray: np.ndarray, languages: str = DEFAULT_LANGUAGES, dpi: int = OCR_DPI
             return Legend(read, round(confidence, 3))
     if READER != "tesseract" and recognizer.available():
         text, confidence, lines = recognize(gray, dpi)
-        unread = READER == "fallback" and _letters(read) < 2
-        if READER != "recognizer" and not unread and not _foreign(text, languages):
+        if READER != "recognizer" and not _recognizers(text, read, languages):
             return None  # Tesseract read letters of its languages, unsurely: a hand, an ornament, Fraktur
         if is_legend(text, confidence, lines, RECOGNIZER_MIN_CONFIDENCE):
             return Legend(text, round(confidence, 3))
     return None
+
+
+def _recognizers(text: str, read: str, languages: str) -> bool:
+    """Whether the recognizer's read `text` is taken where Tesseract's, `read`, is no legend: a script
+    Tesseract has no data for, or, where it saw no letters at all, capitals ("fallback": anything). Display
+    capitals (outline, shaded) are shapes to Tesseract; a hand, which it sees no letters in either, writes
+    in lower case."""
+    if _foreign(text, languages):
+        return True
+    return _letters(read) < 2 and (READER == "fallback" or _capitals(text))
+
+
+def _capitals(text: str) -> bool:
+    letters = [ch for ch in text if ch.isalpha()]
+    return len(letters) >= 2 and sum(ch.isupper() for ch in letters) >= CAPITALS_SHARE * len(letters)
 
 
 def _letters(text: str) -> int:
