@@ -157,8 +157,9 @@ def measure(page: Page, languages: str, finder: bool) -> Tally:
     """The reader's figures on one page, from the labelled boxes or (finder) from the found ones."""
     boxes = page.found if finder else page.labelled
     tally = Tally()
-    with pymupdf.open(page.pdf) as doc:
+    with pymupdf.open(page.pdf) as doc, traced_reads() as traces:
         read = legend.read_legends(doc, 0, boxes, languages) if boxes else []
+    traces = traces if len(traces) == len(boxes) else [[] for _ in boxes]  # no picture had a strip to look in
     texts = [r.text if r else None for r in read]
     owners = [[i for i, box in enumerate(page.labelled) if _inside(b, box)] for b in boxes] if finder \
         else [[i] for i in range(len(boxes))]
@@ -168,13 +169,50 @@ def measure(page: Page, languages: str, finder: bool) -> Tally:
             right, printed = accuracy_counts(got, picture["legend"])
             tally.right, tally.printed, tally.legends = tally.right + right, tally.printed + printed, tally.legends + 1
             tally.accuracies.append(right / printed)
+            lost = "" if right == printed else "  lost: " + _loss([traces[j] for j, own in enumerate(owners) if i in own])
             tally.lines.append(f"    {page.file[:36]:36s} {right / printed:4.0%}  printed {picture['legend'][:50]!r}"
-                               f"  read {(got or '')[:60]!r}")
+                               f"  read {(got or '')[:60]!r}{lost}")
     for text, own, r in zip(texts, owners, read):
         if text and not any(page.pictures[i].get("legend") for i in own):
             kind = page.pictures[own[0]]["kind"] if own else "(no labelled picture)"
             tally.invented.append(f"    {page.file[:36]:36s} {kind:15s} {text[:80]!r} ({r.confidence:.2f})")
     return tally
+
+
+@contextlib.contextmanager
+def traced_reads():
+    """While open, what the reader did for each picture, in order: a list per picture of the blocks it read
+    (each: what Tesseract read and what the recognizer read, each with its confidence); an empty list where
+    it found no block of lines to read (a picture under a square inch is not looked at)."""
+    traces: list[list[tuple]] = []
+    find, ocr = legend._legend, legend.ocr
+
+    def traced_find(*args, **kwargs):
+        traces.append([])
+        return find(*args, **kwargs)
+
+    def traced_ocr(gray, languages, dpi):
+        recognized = legend.recognize(gray, dpi) if legend.recognizer.available() else ("", 0.0, 0)
+        traces[-1].append((legend.read_text(gray, languages, dpi)[:2], recognized[:2]))
+        return ocr(gray, languages, dpi)
+
+    legend._legend, legend.ocr = traced_find, traced_ocr
+    try:
+        yield traces
+    finally:
+        legend._legend, legend.ocr = find, ocr
+
+
+def _loss(traces: list[list[tuple]]) -> str:
+    """Why a printed legend was not read right: its picture not found, no block of lines found by it (the
+    legend's box), or what each reader read in the blocks found (the reader)."""
+    if not traces:
+        return "picture not found"
+    blocks = [block for trace in traces for block in trace]
+    if not blocks:
+        return "no legend box (or the picture under a square inch)"
+    return "reader: " + "; ".join(f"tesseract {t[0][:30]!r} ({t[1]:.2f}), recognizer {r[0][:30]!r} ({r[1]:.2f})"
+                                  for t, r in blocks)
 
 
 def _inside(box, labelled, grow: int = 20) -> bool:

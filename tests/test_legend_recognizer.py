@@ -43,6 +43,25 @@ def test_ctc_is_decoded_greedily_dropping_repeats_and_blanks():
     assert recognizer.decode(np.eye(len(symbols), dtype=np.float32)[[0, 0, 0]]) == ("", 0.0)
 
 
+@needs_recognizer
+def test_a_space_is_put_where_japanese_characters_stand_apart_by_an_empty_square():
+    """The network writes no space in Japanese; a legend sets one between the figure's number and its name,
+    an empty square: characters two pitches apart. Latin letters keep the network's own spaces."""
+    symbols = recognizer.characters()
+
+    def steps(text: str, at: list[int]) -> np.ndarray:
+        probabilities = np.zeros((max(at) + 2, len(symbols)), np.float32)
+        probabilities[:, 0] = 1  # blank, except where a symbol is read
+        for ch, step in zip(text, at):
+            probabilities[step] = 0
+            probabilities[step, symbols.index(ch)] = 1
+        return probabilities
+
+    assert recognizer.decode(steps("第1圖スツポン", [0, 4, 8, 16, 20, 24, 28]))[0] == "第1圖 スツポン"
+    assert recognizer.decode(steps("第1圖スツポン", [0, 4, 8, 12, 16, 20, 24]))[0] == "第1圖スツポン"
+    assert recognizer.decode(steps("MILLRACE", [0, 4, 8, 12, 24, 28, 32, 36]))[0] == "MILLRACE"
+
+
 def test_onnx_metadata_is_read_without_the_onnx_package():
     def field(number: int, payload: bytes) -> bytes:  # a length-delimited protobuf field (short payloads)
         return bytes([number << 3 | 2, len(payload)]) + payload
@@ -59,6 +78,7 @@ def test_a_japanese_legend_under_a_picture_is_read(scan):
     [found] = read_legends(japanese_page(scan), 0, [reference_box()])
     assert found is not None
     assert accuracy(found.text, JAPANESE) >= 0.8, found.text
+    assert found.text.startswith("第4·2圖 "), found.text  # the space after the figure's number, put back
     assert legends.MIN_CONFIDENCE <= found.confidence <= 1
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import threading
+import unicodedata
 
 import cv2
 import numpy as np
@@ -23,6 +24,7 @@ STEP = 8  # widths are padded to a multiple of the network's horizontal stride
 MAX_WIDTH = 3200  # a longer line is squeezed: no legend's line is 66 times as wide as it is tall
 METADATA_FIELD = 14  # ModelProto.metadata_props in onnx.proto
 CHARACTER_KEY = "character"
+SPACE_PITCHES = 1.5  # between one character's pitch (no space) and two (a full-width space)
 
 _local = threading.local()  # an OpenCV dnn Net is not thread-safe
 
@@ -117,10 +119,34 @@ def read_line(gray: np.ndarray) -> tuple[str, float]:
 
 def decode(probabilities: np.ndarray) -> tuple[str, float]:
     """CTC greedy decoding: the likeliest symbol at each step, a repeat of the step before and blanks dropped;
-    the text and the mean probability of the symbols kept."""
+    the text and the mean probability of the symbols kept. The network writes no space between Chinese or
+    Japanese characters; one is put where they stand apart (`_spaced`)."""
     best = probabilities.argmax(axis=1)
     keep = (best != 0) & np.r_[True, best[1:] != best[:-1]]
     symbols = characters()
-    text = "".join(symbols[i] for i in best[keep])
+    text = _spaced([symbols[i] for i in best[keep]], np.flatnonzero(keep))
     confidence = float(probabilities.max(axis=1)[keep].mean()) if keep.any() else 0.0
     return text.strip(), confidence
+
+
+def _spaced(symbols: list[str], steps: np.ndarray) -> str:
+    """The symbols read at `steps`, with a space between two wide (Chinese, Japanese) characters whose steps
+    lie further apart than SPACE_PITCHES times the usual step between two wide characters: such type is set
+    on a square, one character a square, and a space is an empty square, so a gap is one pitch without and
+    two with one. (Digits and points are set on half a square: they do not set the pitch.)"""
+    wide = [_wide(symbol) for symbol in symbols]
+    gaps = np.diff(steps)
+    pitches = [gap for gap, a, b in zip(gaps, wide, wide[1:]) if a and b]
+    if len(pitches) < 2:
+        return "".join(symbols)
+    pitch = float(np.median(pitches))
+    out = [symbols[0]]
+    for before, after, symbol, gap in zip(wide, wide[1:], symbols[1:], gaps):
+        if gap > SPACE_PITCHES * pitch and before and after:
+            out.append(" ")
+        out.append(symbol)
+    return "".join(out)
+
+
+def _wide(symbol: str) -> bool:
+    return unicodedata.east_asian_width(symbol[:1] or " ") in "WF"
