@@ -14,6 +14,9 @@ costs as much as a lost one); where several values score alike, the one nearest 
   labelled picture it lies mostly inside; a legend under a picture the finder misses counts as unread.
 
 Accuracy: printed characters read right (difflib's matching blocks, case kept) over printed characters.
+Each legend not read right says why: its picture not found (finder + reader), no block of lines found by the
+picture (the legend's box; or the picture is under a square inch, where no legend is looked for), or what
+Tesseract and the recognizer read in each block found, with their confidences (the reader).
 
     python bench/legend_quality.py [FOLDER] [--languages eng+deu+fra] [--out bench/out/legends]
 """
@@ -169,7 +172,8 @@ def measure(page: Page, languages: str, finder: bool) -> Tally:
             right, printed = accuracy_counts(got, picture["legend"])
             tally.right, tally.printed, tally.legends = tally.right + right, tally.printed + printed, tally.legends + 1
             tally.accuracies.append(right / printed)
-            lost = "" if right == printed else "  lost: " + _loss([traces[j] for j, own in enumerate(owners) if i in own])
+            mine = [traces[j] for j, own in enumerate(owners) if i in own]
+            lost = "" if right == printed else f"  lost: {_loss(mine)}"
             tally.lines.append(f"    {page.file[:36]:36s} {right / printed:4.0%}  printed {picture['legend'][:50]!r}"
                                f"  read {(got or '')[:60]!r}{lost}")
     for text, own, r in zip(texts, owners, read):
@@ -305,8 +309,9 @@ def main() -> None:
     parser.add_argument("--languages", default="eng+deu+fra")
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "bench" / "out" / "legends")
     parser.add_argument("--readers", default=legend.READER,
-                        help="comma-separated: tesseract (alone), fallback (the recognizer where Tesseract reads "
-                             "no legend), recognizer (alone); each measured in turn")
+                        help="comma-separated: tesseract (alone), foreign (the recognizer for a script Tesseract "
+                             "lacks, or capitals where it sees no letters), fallback (the recognizer where "
+                             "Tesseract reads no letters), recognizer (alone); each measured in turn")
     args = parser.parse_args()
     if not (args.folder / "pictures.jsonl").exists():
         sys.exit(f"no pictures.jsonl in {args.folder}: give a folder like ../shared/realdata")

@@ -24,7 +24,6 @@ import math
 import os
 import pathlib
 import threading
-import unicodedata
 from dataclasses import dataclass, replace
 
 import cv2
@@ -188,7 +187,7 @@ def _letters(text: str) -> int:
 
 def _wide(text: str) -> int:
     """Characters of Chinese, Japanese or Korean (East Asian wide or full-width)."""
-    return sum(unicodedata.east_asian_width(ch) in "WF" for ch in text)
+    return sum(map(recognizer.is_wide, text))
 
 
 def _foreign(text: str, languages: str) -> bool:

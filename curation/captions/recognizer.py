@@ -134,7 +134,7 @@ def _spaced(symbols: list[str], steps: np.ndarray) -> str:
     lie further apart than SPACE_PITCHES times the usual step between two wide characters: such type is set
     on a square, one character a square, and a space is an empty square, so a gap is one pitch without and
     two with one. (Digits and points are set on half a square: they do not set the pitch.)"""
-    wide = [_wide(symbol) for symbol in symbols]
+    wide = [is_wide(symbol) for symbol in symbols]
     gaps = np.diff(steps)
     pitches = [gap for gap, a, b in zip(gaps, wide, wide[1:]) if a and b]
     if len(pitches) < 2:
@@ -148,5 +148,6 @@ def _spaced(symbols: list[str], steps: np.ndarray) -> str:
     return "".join(out)
 
 
-def _wide(symbol: str) -> bool:
+def is_wide(symbol: str) -> bool:
+    """Whether a character is Chinese, Japanese or Korean (East Asian wide or full-width)."""
     return unicodedata.east_asian_width(symbol[:1] or " ") in "WF"
