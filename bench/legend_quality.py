@@ -74,6 +74,7 @@ class Tally:
     accuracies: list[float] = field(default_factory=list)
     invented: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
+    lost: dict[str, int] = field(default_factory=dict)  # characters not read right, by why
 
     def add(self, other: "Tally") -> None:
         self.right += other.right
@@ -82,6 +83,8 @@ class Tally:
         self.accuracies += other.accuracies
         self.invented += other.invented
         self.lines += other.lines
+        for why, count in other.lost.items():
+            self.lost[why] = self.lost.get(why, 0) + count
 
     def score(self) -> float:
         return sum(self.accuracies) - len(self.invented)
@@ -90,7 +93,7 @@ class Tally:
         mean = np.mean(self.accuracies) if self.accuracies else float("nan")
         return (f"legends {self.legends:2d}  character accuracy {self.right / max(self.printed, 1):.2f} "
                 f"({self.right}/{self.printed})  mean per legend {mean:.2f}  read where none is printed "
-                f"{len(self.invented)}")
+                f"{len(self.invented)}" + "".join(f"; lost to {why} {n}" for why, n in sorted(self.lost.items())))
 
 
 def read_pages(folder: pathlib.Path, corpus: pathlib.Path) -> list[Page]:
@@ -173,7 +176,10 @@ def measure(page: Page, languages: str, finder: bool) -> Tally:
             tally.right, tally.printed, tally.legends = tally.right + right, tally.printed + printed, tally.legends + 1
             tally.accuracies.append(right / printed)
             mine = [traces[j] for j, own in enumerate(owners) if i in own]
-            lost = "" if right == printed else f"  lost: {_loss(mine)}"
+            why, what = _loss(mine)
+            lost = "" if right == printed else f"  lost: {why}{what}"
+            if right < printed:
+                tally.lost[why] = tally.lost.get(why, 0) + printed - right
             tally.lines.append(f"    {page.file[:36]:36s} {right / printed:4.0%}  printed {picture['legend'][:50]!r}"
                                f"  read {(got or '')[:60]!r}{lost}")
     for text, own, r in zip(texts, owners, read):
@@ -207,16 +213,16 @@ def traced_reads():
         legend._legend, legend.ocr = find, ocr
 
 
-def _loss(traces: list[list[tuple]]) -> str:
+def _loss(traces: list[list[tuple]]) -> tuple[str, str]:
     """Why a printed legend was not read right: its picture not found, no block of lines found by it (the
-    legend's box), or what each reader read in the blocks found (the reader)."""
+    legend's box), or the reader, with what each reader read in the blocks found."""
     if not traces:
-        return "picture not found"
+        return "picture not found", ""
     blocks = [block for trace in traces for block in trace]
     if not blocks:
-        return "no legend box (or the picture under a square inch)"
-    return "reader: " + "; ".join(f"tesseract {t[0][:30]!r} ({t[1]:.2f}), recognizer {r[0][:30]!r} ({r[1]:.2f})"
-                                  for t, r in blocks)
+        return "no legend box (or the picture under a square inch)", ""
+    return "reader", ": " + "; ".join(f"tesseract {t[0][:30]!r} ({t[1]:.2f}), recognizer {r[0][:30]!r} "
+                                      f"({r[1]:.2f})" for t, r in blocks)
 
 
 def _inside(box, labelled, grow: int = 20) -> bool:
