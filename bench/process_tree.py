@@ -49,7 +49,10 @@ def watch_processes(proc: subprocess.Popen) -> tuple[dict[int, tuple[str, int]],
 def _role(process: psutil.Process, root: psutil.Process) -> str:
     if process.pid == root.pid:
         return "coordinator"
-    command = " ".join(process.cmdline())
+    arguments = process.cmdline()
+    command = " ".join(arguments)
+    if arguments[1:3] == ["-m", "curation"] and len(arguments) > 3:  # a job the app launched (runs.jobs.launch)
+        return f"job: {arguments[3]}"
     if "resource_tracker" in command:
         return "resource tracker"
     if "forkserver" in command:  # pool workers are forked by the forkserver and keep its command line
