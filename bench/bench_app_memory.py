@@ -36,17 +36,22 @@ def manifest_path(out: pathlib.Path, pages: int) -> pathlib.Path:
 
 
 def build(db: pathlib.Path, pages: int, per_page: float) -> None:
-    """bench_dashboard's manifest: the pages in bulk, then the pictures (run in a process of its own)."""
+    """bench_dashboard's manifest: the pages in bulk, then the pictures (run in a process of its own). Built
+    under another name and renamed when whole, so a build stopped part-way is never taken for one."""
     import bench_dashboard as dashboard
     from curation import Manifest
 
-    dashboard.remove_manifest(db)
-    dashboard.build_direct(db, max(1, pages // 333), pages)
+    building = db.with_name(f"building-{db.name}")
+    dashboard.remove_manifest(building)
+    dashboard.build_direct(building, max(1, pages // 333), pages)
     started = time.perf_counter()
-    with Manifest(db) as manifest:
+    with Manifest(building) as manifest:
         count = dashboard.add_pictures(manifest, per_page)
         manifest.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     print(f"added {count:,} pictures in {time.perf_counter() - started:.1f} s", flush=True)
+    dashboard.remove_manifest(db)
+    os.replace(building, db)
+    dashboard.remove_manifest(building)  # its emptied WAL and shared memory
 
 
 def fresh_copy(db: pathlib.Path) -> pathlib.Path:
