@@ -38,7 +38,10 @@ def watch_processes(proc: subprocess.Popen) -> tuple[dict[int, tuple[str, int]],
                 with open(f"/proc/{p.pid}/status") as status:
                     for line in status:
                         if line.startswith("VmHWM:"):
-                            role = peaks[p.pid][0] if p.pid in peaks else _role(p, root)
+                            # Named again until it is a job: a child polled between fork and exec still
+                            # has its parent's command line.
+                            known = peaks.get(p.pid, ("",))[0]
+                            role = known if known.startswith("job: ") else _role(p, root)
                             peaks[p.pid] = (role, max(peaks.get(p.pid, ("", 0))[1], int(line.split()[1]) * 1024))
             except (psutil.Error, OSError):
                 pass
@@ -49,7 +52,10 @@ def watch_processes(proc: subprocess.Popen) -> tuple[dict[int, tuple[str, int]],
 def _role(process: psutil.Process, root: psutil.Process) -> str:
     if process.pid == root.pid:
         return "coordinator"
-    command = " ".join(process.cmdline())
+    arguments = process.cmdline()
+    command = " ".join(arguments)
+    if arguments[1:3] == ["-m", "curation"] and len(arguments) > 3:  # a job the app launched (runs.jobs.launch)
+        return f"job: {arguments[3]}"
     if "resource_tracker" in command:
         return "resource tracker"
     if "forkserver" in command:  # pool workers are forked by the forkserver and keep its command line

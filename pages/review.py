@@ -318,6 +318,8 @@ def confirm_bulk(flt: views.PageFilter, counts: dict, threshold: float, action: 
 
 @st.dialog("Caption the whole view", on_dismiss=lambda: close(CAPTION))
 def confirm_captions(flt: views.PageFilter, threshold: float):
+    if CAPTION not in st.session_state:  # answered (finish_captions): the dialog's own rerun runs the page
+        st.rerun()
     with common.open_manifest() as manifest:
         counts = views.caption_counts(manifest, threshold, flt)
     text = (st.text_area("Caption", key="bulk-caption-text", max_chars=MAX_CAPTION,
@@ -335,32 +337,29 @@ def confirm_captions(flt: views.PageFilter, threshold: float):
                    (f" Or remove the captions of the {counts['captioned']:,} pages that have one."
                     if counts["captioned"] else ""))
     left, middle, right = st.columns(3)
-    if left.button(f"Caption {count:,} pages", type="primary", key="bulk-caption-confirm",
-                   disabled=not text or count == 0):
-        finish_captions(flt, threshold, text, overwrite, counts["pages"], "Captioned {done:,} pages.")
-    if counts["captioned"] and not text and middle.button(f"Remove {counts['captioned']:,} captions",
-                                                          key="bulk-caption-remove"):
-        finish_captions(flt, threshold, None, True, counts["pages"],
-                        f"Removed the captions of {counts['captioned']:,} pages.")
-    if right.button("Cancel", key="bulk-caption-cancel"):
-        close(CAPTION)
-        st.rerun()
+    # Callbacks: the answer is written before the page runs again, once, without the dialog.
+    left.button(f"Caption {count:,} pages", type="primary", key="bulk-caption-confirm", disabled=not text or count == 0,
+                on_click=finish_captions, args=(flt, threshold, False, counts["pages"], "Captioned {done:,} pages."))
+    if counts["captioned"] and not text:
+        middle.button(f"Remove {counts['captioned']:,} captions", key="bulk-caption-remove", on_click=finish_captions,
+                      args=(flt, threshold, True, counts["pages"],
+                            f"Removed the captions of {counts['captioned']:,} pages."))
+    right.button("Cancel", key="bulk-caption-cancel", on_click=close, args=(CAPTION,))
 
 
-def finish_captions(flt: views.PageFilter, threshold: float, text: str | None, replace: bool, count: int,
-                    notice: str):
-    """Set (or with `text` None remove) the captions of the view's `count` pages, then close the dialog with
-    `notice` (or, on a large view, what its job does)."""
-    if not auth.require_curator():
+def finish_captions(flt: views.PageFilter, threshold: float, remove: bool, count: int, notice: str):
+    """Set the caption typed in the dialog on the view's `count` pages (or, `remove`, take their captions
+    away), then close the dialog with `notice` (or, on a large view, what its job does)."""
+    text = None if remove else (st.session_state.get("bulk-caption-text") or "").strip()
+    if not (remove or text) or not auth.require_curator():  # the text was cleared as the button was clicked
         return
     doing = bulk.Bulk(view="pages", do="caption", filter=dataclasses.asdict(flt), threshold=threshold, text=text,
-                      replace=replace)
+                      replace=remove or bool(st.session_state.get("bulk-caption-overwrite")))
     with common.open_manifest() as manifest:
         said = bulk_job.apply(manifest, doing, count, notice)
     close(CAPTION)
     forget_caption_inputs()
     st.session_state[NOTICE] = said
-    st.rerun()
 
 
 def forget_caption_inputs():

@@ -218,13 +218,15 @@ def tally(manifest, params: dict) -> Tally:
     if found is None:
         found = _tally(manifest, params, now)
         with _memo_lock:
+            for stale in [k for k in _tallies if k[0] == key[0] and k[1] != now]:  # counted before a change
+                del _tallies[stale]
             _tallies[key] = found
             while len(_tallies) > TALLIES_KEPT:
                 del _tallies[next(iter(_tallies))]
     return found
 
 
-TALLIES_KEPT = 8  # a tally holds a few arrays of the bins' length: megabytes at 1 M pages
+TALLIES_KEPT = 8  # a tally holds a row per distinct bin and decision (_compacted): under a megabyte each
 _tallies: dict[tuple, Tally] = {}
 _decided: dict[str, "_Decided"] = {}
 
@@ -243,9 +245,26 @@ def _tally(manifest, params: dict, now: tuple) -> Tally:
                       np.full(count, -1), -np.ones(count, np.int64)))
         parts.append((one["sigma_bin"], one["area_bin"], one["failed"], one["keep"], one["disagrees"], one["override"],
                       np.ones(count, np.int64)))
-    columns = [np.concatenate(column) for column in zip(*parts)]
-    return Tally(columns[0], columns[1], columns[2].astype(bool), columns[3].astype(bool), columns[4].astype(bool),
-                 columns[5].astype(np.int64), columns[6].astype(np.int64))
+    return _compacted([np.concatenate(column) for column in zip(*parts)])
+
+
+def _compacted(columns: list[np.ndarray]) -> Tally:
+    """The tally of `columns` (sigma_bin, area_bin, failed, keep, disagrees, override, weight) with the rows
+    that differ only in weight summed into one and those that sum to nothing dropped: every count reads
+    the rows by these columns alone, so it is the same, and a bulk action's half a million decided pages
+    (a row each, twice) fold into the few thousand bins they fall in."""
+    sigma, area, failed, keep, disagrees, override, weight = columns
+    code = (((((sigma.astype(np.int64) + 1) * (AREA_BINS + 1) + area + 1) * 2 + failed) * 2 + keep) * 2
+            + disagrees) * 3 + override + 1
+    code, inverse = np.unique(code, return_inverse=True)
+    summed = np.bincount(inverse.ravel(), weights=weight, minlength=len(code)).round().astype(np.int64)
+    code, summed = code[summed != 0], summed[summed != 0]
+    override, code = code % 3 - 1, code // 3
+    disagrees, code = code % 2, code // 2
+    keep, code = code % 2, code // 2
+    failed, code = code % 2, code // 2
+    area, sigma = code % (AREA_BINS + 1) - 1, code // (AREA_BINS + 1) - 1
+    return Tally(sigma, area, failed.astype(bool), keep.astype(bool), disagrees.astype(bool), override, summed)
 
 
 _BINS_SELECT = (f"SELECT COALESCE({SIGMA_BIN_SQL}, -1), "
@@ -315,16 +334,23 @@ def _decided_pages(conn: sqlite3.Connection, rowids: str, params: tuple = ()) ->
         f"{_BINS_SELECT}, COALESCE(o.keep, -1), p.sigma, p.picture_area, p.ink_tone, p.pictures_included, "
         f"p.pictures_auto_area, p.doc_id, p.page, p.status = 'ok' {_JOINS} WHERE {LIVE_DOCUMENT_SQL} "
         f"AND (o.keep IS NOT NULL OR p.pictures_included IS NOT NULL) AND p.rowid IN ({rowids})", params)
-    # A part at a time: half a million rows as Python tuples would take about 300 MB at once.
-    parts = [np.array(rows, np.float64) for rows in iter(lambda: cursor.fetchmany(READ_ROWS), [])]  # None: NaN
-    table = np.concatenate(parts) if parts else np.empty((0, len(_DECIDED_NAMES)))
-    table = table.reshape(-1, len(_DECIDED_NAMES))
-    found = {name: table[:, i] for i, name in enumerate(_DECIDED_NAMES)}
-    for name in (*_BIN_NAMES, "override", "doc_id", "page"):
-        found[name] = found[name].astype(np.int64)
-    found["failed"] = found["failed"].astype(bool)
-    found["ok"] = found["ok"].astype(bool)
-    return found
+    # A part at a time, each part's columns in their own type: half a million rows as Python tuples would take
+    # about 300 MB at once, as one table of floats 60 MB.
+    parts = [_typed(np.array(rows, np.float64).reshape(-1, len(_DECIDED_NAMES)))
+             for rows in iter(lambda: cursor.fetchmany(READ_ROWS), [])]  # None: NaN
+    if not parts:
+        return _typed(np.empty((0, len(_DECIDED_NAMES))))
+    return {name: np.concatenate([part[name] for part in parts]) for name in _DECIDED_NAMES}
+
+
+# The decided pages' columns that are not figures (float64, NaN for NULL): small whole numbers and flags.
+_DECIDED_TYPES = {"sigma_bin": np.int32, "area_bin": np.int32, "kind": np.int8, "model": np.int8, "failed": bool,
+                  "override": np.int8, "doc_id": np.int64, "page": np.int32, "ok": bool}
+
+
+def _typed(table: np.ndarray) -> dict:
+    return {name: table[:, i].astype(_DECIDED_TYPES.get(name, np.float64))
+            for i, name in enumerate(_DECIDED_NAMES)}
 
 
 def _followed(conn: sqlite3.Connection, known: _Decided, last: int) -> dict | None:

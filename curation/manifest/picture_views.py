@@ -47,8 +47,9 @@ DECISION_SQL = {
     "kept": f"NOT x.deleted AND {EXPORTED_SQL}",
     "excluded": f"NOT x.deleted AND NOT {EXPORTED_SQL}",
     "overridden": "NOT x.deleted AND (x.keep IS NOT NULL OR x.added OR x.fx0 IS NOT NULL)",
-    # Driven from the duplicate groups (a few thousand pages), by the pictures' ids.
-    "duplicates": "NOT x.deleted AND x.id IN (SELECT xg.id FROM duplicates dg JOIN pictures xg "
+    # Driven from the duplicate groups (a few thousand pages), by the pictures' ids: CROSS JOIN keeps the groups
+    # outside (the planner would walk every picture and look each one up in the groups).
+    "duplicates": "NOT x.deleted AND x.id IN (SELECT xg.id FROM duplicates dg CROSS JOIN pictures xg "
                   "ON xg.doc_id = dg.doc_id AND xg.page = dg.page)",
     "gone": "NOT x.deleted AND x.rank IS NULL AND NOT x.added",
     "deleted": "x.deleted",
