@@ -6,6 +6,7 @@ from click.testing import CliRunner
 
 from curation import Manifest, ingest
 from curation.cli import cli
+from curation.decisions import learn
 from curation.decisions.learn import FEATURES, ready, refresh_suggestions, suggest
 from curation.scoring.result import PageResult
 
@@ -101,3 +102,19 @@ def test_learn_command_explains_what_it_needs(tmp_path, archive):
     result = CliRunner().invoke(cli, ["learn", "--db", str(db)])
     assert result.exit_code == 1
     assert "10 are needed" in result.output
+
+
+def test_the_rules_decisions_carried_by_a_sample_of_pages_suggest_what_all_of_them_do(monkeypatch):
+    rng = np.random.default_rng(11)
+    rows = rng.random((6000, len(FEATURES)))
+    rule = rows[:, 0] + 0.2 * rows[:, 1] > 0.6
+    picked = rng.choice(len(rows), 40, replace=False)
+    wants = rule.copy()
+    wants[rows[:, 2] > 0.9] = False  # the curator also drops one corner the rule keeps
+    everything = suggest(rows[picked], wants[picked], rows, prior=rule)
+    monkeypatch.setattr(learn, "PRIOR_ROWS", 600)
+    monkeypatch.setattr(learn, "PART_ROWS", 700)  # suggested a part at a time, too
+    sampled = suggest(rows[picked], wants[picked], rows, prior=rule)
+    assert len(sampled.keep) == len(rows)
+    assert (sampled.keep == everything.keep).mean() >= 0.99
+    assert np.abs(sampled.confidence - everything.confidence).mean() < 0.01
