@@ -55,8 +55,8 @@ BORDERS = """<style>
 [class*="st-key-picture-card-excluded-"] {border-color: #b3261e;}
 [class*="st-key-picture-card-deleted-"] {border: 3px dashed #9e9e9e; opacity: 0.5;}
 [class*="st-key-picture-line-"], [class*="st-key-picture-words-card-"] {flex-wrap: nowrap !important;}
+[class*="st-key-picture-line-"] > div:first-child {min-width: 0;}
 [class*="st-key-picture-words-card-"] button {min-height: 0; padding-top: 0; padding-bottom: 0;}
-[class*="st-key-picture-line-"] > div:first-child,
 [class*="st-key-picture-words-card-"] > div:first-child {min-width: 0; overflow: hidden;}
 [class*="st-key-picture-card-"] [data-testid="stButtonGroup"] button {padding-left: 0; padding-right: 0; min-width: 0;}
 [class*="st-key-picture-card-"] [data-testid="stCaptionContainer"] p {overflow: hidden; text-overflow: ellipsis;
@@ -120,7 +120,7 @@ def show(undo_bar, undo):
     shown_of = f"of {total:,} in this view" if order is None else f"of this order (up to {len(order.ids):,})"
     st.caption(f"Pictures {first:,}–{first + len(shown.rows) - 1:,} {shown_of}")
     st.session_state[ON_SCREEN] = [row["id"] for row in shown.rows]
-    keyboard_review([row["id"] for row in shown.rows], len(screens), total, last, undo,
+    keyboard_review(shown.rows, len(screens), total, last, undo,
                     lambda _: large_view(threshold, undo_bar))
     grid(shown.rows, crops, {doc["id"]: doc for doc in documents}, notes, sort)
     pager(len(screens), shown.next_after)
@@ -295,15 +295,17 @@ def forget(prefix: str):
 KEYBOARD = "review-pictures"
 
 
-def card_key(picture_id: int) -> str:
-    return f"picture-focus-{picture_id}"
+def card_key(row: dict) -> str:
+    """A card's key: its decision's border (see BORDERS) and, for the keyboard's focus, the picture."""
+    return f"picture-card-{pv.decision_of(row)}-{row['id']}"
 
 
-def keyboard_review(ids: list[int], screen: int, total: int, last: dict | None, undo, draw_large_view):
+def keyboard_review(rows: list[dict], screen: int, total: int, last: dict | None, undo, draw_large_view):
     """The keys act on the focused card, or on the picture in the large view (see curation.decisions.keyboard),
     which `draw_large_view(picture id)` draws."""
     undo_last = functools.partial(undo, last["id"]) if last is not None and auth.can_curate() else None
-    hotkeys.review_grid(KEYBOARD, ids, screen=screen, screen_key=SCREEN_NUMBER, card_key=card_key,
+    keys = {row["id"]: card_key(row) for row in rows}
+    hotkeys.review_grid(KEYBOARD, list(keys), screen=screen, screen_key=SCREEN_NUMBER, card_key=keys.get,
                         grid=keyboard.Grid(total, PER_SCREEN, COLUMNS), opened_key=OPEN, large_view=draw_large_view,
                         paused=BULK in st.session_state or CAPTION in st.session_state,
                         actions=hotkeys.Actions(decide=decide_by_key, open=open_picture, close=close_picture,
@@ -321,46 +323,43 @@ def grid(rows: list[dict], crops: dict, documents: dict, notes: dict, sort: str)
     words = captions.sources_on(rows)
     locked = auth.locked()  # once a screen: each asks the server's secrets
     for row in rows:
-        with cells.cell(), st.container(key=card_key(row["id"])):  # the keyboard's focus outlines this
+        with cells.container(key=card_key(row), gap="xsmall"):  # the card is the grid's cell
             card(row, crops.get(row["id"]), documents.get(row["doc_id"]), words, locked, notes.get(row["id"]), sort)
 
 
 def card(row: dict, crop: bytes | None, document: dict | None, words: tuple[str, ...] = (), locked: bool = False,
          note: str | None = None, sort: str = "page"):
-    state = pv.decision_of(row)
-    with st.container(key=f"picture-card-{state}-{row['id']}", gap="xsmall"):
-        if crop:
-            st.image(crop, width="stretch")
-        else:
-            st.caption(":grey[No image of this page: no thumbnail is kept and the PDF is not at hand.]")
-        name = common.escape_markdown(pathlib.Path(row["doc"]).name)
-        total = f"/{document['pages']}" if document and document["pages"] else ""
-        kind = kind_of(row)
-        # Three short lines; one that is still too long for a narrow card ends in "…" (the style above), whole in
-        # the large view.
-        st.caption(f"**#{row['number']}** · p. {page_number(row['page'])}{total}  \n"
-                   f"{views.square_inches(row['box_area'])}{' · ' + kind if kind else ''}  \n{name}", wrap=False)
-        with st.container(horizontal=True, vertical_alignment="center", gap="xsmall",
-                          key=f"picture-line-{row['id']}"):
-            # Always one line, so a card keeps its height whatever happened to its picture.
-            status = pv.status_words(row)
-            st.caption(status or "\u200b", wrap=False, width="stretch")  # the view's own words: no escaping
-            st.button("", key=f"picture-like-{row['id']}", icon=":material/image_search:", type="tertiary",
-                      help="More like this: sort the view by likeness to this picture",
-                      on_click=like_this.start_like, args=(row["id"], sort))
-            st.button("", key=f"picture-open-{row['id']}", icon=":material/open_in_full:", type="tertiary",
-                      help="Open: the picture on its page, to fix its box, delete it or add a missed one",
-                      on_click=open_picture, args=(row["id"],))
-        if note is not None:
-            st.caption(note, wrap=False)  # the library's own words: no escaping
+    """A picture's card, in few elements (a browser draws a screen of them at every change): the crop, its words
+    in one block, the decision with More like this and Open, the caption, the printed legend and the model's."""
+    if crop:
+        st.image(crop, width="stretch")
+    else:
+        st.caption(":grey[No image of this page: no thumbnail is kept and the PDF is not at hand.]")
+    name = common.escape_markdown(pathlib.Path(row["doc"]).name)
+    total = f"/{document['pages']}" if document and document["pages"] else ""
+    kind = kind_of(row)
+    # Short lines, each the same on every card (a status or a note may be blank), so the cards of a row keep one
+    # height; one still too long for a narrow card ends in "…" (the style above), whole in the large view. The
+    # status and the note are the library's own words: no escaping.
+    lines = [f"**#{row['number']}** · p. {page_number(row['page'])}{total}",
+             f"{views.square_inches(row['box_area'])}{' · ' + kind if kind else ''}", name,
+             pv.status_words(row) or "\u200b"] + ([note] if note is not None else [])
+    st.caption("  \n".join(lines))
+    with st.container(horizontal=True, vertical_alignment="center", gap="xsmall", key=f"picture-line-{row['id']}"):
         choice = CHOICE_OF_OVERRIDE[row["keep"]]
         key = f"picture-decide-{row['id']}-{choice}"
         st.segmented_control("Decision", list(CHOICES), format_func=CARD_CHOICES.get, default=choice, required=True,
                              key=key, label_visibility="collapsed", on_change=decided, args=(row["id"], key),
                              disabled=locked or bool(row["deleted"]), width="stretch",
                              help=auth.LOCKED_HELP if locked else CARD_CONTROL_HELP)
-        caption_input(row, locked=locked)
-        captions.other_captions(row, lines=words)
+        st.button("", key=f"picture-like-{row['id']}", icon=":material/image_search:", type="tertiary",
+                  help="More like this: sort the view by likeness to this picture",
+                  on_click=like_this.start_like, args=(row["id"], sort))
+        st.button("", key=f"picture-open-{row['id']}", icon=":material/open_in_full:", type="tertiary",
+                  help="Open: the picture on its page, to fix its box, delete it or add a missed one",
+                  on_click=open_picture, args=(row["id"],))
+    caption_input(row, locked=locked)
+    captions.other_captions(row, lines=words)
 
 
 def caption_input(row: dict, where: str = "card", *, locked: bool | None = None):

@@ -394,21 +394,31 @@ def decide_by_key(item: tuple[int, int], keep: bool | None):
         set_override(*item, keep)
 
 
+# A card's words are one block of muted lines, each cut with "…" where the card is narrow (whole in the large view).
+CARD_STYLE = """<style>
+[class*="st-key-review-card-"] [data-testid="stCaptionContainer"] p {overflow: hidden; text-overflow: ellipsis;
+  white-space: nowrap;}
+</style>"""
+
+
 def grid(rows: list[dict], thumbs: dict, captions: dict, documents: dict, changes: dict):
     notice = st.session_state.pop(NOTICE, None)
     if notice:
         st.toast(notice, icon=":material/check:")
+    st.html(CARD_STYLE)
     cells = st.grid(COLUMNS, border=True, min_column_width=CARD_WIDTH)
     locked = auth.locked()  # once a screen: each asks the server's secrets
     for row in rows:
         key = (row["doc_id"], row["page"])
-        # tight: the thumbnail is most of the card; keyed, for the keyboard's focus
-        with cells.cell(), st.container(gap="xsmall", key=card_key(key)):
+        # The card is the grid's cell (keyed, for the keyboard's focus); tight: the thumbnail is most of it.
+        with cells.container(gap="xsmall", key=card_key(key)):
             card(row, thumbs.get(key), captions.get(key), documents.get(row["doc_id"]), changes.get(key), locked)
 
 
 def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | None, change: str | None = None,
          locked: bool = False):
+    """A page's card, in few elements (a browser draws a screen of them at every change): the thumbnail, its
+    words and badges in one block, the decision with Open, the caption."""
     doc_id, page = row["doc_id"], row["page"]
     if thumb:
         st.image(thumb, width="stretch")
@@ -416,32 +426,31 @@ def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | N
         st.caption(NO_THUMBNAIL)
     else:
         st.caption(f":red[No image: {common.escape_markdown(row['error'] or 'not scored')}]")
+    st.caption(card_words(row, document, change))
+    choice = CHOICE_OF_OVERRIDE[row["override"]]
+    with st.container(horizontal=True, vertical_alignment="center", gap="xsmall"):
+        # The override is part of the key: when it changes elsewhere (bulk, another browser) the
+        # control starts afresh from the manifest instead of keeping a stale selection.
+        key = f"decide-{doc_id}-{page}-{choice}"
+        st.segmented_control("Decision", list(CHOICES), format_func=CARD_CHOICES.get, default=choice, required=True,
+                             key=key, label_visibility="collapsed", on_change=decided, args=(doc_id, page, key),
+                             disabled=locked, width="stretch", help=auth.LOCKED_HELP if locked else CARD_CONTROL_HELP)
+        st.button("", key=f"open-{doc_id}-{page}", icon=":material/open_in_full:", type="tertiary",
+                  help="Open: see the page large, drawn from its PDF", on_click=ask, args=(OPEN, (doc_id, page)))
+    caption_input(doc_id, page, caption, locked)
+
+
+def card_words(row: dict, document: dict | None, change: str | None) -> str:
+    """A card's lines: σ and picture size; page and document; its decision, the model's suggestion and its
+    near-duplicate group as badges; who changed it. Always four lines, so the cards of a row keep one height
+    whatever happens to a page."""
     sigma = f"σ {row['sigma']:.1f}" if row["sigma"] is not None else "σ —"
     picture = f" · {views.square_inches(row['picture_area'])}" if row["picture_area"] is not None else ""
     total = f" of {document['pages']}" if document and document["pages"] else ""
     name = common.escape_markdown(pathlib.Path(row["doc"]).name)
-    # One line each, whatever the card's width: every card of a row keeps the same height.
-    st.caption(f"**{sigma}**{picture}  \np. {page_number(page)}{total} · {name}", wrap=False)
-    line = st.container(horizontal=True, vertical_alignment="center", gap="small")
-    with line:
-        decision_badge(row)
-        st.space("stretch")
-        st.button("", key=f"open-{doc_id}-{page}", icon=":material/open_in_full:", type="tertiary",
-                  help="Open: see the page large, drawn from its PDF", on_click=ask, args=(OPEN, (doc_id, page)))
-    # Always one line, so a card keeps its height when the page is overridden.
-    st.text(change or "\u200b", wrap=False)  # a zero-width space: an empty text would take no line
-    if row["suggestion"] is not None or row["duplicate_group"] is not None:
-        with st.container(horizontal=True, gap="small"):
-            model_badge(row)
-            group_badge(row)
-    choice = CHOICE_OF_OVERRIDE[row["override"]]
-    # The override is part of the key: when it changes elsewhere (bulk, another browser) the
-    # control starts afresh from the manifest instead of keeping a stale selection.
-    key = f"decide-{doc_id}-{page}-{choice}"
-    st.segmented_control("Decision", list(CHOICES), format_func=CARD_CHOICES.get, default=choice, required=True,
-                         key=key, label_visibility="collapsed", on_change=decided, args=(doc_id, page, key),
-                         disabled=locked, width="stretch", help=auth.LOCKED_HELP if locked else CARD_CONTROL_HELP)
-    caption_input(doc_id, page, caption, locked)
+    badges = " ".join(filter(None, (decision_badge(row), model_badge(row), group_badge(row))))
+    who = common.escape_markdown(change) if change else "\u200b"  # a zero-width space: the line stays
+    return f"**{sigma}**{picture}  \np. {page_number(row['page'])}{total} · {name}  \n{badges}  \n{who}"
 
 
 def caption_input(doc_id: int, page: int, caption: str | None, locked: bool):
@@ -473,34 +482,30 @@ def decided(doc_id: int, page: int, key: str):
     set_override(doc_id, page, OVERRIDE_OF_CHOICE[st.session_state[key]])
 
 
-def decision_badge(row: dict):
+def decision_badge(row: dict) -> str:
+    """The decision as a badge, in markdown (:color-badge[...])."""
     if row["override"] is not None:
-        label = "included" if row["override"] else "excluded"
-        st.badge(label, icon=":material/person:", color="violet")
-    elif row["status"] == "failed":
-        st.badge("failed", icon=":material/error:", color="red")
-    elif row["keep"]:
-        st.badge("kept", icon=":material/check:", color="green")
-    else:
-        st.badge("rejected", icon=":material/close:", color="gray")
+        return f":violet-badge[:material/person: {'included' if row['override'] else 'excluded'}]"
+    if row["status"] == "failed":
+        return ":red-badge[:material/error: failed]"
+    return ":green-badge[:material/check: kept]" if row["keep"] else ":gray-badge[:material/close: rejected]"
 
 
-def model_badge(row: dict):
+def model_badge(row: dict) -> str:
+    """The learned model's suggestion as a badge, orange where it differs from the decision; empty without one."""
     if row["suggestion"] is None:
-        return
+        return ""
     word = "keep" if row["suggestion"] else "reject"
     differs = bool(row["suggestion"]) != bool(row["keep"])
     sure = f"{math.floor(row['confidence'] * 100)}%"  # never "100%": it is a guess
-    st.badge(f"model: {word} {sure}", icon=":material/psychology:", color="orange" if differs else "gray",
-             help=f"The model learned from your overrides suggests to {word} this page, {sure} sure"
-                  + (" — not what is decided now." if differs else "."))
+    return f":{'orange' if differs else 'gray'}-badge[:material/psychology: model: {word} {sure}]"
 
 
-def group_badge(row: dict):
+def group_badge(row: dict) -> str:
+    """The page's near-duplicate group as a badge (see them with the filter Near-duplicates); empty without one."""
     if row["duplicate_group"] is None:
-        return
-    st.badge(f"group {row['duplicate_group']}", icon=":material/content_copy:", color="blue",
-             help="Near-duplicates: other pages show the same picture. See them with the filter Near-duplicates.")
+        return ""
+    return f":blue-badge[:material/content_copy: group {row['duplicate_group']}]"
 
 
 def set_override(doc_id: int, page: int, keep):
@@ -554,9 +559,7 @@ def open_page(threshold: float, doc_id: int, page: int, outline: bool = True):
                 + (f" · picture {views.square_inches(row['picture_area'])}" if row["picture_area"] is not None else ""))
     line = st.container(horizontal=True, vertical_alignment="center")
     with line:
-        decision_badge(row)
-        model_badge(row)
-        group_badge(row)
+        st.markdown(" ".join(filter(None, (decision_badge(row), model_badge(row), group_badge(row)))), width="content")
         choice = CHOICE_OF_OVERRIDE[row["override"]]
         key = f"dialog-{doc_id}-{page}-{choice}"
         st.segmented_control("Decision", list(CHOICES), format_func=CHOICES.get, default=choice, required=True,
