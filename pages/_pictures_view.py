@@ -6,7 +6,6 @@ computes what it shows."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import pathlib
 import zlib
 
@@ -67,9 +66,9 @@ BORDERS = """<style>
 </style>"""
 
 
-def show(undo_bar, undo):
-    """The Pictures view of Review; `undo_bar(last)` and `undo(action id)` are Review's (the person's last
-    change, with Undo)."""
+def show(undo_bar, undo_latest, latest_change):
+    """The Pictures view of Review; `undo_bar(last)`, `undo_latest()` and `latest_change()` are Review's (the
+    person's last change, with Undo; undo it; the manifest's latest change)."""
     manifest = common.require_manifest()
     with manifest:
         threshold = manifest.threshold
@@ -120,8 +119,10 @@ def show(undo_bar, undo):
     shown_of = f"of {total:,} in this view" if order is None else f"of this order (up to {len(order.ids):,})"
     st.caption(f"Pictures {first:,}–{first + len(shown.rows) - 1:,} {shown_of}")
     st.session_state[ON_SCREEN] = [row["id"] for row in shown.rows]
-    keyboard_review(shown.rows, len(screens), total, last, undo,
-                    lambda _: large_view(threshold, undo_bar))
+    keyboard_review(shown.rows, len(screens), total, hotkeys.Actions(
+        decide=decide_by_key, open=open_picture, close=close_picture,
+        undo=undo_latest if auth.can_curate() else None, version=latest_change),
+        lambda _: large_view(threshold, undo_bar))
     grid(shown.rows, crops, {doc["id"]: doc for doc in documents}, notes, sort)
     pager(len(screens), shown.next_after)
 
@@ -300,16 +301,13 @@ def card_key(row: dict) -> str:
     return f"picture-card-{pv.decision_of(row)}-{row['id']}"
 
 
-def keyboard_review(rows: list[dict], screen: int, total: int, last: dict | None, undo, draw_large_view):
-    """The keys act on the focused card, or on the picture in the large view (see curation.decisions.keyboard),
-    which `draw_large_view(picture id)` draws."""
-    undo_last = functools.partial(undo, last["id"]) if last is not None and auth.can_curate() else None
+def keyboard_review(rows: list[dict], screen: int, total: int, actions: hotkeys.Actions, draw_large_view):
+    """The keys do `actions` to the focused card, or to the picture in the large view (see
+    curation.decisions.keyboard), which `draw_large_view(picture id)` draws."""
     keys = {row["id"]: card_key(row) for row in rows}
     hotkeys.review_grid(KEYBOARD, list(keys), screen=screen, screen_key=SCREEN_NUMBER, card_key=keys.get,
                         grid=keyboard.Grid(total, PER_SCREEN, COLUMNS), opened_key=OPEN, large_view=draw_large_view,
-                        paused=BULK in st.session_state or CAPTION in st.session_state,
-                        actions=hotkeys.Actions(decide=decide_by_key, open=open_picture, close=close_picture,
-                                                undo=undo_last))
+                        paused=BULK in st.session_state or CAPTION in st.session_state, actions=actions)
 
 
 def decide_by_key(picture_id: int, keep: bool | None):
@@ -433,7 +431,7 @@ def leave_drawing():
     st.session_state.pop(LAST_DRAG, None)
 
 
-@st.dialog("Picture", width="large", on_dismiss=close_picture)
+@st.dialog("Picture", width="large", on_dismiss=lambda: hotkeys.dismissed(KEYBOARD))
 def large_view(threshold: float, undo_bar):
     # A click inside a dialog reruns the dialog alone: what it shows is read afresh here, not passed in.
     common.show_notices()
@@ -538,7 +536,7 @@ def draw_on_page(row: dict, boxes: list[dict], image: bytes, drawn_from: str):
         return
     st.session_state[LAST_DRAG] = dragged.get("unix_time")
     if auth.require_curator() and save_drag(row, mode, dragged, region):
-        st.rerun()
+        st.rerun(scope="fragment")  # the large view alone: the grid behind it follows when it closes
 
 
 def save_drag(row: dict, mode: str, dragged: dict, region) -> bool:
@@ -575,15 +573,15 @@ def drawn(row: dict, mode: str, box: list[int]):
             manifest.set_picture_box(row["id"], box)
             after = dict(manifest.picture(row["id"]))
             change = pv.decision_change(row, after)  # said aloud: a smaller box may drop the picture
-            st.session_state[NOTICE] = (f"Redrew the box of {picture_words(row)}"
-                                        + (f"; it is {change}" if change else "") + f" · {UNDO_HINT}.")
+            common.notify(f"Redrew the box of {picture_words(row)}" + (f"; it is {change}" if change else "")
+                          + f" · {UNDO_HINT}.")
             pv.crops(manifest, [after])  # its card, cut for the new box now: the grid shows it at once
         else:
             new = manifest.add_picture(row["doc_id"], row["page"], box)
             added = manifest.picture(new)
             pv.crops(manifest, [added])
             open_picture(new)
-            st.session_state[NOTICE] = f"Added {picture_words(added)} · {UNDO_HINT}."
+            common.notify(f"Added {picture_words(added)} · {UNDO_HINT}.")
 
 
 def delete(picture_id: int, deleted: bool):

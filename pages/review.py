@@ -49,7 +49,7 @@ def main():
     view = st.segmented_control("View", list(VIEWS), format_func=VIEWS.get, default="pages", required=True,
                                 key="view", bind="query-params", label_visibility="collapsed")
     if view == "pictures":
-        pictures_view.show(undo_bar, undo)
+        pictures_view.show(undo_bar, undo_latest, latest_change)
         return
     manifest = common.require_manifest()
     with manifest:
@@ -93,7 +93,7 @@ def main():
     if flt.decision == "duplicates":
         st.caption("Pages whose pictures look alike (a perceptual hash), group by group: the same plate reprinted "
                    "across issues. The export keeps one per group by default.")
-    keyboard_review(keys, screen, counts["pages"], last, lambda opened: open_page(threshold, *opened, outline=outline))
+    keyboard_review(keys, screen, counts["pages"], lambda opened: open_page(threshold, *opened, outline=outline))
     grid(rows, thumbs, captions, {doc["id"]: doc for doc in documents}, changes)
     if screen < screens:
         st.button(f"Next {PER_SCREEN} pages", icon=":material/arrow_downward:", on_click=next_screen,
@@ -378,15 +378,16 @@ def card_key(item: tuple[int, int]) -> str:
     return f"review-card-{item[0]}-{item[1]}"
 
 
-def keyboard_review(items: list[tuple[int, int]], screen: int, total: int, last: dict | None, large_view):
+def keyboard_review(items: list[tuple[int, int]], screen: int, total: int, large_view):
     """The keys act on the focused card, or on the page in the large view (see curation.decisions.keyboard),
     which `large_view((doc_id, page))` draws."""
-    undo_last = functools.partial(undo, last["id"]) if last is not None and auth.can_curate() else None
     hotkeys.review_grid(KEYBOARD, items, screen=screen, screen_key="page", card_key=card_key,
                         grid=keyboard.Grid(total, PER_SCREEN, COLUMNS), opened_key=OPEN, large_view=large_view,
                         paused=any(key in st.session_state for key in (BULK, CAPTION, USE_MODEL)),
                         actions=hotkeys.Actions(decide=decide_by_key, open=functools.partial(ask, OPEN),
-                                                close=functools.partial(close, OPEN), undo=undo_last))
+                                                close=functools.partial(close, OPEN),
+                                                undo=undo_latest if auth.can_curate() else None,
+                                                version=latest_change))
 
 
 def decide_by_key(item: tuple[int, int], keep: bool | None):
@@ -543,7 +544,21 @@ def undo(action: int):
     common.notify(f"Undone: {common.escape_markdown(done['description'].removeprefix('undid '))}{kept}", ":material/undo:")
 
 
-@st.dialog("Page", width="large", on_dismiss=lambda: close(OPEN))
+def undo_latest():
+    """Undo the person's last change as it is now, as the Undo bar drawn now would (z: the large view may have
+    made one since the grid and its bar were drawn)."""
+    with common.open_manifest() as manifest:
+        last = views.last_undoable(manifest)
+    if last is not None:
+        undo(last["id"])
+
+
+def latest_change() -> int:
+    with common.open_manifest() as manifest:
+        return views.latest_change(manifest)
+
+
+@st.dialog("Page", width="large", on_dismiss=lambda: hotkeys.dismissed(KEYBOARD))
 def open_page(threshold: float, doc_id: int, page: int, outline: bool = True):
     common.show_notices()  # a decision made here reruns the dialog alone
     with common.open_manifest() as manifest:
