@@ -25,6 +25,7 @@ from pages import _common as common
 from pages import _keys as hotkeys
 from pages import _like_this as like_this
 from pages import _picture_captions as captions
+from pages import _undo as undo_
 
 PER_SCREEN = 48
 COLUMNS = 8  # at most; the grid wraps to fewer on narrow screens
@@ -66,9 +67,8 @@ BORDERS = """<style>
 </style>"""
 
 
-def show(undo_bar, undo_latest, latest_change):
-    """The Pictures view of Review; `undo_bar(last)`, `undo_latest()` and `latest_change()` are Review's (the
-    person's last change, with Undo; undo it; the manifest's latest change)."""
+def show():
+    """The Pictures view of Review."""
     manifest = common.require_manifest()
     with manifest:
         threshold = manifest.threshold
@@ -104,7 +104,7 @@ def show(undo_bar, undo_latest, latest_change):
         st.session_state[NEXT_AFTER] = ((flt, named), shown.next_after)
         crops = pv.crops(manifest, shown.rows)
     if OPEN not in st.session_state:
-        undo_bar(last)
+        undo_.bar(last)
     captions.caption_tools(flt, threshold)
     like_this.model_bar()
     like_this.like_banner(flt, threshold, order)
@@ -121,8 +121,8 @@ def show(undo_bar, undo_latest, latest_change):
     st.session_state[ON_SCREEN] = [row["id"] for row in shown.rows]
     keyboard_review(shown.rows, len(screens), total, hotkeys.Actions(
         decide=decide_by_key, open=open_picture, close=close_picture,
-        undo=undo_latest if auth.can_curate() else None, version=latest_change),
-        lambda _: large_view(threshold, undo_bar))
+        undo=undo_.undo_latest if auth.can_curate() else None, version=undo_.latest_change),
+        lambda _: large_view(threshold))
     grid(shown.rows, crops, {doc["id"]: doc for doc in documents}, notes, sort)
     pager(len(screens), shown.next_after)
 
@@ -432,7 +432,7 @@ def leave_drawing():
 
 
 @st.dialog("Picture", width="large", on_dismiss=lambda: hotkeys.dismissed(KEYBOARD))
-def large_view(threshold: float, undo_bar):
+def large_view(threshold: float):
     # A click inside a dialog reruns the dialog alone: what it shows is read afresh here, not passed in.
     common.show_notices()
     picture_id, on_screen = st.session_state.get(OPEN), st.session_state.get(ON_SCREEN, [])
@@ -484,7 +484,7 @@ def large_view(threshold: float, undo_bar):
         caption_input(row, "dialog")
         captions.other_captions(row, "dialog")
         if last is not None:
-            undo_bar(last, "-large")
+            undo_.bar(last, "-large")
     with page_col:
         if image is None:
             st.error("No image of this page is at hand, so its boxes cannot be drawn.")

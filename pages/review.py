@@ -12,7 +12,6 @@ import streamlit as st
 
 from curation.decisions import keyboard
 from curation.manifest import bulk, views
-from curation.manifest.history import UndoError
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
 from pages import _auth as auth
@@ -20,6 +19,7 @@ from pages import _bulk_job as bulk_job
 from pages import _common as common
 from pages import _keys as hotkeys
 from pages import _pictures_view as pictures_view
+from pages import _undo as undo_
 
 PER_SCREEN = 40
 COLUMNS = 6  # at most; the grid wraps to fewer on narrow screens
@@ -36,7 +36,7 @@ BULK_OF_CHOICE = {"include": "include", "auto": "clear", "exclude": "exclude"}
 BULK, OPEN, CAPTION, USE_MODEL = "review_bulk", "review_open", "review_caption", "review_use_model"  # open dialogs
 NOTICE, LEARNED, LEARNING = "review_notice", "review_learned", "review_learning"
 LEARN_POLL_SECONDS = 1.0
-CAPTION_KEY = "caption-"  # caption inputs: caption-<doc_id>-<page>
+CAPTION_KEY = undo_.PAGE_CAPTION_KEY
 MAX_CAPTION = 500
 NO_THUMBNAIL = ":grey[No thumbnail: none is kept (see Ingest) and the PDF is not at hand to draw one.]"
 
@@ -49,7 +49,7 @@ def main():
     view = st.segmented_control("View", list(VIEWS), format_func=VIEWS.get, default="pages", required=True,
                                 key="view", bind="query-params", label_visibility="collapsed")
     if view == "pictures":
-        pictures_view.show(undo_bar, undo_latest, latest_change)
+        pictures_view.show()
         return
     manifest = common.require_manifest()
     with manifest:
@@ -75,7 +75,7 @@ def main():
         bulk_actions(flt, counts, threshold)
         bulk_job.progress()
         last = views.last_undoable(manifest)
-        undo_bar(last)
+        undo_.bar(last)
         screens = -(-counts["pages"] // PER_SCREEN)
         if st.session_state.get("page", 1) > screens:  # the view shrank (a bulk action, a new filter)
             st.session_state["page"] = screens
@@ -358,15 +358,9 @@ def finish_captions(flt: views.PageFilter, threshold: float, text: str | None, r
     with common.open_manifest() as manifest:
         said = bulk_job.apply(manifest, doing, count, notice)
     close(CAPTION)
-    forget_caption_inputs()
+    undo_.forget_page_captions()
     st.session_state[NOTICE] = said
     st.rerun()
-
-
-def forget_caption_inputs():
-    """Caption boxes start afresh from the manifest after a bulk change."""
-    for key in [key for key in st.session_state if str(key).startswith(CAPTION_KEY)]:
-        del st.session_state[key]
 
 
 # -- the grid ---------------------------------------------------------------------------------
@@ -386,8 +380,8 @@ def keyboard_review(items: list[tuple[int, int]], screen: int, total: int, large
                         paused=any(key in st.session_state for key in (BULK, CAPTION, USE_MODEL)),
                         actions=hotkeys.Actions(decide=decide_by_key, open=functools.partial(ask, OPEN),
                                                 close=functools.partial(close, OPEN),
-                                                undo=undo_latest if auth.can_curate() else None,
-                                                version=latest_change))
+                                                undo=undo_.undo_latest if auth.can_curate() else None,
+                                                version=undo_.latest_change))
 
 
 def decide_by_key(item: tuple[int, int], keep: bool | None):
@@ -514,48 +508,6 @@ def set_override(doc_id: int, page: int, keep):
         manifest.set_override(doc_id, page, keep)
     word = {True: "Included", False: "Excluded", None: "Cleared the override of"}[keep]
     common.notify(f"{word} page {page_number(page)} · Undo is above the pages")  # a callback, the large view's too
-
-
-# -- undo -------------------------------------------------------------------------------------
-
-
-def undo_bar(last: dict | None, where: str = ""):
-    """The person's last override or caption action, one page or a whole view, with Undo; `where` tells apart
-    the one in a large view, which may be drawn while the grid's is shown behind it."""
-    if last is None or not auth.can_curate():
-        return
-    bar = st.container(horizontal=True, vertical_alignment="center", key=f"undo_bar{where}")
-    bar.text(f"Your last change: {last['description']}", width="stretch")
-    bar.button("Undo", icon=":material/undo:", key=f"undo-{where}{last['id']}", type="tertiary", on_click=undo,
-               args=(last["id"],), help="Puts back the overrides and captions it replaced, in one step.")
-
-
-def undo(action: int):
-    if not auth.require_curator():
-        return
-    with common.open_manifest() as manifest:
-        try:
-            done, left = manifest.undo(action)
-        except UndoError as exc:
-            common.notify(common.escape_markdown(exc), ":material/error:")
-            return
-    forget_caption_inputs()
-    kept = f" ({left:,} changed since stay as they are)" if left else ""
-    common.notify(f"Undone: {common.escape_markdown(done['description'].removeprefix('undid '))}{kept}", ":material/undo:")
-
-
-def undo_latest():
-    """Undo the person's last change as it is now, as the Undo bar drawn now would (z: the large view may have
-    made one since the grid and its bar were drawn)."""
-    with common.open_manifest() as manifest:
-        last = views.last_undoable(manifest)
-    if last is not None:
-        undo(last["id"])
-
-
-def latest_change() -> int:
-    with common.open_manifest() as manifest:
-        return views.latest_change(manifest)
 
 
 @st.dialog("Page", width="large", on_dismiss=lambda: hotkeys.dismissed(KEYBOARD))
