@@ -10,7 +10,7 @@ A grid uses it so (see pages/review.py):
                         actions=hotkeys.Actions(decide=..., open=..., close=..., undo=...),
                         card_key=lambda item: f"review-card-{item[0]}-{item[1]}")
     ... every card drawn in st.container(key=card_key(item)) ...
-    # in the large view:
+    # the large view, a dialog: @st.dialog(..., on_dismiss=lambda: hotkeys.dismissed("review-pages")), and in it:
     hotkeys.large_view_buttons("review-pages")
     hotkeys.zoomed_image("review-pages", image)
 """
