@@ -10,7 +10,7 @@ A grid uses it so (see pages/review.py):
                         actions=hotkeys.Actions(decide=..., open=..., close=..., undo=...),
                         card_key=lambda item: f"review-card-{item[0]}-{item[1]}")
     ... every card drawn in st.container(key=card_key(item)) ...
-    # in the large view:
+    # the large view, a dialog: @st.dialog(..., on_dismiss=lambda: hotkeys.dismissed("review-pages")), and in it:
     hotkeys.large_view_buttons("review-pages")
     hotkeys.zoomed_image("review-pages", image)
 """
@@ -84,6 +84,7 @@ export default function (component) {
   }
   const peek = (on) => document.body.classList.toggle("curation-peek", on);
   const listener = (event) => {
+    if (event.curationDismiss) return;  // the Esc passed on to the large view's dialog, below
     if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
     const tabbedTo = pressing(event.target) && window.__curationFocusBy.tabbed;  // Space and Enter press it
     if (event.key === " " && data.cards && !inDialog(event.target) && !tabbedTo) {  // held: the card larger
@@ -97,6 +98,13 @@ export default function (component) {
     event.preventDefault();  // the arrows move the cards, not the page nor the focus
     event.stopPropagation();  // nor a focused widget (a filter's buttons)
     if (event.repeat && !moves.has(event.key)) return;  // a held key moves on, but decides only once
+    const dialog = document.querySelector("[role='dialog']");
+    if (event.key === "Escape" && dialog && data.dismiss) {  // the dialog closes itself, at once, and says so
+      const again = new KeyboardEvent("keydown", { key: "Escape", code: "Escape", bubbles: true, cancelable: true });
+      again.curationDismiss = true;
+      dialog.dispatchEvent(again);
+      return;
+    }
     setTriggerValue("key", { key: event.key, columns: columns() });
   };
   const release = (event) => { if (event.key === " ") peek(false); };
@@ -166,7 +174,10 @@ class Actions:
     decide: Callable[[Hashable, bool | None], None]  # include (True), exclude (False), auto (None)
     open: Callable[[Hashable], None]  # the large view of an item
     close: Callable[[], None]  # the large view
-    undo: Callable[[], None] | None = None  # the last change; None: nothing to undo
+    undo: Callable[[], None] | None = None  # the person's last change, as it is when the key is pressed
+    # The manifest's latest change, read afresh: closing the large view redraws the grid behind it only if
+    # something changed since the grid was drawn. None: always.
+    version: Callable[[], Hashable] | None = None
 
 
 def keyboard(name: str, *, large_view: bool = False, cards: str | None = None, paused: bool = False,
@@ -183,6 +194,7 @@ def keyboard(name: str, *, large_view: bool = False, cards: str | None = None, p
             "cards": cards}
     if with_large_view:
         data["large_keys"] = [] if paused else keymap.keys(True)
+        data["dismiss"] = True  # Esc closes the large view's dialog in the browser: see dismissed
     # A callback names the event: without one, Streamlit would not report the key at all.
     result = _listener(key=name, data=data, on_key_change=on_press or (lambda: None), width="content",
                        height="content")
@@ -214,6 +226,10 @@ def review_grid(name: str, items: Sequence[Hashable], *, screen: int, screen_key
         opened = items[cursor.index]
         actions.open(opened)
     state[f"{name}-cursor"] = cursor
+    # What the grid shows: the manifest's state, and whether the large view was open (then the page behind it
+    # may be drawn without parts of the grid's own, its Undo bar).
+    state[f"{name}-drawn"] = (actions.version() if actions.version else None, opened is not None)
+    state[f"{name}-actions"] = actions
     cards = [f"st-key-{card_key(item)}" for item in items]
     state[f"{name}-act"] = functools.partial(_act, list(items), screen, grid, screen_key, opened_key, actions, name)
     with st.container(horizontal=True, vertical_alignment="center", gap="small", key=f"{name}-keys"):
@@ -305,18 +321,41 @@ def _act(items: list, screen: int, grid: keymap.Grid, screen_key: str, opened_ke
                 st.rerun([f"{name}-large", f"{name}-focus"])  # the next item in the large view, and the focus
     elif action in keymap.DECISIONS:
         actions.decide(opened if large_view else items[cursor.index], keymap.DECISIONS[action])
+        if large_view and alone:
+            st.rerun(f"{name}-large")  # the grid behind it follows when it closes (see _grid_changed)
     elif action == "undo" and actions.undo is not None:
         actions.undo()
+        if large_view and alone:
+            st.rerun(f"{name}-large")
     elif action == "open":
         actions.open(items[cursor.index])
         if alone:
             st.rerun(f"{name}-large")
     elif action == "close" and large_view:
-        actions.close()
+        actions.close()  # the whole page runs: a dialog closes only so, or by itself (see dismissed)
     elif action in ("zoom in", "zoom out"):
         zoom_by(name, 1 if action == "zoom in" else -1)
         if alone:
             st.rerun(f"{name}-large")
+
+
+def dismissed(name: str):
+    """The large view's `on_dismiss`: its dialog closed in the browser (Esc, its ×), which reruns the large view
+    alone; the grid behind it runs again only if it changed since it was drawn."""
+    actions = st.session_state.get(f"{name}-actions")
+    if actions is None:
+        return
+    actions.close()
+    if _grid_changed(name, actions):
+        st.rerun()
+
+
+def _grid_changed(name: str, actions: Actions) -> bool:
+    """Whether the grid must be drawn again as the large view closes: something changed since it was drawn (a
+    decision, an undo, a box in the large view, which reran only the large view), or it was drawn while the large
+    view was open."""
+    drawn = st.session_state.get(f"{name}-drawn")
+    return drawn is None or drawn[1] or actions.version is None or actions.version() != drawn[0]
 
 
 # -- zoom in the large view -------------------------------------------------------------------

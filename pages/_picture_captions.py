@@ -51,9 +51,8 @@ def other_captions(row: dict, where: str = "card", lines: tuple[str, ...] = edit
         text = row[source]
         off = bool(row[SWITCHED_OFF[source]])
         if not text or not text.strip():
-            if where == "card":  # as high as a line with words: the same container, the same caption
-                st.container(horizontal=True, vertical_alignment="center", gap="xsmall",
-                             key=f"picture-words-card-{source}-{row['id']}").caption("\u200b", wrap=False)
+            if where == "card":  # as high as a line with words (whose button is no higher than its caption)
+                st.caption("\u200b", wrap=False)
             continue
         with st.container(horizontal=True, vertical_alignment="center", gap="xsmall",
                           key=f"picture-words-{where}-{source}-{row['id']}"):

@@ -6,7 +6,6 @@ computes what it shows."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import pathlib
 import zlib
 
@@ -26,6 +25,7 @@ from pages import _common as common
 from pages import _keys as hotkeys
 from pages import _like_this as like_this
 from pages import _picture_captions as captions
+from pages import _undo as undo_
 
 PER_SCREEN = 48
 COLUMNS = 8  # at most; the grid wraps to fewer on narrow screens
@@ -55,8 +55,8 @@ BORDERS = """<style>
 [class*="st-key-picture-card-excluded-"] {border-color: #b3261e;}
 [class*="st-key-picture-card-deleted-"] {border: 3px dashed #9e9e9e; opacity: 0.5;}
 [class*="st-key-picture-line-"], [class*="st-key-picture-words-card-"] {flex-wrap: nowrap !important;}
+[class*="st-key-picture-line-"] > div:first-child {min-width: 0;}
 [class*="st-key-picture-words-card-"] button {min-height: 0; padding-top: 0; padding-bottom: 0;}
-[class*="st-key-picture-line-"] > div:first-child,
 [class*="st-key-picture-words-card-"] > div:first-child {min-width: 0; overflow: hidden;}
 [class*="st-key-picture-card-"] [data-testid="stButtonGroup"] button {padding-left: 0; padding-right: 0; min-width: 0;}
 [class*="st-key-picture-card-"] [data-testid="stCaptionContainer"] p {overflow: hidden; text-overflow: ellipsis;
@@ -67,9 +67,8 @@ BORDERS = """<style>
 </style>"""
 
 
-def show(undo_bar, undo):
-    """The Pictures view of Review; `undo_bar(last)` and `undo(action id)` are Review's (the person's last
-    change, with Undo)."""
+def show():
+    """The Pictures view of Review."""
     manifest = common.require_manifest()
     with manifest:
         threshold = manifest.threshold
@@ -105,7 +104,7 @@ def show(undo_bar, undo):
         st.session_state[NEXT_AFTER] = ((flt, named), shown.next_after)
         crops = pv.crops(manifest, shown.rows)
     if OPEN not in st.session_state:
-        undo_bar(last)
+        undo_.bar(last)
     captions.caption_tools(flt, threshold)
     like_this.model_bar()
     like_this.like_banner(flt, threshold, order)
@@ -120,8 +119,10 @@ def show(undo_bar, undo):
     shown_of = f"of {total:,} in this view" if order is None else f"of this order (up to {len(order.ids):,})"
     st.caption(f"Pictures {first:,}–{first + len(shown.rows) - 1:,} {shown_of}")
     st.session_state[ON_SCREEN] = [row["id"] for row in shown.rows]
-    keyboard_review([row["id"] for row in shown.rows], len(screens), total, last, undo,
-                    lambda _: large_view(threshold, undo_bar))
+    keyboard_review(shown.rows, len(screens), total, hotkeys.Actions(
+        decide=decide_by_key, open=open_picture, close=close_picture,
+        undo=undo_.undo_latest if auth.can_curate() else None, version=undo_.latest_change),
+        lambda _: large_view(threshold))
     grid(shown.rows, crops, {doc["id"]: doc for doc in documents}, notes, sort)
     pager(len(screens), shown.next_after)
 
@@ -295,19 +296,18 @@ def forget(prefix: str):
 KEYBOARD = "review-pictures"
 
 
-def card_key(picture_id: int) -> str:
-    return f"picture-focus-{picture_id}"
+def card_key(row: dict) -> str:
+    """A card's key: its decision's border (see BORDERS) and, for the keyboard's focus, the picture."""
+    return f"picture-card-{pv.decision_of(row)}-{row['id']}"
 
 
-def keyboard_review(ids: list[int], screen: int, total: int, last: dict | None, undo, draw_large_view):
-    """The keys act on the focused card, or on the picture in the large view (see curation.decisions.keyboard),
-    which `draw_large_view(picture id)` draws."""
-    undo_last = functools.partial(undo, last["id"]) if last is not None and auth.can_curate() else None
-    hotkeys.review_grid(KEYBOARD, ids, screen=screen, screen_key=SCREEN_NUMBER, card_key=card_key,
+def keyboard_review(rows: list[dict], screen: int, total: int, actions: hotkeys.Actions, draw_large_view):
+    """The keys do `actions` to the focused card, or to the picture in the large view (see
+    curation.decisions.keyboard), which `draw_large_view(picture id)` draws."""
+    keys = {row["id"]: card_key(row) for row in rows}
+    hotkeys.review_grid(KEYBOARD, list(keys), screen=screen, screen_key=SCREEN_NUMBER, card_key=keys.get,
                         grid=keyboard.Grid(total, PER_SCREEN, COLUMNS), opened_key=OPEN, large_view=draw_large_view,
-                        paused=BULK in st.session_state or CAPTION in st.session_state,
-                        actions=hotkeys.Actions(decide=decide_by_key, open=open_picture, close=close_picture,
-                                                undo=undo_last))
+                        paused=BULK in st.session_state or CAPTION in st.session_state, actions=actions)
 
 
 def decide_by_key(picture_id: int, keep: bool | None):
@@ -321,46 +321,43 @@ def grid(rows: list[dict], crops: dict, documents: dict, notes: dict, sort: str)
     words = captions.sources_on(rows)
     locked = auth.locked()  # once a screen: each asks the server's secrets
     for row in rows:
-        with cells.cell(), st.container(key=card_key(row["id"])):  # the keyboard's focus outlines this
+        with cells.container(key=card_key(row), gap="xsmall"):  # the card is the grid's cell
             card(row, crops.get(row["id"]), documents.get(row["doc_id"]), words, locked, notes.get(row["id"]), sort)
 
 
 def card(row: dict, crop: bytes | None, document: dict | None, words: tuple[str, ...] = (), locked: bool = False,
          note: str | None = None, sort: str = "page"):
-    state = pv.decision_of(row)
-    with st.container(key=f"picture-card-{state}-{row['id']}", gap="xsmall"):
-        if crop:
-            st.image(crop, width="stretch")
-        else:
-            st.caption(":grey[No image of this page: no thumbnail is kept and the PDF is not at hand.]")
-        name = common.escape_markdown(pathlib.Path(row["doc"]).name)
-        total = f"/{document['pages']}" if document and document["pages"] else ""
-        kind = kind_of(row)
-        # Three short lines; one that is still too long for a narrow card ends in "…" (the style above), whole in
-        # the large view.
-        st.caption(f"**#{row['number']}** · p. {page_number(row['page'])}{total}  \n"
-                   f"{views.square_inches(row['box_area'])}{' · ' + kind if kind else ''}  \n{name}", wrap=False)
-        with st.container(horizontal=True, vertical_alignment="center", gap="xsmall",
-                          key=f"picture-line-{row['id']}"):
-            # Always one line, so a card keeps its height whatever happened to its picture.
-            status = pv.status_words(row)
-            st.caption(status or "\u200b", wrap=False, width="stretch")  # the view's own words: no escaping
-            st.button("", key=f"picture-like-{row['id']}", icon=":material/image_search:", type="tertiary",
-                      help="More like this: sort the view by likeness to this picture",
-                      on_click=like_this.start_like, args=(row["id"], sort))
-            st.button("", key=f"picture-open-{row['id']}", icon=":material/open_in_full:", type="tertiary",
-                      help="Open: the picture on its page, to fix its box, delete it or add a missed one",
-                      on_click=open_picture, args=(row["id"],))
-        if note is not None:
-            st.caption(note, wrap=False)  # the library's own words: no escaping
+    """A picture's card, in few elements (a browser draws a screen of them at every change): the crop, its words
+    in one block, the decision with More like this and Open, the caption, the printed legend and the model's."""
+    if crop:
+        st.image(crop, width="stretch")
+    else:
+        st.caption(":grey[No image of this page: no thumbnail is kept and the PDF is not at hand.]")
+    name = common.escape_markdown(pathlib.Path(row["doc"]).name)
+    total = f"/{document['pages']}" if document and document["pages"] else ""
+    kind = kind_of(row)
+    # Short lines, each the same on every card (a status or a note may be blank), so the cards of a row keep one
+    # height; one still too long for a narrow card ends in "…" (the style above), whole in the large view. The
+    # status and the note are the library's own words: no escaping.
+    lines = [f"**#{row['number']}** · p. {page_number(row['page'])}{total}",
+             f"{views.square_inches(row['box_area'])}{' · ' + kind if kind else ''}", name,
+             pv.status_words(row) or "\u200b"] + ([note] if note is not None else [])
+    st.caption("  \n".join(lines))
+    with st.container(horizontal=True, vertical_alignment="center", gap="xsmall", key=f"picture-line-{row['id']}"):
         choice = CHOICE_OF_OVERRIDE[row["keep"]]
         key = f"picture-decide-{row['id']}-{choice}"
         st.segmented_control("Decision", list(CHOICES), format_func=CARD_CHOICES.get, default=choice, required=True,
                              key=key, label_visibility="collapsed", on_change=decided, args=(row["id"], key),
                              disabled=locked or bool(row["deleted"]), width="stretch",
                              help=auth.LOCKED_HELP if locked else CARD_CONTROL_HELP)
-        caption_input(row, locked=locked)
-        captions.other_captions(row, lines=words)
+        st.button("", key=f"picture-like-{row['id']}", icon=":material/image_search:", type="tertiary",
+                  help="More like this: sort the view by likeness to this picture",
+                  on_click=like_this.start_like, args=(row["id"], sort))
+        st.button("", key=f"picture-open-{row['id']}", icon=":material/open_in_full:", type="tertiary",
+                  help="Open: the picture on its page, to fix its box, delete it or add a missed one",
+                  on_click=open_picture, args=(row["id"],))
+    caption_input(row, locked=locked)
+    captions.other_captions(row, lines=words)
 
 
 def caption_input(row: dict, where: str = "card", *, locked: bool | None = None):
@@ -434,8 +431,8 @@ def leave_drawing():
     st.session_state.pop(LAST_DRAG, None)
 
 
-@st.dialog("Picture", width="large", on_dismiss=close_picture)
-def large_view(threshold: float, undo_bar):
+@st.dialog("Picture", width="large", on_dismiss=lambda: hotkeys.dismissed(KEYBOARD))
+def large_view(threshold: float):
     # A click inside a dialog reruns the dialog alone: what it shows is read afresh here, not passed in.
     common.show_notices()
     picture_id, on_screen = st.session_state.get(OPEN), st.session_state.get(ON_SCREEN, [])
@@ -487,7 +484,7 @@ def large_view(threshold: float, undo_bar):
         caption_input(row, "dialog")
         captions.other_captions(row, "dialog")
         if last is not None:
-            undo_bar(last, "-large")
+            undo_.bar(last, "-large")
     with page_col:
         if image is None:
             st.error("No image of this page is at hand, so its boxes cannot be drawn.")
@@ -539,7 +536,7 @@ def draw_on_page(row: dict, boxes: list[dict], image: bytes, drawn_from: str):
         return
     st.session_state[LAST_DRAG] = dragged.get("unix_time")
     if auth.require_curator() and save_drag(row, mode, dragged, region):
-        st.rerun()
+        st.rerun(scope="fragment")  # the large view alone: the grid behind it follows when it closes
 
 
 def save_drag(row: dict, mode: str, dragged: dict, region) -> bool:
@@ -576,15 +573,15 @@ def drawn(row: dict, mode: str, box: list[int]):
             manifest.set_picture_box(row["id"], box)
             after = dict(manifest.picture(row["id"]))
             change = pv.decision_change(row, after)  # said aloud: a smaller box may drop the picture
-            st.session_state[NOTICE] = (f"Redrew the box of {picture_words(row)}"
-                                        + (f"; it is {change}" if change else "") + f" · {UNDO_HINT}.")
+            common.notify(f"Redrew the box of {picture_words(row)}" + (f"; it is {change}" if change else "")
+                          + f" · {UNDO_HINT}.")
             pv.crops(manifest, [after])  # its card, cut for the new box now: the grid shows it at once
         else:
             new = manifest.add_picture(row["doc_id"], row["page"], box)
             added = manifest.picture(new)
             pv.crops(manifest, [added])
             open_picture(new)
-            st.session_state[NOTICE] = f"Added {picture_words(added)} · {UNDO_HINT}."
+            common.notify(f"Added {picture_words(added)} · {UNDO_HINT}.")
 
 
 def delete(picture_id: int, deleted: bool):

@@ -12,7 +12,6 @@ import streamlit as st
 
 from curation.decisions import keyboard
 from curation.manifest import bulk, views
-from curation.manifest.history import UndoError
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
 from pages import _auth as auth
@@ -20,6 +19,7 @@ from pages import _bulk_job as bulk_job
 from pages import _common as common
 from pages import _keys as hotkeys
 from pages import _pictures_view as pictures_view
+from pages import _undo as undo_
 
 PER_SCREEN = 40
 COLUMNS = 6  # at most; the grid wraps to fewer on narrow screens
@@ -36,7 +36,7 @@ BULK_OF_CHOICE = {"include": "include", "auto": "clear", "exclude": "exclude"}
 BULK, OPEN, CAPTION, USE_MODEL = "review_bulk", "review_open", "review_caption", "review_use_model"  # open dialogs
 NOTICE, LEARNED, LEARNING = "review_notice", "review_learned", "review_learning"
 LEARN_POLL_SECONDS = 1.0
-CAPTION_KEY = "caption-"  # caption inputs: caption-<doc_id>-<page>
+CAPTION_KEY = undo_.PAGE_CAPTION_KEY
 MAX_CAPTION = 500
 NO_THUMBNAIL = ":grey[No thumbnail: none is kept (see Ingest) and the PDF is not at hand to draw one.]"
 
@@ -49,7 +49,7 @@ def main():
     view = st.segmented_control("View", list(VIEWS), format_func=VIEWS.get, default="pages", required=True,
                                 key="view", bind="query-params", label_visibility="collapsed")
     if view == "pictures":
-        pictures_view.show(undo_bar, undo)
+        pictures_view.show()
         return
     manifest = common.require_manifest()
     with manifest:
@@ -75,7 +75,7 @@ def main():
         bulk_actions(flt, counts, threshold)
         bulk_job.progress()
         last = views.last_undoable(manifest)
-        undo_bar(last)
+        undo_.bar(last)
         screens = -(-counts["pages"] // PER_SCREEN)
         if st.session_state.get("page", 1) > screens:  # the view shrank (a bulk action, a new filter)
             st.session_state["page"] = screens
@@ -93,7 +93,7 @@ def main():
     if flt.decision == "duplicates":
         st.caption("Pages whose pictures look alike (a perceptual hash), group by group: the same plate reprinted "
                    "across issues. The export keeps one per group by default.")
-    keyboard_review(keys, screen, counts["pages"], last, lambda opened: open_page(threshold, *opened, outline=outline))
+    keyboard_review(keys, screen, counts["pages"], lambda opened: open_page(threshold, *opened, outline=outline))
     grid(rows, thumbs, captions, {doc["id"]: doc for doc in documents}, changes)
     if screen < screens:
         st.button(f"Next {PER_SCREEN} pages", icon=":material/arrow_downward:", on_click=next_screen,
@@ -358,14 +358,8 @@ def finish_captions(flt: views.PageFilter, threshold: float, remove: bool, count
     with common.open_manifest() as manifest:
         said = bulk_job.apply(manifest, doing, count, notice)
     close(CAPTION)
-    forget_caption_inputs()
+    undo_.forget_page_captions()
     st.session_state[NOTICE] = said
-
-
-def forget_caption_inputs():
-    """Caption boxes start afresh from the manifest after a bulk change."""
-    for key in [key for key in st.session_state if str(key).startswith(CAPTION_KEY)]:
-        del st.session_state[key]
 
 
 # -- the grid ---------------------------------------------------------------------------------
@@ -377,15 +371,16 @@ def card_key(item: tuple[int, int]) -> str:
     return f"review-card-{item[0]}-{item[1]}"
 
 
-def keyboard_review(items: list[tuple[int, int]], screen: int, total: int, last: dict | None, large_view):
+def keyboard_review(items: list[tuple[int, int]], screen: int, total: int, large_view):
     """The keys act on the focused card, or on the page in the large view (see curation.decisions.keyboard),
     which `large_view((doc_id, page))` draws."""
-    undo_last = functools.partial(undo, last["id"]) if last is not None and auth.can_curate() else None
     hotkeys.review_grid(KEYBOARD, items, screen=screen, screen_key="page", card_key=card_key,
                         grid=keyboard.Grid(total, PER_SCREEN, COLUMNS), opened_key=OPEN, large_view=large_view,
                         paused=any(key in st.session_state for key in (BULK, CAPTION, USE_MODEL)),
                         actions=hotkeys.Actions(decide=decide_by_key, open=functools.partial(ask, OPEN),
-                                                close=functools.partial(close, OPEN), undo=undo_last))
+                                                close=functools.partial(close, OPEN),
+                                                undo=undo_.undo_latest if auth.can_curate() else None,
+                                                version=undo_.latest_change))
 
 
 def decide_by_key(item: tuple[int, int], keep: bool | None):
@@ -393,21 +388,31 @@ def decide_by_key(item: tuple[int, int], keep: bool | None):
         set_override(*item, keep)
 
 
+# A card's words are one block of muted lines, each cut with "…" where the card is narrow (whole in the large view).
+CARD_STYLE = """<style>
+[class*="st-key-review-card-"] [data-testid="stCaptionContainer"] p {overflow: hidden; text-overflow: ellipsis;
+  white-space: nowrap;}
+</style>"""
+
+
 def grid(rows: list[dict], thumbs: dict, captions: dict, documents: dict, changes: dict):
     notice = st.session_state.pop(NOTICE, None)
     if notice:
         st.toast(notice, icon=":material/check:")
+    st.html(CARD_STYLE)
     cells = st.grid(COLUMNS, border=True, min_column_width=CARD_WIDTH)
     locked = auth.locked()  # once a screen: each asks the server's secrets
     for row in rows:
         key = (row["doc_id"], row["page"])
-        # tight: the thumbnail is most of the card; keyed, for the keyboard's focus
-        with cells.cell(), st.container(gap="xsmall", key=card_key(key)):
+        # The card is the grid's cell (keyed, for the keyboard's focus); tight: the thumbnail is most of it.
+        with cells.container(gap="xsmall", key=card_key(key)):
             card(row, thumbs.get(key), captions.get(key), documents.get(row["doc_id"]), changes.get(key), locked)
 
 
 def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | None, change: str | None = None,
          locked: bool = False):
+    """A page's card, in few elements (a browser draws a screen of them at every change): the thumbnail, its
+    words and badges in one block, the decision with Open, the caption."""
     doc_id, page = row["doc_id"], row["page"]
     if thumb:
         st.image(thumb, width="stretch")
@@ -415,32 +420,31 @@ def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | N
         st.caption(NO_THUMBNAIL)
     else:
         st.caption(f":red[No image: {common.escape_markdown(row['error'] or 'not scored')}]")
+    st.caption(card_words(row, document, change))
+    choice = CHOICE_OF_OVERRIDE[row["override"]]
+    with st.container(horizontal=True, vertical_alignment="center", gap="xsmall"):
+        # The override is part of the key: when it changes elsewhere (bulk, another browser) the
+        # control starts afresh from the manifest instead of keeping a stale selection.
+        key = f"decide-{doc_id}-{page}-{choice}"
+        st.segmented_control("Decision", list(CHOICES), format_func=CARD_CHOICES.get, default=choice, required=True,
+                             key=key, label_visibility="collapsed", on_change=decided, args=(doc_id, page, key),
+                             disabled=locked, width="stretch", help=auth.LOCKED_HELP if locked else CARD_CONTROL_HELP)
+        st.button("", key=f"open-{doc_id}-{page}", icon=":material/open_in_full:", type="tertiary",
+                  help="Open: see the page large, drawn from its PDF", on_click=ask, args=(OPEN, (doc_id, page)))
+    caption_input(doc_id, page, caption, locked)
+
+
+def card_words(row: dict, document: dict | None, change: str | None) -> str:
+    """A card's lines: σ and picture size; page and document; its decision, the model's suggestion and its
+    near-duplicate group as badges; who changed it. Always four lines, so the cards of a row keep one height
+    whatever happens to a page."""
     sigma = f"σ {row['sigma']:.1f}" if row["sigma"] is not None else "σ —"
     picture = f" · {views.square_inches(row['picture_area'])}" if row["picture_area"] is not None else ""
     total = f" of {document['pages']}" if document and document["pages"] else ""
     name = common.escape_markdown(pathlib.Path(row["doc"]).name)
-    # One line each, whatever the card's width: every card of a row keeps the same height.
-    st.caption(f"**{sigma}**{picture}  \np. {page_number(page)}{total} · {name}", wrap=False)
-    line = st.container(horizontal=True, vertical_alignment="center", gap="small")
-    with line:
-        decision_badge(row)
-        st.space("stretch")
-        st.button("", key=f"open-{doc_id}-{page}", icon=":material/open_in_full:", type="tertiary",
-                  help="Open: see the page large, drawn from its PDF", on_click=ask, args=(OPEN, (doc_id, page)))
-    # Always one line, so a card keeps its height when the page is overridden.
-    st.text(change or "\u200b", wrap=False)  # a zero-width space: an empty text would take no line
-    if row["suggestion"] is not None or row["duplicate_group"] is not None:
-        with st.container(horizontal=True, gap="small"):
-            model_badge(row)
-            group_badge(row)
-    choice = CHOICE_OF_OVERRIDE[row["override"]]
-    # The override is part of the key: when it changes elsewhere (bulk, another browser) the
-    # control starts afresh from the manifest instead of keeping a stale selection.
-    key = f"decide-{doc_id}-{page}-{choice}"
-    st.segmented_control("Decision", list(CHOICES), format_func=CARD_CHOICES.get, default=choice, required=True,
-                         key=key, label_visibility="collapsed", on_change=decided, args=(doc_id, page, key),
-                         disabled=locked, width="stretch", help=auth.LOCKED_HELP if locked else CARD_CONTROL_HELP)
-    caption_input(doc_id, page, caption, locked)
+    badges = " ".join(filter(None, (decision_badge(row), model_badge(row), group_badge(row))))
+    who = common.escape_markdown(change) if change else "\u200b"  # a zero-width space: the line stays
+    return f"**{sigma}**{picture}  \np. {page_number(row['page'])}{total} · {name}  \n{badges}  \n{who}"
 
 
 def caption_input(doc_id: int, page: int, caption: str | None, locked: bool):
@@ -472,34 +476,30 @@ def decided(doc_id: int, page: int, key: str):
     set_override(doc_id, page, OVERRIDE_OF_CHOICE[st.session_state[key]])
 
 
-def decision_badge(row: dict):
+def decision_badge(row: dict) -> str:
+    """The decision as a badge, in markdown (:color-badge[...])."""
     if row["override"] is not None:
-        label = "included" if row["override"] else "excluded"
-        st.badge(label, icon=":material/person:", color="violet")
-    elif row["status"] == "failed":
-        st.badge("failed", icon=":material/error:", color="red")
-    elif row["keep"]:
-        st.badge("kept", icon=":material/check:", color="green")
-    else:
-        st.badge("rejected", icon=":material/close:", color="gray")
+        return f":violet-badge[:material/person: {'included' if row['override'] else 'excluded'}]"
+    if row["status"] == "failed":
+        return ":red-badge[:material/error: failed]"
+    return ":green-badge[:material/check: kept]" if row["keep"] else ":gray-badge[:material/close: rejected]"
 
 
-def model_badge(row: dict):
+def model_badge(row: dict) -> str:
+    """The learned model's suggestion as a badge, orange where it differs from the decision; empty without one."""
     if row["suggestion"] is None:
-        return
+        return ""
     word = "keep" if row["suggestion"] else "reject"
     differs = bool(row["suggestion"]) != bool(row["keep"])
     sure = f"{math.floor(row['confidence'] * 100)}%"  # never "100%": it is a guess
-    st.badge(f"model: {word} {sure}", icon=":material/psychology:", color="orange" if differs else "gray",
-             help=f"The model learned from your overrides suggests to {word} this page, {sure} sure"
-                  + (" — not what is decided now." if differs else "."))
+    return f":{'orange' if differs else 'gray'}-badge[:material/psychology: model: {word} {sure}]"
 
 
-def group_badge(row: dict):
+def group_badge(row: dict) -> str:
+    """The page's near-duplicate group as a badge (see them with the filter Near-duplicates); empty without one."""
     if row["duplicate_group"] is None:
-        return
-    st.badge(f"group {row['duplicate_group']}", icon=":material/content_copy:", color="blue",
-             help="Near-duplicates: other pages show the same picture. See them with the filter Near-duplicates.")
+        return ""
+    return f":blue-badge[:material/content_copy: group {row['duplicate_group']}]"
 
 
 def set_override(doc_id: int, page: int, keep):
@@ -509,35 +509,7 @@ def set_override(doc_id: int, page: int, keep):
     common.notify(f"{word} page {page_number(page)} · Undo is above the pages")  # a callback, the large view's too
 
 
-# -- undo -------------------------------------------------------------------------------------
-
-
-def undo_bar(last: dict | None, where: str = ""):
-    """The person's last override or caption action, one page or a whole view, with Undo; `where` tells apart
-    the one in a large view, which may be drawn while the grid's is shown behind it."""
-    if last is None or not auth.can_curate():
-        return
-    bar = st.container(horizontal=True, vertical_alignment="center", key=f"undo_bar{where}")
-    bar.text(f"Your last change: {last['description']}", width="stretch")
-    bar.button("Undo", icon=":material/undo:", key=f"undo-{where}{last['id']}", type="tertiary", on_click=undo,
-               args=(last["id"],), help="Puts back the overrides and captions it replaced, in one step.")
-
-
-def undo(action: int):
-    if not auth.require_curator():
-        return
-    with common.open_manifest() as manifest:
-        try:
-            done, left = manifest.undo(action)
-        except UndoError as exc:
-            common.notify(common.escape_markdown(exc), ":material/error:")
-            return
-    forget_caption_inputs()
-    kept = f" ({left:,} changed since stay as they are)" if left else ""
-    common.notify(f"Undone: {common.escape_markdown(done['description'].removeprefix('undid '))}{kept}", ":material/undo:")
-
-
-@st.dialog("Page", width="large", on_dismiss=lambda: close(OPEN))
+@st.dialog("Page", width="large", on_dismiss=lambda: hotkeys.dismissed(KEYBOARD))
 def open_page(threshold: float, doc_id: int, page: int, outline: bool = True):
     common.show_notices()  # a decision made here reruns the dialog alone
     with common.open_manifest() as manifest:
@@ -553,9 +525,7 @@ def open_page(threshold: float, doc_id: int, page: int, outline: bool = True):
                 + (f" · picture {views.square_inches(row['picture_area'])}" if row["picture_area"] is not None else ""))
     line = st.container(horizontal=True, vertical_alignment="center")
     with line:
-        decision_badge(row)
-        model_badge(row)
-        group_badge(row)
+        st.markdown(" ".join(filter(None, (decision_badge(row), model_badge(row), group_badge(row)))), width="content")
         choice = CHOICE_OF_OVERRIDE[row["override"]]
         key = f"dialog-{doc_id}-{page}-{choice}"
         st.segmented_control("Decision", list(CHOICES), format_func=CHOICES.get, default=choice, required=True,

@@ -212,3 +212,32 @@ def test_after_a_click_on_a_filter_the_keys_still_move_the_cards(review):
     page.keyboard.press("ArrowLeft")
     settle(page)
     assert focused(page) == start + 1 and overrides(db) == []
+
+
+CARD_SAYS = """([index, words]) => {
+    const card = document.querySelectorAll("[class*='st-key-review-card-']")[index];
+    return Boolean(card) && card.innerText.includes(words);
+}"""
+
+
+def test_a_decision_in_the_large_view_shows_on_its_card_once_the_view_closes(review):
+    page, db = review
+    press(page, "ArrowRight", focus=1)
+    assert "excluded" not in cards(page)[1]["text"]
+    press(page, "Enter")
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_text(page_label(cards(page)[1])).wait_for()
+    press(page, "e")  # only the large view runs again: it says so at once
+    dialog.get_by_text("excluded").first.wait_for()  # its badge
+    press(page, "Escape")
+    dialog.wait_for(state="detached")
+    page.wait_for_function(CARD_SAYS, arg=[1, "excluded"])  # the grid behind it ran again
+    assert [keep for *_, keep in overrides(db)] == [0]
+    press(page, "z", focus=1)  # the grid's z undoes what the large view did
+    page.wait_for_function(f"() => !({CARD_SAYS})([1, 'excluded'])")
+    assert overrides(db) == []
+    press(page, "Enter")  # nothing changed in it this time: closing leaves the grid as it is, keys and all
+    dialog.get_by_text(page_label(cards(page)[1])).wait_for()
+    press(page, "Escape")
+    dialog.wait_for(state="detached")
+    press(page, "ArrowRight", focus=2)

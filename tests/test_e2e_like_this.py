@@ -18,6 +18,9 @@ playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
                                 reason="needs Debian's chromium (apt-get install chromium)")
 
+# Whether picture `id`'s card has a line that reads `words`.
+CARD_SAYS = r"""([id, words]) => [...document.querySelectorAll("[class*='st-key-picture-card-']")].some(card =>
+    new RegExp(`st-key-picture-card-[a-z]+-${id}(\\s|$)`).test(card.className) && card.innerText.split("\n").includes(words))"""
 CARD_IDS = """() => [...document.querySelectorAll("[class*='st-key-picture-card-']")].map(card =>
     Number(card.className.match(/st-key-picture-card-[a-z]+-(\\d+)/)[1]))"""
 
@@ -55,7 +58,7 @@ def test_more_like_this_sorts_the_view_by_likeness_and_goes_back(tmp_path, archi
         page.get_by_text(re.compile("Sorted like picture")).wait_for()
         settle(page)
         assert page.evaluate(CARD_IDS) == alike_first  # most alike first, the picture itself leading
-        page.get_by_text("this picture", exact=True).first.wait_for()
+        page.wait_for_function(CARD_SAYS, arg=[clicked, "this picture"])  # its card's own line
         no_exception(page)
         # Exclude all like this, down to the likeness on the slider: asked first, with the count.
         page.locator(".st-key-pictures-like-exclude button").first.click()

@@ -108,7 +108,7 @@ def test_a_bulk_caption_asks_before_a_typed_caption_keeps_it_and_shows_on_every_
 
 
 CARD_GEOMETRY = """() => [...document.querySelectorAll("[class*='st-key-decide-']")].map(control => {
-    const card = control.closest("[data-testid='stVerticalBlock']").parentElement.closest("[data-testid='stVerticalBlock']");
+    const card = control.closest("[class*='st-key-review-card-']");
     const box = card.getBoundingClientRect(), buttons = [...control.querySelectorAll("button")];
     const img = card.querySelector("img");
     return {top: Math.round(box.top), height: Math.round(box.height), width: box.width,

@@ -191,6 +191,11 @@ def action(conn: sqlite3.Connection, action_id: int) -> dict | None:
     return dict(row) if row else None
 
 
+def latest_id(conn: sqlite3.Connection) -> int:
+    """The latest action's id, anyone's (0 before the first): it changes with every change a person makes."""
+    return conn.execute("SELECT COALESCE(MAX(id), 0) FROM history").fetchone()[0]
+
+
 def last_undoable(conn: sqlite3.Connection, user: str | None = None, kinds: Iterable[str] = UNDOABLE) -> dict | None:
     """The latest action (by `user`, or anyone's) of `kinds` that is not undone yet."""
     kinds = [kind for kind in kinds if kind in UNDOABLE]

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from . import picture_decisions
+from . import history, picture_decisions
 from .picture_images import (CROP_SIDE, OUTLINE_COLOUR, OUTLINE_MIN_WIDTH, SELECTED_COLOUR, box_from_clicks,  # noqa: F401
                              CORNER_GRAB, box_of_corners, crop, crops, dragged_box, numbered_outline, page_point,
                              zoom_region, zoomed)
@@ -243,7 +243,7 @@ class CountKeeper:
         key = (str(manifest.path), params["threshold"], params["rule"], params["picture_area_min"],
                params["picture_score_min"],
                scoring_stamp(manifest))
-        last = manifest.conn.execute("SELECT COALESCE(MAX(id), 0) FROM history").fetchone()[0]  # before counting
+        last = history.latest_id(manifest.conn)  # before counting
         with self._lock:
             if key != self._key:
                 self._documents = document_counts(manifest, threshold, rule=rule)

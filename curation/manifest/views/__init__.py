@@ -18,8 +18,8 @@ from .filters import (DECISION_SQL, DECISIONS, DISAGREES_FILTER_SQL, DUPLICATE_S
                       base_rule, decision_params, figures, filter_counts, has_features, near_measure, override_count,
                       page_count, PageFilter, picture_override_count, unfeatured_count)
 from .review import (CAPTIONED_SQL, SORTS, bulk_caption, bulk_caption_effect, bulk_override, bulk_override_effect,
-                     caption_counts, captions_for, documents_for_filter, last_undoable, latest_changes, page_changes,
-                     page_rows, reversed_order, view_note)
+                     caption_counts, captions_for, documents_for_filter, last_undoable, latest_change, latest_changes,
+                     page_changes, page_rows, reversed_order, view_note)
 from .images import (DRAWN_KEPT, OUTLINE_COLOUR, PICTURE_OVERRIDES, RENDER_LONG_SIDE, RENDER_MAX_ZOOM, draw_page,
                      outline_pictures, PageUnavailable, picture_rows, pictures_for, render_page, thumbnails)
 from .model import (LEARN_JOB, learn_blocker, learn_from_overrides, learn_job, learned, LearnOutcome, model_state, ModelState,
@@ -39,7 +39,7 @@ __all__ = [
     "bulk_caption", "bulk_caption_effect", "bulk_override", "bulk_override_effect", "caption_counts",
     "captions_for", "count", "decision_params", "document_rows", "documents_for_filter", "draw_page", "duration",
     "edge_measure", "elapsed", "has_scores", "score_histogram", "ScoreHistogram", "figures", "filter_counts", "has_features", "histogram", "job_outcome", "job_progress", "unreadable_documents",
-    "LEARN_JOB", "last_undoable", "latest_changes", "learn_blocker", "learn_from_overrides", "learn_job", "learned", "missing_sources",
+    "LEARN_JOB", "last_undoable", "latest_change", "latest_changes", "learn_blocker", "learn_from_overrides", "learn_job", "learned", "missing_sources",
     "model_state", "near_measure", "next_steps", "otsu", "outline_pictures", "override_count", "override_labels",
     "page_changes", "page_count", "picture_override_count", "page_rows", "picture_histogram", "picture_rows", "pictures_for", "render_page",
     "reversed_order", "rule_explanation", "rule_summary", "sigma_range", "sigma_beside", "square_inches", "stop_using_model",

@@ -299,6 +299,12 @@ def latest_changes(manifest: Manifest, count: int = 10) -> list[dict]:
             for row in history.actions(manifest.conn, limit=count)]
 
 
+def latest_change(manifest: Manifest) -> int:
+    """Changes with every change anyone makes by hand (an action of the history): whether a screen drawn
+    before is still as the manifest is."""
+    return history.latest_id(manifest.conn)
+
+
 def last_undoable(manifest: Manifest) -> dict | None:
     """The manifest user's latest override, caption or picture action (one or a bulk one) not undone yet."""
     return history.last_undoable(manifest.conn, manifest.user, ("override", "caption", "picture"))
