@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from . import picture_decisions
+from . import cutoff_counts, picture_decisions
 from .picture_images import (CROP_SIDE, OUTLINE_COLOUR, OUTLINE_MIN_WIDTH, SELECTED_COLOUR, box_from_clicks,  # noqa: F401
                              CORNER_GRAB, box_of_corners, crop, crops, dragged_box, numbered_outline, page_point,
                              zoom_region, zoomed)
@@ -138,14 +138,25 @@ def picture_figures(manifest: Manifest, threshold: float | None, saved_threshold
                     picture_score_min: float | None = None) -> dict[str, int]:
     """The pictures the decision being tried exports ("kept") and leaves out ("excluded"), and the same under
     the saved decision ("kept_saved", "excluded_saved"): a cutoff can drop pictures without changing a page."""
-    saved = filter_counts(manifest, saved_threshold)
-    kept = None if saved_threshold not in (None, manifest.threshold) else _kept_by_moved_cutoffs(
-        manifest, saved["kept"], decision_params(manifest, threshold, rule, picture_area_min, picture_score_min))
-    now = filter_counts(manifest, threshold, rule=rule, picture_area_min=picture_area_min,
-                        picture_score_min=picture_score_min) if kept is None else {
-        "kept": kept, "excluded": saved["all"] - kept - saved["deleted"]}
+    saved = _kept_and_excluded(manifest, decision_params(manifest, saved_threshold))
+    now = _kept_and_excluded(manifest, decision_params(manifest, threshold, rule, picture_area_min, picture_score_min),
+                             saved if saved_threshold in (None, manifest.threshold) else None)
     return {"kept": now["kept"], "excluded": now["excluded"], "kept_saved": saved["kept"],
             "excluded_saved": saved["excluded"]}
+
+
+def _kept_and_excluded(manifest: Manifest, params: dict, saved: dict | None = None) -> dict[str, int]:
+    """Under the saved settings the stored counts; on the sliders' grids a lookup (cutoff_counts); else the
+    `saved` counts moved by the pictures between the cutoffs, or a scan."""
+    if picture_decisions.is_saved(manifest, params):
+        return _stored_counts(manifest, None)
+    kept = cutoff_counts.pictures_kept(manifest, params)
+    if kept is not None:
+        return {"kept": kept, "excluded": cutoff_counts.table(manifest, params["rule"]).pictures - kept}
+    if saved is not None and (kept := _kept_by_moved_cutoffs(manifest, saved["kept"], params)) is not None:
+        return {"kept": kept, "excluded": saved["all"] - kept - saved["deleted"]}
+    return scanned_counts(manifest, params["threshold"], rule=params["rule"],
+                          picture_area_min=params["picture_area_min"], picture_score_min=params["picture_score_min"])
 
 
 MOVABLE_CUTOFFS = ("threshold", "picture_area_min")  # where a move changes only the pictures an index finds

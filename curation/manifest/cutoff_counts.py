@@ -1,0 +1,234 @@
+"""The pictures a decision being tried on Threshold keeps, at any σ and area cutoff on the sliders' grids, as a
+lookup rather than a query.
+
+A picture's decision (rules.EXPORTED_SQL) reads the σ cutoff only as `p.sigma > :threshold` and the area cutoff
+only as `X >= :picture_area_min` for a few areas X (its own, its page's largest, its edited page's largest left
+to the rule), in AND, OR and COALESCE, never negated. Under one rule and score cutoff it is therefore
+`a <= key AND (not needs_sigma OR σ > t)`: a key in square inches (NULL: never kept) and whether σ counts (`KEY_SQL`
+spells it out, overrides, picture edits and the model's suggestions included). One scan counts the pictures by
+(σ cell, key cell) on the sliders' grids (σ in tenths, the area in hundredths of a square inch up to the number
+input's 1,000), after which any cutoff on the grid is a sum of a suffix: microseconds. The table is kept per
+manifest, rule and state (the change counters, the scoring, the history's last action): the first view after a
+change pays the scan once. A cutoff off the grid returns None (the caller counts another way).
+
+A score cutoff being tried moves the count by the pictures of the pages holding a picture scored between the
+saved and the tried cutoff (their admission and their page's largest picture are all it changes), found through
+the scores' index, as the settings' triggers find them; the pages' kept count moves the same way (`pages_kept`).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import aggregates
+from .rules import EXPORTED_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL, score_admits
+
+SIGMA_GRID = 10  # σ cutoffs per unit: the slider's step of 0.1
+AREA_GRID = 100  # area cutoffs per square inch: the slider's step of 0.01
+AREA_TOP = 1000 * AREA_GRID  # the number input's largest cutoff, 1,000 sq in, as a grid step
+ALWAYS = 1e300  # a key every cutoff on the grid keeps
+
+_INK = "p.ink_tone >= :ink_tone_min"
+_MODEL = "sg.keep"  # the model's suggestion, joined once (rules.MODEL_SQL reads it a subquery at a time)
+
+
+def _rule_key(rule: str, area: str) -> tuple[str, bool]:
+    """COALESCE(rules._rule_with_area(area), 0) as (key, needs σ)."""
+    if rule == "sigma":
+        return str(ALWAYS), True
+    key = f"CASE WHEN {_INK} THEN {area} END"
+    if rule == "model":
+        key = f"CASE WHEN {_MODEL} = 1 THEN {ALWAYS} WHEN {_MODEL} IS NULL THEN {key} END"
+    return key, False
+
+
+def key_sql(rule: str, decided: bool = True) -> tuple[str, str]:
+    """The key (NULL: never kept) and whether σ counts (0/1) of picture x on page p under override o, under `rule`
+    at the saved score cutoff: rules.EXPORTED_SQL as `a <= key AND (not needs OR σ > t)`. Not `decided`: as if
+    no curator had touched the page or its pictures (the rule alone, on the pictures as found)."""
+    admitted = score_admits() if decided else "(x.score IS NULL OR x.score >= :picture_score_min)"
+    own, own_sigma = _rule_key(rule, PICTURE_AREA_SQL if decided else "x.area")
+    picture = f"CASE WHEN NOT {admitted} THEN NULL ELSE {own} END"
+    picture_sigma = admitted if own_sigma else "0"
+    if decided:
+        picture = (f"CASE WHEN x.deleted OR o.keep = 0 THEN NULL WHEN x.keep IS NOT NULL THEN "
+                   f"CASE WHEN x.keep THEN {ALWAYS} END WHEN x.added THEN {ALWAYS} ELSE {picture} END")
+        picture_sigma = f"(x.keep IS NULL AND NOT x.added AND {picture_sigma})"
+    # The picture rule's page: COALESCE(area >= a AND ink, σ > t): σ counts where the area or the ink is missing.
+    area_rule = (f"CASE WHEN p.ink_tone < :ink_tone_min THEN NULL WHEN p.picture_area IS NULL THEN {ALWAYS} "
+                 "ELSE p.picture_area END")
+    area_rule_sigma = "(p.picture_area IS NULL OR p.ink_tone IS NULL)"
+    if rule == "sigma":
+        page, page_sigma = str(ALWAYS), "1"
+    elif rule == "model":
+        page = f"CASE WHEN {_MODEL} = 1 THEN {ALWAYS} WHEN {_MODEL} IS NULL THEN {area_rule} END"
+        page_sigma = f"({_MODEL} IS NULL AND {area_rule_sigma})"
+    else:
+        page, page_sigma = area_rule, area_rule_sigma
+    if decided:
+        auto, auto_sigma = _rule_key(rule, "p.pictures_auto_area")
+        page = (f"CASE WHEN o.keep IS NOT NULL THEN CASE WHEN o.keep THEN {ALWAYS} END "
+                f"WHEN p.pictures_included IS NOT NULL THEN CASE WHEN p.pictures_included > 0 THEN {ALWAYS} "
+                f"ELSE {auto} END ELSE {page} END")
+        page_sigma = (f"CASE WHEN o.keep IS NOT NULL THEN 0 WHEN p.pictures_included IS NOT NULL THEN "
+                      f"(p.pictures_included <= 0 AND {int(auto_sigma)}) ELSE {page_sigma} END")
+    return f"MIN(({page}), ({picture}))", f"(({page_sigma}) OR {picture_sigma})"
+
+
+_JOINS = ("JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page JOIN documents d ON d.id = x.doc_id "
+          "LEFT JOIN overrides o ON o.doc_id = x.doc_id AND o.page = x.page "
+          "LEFT JOIN suggestions sg ON sg.doc_id = x.doc_id AND sg.page = x.page")
+_COUNTED = f"{LIVE_DOCUMENT_SQL} AND p.status = 'ok'"
+# The pages a curator decided: an override, or an edit of their pictures (rules.py: pictures_included).
+_DECIDED_PAGES = ("(SELECT doc_id, page FROM overrides UNION "
+                  "SELECT doc_id, page FROM pages INDEXED BY pages_edited WHERE pictures_included IS NOT NULL)")
+
+
+def _rows_sql(rule: str, part: str) -> str:
+    """Each picture's (key, needs σ, σ, sign). "rule": every picture as the rule alone decides it; "decided":
+    on the pages a curator decided, each picture as decided (+1, deleted ones left out) and as the rule
+    alone would (-1), so that the two parts add up to the pictures as they are decided."""
+    joins = _JOINS if rule == "model" else _JOINS.rsplit(" LEFT JOIN suggestions", 1)[0]
+    if part == "rule":
+        key, needs = key_sql(rule, decided=False)
+        return f"SELECT {key} AS key, {needs} AS needs, p.sigma AS sigma, 1 AS sign FROM pictures x {joins} WHERE {_COUNTED}"
+    source = f"FROM {_DECIDED_PAGES} k CROSS JOIN pictures x ON x.doc_id = k.doc_id AND x.page = k.page {joins}"
+    exact, undecided = key_sql(rule), key_sql(rule, decided=False)
+    return (f"SELECT {exact[0]} AS key, {exact[1]} AS needs, p.sigma AS sigma, 1 AS sign {source} WHERE {_COUNTED} AND NOT x.deleted UNION ALL "
+            f"SELECT {undecided[0]}, {undecided[1]}, p.sigma, -1 {source} WHERE {_COUNTED}")
+
+
+def _cells_sql(rule: str, part: str) -> str:
+    """Pictures counted by (needs σ, σ cell, key cell). σ cell: how many σ cutoffs on the grid (0, 0.1, ...) lie
+    under the page's σ; key cell: how many area cutoffs (0, 0.01, ..., 1000) lie at or under the key. Each is
+    worked out from the float's product and corrected by one step where the product rounded across a cutoff,
+    so `σ > t` and `key >= a` hold exactly as SQL compares them."""
+    top = AREA_TOP // AREA_GRID + 1
+    return (
+        "SELECT needs, CASE WHEN needs THEN COALESCE(sf + (sf / 10.0 < sigma) - ((sf - 1) / 10.0 >= sigma), 0) "
+        "ELSE 0 END AS s_cell, "
+        f"CASE WHEN key IS NULL OR key < 0 THEN 0 WHEN key >= {top} THEN {AREA_TOP + 1} "
+        f"ELSE MIN(kf + ((kf + 1) / 100.0 <= key) - (kf / 100.0 > key) + 1, {AREA_TOP + 1}) END AS k_cell, SUM(sign) "
+        f"FROM (SELECT key, needs, sigma, sign, CAST(sigma * {SIGMA_GRID} AS INTEGER) AS sf, "
+        f"CAST(MIN(MAX(key, 0), {top}) * {AREA_GRID} AS INTEGER) AS kf "
+        f"FROM ({_rows_sql(rule, part)} LIMIT -1) LIMIT -1) "
+        "GROUP BY needs, s_cell, k_cell"
+    )
+
+
+@dataclass(frozen=True)
+class Table:
+    """Kept pictures by cutoff: `by_area[k]`, the pictures σ does not decide whose key is at least the k-th
+    area cutoff; `both`, the others' (σ cell, key cell, count)."""
+
+    by_area: np.ndarray  # suffix sums over key cells: kept at area cutoff k is by_area[k + 1]
+    both: np.ndarray  # rows of (s_cell, k_cell, pictures)
+    pictures: int  # every picture counted (not deleted, on pages scored 'ok' of live documents)
+
+    def kept(self, sigma_step: int, area_step: int) -> int:
+        sigma_cells, key_cells, counts = self.both.T if len(self.both) else (np.zeros(0),) * 3
+        return int(self.by_area[area_step + 1]) + int(
+            counts[(key_cells > area_step) & (sigma_cells > sigma_step)].sum())
+
+
+def grid_step(value: float, per_unit: int, top: int | None = None) -> int | None:
+    """The grid step a cutoff is on (the slider's and number input's values), or None when it is between steps."""
+    step = round(value * per_unit)
+    if step < 0 or (top is not None and step > top) or step / per_unit != value:
+        return None
+    return step
+
+
+def _cells(manifest, rule: str, part: str) -> np.ndarray:
+    """_cells_sql's rows (needs σ, σ cell, key cell, pictures) as an array."""
+    return np.array(manifest.conn.execute(_cells_sql(rule, part), manifest.decision_params(rule=rule)).fetchall(),
+                    dtype=np.int64).reshape(-1, 4)
+
+
+def _as_table(rows: np.ndarray) -> Table:
+    alone = rows[rows[:, 0] == 0]
+    cells = np.bincount(alone[:, 2], weights=alone[:, 3], minlength=AREA_TOP + 2).astype(np.int64)
+    suffix = np.concatenate([np.cumsum(cells[::-1])[::-1], [0]])
+    both = rows[rows[:, 0] != 0][:, 1:]
+    return Table(suffix, both[both[:, 2] != 0], int(rows[:, 3].sum()))
+
+
+_parts: dict[tuple, np.ndarray] = {}
+_lock = threading.Lock()
+KEPT_PARTS = 12  # each rule's two parts, for two manifests or states: small arrays (rows of distinct cells)
+
+
+def _part(manifest, rule: str, part: str, now: tuple) -> np.ndarray:
+    """A part's cells for the manifest as it is `now`: from this process's memory, or one pass."""
+    key = (str(manifest.path), rule, part, now)
+    with _lock:
+        found = _parts.get(key)
+    if found is not None:
+        return found
+    made = _cells(manifest, rule, part)
+    with _lock:
+        for old in [k for k in _parts if k[:3] == key[:3]]:
+            del _parts[old]
+        while len(_parts) >= KEPT_PARTS:
+            del _parts[next(iter(_parts))]
+        _parts[key] = made
+    return made
+
+
+def state(manifest, rule: str) -> tuple[tuple, tuple]:
+    """What each part depends on besides its rule. The rule's part: the pages' figures and documents' status
+    (their change counter), the pictures found (the largest id: a scoring replaces a page's pictures), the
+    saved score cutoff, and under the model its suggestions. The curators' part: that, and what curators
+    decided (their change counter and every person's change in the history). Not the jobs' progress: a decide
+    job catching up after a rule switch changes neither."""
+    pages, suggestions, decided = aggregates.version(manifest.conn)
+    newest, last = manifest.conn.execute(
+        "SELECT (SELECT MAX(id) FROM pictures), (SELECT COALESCE(MAX(id), 0) FROM history)").fetchone()
+    found = (pages, suggestions if rule == "model" else None, newest, manifest.picture_score_min)
+    return found, (*found, decided, last)
+
+
+def table(manifest, rule: str) -> Table:
+    """The rule's table for the manifest as it is now: the rule's part (one scan of every picture, kept until the
+    pages' figures, the pictures or the suggestions change) and the curators' part (the pages they decided,
+    read again after each of their changes)."""
+    found, decided = state(manifest, rule)
+    return _as_table(np.concatenate([_part(manifest, rule, "rule", found), _part(manifest, rule, "decided", decided)]))
+
+
+def pictures_kept(manifest, params: dict) -> int | None:
+    """The pictures the decision `params` (views.decision_params) exports, from the rule's table and, for a score
+    cutoff being tried, the pages between the two score cutoffs; None off the sliders' grids."""
+    sigma_step = grid_step(params["threshold"], SIGMA_GRID)
+    area_step = grid_step(params["picture_area_min"], AREA_GRID, AREA_TOP)
+    if sigma_step is None or area_step is None:
+        return None
+    kept = table(manifest, params["rule"]).kept(sigma_step, area_step)
+    return kept + _moved_by_score(manifest, params, f"NOT x.deleted AND {EXPORTED_SQL}", "x")
+
+
+def pages_kept(manifest, params: dict, kept_at_saved_score: int) -> int:
+    """The pages `params` keeps, from their count at the saved score cutoff (the kept counts'), moved by the pages
+    holding a picture scored between the saved and the tried score cutoff."""
+    return kept_at_saved_score + _moved_by_score(manifest, params, KEEP_SQL, "p")
+
+
+def _moved_by_score(manifest, params: dict, decision: str, unit: str) -> int:
+    """Σ decision at the tried score cutoff − at the saved one, over the pictures (`unit` x) or pages (p) of the
+    pages holding a picture scored between the two: the only ones whose decision the score cutoff changes."""
+    tried, saved = params["picture_score_min"], params["picture_score_saved"]
+    if tried == saved:
+        return 0
+    pages = ("SELECT DISTINCT doc_id, page FROM pictures INDEXED BY pictures_score "
+             "WHERE score >= :low AND score < :high")
+    source = ("FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page" if unit == "x" else
+              "FROM pages p")
+    bound = {**params, "low": min(tried, saved), "high": max(tried, saved)}
+    at_saved = decision.replace(":picture_score_min", ":picture_score_saved")
+    return manifest.conn.execute(
+        f"SELECT COALESCE(SUM(COALESCE({decision}, 0) - COALESCE({at_saved}, 0)), 0) {source} "
+        "JOIN documents d ON d.id = p.doc_id LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
+        f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' AND (p.doc_id, p.page) IN ({pages})", bound).fetchone()[0]
