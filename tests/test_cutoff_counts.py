@@ -80,23 +80,26 @@ def test_a_saved_rule_switch_with_stale_decisions_counts_both_sides_from_the_tab
     assert_exact(manifest, "picture", 40.0, 2.2)
 
 
-def test_the_table_follows_a_curators_change_and_its_undo_reading_only_the_pages_curators_decided(manifest, monkeypatch):
+def test_the_table_follows_a_curators_change_and_its_undo_counting_again_only_the_document_changed(manifest, monkeypatch):
     docs = decided_by_curators(manifest)
     passes = []
     real = cutoff_counts._cells
-    monkeypatch.setattr(cutoff_counts, "_cells", lambda m, rule, part: passes.append(part) or real(m, rule, part))
+    monkeypatch.setattr(cutoff_counts, "_cells", lambda m, rule, part, docs="": passes.append(
+        (part, docs)) or real(m, rule, part, docs))
     assert_exact(manifest, "picture", 45.0, 5.2)  # (2 sq in is saved: the stored counts)
     assert_exact(manifest, "picture", 45.0, 0.48)
-    assert passes == ["rule", "decided"]  # one scan; the second cutoff was a lookup
+    assert passes == [("rule", ""), ("decided", "")]  # one scan; the second cutoff was a lookup
     for change in (lambda: manifest.set_override(docs[0], 2, False), lambda: manifest.set_picture_override(
             picture_id(manifest, docs[1], 0, 2), True), manifest.undo, manifest.undo):
         change()
         assert_exact(manifest, "picture", 45.0, 5.2)
-    assert passes == ["rule"] + ["decided"] * 5  # the pictures as found are not read again
+    # The pictures as found are not read again; of the pages curators decided, only the changed document's.
+    assert passes[2:] == [("decided", str(docs[0])), ("decided", str(docs[1])), ("decided", str(docs[1])),
+                          ("decided", str(docs[0]))]
     manifest.replace_suggestions([(docs[1], 1, True, 0.6)])  # a new fit: only the model's table is made again
     assert_exact(manifest, "picture", 45.0, 5.2)
     assert_exact(manifest, "model", 45.0, 5.2)
-    assert passes[-2:] == ["rule", "decided"]
+    assert passes[-2:] == [("rule", ""), ("decided", "")]
 
 
 def pages_kept_by_scan(manifest, params):

@@ -87,35 +87,39 @@ _DECIDED_PAGES = ("(SELECT doc_id, page FROM overrides UNION "
                   "SELECT doc_id, page FROM pages INDEXED BY pages_edited WHERE pictures_included IS NOT NULL)")
 
 
-def _rows_sql(rule: str, part: str) -> str:
-    """Each picture's (key, needs σ, σ, sign). "rule": every picture as the rule alone decides it; "decided":
-    on the pages a curator decided, each picture as decided (+1, deleted ones left out) and as the rule
-    alone would (-1), so that the two parts add up to the pictures as they are decided."""
+def _rows_sql(rule: str, part: str, docs: str = "") -> str:
+    """Each picture's (document, key, needs σ, σ, sign). "rule": every picture as the rule alone decides it (the
+    document left out: 0); "decided": on the pages a curator decided (of the documents `docs`, SQL, or all), each
+    picture as decided (+1, deleted ones left out) and as the rule alone would (-1), so that the two parts add
+    up to the pictures as they are decided."""
     joins = _JOINS if rule == "model" else _JOINS.rsplit(" LEFT JOIN suggestions", 1)[0]
     if part == "rule":
         key, needs = key_sql(rule, decided=False)
-        return f"SELECT {key} AS key, {needs} AS needs, p.sigma AS sigma, 1 AS sign FROM pictures x {joins} WHERE {_COUNTED}"
+        return (f"SELECT 0 AS doc, {key} AS key, {needs} AS needs, p.sigma AS sigma, 1 AS sign FROM pictures x {joins} "
+                f"WHERE {_COUNTED}")
     source = f"FROM {_DECIDED_PAGES} k CROSS JOIN pictures x ON x.doc_id = k.doc_id AND x.page = k.page {joins}"
+    where = f"{_COUNTED} AND k.doc_id IN ({docs})" if docs else _COUNTED
     exact, undecided = key_sql(rule), key_sql(rule, decided=False)
-    return (f"SELECT {exact[0]} AS key, {exact[1]} AS needs, p.sigma AS sigma, 1 AS sign {source} WHERE {_COUNTED} AND NOT x.deleted UNION ALL "
-            f"SELECT {undecided[0]}, {undecided[1]}, p.sigma, -1 {source} WHERE {_COUNTED}")
+    return (f"SELECT x.doc_id AS doc, {exact[0]} AS key, {exact[1]} AS needs, p.sigma AS sigma, 1 AS sign {source} "
+            f"WHERE {where} AND NOT x.deleted UNION ALL "
+            f"SELECT x.doc_id, {undecided[0]}, {undecided[1]}, p.sigma, -1 {source} WHERE {where}")
 
 
-def _cells_sql(rule: str, part: str) -> str:
-    """Pictures counted by (needs σ, σ cell, key cell). σ cell: how many σ cutoffs on the grid (0, 0.1, ...) lie
+def _cells_sql(rule: str, part: str, docs: str = "") -> str:
+    """Pictures counted by (document, needs σ, σ cell, key cell). σ cell: how many σ cutoffs on the grid (0, 0.1, ...) lie
     under the page's σ; key cell: how many area cutoffs (0, 0.01, ..., 1000) lie at or under the key. Each is
     worked out from the float's product and corrected by one step where the product rounded across a cutoff,
     so `σ > t` and `key >= a` hold exactly as SQL compares them."""
     top = AREA_TOP // AREA_GRID + 1
     return (
-        "SELECT needs, CASE WHEN needs THEN COALESCE(sf + (sf / 10.0 < sigma) - ((sf - 1) / 10.0 >= sigma), 0) "
+        "SELECT doc, needs, CASE WHEN needs THEN COALESCE(sf + (sf / 10.0 < sigma) - ((sf - 1) / 10.0 >= sigma), 0) "
         "ELSE 0 END AS s_cell, "
         f"CASE WHEN key IS NULL OR key < 0 THEN 0 WHEN key >= {top} THEN {AREA_TOP + 1} "
         f"ELSE MIN(kf + ((kf + 1) / 100.0 <= key) - (kf / 100.0 > key) + 1, {AREA_TOP + 1}) END AS k_cell, SUM(sign) "
-        f"FROM (SELECT key, needs, sigma, sign, CAST(sigma * {SIGMA_GRID} AS INTEGER) AS sf, "
+        f"FROM (SELECT doc, key, needs, sigma, sign, CAST(sigma * {SIGMA_GRID} AS INTEGER) AS sf, "
         f"CAST(MIN(MAX(key, 0), {top}) * {AREA_GRID} AS INTEGER) AS kf "
-        f"FROM ({_rows_sql(rule, part)} LIMIT -1) LIMIT -1) "
-        "GROUP BY needs, s_cell, k_cell"
+        f"FROM ({_rows_sql(rule, part, docs)} LIMIT -1) LIMIT -1) "
+        "GROUP BY doc, needs, s_cell, k_cell"
     )
 
 
@@ -142,13 +146,14 @@ def grid_step(value: float, per_unit: int, top: int | None = None) -> int | None
     return step
 
 
-def _cells(manifest, rule: str, part: str) -> np.ndarray:
-    """_cells_sql's rows (needs σ, σ cell, key cell, pictures) as an array."""
-    return np.array(manifest.conn.execute(_cells_sql(rule, part), manifest.decision_params(rule=rule)).fetchall(),
-                    dtype=np.int64).reshape(-1, 4)
+def _cells(manifest, rule: str, part: str, docs: str = "") -> np.ndarray:
+    """_cells_sql's rows (document, needs σ, σ cell, key cell, pictures) as an array."""
+    return np.array(manifest.conn.execute(_cells_sql(rule, part, docs), manifest.decision_params(rule=rule)).fetchall(),
+                    dtype=np.int64).reshape(-1, 5)
 
 
 def _as_table(rows: np.ndarray) -> Table:
+    rows = rows[:, 1:]
     alone = rows[rows[:, 0] == 0]
     cells = np.bincount(alone[:, 2], weights=alone[:, 3], minlength=AREA_TOP + 2).astype(np.int64)
     suffix = np.concatenate([np.cumsum(cells[::-1])[::-1], [0]])
@@ -162,13 +167,18 @@ KEPT_PARTS = 12  # each rule's two parts, for two manifests or states: small arr
 
 
 def _part(manifest, rule: str, part: str, now: tuple) -> np.ndarray:
-    """A part's cells for the manifest as it is `now`: from this process's memory, or one pass."""
+    """A part's cells for the manifest as it is `now`: from this process's memory; for the curators' part
+    after their recorded changes, that of the other documents and those they changed counted again (their
+    decided pages: milliseconds); else one pass."""
     key = (str(manifest.path), rule, part, now)
     with _lock:
         found = _parts.get(key)
+        earlier = next((k for k in _parts if k[:3] == key[:3] and k[3][:-2] == now[:-2]), None) if part == "decided" else None
+        earlier_rows = _parts.get(earlier) if earlier else None
     if found is not None:
         return found
-    made = _cells(manifest, rule, part)
+    made = None if earlier is None else _followed(manifest, rule, earlier_rows, earlier[3][-1], now[-1])
+    made = _cells(manifest, rule, part) if made is None else made
     with _lock:
         for old in [k for k in _parts if k[:3] == key[:3]]:
             del _parts[old]
@@ -176,6 +186,19 @@ def _part(manifest, rule: str, part: str, now: tuple) -> np.ndarray:
             del _parts[next(iter(_parts))]
         _parts[key] = made
     return made
+
+
+def _followed(manifest, rule: str, rows: np.ndarray, since: int, last: int) -> np.ndarray | None:
+    """The curators' part `rows`, as of the history's change `since`, brought up to its change `last`: the
+    documents changed in between counted again. None where nothing was recorded in between (a writer that does
+    not record: count them all)."""
+    docs = [row[0] for row in manifest.conn.execute(
+        "SELECT DISTINCT doc_id FROM history_changes WHERE rowid > ? AND rowid <= ? AND doc_id IS NOT NULL",
+        (since, last))]
+    if not docs:
+        return None
+    fresh = _cells(manifest, rule, "decided", ", ".join(str(int(doc)) for doc in docs))
+    return np.concatenate([rows[~np.isin(rows[:, 0], docs)], fresh])
 
 
 def state(manifest, rule: str) -> tuple[tuple, tuple]:
@@ -186,7 +209,7 @@ def state(manifest, rule: str) -> tuple[tuple, tuple]:
     job catching up after a rule switch changes neither."""
     pages, suggestions, decided = aggregates.version(manifest.conn)
     newest, last = manifest.conn.execute(
-        "SELECT (SELECT MAX(id) FROM pictures), (SELECT COALESCE(MAX(id), 0) FROM history)").fetchone()
+        "SELECT (SELECT MAX(id) FROM pictures), (SELECT COALESCE(MAX(rowid), 0) FROM history_changes)").fetchone()
     found = (pages, suggestions if rule == "model" else None, newest, manifest.picture_score_min)
     return found, (*found, decided, last)
 
