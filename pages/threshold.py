@@ -8,7 +8,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from curation.manifest import picture_decisions, picture_views, views
+from curation.manifest import cutoff_counts, picture_decisions, picture_views, views
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
 from pages import _auth as auth
@@ -40,6 +40,7 @@ def main():
             st.info("No page is scored yet: ingest an archive first.")
             common.link("pages/ingest.py", "Ingest", ":material/upload_file:")
             return
+        cutoff_counts.warm(manifest.path)  # the counts for any cutoff or rule tried, made while the page is read
         saved = (manifest.rule, manifest.threshold, manifest.picture_area_min, manifest.picture_score_min)
         sync_drafts(saved)
         rule, draft, share, score = drafts()

@@ -162,6 +162,7 @@ def _as_table(rows: np.ndarray) -> Table:
 
 
 _parts: dict[tuple, np.ndarray] = {}
+_counting: dict[tuple, threading.Lock] = {}
 _lock = threading.Lock()
 KEPT_PARTS = 12  # each rule's two parts, for two manifests or states: small arrays (rows of distinct cells)
 
@@ -172,20 +173,28 @@ def _part(manifest, rule: str, part: str, now: tuple) -> np.ndarray:
     decided pages: milliseconds); else one pass."""
     key = (str(manifest.path), rule, part, now)
     with _lock:
-        found = _parts.get(key)
-        earlier = next((k for k in _parts if k[:3] == key[:3] and k[3][:-2] == now[:-2]), None) if part == "decided" else None
-        earlier_rows = _parts.get(earlier) if earlier else None
-    if found is not None:
-        return found
-    made = None if earlier is None else _followed(manifest, rule, earlier_rows, earlier[3][-1], now[-1])
-    made = _cells(manifest, rule, part) if made is None else made
+        counting = _counting.setdefault(key[:3], threading.Lock())
+    with counting:  # one count of a part at a time: a second reader (the warm-up's) waits for it
+        with _lock:
+            found = _parts.get(key)
+            earlier = next((k for k in _parts if k[:3] == key[:3] and k[3][:-2] == now[:-2]), None) \
+                if part == "decided" else None
+            earlier_rows = _parts.get(earlier) if earlier else None
+        if found is not None:
+            return found
+        made = None if earlier is None else _followed(manifest, rule, earlier_rows, earlier[3][-1], now[-1])
+        made = _cells(manifest, rule, part) if made is None else made
+        _keep(key, made)
+    return made
+
+
+def _keep(key: tuple, made: np.ndarray) -> None:
     with _lock:
         for old in [k for k in _parts if k[:3] == key[:3]]:
             del _parts[old]
         while len(_parts) >= KEPT_PARTS:
             del _parts[next(iter(_parts))]
         _parts[key] = made
-    return made
 
 
 def _followed(manifest, rule: str, rows: np.ndarray, since: int, last: int) -> np.ndarray | None:
@@ -220,6 +229,35 @@ def table(manifest, rule: str) -> Table:
     read again after each of their changes)."""
     found, decided = state(manifest, rule)
     return _as_table(np.concatenate([_part(manifest, rule, "rule", found), _part(manifest, rule, "decided", decided)]))
+
+
+_warming: set[str] = set()
+
+
+def warm(path, rules=("picture", "sigma", "model")) -> None:
+    """Count the rules' tables in a thread of their own (its own connection), so that a cutoff moved or a rule
+    switched after the page loads finds them made: the scan's second or more then runs while a person looks at
+    the page. Returns at once; one warm-up a manifest at a time; a failure leaves the counting to the view."""
+    path = str(path)
+    with _lock:
+        if path in _warming:
+            return
+        _warming.add(path)
+
+    def count():
+        from .store import Manifest  # the store imports the views, which import this module
+
+        try:
+            with Manifest(path) as manifest:
+                for rule in rules:
+                    table(manifest, rule)
+        except Exception:  # noqa: BLE001 (a manifest gone or busy: the view counts for itself)
+            pass
+        finally:
+            with _lock:
+                _warming.discard(path)
+
+    threading.Thread(target=count, name="cutoff-counts-warm", daemon=True).start()
 
 
 def pictures_kept(manifest, params: dict) -> int | None:
