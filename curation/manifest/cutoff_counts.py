@@ -163,6 +163,7 @@ def _as_table(rows: np.ndarray) -> Table:
 
 _parts: dict[tuple, np.ndarray] = {}
 _counting: dict[tuple, threading.Lock] = {}
+_tables: dict[tuple, Table] = {}  # the last table of each manifest and rule, put together from its parts
 _lock = threading.Lock()
 KEPT_PARTS = 12  # each rule's two parts, for two manifests or states: small arrays (rows of distinct cells)
 
@@ -228,7 +229,19 @@ def table(manifest, rule: str) -> Table:
     pages' figures, the pictures or the suggestions change) and the curators' part (the pages they decided,
     read again after each of their changes)."""
     found, decided = state(manifest, rule)
-    return _as_table(np.concatenate([_part(manifest, rule, "rule", found), _part(manifest, rule, "decided", decided)]))
+    key = (str(manifest.path), rule, decided)
+    with _lock:
+        made = _tables.get(key)
+    if made is None:
+        made = _as_table(np.concatenate([_part(manifest, rule, "rule", found),
+                                         _part(manifest, rule, "decided", decided)]))
+        with _lock:
+            for old in [k for k in _tables if k[:2] == key[:2]]:
+                del _tables[old]
+            while len(_tables) >= KEPT_PARTS // 2:  # about 1.6 MB each (a count for every area cutoff)
+                del _tables[next(iter(_tables))]
+            _tables[key] = made
+    return made
 
 
 _warming: set[str] = set()
