@@ -90,12 +90,13 @@ def test_the_table_follows_a_curators_change_and_its_undo_counting_again_only_th
     assert_exact(manifest, "picture", 45.0, 0.48)
     assert passes == [("rule", ""), ("decided", "")]  # one scan; the second cutoff was a lookup
     for change in (lambda: manifest.set_override(docs[0], 2, False), lambda: manifest.set_picture_override(
-            picture_id(manifest, docs[1], 0, 2), True), manifest.undo, manifest.undo):
+            picture_id(manifest, docs[1], 0, 2), True), manifest.undo, manifest.undo,
+            lambda: manifest.add_picture(docs[0], 1, (500, 500, 900, 900)), manifest.undo):
         change()
         assert_exact(manifest, "picture", 45.0, 5.2)
     # The pictures as found are not read again; of the pages curators decided, only the changed document's.
     assert passes[2:] == [("decided", str(docs[0])), ("decided", str(docs[1])), ("decided", str(docs[1])),
-                          ("decided", str(docs[0]))]
+                          ("decided", str(docs[0])), ("decided", str(docs[0])), ("decided", str(docs[0]))]
     manifest.replace_suggestions([(docs[1], 1, True, 0.6)])  # a new fit: only the model's table is made again
     assert_exact(manifest, "picture", 45.0, 5.2)
     assert_exact(manifest, "model", 45.0, 5.2)
@@ -136,3 +137,14 @@ def test_a_sigma_or_area_one_float_step_from_a_cutoff_falls_on_the_side_sql_comp
         for sigma in (1.6, 1.7, 1.8, 3.3, 44.9, 45.0, 45.1):
             for area in (0.04, 0.05, 0.06, 0.2, 2.19, 2.2, 2.21):
                 assert_exact(manifest, rule, sigma, area)
+
+
+def test_a_rescore_that_keeps_the_pages_figures_but_moves_a_pictures_score_is_counted_again(manifest):
+    doc = learned_document(manifest)
+    assert_exact(manifest, "picture", 30.0, 3.5)
+    from test_picture_score_cutoff import PAGES, scored as scored_learned
+    moved = [[entry[:7] + [0.5 if entry[7] == 0.12 else entry[7]] for entry in entries] for entries in PAGES]
+    for page, entries in enumerate(moved):  # the doubtful cut now sure; the page's largest picture is unchanged
+        scored_learned(manifest, doc, page, entries)
+    assert_exact(manifest, "picture", 30.0, 3.5)
+    assert_exact(manifest, "picture", 30.0, 2.5)

@@ -88,21 +88,21 @@ _DECIDED_PAGES = ("(SELECT doc_id, page FROM overrides UNION "
 
 
 def _rows_sql(rule: str, part: str, docs: str = "") -> str:
-    """Each picture's (document, key, needs σ, σ, sign). "rule": every picture as the rule alone decides it (the
-    document left out: 0); "decided": on the pages a curator decided (of the documents `docs`, SQL, or all), each
-    picture as decided (+1, deleted ones left out) and as the rule alone would (-1), so that the two parts add
-    up to the pictures as they are decided."""
+    """Each picture's (document, key, needs σ, σ, sign). "rule": every picture the scoring found as the rule alone
+    decides it (the document left out: 0); "decided": on the pages a curator decided (of the documents `docs`,
+    SQL, or all), each picture as decided (+1, deleted ones left out) and, unless a curator added it, as the rule
+    alone would (-1), so that the two parts add up to the pictures as they are decided."""
     joins = _JOINS if rule == "model" else _JOINS.rsplit(" LEFT JOIN suggestions", 1)[0]
     if part == "rule":
         key, needs = key_sql(rule, decided=False)
         return (f"SELECT 0 AS doc, {key} AS key, {needs} AS needs, p.sigma AS sigma, 1 AS sign FROM pictures x {joins} "
-                f"WHERE {_COUNTED}")
+                f"WHERE {_COUNTED} AND NOT x.added")
     source = f"FROM {_DECIDED_PAGES} k CROSS JOIN pictures x ON x.doc_id = k.doc_id AND x.page = k.page {joins}"
     where = f"{_COUNTED} AND k.doc_id IN ({docs})" if docs else _COUNTED
     exact, undecided = key_sql(rule), key_sql(rule, decided=False)
     return (f"SELECT x.doc_id AS doc, {exact[0]} AS key, {exact[1]} AS needs, p.sigma AS sigma, 1 AS sign {source} "
             f"WHERE {where} AND NOT x.deleted UNION ALL "
-            f"SELECT x.doc_id, {undecided[0]}, {undecided[1]}, p.sigma, -1 {source} WHERE {where}")
+            f"SELECT x.doc_id, {undecided[0]}, {undecided[1]}, p.sigma, -1 {source} WHERE {where} AND NOT x.added")
 
 
 def _cells_sql(rule: str, part: str, docs: str = "") -> str:
@@ -213,14 +213,13 @@ def _followed(manifest, rule: str, rows: np.ndarray, since: int, last: int) -> n
 
 def state(manifest, rule: str) -> tuple[tuple, tuple]:
     """What each part depends on besides its rule. The rule's part: the pages' figures and documents' status
-    (their change counter), the pictures found (the largest id: a scoring replaces a page's pictures), the
-    saved score cutoff, and under the model its suggestions. The curators' part: that, and what curators
-    decided (their change counter and every person's change in the history). Not the jobs' progress: a decide
-    job catching up after a rule switch changes neither."""
+    (their change counter, which also moves with every page scored: a scoring writes the page's row again, with
+    its pictures), the saved score cutoff, and under the model its suggestions. The curators' part: that, and
+    what curators decided (their change counter and every person's change in the history). Not the jobs'
+    progress: a decide job catching up after a rule switch changes neither."""
     pages, suggestions, decided = aggregates.version(manifest.conn)
-    newest, last = manifest.conn.execute(
-        "SELECT (SELECT MAX(id) FROM pictures), (SELECT COALESCE(MAX(rowid), 0) FROM history_changes)").fetchone()
-    found = (pages, suggestions if rule == "model" else None, newest, manifest.picture_score_min)
+    last = manifest.conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM history_changes").fetchone()[0]
+    found = (pages, suggestions if rule == "model" else None, manifest.picture_score_min)
     return found, (*found, decided, last)
 
 
