@@ -148,3 +148,17 @@ def test_a_rescore_that_keeps_the_pages_figures_but_moves_a_pictures_score_is_co
         scored_learned(manifest, doc, page, entries)
     assert_exact(manifest, "picture", 30.0, 3.5)
     assert_exact(manifest, "picture", 30.0, 2.5)
+
+
+def test_while_the_page_warms_the_tables_a_move_is_counted_from_the_pictures_between_not_waited_for(manifest, monkeypatch):
+    decided_by_curators(manifest)
+    monkeypatch.setattr(cutoff_counts, "warming", lambda path: True)
+    counted = []
+    monkeypatch.setattr(cutoff_counts, "_cells", lambda *args: counted.append(args) or pytest.fail("waited"))
+    assert_exact(manifest, "picture", 45.0, 5.2)  # the saved rule, its stored decisions current: moved
+    assert counted == []
+    monkeypatch.undo()
+    cutoff_counts.table(manifest, "picture")  # the warm-up done
+    monkeypatch.setattr(pv, "_kept_by_moved_cutoffs", lambda *args: pytest.fail("not looked up"))
+    monkeypatch.setattr(cutoff_counts, "warming", lambda path: True)
+    assert_exact(manifest, "picture", 45.0, 0.48)

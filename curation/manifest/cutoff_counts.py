@@ -272,12 +272,27 @@ def warm(path, rules=("picture", "sigma", "model")) -> None:
     threading.Thread(target=count, name="cutoff-counts-warm", daemon=True).start()
 
 
-def pictures_kept(manifest, params: dict) -> int | None:
+def warming(path) -> bool:
+    """Whether a warm-up is counting the manifest's tables now."""
+    with _lock:
+        return str(path) in _warming
+
+
+def _ready(manifest, rule: str) -> bool:
+    """Whether the rule's table is at hand without a scan: its rule's part counted for the manifest as it is."""
+    found, _ = state(manifest, rule)
+    with _lock:
+        return (str(manifest.path), rule, "rule", found) in _parts and any(
+            k[:3] == (str(manifest.path), rule, "decided") and k[3][:-2] == found for k in _parts)
+
+
+def pictures_kept(manifest, params: dict, wait: bool = True) -> int | None:
     """The pictures the decision `params` (views.decision_params) exports, from the rule's table and, for a score
-    cutoff being tried, the pages between the two score cutoffs; None off the sliders' grids."""
+    cutoff being tried, the pages between the two score cutoffs; None off the sliders' grids, or (not `wait`)
+    while the rule's table is still to be counted."""
     sigma_step = grid_step(params["threshold"], SIGMA_GRID)
     area_step = grid_step(params["picture_area_min"], AREA_GRID, AREA_TOP)
-    if sigma_step is None or area_step is None:
+    if sigma_step is None or area_step is None or not (wait or _ready(manifest, params["rule"])):
         return None
     kept = table(manifest, params["rule"]).kept(sigma_step, area_step)
     return kept + _moved_by_score(manifest, params, f"NOT x.deleted AND {EXPORTED_SQL}", "x")

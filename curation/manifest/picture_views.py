@@ -146,15 +146,17 @@ def picture_figures(manifest: Manifest, threshold: float | None, saved_threshold
 
 
 def _kept_and_excluded(manifest: Manifest, params: dict, saved: dict | None = None) -> dict[str, int]:
-    """Under the saved settings the stored counts; on the sliders' grids a lookup (cutoff_counts); else the
-    `saved` counts moved by the pictures between the cutoffs, or a scan."""
+    """Under the saved settings the stored counts; on the sliders' grids a lookup (cutoff_counts; while a warm-up
+    counts its table, the `saved` counts moved by the pictures between the cutoffs, if they can be); else those
+    moved counts, or a scan."""
     if picture_decisions.is_saved(manifest, params):
         return _stored_counts(manifest, None)
-    kept = cutoff_counts.pictures_kept(manifest, params)
-    if kept is not None:
-        return {"kept": kept, "excluded": cutoff_counts.table(manifest, params["rule"]).pictures - kept}
-    if saved is not None and (kept := _kept_by_moved_cutoffs(manifest, saved["kept"], params)) is not None:
-        return {"kept": kept, "excluded": saved["all"] - kept - saved["deleted"]}
+    warming = cutoff_counts.warming(manifest.path)
+    for wait, moved in ((not warming, True), (True, False)):
+        if (kept := cutoff_counts.pictures_kept(manifest, params, wait)) is not None:
+            return {"kept": kept, "excluded": cutoff_counts.table(manifest, params["rule"]).pictures - kept}
+        if moved and saved is not None and (kept := _kept_by_moved_cutoffs(manifest, saved["kept"], params)) is not None:
+            return {"kept": kept, "excluded": saved["all"] - kept - saved["deleted"]}
     return scanned_counts(manifest, params["threshold"], rule=params["rule"],
                           picture_area_min=params["picture_area_min"], picture_score_min=params["picture_score_min"])
 
