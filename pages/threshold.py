@@ -8,7 +8,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from curation.manifest import cutoff_counts, picture_decisions, picture_views, views
+from curation.manifest import cutoff_counts, picture_decisions, views
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
 from pages import _auth as auth
@@ -183,7 +183,7 @@ def show_figures(manifest, draft: float, saved_threshold: float, trying: dict, s
 
 def picture_figures(manifest, draft: float, saved_threshold: float, trying: dict, score: float) -> dict:
     """The pictures kept and left out: looked up for any cutoff on the sliders (curation.manifest.cutoff_counts)."""
-    return picture_views.picture_figures(manifest, draft, saved_threshold, rule=trying["rule"],
+    return cutoff_counts.picture_figures(manifest, draft, saved_threshold, rule=trying["rule"],
                                          picture_area_min=trying["picture_area_min"], picture_score_min=score)
 
 

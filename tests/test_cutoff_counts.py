@@ -47,7 +47,7 @@ def decided_by_curators(manifest):
 
 def assert_exact(manifest, rule, sigma, area, score=None):
     tried = {"rule": rule, "picture_area_min": area, "picture_score_min": score}
-    figures = pv.picture_figures(manifest, sigma, manifest.threshold, **tried)
+    figures = cutoff_counts.picture_figures(manifest, sigma, manifest.threshold, **tried)
     scanned = pv.scanned_counts(manifest, sigma, **tried)
     assert (figures["kept"], figures["excluded"]) == (scanned["kept"], scanned["excluded"]), (rule, sigma, area, score)
 
@@ -74,7 +74,7 @@ def test_a_saved_rule_switch_with_stale_decisions_counts_both_sides_from_the_tab
     decided_by_curators(manifest)
     manifest.rule = "sigma"  # every stored decision stale until caught up
     monkeypatch.setattr(pv.picture_decisions, "is_saved", lambda *args: False)  # as while the decide job runs
-    figures = pv.picture_figures(manifest, 40.0, manifest.threshold, rule="picture", picture_area_min=2.2)
+    figures = cutoff_counts.picture_figures(manifest, 40.0, manifest.threshold, rule="picture", picture_area_min=2.2)
     saved = pv.scanned_counts(manifest, None)
     assert (figures["kept_saved"], figures["excluded_saved"]) == (saved["kept"], saved["excluded"])
     assert_exact(manifest, "picture", 40.0, 2.2)
@@ -159,6 +159,6 @@ def test_while_the_page_warms_the_tables_a_move_is_counted_from_the_pictures_bet
     assert counted == []
     monkeypatch.undo()
     cutoff_counts.table(manifest, "picture")  # the warm-up done
-    monkeypatch.setattr(pv, "_kept_by_moved_cutoffs", lambda *args: pytest.fail("not looked up"))
+    monkeypatch.setattr(cutoff_counts, "_kept_by_moved_cutoffs", lambda *args: pytest.fail("not looked up"))
     monkeypatch.setattr(cutoff_counts, "warming", lambda path: True)
     assert_exact(manifest, "picture", 45.0, 0.48)

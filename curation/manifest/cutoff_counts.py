@@ -1,5 +1,5 @@
 """The pictures a decision being tried on Threshold keeps, at any σ and area cutoff on the sliders' grids, as a
-lookup rather than a query.
+lookup rather than a query, and Threshold's picture figures built on it (`picture_figures`).
 
 A picture's decision (rules.EXPORTED_SQL) reads the σ cutoff only as `p.sigma > :threshold` and the area cutoff
 only as `X >= :picture_area_min` for a few areas X (its own, its page's largest, its edited page's largest left
@@ -18,13 +18,15 @@ the scores' index, as the settings' triggers find them; the pages' kept count mo
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import aggregates
+from . import aggregates, picture_decisions, picture_views
 from .rules import EXPORTED_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL, score_admits
+from .views import decision_params
 
 SIGMA_GRID = 10  # σ cutoffs per unit: the slider's step of 0.1
 AREA_GRID = 100  # area cutoffs per square inch: the slider's step of 0.01
@@ -320,3 +322,61 @@ def _moved_by_score(manifest, params: dict, decision: str, unit: str) -> int:
         f"SELECT COALESCE(SUM(COALESCE({decision}, 0) - COALESCE({at_saved}, 0)), 0) {source} "
         "JOIN documents d ON d.id = p.doc_id LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
         f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' AND (p.doc_id, p.page) IN ({pages})", bound).fetchone()[0]
+
+
+# -- Threshold's picture figures: the decision being tried against the saved one --------------------------------
+
+
+def picture_figures(manifest, threshold: float | None, saved_threshold: float | None = None, *,
+                    rule: str | None = None, picture_area_min: float | None = None,
+                    picture_score_min: float | None = None) -> dict[str, int]:
+    """The pictures the decision being tried exports ("kept") and leaves out ("excluded"), and the same under
+    the saved decision ("kept_saved", "excluded_saved"): a cutoff can drop pictures without changing a page."""
+    saved = _kept_and_excluded(manifest, decision_params(manifest, saved_threshold))
+    now = _kept_and_excluded(manifest, decision_params(manifest, threshold, rule, picture_area_min, picture_score_min),
+                             saved if saved_threshold in (None, manifest.threshold) else None)
+    return {"kept": now["kept"], "excluded": now["excluded"], "kept_saved": saved["kept"],
+            "excluded_saved": saved["excluded"]}
+
+
+def _kept_and_excluded(manifest, params: dict, saved: dict | None = None) -> dict[str, int]:
+    """Under the saved settings the stored counts; on the sliders' grids a lookup (cutoff_counts; while a warm-up
+    counts its table, the `saved` counts moved by the pictures between the cutoffs, if they can be); else those
+    moved counts, or a scan."""
+    if picture_decisions.is_saved(manifest, params):
+        return picture_views._stored_counts(manifest, None)
+    busy = warming(manifest.path)
+    for wait, moved in ((not busy, True), (True, False)):
+        if (kept := pictures_kept(manifest, params, wait)) is not None:
+            return {"kept": kept, "excluded": table(manifest, params["rule"]).pictures - kept}
+        if moved and saved is not None and (kept := _kept_by_moved_cutoffs(manifest, saved["kept"], params)) is not None:
+            return {"kept": kept, "excluded": saved["all"] - kept - saved["deleted"]}
+    return picture_views.scanned_counts(manifest, params["threshold"], rule=params["rule"],
+                                        picture_area_min=params["picture_area_min"],
+                                        picture_score_min=params["picture_score_min"])
+
+
+MOVABLE_CUTOFFS = ("threshold", "picture_area_min")  # where a move changes only the pictures an index finds
+
+
+def _kept_by_moved_cutoffs(manifest, kept_saved: int, draft: dict) -> int | None:
+    """The pictures `draft` keeps, where it differs from the saved settings only in the σ or area cutoff and
+    the stored decisions are current: the saved count moved by the pictures between the two cutoffs (found
+    through their indexes, as the settings' triggers find them, and driving the count), not a scan of every
+    picture. None where that does not hold."""
+    stored = manifest.decision_params()
+    moved = [name for name in MOVABLE_CUTOFFS if draft[name] != stored[name]]
+    if (not moved or any(draft[name] != stored[name] for name in stored if name not in MOVABLE_CUTOFFS)
+            or not picture_decisions.is_saved(manifest, stored)):
+        return None
+    ids = " UNION ".join(
+        "SELECT x.id AS id FROM pictures x" + (" JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page"
+                                               if re.search(r"\bp\.", where) else "") + f" WHERE {where}"
+        for name in moved for where in picture_decisions.pictures_that_can_change(name, f":saved_{name}", f":{name}"))
+    kept, kept_before = picture_views.DECISION_SQL["kept"], "NOT x.deleted AND x.exported = 1"
+    joins = picture_views.from_sql(kept).replace("FROM pictures x", f"FROM ({ids}) AS moved JOIN pictures x "
+                                                 "ON x.id = moved.id", 1)
+    return kept_saved + manifest.conn.execute(
+        f"SELECT COALESCE(SUM(COALESCE({kept}, 0) - COALESCE({kept_before}, 0)), 0) {joins} "
+        f"WHERE {picture_views.BASE_SQL}",
+        {**draft, **{f"saved_{name}": stored[name] for name in moved}}).fetchone()[0]

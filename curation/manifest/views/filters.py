@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import aggregates, cutoff_counts, picture_decisions
+from .. import aggregates, picture_decisions
 from ..rules import DISAGREES_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES
 from ..store import Manifest
 
@@ -216,6 +216,8 @@ def figures(manifest: Manifest, threshold: float | None, saved: float | None = N
     scored between it and the saved one (cutoff_counts.pages_kept). Counts agree with Manifest.summary():
     failed pages count as rejected (they cannot be exported).
     """
+    from .. import cutoff_counts  # it counts pictures with the picture views, which import these views
+
     params = decision_params(manifest, threshold, rule, picture_area_min)
     now = aggregates.tally(manifest, params).counts()
     kept = now["kept"] if picture_score_min is None else cutoff_counts.pages_kept(
