@@ -4,12 +4,17 @@ lookup rather than a query, and Threshold's picture figures built on it (`pictur
 A picture's decision (rules.EXPORTED_SQL) reads the σ cutoff only as `p.sigma > :threshold` and the area cutoff
 only as `X >= :picture_area_min` for a few areas X (its own, its page's largest, its edited page's largest left
 to the rule), in AND, OR and COALESCE, never negated. Under one rule and score cutoff it is therefore
-`a <= key AND (not needs_sigma OR σ > t)`: a key in square inches (NULL: never kept) and whether σ counts (`KEY_SQL`
+`a <= key AND (not needs_sigma OR σ > t)`: a key in square inches (NULL: never kept) and whether σ counts (`key_sql`
 spells it out, overrides, picture edits and the model's suggestions included). One scan counts the pictures by
 (σ cell, key cell) on the sliders' grids (σ in tenths, the area in hundredths of a square inch up to the number
-input's 1,000), after which any cutoff on the grid is a sum of a suffix: microseconds. The table is kept per
-manifest, rule and state (the change counters, the scoring, the history's last action): the first view after a
-change pays the scan once. A cutoff off the grid returns None (the caller counts another way).
+input's 1,000), after which any cutoff on the grid is a sum of a suffix: microseconds.
+
+A rule's table has two parts, kept in this process: every picture the scoring found as the rule alone decides it
+(counted again only when the pages' counter moves, i.e. a scoring, or the saved score cutoff, or for the model a
+new fit: seconds at a million pictures), and the pages curators decided, as decided minus as the rule alone (after
+a person's recorded change only the changed documents are counted again). The Threshold page counts every rule's
+tables in a thread as it loads (`warm`); meanwhile a move under the saved rule is counted from the pictures
+between the two cutoffs. A cutoff off the grid returns None (the caller counts another way).
 
 A score cutoff being tried moves the count by the pictures of the pages holding a picture scored between the
 saved and the tried cutoff (their admission and their page's largest picture are all it changes), found through
