@@ -5,6 +5,7 @@ features or ink, a saved rule switch whose stored decisions are stale, a curator
 made, and a score cutoff being tried (pictures and pages)."""
 
 import math
+import time
 
 import pytest
 
@@ -162,3 +163,15 @@ def test_while_the_page_warms_the_tables_a_move_is_counted_from_the_pictures_bet
     monkeypatch.setattr(cutoff_counts, "_kept_by_moved_cutoffs", lambda *args: pytest.fail("not looked up"))
     monkeypatch.setattr(cutoff_counts, "warming", lambda path: True)
     assert_exact(manifest, "picture", 45.0, 0.48)
+
+
+def test_the_warm_up_counts_every_rules_table_in_its_own_thread(manifest):
+    decided_by_curators(manifest)
+    assert not any(cutoff_counts._ready(manifest, rule) for rule in RULES)
+    cutoff_counts.warm(manifest.path)
+    deadline = time.monotonic() + 60
+    while cutoff_counts.warming(manifest.path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(cutoff_counts._ready(manifest, rule) for rule in RULES)
+    for rule in RULES:
+        assert_exact(manifest, rule, 45.0, 5.2)
