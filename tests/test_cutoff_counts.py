@@ -65,7 +65,7 @@ def test_every_cutoff_on_the_grid_is_looked_up_and_counts_what_a_scan_of_every_p
 
 def test_cutoffs_between_grid_steps_are_not_looked_up_and_still_count_exactly(manifest):
     decided_by_curators(manifest)
-    for sigma, area in [(45.05, 2.2), (40.0, 2.205), (30.000001, 0.4800001), (-1.0, 2.0), (45.0, 1000.01)]:
+    for sigma, area in [(45.05, 2.2), (40.0, 2.205), (30.000001, 0.4800001), (-1.0, 2.0), (45.0, 1000.01), (250.0, 2.0)]:
         assert cutoff_counts.pictures_kept(manifest, views.decision_params(manifest, sigma, "picture", area)) is None
         for rule in RULES:
             assert_exact(manifest, rule, sigma, area)

@@ -37,6 +37,10 @@ SIGMA_GRID = 10  # σ cutoffs per unit: the slider's step of 0.1
 AREA_GRID = 100  # area cutoffs per square inch: the slider's step of 0.01
 AREA_TOP = 1000 * AREA_GRID  # the number input's largest cutoff, 1,000 sq in, as a grid step
 ALWAYS = 1e300  # a key every cutoff on the grid keeps
+# A picture's cells packed in one 32-bit code (the curators' part keeps a row a picture at worst: 1.2 M rows at
+# 4 M pages and 540,000 overrides): whether σ counts, the σ cell (σ of 8-bit grey is at most 127.5) and the key cell.
+SIGMA_BITS, KEY_BITS = 11, 17
+SIGMA_TOP = (1 << SIGMA_BITS) - 2  # the largest σ cutoff on the grid: a σ cell holds one more
 
 _INK = "p.ink_tone >= :ink_tone_min"
 _MODEL = "sg.keep"  # the model's suggestion, joined once (rules.MODEL_SQL reads it a subquery at a time)
@@ -113,20 +117,20 @@ def _rows_sql(rule: str, part: str, docs: str = "") -> str:
 
 
 def _cells_sql(rule: str, part: str, docs: str = "") -> str:
-    """Pictures counted by (document, needs σ, σ cell, key cell). σ cell: how many σ cutoffs on the grid (0, 0.1, ...) lie
+    """Pictures counted by document and packed cells (needs σ, σ cell, key cell). σ cell: how many σ cutoffs on the grid (0, 0.1, ...) lie
     under the page's σ; key cell: how many area cutoffs (0, 0.01, ..., 1000) lie at or under the key. Each is
     worked out from the float's product and corrected by one step where the product rounded across a cutoff,
     so `σ > t` and `key >= a` hold exactly as SQL compares them."""
     top = AREA_TOP // AREA_GRID + 1
     return (
-        "SELECT doc, needs, CASE WHEN needs THEN COALESCE(sf + (sf / 10.0 < sigma) - ((sf - 1) / 10.0 >= sigma), 0) "
-        "ELSE 0 END AS s_cell, "
+        f"SELECT doc, (needs << {SIGMA_BITS + KEY_BITS}) | (MIN(CASE WHEN needs THEN "  # SQLite: << and | bind alike
+        f"COALESCE(sf + (sf / 10.0 < sigma) - ((sf - 1) / 10.0 >= sigma), 0) ELSE 0 END, {SIGMA_TOP + 1}) << {KEY_BITS}) | "
         f"CASE WHEN key IS NULL OR key < 0 THEN 0 WHEN key >= {top} THEN {AREA_TOP + 1} "
-        f"ELSE MIN(kf + ((kf + 1) / 100.0 <= key) - (kf / 100.0 > key) + 1, {AREA_TOP + 1}) END AS k_cell, SUM(sign) "
+        f"ELSE MIN(kf + ((kf + 1) / 100.0 <= key) - (kf / 100.0 > key) + 1, {AREA_TOP + 1}) END AS code, SUM(sign) "
         f"FROM (SELECT doc, key, needs, sigma, sign, CAST(sigma * {SIGMA_GRID} AS INTEGER) AS sf, "
         f"CAST(MIN(MAX(key, 0), {top}) * {AREA_GRID} AS INTEGER) AS kf "
         f"FROM ({_rows_sql(rule, part, docs)} LIMIT -1) LIMIT -1) "
-        "GROUP BY doc, needs, s_cell, k_cell"
+        "GROUP BY doc, code"
     )
 
 
@@ -154,18 +158,20 @@ def grid_step(value: float, per_unit: int, top: int | None = None) -> int | None
 
 
 def _cells(manifest, rule: str, part: str, docs: str = "") -> np.ndarray:
-    """_cells_sql's rows (document, needs σ, σ cell, key cell, pictures) as an array."""
+    """_cells_sql's rows (document, packed cells, pictures) as an array of 32-bit integers."""
     return np.array(manifest.conn.execute(_cells_sql(rule, part, docs), manifest.decision_params(rule=rule)).fetchall(),
-                    dtype=np.int64).reshape(-1, 5)
+                    dtype=np.int32).reshape(-1, 3)
 
 
 def _as_table(rows: np.ndarray) -> Table:
-    rows = rows[:, 1:]
-    alone = rows[rows[:, 0] == 0]
-    cells = np.bincount(alone[:, 2], weights=alone[:, 3], minlength=AREA_TOP + 2).astype(np.int64)
+    code, counts = rows[:, 1], rows[:, 2].astype(np.int64)
+    needs, key_cells = code >> (SIGMA_BITS + KEY_BITS), code & ((1 << KEY_BITS) - 1)
+    sigma_cells = (code >> KEY_BITS) & ((1 << SIGMA_BITS) - 1)
+    alone = needs == 0
+    cells = np.bincount(key_cells[alone], weights=counts[alone], minlength=AREA_TOP + 2).astype(np.int64)
     suffix = np.concatenate([np.cumsum(cells[::-1])[::-1], [0]])
-    both = rows[rows[:, 0] != 0][:, 1:]
-    return Table(suffix, both[both[:, 2] != 0], int(rows[:, 3].sum()))
+    both = np.stack([sigma_cells[~alone], key_cells[~alone], counts[~alone]], axis=1).astype(np.int64)
+    return Table(suffix, both[both[:, 2] != 0], int(counts.sum()))
 
 
 _parts: dict[tuple, np.ndarray] = {}
@@ -297,7 +303,7 @@ def pictures_kept(manifest, params: dict, wait: bool = True) -> int | None:
     """The pictures the decision `params` (views.decision_params) exports, from the rule's table and, for a score
     cutoff being tried, the pages between the two score cutoffs; None off the sliders' grids, or (not `wait`)
     while the rule's table is still to be counted."""
-    sigma_step = grid_step(params["threshold"], SIGMA_GRID)
+    sigma_step = grid_step(params["threshold"], SIGMA_GRID, SIGMA_TOP)
     area_step = grid_step(params["picture_area_min"], AREA_GRID, AREA_TOP)
     if sigma_step is None or area_step is None or not (wait or _ready(manifest, params["rule"])):
         return None
