@@ -417,6 +417,35 @@ def interactions(repeat: int, results: list[tuple[str, float]], pictures: bool =
     return results
 
 
+def threshold_interactions(repeat: int, clock=time.perf_counter) -> list[tuple[str, list[float]]]:
+    """Threshold's script runs in ms, every sample: each a real change (a cutoff or rule not tried before in
+    this run), so no sample is a rerun that changes nothing. A rule's first switch pays its count of every
+    picture once (curation.manifest.cutoff_counts); the moves after it are lookups."""
+    results: list[tuple[str, list[float]]] = []
+
+    def measure(label, actions):
+        samples = []
+        for action in actions:
+            started = clock()
+            action()
+            samples.append((clock() - started) * 1000)
+        results.append((label, samples))
+        print(f"  {label:48s} " + " ".join(f"{ms:6.0f}" for ms in samples), flush=True)
+
+    at = app("pages/threshold.py")
+    slider = lambda key, value: lambda: (at.slider(key=key).set_value(value), run(at))  # noqa: E731
+    rule = lambda name: lambda: (at.segmented_control(key="threshold_rule").set_value(name), run(at))  # noqa: E731
+    measure("load (picture rule)", [lambda: run(at)] * repeat)
+    measure("move the picture cutoff", [slider("picture_area_slider", v) for v in [5.0, 1.0, 8.0, 3.5, 0.5, 12.0][:repeat * 2]])
+    measure("move the σ cutoff", [slider("threshold_slider", v) for v in [30.0, 40.0, 50.0, 35.0, 45.5, 38.0][:repeat * 2]])
+    measure("switch the rule (σ only, model, picture)", [rule(r) for r in ("sigma", "model", "picture")])
+    measure("σ only: switch, then move the σ cutoff", [rule("sigma")] + [slider("threshold_slider", v)
+                                                                        for v in [52.0, 41.0, 47.5, 33.0][:repeat + 1]])
+    measure("model: switch, then move the picture cutoff", [rule("model")] + [slider("picture_area_slider", v)
+                                                                              for v in [2.5, 6.0, 0.8, 9.5][:repeat + 1]])
+    return results
+
+
 def last_bulk_job() -> int:
     """The id of the latest bulk job (0: none yet)."""
     from curation.manifest import bulk
@@ -674,6 +703,8 @@ def main() -> None:
     parser.add_argument("--no-apps", action="store_true", help="time the library's queries only, not the pages")
     parser.add_argument("--pictures-only", action="store_true",
                         help="time the Pictures view's library queries and script runs only")
+    parser.add_argument("--threshold-only", action="store_true",
+                        help="time Threshold's script runs only, every sample a real change (with --cpu: CPU ms)")
     parser.add_argument("--cpu", action="store_true",
                         help="time the Pictures view's script runs in CPU seconds (on a busy machine)")
     parser.add_argument("--direct", action="store_true",
@@ -702,6 +733,10 @@ def main() -> None:
                 count = add_pictures(manifest, args.pictures_per_page)
                 manifest.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             print(f"added {count:,} pictures in {time.perf_counter() - started:.1f} s")
+    if args.threshold_only:
+        print(f"Threshold's script runs, AppTest, {'CPU' if args.cpu else 'wall'} ms, each sample:")
+        threshold_interactions(args.repeat, time.process_time if args.cpu else time.perf_counter)
+        return
     if args.pictures_only:
         ok = report(f"Pictures view's library queries (median of {args.repeat}; {PICTURES_PER_SCREEN} a screen):",
                     timed_picture_queries(args.repeat))

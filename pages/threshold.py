@@ -8,7 +8,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from curation.manifest import picture_decisions, picture_views, views
+from curation.manifest import cutoff_counts, picture_decisions, views
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
 from pages import _auth as auth
@@ -40,6 +40,7 @@ def main():
             st.info("No page is scored yet: ingest an archive first.")
             common.link("pages/ingest.py", "Ingest", ":material/upload_file:")
             return
+        cutoff_counts.warm(manifest.path)  # the counts for any cutoff or rule tried, made while the page is read
         saved = (manifest.rule, manifest.threshold, manifest.picture_area_min, manifest.picture_score_min)
         sync_drafts(saved)
         rule, draft, share, score = drafts()
@@ -150,7 +151,7 @@ def explain(manifest, rule: str, draft: float, share: float):
 
 
 def show_figures(manifest, draft: float, saved_threshold: float, trying: dict, score: float):
-    now = views.figures(manifest, draft, saved_threshold, **trying)
+    now = views.figures(manifest, draft, saved_threshold, **trying, picture_score_min=score)
 
     def delta(key, fmt="{:+,}"):
         change = now[key] - now[f"{key}_saved"]
@@ -164,8 +165,8 @@ def show_figures(manifest, draft: float, saved_threshold: float, trying: dict, s
 
     columns = st.columns(6)
     columns[0].metric("Kept", f"{now['kept']:,}", delta=delta("kept"),
-                      help="Pages the rule being tried keeps, with your includes and excludes; the change is "
-                           "against the saved rule.")
+                      help="Pages the rule and cutoffs being tried keep (the score cutoff too), with your includes "
+                           "and excludes; the change is against the saved rule.")
     columns[1].metric("Rejected", f"{now['rejected']:,}", delta=delta("rejected"), delta_color="inverse")
     columns[2].metric("Share removed", f"{now['removed_share']:.0%}",
                       delta=delta("removed_share", "{:+.0%}"), delta_color="off",
@@ -181,21 +182,9 @@ def show_figures(manifest, draft: float, saved_threshold: float, trying: dict, s
 
 
 def picture_figures(manifest, draft: float, saved_threshold: float, trying: dict, score: float) -> dict:
-    """The pictures kept and left out, counted again only when the decision, the scoring or a person's change
-    (the history's last action) moved: a rule being tried counts every picture, and this page reruns for
-    its charts' options too."""
-    last_action = manifest.conn.execute("SELECT COALESCE(MAX(id), 0) FROM history").fetchone()[0]
-    stamp = (*picture_views.scoring_stamp(manifest), last_action)
-    return counted_pictures(str(manifest.path), stamp, draft, saved_threshold, trying["rule"],
-                            trying["picture_area_min"], score)
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def counted_pictures(db: str, stamp: tuple, draft: float, saved_threshold: float, rule: str, share: float,
-                     score: float) -> dict:
-    with common.open_manifest() as manifest:  # `db` and `stamp` are the cache's key: which manifest, and as of when
-        return picture_views.picture_figures(manifest, draft, saved_threshold, rule=rule, picture_area_min=share,
-                                             picture_score_min=score)
+    """The pictures kept and left out: looked up for any cutoff on the sliders (curation.manifest.cutoff_counts)."""
+    return cutoff_counts.picture_figures(manifest, draft, saved_threshold, rule=trying["rule"],
+                                         picture_area_min=trying["picture_area_min"], picture_score_min=score)
 
 
 def save_bar(saved: tuple, trying: tuple, scored: bool):
@@ -323,7 +312,7 @@ def score_section(manifest, score: float, saved_score: float):
     counted, under = int(hist.admitted.sum()), int(hist.dropped.sum())
     st.caption(f"At {score:.2f}: **{counted:,}** scored pictures counted, **{under:,}** under the cutoff"
                + ("" if score == saved_score else f" (saved {saved_score:.2f})")
-               + ". Pages are counted again with the new score cutoff once it is saved.")
+               + ". The pages and pictures kept above follow it before you save.")
     data = pd.DataFrame(hist.rows())
     bars = alt.Chart(data).mark_bar(binSpacing=0).encode(
         x=alt.X("start:Q", title="learned verdict's score", scale=alt.Scale(domain=[0, 1], nice=False)),

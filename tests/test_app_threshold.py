@@ -266,3 +266,19 @@ def test_raising_the_picture_cutoff_shows_the_pictures_it_drops(db):
         manifest.set_picture_override(manifest.picture_by_number(1, 1, 1)["id"], False)
     ran(at)
     assert metrics(at)["Pictures kept"] == "5" and metrics(at)["Pictures left out"] == "2"
+
+
+def test_a_score_cutoff_being_tried_moves_the_kept_pages_before_save(db):
+    """At 0.20 only the sure engraving's page is kept; at 0.10 the page of a 0.15 cut counts too, unsaved."""
+    from test_picture_score_cutoff import learned_document
+
+    db.parent.mkdir(parents=True)
+    with Manifest(db) as manifest:
+        learned_document(manifest)
+    at = ran(page("pages/threshold.py"))
+    assert metrics(at)["Kept"] == "1" and metrics(at)["Pictures kept"] == "1"
+    at.number_input(key="picture_score_number").set_value(0.1)
+    ran(at)
+    assert metrics(at)["Kept"] == "2" and metrics(at)["Pictures kept"] == "3"
+    assert "+1" in str(next(m for m in at.metric if m.label == "Kept").proto)
+    assert "follow it before you save" in texts(at) and not button(at, "Save").disabled

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from curation import Manifest
 from curation.cli import cli
-from curation.manifest import history, picture_decisions, schema, store
+from curation.manifest import cutoff_counts, history, picture_decisions, schema, store
 from curation.manifest import picture_views as pv
 from curation.scoring.result import PageResult
 from test_picture_views import ENGRAVING, NEAR_CUT, PLATE, STOCK_CUT, scored
@@ -209,20 +209,21 @@ def test_a_cutoff_being_tried_counts_the_pictures_it_keeps_as_a_scan_of_every_pi
     manifest.set_picture_override(picture_id(manifest, docs[1], 2), False)  # and exclude
     manifest.conn.execute("UPDATE pages SET picture_area = NULL WHERE doc_id = ? AND page = 1", (docs[1],))
     moved = []
-    real = pv._kept_by_moved_cutoffs
-    monkeypatch.setattr(pv, "_kept_by_moved_cutoffs", lambda *args: moved.append(real(*args)) or moved[-1])
+    real = cutoff_counts._kept_by_moved_cutoffs
+    monkeypatch.setattr(cutoff_counts, "_kept_by_moved_cutoffs", lambda *args: moved.append(real(*args)) or moved[-1])
     for rule in ("picture", "sigma", "model", "picture"):
         manifest.rule = rule
+        # On the sliders' grids (a lookup, tests/test_cutoff_counts.py) and between their steps (moved).
         for threshold, area in [(None, 5.3), (None, 0.4), (None, 48.0), (35.0, None), (61.0, None), (45.0, 2.2),
-                                (29.0, 10.0)]:
+                                (29.0, 10.0), (None, 5.305), (35.05, None), (44.95, 2.195)]:
             tried = {"picture_area_min": area}
-            figures = pv.picture_figures(manifest, threshold, manifest.threshold, **tried)
+            figures = cutoff_counts.picture_figures(manifest, threshold, manifest.threshold, **tried)
             scanned = pv.scanned_counts(manifest, threshold, **tried)
             assert (figures["kept"], figures["excluded"]) == (scanned["kept"], scanned["excluded"]), (rule, threshold, area)
-    assert all(kept is not None for kept in moved)  # every one of them counted from the pictures between
-    manifest.rule = "sigma"  # another rule tried: counted by a scan
-    figures = pv.picture_figures(manifest, 45.0, manifest.threshold, rule="picture")
-    assert moved[-1] is None and figures["kept"] == pv.scanned_counts(manifest, 45.0, rule="picture")["kept"]
+    assert len(moved) == 12 and all(kept is not None for kept in moved)  # between steps: the pictures between
+    manifest.rule = "sigma"  # another rule tried between steps: counted by a scan
+    figures = cutoff_counts.picture_figures(manifest, 45.05, manifest.threshold, rule="picture")
+    assert moved[-1] is None and figures["kept"] == pv.scanned_counts(manifest, 45.05, rule="picture")["kept"]
 
 
 def test_a_reader_never_waits_for_another_writer_to_catch_up(manifest):

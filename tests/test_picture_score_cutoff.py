@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from curation import Manifest
 from curation.cli import cli
 from curation.export import ExportSettings
-from curation.manifest import history, schema, store, views
+from curation.manifest import cutoff_counts, history, schema, store, views
 from curation.manifest import picture_views as pv
 from curation.manifest.rules import DEFAULT_PICTURE_SCORE_MIN
 from curation.pictures import verdict
@@ -101,7 +101,7 @@ def test_the_saved_score_cutoff_decides_pictures_pages_outlines_and_counts(manif
     assert kept_pages(manifest) == [0]  # page 1's only picture is under the cutoff: no picture, σ 30 text
     assert manifest.pictures(doc, 0) == [tuple(SURE[:5])]  # the doubtful cut is not outlined
     assert manifest.pictures(doc, 1) == []
-    figures = pv.picture_figures(manifest, None, picture_score_min=0.1)  # tried, not saved
+    figures = cutoff_counts.picture_figures(manifest, None, picture_score_min=0.1)  # tried, not saved
     assert (figures["kept_saved"], figures["excluded_saved"]) == (1, 3)
     assert (figures["kept"], figures["excluded"]) == (3, 1)  # the doubtful cut and the lone one; not the faint
 

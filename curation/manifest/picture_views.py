@@ -134,45 +134,6 @@ def filter_counts(manifest: Manifest, threshold: float | None, doc_id: int | Non
     return scanned_counts(manifest, threshold, doc_id, rule=rule, **cutoffs)
 
 
-def picture_figures(manifest: Manifest, threshold: float | None, saved_threshold: float | None = None, *,
-                    rule: str | None = None, picture_area_min: float | None = None,
-                    picture_score_min: float | None = None) -> dict[str, int]:
-    """The pictures the decision being tried exports ("kept") and leaves out ("excluded"), and the same under
-    the saved decision ("kept_saved", "excluded_saved"): a cutoff can drop pictures without changing a page."""
-    saved = filter_counts(manifest, saved_threshold)
-    kept = None if saved_threshold not in (None, manifest.threshold) else _kept_by_moved_cutoffs(
-        manifest, saved["kept"], decision_params(manifest, threshold, rule, picture_area_min, picture_score_min))
-    now = filter_counts(manifest, threshold, rule=rule, picture_area_min=picture_area_min,
-                        picture_score_min=picture_score_min) if kept is None else {
-        "kept": kept, "excluded": saved["all"] - kept - saved["deleted"]}
-    return {"kept": now["kept"], "excluded": now["excluded"], "kept_saved": saved["kept"],
-            "excluded_saved": saved["excluded"]}
-
-
-MOVABLE_CUTOFFS = ("threshold", "picture_area_min")  # where a move changes only the pictures an index finds
-
-
-def _kept_by_moved_cutoffs(manifest: Manifest, kept_saved: int, draft: dict) -> int | None:
-    """The pictures `draft` keeps, where it differs from the saved settings only in the σ or area cutoff and
-    the stored decisions are current: the saved count moved by the pictures between the two cutoffs (found
-    through their indexes, as the settings' triggers find them, and driving the count), not a scan of every
-    picture. None where that does not hold."""
-    stored = manifest.decision_params()
-    moved = [name for name in MOVABLE_CUTOFFS if draft[name] != stored[name]]
-    if (not moved or any(draft[name] != stored[name] for name in stored if name not in MOVABLE_CUTOFFS)
-            or not picture_decisions.is_saved(manifest, stored)):
-        return None
-    ids = " UNION ".join(
-        "SELECT x.id AS id FROM pictures x" + (" JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page"
-                                               if re.search(r"\bp\.", where) else "") + f" WHERE {where}"
-        for name in moved for where in picture_decisions.pictures_that_can_change(name, f":saved_{name}", f":{name}"))
-    kept, kept_before = DECISION_SQL["kept"], "NOT x.deleted AND x.exported = 1"
-    joins = from_sql(kept).replace("FROM pictures x", f"FROM ({ids}) AS moved JOIN pictures x ON x.id = moved.id", 1)
-    return kept_saved + manifest.conn.execute(
-        f"SELECT COALESCE(SUM(COALESCE({kept}, 0) - COALESCE({kept_before}, 0)), 0) {joins} WHERE {BASE_SQL}",
-        {**draft, **{f"saved_{name}": stored[name] for name in moved}}).fetchone()[0]
-
-
 def scanned_counts(manifest: Manifest, threshold: float | None, doc_id: int | None = None, *,
                    rule: str | None = None, picture_area_min: float | None = None,
                    picture_score_min: float | None = None) -> dict[str, int]:

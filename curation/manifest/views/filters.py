@@ -208,15 +208,21 @@ def _inner(column: str, first: int, last: int, low: float, high: float) -> dict:
 
 
 def figures(manifest: Manifest, threshold: float | None, saved: float | None = None, *, rule: str | None = None,
-            picture_area_min: float | None = None) -> dict:
+            picture_area_min: float | None = None, picture_score_min: float | None = None) -> dict:
     """The threshold page's figures for the decision being tried, and what the saved one keeps, from the kept counts.
 
     The saved side is the saved rule and picture cutoff at σ `saved`; without `saved` both sides are
-    the decision being tried. Counts agree with Manifest.summary(): failed pages count as rejected
-    (they cannot be exported).
+    the decision being tried. A score cutoff being tried moves the kept pages by those holding a picture
+    scored between it and the saved one (cutoff_counts.pages_kept). Counts agree with Manifest.summary():
+    failed pages count as rejected (they cannot be exported).
     """
-    now = aggregates.tally(manifest, decision_params(manifest, threshold, rule, picture_area_min)).counts()
-    result = {"pages": now["pages"], "kept": now["kept"], "kept_saved": now["kept"], "overrides": now["overridden"],
+    from .. import cutoff_counts  # it counts pictures with the picture views, which import these views
+
+    params = decision_params(manifest, threshold, rule, picture_area_min)
+    now = aggregates.tally(manifest, params).counts()
+    kept = now["kept"] if picture_score_min is None else cutoff_counts.pages_kept(
+        manifest, {**params, "picture_score_min": float(picture_score_min)}, now["kept"])
+    result = {"pages": now["pages"], "kept": kept, "kept_saved": kept, "overrides": now["overridden"],
               "failed": now["failed"]}
     if saved is not None:
         result["kept_saved"] = aggregates.tally(manifest, decision_params(manifest, saved)).counts()["kept"]

@@ -1,0 +1,393 @@
+"""The pictures a decision being tried on Threshold keeps, at any σ and area cutoff on the sliders' grids, as a
+lookup rather than a query, and Threshold's picture figures built on it (`picture_figures`).
+
+A picture's decision (rules.EXPORTED_SQL) reads the σ cutoff only as `p.sigma > :threshold` and the area cutoff
+only as `X >= :picture_area_min` for a few areas X (its own, its page's largest, its edited page's largest left
+to the rule), in AND, OR and COALESCE, never negated. Under one rule and score cutoff it is therefore
+`a <= key AND (not needs_sigma OR σ > t)`: a key in square inches (NULL: never kept) and whether σ counts (`key_sql`
+spells it out, overrides, picture edits and the model's suggestions included). One scan counts the pictures by
+(σ cell, key cell) on the sliders' grids (σ in tenths, the area in hundredths of a square inch up to the number
+input's 1,000), after which any cutoff on the grid is a sum of a suffix: microseconds.
+
+A rule's table has two parts, kept in this process: every picture the scoring found as the rule alone decides it
+(counted again only when the pages' counter moves, i.e. a scoring, or the saved score cutoff, or for the model a
+new fit: seconds at a million pictures), and the pages curators decided, as decided minus as the rule alone (after
+a person's recorded change only the changed documents are counted again). The Threshold page counts every rule's
+tables in a thread as it loads (`warm`); meanwhile a move under the saved rule is counted from the pictures
+between the two cutoffs. A cutoff off the grid returns None (the caller counts another way).
+
+A score cutoff being tried moves the count by the pictures of the pages holding a picture scored between the
+saved and the tried cutoff (their admission and their page's largest picture are all it changes), found through
+the scores' index, as the settings' triggers find them; the pages' kept count moves the same way (`pages_kept`).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import aggregates, picture_decisions, picture_views
+from .rules import EXPORTED_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL, score_admits
+from .views import decision_params
+
+SIGMA_GRID = 10  # σ cutoffs per unit: the slider's step of 0.1
+AREA_GRID = 100  # area cutoffs per square inch: the slider's step of 0.01
+AREA_TOP = 1000 * AREA_GRID  # the number input's largest cutoff, 1,000 sq in, as a grid step
+ALWAYS = 1e300  # a key every cutoff on the grid keeps
+# A picture's cells packed in one 32-bit code (the curators' part keeps a row a picture at worst: 1.2 M rows at
+# 4 M pages and 540,000 overrides): whether σ counts, the σ cell (σ of 8-bit grey is at most 127.5) and the key cell.
+SIGMA_BITS, KEY_BITS = 11, 17
+SIGMA_TOP = (1 << SIGMA_BITS) - 2  # the largest σ cutoff on the grid: a σ cell holds one more
+
+_INK = "p.ink_tone >= :ink_tone_min"
+_MODEL = "sg.keep"  # the model's suggestion, joined once (rules.MODEL_SQL reads it a subquery at a time)
+
+
+def _rule_key(rule: str, area: str) -> tuple[str, bool]:
+    """COALESCE(rules._rule_with_area(area), 0) as (key, needs σ)."""
+    if rule == "sigma":
+        return str(ALWAYS), True
+    key = f"CASE WHEN {_INK} THEN {area} END"
+    if rule == "model":
+        key = f"CASE WHEN {_MODEL} = 1 THEN {ALWAYS} WHEN {_MODEL} IS NULL THEN {key} END"
+    return key, False
+
+
+def key_sql(rule: str, decided: bool = True) -> tuple[str, str]:
+    """The key (NULL: never kept) and whether σ counts (0/1) of picture x on page p under override o, under `rule`
+    at the saved score cutoff: rules.EXPORTED_SQL as `a <= key AND (not needs OR σ > t)`. Not `decided`: as if
+    no curator had touched the page or its pictures (the rule alone, on the pictures as found)."""
+    admitted = score_admits() if decided else "(x.score IS NULL OR x.score >= :picture_score_min)"
+    own, own_sigma = _rule_key(rule, PICTURE_AREA_SQL if decided else "x.area")
+    picture = f"CASE WHEN NOT {admitted} THEN NULL ELSE {own} END"
+    picture_sigma = admitted if own_sigma else "0"
+    if decided:
+        picture = (f"CASE WHEN x.deleted OR o.keep = 0 THEN NULL WHEN x.keep IS NOT NULL THEN "
+                   f"CASE WHEN x.keep THEN {ALWAYS} END WHEN x.added THEN {ALWAYS} ELSE {picture} END")
+        picture_sigma = f"(x.keep IS NULL AND NOT x.added AND {picture_sigma})"
+    # The picture rule's page: COALESCE(area >= a AND ink, σ > t): σ counts where the area or the ink is missing.
+    area_rule = (f"CASE WHEN p.ink_tone < :ink_tone_min THEN NULL WHEN p.picture_area IS NULL THEN {ALWAYS} "
+                 "ELSE p.picture_area END")
+    area_rule_sigma = "(p.picture_area IS NULL OR p.ink_tone IS NULL)"
+    if rule == "sigma":
+        page, page_sigma = str(ALWAYS), "1"
+    elif rule == "model":
+        page = f"CASE WHEN {_MODEL} = 1 THEN {ALWAYS} WHEN {_MODEL} IS NULL THEN {area_rule} END"
+        page_sigma = f"({_MODEL} IS NULL AND {area_rule_sigma})"
+    else:
+        page, page_sigma = area_rule, area_rule_sigma
+    if decided:
+        auto, auto_sigma = _rule_key(rule, "p.pictures_auto_area")
+        page = (f"CASE WHEN o.keep IS NOT NULL THEN CASE WHEN o.keep THEN {ALWAYS} END "
+                f"WHEN p.pictures_included IS NOT NULL THEN CASE WHEN p.pictures_included > 0 THEN {ALWAYS} "
+                f"ELSE {auto} END ELSE {page} END")
+        page_sigma = (f"CASE WHEN o.keep IS NOT NULL THEN 0 WHEN p.pictures_included IS NOT NULL THEN "
+                      f"(p.pictures_included <= 0 AND {int(auto_sigma)}) ELSE {page_sigma} END")
+    return f"MIN(({page}), ({picture}))", f"(({page_sigma}) OR {picture_sigma})"
+
+
+_JOINS = ("JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page JOIN documents d ON d.id = x.doc_id "
+          "LEFT JOIN overrides o ON o.doc_id = x.doc_id AND o.page = x.page "
+          "LEFT JOIN suggestions sg ON sg.doc_id = x.doc_id AND sg.page = x.page")
+_COUNTED = f"{LIVE_DOCUMENT_SQL} AND p.status = 'ok'"
+# The pages a curator decided: an override, or an edit of their pictures (rules.py: pictures_included).
+_DECIDED_PAGES = ("(SELECT doc_id, page FROM overrides UNION "
+                  "SELECT doc_id, page FROM pages INDEXED BY pages_edited WHERE pictures_included IS NOT NULL)")
+
+
+def _rows_sql(rule: str, part: str, docs: str = "") -> str:
+    """Each picture's (document, key, needs σ, σ, sign). "rule": every picture the scoring found as the rule alone
+    decides it (the document left out: 0); "decided": on the pages a curator decided (of the documents `docs`,
+    SQL, or all), each picture as decided (+1, deleted ones left out) and, unless a curator added it, as the rule
+    alone would (-1), so that the two parts add up to the pictures as they are decided."""
+    joins = _JOINS if rule == "model" else _JOINS.rsplit(" LEFT JOIN suggestions", 1)[0]
+    if part == "rule":
+        key, needs = key_sql(rule, decided=False)
+        return (f"SELECT 0 AS doc, {key} AS key, {needs} AS needs, p.sigma AS sigma, 1 AS sign FROM pictures x {joins} "
+                f"WHERE {_COUNTED} AND NOT x.added")
+    source = f"FROM {_DECIDED_PAGES} k CROSS JOIN pictures x ON x.doc_id = k.doc_id AND x.page = k.page {joins}"
+    where = f"{_COUNTED} AND k.doc_id IN ({docs})" if docs else _COUNTED
+    exact, undecided = key_sql(rule), key_sql(rule, decided=False)
+    return (f"SELECT x.doc_id AS doc, {exact[0]} AS key, {exact[1]} AS needs, p.sigma AS sigma, 1 AS sign {source} "
+            f"WHERE {where} AND NOT x.deleted UNION ALL "
+            f"SELECT x.doc_id, {undecided[0]}, {undecided[1]}, p.sigma, -1 {source} WHERE {where} AND NOT x.added")
+
+
+def _cells_sql(rule: str, part: str, docs: str = "") -> str:
+    """Pictures counted by document and packed cells (needs σ, σ cell, key cell). σ cell: how many σ cutoffs on the grid (0, 0.1, ...) lie
+    under the page's σ; key cell: how many area cutoffs (0, 0.01, ..., 1000) lie at or under the key. Each is
+    worked out from the float's product and corrected by one step where the product rounded across a cutoff,
+    so `σ > t` and `key >= a` hold exactly as SQL compares them."""
+    top = AREA_TOP // AREA_GRID + 1
+    return (
+        f"SELECT doc, (needs << {SIGMA_BITS + KEY_BITS}) | (MIN(CASE WHEN needs THEN "  # SQLite: << and | bind alike
+        f"COALESCE(sf + (sf / 10.0 < sigma) - ((sf - 1) / 10.0 >= sigma), 0) ELSE 0 END, {SIGMA_TOP + 1}) << {KEY_BITS}) | "
+        f"CASE WHEN key IS NULL OR key < 0 THEN 0 WHEN key >= {top} THEN {AREA_TOP + 1} "
+        f"ELSE MIN(kf + ((kf + 1) / 100.0 <= key) - (kf / 100.0 > key) + 1, {AREA_TOP + 1}) END AS code, SUM(sign) "
+        f"FROM (SELECT doc, key, needs, sigma, sign, CAST(sigma * {SIGMA_GRID} AS INTEGER) AS sf, "
+        f"CAST(MIN(MAX(key, 0), {top}) * {AREA_GRID} AS INTEGER) AS kf "
+        f"FROM ({_rows_sql(rule, part, docs)} LIMIT -1) LIMIT -1) "
+        "GROUP BY doc, code"
+    )
+
+
+@dataclass(frozen=True)
+class Table:
+    """Kept pictures by cutoff: `by_area[k]`, the pictures σ does not decide whose key is at least the k-th
+    area cutoff; `both`, the others' (σ cell, key cell, count)."""
+
+    by_area: np.ndarray  # suffix sums over key cells: kept at area cutoff k is by_area[k + 1]
+    both: np.ndarray  # rows of (s_cell, k_cell, pictures)
+    pictures: int  # every picture counted (not deleted, on pages scored 'ok' of live documents)
+
+    def kept(self, sigma_step: int, area_step: int) -> int:
+        sigma_cells, key_cells, counts = self.both.T if len(self.both) else (np.zeros(0),) * 3
+        return int(self.by_area[area_step + 1]) + int(
+            counts[(key_cells > area_step) & (sigma_cells > sigma_step)].sum())
+
+
+def grid_step(value: float, per_unit: int, top: int | None = None) -> int | None:
+    """The grid step a cutoff is on (the slider's and number input's values), or None when it is between steps."""
+    step = round(value * per_unit)
+    if step < 0 or (top is not None and step > top) or step / per_unit != value:
+        return None
+    return step
+
+
+def _cells(manifest, rule: str, part: str, docs: str = "") -> np.ndarray:
+    """_cells_sql's rows (document, packed cells, pictures) as an array of 32-bit integers."""
+    return np.array(manifest.conn.execute(_cells_sql(rule, part, docs), manifest.decision_params(rule=rule)).fetchall(),
+                    dtype=np.int32).reshape(-1, 3)
+
+
+def _as_table(rows: np.ndarray) -> Table:
+    code, counts = rows[:, 1], rows[:, 2].astype(np.int64)
+    needs, key_cells = code >> (SIGMA_BITS + KEY_BITS), code & ((1 << KEY_BITS) - 1)
+    sigma_cells = (code >> KEY_BITS) & ((1 << SIGMA_BITS) - 1)
+    alone = needs == 0
+    cells = np.bincount(key_cells[alone], weights=counts[alone], minlength=AREA_TOP + 2).astype(np.int64)
+    suffix = np.concatenate([np.cumsum(cells[::-1])[::-1], [0]])
+    both = np.stack([sigma_cells[~alone], key_cells[~alone], counts[~alone]], axis=1).astype(np.int64)
+    return Table(suffix, both[both[:, 2] != 0], int(counts.sum()))
+
+
+_parts: dict[tuple, np.ndarray] = {}
+_counting: dict[tuple, threading.Lock] = {}
+_tables: dict[tuple, Table] = {}  # the last table of each manifest and rule, put together from its parts
+_lock = threading.Lock()
+KEPT_PARTS = 12  # each rule's two parts, for two manifests or states: small arrays (rows of distinct cells)
+
+
+def _part(manifest, rule: str, part: str, now: tuple) -> np.ndarray:
+    """A part's cells for the manifest as it is `now`: from this process's memory; for the curators' part
+    after their recorded changes, that of the other documents and those they changed counted again (their
+    decided pages: milliseconds); else one pass."""
+    key = (str(manifest.path), rule, part, now)
+    with _lock:
+        counting = _counting.setdefault(key[:3], threading.Lock())
+    with counting:  # one count of a part at a time: a second reader (the warm-up's) waits for it
+        with _lock:
+            found = _parts.get(key)
+            earlier = next((k for k in _parts if k[:3] == key[:3] and k[3][:-2] == now[:-2]), None) \
+                if part == "decided" else None
+            earlier_rows = _parts.get(earlier) if earlier else None
+        if found is not None:
+            return found
+        made = None if earlier is None else _followed(manifest, rule, earlier_rows, earlier[3][-1], now[-1])
+        made = _cells(manifest, rule, part) if made is None else made
+        _keep(key, made)
+    return made
+
+
+def _keep(key: tuple, made: np.ndarray) -> None:
+    with _lock:
+        for old in [k for k in _parts if k[:3] == key[:3]]:
+            del _parts[old]
+        while len(_parts) >= KEPT_PARTS:
+            del _parts[next(iter(_parts))]
+        _parts[key] = made
+
+
+def _followed(manifest, rule: str, rows: np.ndarray, since: int, last: int) -> np.ndarray | None:
+    """The curators' part `rows`, as of the history's change `since`, brought up to its change `last`: the
+    documents changed in between counted again. None where nothing was recorded in between (a writer that does
+    not record: count them all)."""
+    docs = [row[0] for row in manifest.conn.execute(
+        "SELECT DISTINCT doc_id FROM history_changes WHERE rowid > ? AND rowid <= ? AND doc_id IS NOT NULL",
+        (since, last))]
+    if not docs:
+        return None
+    fresh = _cells(manifest, rule, "decided", ", ".join(str(int(doc)) for doc in docs))
+    return np.concatenate([rows[~np.isin(rows[:, 0], docs)], fresh])
+
+
+def state(manifest, rule: str) -> tuple[tuple, tuple]:
+    """What each part depends on besides its rule. The rule's part: the pages' figures and documents' status
+    (their change counter, which also moves with every page scored: a scoring writes the page's row again, with
+    its pictures), the saved score cutoff, and under the model its suggestions. The curators' part: that, and
+    what curators decided (their change counter and every person's change in the history). Not the jobs'
+    progress: a decide job catching up after a rule switch changes neither."""
+    pages, suggestions, decided = aggregates.version(manifest.conn)
+    last = manifest.conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM history_changes").fetchone()[0]
+    found = (pages, suggestions if rule == "model" else None, manifest.picture_score_min)
+    return found, (*found, decided, last)
+
+
+def table(manifest, rule: str) -> Table:
+    """The rule's table for the manifest as it is now: the rule's part (one scan of every picture, kept until the
+    pages' figures, the pictures or the suggestions change) and the curators' part (the pages they decided,
+    read again after each of their changes)."""
+    found, decided = state(manifest, rule)
+    key = (str(manifest.path), rule, decided)
+    with _lock:
+        made = _tables.get(key)
+    if made is None:
+        made = _as_table(np.concatenate([_part(manifest, rule, "rule", found),
+                                         _part(manifest, rule, "decided", decided)]))
+        with _lock:
+            for old in [k for k in _tables if k[:2] == key[:2]]:
+                del _tables[old]
+            while len(_tables) >= KEPT_PARTS // 2:  # about 1.6 MB each (a count for every area cutoff)
+                del _tables[next(iter(_tables))]
+            _tables[key] = made
+    return made
+
+
+_warming: set[str] = set()
+
+
+def warm(path, rules=("picture", "sigma", "model")) -> None:
+    """Count the rules' tables in a thread of their own (its own connection), so that a cutoff moved or a rule
+    switched after the page loads finds them made: the scan's second or more then runs while a person looks at
+    the page. Returns at once; one warm-up a manifest at a time; a failure leaves the counting to the view."""
+    path = str(path)
+    with _lock:
+        if path in _warming:
+            return
+        _warming.add(path)
+
+    def count():
+        from .store import Manifest  # the store imports the views, which import this module
+
+        try:
+            with Manifest(path) as manifest:
+                for rule in rules:
+                    table(manifest, rule)
+        except Exception:  # noqa: BLE001 (a manifest gone or busy: the view counts for itself)
+            pass
+        finally:
+            with _lock:
+                _warming.discard(path)
+
+    threading.Thread(target=count, name="cutoff-counts-warm", daemon=True).start()
+
+
+def warming(path) -> bool:
+    """Whether a warm-up is counting the manifest's tables now."""
+    with _lock:
+        return str(path) in _warming
+
+
+def _ready(manifest, rule: str) -> bool:
+    """Whether the rule's table is at hand without a scan: its rule's part counted for the manifest as it is."""
+    found, _ = state(manifest, rule)
+    with _lock:
+        return (str(manifest.path), rule, "rule", found) in _parts and any(
+            k[:3] == (str(manifest.path), rule, "decided") and k[3][:-2] == found for k in _parts)
+
+
+def pictures_kept(manifest, params: dict, wait: bool = True) -> int | None:
+    """The pictures the decision `params` (views.decision_params) exports, from the rule's table and, for a score
+    cutoff being tried, the pages between the two score cutoffs; None off the sliders' grids, or (not `wait`)
+    while the rule's table is still to be counted."""
+    sigma_step = grid_step(params["threshold"], SIGMA_GRID, SIGMA_TOP)
+    area_step = grid_step(params["picture_area_min"], AREA_GRID, AREA_TOP)
+    if sigma_step is None or area_step is None or not (wait or _ready(manifest, params["rule"])):
+        return None
+    kept = table(manifest, params["rule"]).kept(sigma_step, area_step)
+    return kept + _moved_by_score(manifest, params, f"NOT x.deleted AND {EXPORTED_SQL}", "x")
+
+
+def pages_kept(manifest, params: dict, kept_at_saved_score: int) -> int:
+    """The pages `params` keeps, from their count at the saved score cutoff (the kept counts'), moved by the pages
+    holding a picture scored between the saved and the tried score cutoff."""
+    return kept_at_saved_score + _moved_by_score(manifest, params, KEEP_SQL, "p")
+
+
+def _moved_by_score(manifest, params: dict, decision: str, unit: str) -> int:
+    """Σ decision at the tried score cutoff − at the saved one, over the pictures (`unit` x) or pages (p) of the
+    pages holding a picture scored between the two: the only ones whose decision the score cutoff changes."""
+    tried, saved = params["picture_score_min"], params["picture_score_saved"]
+    if tried == saved:
+        return 0
+    pages = ("SELECT DISTINCT doc_id, page FROM pictures INDEXED BY pictures_score "
+             "WHERE score >= :low AND score < :high")
+    source = ("FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page" if unit == "x" else
+              "FROM pages p")
+    bound = {**params, "low": min(tried, saved), "high": max(tried, saved)}
+    at_saved = decision.replace(":picture_score_min", ":picture_score_saved")
+    return manifest.conn.execute(
+        f"SELECT COALESCE(SUM(COALESCE({decision}, 0) - COALESCE({at_saved}, 0)), 0) {source} "
+        "JOIN documents d ON d.id = p.doc_id LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
+        f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' AND (p.doc_id, p.page) IN ({pages})", bound).fetchone()[0]
+
+
+# -- Threshold's picture figures: the decision being tried against the saved one --------------------------------
+
+
+def picture_figures(manifest, threshold: float | None, saved_threshold: float | None = None, *,
+                    rule: str | None = None, picture_area_min: float | None = None,
+                    picture_score_min: float | None = None) -> dict[str, int]:
+    """The pictures the decision being tried exports ("kept") and leaves out ("excluded"), and the same under
+    the saved decision ("kept_saved", "excluded_saved"): a cutoff can drop pictures without changing a page."""
+    saved = _kept_and_excluded(manifest, decision_params(manifest, saved_threshold))
+    now = _kept_and_excluded(manifest, decision_params(manifest, threshold, rule, picture_area_min, picture_score_min),
+                             saved if saved_threshold in (None, manifest.threshold) else None)
+    return {"kept": now["kept"], "excluded": now["excluded"], "kept_saved": saved["kept"],
+            "excluded_saved": saved["excluded"]}
+
+
+def _kept_and_excluded(manifest, params: dict, saved: dict | None = None) -> dict[str, int]:
+    """Under the saved settings the stored counts; on the sliders' grids a lookup (cutoff_counts; while a warm-up
+    counts its table, the `saved` counts moved by the pictures between the cutoffs, if they can be); else those
+    moved counts, or a scan."""
+    if picture_decisions.is_saved(manifest, params):
+        return picture_views._stored_counts(manifest, None)
+    busy = warming(manifest.path)
+    for wait, moved in ((not busy, True), (True, False)):
+        if (kept := pictures_kept(manifest, params, wait)) is not None:
+            return {"kept": kept, "excluded": table(manifest, params["rule"]).pictures - kept}
+        if moved and saved is not None and (kept := _kept_by_moved_cutoffs(manifest, saved["kept"], params)) is not None:
+            return {"kept": kept, "excluded": saved["all"] - kept - saved["deleted"]}
+    return picture_views.scanned_counts(manifest, params["threshold"], rule=params["rule"],
+                                        picture_area_min=params["picture_area_min"],
+                                        picture_score_min=params["picture_score_min"])
+
+
+MOVABLE_CUTOFFS = ("threshold", "picture_area_min")  # where a move changes only the pictures an index finds
+
+
+def _kept_by_moved_cutoffs(manifest, kept_saved: int, draft: dict) -> int | None:
+    """The pictures `draft` keeps, where it differs from the saved settings only in the σ or area cutoff and
+    the stored decisions are current: the saved count moved by the pictures between the two cutoffs (found
+    through their indexes, as the settings' triggers find them, and driving the count), not a scan of every
+    picture. None where that does not hold."""
+    stored = manifest.decision_params()
+    moved = [name for name in MOVABLE_CUTOFFS if draft[name] != stored[name]]
+    if (not moved or any(draft[name] != stored[name] for name in stored if name not in MOVABLE_CUTOFFS)
+            or not picture_decisions.is_saved(manifest, stored)):
+        return None
+    ids = " UNION ".join(
+        "SELECT x.id AS id FROM pictures x" + (" JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page"
+                                               if re.search(r"\bp\.", where) else "") + f" WHERE {where}"
+        for name in moved for where in picture_decisions.pictures_that_can_change(name, f":saved_{name}", f":{name}"))
+    kept, kept_before = picture_views.DECISION_SQL["kept"], "NOT x.deleted AND x.exported = 1"
+    joins = picture_views.from_sql(kept).replace("FROM pictures x", f"FROM ({ids}) AS moved JOIN pictures x "
+                                                 "ON x.id = moved.id", 1)
+    return kept_saved + manifest.conn.execute(
+        f"SELECT COALESCE(SUM(COALESCE({kept}, 0) - COALESCE({kept_before}, 0)), 0) {joins} "
+        f"WHERE {picture_views.BASE_SQL}",
+        {**draft, **{f"saved_{name}": stored[name] for name in moved}}).fetchone()[0]
