@@ -158,9 +158,11 @@ def grid_step(value: float, per_unit: int, top: int | None = None) -> int | None
 
 
 def _cells(manifest, rule: str, part: str, docs: str = "") -> np.ndarray:
-    """_cells_sql's rows (document, packed cells, pictures) as an array of 32-bit integers."""
-    return np.array(manifest.conn.execute(_cells_sql(rule, part, docs), manifest.decision_params(rule=rule)).fetchall(),
-                    dtype=np.int32).reshape(-1, 3)
+    """_cells_sql's rows (document, packed cells, pictures) as an array of 32-bit integers, read a part at a time:
+    the curators' part is a row a picture at worst, and a million rows as Python tuples take 200 MB at once."""
+    cursor = manifest.conn.execute(_cells_sql(rule, part, docs), manifest.decision_params(rule=rule))
+    parts = [np.array(rows, dtype=np.int32).reshape(-1, 3) for rows in iter(lambda: cursor.fetchmany(READ_ROWS), [])]
+    return np.concatenate(parts) if parts else np.zeros((0, 3), np.int32)
 
 
 def _as_table(rows: np.ndarray) -> Table:
@@ -178,6 +180,7 @@ _parts: dict[tuple, np.ndarray] = {}
 _counting: dict[tuple, threading.Lock] = {}
 _tables: dict[tuple, Table] = {}  # the last table of each manifest and rule, put together from its parts
 _lock = threading.Lock()
+READ_ROWS = 50_000  # rows turned into an array at a time (_cells)
 KEPT_PARTS = 12  # each rule's two parts, for two manifests or states: small arrays (rows of distinct cells)
 
 
