@@ -25,10 +25,10 @@ from curation.runs.ingest import Ingest
 PROBLEM = picture_job.missing_parts()
 pytestmark = pytest.mark.skipif(PROBLEM is not None, reason=f"the picture job cannot run here: {PROBLEM}")
 IN_THREADS = {"workers": 1, "make_executor": cf.ThreadPoolExecutor}  # readers see a patched page_gray
-# Stored embeddings are float16 (picture_embeddings.STORED): features of a few units carry about 3 decimal
-# digits, so two stores of the same network output agree to a few thousandths; a different crop (a pixel's
-# shift) moves them by tenths.
-TOLERANCE = 0.02
+# The same input embeds to within 1e-6 in batches of any size; stored as float16 (picture_embeddings.STORED),
+# features under 4 round to 1/512 steps, so two stores of one input differ by at most one step (0.002). A crop
+# shifted by one pixel moves a feature by 0.6-0.75 (measured on these pages): this tolerance tells them apart.
+TOLERANCE = 0.004
 
 
 @pytest.fixture

