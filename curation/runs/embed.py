@@ -34,6 +34,7 @@ from ..manifest.store import Manifest
 from .scheduler import CRASH_MESSAGE, Failure, Scheduler, timeout_message
 from .worker_pool import bounded_pool, default_workers, process_pool
 from .jobs import DiskFull, JobProgress, Stopped, is_disk_full, plural, stop_on_sigterm
+from ..pictures import embedding  # torch-free until it embeds
 from ..pictures.embedding import decode_input, fit_on_paper, page_crop
 from ..scoring.scorer import page_gray, reference_size
 from ..sources.page_numbers import page_number
@@ -183,9 +184,7 @@ class PictureJob:
         try:
             self.progress.beat(force=True)
             if todo:
-                from ..pictures import embedding  # torch: only once there is something to embed
-
-                # The network loads (seconds: torch, then the weights) while the workers read the first pages.
+                # The network loads (seconds: torch, then the weights) while the first inputs are read.
                 loader = cf.ThreadPoolExecutor(1)
                 loading = loader.submit(embedding.device)
                 loader.shutdown(wait=False)
@@ -291,11 +290,7 @@ class PictureJob:
 
     @staticmethod
     def _release() -> None:
-        import sys
-
-        embedding = sys.modules.get(f"{__package__}.embedding")
-        if embedding is not None:  # only if this run loaded it
-            embedding.release()
+        embedding.release()  # nothing to do where this run loaded no network
 
 
 def _box(row) -> tuple[float, float, float, float]:
