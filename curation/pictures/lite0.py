@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 # (expand ratio, kernel, stride, in, out, repeats) per stage: EfficientNet-B0's, which Lite0 shares.
 STAGES = ((1, 3, 1, 32, 16, 1), (6, 3, 2, 16, 24, 2), (6, 5, 2, 24, 40, 2), (6, 3, 2, 40, 80, 3),
@@ -61,11 +62,23 @@ class Lite0Features(nn.Module):
         return self.head(self.blocks(self.stem(x))).mean(dim=(2, 3))
 
 
-def lite0_features(state_dict: dict) -> Lite0Features:
-    """The network holding the wheel's state dict (the original EfficientNet port's names), in eval mode."""
+def lite0_features(state_dict: dict, *, fold: bool = True) -> Lite0Features:
+    """The network holding the wheel's state dict (the original EfficientNet port's names), in eval mode.
+    `fold`: each batch norm folded into the convolution before it (torch's fuse_conv_bn_eval): a third less CPU
+    a picture, the same features to about 1e-5."""
     network = Lite0Features()
     network.load_state_dict(dict(_renamed(network, state_dict)), strict=True)
-    return network.eval()
+    network.eval()
+    return _folded(network) if fold else network
+
+
+def _folded(network: Lite0Features) -> Lite0Features:
+    for sequence in [network.stem, *(block.layers for block in network.blocks), network.head]:
+        for at in range(len(sequence) - 1):
+            if isinstance(sequence[at], nn.Conv2d) and isinstance(sequence[at + 1], nn.BatchNorm2d):
+                sequence[at] = fuse_conv_bn_eval(sequence[at], sequence[at + 1])
+                sequence[at + 1] = nn.Identity()
+    return network
 
 
 def _renamed(network: Lite0Features, state_dict: dict):

@@ -76,8 +76,8 @@ def score_page_and_scan(doc: pymupdf.Document, number: int, check_pictures: Call
         # decoding a scan's colour costs another pass over its JPEG.
         if callable(colour):
             colour = colour() if features["picture_area"] >= COLOUR_PICTURE_MIN else None
-        found = json.loads(features.get("pictures") or "[]")
-        inputs = picture_inputs(gray, width, found) if picture_inputs is not None and found else None
+        found = json.loads(features.get("pictures") or "[]") if picture_inputs is not None else []
+        inputs = picture_inputs(gray, width, found) if found else None
         return PageResult(
             page=number, status="ok", sigma=sigma, width=width, height=height,
             method=method, thumbnail=thumbnail_jpeg(gray if colour is None else colour), features=features,
