@@ -9,8 +9,8 @@ a curator would, with every feature on:
 - the picture job that ingest starts when it finishes (every picture embedded; on the GPU where torch sees one)
 - export: `python -m curation export --crop pictures` with as many workers
 
-and prints each stage's wall time and CPU seconds (the CPU of all processes: less sensitive to a loaded
-machine; the picture job's is counted in ingest's, whose process runs it), the picture job's one-off
+and prints each stage's wall time and CPU seconds (the CPU of all its processes: less sensitive to a loaded
+machine; the picture job's is its process's from when it starts, and its readers'), the picture job's one-off
 loading of its network apart from its embedding, pages per second end to end, the original loop's rate on the same pages (bench_ingest's reference
 loop, which does none of this) and the ratio, the exact-decode floor's share of the end-to-end time (the
 pages decoded in as many processes that do nothing else: bench_ingest's floor), and 30,000 pages
@@ -31,6 +31,8 @@ import subprocess
 import sys
 import threading
 import time
+
+import psutil
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -98,7 +100,7 @@ def bench_resolution(args, dpi: int, languages: str | None) -> None:
     print(f"  {scored} pages scored, {pictures} pictures, {embedded} embedded "
           f"(picture job: {job['message'] if job else 'did not run'})")
     for stage, (seconds, cpu) in stages.items():
-        cpu_text = f"{cpu:7.1f} s CPU" if cpu is not None else "   (its CPU is in ingest's)"
+        cpu_text = f"{cpu:7.1f} s CPU"
         print(f"  {stage:24s} {seconds:7.1f} s wall {cpu_text}   {seconds / pages * 1000:6.1f} ms/page")
     print(f"    of the picture job: loading the network {once:.1f} s (once a run), embedding {embedding:.1f} s")
     rate = pages / total
@@ -114,34 +116,54 @@ def bench_resolution(args, dpi: int, languages: str | None) -> None:
 
 
 def ingest_stages(db: pathlib.Path, ingest: list[str]) -> dict[str, tuple[float, float | None]]:
-    """Wall seconds of ingest and of the picture job that follows it in the same process (split where the
-    picture job's row appears in the manifest), and the CPU seconds of the whole process tree."""
+    """Wall and CPU seconds of ingest and of the picture job that follows it in the same process, split where
+    the picture job's row appears in the manifest: the job's CPU is its process's from then on, and that of
+    any process started after (its readers)."""
     env = {**os.environ, "CURATION_PICTURE_JOB": "on"}
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "curation", *ingest, "--db", str(db), "--quiet"], cwd=ROOT,
                             stdout=subprocess.DEVNULL, env=env)
-    handed_over: list[float] = []
-    watcher = threading.Thread(target=watch_for_picture_job, args=(db, proc, handed_over), daemon=True)
+    handed_over: list[tuple[float, dict[int, float]]] = []
+    by_pid: dict[int, float] = {}
+    watcher = threading.Thread(target=watch_for_picture_job, args=(db, proc, by_pid, handed_over), daemon=True)
     watcher.start()
-    _peak, cpu = watch_tree(proc)
+    _peak, cpu = watch_tree(proc, by_pid)
     end = time.perf_counter()
     watcher.join()
     if proc.returncode != 0:
         raise SystemExit(f"ingest failed with exit code {proc.returncode}")
-    split = handed_over[0] if handed_over else end
-    return {"ingest": (split - start, cpu), "picture job": (end - split, None)}
+    if not handed_over:
+        return {"ingest": (end - start, cpu), "picture job": (0.0, 0.0)}
+    split, before = handed_over[0]
+    job_cpu = sum(seconds - before.get(pid, 0.0) for pid, seconds in by_pid.items()
+                  if pid == proc.pid or pid not in before)
+    return {"ingest": (split - start, cpu - job_cpu), "picture job": (end - split, job_cpu)}
 
 
-def watch_for_picture_job(db: pathlib.Path, proc: subprocess.Popen, seen: list[float]) -> None:
+def watch_for_picture_job(db: pathlib.Path, proc: subprocess.Popen, by_pid: dict[int, float],
+                          seen: list[tuple[float, dict[int, float]]]) -> None:
+    """When the picture job's row appears: the time, and each process's CPU seconds so far."""
     while proc.poll() is None:
         try:
             with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
                 if conn.execute("SELECT 1 FROM jobs WHERE kind = ?", (PICTURE_JOB,)).fetchone():
-                    seen.append(time.perf_counter())
+                    seen.append((time.perf_counter(), _cpu_now(proc.pid, by_pid)))
                     return
         except sqlite3.Error:  # not created yet, or busy
             pass
         time.sleep(0.05)
+
+
+def _cpu_now(root: int, polled: dict[int, float]) -> dict[int, float]:
+    """The CPU seconds of each process of the tree: as polled, the root's read now."""
+
+    now = dict(polled)
+    try:
+        times = psutil.Process(root).cpu_times()
+        now[root] = times.user + times.system
+    except psutil.Error:
+        pass
+    return now
 
 
 def timed(command: list[str]) -> tuple[float, float]:

@@ -8,23 +8,25 @@ import time
 import psutil
 
 
-def watch_tree(proc: subprocess.Popen) -> tuple[int, float]:
+def watch_tree(proc: subprocess.Popen, cpu_by_pid: dict[int, float] | None = None) -> tuple[int, float]:
     """Peak RSS (VmHWM) of any process in the tree and the CPU seconds of all of them, polled until
-    it exits.
+    it exits (and each one's CPU seconds by pid into `cpu_by_pid`, where given).
 
     Polled rather than taken from rusage: pool workers are children of the forkserver, not of the job.
     """
-    peaks, cpu = watch_processes(proc)
+    peaks, cpu = watch_processes(proc, cpu_by_pid)
     return max((peak for _, peak in peaks.values()), default=0), cpu
 
 
-def watch_processes(proc: subprocess.Popen) -> tuple[dict[int, tuple[str, int]], float]:
-    """{pid: (role, peak RSS)} of every process the tree had, and the CPU seconds of all of them.
+def watch_processes(proc: subprocess.Popen, cpu: dict[int, float] | None = None
+                    ) -> tuple[dict[int, tuple[str, int]], float]:
+    """{pid: (role, peak RSS)} of every process the tree had, and the CPU seconds of all of them (each one's
+    by pid into `cpu`, where given, as they are polled).
 
     The role is 'coordinator' for `proc` itself, else the process's name and first arguments.
     """
     peaks: dict[int, tuple[str, int]] = {}
-    cpu: dict[int, float] = {}
+    cpu = {} if cpu is None else cpu
     root = psutil.Process(proc.pid)
     while proc.poll() is None:
         try:

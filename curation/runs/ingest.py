@@ -28,6 +28,7 @@ from ..sources.paths import REFUSAL, document_roots, reading_roots
 from ..sources.reader import (DocumentError, DocumentInfo, OutsideAllowedFolders, error_text, exists, file_sha256,
                               file_stat, find_pdfs)
 from ..manifest.views.jobs import unreadable_documents
+from .embed import missing_parts
 from .ingest_task import Task, run_task
 from .jobs import DiskFull, JobProgress, Stopped, is_disk_full, plural, stop_on_sigterm
 from .scheduler import CRASH_MESSAGE, Scheduler, timeout_message
@@ -112,6 +113,9 @@ class Ingest:
         self.page_timeout = (manifest.page_timeout if page_timeout is None else page_timeout) or None
         self.legend_languages = self._legend_languages(legend_languages)
         self.learned_pictures = manifest.picture_finder == "learned"
+        # The picture job follows where it is on and can run here: the workers cut its inputs from the pages
+        # they decode, so it never reads a page again (curation.runs.embed).
+        self.embedding_inputs = manifest.picture_job and missing_parts() is None
         if self.learned_pictures:
             check_installed()
         self.kill = kill_executor
@@ -263,7 +267,8 @@ class Ingest:
             while start < len(pages):
                 end = start + next(sizes)
                 yield Task(doc_id, path, tuple(pages[start:end]), roots=self.roots,
-                           legend_languages=self.legend_languages, learned_pictures=self.learned_pictures)
+                           legend_languages=self.legend_languages, learned_pictures=self.learned_pictures,
+                           embedding_inputs=self.embedding_inputs)
                 start = end
 
     def _refuse(self, path) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 import pymupdf
 
 from ..captions.legend import with_legends
+from ..pictures.embedding import encoded_inputs
 from ..pictures.verdict import checked_columns
 from ..scoring.result import PageResult
 from ..scoring.scorer import score_page_and_scan
@@ -23,7 +24,8 @@ class Task:
     `roots`: the folders the file must really lie in when the worker opens it (None: no check).
     `legend_languages`: Tesseract's languages to read the pictures' legends in (None: none read).
     `learned_pictures`: the pictures are the picture stage's, checked by its learned verdict, rather than
-    the rule-based finder's."""
+    the rule-based finder's. `embedding_inputs`: each picture's input to the picture job's network is cut
+    from the decoded page and kept (the picture job follows this ingest, and need not read the page again)."""
 
     doc_id: int | None
     path: str
@@ -32,6 +34,7 @@ class Task:
     roots: tuple[str, ...] | None = None
     legend_languages: str | None = None
     learned_pictures: bool = False
+    embedding_inputs: bool = False
 
 
 def run_task(task: Task):
@@ -46,14 +49,16 @@ def run_task(task: Task):
     doc = open_document(task.path, task.roots)
     try:
         check = checked_columns if task.learned_pictures else None
-        return [_score_and_shrink(doc, number, task.legend_languages, check) for number in task.pages]
+        inputs = encoded_inputs if task.embedding_inputs else None
+        return [_score_and_shrink(doc, number, task.legend_languages, check, inputs) for number in task.pages]
     finally:
         doc.close()
 
 
-def _score_and_shrink(doc, number: int, legend_languages: str | None = None, check_pictures=None) -> PageResult:
+def _score_and_shrink(doc, number: int, legend_languages: str | None = None, check_pictures=None,
+                      picture_inputs=None) -> PageResult:
     try:
-        result, scan = score_page_and_scan(doc, number, check_pictures)
+        result, scan = score_page_and_scan(doc, number, check_pictures, picture_inputs)
         if legend_languages and result.status == "ok":
             result = with_legends(result, doc, legend_languages, scan)
         # Imported here: the export's package imports this module (its workers share the memory words).

@@ -10,6 +10,7 @@ JPEG covering the page is rendered by MuPDF.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import cv2
@@ -49,12 +50,15 @@ def score_page(doc: pymupdf.Document, number: int) -> PageResult:
     return score_page_and_scan(doc, number)[0]
 
 
-def score_page_and_scan(doc: pymupdf.Document, number: int, check_pictures: Callable[[np.ndarray, float], dict] | None = None
+def score_page_and_scan(doc: pymupdf.Document, number: int, check_pictures: Callable[[np.ndarray, float], dict] | None = None,
+                        picture_inputs: Callable[[np.ndarray, int, list], tuple] | None = None
                         ) -> tuple[PageResult, np.ndarray | None]:
     """The page's score, and its scan's luma at full size where scoring decoded the scan whole (else
     None): what reading the page at a higher resolution (its legends) can use without a second decode.
     `check_pictures(gray, box_scale)`: picture columns that replace the rule-based finder's (the picture
-    stage's learned verdict, curation.pictures.verdict.checked_columns), from the same decoded page."""
+    stage's learned verdict, curation.pictures.verdict.checked_columns), from the same decoded page.
+    `picture_inputs(gray, width, boxes)`: what the picture job needs of each picture found, cut from the same
+    decoded page (curation.pictures.embedding.encoded_inputs), kept as the result's `picture_inputs`."""
     scan = None
     try:
         pymupdf.TOOLS.reset_mupdf_warnings()
@@ -72,9 +76,12 @@ def score_page_and_scan(doc: pymupdf.Document, number: int, check_pictures: Call
         # decoding a scan's colour costs another pass over its JPEG.
         if callable(colour):
             colour = colour() if features["picture_area"] >= COLOUR_PICTURE_MIN else None
+        found = json.loads(features.get("pictures") or "[]") if picture_inputs is not None else []
+        inputs = picture_inputs(gray, width, found) if found else None
         return PageResult(
             page=number, status="ok", sigma=sigma, width=width, height=height,
             method=method, thumbnail=thumbnail_jpeg(gray if colour is None else colour), features=features,
+            picture_inputs=inputs,
         ), scan
     except Exception as exc:  # MuPDF raises plain RuntimeError/ValueError for damaged content
         return PageResult(page=number, status="failed", error=f"could not read page: {error_text(exc)}"), None

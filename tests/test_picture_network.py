@@ -1,0 +1,46 @@
+"""The picture job's network: EfficientNet-Lite0 in plain torch (curation.pictures.lite0) gives the features the
+transformers network built from the same wheel gives (inference.install, the vet scanner's), so embeddings stored
+before and after it, and the learned verdict trained on them, agree; and it loads without importing transformers."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from curation.runs.embed import missing_parts
+
+PROBLEM = missing_parts()
+pytestmark = pytest.mark.skipif(PROBLEM is not None, reason=f"the picture network cannot load here: {PROBLEM}")
+
+
+def test_the_plain_network_gives_the_transformers_networks_features():
+    import torch
+
+    from curation.pictures.lite0 import lite0_features
+    from inference import install
+
+    weights = torch.load(install.wheel_weights_path(), map_location="cpu", weights_only=True)
+    theirs = install.lite0_with_wheel_weights().efficientnet.eval()
+    # Noise, and a page-like input: white paper with a dark block (what the picture job's inputs look like).
+    noise = np.random.default_rng(0).uniform(-1, 1, (2, 3, 224, 224)).astype(np.float32)
+    paper = np.ones((1, 3, 224, 224), np.float32)
+    paper[:, :, 40:180, 60:150] = -0.8
+    images = torch.from_numpy(np.concatenate([noise, paper]))
+    with torch.inference_mode():
+        expected = theirs(images).pooler_output.reshape(len(images), -1)
+        for fold in (False, True):  # as written, and with its batch norms folded into the convolutions
+            got = lite0_features(weights, fold=fold)(images)
+            assert got.shape == (3, 1280)
+            # Features reach about 5; float32 rounding (and the folding's) moves them by about 1e-5. A stored
+            # embedding is float16 (steps of 0.002 there): the same, whichever network computed it.
+            assert (got - expected).abs().max().item() < 1e-4
+
+
+def test_loading_the_network_imports_no_transformers():
+    code = ("import sys; from curation.pictures import embedding; embedding.device(); "
+            "print('transformers' in sys.modules)")
+    loaded = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.strip() == "False"
