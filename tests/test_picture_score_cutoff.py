@@ -202,7 +202,7 @@ def test_an_older_manifest_with_pictures_scored_under_the_cutoff_is_decided_agai
     monkeypatch.setenv(history.USER_VARIABLE, "ana")
     path = tmp_path / "old.sqlite"
     conn = sqlite3.connect(path)
-    version = len(store.MIGRATIONS) - 1  # before the score cutoff
+    version = next(i for i, script in enumerate(store.MIGRATIONS) if "picture_score_min" in script)  # before it
     for script in store.MIGRATIONS[:version]:
         for statement in schema.statements(script):
             conn.execute(statement)
