@@ -63,6 +63,14 @@ def test_every_cutoff_on_the_grid_is_looked_up_and_counts_what_a_scan_of_every_p
                 assert_exact(manifest, rule, sigma, area)
 
 
+def test_a_table_keeps_a_row_per_cell_however_many_documents_fall_in_it(manifest):
+    decided_by_curators(manifest)
+    for rule in RULES:
+        table = cutoff_counts.table(manifest, rule)
+        cells = {(int(s), int(k)) for s, k, _ in table.both}
+        assert len(cells) == len(table.both)  # the documents' rows of the curators' part summed by cell
+
+
 def test_cutoffs_between_grid_steps_are_not_looked_up_and_still_count_exactly(manifest):
     decided_by_curators(manifest)
     for sigma, area in [(45.05, 2.2), (40.0, 2.205), (30.000001, 0.4800001), (-1.0, 2.0), (45.0, 1000.01), (250.0, 2.0)]:
