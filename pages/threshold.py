@@ -44,11 +44,11 @@ def main():
         saved = (manifest.rule, manifest.threshold, manifest.picture_area_min, manifest.picture_score_min)
         sync_drafts(saved)
         rule, draft, share, score = drafts()
-        trying = {"rule": rule, "picture_area_min": share}
+        trying = {"rule": rule, "picture_area_min": share, "picture_score_min": score}
 
         rule_control()
         explain(manifest, rule, draft, share)
-        show_figures(manifest, draft, saved[1], trying, score)
+        show_figures(manifest, draft, saved[1], trying)
         save_bar(saved, (rule, draft, share, score), views.has_scores(manifest))
         if rule == "sigma":
             sigma_section(manifest, draft, share, trying, span, saved)
@@ -150,14 +150,14 @@ def explain(manifest, rule: str, draft: float, share: float):
                        "your overrides are kept.", icon=":material/info:")
 
 
-def show_figures(manifest, draft: float, saved_threshold: float, trying: dict, score: float):
-    now = views.figures(manifest, draft, saved_threshold, **trying, picture_score_min=score)
+def show_figures(manifest, draft: float, saved_threshold: float, trying: dict):
+    now = views.figures(manifest, draft, saved_threshold, **trying)
 
     def delta(key, fmt="{:+,}"):
         change = now[key] - now[f"{key}_saved"]
         return fmt.format(change) if change else None
 
-    pictures = picture_figures(manifest, draft, saved_threshold, trying, score)
+    pictures = picture_figures(manifest, draft, saved_threshold, trying)
 
     def picture_delta(key):
         change = pictures[key] - pictures[f"{key}_saved"]
@@ -181,10 +181,9 @@ def show_figures(manifest, draft: float, saved_threshold: float, trying: dict, s
                       help="Pages a curator included or excluded on Review; no rule moves them.")
 
 
-def picture_figures(manifest, draft: float, saved_threshold: float, trying: dict, score: float) -> dict:
+def picture_figures(manifest, draft: float, saved_threshold: float, trying: dict) -> dict:
     """The pictures kept and left out: looked up for any cutoff on the sliders (curation.manifest.cutoff_counts)."""
-    return cutoff_counts.picture_figures(manifest, draft, saved_threshold, rule=trying["rule"],
-                                         picture_area_min=trying["picture_area_min"], picture_score_min=score)
+    return cutoff_counts.picture_figures(manifest, draft, saved_threshold, **trying)
 
 
 def save_bar(saved: tuple, trying: tuple, scored: bool):
@@ -431,7 +430,8 @@ STRIP_TITLES = {
 
 
 def show_borderline(manifest, draft: float, trying: dict):
-    edge = views.borderline(manifest, draft, STRIP, **trying)
+    edge = views.borderline(manifest, draft, STRIP, rule=trying["rule"],
+                            picture_area_min=trying["picture_area_min"])
     keys = [(row["doc_id"], row["page"]) for row in edge.below + edge.above]
     thumbs = views.thumbnails(manifest, keys, draw_missing=True)
     st.subheader("At the edge", help="What this rule costs: the pages nearest its cut on each side, with what "

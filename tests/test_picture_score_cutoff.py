@@ -182,6 +182,27 @@ def test_threshold_histogram_of_scores_and_none_without_scores(manifest):
     assert int(views.score_histogram(manifest, 0.1).admitted.sum()) == 3
 
 
+def test_threshold_figures_and_histograms_follow_a_score_cutoff_being_tried_as_once_saved(manifest):
+    doc = learned_document(manifest)
+    manifest.set_picture_override(manifest.picture_by_number(doc, 0, number_of(manifest, doc, 0, SURE))["id"], False)
+
+    def histograms(**tried):
+        sigma = views.histogram(manifest, 45, bins=10, span=(0, 100), rule="picture", **tried)
+        tallied = views.picture_histogram(manifest, 45, bins=45, **tried)  # whole kept-count bins
+        scanned = views.picture_histogram(manifest, 45, bins=7, **tried)  # counted by a scan
+        counts = (views.figures(manifest, 45, rule="picture", **tried)["kept"],
+                  cutoff_counts.picture_figures(manifest, 45, rule="picture", **tried)["kept"])
+        return [(h.kept.tolist(), h.rejected.tolist()) for h in (sigma, tallied, scanned)] + [counts]
+
+    for score in (0.1, 0.05, 0.13, 0.5):
+        tried = histograms(picture_score_min=score)
+        with manifest.recording("setting"):
+            manifest.picture_score_min = score
+        assert tried == histograms(), score
+        manifest.undo()
+    assert histograms(picture_score_min=0.1) != histograms()  # the lone cut's page is kept at 0.1, not at 0.2
+
+
 def test_the_cli_sets_the_score_cutoff_and_refuses_one_out_of_range(tmp_path, monkeypatch):
     monkeypatch.setenv(history.USER_VARIABLE, "ana")
     db = tmp_path / "m.sqlite"

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import aggregates, picture_decisions, picture_views
-from .rules import EXPORTED_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL, score_admits
+from .rules import EXPORTED_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL, score_admits
 from .views import decision_params
+from .views.threshold import SCORED_BETWEEN_SQL, moved_by_score
 
 SIGMA_GRID = 10  # σ cutoffs per unit: the slider's step of 0.1
 AREA_GRID = 100  # area cutoffs per square inch: the slider's step of 0.01
@@ -314,31 +315,30 @@ def pictures_kept(manifest, params: dict, wait: bool = True) -> int | None:
     if sigma_step is None or area_step is None or not (wait or _ready(manifest, params["rule"])):
         return None
     kept = table(manifest, params["rule"]).kept(sigma_step, area_step)
-    return kept + _moved_by_score(manifest, params, f"NOT x.deleted AND {EXPORTED_SQL}", "x")
+    return kept + _pictures_moved_by_score(manifest, params)
 
 
 def pages_kept(manifest, params: dict, kept_at_saved_score: int) -> int:
     """The pages `params` keeps, from their count at the saved score cutoff (the kept counts'), moved by the pages
     holding a picture scored between the saved and the tried score cutoff."""
-    return kept_at_saved_score + _moved_by_score(manifest, params, KEEP_SQL, "p")
+    moved = moved_by_score(manifest, params)
+    return kept_at_saved_score + int(moved.kept.sum() - moved.kept_saved.sum())
 
 
-def _moved_by_score(manifest, params: dict, decision: str, unit: str) -> int:
-    """Σ decision at the tried score cutoff − at the saved one, over the pictures (`unit` x) or pages (p) of the
-    pages holding a picture scored between the two: the only ones whose decision the score cutoff changes."""
+def _pictures_moved_by_score(manifest, params: dict) -> int:
+    """Σ exported at the tried score cutoff − at the saved one, over the pictures of the pages holding a picture
+    scored between the two: the only ones whose decision the score cutoff changes."""
     tried, saved = params["picture_score_min"], params["picture_score_saved"]
     if tried == saved:
         return 0
-    pages = ("SELECT DISTINCT doc_id, page FROM pictures INDEXED BY pictures_score "
-             "WHERE score >= :low AND score < :high")
-    source = ("FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page" if unit == "x" else
-              "FROM pages p")
-    bound = {**params, "low": min(tried, saved), "high": max(tried, saved)}
-    at_saved = decision.replace(":picture_score_min", ":picture_score_saved")
+    exported = f"NOT x.deleted AND {EXPORTED_SQL}"
+    at_saved = exported.replace(":picture_score_min", ":picture_score_saved")
     return manifest.conn.execute(
-        f"SELECT COALESCE(SUM(COALESCE({decision}, 0) - COALESCE({at_saved}, 0)), 0) {source} "
+        f"SELECT COALESCE(SUM(COALESCE({exported}, 0) - COALESCE({at_saved}, 0)), 0) "
+        "FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page "
         "JOIN documents d ON d.id = p.doc_id LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
-        f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' AND (p.doc_id, p.page) IN ({pages})", bound).fetchone()[0]
+        f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' AND (p.doc_id, p.page) IN ({SCORED_BETWEEN_SQL})",
+        {**params, "low": min(tried, saved), "high": max(tried, saved)}).fetchone()[0]
 
 
 # -- Threshold's picture figures: the decision being tried against the saved one --------------------------------

@@ -60,11 +60,20 @@ def _rule_with_area(area: str) -> str:
 
 # A page whose pictures a curator touched is kept when one of them is included, or when the rule keeps
 # the pictures left to it; a page with every picture excluded or deleted is not.
-EDITED_PAGE_SQL = f"(p.pictures_included > 0 OR COALESCE({_rule_with_area('p.pictures_auto_area')}, 0))"
+# Its largest picture left to the rule is the stored figure at the saved score cutoff; at another, read from
+# its pictures as the writer reads them (page_figures.refresh_edited_sql).
+PAGE_AUTO_AREA_SQL = (
+    "CASE WHEN :picture_score_min = :picture_score_saved THEN p.pictures_auto_area "
+    "ELSE (SELECT MAX(CASE WHEN NOT y.deleted AND NOT y.added AND y.keep IS NULL "
+    f"AND {score_admits('y')} THEN COALESCE(y.fixed_area, y.area) END) FROM pictures y "
+    "WHERE y.doc_id = p.doc_id AND y.page = p.page) END"
+)
+UNSCORED_EDITED_PAGE_SQL = f"(p.pictures_included > 0 OR COALESCE({_rule_with_area('p.pictures_auto_area')}, 0))"
+EDITED_PAGE_SQL = UNSCORED_EDITED_PAGE_SQL.replace("p.pictures_auto_area", f"({PAGE_AUTO_AREA_SQL})")
 
 
-def _keep(picture_rule: str) -> str:
-    return (f"COALESCE(o.keep, CASE WHEN p.pictures_included IS NOT NULL THEN {EDITED_PAGE_SQL} "
+def _keep(picture_rule: str, edited_page: str = EDITED_PAGE_SQL) -> str:
+    return (f"COALESCE(o.keep, CASE WHEN p.pictures_included IS NOT NULL THEN {edited_page} "
             f"WHEN :rule = 'model' THEN COALESCE({MODEL_SQL}, {picture_rule}) "
             f"ELSE CASE :rule WHEN 'sigma' THEN p.sigma > :threshold ELSE {picture_rule} END END, 0)")
 
@@ -99,7 +108,7 @@ PICTURE_KEEP_SQL = _picture_keep(PICTURE_RULE_KEEP_SQL)
 EXPORTED_SQL = f"(({KEEP_SQL}) AND ({PICTURE_KEEP_SQL}))"
 # The same before the score cutoff existed, as the schema's released migrations made their triggers with it.
 UNSCORED_EXPORTED_SQL = (
-    f"(({_keep(UNSCORED_PICTURE_RULE_SQL)}) AND "
+    f"(({_keep(UNSCORED_PICTURE_RULE_SQL, UNSCORED_EDITED_PAGE_SQL)}) AND "
     f"({_picture_keep(f'CASE WHEN x.added THEN 1 ELSE COALESCE({_rule_with_area(PICTURE_AREA_SQL)}, 0) END')}))"
 )
 PICTURE_DECIDED_BY_SQL = (

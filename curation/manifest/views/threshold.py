@@ -5,13 +5,14 @@ edge of the cutoff, and the rule in words.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
 from .. import aggregates
-from ..rules import INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL
+from ..rules import INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL, PAGE_AREA_SQL
 from ..store import Manifest
 from .filters import PAGES_FROM, decision_params, filter_counts, has_features
 
@@ -94,51 +95,132 @@ class Histogram:
 
 def histogram(manifest: Manifest, threshold: float | None, bins: int = 60,
               span: tuple[float, float] | None = None, *, rule: str | None = None,
-              picture_area_min: float | None = None) -> Histogram | None:
+              picture_area_min: float | None = None, picture_score_min: float | None = None) -> Histogram | None:
     """σ of scored pages binned, each bin split by decision. None when nothing is scored.
 
     Bins are a whole number of tenths wide (the last edge moves up to fit), so they are sums of the kept
-    counts (curation.manifest.aggregates)."""
+    counts (curation.manifest.aggregates), which count at the saved score cutoff; a score cutoff being tried
+    moves the pages `moved_by_score` finds."""
     span = span or sigma_range(manifest)
     if span is None:
         return None
     low, high = math.floor(span[0]), math.ceil(span[1])
     high = max(high, low + 1)
     steps = math.ceil((high - low) * aggregates.SIGMA_STEPS / bins - 1e-9)  # fine bins per bin
-    tally = aggregates.tally(manifest, decision_params(manifest, threshold, rule, picture_area_min))
-    total, kept = tally.by_bin("sigma_bin", lambda fine: (fine - low * aggregates.SIGMA_STEPS) // steps, bins)
+    params = decision_params(manifest, threshold, rule, picture_area_min, picture_score_min)
+    tally = aggregates.tally(manifest, at_saved_score(params))
+    to_bin = lambda fine: (fine - low * aggregates.SIGMA_STEPS) // steps  # noqa: E731
+    total, kept = tally.by_bin("sigma_bin", to_bin, bins)
+    moved = moved_by_score(manifest, params)
+    has = ~np.isnan(moved.sigma)
+    at = np.clip(to_bin(np.floor(moved.sigma[has] * aggregates.SIGMA_STEPS).astype(np.int64)), 0, bins - 1)
+    kept += np.bincount(at, moved.kept[has] - moved.kept_saved[has], bins).astype(np.int64)
     edges = low + np.arange(bins + 1) * steps / aggregates.SIGMA_STEPS
     return Histogram(edges, kept, total - kept)
 
 
 def picture_histogram(manifest: Manifest, threshold: float | None = None, bins: int = 45, *,
-                      rule: str | None = None, picture_area_min: float | None = None) -> Histogram | None:
+                      rule: str | None = None, picture_area_min: float | None = None,
+                      picture_score_min: float | None = None) -> Histogram | None:
     """The largest picture's area (square inches) of pages with features, in bins equal on a log scale
     from PICTURE_FLOOR to PICTURE_CEILING, each split by decision; pages below the floor (no picture at
-    all) count in the first bin. None when no page has features."""
+    all) count in the first bin. None when no page has features. The pages' largest pictures are those the
+    saved score cutoff admits; a score cutoff being tried moves the pages `moved_by_score` finds."""
     low, high = math.log10(PICTURE_FLOOR), math.log10(PICTURE_CEILING)
+    params = decision_params(manifest, threshold, rule, picture_area_min, picture_score_min)
     if aggregates.AREA_BINS % bins == 0:  # whole kept bins a bin: summed from the kept counts
-        tally = aggregates.tally(manifest, decision_params(manifest, threshold, rule, picture_area_min))
         steps = aggregates.AREA_BINS // bins
-        total, kept = tally.by_bin("area_bin", lambda fine: fine // steps, bins)
-        if not total.any():
-            return None
-        return Histogram(np.logspace(low, high, bins + 1), kept, total - kept)
+        total, kept = aggregates.tally(manifest, at_saved_score(params)).by_bin("area_bin", lambda fine: fine // steps, bins)
+    else:
+        total, kept = _picture_bins(manifest, params, bins)
+    moved = moved_by_score(manifest, params)
+    has = ~np.isnan(moved.area_saved)  # a page without figures stays out of this histogram at any score cutoff
+
+    def to_bin(area: np.ndarray) -> np.ndarray:
+        return np.clip(np.floor((np.log10(np.maximum(area[has], PICTURE_FLOOR)) - low) * bins / (high - low)),
+                       0, bins - 1).astype(np.int64)
+
+    before, after = to_bin(moved.area_saved), to_bin(moved.area)
+    total += np.bincount(after, minlength=bins) - np.bincount(before, minlength=bins)
+    kept += (np.bincount(after, moved.kept[has], bins) - np.bincount(before, moved.kept_saved[has], bins)).astype(np.int64)
+    if not total.any():
+        return None
+    return Histogram(np.logspace(low, high, bins + 1), kept, total - kept)
+
+
+def _picture_bins(manifest: Manifest, params: dict, bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pages and kept pages a bin of the largest picture's area at the saved score cutoff, by a scan."""
+    low, high = math.log10(PICTURE_FLOOR), math.log10(PICTURE_CEILING)
     aggregates.ensure_log10(manifest.conn)
     rows = manifest.conn.execute(
         f"SELECT MIN(MAX(CAST((log10(MAX(p.picture_area, :floor)) - :low) / :width AS INTEGER), 0), :last) AS bin, "
-        f"SUM({KEEP_SQL}) AS kept, COUNT(*) AS pages {PAGES_FROM} "
-        f"WHERE {LIVE_DOCUMENT_SQL} AND p.picture_area IS NOT NULL GROUP BY bin",
-        {"floor": PICTURE_FLOOR, "low": low, "width": (high - low) / bins, "last": bins - 1,
-         **decision_params(manifest, threshold, rule, picture_area_min)},
+        f"SUM({KEEP_SQL}) AS kept, COUNT(*) AS pages "
+        f"{PAGES_FROM} WHERE {LIVE_DOCUMENT_SQL} AND p.picture_area IS NOT NULL GROUP BY bin",
+        {**at_saved_score(params), "floor": PICTURE_FLOOR, "low": low, "width": (high - low) / bins, "last": bins - 1},
     ).fetchall()
-    if not rows:
-        return None
     kept, total = np.zeros(bins, np.int64), np.zeros(bins, np.int64)
     for row in rows:
         kept[row["bin"]] = row["kept"]
         total[row["bin"]] = row["pages"]
-    return Histogram(np.logspace(low, high, bins + 1), kept, total - kept)
+    return total, kept
+
+
+def at_saved_score(params: dict) -> dict:
+    return {**params, "picture_score_min": params["picture_score_saved"]}
+
+
+# The pages holding a picture scored between two score cutoffs, through the scores' index, as the settings'
+# triggers find them.
+SCORED_BETWEEN_SQL = ("SELECT DISTINCT doc_id, page FROM pictures INDEXED BY pictures_score "
+                      "WHERE score >= :low AND score < :high")
+
+
+@dataclass(frozen=True)
+class MovedPages:
+    """The pages whose largest picture or decision a score cutoff being tried may change, a row each: σ, the
+    largest picture and the decision at the saved and at the tried score cutoff (NaN: no figure)."""
+    sigma: np.ndarray
+    area_saved: np.ndarray
+    kept_saved: np.ndarray
+    area: np.ndarray
+    kept: np.ndarray
+
+
+NOTHING_MOVED = MovedPages(*(np.zeros(0) for _ in range(5)))
+
+
+def moved_by_score(manifest: Manifest, params: dict) -> MovedPages:
+    """The live scored pages holding a picture scored between the saved and the tried score cutoff (found
+    through the scores' index): the only pages whose largest picture and decision the score cutoff changes.
+    Threshold's figures and both histograms read them on each move: read once while nothing changed."""
+    if params["picture_score_min"] == params["picture_score_saved"]:
+        return NOTHING_MOVED
+    key = (str(manifest.path), aggregates.version(manifest.conn), tuple(sorted(params.items())))
+    with _moved_lock:
+        found = _moved.get(key)
+    if found is None:
+        found = _read_moved(manifest, params)
+        with _moved_lock:
+            _moved.clear()  # one move at a time: a list of up to every scored page
+            _moved[key] = found
+    return found
+
+
+_moved: dict[tuple, MovedPages] = {}
+_moved_lock = threading.Lock()
+
+
+def _read_moved(manifest: Manifest, params: dict) -> MovedPages:
+    tried, saved = params["picture_score_min"], params["picture_score_saved"]
+    kept_saved = KEEP_SQL.replace(":picture_score_min", ":picture_score_saved")
+    rows = manifest.conn.execute(
+        f"SELECT p.sigma, p.picture_area, {kept_saved}, ({PAGE_AREA_SQL}), {KEEP_SQL} {PAGES_FROM} "
+        f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' AND (p.doc_id, p.page) IN ({SCORED_BETWEEN_SQL})",
+        {**params, "low": min(tried, saved), "high": max(tried, saved)}).fetchall()
+    if not rows:
+        return NOTHING_MOVED
+    columns = np.array(rows, dtype=float).T  # NULL reads as NaN
+    return MovedPages(columns[0], columns[1], np.nan_to_num(columns[2]), columns[3], np.nan_to_num(columns[4]))
 
 
 def otsu(counts: np.ndarray, edges: np.ndarray) -> float:
