@@ -1,6 +1,6 @@
 """Learning from picture decisions, measured leave one source out on real pages.
 
-    python bench/bench_picture_learning.py ../shared/realdata [--decisions 20]
+    python bench/bench_picture_learning.py ../shared/realdata [--decisions 20] [--strengths 1 3 10 30 100]
 
 For each source of FOLDER (laid out like ../shared/realdata): the verdict's head is trained and its cutoff
 chosen on the other sources (curation.pictures.train, as its own figures are), and keeps the held-out
@@ -12,6 +12,14 @@ draws), the model learns from those (curation.pictures.learned; its prior, the h
 embedding-only regression trained on the other sources), and its
 suggestions are compared with the labels of the pictures left. The reference in the same run is the head
 alone on those same pictures; ratios are learned over head. Per source and pooled.
+
+How hard the model is pulled to the prior (its strength) is chosen leave one source out too: for each
+held-out source, the same simulation is run on each of the other sources in turn (their pictures kept and
+scored by heads that did not see them, the ones that chose the cutoff), and the strength of `--strengths`
+agreeing best there, pooled, is the one measured on the held-out source. Where every pooled figure ties, the
+shipped strength (learned.PRIOR_STRENGTH) is kept. The strength chosen the same way on every source is printed
+last: the one to ship. A prior's regression reads only its mean and scale here: every picture a curator sees
+was scored by the head, whose score is its prior (learned.Prior.logits).
 
 Candidates and embeddings are read through train.read_folder's cache (bench/out/picture_candidates).
 """
@@ -32,18 +40,29 @@ from curation.pictures.candidates import MEASURES  # noqa: E402
 from curation.pictures.verdict import select  # noqa: E402
 
 DRAWS = 5
+SETS = {"kept": "the pictures the head keeps (at its cutoff), as ingest stores them",
+        "all": "every candidate (best of each overlapping group, no cutoff): what a curator would see with "
+               "the cutoff at 0"}
 
 
-def kept_pictures(pages, head, cutoff: float):
-    """The held-out pages' candidates kept at `cutoff`: embeddings, the head's scores, labels (1, 0, -1)."""
-    vectors, scores, labels = [], [], []
-    for page in pages:
-        score = head.score(page.inputs)
+def kept_pictures(pages, scores, cutoff: float):
+    """The pages' candidates kept at `cutoff` under `scores` (one array a page): embeddings, scores, labels."""
+    vectors, kept_scores, labels = [], [], []
+    for page, score in zip(pages, scores):
         chosen = select(page.boxes, score, cutoff)
         vectors += [page.inputs[i, len(MEASURES):] for i in chosen]
-        scores += [score[i] for i in chosen]
+        kept_scores += [score[i] for i in chosen]
         labels += [int(page.labels[i]) for i in chosen]
-    return np.array(vectors).reshape(-1, page.inputs.shape[1] - len(MEASURES)), np.array(scores), np.array(labels)
+    width = pages[0].inputs.shape[1] - len(MEASURES)
+    return np.array(vectors).reshape(-1, width), np.array(kept_scores), np.array(labels)
+
+
+def standardising_prior(pages, verdict_cutoff: float) -> learned.Prior:
+    """A prior with the mean and scale of `pages`' labelled embeddings: all the simulation reads of it."""
+    rows = np.concatenate([p.inputs[p.labels >= 0, len(MEASURES):] for p in pages])
+    mean, scale = rows.mean(axis=0), rows.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    return learned.Prior.of_regression(mean, scale, np.zeros_like(mean), 0.0, 0.5, verdict_cutoff)
 
 
 def agreement(vectors, scores, labels, prior, decided: np.ndarray, strength: float) -> tuple[int, int, int]:
@@ -57,66 +76,100 @@ def agreement(vectors, scores, labels, prior, decided: np.ndarray, strength: flo
     return int(np.sum(mine == truth)), int(np.sum((offsets[rest] >= 0) == truth)), len(rest)
 
 
+def simulate(pages, scores, cutoff, prior, decisions: int, strengths, at: float | None = None):
+    """The curator's `decisions` on `pages` (kept at `at`, default the cutoff), for each strength:
+    {strength: (least sure first, random draws)} as (agreed, head agreed, of), and the counts seen."""
+    vectors, kept_scores, labels = kept_pictures(pages, scores, cutoff if at is None else at)
+    seen = len(labels)
+    labelled = np.flatnonzero(labels >= 0)
+    vectors, kept_scores, labels = vectors[labelled], kept_scores[labelled], labels[labelled]
+    count = min(decisions, len(labels) // 2)
+    counts = (seen, len(labels), int((labels == 1).sum()), int((labels == 0).sum()), count)
+    if count < 1:
+        return None, counts
+    unsure = np.argsort(np.abs(prior.logits(vectors, kept_scores)), kind="stable")[:count]
+    draws = [np.random.default_rng(seed).choice(len(labels), count, replace=False) for seed in range(DRAWS)]
+    return {strength: (np.array(agreement(vectors, kept_scores, labels, prior, unsure, strength)),
+                       np.sum([agreement(vectors, kept_scores, labels, prior, d, strength) for d in draws], axis=0))
+            for strength in strengths}, counts
+
+
+def choose_strength(pages, inner_scores, cutoff: float, decisions: int, strengths) -> float:
+    """The strength agreeing best on `pages` (least sure first and random draws, pooled), each source held out in
+    turn: its pictures scored by `inner_scores` (heads that did not see it), its prior standardised on the rest."""
+    agreed = dict.fromkeys(strengths, 0)
+    for source in train.sources(pages):
+        held = [i for i, p in enumerate(pages) if p.source == source]
+        prior = standardising_prior([p for p in pages if p.source != source], cutoff)
+        result, _ = simulate([pages[i] for i in held], [inner_scores[i] for i in held], cutoff, prior, decisions,
+                             strengths)
+        for strength, (first, drawn) in (result or {}).items():
+            agreed[strength] += int(first[0] + drawn[0])
+    best = max(agreed.values())
+    return learned.PRIOR_STRENGTH if agreed.get(learned.PRIOR_STRENGTH) == best else \
+        min(s for s in strengths if agreed[s] == best)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", type=pathlib.Path)
     parser.add_argument("--cache", type=pathlib.Path, default=pathlib.Path("bench/out/picture_candidates"))
     parser.add_argument("--decisions", type=int, default=20)
-    parser.add_argument("--strengths", type=float, nargs="*", default=[],
-                        help="also print pooled figures at these prior strengths (sensitivity, not a result)")
+    parser.add_argument("--strengths", type=float, nargs="+", default=[1, 3, 10, 30, 100],
+                        help="the prior strengths to choose from, leave one source out (the shipped one is added)")
     args = parser.parse_args(argv)
     if not (args.folder / "pictures.jsonl").exists():
         sys.exit(f"no pictures.jsonl in {args.folder}: give a folder laid out like ../shared/realdata")
     started = time.process_time()
     pages = train.read_folder(args.folder, args.cache)
-    strengths = [learned.PRIOR_STRENGTH, *args.strengths]
-    sets = {"kept": "the pictures the head keeps (at its cutoff), as ingest stores them",
-            "all": "every candidate (best of each overlapping group, no cutoff): what a curator would see with "
-                   "the cutoff at 0"}
-    pooled = {(name, s): {"least sure": np.zeros(3), "random": np.zeros(3)} for name in sets for s in strengths}
+    strengths = sorted({learned.PRIOR_STRENGTH, *args.strengths})
+    # "chosen": each source at the strength chosen on the others; then each fixed strength (not a result).
+    columns = ["chosen", *strengths]
+    pooled = {(name, c): np.zeros((2, 3), np.int64) for name in SETS for c in columns}
     print(f"{len(pages)} pages, {len(train.sources(pages))} sources; up to {args.decisions} decisions per source "
-          f"(at most half its labelled pictures); prior strength {learned.PRIOR_STRENGTH:g}")
-    lines = {name: [] for name in sets}
+          f"(at most half its labelled pictures); prior strengths {', '.join(f'{s:g}' for s in strengths)}, "
+          f"shipped {learned.PRIOR_STRENGTH:g}")
+    lines = {name: [] for name in SETS}
     for source in train.sources(pages):
         others = [p for p in pages if p.source != source]
-        cutoff = train.best_cutoff(others, train.held_out_scores(others))
+        inner = train.held_out_scores(others)
+        cutoff = train.best_cutoff(others, inner)
+        chosen = choose_strength(others, inner, cutoff, args.decisions, strengths)
         head = train.fit(others, cutoff)
         prior = train.fit_prior(others, cutoff)
         held_out = [p for p in pages if p.source == source]
+        scores = [head.score(p.inputs) for p in held_out]
         for name, at in (("kept", cutoff), ("all", 0.0)):
-            vectors, scores, labels = kept_pictures(held_out, head, at)
-            labelled = np.flatnonzero(labels >= 0)
-            kept = len(labels)
-            vectors, scores, labels = vectors[labelled], scores[labelled], labels[labelled]
-            count = min(args.decisions, len(labels) // 2)
-            line = (f"  {source[:40]:40s} {kept:4d} {len(labels):5d} {int((labels == 1).sum()):4d} "
-                    f"{int((labels == 0).sum()):4d} {count:4d}  ")
-            if count < 1:
+            result, counts = simulate(held_out, scores, cutoff, prior, args.decisions, strengths, at)
+            line = f"  {source[:40]:40s} " + " ".join(f"{n:4d}" for n in counts) + f" {chosen:6g}  "
+            if result is None:
                 lines[name].append(line + " too few labelled pictures to measure")
                 continue
-            unsure = np.argsort(np.abs(prior.logits(vectors, scores)), kind="stable")[:count]
-            draws = [np.random.default_rng(seed).choice(len(labels), count, replace=False) for seed in range(DRAWS)]
-            for strength in strengths:
-                first = np.array(agreement(vectors, scores, labels, prior, unsure, strength))
-                drawn = np.sum([agreement(vectors, scores, labels, prior, d, strength) for d in draws], axis=0)
-                pooled[(name, strength)]["least sure"] += first
-                pooled[(name, strength)]["random"] += drawn
-                if strength == learned.PRIOR_STRENGTH:
-                    lines[name].append(line + f"  {_pair(first)}      {_pair(drawn)}")
-        print(f"  [{source}] done", file=sys.stderr)
-    for name, words in sets.items():
+            for column in columns:
+                first, drawn = result[chosen if column == "chosen" else column]
+                pooled[(name, column)] += np.stack([first, drawn])
+            first, drawn = result[chosen]
+            lines[name].append(line + f"  {_pair(first)}      {_pair(drawn)}")
+        print(f"  [{source}] done: strength {chosen:g} chosen on the other sources", file=sys.stderr)
+    for name, words in SETS.items():
         print(f"\n{name}: {words}")
-        print(f"  {'source':40s} {'seen':>4s} {'label':>5s} {'pos':>4s} {'neg':>4s} {'dec':>4s}   "
+        print(f"  {'source':40s} {'seen':>4s} {'label':>4s} {'pos':>4s} {'neg':>4s} {'dec':>4s} {'chosen':>6s}   "
               "least sure first: learned / head      random (5 draws): learned / head")
         print("\n".join(lines[name]))
-        for strength in strengths:
-            tag = "pooled" if strength == learned.PRIOR_STRENGTH else f"pooled, strength {strength:g} (sensitivity)"
-            first, drawn = pooled[(name, strength)]["least sure"], pooled[(name, strength)]["random"]
+        for column in columns:
+            tag = ("pooled, each source at the strength chosen on the others" if column == "chosen" else
+                   f"pooled, every source at strength {column:g} (sensitivity, not a result)")
+            first, drawn = pooled[(name, column)]
             print(f"  {tag:64s}  {_pair(first)}      {_pair(drawn)}")
-            for what, t in (("least sure first", first), ("random", drawn)):
-                if t[2]:
-                    print(f"    {what}: learned {t[0] / t[2]:.3f}, head alone {t[1] / t[2]:.3f}, "
-                          f"ratio learned/head {t[0] / max(t[1], 1):.3f}")
+            if column == "chosen":
+                for what, t in (("least sure first", first), ("random", drawn)):
+                    if t[2]:
+                        print(f"    {what}: learned {t[0] / t[2]:.3f}, head alone {t[1] / t[2]:.3f}, "
+                              f"ratio learned/head {t[0] / max(t[1], 1):.3f}")
+    every = train.held_out_scores(pages)
+    print(f"\nthe strength to ship, chosen the same way on every source: "
+          f"{choose_strength(pages, every, train.best_cutoff(pages, every), args.decisions, strengths):g} "
+          f"(shipped: {learned.PRIOR_STRENGTH:g})")
     print(f"CPU time {time.process_time() - started:.0f} s (process time, machine loaded by others)")
 
 
