@@ -26,7 +26,7 @@ from ..export.settings import ExportSettings
 from ..export.worker import Exported, PageTask, close_document, run_page_task
 from ..manifest.store import Manifest
 from ..manifest.views.images import open_jpeg
-from ..runs.jobs import DiskFull, JobProgress, Stopped, is_disk_full, stop_on_sigterm
+from ..runs.jobs import DiskFull, JobProgress, Stopped, claim_manifest, is_disk_full, stop_on_sigterm
 from ..sources.page_numbers import page_number
 from ..sources.paths import document_roots
 from ..sources.reader import error_text
@@ -81,9 +81,9 @@ class CaptionJob:
     def _run(self) -> CaptionReport:
         rows = list(self.pictures.rows(self.manifest))  # in document order: one document open at a time
         self.report.pictures = self.progress.total = len(rows)
-        self.job_id = self.progress.job_id = self.manifest.start_job(
-            KIND, {"model": str(self.model_dir or ""), "pictures": len(rows), "kept": self.pictures.kept,
-                   "overwrite": self.overwrite})
+        self.job_id = self.progress.job_id = claim_manifest(self.manifest, KIND, {
+            "model": str(self.model_dir or ""), "pictures": len(rows), "kept": self.pictures.kept,
+            "overwrite": self.overwrite})
         status, message = "failed", None
         try:
             with self._captioner() as model:

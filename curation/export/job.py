@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from ..manifest.store import Manifest
 from ..runs.scheduler import Failure, Scheduler, timeout_message
 from ..runs.worker_pool import bounded_pool, process_pool
-from ..runs.jobs import DiskFull, JobProgress, Stopped, is_disk_full, plural, stop_on_sigterm
+from ..runs.jobs import DiskFull, JobProgress, Stopped, claim_manifest, is_disk_full, plural, stop_on_sigterm
 from ..sources.paths import document_roots
 from ..sources.page_numbers import page_number
 from ..sources.reader import error_text
@@ -117,7 +117,7 @@ class Export:
         self.report.left_out = selection.left_out
         self.progress.total = len(items)
         self.progress.start()
-        self.job_id = self.progress.job_id = self.manifest.start_job("export", {
+        self.job_id = self.progress.job_id = claim_manifest(self.manifest, "export", {
             "out": str(self.out), "settings": self.settings.as_dict(), "threshold": self.threshold,
             "decision": self.decision, "images": len(items), "left_out": len(selection.left_out),
             "workers": self.workers,

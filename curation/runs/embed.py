@@ -33,7 +33,7 @@ from ..manifest import picture_embeddings, picture_inputs
 from ..manifest.store import Manifest
 from .scheduler import CRASH_MESSAGE, Failure, Scheduler, timeout_message
 from .worker_pool import bounded_pool, default_workers, process_pool
-from .jobs import DiskFull, JobProgress, Stopped, is_disk_full, plural, stop_on_sigterm
+from .jobs import DiskFull, JobProgress, Stopped, claim_manifest, is_disk_full, plural, stop_on_sigterm
 from ..pictures import embedding  # torch-free until it embeds
 from ..pictures.embedding import decode_input, fit_on_paper, page_crop
 from ..scoring.scorer import page_gray, reference_size
@@ -178,7 +178,7 @@ class PictureJob:
         todo = [dict(row) for row in picture_embeddings.missing(self.manifest.conn)]
         live = self.manifest.conn.execute("SELECT COUNT(*) FROM pictures WHERE NOT deleted").fetchone()[0]
         self.report.pictures, self.report.already = live, live - len(todo)
-        self.job_id = self.progress.job_id = self.manifest.start_job(KIND, {"pictures": len(todo)})
+        self.job_id = self.progress.job_id = claim_manifest(self.manifest, KIND, {"pictures": len(todo)})
         self.progress.total, self.progress.done = live, live - len(todo)
         status, message = "failed", None
         try:

@@ -30,7 +30,7 @@ from ..sources.reader import (DocumentError, DocumentInfo, OutsideAllowedFolders
 from ..manifest.views.jobs import unreadable_documents
 from .embed import missing_parts
 from .ingest_task import Task, run_task
-from .jobs import DiskFull, JobProgress, Stopped, is_disk_full, plural, stop_on_sigterm
+from .jobs import DiskFull, JobProgress, Stopped, claim_manifest, is_disk_full, plural, stop_on_sigterm
 from .scheduler import CRASH_MESSAGE, Scheduler, timeout_message
 from .worker_pool import bounded_pool, default_workers, kill_executor, process_pool
 
@@ -153,9 +153,10 @@ class Ingest:
 
     def _run(self) -> IngestReport:
         self.progress.start()
-        self.job_id = self.progress.job_id = self.manifest.start_job(
-            "ingest", {"paths": [str(p) for p in self.pdfs], "workers": self.workers,
-                       "page_timeout": self.page_timeout, "legend_languages": self.legend_languages})
+        self.job_id = self.progress.job_id = claim_manifest(
+            self.manifest, "ingest", {"paths": [str(p) for p in self.pdfs], "workers": self.workers,
+                                      "page_timeout": self.page_timeout, "legend_languages": self.legend_languages},
+            self._room_needed)
         status, message = "failed", None
         scheduler = self._scheduler = Scheduler(
             self.make_executor, self.workers, self.task_fn, should_stop=lambda: self.manifest.stop_requested(self.job_id),

@@ -127,6 +127,18 @@ def is_disk_full(exc: BaseException) -> bool:
                                                or "disk is full" in str(exc))
 
 
+def claim_manifest(manifest: Manifest, kind: str, args: dict,
+                   room_needed: Callable[[], int | None] = lambda: None) -> int:
+    """`manifest.start_job(kind, args)`; a disk too full to record even that raises DiskFull (`room_needed()`: about
+    how much more the job needs), as any later write does."""
+    try:
+        return manifest.start_job(kind, args)
+    except sqlite3.Error as exc:
+        if not is_disk_full(exc):
+            raise
+        raise DiskFull(manifest.path, room_needed()) from None
+
+
 def megabytes(size: int) -> str:
     return f"{size / 1e6:,.1f} MB" if size >= 100_000 else f"{size / 1e3:,.0f} kB"
 
