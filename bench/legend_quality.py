@@ -123,8 +123,8 @@ def remembered_reads():
     """While open, the reader remembers what it read (the page parts, where their legends lie, and the
     text Tesseract and the recognizer read), so that reading the pages again with other constants is quick."""
     read_area, read_text, recognize = legend.read_area, legend.read_text, legend.recognize
-    read_column = legend.vertical.read_column
-    areas = functools.lru_cache(maxsize=None)(lambda path, number, area, size: _area(read_area, path, number, area, size))
+    read_column, scan_gray = legend.vertical.read_column, legend._scan_gray
+    areas = functools.lru_cache(maxsize=None)(lambda *part: _area(read_area, scan_gray, *part))
     texts: dict = {}
 
     def remembered_text(gray, languages, dpi):
@@ -155,6 +155,7 @@ def remembered_reads():
         return boxes[key]
 
     legend.read_area = lambda doc, number, area, size, scan=None: areas(doc.name, number, tuple(area), tuple(size))
+    legend._scan_gray = lambda doc, number: None  # the parts read are remembered: the page is not decoded
     legend.read_text, legend.recognize, legend.legend_box = remembered_text, remembered_recognition, remembered_box
     legend.vertical.read_column = remembered_column
 
@@ -170,12 +171,14 @@ def remembered_reads():
     finally:
         legend.read_area, legend.read_text, legend.recognize, legend.legend_box = (read_area, read_text, recognize,
                                                                                    legend_box)
-        legend.vertical.read_column, legend.column_box = read_column, column_box
+        legend.vertical.read_column, legend.column_box, legend._scan_gray = read_column, column_box, scan_gray
 
 
-def _area(read_area, path: str, number: int, area, size):
+def _area(read_area, scan_gray, path: str, number: int, area, size):
+    """The part `area` of a page as the reader reads it from the page's scan (`scan_gray`; where the page is
+    none, rendered)."""
     with pymupdf.open(path) as doc:
-        return read_area(doc, number, area, size)
+        return read_area(doc, number, area, size, scan_gray(doc, number))
 
 
 def measure(page: Page, languages: str, finder: bool) -> Tally:

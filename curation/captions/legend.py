@@ -439,6 +439,8 @@ def read_legends(doc, number: int, boxes, languages: str = DEFAULT_LANGUAGES,
     once for each (`scan`: the page's scan in gray at full size, if already decoded)."""
     width, height = reference_size(doc[number])
     read = [box if _area(box) >= MIN_PICTURE_IN2 else None for box in boxes]
+    if scan is None and any(read):  # decoded once for every part read
+        scan = _scan_gray(doc, number)
     found = _read_places(doc, number, [box and strips(box, boxes, width, height) for box in read], languages, scan)
     if READER != "tesseract" and recognizer.available():
         depth, top = round(SEARCH_DEPTH_IN * REFERENCE_DPI), round(vertical.TOP_IN * REFERENCE_DPI)
