@@ -16,7 +16,8 @@ costs as much as a lost one); where several values score alike, the one nearest 
 Accuracy: printed characters read right (difflib's matching blocks, case kept) over printed characters.
 Each legend not read right says why: its picture not found (finder + reader), no block of lines found by the
 picture (the legend's box; or the picture is under a square inch, where no legend is looked for), or what
-Tesseract and the recognizer read in each block found, with their confidences (the reader).
+Tesseract and the recognizer read in each block found (or the recognizer in a column of vertical type beside
+the picture), with their confidences (the reader).
 
     python bench/legend_quality.py [FOLDER] [--languages eng+deu+fra] [--out bench/out/legends]
 """
@@ -47,7 +48,8 @@ from curation.scoring.scorer import reference_size, score_page_and_scan  # noqa:
 TUNED = {"MIN_CONFIDENCE": (0.45, 0.55, 0.65, 0.75, 0.85),
          "MAX_LINE_CHARS": (60, 75, 90, 120, 10_000),
          "RECOGNIZER_MIN_CONFIDENCE": (0.65, 0.75, 0.85, 0.9, 0.95),
-         "BODY_ENDS_LEGEND": (False, True)}
+         "BODY_ENDS_LEGEND": (False, True),
+         "vertical.VERTICAL_MIN_CONFIDENCE": (0.65, 0.75, 0.85, 0.9, 0.95)}
 
 
 def accuracy_counts(read: str | None, printed: str) -> tuple[int, int]:
@@ -121,7 +123,8 @@ def remembered_reads():
     """While open, the reader remembers what it read (the page parts, where their legends lie, and the
     text Tesseract and the recognizer read), so that reading the pages again with other constants is quick."""
     read_area, read_text, recognize = legend.read_area, legend.read_text, legend.recognize
-    areas = functools.lru_cache(maxsize=None)(lambda path, number, area, size: _area(read_area, path, number, area, size))
+    read_column, scan_gray = legend.vertical.read_column, legend._scan_gray
+    areas = functools.lru_cache(maxsize=None)(lambda *part: _area(read_area, scan_gray, *part))
     texts: dict = {}
 
     def remembered_text(gray, languages, dpi):
@@ -136,7 +139,13 @@ def remembered_reads():
             texts[key] = recognize(gray, dpi)
         return texts[key]
 
-    legend_box = legend.legend_box
+    def remembered_column(gray, pad):
+        key = (gray.shape, gray.tobytes(), "column", pad)
+        if key not in texts:
+            texts[key] = read_column(gray, pad)
+        return texts[key]
+
+    legend_box, column_box = legend.legend_box, legend.column_box
     boxes: dict = {}
 
     def remembered_box(gray, strip, scale):  # the geometry: of the constants selected here, only one changes it
@@ -146,17 +155,30 @@ def remembered_reads():
         return boxes[key]
 
     legend.read_area = lambda doc, number, area, size, scan=None: areas(doc.name, number, tuple(area), tuple(size))
+    legend._scan_gray = lambda doc, number: None  # the parts read are remembered: the page is not decoded
     legend.read_text, legend.recognize, legend.legend_box = remembered_text, remembered_recognition, remembered_box
+    legend.vertical.read_column = remembered_column
+
+    def remembered_column_box(gray, strip, scale):
+        key = (gray.shape, gray.tobytes(), strip, scale)
+        if key not in boxes:
+            boxes[key] = column_box(gray, strip, scale)
+        return boxes[key]
+
+    legend.column_box = remembered_column_box
     try:
         yield
     finally:
         legend.read_area, legend.read_text, legend.recognize, legend.legend_box = (read_area, read_text, recognize,
                                                                                    legend_box)
+        legend.vertical.read_column, legend.column_box, legend._scan_gray = read_column, column_box, scan_gray
 
 
-def _area(read_area, path: str, number: int, area, size):
+def _area(read_area, scan_gray, path: str, number: int, area, size):
+    """The part `area` of a page as the reader reads it from the page's scan (`scan_gray`; where the page is
+    none, rendered)."""
     with pymupdf.open(path) as doc:
-        return read_area(doc, number, area, size)
+        return read_area(doc, number, area, size, scan_gray(doc, number))
 
 
 def measure(page: Page, languages: str, finder: bool) -> Tally:
@@ -165,7 +187,9 @@ def measure(page: Page, languages: str, finder: bool) -> Tally:
     tally = Tally()
     with pymupdf.open(page.pdf) as doc, traced_reads() as traces:
         read = legend.read_legends(doc, 0, boxes, languages) if boxes else []
-    traces = traces if len(traces) == len(boxes) else [[] for _ in boxes]  # no picture had a strip to look in
+    # A list per picture and pass (under or over it, then beside it); none where no picture had a place to look
+    traces = [sum(traces[i::len(boxes)], []) for i in range(len(boxes))] if boxes and len(traces) % len(boxes) == 0 \
+        else [[] for _ in boxes]
     texts = [r.text if r else None for r in read]
     owners = [[i for i, box in enumerate(page.labelled) if _inside(b, box)] for b in boxes] if finder \
         else [[i] for i in range(len(boxes))]
@@ -195,22 +219,33 @@ def traced_reads():
     (each: what Tesseract read and what the recognizer read, each with its confidence); an empty list where
     it found no block of lines to read (a picture under a square inch is not looked at)."""
     traces: list[list[tuple]] = []
-    find, ocr = legend._legend, legend.ocr
+    find, find_beside, ocr = legend._legend, legend._beside_legend, legend.ocr
+    read_column = legend.vertical.read_column
 
     def traced_find(*args, **kwargs):
         traces.append([])
         return find(*args, **kwargs)
+
+    def traced_find_beside(*args, **kwargs):
+        traces.append([])
+        return find_beside(*args, **kwargs)
 
     def traced_ocr(gray, languages, dpi):
         recognized = legend.recognize(gray, dpi) if legend.recognizer.available() else ("", 0.0, 0)
         traces[-1].append((legend.read_text(gray, languages, dpi)[:2], recognized[:2]))
         return ocr(gray, languages, dpi)
 
-    legend._legend, legend.ocr = traced_find, traced_ocr
+    def traced_column(gray, pad):  # a column beside the picture: the recognizer alone reads it, turned
+        read = read_column(gray, pad)
+        traces[-1].append((("(a column beside: not read)", 0.0), read))
+        return read
+
+    legend._legend, legend._beside_legend = traced_find, traced_find_beside
+    legend.ocr, legend.vertical.read_column = traced_ocr, traced_column
     try:
         yield traces
     finally:
-        legend._legend, legend.ocr = find, ocr
+        legend._legend, legend._beside_legend, legend.ocr, legend.vertical.read_column = find, find_beside, ocr, read_column
 
 
 def _loss(traces: list[list[tuple]]) -> tuple[str, str]:
@@ -235,11 +270,17 @@ def _inside(box, labelled, grow: int = 20) -> bool:
 def with_constants(values: dict, pages: list[Page], languages: str, finder: bool) -> dict[str, Tally]:
     """Each source's tally, read with the reader's constants set to `values`."""
     for name, value in values.items():
-        setattr(legend, name, value)
+        setattr(*_owner(name), value)
     tallies: dict[str, Tally] = {}
     for page in pages:
         tallies.setdefault(page.source, Tally()).add(measure(page, languages, finder))
     return tallies
+
+
+def _owner(name: str) -> tuple:
+    """The module that holds a tuned constant ("vertical.X": legend's neighbour), and its name there."""
+    module, _, attribute = name.rpartition(".")
+    return (getattr(legend, module) if module else legend), attribute
 
 
 def select(scores: dict[tuple, float]) -> tuple:
@@ -254,7 +295,7 @@ def select(scores: dict[tuple, float]) -> tuple:
 def leave_one_source_out(pages: list[Page], languages: str) -> list[str]:
     """The report: per held-out source and pooled, the reader and the finder + reader, each with the
     constants selected on the other sources."""
-    shipped = {name: getattr(legend, name) for name in TUNED}
+    shipped = {name: getattr(*_owner(name)) for name in TUNED}
     combos = list(itertools.product(*TUNED.values()))
     by_combo = {combo: [with_constants(dict(zip(TUNED, combo)), pages, languages, finder) for finder in (False, True)]
                 for combo in combos}

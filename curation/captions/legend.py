@@ -1,5 +1,6 @@
 """A picture's printed legend: the lines of type directly under it (or, failing that, over it), within
-its width, before the next picture or the body text starts, read by Tesseract.
+its width, before the next picture or the body text starts, read by Tesseract; failing both, a column of
+vertical type beside it (a Japanese or Chinese book's figure title: `vertical`), read by the recognizer.
 
 Where the lines are is worked out on the page itself, read at OCR resolution around the pictures
 (the 144-dpi reference image is too coarse for 7-pt type): rows of ink under the picture are lines
@@ -32,7 +33,7 @@ import numpy as np
 from ..manifest.settings import DEFAULT_LEGEND_LANGUAGES as DEFAULT_LANGUAGES
 from ..manifest.settings import language_codes
 from ..scoring.scorer import decode_gray, full_page_jpeg, reference_size
-from . import recognizer
+from . import recognizer, vertical
 from .best import LEGEND_CONFIDENCE_MIN
 
 LANGUAGE_NAMES = {"eng": "English", "deu": "German", "fra": "French", "frk": "German (Fraktur)", "rus": "Russian",
@@ -433,16 +434,42 @@ def with_legends(result, doc, languages: str, scan: np.ndarray | None = None):
 def read_legends(doc, number: int, boxes, languages: str = DEFAULT_LANGUAGES,
                  scan: np.ndarray | None = None) -> list[Legend | None]:
     """The legend of each picture of page `number` (`boxes`: x0, y0, x1, y1 in reference pixels), in
-    the order given; the page is read once, at OCR resolution, around the pictures only (`scan`: the
-    page's scan in gray at full size, if already decoded)."""
+    the order given: under or over each picture, then, for those still without one, set vertically beside
+    it (where the recognizer is installed). The page is read at OCR resolution around the pictures only,
+    once for each (`scan`: the page's scan in gray at full size, if already decoded)."""
     width, height = reference_size(doc[number])
-    found = [strips(box, boxes, width, height) if _area(box) >= MIN_PICTURE_IN2 else [] for box in boxes]
-    every = [strip for picture in found for strip in picture]
+    read = [box if _area(box) >= MIN_PICTURE_IN2 else None for box in boxes]
+    if scan is None and any(read):  # decoded once for every part read
+        scan = _scan_gray(doc, number)
+    found = _read_places(doc, number, [box and strips(box, boxes, width, height) for box in read], languages, scan)
+    if READER != "tesseract" and recognizer.available():
+        depth, top = round(SEARCH_DEPTH_IN * REFERENCE_DPI), round(vertical.TOP_IN * REFERENCE_DPI)
+        besides = [box and not legend and vertical.beside(box, boxes, width, height, depth, top)
+                   for box, legend in zip(read, found)]
+        found = [legend or _beside_legend(doc, number, places or [], scan) for legend, places in zip(found, besides)]
+    return found
+
+
+def _beside_legend(doc, number: int, places: list, scan) -> Legend | None:
+    """The first legend set vertically beside the picture (`places`: `vertical.Beside`s), each part of the
+    page read on its own: the strips beside a page's pictures, together, may span the page."""
+    for strip in places:
+        gray, scale = read_area(doc, number, strip.box, reference_size(doc[number]), scan)
+        legend = _vertical_legend(gray, strip, scale)
+        if legend is not None:
+            return legend
+    return None
+
+
+def _read_places(doc, number: int, places: list, languages: str, scan) -> list[Legend | None]:
+    """The legend found in each picture's `places` (a list of `Strip`s, or nothing), the part of the page
+    that holds them read once."""
+    every = [strip for picture in places if picture for strip in picture]
     if not every:
-        return [None] * len(boxes)
+        return [None] * len(places)
     area = tuple(f(s.box[i] for s in every) for i, f in enumerate((min, min, max, max)))
-    gray, scale = read_area(doc, number, area, (width, height), scan)
-    return [_legend(gray, area, scale, picture, languages) for picture in found]
+    gray, scale = read_area(doc, number, area, reference_size(doc[number]), scan)
+    return [_legend(gray, area, scale, picture or [], languages) for picture in places]
 
 
 def _area(box) -> float:
@@ -461,6 +488,27 @@ def _legend(gray, area, scale: float, picture_strips: list[Strip], languages: st
             if legend is not None:
                 return legend
     return None
+
+
+def _vertical_legend(part: np.ndarray, strip, scale: float) -> Legend | None:
+    """The legend set in a column beside the picture, where `part` (the strip `strip`) holds one."""
+    box = column_box(part, strip, scale)
+    if box is None:
+        return None
+    x0, y0, x1, y1 = box
+    text, confidence = vertical.read_column(part[y0:y1, x0:x1], round(PAD_IN * REFERENCE_DPI * scale))
+    mostly_wide = _wide(text) * 2 > len(text.replace(" ", ""))  # Latin type turned a quarter is not
+    if mostly_wide and is_legend(text, confidence, 1, vertical.VERTICAL_MIN_CONFIDENCE):
+        return Legend(text, round(confidence, 3))
+    return None
+
+
+def column_box(part: np.ndarray, strip, scale: float) -> tuple[int, int, int, int] | None:
+    """The box of the column of vertical type in `part` (the strip `strip` beside a picture, read at `scale`
+    pixels per reference pixel) that is the picture's legend; None where it holds none."""
+    dpi = REFERENCE_DPI * scale
+    found = _ink(part, dpi)
+    return None if found is None else vertical.column_box(found[0], strip, scale, dpi)
 
 
 def _on_paper(gray: np.ndarray, box, pad: int) -> np.ndarray:
