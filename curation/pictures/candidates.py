@@ -8,10 +8,7 @@ from several readings of the same ink, and overlap freely:
 - the ink that is not text (the text detector's lines taken out), grouped by nearness, at two
   distances (cuts standing apart, or one picture's scattered strokes), at both thresholds;
 - the same with every long straight line taken out as well: the ruled frames of a book page join
-  its figures to the frame otherwise;
-- each of those boxes grown to the ink it cuts through: a figure drawn in the same line as its page's
-  frame and columns is often proposed only in part (its faint half falls apart from the rest, or under
-  the size a stroke must have), and the pieces of ink the part's box cuts hold the rest of it.
+  its figures to the frame otherwise.
 
 The measures describe the box the way the analysis sees it (size, shape, text inside and around,
 ink, strokes, solid areas); the verdict weighs them with the crop's embedding.
@@ -35,12 +32,10 @@ SIDE_MIN_IN = 0.25
 ASPECT_MAX = 10.0
 LINE_MIN_IN = 1.0  # straight runs this long and thin are ruled lines, with neighbours or not
 LINE_THICKNESS_IN = 0.05
-GROW_JOIN_IN = 0.03  # non-text ink this close is one piece, as a kept box is tightened (boxes.JOIN_IN)
-GROW_ROUNDS = 3  # a grown box may cut more pieces: grown again, this many times at most
 MEASURES = (
     "log_area", "log_aspect", "page_share", "top", "text", "text_around", "ink", "ink_faint",
     "solid", "letters", "components", "largest", "stroke", "stroke_p90", "gray_spread", "text_height",
-    "at_border", "hollow", "from_finder", "from_free_ink", "from_bare_ink", "faint", "from_grown",
+    "at_border", "hollow", "from_finder", "from_free_ink", "from_bare_ink", "faint",
 )
 
 
@@ -68,47 +63,8 @@ def propose(page: PageAnalysis, content_text: np.ndarray) -> list[Candidate]:
                     found.setdefault(box, f"{origin}-{share}")
         for picture in analysis.find_pictures(page.ink, page.threshold * share, page.dpi).pictures:
             found.setdefault(tuple(int(v) for v in picture.box), f"finder-{share}")
-    base = dict(found)
-    for ink in figure_ink(page, content_text):
-        for box, grown in zip(base, grown_to_ink(list(base), ink, page.dpi)):
-            found.setdefault(grown, f"grown-{base[box].rsplit('-', 1)[1]}")
     measure = _Measurer(page, content_text)
     return [Candidate(page.to_page(box), _area(box, page.dpi), measure(box, origin)) for box, origin in found.items()]
-
-
-def figure_ink(page: PageAnalysis, content_text: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The faint ink that is not text nor a rule, with its long straight lines and without them (a figure's
-    own straight strokes, or a frame that joins it to the page's)."""
-    ink = (page.ink >= page.threshold * THRESHOLDS[-1]).astype(np.uint8)
-    ink &= ~analysis.rules(ink, page.dpi)
-    free = ink & ~cv2.dilate(content_text, np.ones((3, 3), np.uint8))
-    return free, free & ~straight_lines(free, page.dpi)
-
-
-def grown_to_ink(boxes: list[tuple[int, int, int, int]], ink: np.ndarray, dpi: float) -> list[tuple[int, int, int, int]]:
-    """Each box grown to the whole of every piece of `ink` it cuts through (strokes closer than GROW_JOIN_IN
-    are one piece), again while it grows, up to GROW_ROUNDS times."""
-    radius = max(1, round(GROW_JOIN_IN * dpi / 2))
-    joined = cv2.dilate(ink, np.ones((2 * radius + 1, 2 * radius + 1), np.uint8))
-    _, pieces, stats, _ = cv2.connectedComponentsWithStats(joined, connectivity=8)
-    height, width = ink.shape
-    x0s, y0s = stats[:, 0] + radius, stats[:, 1] + radius  # the pieces' own ink, without the joining
-    x1s, y1s = stats[:, 0] + stats[:, 2] - radius, stats[:, 1] + stats[:, 3] - radius
-    grown = []
-    for box in boxes:
-        for _ in range(GROW_ROUNDS):
-            x0, y0, x1, y1 = box
-            cut = np.unique(pieces[y0:y1, x0:x1])
-            cut = cut[cut > 0]
-            if not cut.size:
-                break
-            wider = (max(0, min(x0, int(x0s[cut].min()))), max(0, min(y0, int(y0s[cut].min()))),
-                     min(width, max(x1, int(x1s[cut].max()))), min(height, max(y1, int(y1s[cut].max()))))
-            if wider == box:
-                break
-            box = wider
-        grown.append(box)
-    return grown
 
 
 def text_over_content(page: PageAnalysis, text: np.ndarray) -> np.ndarray:
@@ -213,5 +169,4 @@ class _Measurer:
             "from_free_ink": float(origin.startswith("free")),
             "from_bare_ink": float(origin.startswith("bare")),
             "faint": float(not origin.endswith("-1.0")),
-            "from_grown": float(origin.startswith("grown")),
         }
