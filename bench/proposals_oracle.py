@@ -9,7 +9,12 @@ Per source: pictures counted, proposed clean, and candidates a page (the cost); 
 proposed clean, the candidate nearest to clean (the share of it inside the picture, the share of the picture
 it holds) and its kind, so a miss reads as "only in part" (holds little) or "merged" (little inside).
 
-    python bench/proposals_oracle.py [FOLDER] [--margin 0.01] [--as-found] [--render FILE --out /tmp/x.png]
+    python bench/proposals_oracle.py [FOLDER] [--margin 0.01] [--as-found] [--unions 0.02 --parts 2]
+                                     [--render FILE --out /tmp/x.png]
+
+--unions GAP adds, as an experiment, the box around each two (or --parts 3: three) candidates that lie within
+GAP (a share of the page's shorter side) of each other, neither inside the other: whether a picture proposed
+in pieces would be proposed whole by joining them (docs/learned-pictures.md: 37 of 59 at 0.02, not kept).
 
 The candidates are read as the training reads them (run the training, or this, once after a change to the
 candidates: a page missing from the cache is proposed again, which takes the text detector's time).
@@ -38,6 +43,27 @@ def picture_boxes(page: train.LabelledPage, margin: float, tighten: bool) -> lis
     return [tuple(np.clip(grow(b, margin, page.aspect), 0, 1)) if margin else tuple(b) for b in found]
 
 
+def unions(boxes: list[tuple], aspect: float, gap: float, parts: int) -> list[tuple]:
+    """The boxes around up to `parts` neighbouring boxes (apart by at most `gap` of the shorter side across and
+    down, neither inside the other), each once."""
+    gx, gy = gap * min(1.0, 1 / aspect), gap * min(1.0, aspect)
+    inside = lambda a, b: a[0] <= b[0] and a[1] <= b[1] and a[2] >= b[2] and a[3] >= b[3]  # noqa: E731
+    found: dict[tuple, tuple] = {}
+    level = boxes
+    for _ in range(parts - 1):
+        grown = {}
+        for a in level:
+            for b in boxes:
+                if inside(a, b) or inside(b, a) or max(a[0] - b[2], b[0] - a[2]) > gx or max(a[1] - b[3], b[1] - a[3]) > gy:
+                    continue
+                joined = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
+                key = tuple(np.round(np.array(joined) / 0.005).astype(int))  # the same box, to half a per cent
+                if key not in found:
+                    found[key] = grown[key] = joined
+        level = list(grown.values())
+    return list(found.values())
+
+
 def nearness(box, picture, aspect: float) -> tuple[float, float]:
     """(share of the crop inside the picture's box grown for cleanness, share of the picture it holds)."""
     a = area(box)
@@ -47,16 +73,22 @@ def nearness(box, picture, aspect: float) -> tuple[float, float]:
 
 def kind_of(page: train.LabelledPage, i: int) -> str:
     """The candidate's kind, from its `from_*` measures (none set: one of the ink groupings)."""
+    if i >= len(page.inputs):
+        return "union"
     hot = [m.removeprefix("from_") for j, m in enumerate(MEASURES) if m.startswith("from_") and page.inputs[i, j] > 0.5]
     return hot[0] if hot else "other"
 
 
-def oracle(pages: list[train.LabelledPage], margin: float, tighten: bool):
+def oracle(pages: list[train.LabelledPage], margin: float, tighten: bool, union_gap: float | None = None,
+           parts: int = 2):
     """Per source: [counted, proposed clean, candidates, pages], the misses, and which kinds were clean."""
     per_source: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0, 0])
     misses, clean_kinds = [], collections.Counter()
     for page in pages:
         boxes = picture_boxes(page, margin, tighten)
+        if union_gap is not None:
+            joined = unions(list(page.tight if tighten else page.boxes), page.aspect, union_gap, parts)
+            boxes += [tuple(np.clip(grow(b, margin, page.aspect), 0, 1)) for b in joined]
         row = per_source[page.source]
         row[2] += len(boxes)
         row[3] += 1
@@ -99,6 +131,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cache", type=pathlib.Path, default=ROOT / "bench" / "out" / "picture_candidates")
     parser.add_argument("--margin", type=float, default=0.01, help="share of the page's shorter side around a box")
     parser.add_argument("--as-found", action="store_true", help="the candidates' boxes as found, not tightened")
+    parser.add_argument("--unions", type=float, help="add unions of candidates this near (a share of the shorter side)")
+    parser.add_argument("--parts", type=int, default=2, choices=(2, 3), help="candidates a union joins, at most")
     parser.add_argument("--render", help="a page's file name: draw it with its pictures and nearest candidates")
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("/tmp/proposals.png"))
     args = parser.parse_args(argv)
@@ -110,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
         render(next(p for p in pages if p.file == args.render), args.folder, args.out, args.margin, tighten)
         print(f"wrote {args.out}")
         return
-    per_source, misses, clean_kinds = oracle(pages, args.margin, tighten)
+    per_source, misses, clean_kinds = oracle(pages, args.margin, tighten, args.unions, args.parts)
     print(f"boxes {'tightened' if tighten else 'as found'}, margin {args.margin:.1%} of the shorter side")
     print(f"{'source':46s} {'counted':>7s} {'clean':>5s} {'cand./page':>10s}")
     total = np.zeros(4, int)
