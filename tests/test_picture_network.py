@@ -44,3 +44,13 @@ def test_loading_the_network_imports_no_transformers():
     loaded = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert loaded.returncode == 0, loaded.stderr
     assert loaded.stdout.strip() == "False"
+
+
+def test_more_crops_than_a_batch_are_embedded_each_as_alone():
+    from curation.pictures import embedding
+
+    rng = np.random.default_rng(1)
+    crops = [rng.integers(0, 256, (40 + n, 60), np.uint8) for n in range(embedding.BATCH + 1)]
+    rows = embedding.embed(crops)
+    assert rows.shape == (len(crops), embedding.DIMENSIONS)
+    assert np.allclose(rows[-1], embedding.embed(crops[-1:])[0], atol=1e-3)

@@ -75,8 +75,8 @@ def embed_inputs(inputs: list[np.ndarray]) -> np.ndarray:
         for start in range(0, len(inputs), BATCH):
             batch = np.stack(inputs[start:start + BATCH]).astype(np.float32) / 255
             channels = np.stack([(batch - mean) / std for mean, std in zip(LITE_MEAN, LITE_STD)], axis=1)
-            inputs = torch.from_numpy(channels).to(device).contiguous(memory_format=torch.channels_last)
-            rows.append(network(inputs).float().cpu().numpy())
+            tensor = torch.from_numpy(channels).to(device).contiguous(memory_format=torch.channels_last)
+            rows.append(network(tensor).float().cpu().numpy())
     return np.concatenate(rows)
 
 
