@@ -6,6 +6,7 @@ computes what it shows."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import pathlib
 import zlib
 
@@ -21,6 +22,7 @@ from curation.manifest.pictures import PictureError
 from curation.sources.page_numbers import page_number
 from pages import _auth as auth
 from pages import _bulk_job as bulk_job
+from pages import _card_grid as card_grid
 from pages import _common as common
 from pages import _keys as hotkeys
 from pages import _like_this as like_this
@@ -31,9 +33,9 @@ PER_SCREEN = 48
 COLUMNS = 8  # at most; the grid wraps to fewer on narrow screens
 CARD_WIDTH = 132  # px at least: 6 cards a row at 1440 px beside the sidebar
 CHOICES = {"include": "Include", "auto": "Auto", "exclude": "Exclude"}
-CARD_CHOICES = {"include": ":material/add_circle:", "auto": ":material/hdr_auto:",
-                "exclude": ":material/do_not_disturb_on:"}
 CARD_CONTROL_HELP = "Plus: include the picture; A: auto, the rule decides; minus: exclude it."
+CAPTION_HELP = ("Your caption, saved when you press Enter or leave the box; it wins over the printed legend and the "
+                "model's caption.")
 CHOICE_OF_OVERRIDE = {1: "include", None: "auto", 0: "exclude"}
 OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
 BULK_OF_CHOICE = {"include": "include", "auto": "clear", "exclude": "exclude"}
@@ -49,22 +51,6 @@ UNDO_HINT = captions.UNDO_HINT
 CLICK_MODES = {"fix": "Fix this picture's box", "add": "Add a missed picture"}
 KINDS = {kind: kind.capitalize() for kind in pv.KINDS}
 VIEW_LONG_SIDE = 1400  # pixels: the page in the large view, sharp enough to place a corner
-BORDERS = """<style>
-[class*="st-key-picture-card-"] {border-radius: 0.5rem; padding: 0.4rem; border: 3px solid transparent;}
-[class*="st-key-picture-card-kept-"] {border-color: #2e7d32;}
-[class*="st-key-picture-card-excluded-"] {border-color: #b3261e;}
-[class*="st-key-picture-card-deleted-"] {border: 3px dashed #9e9e9e; opacity: 0.5;}
-[class*="st-key-picture-line-"], [class*="st-key-picture-words-card-"] {flex-wrap: nowrap !important;}
-[class*="st-key-picture-line-"] > div:first-child {min-width: 0;}
-[class*="st-key-picture-words-card-"] button {min-height: 0; padding-top: 0; padding-bottom: 0;}
-[class*="st-key-picture-words-card-"] > div:first-child {min-width: 0; overflow: hidden;}
-[class*="st-key-picture-card-"] [data-testid="stButtonGroup"] button {padding-left: 0; padding-right: 0; min-width: 0;}
-[class*="st-key-picture-card-"] [data-testid="stCaptionContainer"] p {overflow: hidden; text-overflow: ellipsis;
-  white-space: nowrap;}
-[class*="st-key-picture-card-"] [data-testid="stImage"] img {transition: transform 0.12s ease 0s;}
-[class*="st-key-picture-card-"] [data-testid="stImage"] img:hover {transform: scale(2); position: relative;
-  z-index: 20; box-shadow: 0 4px 24px rgba(0,0,0,.35); transition-delay: 0.4s;}
-</style>"""
 
 
 def show():
@@ -297,7 +283,7 @@ KEYBOARD = "review-pictures"
 
 
 def card_key(row: dict) -> str:
-    """A card's key: its decision's border (see BORDERS) and, for the keyboard's focus, the picture."""
+    """A card's key: its decision and, for the keyboard's focus, the picture."""
     return f"picture-card-{pv.decision_of(row)}-{row['id']}"
 
 
@@ -316,48 +302,68 @@ def decide_by_key(picture_id: int, keep: bool | None):
 
 
 def grid(rows: list[dict], crops: dict, documents: dict, notes: dict, sort: str):
-    st.html(BORDERS)
-    cells = st.grid(COLUMNS, min_column_width=CARD_WIDTH, gap="small")
+    """The screen's cards, one element (pages/_card_grid.py): what the person does comes back as `on_card`."""
     words = captions.sources_on(rows)
     locked = auth.locked()  # once a screen: each asks the server's secrets
-    for row in rows:
-        with cells.container(key=card_key(row), gap="xsmall"):  # the card is the grid's cell
-            card(row, crops.get(row["id"]), documents.get(row["doc_id"]), words, locked, notes.get(row["id"]), sort)
+    cards = [card_grid.Card(row["id"], card_key(row), card(row, crops.get(row["id"]), documents.get(row["doc_id"]),
+                                                             words, locked, notes.get(row["id"])),
+                            f"cg-{pv.decision_of(row)} cg-zoom") for row in rows]
+    card_grid.show(KEYBOARD, cards, min_width=CARD_WIDTH, columns=COLUMNS,
+                   on_event=functools.partial(on_card, {row["id"]: row for row in rows}, sort))
 
 
 def card(row: dict, crop: bytes | None, document: dict | None, words: tuple[str, ...] = (), locked: bool = False,
-         note: str | None = None, sort: str = "page"):
-    """A picture's card, in few elements (a browser draws a screen of them at every change): the crop, its words
-    in one block, the decision with More like this and Open, the caption, the printed legend and the model's."""
+         note: str | None = None) -> str:
+    """A picture's card, as HTML (every word escaped): the crop, its words, the decision with More like this and
+    Open, the caption, the printed legend and the model's."""
     if crop:
-        st.image(crop, width="stretch")
+        shown = card_grid.image(card_grid.media_url(crop, f"picture-{row['id']}"), picture_words(row, plain=True))
     else:
-        st.caption(":grey[No image of this page: no thumbnail is kept and the PDF is not at hand.]")
-    name = common.escape_markdown(pathlib.Path(row["doc"]).name)
+        shown = card_grid.note("No image of this page: no thumbnail is kept and the PDF is not at hand.")
+    name = pathlib.Path(row["doc"]).name
     total = f"/{document['pages']}" if document and document["pages"] else ""
     kind = kind_of(row)
     # Short lines, each the same on every card (a status or a note may be blank), so the cards of a row keep one
-    # height; one still too long for a narrow card ends in "…" (the style above), whole in the large view. The
-    # status and the note are the library's own words: no escaping.
-    lines = [f"**#{row['number']}** · p. {page_number(row['page'])}{total}",
-             f"{views.square_inches(row['box_area'])}{' · ' + kind if kind else ''}", name,
-             pv.status_words(row) or "\u200b"] + ([note] if note is not None else [])
-    st.caption("  \n".join(lines))
-    with st.container(horizontal=True, vertical_alignment="center", gap="xsmall", key=f"picture-line-{row['id']}"):
-        choice = CHOICE_OF_OVERRIDE[row["keep"]]
-        key = f"picture-decide-{row['id']}-{choice}"
-        st.segmented_control("Decision", list(CHOICES), format_func=CARD_CHOICES.get, default=choice, required=True,
-                             key=key, label_visibility="collapsed", on_change=decided, args=(row["id"], key),
-                             disabled=locked or bool(row["deleted"]), width="stretch",
-                             help=auth.LOCKED_HELP if locked else CARD_CONTROL_HELP)
-        st.button("", key=f"picture-like-{row['id']}", icon=":material/image_search:", type="tertiary",
-                  help="More like this: sort the view by likeness to this picture",
-                  on_click=like_this.start_like, args=(row["id"], sort))
-        st.button("", key=f"picture-open-{row['id']}", icon=":material/open_in_full:", type="tertiary",
-                  help="Open: the picture on its page, to fix its box, delete it or add a missed one",
-                  on_click=open_picture, args=(row["id"],))
-    caption_input(row, locked=locked)
-    captions.other_captions(row, lines=words)
+    # height; one too long for a narrow card ends in "…", whole in its tooltip and in the large view.
+    lines = [card_grid.line(card_grid.bold(f"#{row['number']}"), card_grid.text(f" · p. {page_number(row['page'])}{total}")),
+             card_grid.line(card_grid.text(f"{views.square_inches(row['box_area'])}{' · ' + kind if kind else ''}")),
+             card_grid.line(card_grid.text(name), title=name),
+             card_grid.line(card_grid.text(pv.status_words(row)))]
+    if note is not None:
+        lines.append(card_grid.line(card_grid.text(note), title=note))
+    controls = card_grid.row(
+        card_grid.choices(CHOICE_OF_OVERRIDE[row["keep"]], CARD_CONTROL_HELP if not locked else auth.LOCKED_HELP,
+                          disabled=locked or bool(row["deleted"])),
+        card_grid.button("like", "≈", "More like this: sort the view by likeness to this picture",
+                         name="More like this"),
+        card_grid.button("open", "⤢", "Open: the picture on its page, to fix its box, delete it or add a missed one",
+                         name="Open"))
+    hint = best_caption(None, *counted_sources(row)[1:])  # what the picture shows without yours
+    box = card_grid.caption_box(row["caption"], hint[:80] if hint else "Caption…",
+                                auth.LOCKED_HELP if locked else CAPTION_HELP, MAX_CAPTION, disabled=locked)
+    return shown + "".join(lines) + controls + box + captions.card_lines(row, words, locked)
+
+
+def on_card(rows: dict, sort: str, event: dict):
+    """What the person did on a card of the screen (`rows`, by id): a card no longer shown does nothing."""
+    picture_id = card_grid.item_of(event, list(rows))
+    if picture_id is None:
+        return
+    kind, value = event["type"], event["value"]
+    if kind == "select":
+        hotkeys.select(KEYBOARD, picture_id)
+    elif kind == "open":
+        hotkeys.open_item(KEYBOARD, picture_id)
+    elif kind == "like":
+        like_this.start_like(picture_id, sort)
+    elif kind == "decide" and value in OVERRIDE_OF_CHOICE and not rows[picture_id]["deleted"]:
+        if auth.require_curator():
+            set_override(picture_id, OVERRIDE_OF_CHOICE[value])
+    elif kind == "caption":
+        save_caption(picture_id, value or "")
+    elif kind in ("copy", "replace") and value in captions.SWITCHED_OFF:
+        (captions.copy_clicked if kind == "copy" else functools.partial(captions.copied, overwrite=True))(
+            picture_id, value)
 
 
 def caption_input(row: dict, where: str = "card", *, locked: bool | None = None):
@@ -368,15 +374,20 @@ def caption_input(row: dict, where: str = "card", *, locked: bool | None = None)
     st.text_input("Caption", value=row["caption"] or "", key=key, max_chars=MAX_CAPTION, label_visibility="collapsed",
                   placeholder=f"{hint[:80]}" if hint else "Caption…", on_change=captioned, args=(row["id"], key),
                   disabled=locked,
-                  help=auth.LOCKED_HELP if locked else ("Your caption, saved when you press Enter or leave the box; "
-                                                        "it wins over the printed legend and the model's caption."))
+                  help=auth.LOCKED_HELP if locked else CAPTION_HELP)
 
 
 def captioned(picture_id: int, key: str):
     if not auth.require_curator():
         st.session_state.pop(key, None)
         return
-    text = (st.session_state[key] or "").strip()
+    save_caption(picture_id, st.session_state[key] or "")
+
+
+def save_caption(picture_id: int, text: str):
+    if not auth.require_curator():
+        return
+    text = text.strip()[:MAX_CAPTION]
     with common.open_manifest() as manifest:
         manifest.set_picture_captions([(picture_id, text)])
         row = manifest.picture(picture_id)
@@ -399,9 +410,10 @@ def set_override(picture_id: int, keep):
     common.notify(f"{word} {picture_words(row)}; its page is {page} · {UNDO_HINT}")
 
 
-def picture_words(row) -> str:
-    return (f"picture {row['number']} on p. {page_number(row['page'])} of "
-            f"{common.escape_markdown(pathlib.Path(row['doc']).name)}")
+def picture_words(row, plain: bool = False) -> str:
+    """"picture 3 on p. 4 of issue-1.pdf", as Markdown that shows the name literally (or, `plain`, as it is)."""
+    name = pathlib.Path(row["doc"]).name
+    return f"picture {row['number']} on p. {page_number(row['page'])} of {name if plain else common.escape_markdown(name)}"
 
 
 def decision_badge(row: dict):
