@@ -66,6 +66,7 @@ export default function (component) {
   root.__send = (event) => setTriggerValue("event", event);
   root.style.setProperty("--cg-columns", data.columns);
   root.style.setProperty("--cg-min", `${data.min_width}px`);
+  root.style.setProperty("--cg-primary", data.primary);
   const seen = new Set();
   let before = null;
   for (const card of data.cards) {
@@ -108,9 +109,7 @@ GRID_CSS = """
 .cg-image img {display: block; width: 100%; height: auto; cursor: zoom-in;}
 .cg-empty {color: rgba(49, 51, 63, 0.6);}
 .cg-error {color: #b3261e;}
-.cg-line {overflow: hidden; text-overflow: ellipsis; white-space: nowrap; color: rgba(49, 51, 63, 0.75);
-  min-height: 1.35em;}
-.cg-line b {color: rgb(49, 51, 63);}
+.cg-line {overflow: hidden; text-overflow: ellipsis; white-space: nowrap; opacity: 0.8; min-height: 1.35em;}
 .cg-struck {text-decoration: line-through;}
 .cg-badge {display: inline-block; border-radius: 0.3rem; padding: 0 0.3rem; margin-right: 0.2rem; font-size: 0.75rem;}
 .cg-green {background: rgba(33, 195, 84, 0.15); color: #177233;}
@@ -126,11 +125,11 @@ GRID_CSS = """
 .cg-choices button {flex: 1 1 0; min-width: 0; border: 0; background: transparent; padding: 0.15rem 0;
   font: inherit; font-weight: 600; cursor: pointer; color: inherit;}
 .cg-choices button + button {border-left: 1px solid rgba(49, 51, 63, 0.25);}
-.cg-choices button[aria-pressed='true'] {background: rgba(255, 75, 75, 0.14); color: #c62828;}
+.cg-choices button[aria-pressed='true'] {color: var(--cg-primary); box-shadow: inset 0 0 0 2px var(--cg-primary);}
 .cg-tool {border: 0; background: transparent; padding: 0.1rem 0.25rem; font: inherit; cursor: pointer;
   color: inherit; border-radius: 0.3rem; flex: 0 0 auto;}
 .cg-tool:hover, .cg-choices button:hover:not(:disabled) {background: rgba(49, 51, 63, 0.08);}
-.cg-ask {background: #ff4b4b; color: white;}
+.cg-ask {background: var(--cg-primary); color: white;}
 .cg-card button:disabled, .cg-card input:disabled {cursor: not-allowed; opacity: 0.45;}
 .cg-caption {width: 100%; box-sizing: border-box; font: inherit; padding: 0.2rem 0.35rem; border-radius: 0.4rem;
   border: 1px solid rgba(49, 51, 63, 0.25); background: transparent; color: inherit;}
@@ -160,7 +159,7 @@ def show(name: str, cards: Sequence[Card], *, min_width: int, columns: int,
          on_event: Callable[[dict], None]) -> None:
     """Draw `cards` as one grid; `on_event({"type", "id", "value"})` runs, as a callback, for what the person
     does: `type` is one of EVENT_TYPES, `id` the card's id (as a string: see `item_of`)."""
-    data = {"columns": columns, "min_width": min_width,
+    data = {"columns": columns, "min_width": min_width, "primary": st.get_option("theme.primaryColor") or "#ff4b4b",
             "cards": [{"id": str(card.id), "classes": f"st-key-{card.key} {card.classes}".strip(), "html": card.html}
                       for card in cards]}
     _grid(key=f"{name}-grid", data=data, on_event_change=functools.partial(_on_event, name, on_event),
