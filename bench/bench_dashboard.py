@@ -47,6 +47,7 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # apptest_support: the grid of cards clicked as the browser does
 
 from curation import Manifest  # noqa: E402
 from curation.manifest import history, picture_views, thumbnail_store, views  # noqa: E402
@@ -534,10 +535,10 @@ def picture_interactions(repeat: int, results: list[tuple[str, float]], clock=ti
     run(at)
     choices = iter(["exclude", "include", "auto"] * repeat)
 
-    def override():
-        card = next(c for c in at.segmented_control if c.key.startswith("picture-decide-"))
-        card.set_value(next(choices))
-        run(at)
+    def override():  # a click on the first card's control, as the grid sends it
+        from apptest_support import grid_cards, grid_event
+
+        grid_event(at, "decide", next(iter(grid_cards(at))), next(choices))
     measure("pictures: include/exclude one picture", override)
     return results
 

@@ -163,7 +163,7 @@ _reveal = st.components.v2.component("curation_keyboard_focus", js=REVEAL_JS)
 
 # The focused card's outline; while Space is held, its picture twice as large above its neighbours (peek).
 FOCUS_STYLE = ("<style>.{card} {{ outline: 3px solid {color}; outline-offset: 7px; border-radius: 0.5rem; }} "
-               ".curation-peek .{card} [data-testid='stImage'] img {{ transform: scale(2.2); position: relative; "
+               ".curation-peek .{card} img {{ transform: scale(2.2); position: relative; "
                "z-index: 20; box-shadow: 0 4px 24px rgba(0,0,0,.35); }}</style>")
 
 
@@ -281,6 +281,28 @@ def _on_press(name: str):
     act = st.session_state.get(f"{name}-act")
     if event is not None and act is not None:
         act(event["key"], event.get("columns"))
+
+
+def select(name: str, item: Hashable):
+    """A click on a card: the focus moves to it, as the arrows would move it (only the outline runs again)."""
+    act = st.session_state.get(f"{name}-act")
+    items, screen = (act.args[0], act.args[1]) if act is not None else ([], None)
+    if item in items:
+        st.session_state[f"{name}-cursor"] = keymap.Cursor(screen, items.index(item))
+        st.rerun(f"{name}-focus")
+
+
+def open_item(name: str, item: Hashable):
+    """A click on a card's picture or its Open: the large view of it, the focus on its card (only the large
+    view and the outline run again, as Enter does)."""
+    act = st.session_state.get(f"{name}-act")
+    actions = st.session_state.get(f"{name}-actions")
+    if act is None or actions is None or item not in act.args[0]:
+        return
+    st.session_state[f"{name}-cursor"] = keymap.Cursor(act.args[1], act.args[0].index(item))
+    actions.open(item)
+    if name in _LARGE_VIEWS:
+        st.rerun([f"{name}-large", f"{name}-focus"])
 
 
 def press(name: str, key: str):

@@ -13,12 +13,13 @@ from curation.captions import edit
 from curation.captions.best import SOURCE_WORDS
 from curation.sources.page_numbers import page_number
 from pages import _auth as auth
+from pages import _card_grid as card_grid
 from pages import _common as common
 from pages._caption_job import caption_panel
 
 UNDO_HINT = "Undo is beside \"Your last change\""
-ICONS = {"legend": ":material/format_quote:", "auto_caption": ":material/smart_toy:"}
 LABELS = {"legend": "Printed legend", "auto_caption": "Model's caption"}
+CARD_ICONS = {"legend": "❝", "auto_caption": "⚙"}  # plain characters: a card is HTML, without Streamlit's icons
 USE_ICON = ":material/input:"
 LINE_CHARS = 120  # of a legend or model caption on a card; the whole text is its tooltip
 ASKING = "pictures_copy_asking"  # (picture id, source): a copy that would replace a typed caption, asked first
@@ -43,31 +44,52 @@ def sources_on(rows: list[dict]) -> tuple[str, ...]:
     return tuple(source for source in edit.COPY_SOURCES if any((row[source] or "").strip() for row in rows))
 
 
-def other_captions(row: dict, where: str = "card", lines: tuple[str, ...] = edit.COPY_SOURCES):
-    """The printed legend and the model's caption (text read from files, shown literally), each with a
-    button that copies it into the curator's caption. On a card one muted line each of `lines`, the whole on
-    hover."""
-    for source in lines:
+def other_captions(row: dict, where: str = "dialog"):
+    """The printed legend and the model's caption in the large view (text read from files, shown literally), each
+    with its switch ("No legend") and a button that copies it into the curator's caption. A card's are
+    `card_lines`."""
+    for source in edit.COPY_SOURCES:
         text = row[source]
         off = bool(row[SWITCHED_OFF[source]])
         if not text or not text.strip():
-            if where == "card":  # as high as a line with words (whose button is no higher than its caption)
-                st.caption("\u200b", wrap=False)
             continue
         with st.container(horizontal=True, vertical_alignment="center", gap="xsmall",
                           key=f"picture-words-{where}-{source}-{row['id']}"):
             whole = common.escape_markdown(" ".join(text.split()))
-            struck = (lambda words: f"~~{words}~~") if off else (lambda words: words)  # switched off: struck out
-            if where == "card":
-                short = common.escape_markdown(shortened(text))
-                st.caption(f"{ICONS[source]} {struck(short)}", wrap=False, width="stretch",
-                           help=f"{LABELS[source]}{' (switched off)' if off else ''}: {whole}")
-            else:
-                model = row["auto_caption_model"] if source == "auto_caption" else None
-                by = f" ({common.escape_markdown(model)})" if model else ""
-                st.caption(f"{LABELS[source]}{by}{', switched off' if off else ''}: {struck(whole)}", width="stretch")
-                switch_button(row, source, off)
+            struck = f"~~{whole}~~" if off else whole  # switched off: struck out
+            model = row["auto_caption_model"] if source == "auto_caption" else None
+            by = f" ({common.escape_markdown(model)})" if model else ""
+            st.caption(f"{LABELS[source]}{by}{', switched off' if off else ''}: {struck}", width="stretch")
+            switch_button(row, source, off)
             copy_button(row, source, where)
+
+
+def card_lines(row: dict, lines: tuple[str, ...], locked: bool) -> str:
+    """The card's lines of `lines` (the printed legend, the model's caption), as HTML: one muted line each, the
+    whole on hover, struck out where switched off, with the button that copies it into the caption ("Replace?"
+    where it would replace a typed one); a blank line where the picture has none, so the cards keep one height."""
+    html = []
+    for source in lines:
+        text = row[source]
+        if not text or not text.strip():
+            html.append(card_grid.line())
+            continue
+        off = bool(row[SWITCHED_OFF[source]])
+        whole = " ".join(text.split())
+        words = card_grid.line(card_grid.text(f"{CARD_ICONS[source]} {shortened(text)}"),
+                               title=f"{LABELS[source]}{' (switched off)' if off else ''}: {whole}",
+                               css="cg-line cg-struck" if off else "cg-line")
+        if st.session_state.get(ASKING) == (row["id"], source):
+            use = card_grid.button("replace", "Replace?", auth.LOCKED_HELP if locked else
+                                   f"Replace your caption with {SOURCE_WORDS[source]}", value=source,
+                                   css="cg-tool cg-ask", disabled=locked)
+        else:
+            typed = " (it asks first: you have typed a caption)" if row["caption"] else ""
+            use = card_grid.button("copy", "⇩", auth.LOCKED_HELP if locked else
+                                   f"Use {SOURCE_WORDS[source]} as your caption{typed}", value=source,
+                                   disabled=locked, name=f"Use {SOURCE_WORDS[source]}")
+        html.append(card_grid.row(words, use))
+    return "".join(html)
 
 
 def switch_button(row: dict, source: str, off: bool):

@@ -1,70 +1,43 @@
-"""Review's Pictures view: a dense grid of the pictures themselves, the decision as each card's border;
-include, exclude or give back to the rule, caption, and open a picture on its page to fix its box, delete it,
-or add one the scorer missed, by dragging on the page. Streamlit only; curation.manifest.picture_views
-computes what it shows."""
+"""Review's Pictures view: a dense grid of the pictures themselves (one element: pages/_card_grid.py), the
+decision as each card's border; include, exclude or give back to the rule, caption, and open a picture on its page
+(pages/_picture_large_view.py) to fix its box, delete it, or add one the scorer missed. Streamlit only;
+curation.manifest.picture_views computes what it shows."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import pathlib
-import zlib
 
 import streamlit as st
-from streamlit_image_coordinates import streamlit_image_coordinates
 
 from curation.captions.best import best_caption, counted_sources, kind_of
 from curation.decisions import keyboard
 from curation.manifest import bulk
 from curation.manifest import picture_views as pv
 from curation.manifest import views
-from curation.manifest.pictures import PictureError
 from curation.sources.page_numbers import page_number
 from pages import _auth as auth
 from pages import _bulk_job as bulk_job
+from pages import _card_grid as card_grid
 from pages import _common as common
 from pages import _keys as hotkeys
 from pages import _like_this as like_this
 from pages import _picture_captions as captions
+from pages import _picture_large_view as large
 from pages import _undo as undo_
 
 PER_SCREEN = 48
 COLUMNS = 8  # at most; the grid wraps to fewer on narrow screens
 CARD_WIDTH = 132  # px at least: 6 cards a row at 1440 px beside the sidebar
-CHOICES = {"include": "Include", "auto": "Auto", "exclude": "Exclude"}
-CARD_CHOICES = {"include": ":material/add_circle:", "auto": ":material/hdr_auto:",
-                "exclude": ":material/do_not_disturb_on:"}
 CARD_CONTROL_HELP = "Plus: include the picture; A: auto, the rule decides; minus: exclude it."
-CHOICE_OF_OVERRIDE = {1: "include", None: "auto", 0: "exclude"}
-OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
 BULK_OF_CHOICE = {"include": "include", "auto": "clear", "exclude": "exclude"}
-OPEN, BULK, CAPTION, NOTICE = "pictures_open", "pictures_bulk", "pictures_caption", "pictures_notice"
+BULK, CAPTION, NOTICE = "pictures_bulk", "pictures_caption", "pictures_notice"
 RESTORE = "pictures_restore"  # the Deleted view's "bring back all" question, open
-ON_SCREEN = "pictures_on_screen"  # the ids of the screen's pictures, for next and previous in the large view
 SCREEN_NUMBER, NEXT_AFTER = "pictures_screen", "pictures_next_after"  # the screen's number, the next one's key
 SCREENS = "pictures_screens"  # (view, the keys its screens so far start after: [None, screen 1's last, ...])
-CLICK, LAST_DRAG = "pictures_click", "pictures_last_drag"  # the large view's drawing mode, and the drag it drew
-CAPTION_KEY = "picture-caption-"
-MAX_CAPTION = 500
-UNDO_HINT = captions.UNDO_HINT
-CLICK_MODES = {"fix": "Fix this picture's box", "add": "Add a missed picture"}
-KINDS = {kind: kind.capitalize() for kind in pv.KINDS}
-VIEW_LONG_SIDE = 1400  # pixels: the page in the large view, sharp enough to place a corner
-BORDERS = """<style>
-[class*="st-key-picture-card-"] {border-radius: 0.5rem; padding: 0.4rem; border: 3px solid transparent;}
-[class*="st-key-picture-card-kept-"] {border-color: #2e7d32;}
-[class*="st-key-picture-card-excluded-"] {border-color: #b3261e;}
-[class*="st-key-picture-card-deleted-"] {border: 3px dashed #9e9e9e; opacity: 0.5;}
-[class*="st-key-picture-line-"], [class*="st-key-picture-words-card-"] {flex-wrap: nowrap !important;}
-[class*="st-key-picture-line-"] > div:first-child {min-width: 0;}
-[class*="st-key-picture-words-card-"] button {min-height: 0; padding-top: 0; padding-bottom: 0;}
-[class*="st-key-picture-words-card-"] > div:first-child {min-width: 0; overflow: hidden;}
-[class*="st-key-picture-card-"] [data-testid="stButtonGroup"] button {padding-left: 0; padding-right: 0; min-width: 0;}
-[class*="st-key-picture-card-"] [data-testid="stCaptionContainer"] p {overflow: hidden; text-overflow: ellipsis;
-  white-space: nowrap;}
-[class*="st-key-picture-card-"] [data-testid="stImage"] img {transition: transform 0.12s ease 0s;}
-[class*="st-key-picture-card-"] [data-testid="stImage"] img:hover {transform: scale(2); position: relative;
-  z-index: 20; box-shadow: 0 4px 24px rgba(0,0,0,.35); transition-delay: 0.4s;}
-</style>"""
+CAPTION_KEY, MAX_CAPTION, UNDO_HINT = large.CAPTION_KEY, large.MAX_CAPTION, large.UNDO_HINT
+KEYBOARD = large.KEYBOARD
 
 
 def show():
@@ -103,7 +76,7 @@ def show():
         st.session_state[SCREEN_NUMBER] = len(screens)
         st.session_state[NEXT_AFTER] = ((flt, named), shown.next_after)
         crops = pv.crops(manifest, shown.rows)
-    if OPEN not in st.session_state:
+    if large.OPEN not in st.session_state:
         undo_.bar(last)
     captions.caption_tools(flt, threshold)
     like_this.model_bar()
@@ -118,11 +91,11 @@ def show():
     first = (len(screens) - 1) * PER_SCREEN + 1
     shown_of = f"of {total:,} in this view" if order is None else f"of this order (up to {len(order.ids):,})"
     st.caption(f"Pictures {first:,}–{first + len(shown.rows) - 1:,} {shown_of}")
-    st.session_state[ON_SCREEN] = [row["id"] for row in shown.rows]
+    st.session_state[large.ON_SCREEN] = [row["id"] for row in shown.rows]
     keyboard_review(shown.rows, len(screens), total, hotkeys.Actions(
-        decide=decide_by_key, open=open_picture, close=close_picture,
+        decide=decide_by_key, open=large.open_picture, close=large.close_picture,
         undo=undo_.undo_latest if auth.can_curate() else None, version=undo_.latest_change),
-        lambda _: large_view(threshold))
+        lambda _: large.large_view(threshold))
     grid(shown.rows, crops, {doc["id"]: doc for doc in documents}, notes, sort)
     pager(len(screens), shown.next_after)
 
@@ -250,7 +223,7 @@ def close(key: str):
 def confirm_bulk(flt: pv.PictureFilter, counts: dict, threshold: float, action: str):
     verb = {"include": "Include", "exclude": "Exclude", "auto": "Clear the override of"}[action]
     st.markdown(f"**{verb} all {counts['pictures']:,} pictures** in this view?")
-    st.markdown(pv.bulk_override_effect(counts, OVERRIDE_OF_CHOICE[action]))
+    st.markdown(pv.bulk_override_effect(counts, large.OVERRIDE_OF_CHOICE[action]))
 
     def apply(manifest) -> str:
         doing = bulk.Bulk(view="pictures", do=BULK_OF_CHOICE[action], filter=dataclasses.asdict(flt),
@@ -293,11 +266,8 @@ def forget(prefix: str):
 # -- the grid -----------------------------------------------------------------------------------
 
 
-KEYBOARD = "review-pictures"
-
-
 def card_key(row: dict) -> str:
-    """A card's key: its decision's border (see BORDERS) and, for the keyboard's focus, the picture."""
+    """A card's key: its decision and, for the keyboard's focus, the picture."""
     return f"picture-card-{pv.decision_of(row)}-{row['id']}"
 
 
@@ -306,303 +276,77 @@ def keyboard_review(rows: list[dict], screen: int, total: int, actions: hotkeys.
     curation.decisions.keyboard), which `draw_large_view(picture id)` draws."""
     keys = {row["id"]: card_key(row) for row in rows}
     hotkeys.review_grid(KEYBOARD, list(keys), screen=screen, screen_key=SCREEN_NUMBER, card_key=keys.get,
-                        grid=keyboard.Grid(total, PER_SCREEN, COLUMNS), opened_key=OPEN, large_view=draw_large_view,
+                        grid=keyboard.Grid(total, PER_SCREEN, COLUMNS), opened_key=large.OPEN,
+                        large_view=draw_large_view,
                         paused=BULK in st.session_state or CAPTION in st.session_state, actions=actions)
 
 
 def decide_by_key(picture_id: int, keep: bool | None):
     if auth.require_curator():
-        set_override(picture_id, keep)
+        large.set_override(picture_id, keep)
 
 
 def grid(rows: list[dict], crops: dict, documents: dict, notes: dict, sort: str):
-    st.html(BORDERS)
-    cells = st.grid(COLUMNS, min_column_width=CARD_WIDTH, gap="small")
+    """The screen's cards, one element (pages/_card_grid.py): what the person does comes back as `on_card`."""
     words = captions.sources_on(rows)
     locked = auth.locked()  # once a screen: each asks the server's secrets
-    for row in rows:
-        with cells.container(key=card_key(row), gap="xsmall"):  # the card is the grid's cell
-            card(row, crops.get(row["id"]), documents.get(row["doc_id"]), words, locked, notes.get(row["id"]), sort)
+    cards = [card_grid.Card(row["id"], card_key(row), card(row, crops.get(row["id"]), documents.get(row["doc_id"]),
+                                                             words, locked, notes.get(row["id"])),
+                            f"cg-{pv.decision_of(row)} cg-zoom") for row in rows]
+    card_grid.show(KEYBOARD, cards, min_width=CARD_WIDTH, columns=COLUMNS,
+                   on_event=functools.partial(on_card, {row["id"]: row for row in rows}, sort))
 
 
 def card(row: dict, crop: bytes | None, document: dict | None, words: tuple[str, ...] = (), locked: bool = False,
-         note: str | None = None, sort: str = "page"):
-    """A picture's card, in few elements (a browser draws a screen of them at every change): the crop, its words
-    in one block, the decision with More like this and Open, the caption, the printed legend and the model's."""
+         note: str | None = None) -> str:
+    """A picture's card, as HTML (every word escaped): the crop, its words, the decision with More like this and
+    Open, the caption, the printed legend and the model's."""
     if crop:
-        st.image(crop, width="stretch")
+        shown = card_grid.image(card_grid.media_url(crop, f"picture-{row['id']}"), large.picture_words(row, plain=True))
     else:
-        st.caption(":grey[No image of this page: no thumbnail is kept and the PDF is not at hand.]")
-    name = common.escape_markdown(pathlib.Path(row["doc"]).name)
+        shown = card_grid.note("No image of this page: no thumbnail is kept and the PDF is not at hand.")
+    name = pathlib.Path(row["doc"]).name
     total = f"/{document['pages']}" if document and document["pages"] else ""
     kind = kind_of(row)
     # Short lines, each the same on every card (a status or a note may be blank), so the cards of a row keep one
-    # height; one still too long for a narrow card ends in "…" (the style above), whole in the large view. The
-    # status and the note are the library's own words: no escaping.
-    lines = [f"**#{row['number']}** · p. {page_number(row['page'])}{total}",
-             f"{views.square_inches(row['box_area'])}{' · ' + kind if kind else ''}", name,
-             pv.status_words(row) or "\u200b"] + ([note] if note is not None else [])
-    st.caption("  \n".join(lines))
-    with st.container(horizontal=True, vertical_alignment="center", gap="xsmall", key=f"picture-line-{row['id']}"):
-        choice = CHOICE_OF_OVERRIDE[row["keep"]]
-        key = f"picture-decide-{row['id']}-{choice}"
-        st.segmented_control("Decision", list(CHOICES), format_func=CARD_CHOICES.get, default=choice, required=True,
-                             key=key, label_visibility="collapsed", on_change=decided, args=(row["id"], key),
-                             disabled=locked or bool(row["deleted"]), width="stretch",
-                             help=auth.LOCKED_HELP if locked else CARD_CONTROL_HELP)
-        st.button("", key=f"picture-like-{row['id']}", icon=":material/image_search:", type="tertiary",
-                  help="More like this: sort the view by likeness to this picture",
-                  on_click=like_this.start_like, args=(row["id"], sort))
-        st.button("", key=f"picture-open-{row['id']}", icon=":material/open_in_full:", type="tertiary",
-                  help="Open: the picture on its page, to fix its box, delete it or add a missed one",
-                  on_click=open_picture, args=(row["id"],))
-    caption_input(row, locked=locked)
-    captions.other_captions(row, lines=words)
-
-
-def caption_input(row: dict, where: str = "card", *, locked: bool | None = None):
-    # The saved caption is part of the key: a bulk caption, an undo or another browser shows at once.
-    key = f"{CAPTION_KEY}{where}-{row['id']}-{zlib.crc32((row['caption'] or '').encode()):08x}"
-    locked = auth.locked() if locked is None else locked
+    # height; one too long for a narrow card ends in "…", whole in its tooltip and in the large view.
+    lines = [card_grid.line(card_grid.bold(f"#{row['number']}"),
+                            card_grid.text(f" · p. {page_number(row['page'])}{total}")),
+             card_grid.line(card_grid.text(f"{views.square_inches(row['box_area'])}{' · ' + kind if kind else ''}")),
+             card_grid.line(card_grid.text(name), title=name),
+             card_grid.line(card_grid.text(pv.status_words(row)))]
+    if note is not None:
+        lines.append(card_grid.line(card_grid.text(note), title=note))
+    controls = card_grid.row(
+        card_grid.choices(large.CHOICE_OF_OVERRIDE[row["keep"]], CARD_CONTROL_HELP if not locked else auth.LOCKED_HELP,
+                          disabled=locked or bool(row["deleted"])),
+        card_grid.button("like", "≈", "More like this: sort the view by likeness to this picture",
+                         name="More like this"),
+        card_grid.button("open", "⤢", "Open: the picture on its page, to fix its box, delete it or add a missed one",
+                         name="Open"))
     hint = best_caption(None, *counted_sources(row)[1:])  # what the picture shows without yours
-    st.text_input("Caption", value=row["caption"] or "", key=key, max_chars=MAX_CAPTION, label_visibility="collapsed",
-                  placeholder=f"{hint[:80]}" if hint else "Caption…", on_change=captioned, args=(row["id"], key),
-                  disabled=locked,
-                  help=auth.LOCKED_HELP if locked else ("Your caption, saved when you press Enter or leave the box; "
-                                                        "it wins over the printed legend and the model's caption."))
+    box = card_grid.caption_box(row["caption"], hint[:80] if hint else "Caption…",
+                                auth.LOCKED_HELP if locked else large.CAPTION_HELP, MAX_CAPTION, disabled=locked)
+    return shown + "".join(lines) + controls + box + captions.card_lines(row, words, locked)
 
 
-def captioned(picture_id: int, key: str):
-    if not auth.require_curator():
-        st.session_state.pop(key, None)
+def on_card(rows: dict, sort: str, event: dict):
+    """What the person did on a card of the screen (`rows`, by id): a card no longer shown does nothing."""
+    picture_id = card_grid.item_of(event, list(rows))
+    if picture_id is None:
         return
-    text = (st.session_state[key] or "").strip()
-    with common.open_manifest() as manifest:
-        manifest.set_picture_captions([(picture_id, text)])
-        row = manifest.picture(picture_id)
-    common.notify(f"{'Caption saved for' if text else 'Caption removed from'} {picture_words(row)} · {UNDO_HINT}")
-
-
-def decided(picture_id: int, key: str):
-    if not auth.require_curator():
-        st.session_state.pop(key, None)
-        return
-    set_override(picture_id, OVERRIDE_OF_CHOICE[st.session_state[key]])
-
-
-def set_override(picture_id: int, keep):
-    with common.open_manifest() as manifest:
-        manifest.set_picture_override(picture_id, keep)
-        row = manifest.picture(picture_id)
-    word = {True: "Included", False: "Excluded", None: "Gave back to the rule"}[keep]
-    page = "kept" if row["page_keep"] else "not kept"
-    common.notify(f"{word} {picture_words(row)}; its page is {page} · {UNDO_HINT}")
-
-
-def picture_words(row) -> str:
-    return (f"picture {row['number']} on p. {page_number(row['page'])} of "
-            f"{common.escape_markdown(pathlib.Path(row['doc']).name)}")
-
-
-def decision_badge(row: dict):
-    state = pv.decision_of(row)
-    by_curator = row["keep"] is not None and not row["deleted"]
-    colour = {"kept": "green", "excluded": "red", "deleted": "gray"}[state]
-    st.badge(state, icon=":material/person:" if by_curator else None, color=colour)
-
-
-# -- the large view -----------------------------------------------------------------------------
-
-
-def open_picture(picture_id: int):
-    """Open a picture large (from a card, a key, next or previous): drawing on the page starts switched off, so
-    a drag meant for one picture never redraws the next."""
-    st.session_state[OPEN] = picture_id
-    leave_drawing()
-
-
-def close_picture():
-    close(OPEN)
-    leave_drawing()
-
-
-def leave_drawing():
-    st.session_state.pop(CLICK, None)
-    st.session_state.pop(LAST_DRAG, None)
-
-
-@st.dialog("Picture", width="large", on_dismiss=lambda: hotkeys.dismissed(KEYBOARD))
-def large_view(threshold: float):
-    # A click inside a dialog reruns the dialog alone: what it shows is read afresh here, not passed in.
-    common.show_notices()
-    picture_id, on_screen = st.session_state.get(OPEN), st.session_state.get(ON_SCREEN, [])
-    with common.open_manifest() as manifest:
-        last = views.last_undoable(manifest)
-        row = manifest.picture(picture_id) if picture_id is not None else None
-        if row is None:
-            st.error("This picture is no longer in the manifest.")
-            return
-        row = dict(row)
-        boxes = pv.page_boxes(manifest, row["doc_id"], row["page"])
-        try:
-            image, drawn_from = rendered(str(common.db_path()), row["doc_id"], row["page"], row["doc"],
-                                         source_mtime(row["doc"])), "its PDF"
-        except views.PageUnavailable as exc:
-            st.warning(common.escape_markdown(exc), icon=":material/broken_image:")
-            image = views.thumbnails(manifest, [(row["doc_id"], row["page"])]).get((row["doc_id"], row["page"]))
-            drawn_from = "its thumbnail (the PDF is not at hand)"
-    name = common.escape_markdown(pathlib.Path(row["doc"]).name)
-    st.markdown(f"**{name}**, page {page_number(row['page'])} · picture **{row['number']}** of {len(boxes)} · "
-                f"{views.square_inches(row['box_area'])}")
-    bar = st.container(horizontal=True, vertical_alignment="center")
-    with bar:
-        decision_badge(row)
-        if pv.status_words(row, badge=True):
-            st.caption(pv.status_words(row, badge=True))
-        choice = CHOICE_OF_OVERRIDE[row["keep"]]
-        key = f"picture-dialog-{picture_id}-{choice}"
-        st.segmented_control("Decision", list(CHOICES), format_func=CHOICES.get, default=choice, required=True,
-                             key=key, label_visibility="collapsed", on_change=decided, args=(picture_id, key),
-                             disabled=auth.locked() or bool(row["deleted"]), help=auth.help_for())
-        if row["deleted"]:
-            st.button("Bring back", icon=":material/restore_from_trash:", key="picture-restore",
-                      on_click=delete, args=(picture_id, False), disabled=auth.locked(), help=auth.help_for())
-        else:
-            st.button("Delete: not a picture", icon=":material/delete:", key="picture-delete",
-                      on_click=delete, args=(picture_id, True), disabled=auth.locked(),
-                      help=auth.help_for("A false picture: never exported; the page follows its other pictures."))
-        st.space("stretch")
-        index = on_screen.index(picture_id) if picture_id in on_screen else -1
-        st.button("", icon=":material/arrow_back:", key="picture-previous", disabled=index <= 0,
-                  help="Previous picture", on_click=open_picture, args=(on_screen[max(index - 1, 0)],))
-        st.button("", icon=":material/arrow_forward:", key="picture-next",
-                  disabled=index < 0 or index >= len(on_screen) - 1, help="Next picture",
-                  on_click=open_picture, args=(on_screen[min(index + 1, len(on_screen) - 1)],))
-    page_col, side_col = st.columns([3, 2])
-    with side_col:
-        kind_input(row)
-        caption_input(row, "dialog")
-        captions.other_captions(row, "dialog")
-        if last is not None:
-            undo_.bar(last, "-large")
-    with page_col:
-        if image is None:
-            st.error("No image of this page is at hand, so its boxes cannot be drawn.")
-            return
-        draw_on_page(row, boxes, image, drawn_from)
-
-
-def kind_input(row: dict):
-    """The picture's kind for the caption's {kind}: the analysis's suggestion until the curator says."""
-    suggested = row["kind_suggested"]
-    words = {None: f"{suggested.capitalize()} (suggested)" if suggested else "Not known yet", **KINDS}
-    key = f"picture-kind-{row['id']}-{row['kind']}"  # a change elsewhere (an undo) shows at once
-    st.selectbox("Kind", list(words), format_func=words.get, index=list(words).index(row["kind"]), key=key,
-                 on_change=kind_changed, args=(row["id"], key), disabled=auth.locked(),
-                 help=auth.help_for("What the picture is, for the caption's {kind}. The suggestion only tells a "
-                                    "halftone from line work; say woodcut, cartoon, map or diagram yourself."))
-
-
-def kind_changed(picture_id: int, key: str):
-    if not auth.require_curator():
-        st.session_state.pop(key, None)
-        return
-    kind = st.session_state[key]
-    with common.open_manifest() as manifest:
-        manifest.set_picture_kinds([(picture_id, kind)])
-        row = manifest.picture(picture_id)
-    common.notify(f"{picture_words(row).capitalize()} is {'a ' + kind if kind else 'as suggested'} · {UNDO_HINT}")
-
-
-def draw_on_page(row: dict, boxes: list[dict], image: bytes, drawn_from: str):
-    """The page with its boxes; in a drawing mode a drag draws a box (or moves a corner of this one)."""
-    locked = auth.locked()
-    mode = st.segmented_control("Draw on the page", list(CLICK_MODES), format_func=CLICK_MODES.get, key=CLICK,
-                                disabled=locked, help=auth.help_for("Drag across the picture, from one corner to the "
-                                                                    "opposite one."))
-    if mode and not locked:
-        st.caption("Drag from one corner of the picture to the opposite one"
-                   + (", or drag a corner of the blue box to move it." if mode == "fix" else "."))
-    level = zoom_buttons()
-    region = pv.zoom_region((row["bx0"], row["by0"], row["bx1"], row["by1"]), row["width"], row["height"], level)
-    page = pv.zoomed(pv.numbered_outline(image, boxes, row["width"], selected=row["id"]), region, row["width"])
-    dragged = streamlit_image_coordinates(page, key=f"picture-page-{row['id']}", width="stretch", image_format="JPEG",
-                                          jpeg_quality=85, cursor="crosshair" if mode else "auto",
-                                          click_and_drag=bool(mode))
-    st.caption(f"Drawn from {drawn_from}; {len(boxes)} picture(s) numbered, this one in blue, deleted ones dashed."
-               + (f" Zoomed {level:g}× around this picture." if level > 1 else ""))
-    if not mode or locked or not dragged or "x1" not in dragged or \
-            dragged.get("unix_time") == st.session_state.get(LAST_DRAG):
-        return
-    st.session_state[LAST_DRAG] = dragged.get("unix_time")
-    if auth.require_curator() and save_drag(row, mode, dragged, region):
-        st.rerun(scope="fragment")  # the large view alone: the grid behind it follows when it closes
-
-
-def save_drag(row: dict, mode: str, dragged: dict, region) -> bool:
-    """The box a drag drew, saved; False (with the reason shown) when it draws none."""
-    own = (row["bx0"], row["by0"], row["bx1"], row["by1"]) if mode == "fix" else None
-    try:
-        start = pv.page_point((dragged["x1"], dragged["y1"]), dragged["width"], region)
-        end = pv.page_point((dragged["x2"], dragged["y2"]), dragged["width"], region)
-        drawn(row, mode, pv.dragged_box(own, start, end, pv.CORNER_GRAB * (region[2] - region[0])))
-    except PictureError as exc:
-        st.error(f"No box drawn: {common.escape_markdown(exc)}. Drag from one corner of the picture to the "
-                 "opposite one.", icon=":material/crop_free:")
-        return False
-    return True
-
-
-def zoom_buttons() -> float:
-    """Zoom out, the zoom, zoom in (as − and + do): the large view's page enlarged around the picture."""
-    bar = st.container(horizontal=True, vertical_alignment="center", gap="small", width="content",
-                       key="picture-zoom-bar")
-    level = hotkeys.zoom(KEYBOARD)
-    bar.button("", icon=":material/zoom_out:", key="picture-zoom-out", type="tertiary", on_click=hotkeys.zoom_by,
-               args=(KEYBOARD, -1), disabled=level <= keyboard.ZOOMS[0], help="Zoom out (−)")
-    bar.text(f"{level:g}×")
-    bar.button("", icon=":material/zoom_in:", key="picture-zoom-in", type="tertiary", on_click=hotkeys.zoom_by,
-               args=(KEYBOARD, 1), disabled=level >= keyboard.ZOOMS[-1], help="Zoom in (+): around this picture")
-    return level
-
-
-def drawn(row: dict, mode: str, box: list[int]):
-    """Save a drawn box: the open picture's new box, or a new picture on its page (then opened)."""
-    with common.open_manifest() as manifest:
-        if mode == "fix":
-            manifest.set_picture_box(row["id"], box)
-            after = dict(manifest.picture(row["id"]))
-            change = pv.decision_change(row, after)  # said aloud: a smaller box may drop the picture
-            common.notify(f"Redrew the box of {picture_words(row)}" + (f"; it is {change}" if change else "")
-                          + f" · {UNDO_HINT}.")
-            pv.crops(manifest, [after])  # its card, cut for the new box now: the grid shows it at once
-        else:
-            new = manifest.add_picture(row["doc_id"], row["page"], box)
-            added = manifest.picture(new)
-            pv.crops(manifest, [added])
-            open_picture(new)
-            common.notify(f"Added {picture_words(added)} · {UNDO_HINT}.")
-
-
-def delete(picture_id: int, deleted: bool):
-    if not auth.require_curator():
-        return
-    with common.open_manifest() as manifest:
-        manifest.delete_picture(picture_id, deleted)
-        row = manifest.picture(picture_id)
-    common.notify(f"{'Deleted' if deleted else 'Brought back'} {picture_words(row)} · {UNDO_HINT}")
-
-
-def source_mtime(path: str) -> int:
-    try:
-        return pathlib.Path(path).stat().st_mtime_ns
-    except OSError:
-        return 0
-
-
-@st.cache_data(max_entries=8, show_spinner="Drawing the page…")
-def rendered(db: str, doc_id: int, page: int, path: str, mtime_ns: int) -> bytes:
-    """A page drawn from its PDF for the large view; a few recent ones are kept (next and previous are often
-    on the same page). The path and mtime are part of the key, so a moved or changed file is drawn again."""
-    with common.open_manifest() as manifest:
-        return views.render_page(manifest, doc_id, page, long_side=VIEW_LONG_SIDE)
+    kind, value = event["type"], event["value"]
+    if kind == "select":
+        hotkeys.select(KEYBOARD, picture_id)
+    elif kind == "open":
+        hotkeys.open_item(KEYBOARD, picture_id)
+    elif kind == "like":
+        like_this.start_like(picture_id, sort)
+    elif kind == "decide" and value in large.OVERRIDE_OF_CHOICE and not rows[picture_id]["deleted"]:
+        if auth.require_curator():
+            large.set_override(picture_id, large.OVERRIDE_OF_CHOICE[value])
+    elif kind == "caption":
+        large.save_caption(picture_id, value or "")
+    elif kind in ("copy", "replace") and value in captions.SWITCHED_OFF:
+        (captions.copy_clicked if kind == "copy" else functools.partial(captions.copied, overwrite=True))(
+            picture_id, value)

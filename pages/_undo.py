@@ -8,8 +8,6 @@ from curation.manifest.history import UndoError
 from pages import _auth as auth
 from pages import _common as common
 
-PAGE_CAPTION_KEY = "caption-"  # the Pages grid's caption boxes: caption-<doc_id>-<page>-<digest>
-
 
 def bar(last: dict | None, where: str = ""):
     """The person's last override or caption action, one page or a whole view, with Undo; `where` tells apart
@@ -31,7 +29,6 @@ def undo(action: int):
         except UndoError as exc:
             common.notify(common.escape_markdown(exc), ":material/error:")
             return
-    forget_page_captions()
     kept = f" ({left:,} changed since stay as they are)" if left else ""
     common.notify(f"Undone: {common.escape_markdown(done['description'].removeprefix('undid '))}{kept}", ":material/undo:")
 
@@ -49,9 +46,3 @@ def latest_change() -> int:
     """The manifest's latest change (see views.latest_change), for the keys' large view."""
     with common.open_manifest() as manifest:
         return views.latest_change(manifest)
-
-
-def forget_page_captions():
-    """The Pages grid's caption boxes start afresh from the manifest after a bulk change or an undo."""
-    for key in [key for key in st.session_state if str(key).startswith(PAGE_CAPTION_KEY)]:
-        del st.session_state[key]

@@ -6,7 +6,6 @@ import functools
 import math
 import os
 import pathlib
-import zlib
 
 import streamlit as st
 
@@ -16,6 +15,7 @@ from curation.runs import jobs
 from curation.sources.page_numbers import page_number
 from pages import _auth as auth
 from pages import _bulk_job as bulk_job
+from pages import _card_grid as card_grid
 from pages import _common as common
 from pages import _keys as hotkeys
 from pages import _pictures_view as pictures_view
@@ -25,10 +25,6 @@ PER_SCREEN = 40
 COLUMNS = 6  # at most; the grid wraps to fewer on narrow screens
 CARD_WIDTH = 170  # px at least: 5 cards a row at 1440 px beside the sidebar, 6 without it
 CHOICES = {"include": "Include", "auto": "Auto", "exclude": "Exclude"}
-# On a card the control is three icons, so it fits the narrowest card; the tooltip of the card's Open
-# button and of the bulk actions use the same icons and words.
-CARD_CHOICES = {"include": ":material/add_circle:", "auto": ":material/hdr_auto:",
-                "exclude": ":material/do_not_disturb_on:"}
 CARD_CONTROL_HELP = "Plus: include whatever the rule says; A: auto, the rule decides; minus: exclude."
 CHOICE_OF_OVERRIDE = {1: "include", None: "auto", 0: "exclude"}
 OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
@@ -36,9 +32,9 @@ BULK_OF_CHOICE = {"include": "include", "auto": "clear", "exclude": "exclude"}
 BULK, OPEN, CAPTION, USE_MODEL = "review_bulk", "review_open", "review_caption", "review_use_model"  # open dialogs
 NOTICE, LEARNED, LEARNING = "review_notice", "review_learned", "review_learning"
 LEARN_POLL_SECONDS = 1.0
-CAPTION_KEY = undo_.PAGE_CAPTION_KEY
 MAX_CAPTION = 500
-NO_THUMBNAIL = ":grey[No thumbnail: none is kept (see Ingest) and the PDF is not at hand to draw one.]"
+NO_THUMBNAIL_WORDS = "No thumbnail: none is kept (see Ingest) and the PDF is not at hand to draw one."
+CAPTION_HELP = "Saved when you press Enter or leave the box; the export puts it where its template says {caption}."
 
 
 VIEWS = {"pages": "Pages", "pictures": "Pictures"}
@@ -358,7 +354,6 @@ def finish_captions(flt: views.PageFilter, threshold: float, remove: bool, count
     with common.open_manifest() as manifest:
         said = bulk_job.apply(manifest, doing, count, notice)
     close(CAPTION)
-    undo_.forget_page_captions()
     st.session_state[NOTICE] = said
 
 
@@ -388,50 +383,56 @@ def decide_by_key(item: tuple[int, int], keep: bool | None):
         set_override(*item, keep)
 
 
-# A card's words are one block of muted lines, each cut with "…" where the card is narrow (whole in the large view).
-CARD_STYLE = """<style>
-[class*="st-key-review-card-"] [data-testid="stCaptionContainer"] p {overflow: hidden; text-overflow: ellipsis;
-  white-space: nowrap;}
-</style>"""
-
-
 def grid(rows: list[dict], thumbs: dict, captions: dict, documents: dict, changes: dict):
+    """The screen's cards, one element (pages/_card_grid.py): what the person does comes back as `on_card`."""
     notice = st.session_state.pop(NOTICE, None)
     if notice:
         st.toast(notice, icon=":material/check:")
-    st.html(CARD_STYLE)
-    cells = st.grid(COLUMNS, border=True, min_column_width=CARD_WIDTH)
     locked = auth.locked()  # once a screen: each asks the server's secrets
+    cards = []
     for row in rows:
         key = (row["doc_id"], row["page"])
-        # The card is the grid's cell (keyed, for the keyboard's focus); tight: the thumbnail is most of it.
-        with cells.container(gap="xsmall", key=card_key(key)):
-            card(row, thumbs.get(key), captions.get(key), documents.get(row["doc_id"]), changes.get(key), locked)
+        cards.append(card_grid.Card(f"{key[0]}-{key[1]}", card_key(key), card(
+            row, thumbs.get(key), captions.get(key), documents.get(row["doc_id"]), changes.get(key), locked)))
+    card_grid.show(KEYBOARD, cards, min_width=CARD_WIDTH, columns=COLUMNS,
+                   on_event=functools.partial(on_card, {f"{row['doc_id']}-{row['page']}": row for row in rows}))
 
 
 def card(row: dict, thumb: bytes | None, caption: str | None, document: dict | None, change: str | None = None,
-         locked: bool = False):
-    """A page's card, in few elements (a browser draws a screen of them at every change): the thumbnail, its
-    words and badges in one block, the decision with Open, the caption."""
+         locked: bool = False) -> str:
+    """A page's card, as HTML (every word escaped): the thumbnail, its words and badges, the decision with Open,
+    the caption."""
     doc_id, page = row["doc_id"], row["page"]
     if thumb:
-        st.image(thumb, width="stretch")
+        shown = card_grid.image(card_grid.media_url(thumb, f"page-{doc_id}-{page}"), f"page {page_number(page)}")
     elif row["status"] == "ok":
-        st.caption(NO_THUMBNAIL)
+        shown = card_grid.note(NO_THUMBNAIL_WORDS)
     else:
-        st.caption(f":red[No image: {common.escape_markdown(row['error'] or 'not scored')}]")
-    st.caption(card_words(row, document, change))
-    choice = CHOICE_OF_OVERRIDE[row["override"]]
-    with st.container(horizontal=True, vertical_alignment="center", gap="xsmall"):
-        # The override is part of the key: when it changes elsewhere (bulk, another browser) the
-        # control starts afresh from the manifest instead of keeping a stale selection.
-        key = f"decide-{doc_id}-{page}-{choice}"
-        st.segmented_control("Decision", list(CHOICES), format_func=CARD_CHOICES.get, default=choice, required=True,
-                             key=key, label_visibility="collapsed", on_change=decided, args=(doc_id, page, key),
-                             disabled=locked, width="stretch", help=auth.LOCKED_HELP if locked else CARD_CONTROL_HELP)
-        st.button("", key=f"open-{doc_id}-{page}", icon=":material/open_in_full:", type="tertiary",
-                  help="Open: see the page large, drawn from its PDF", on_click=ask, args=(OPEN, (doc_id, page)))
-    caption_input(doc_id, page, caption, locked)
+        shown = card_grid.note(f"No image: {row['error'] or 'not scored'}", css="cg-error")
+    controls = card_grid.row(
+        card_grid.choices(CHOICE_OF_OVERRIDE[row["override"]], auth.LOCKED_HELP if locked else CARD_CONTROL_HELP,
+                          disabled=locked),
+        card_grid.button("open", "⤢", "Open: see the page large, drawn from its PDF", name="Open"))
+    box = card_grid.caption_box(caption, "Caption for the export…", auth.LOCKED_HELP if locked else CAPTION_HELP,
+                                MAX_CAPTION, disabled=locked)
+    return shown + card_words(row, document, change) + controls + box
+
+
+def on_card(rows: dict, event: dict):
+    """What the person did on a card of the screen (`rows`, by "doc-page"): a card no longer shown does nothing."""
+    name = card_grid.item_of(event, list(rows))
+    if name is None:
+        return
+    row = rows[name]
+    item, kind, value = (row["doc_id"], row["page"]), event["type"], event["value"]
+    if kind == "select":
+        hotkeys.select(KEYBOARD, item)
+    elif kind == "open":
+        hotkeys.open_item(KEYBOARD, item)
+    elif kind == "decide" and value in OVERRIDE_OF_CHOICE:
+        decide_by_key(item, OVERRIDE_OF_CHOICE[value])
+    elif kind == "caption":
+        save_caption(*item, value or "")
 
 
 def card_words(row: dict, document: dict | None, change: str | None) -> str:
@@ -441,65 +442,52 @@ def card_words(row: dict, document: dict | None, change: str | None) -> str:
     sigma = f"σ {row['sigma']:.1f}" if row["sigma"] is not None else "σ —"
     picture = f" · {views.square_inches(row['picture_area'])}" if row["picture_area"] is not None else ""
     total = f" of {document['pages']}" if document and document["pages"] else ""
-    name = common.escape_markdown(pathlib.Path(row["doc"]).name)
-    badges = " ".join(filter(None, (decision_badge(row), model_badge(row), group_badge(row))))
-    who = common.escape_markdown(change) if change else "\u200b"  # a zero-width space: the line stays
-    return f"**{sigma}**{picture}  \np. {page_number(row['page'])}{total} · {name}  \n{badges}  \n{who}"
+    name = pathlib.Path(row["doc"]).name
+    badges = [card_grid.badge(words, colour) for words, colour, _ in badges_of(row)]
+    return (card_grid.line(card_grid.bold(sigma), card_grid.text(picture))
+            + card_grid.line(card_grid.text(f"p. {page_number(row['page'])}{total} · {name}"), title=name)
+            + card_grid.line(*badges) + card_grid.line(card_grid.text(change or ""), title=change))
 
 
-def caption_input(doc_id: int, page: int, caption: str | None, locked: bool):
-    # The saved caption is part of the key: when it changes elsewhere (a bulk caption, an undo, another
-    # browser) the box starts afresh from the manifest; a browser keeps a box's old text otherwise.
-    key = f"{CAPTION_KEY}{doc_id}-{page}-{zlib.crc32((caption or '').encode()):08x}"
-    st.text_input("Caption", value=caption or "", key=key, max_chars=MAX_CAPTION, label_visibility="collapsed",
-                  placeholder="Caption for the export…", icon=":material/edit_note:", on_change=captioned,
-                  args=(doc_id, page, key), disabled=locked,
-                  help=auth.LOCKED_HELP if locked else ("Saved when you press Enter or leave the box; the export "
-                                                        "puts it where its template says {caption}."))
-
-
-def captioned(doc_id: int, page: int, key: str):
+def save_caption(doc_id: int, page: int, text: str):
     if not auth.require_curator():
-        st.session_state.pop(key, None)  # the box shows the saved caption again
         return
-    text = (st.session_state[key] or "").strip()
+    text = text.strip()[:MAX_CAPTION]
     with common.open_manifest() as manifest:
         manifest.set_caption(doc_id, page, text)
     st.toast(f"Caption saved for page {page_number(page)}" if text else f"Caption removed from page {page_number(page)}",
              icon=":material/check:")
 
 
-def decided(doc_id: int, page: int, key: str):
+def decided(doc_id: int, page: int, key: str):  # the large view's control
     if not auth.require_curator():
         st.session_state.pop(key, None)  # the control shows the saved decision again
         return
     set_override(doc_id, page, OVERRIDE_OF_CHOICE[st.session_state[key]])
 
 
-def decision_badge(row: dict) -> str:
-    """The decision as a badge, in markdown (:color-badge[...])."""
+def badges_of(row: dict) -> list[tuple[str, str, str]]:
+    """The page's badges, (words, colour, icon): its decision; the learned model's suggestion, orange where it
+    differs from the decision; its near-duplicate group (see them with the filter Near-duplicates)."""
     if row["override"] is not None:
-        return f":violet-badge[:material/person: {'included' if row['override'] else 'excluded'}]"
-    if row["status"] == "failed":
-        return ":red-badge[:material/error: failed]"
-    return ":green-badge[:material/check: kept]" if row["keep"] else ":gray-badge[:material/close: rejected]"
+        badges = [("included" if row["override"] else "excluded", "violet", "person")]
+    elif row["status"] == "failed":
+        badges = [("failed", "red", "error")]
+    else:
+        badges = [("kept", "green", "check") if row["keep"] else ("rejected", "gray", "close")]
+    if row["suggestion"] is not None:
+        differs = bool(row["suggestion"]) != bool(row["keep"])
+        sure = f"{math.floor(row['confidence'] * 100)}%"  # never "100%": it is a guess
+        badges.append((f"model: {'keep' if row['suggestion'] else 'reject'} {sure}", "orange" if differs else "gray",
+                       "psychology"))
+    if row["duplicate_group"] is not None:
+        badges.append((f"group {row['duplicate_group']}", "blue", "content_copy"))
+    return badges
 
 
-def model_badge(row: dict) -> str:
-    """The learned model's suggestion as a badge, orange where it differs from the decision; empty without one."""
-    if row["suggestion"] is None:
-        return ""
-    word = "keep" if row["suggestion"] else "reject"
-    differs = bool(row["suggestion"]) != bool(row["keep"])
-    sure = f"{math.floor(row['confidence'] * 100)}%"  # never "100%": it is a guess
-    return f":{'orange' if differs else 'gray'}-badge[:material/psychology: model: {word} {sure}]"
-
-
-def group_badge(row: dict) -> str:
-    """The page's near-duplicate group as a badge (see them with the filter Near-duplicates); empty without one."""
-    if row["duplicate_group"] is None:
-        return ""
-    return f":blue-badge[:material/content_copy: group {row['duplicate_group']}]"
+def badges_markdown(row: dict) -> str:
+    """The badges in Markdown (:color-badge[...]), for the large view."""
+    return " ".join(f":{colour}-badge[:material/{icon}: {words}]" for words, colour, icon in badges_of(row))
 
 
 def set_override(doc_id: int, page: int, keep):
@@ -525,7 +513,7 @@ def open_page(threshold: float, doc_id: int, page: int, outline: bool = True):
                 + (f" · picture {views.square_inches(row['picture_area'])}" if row["picture_area"] is not None else ""))
     line = st.container(horizontal=True, vertical_alignment="center")
     with line:
-        st.markdown(" ".join(filter(None, (decision_badge(row), model_badge(row), group_badge(row)))), width="content")
+        st.markdown(badges_markdown(row), width="content")
         choice = CHOICE_OF_OVERRIDE[row["override"]]
         key = f"dialog-{doc_id}-{page}-{choice}"
         st.segmented_control("Decision", list(CHOICES), format_func=CHOICES.get, default=choice, required=True,

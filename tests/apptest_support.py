@@ -111,3 +111,32 @@ def add_features(db: pathlib.Path, seed: int = 0) -> dict:
                 "UPDATE pages SET picture_share = ?, picture_area = ?, ink_tone = ?, sigma_content = ?, ink_coverage = ?, "
                 "phash = ?, features_version = 2 WHERE doc_id = ? AND page = ?", updates)
     return truth
+
+
+# -- Review's grid of cards (pages/_card_grid.py): one component, read and clicked here as the browser would ---
+
+
+def grid_cards(at: AppTest, part: str = "html") -> dict[str, str]:
+    """The cards of the screen's grid, {card id: its HTML (or, `part` "classes", its classes)}, in order."""
+    import json
+
+    (grid,) = [e for e in at.get("bidi_component") if e.proto.component_name == "curation_card_grid"]
+    return {card["id"]: card[part] for card in json.loads(grid.proto.json)["cards"]}
+
+
+def grid_event(at: AppTest, kind: str, card_id, value: str | None = None) -> AppTest:
+    """What the grid sends when the person clicks a card's control (or, "caption", leaves its caption box): the
+    page runs with that event, as from the browser; no exception."""
+    import json
+
+    from streamlit.components.v2.bidi_component.main import _make_trigger_id
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    (grid,) = [e for e in at.get("bidi_component") if e.proto.component_name == "curation_card_grid"]
+    states = at._tree.get_widget_states()
+    event = {"type": kind, "id": str(card_id), "value": value}
+    states.widgets.append(WidgetState(id=_make_trigger_id(grid.proto.id, "events"),
+                                      json_trigger_value=json.dumps([{"event": "event", "value": event}])))
+    at._run(widget_state=states)
+    assert not at.exception, [e.value for e in at.exception]
+    return at

@@ -1,13 +1,14 @@
 """Text that a person or a file supplied (captions, PDF file names, job messages, model folders) is shown
 literally on every page: Markdown in it neither loads a remote image nor makes a live link nor colours text."""
 
+import html
 import json
 import os
 import re
 
 import pytest
 
-from apptest_support import filled_db, page, ran, shown
+from apptest_support import filled_db, grid_cards, grid_event, page, ran, shown
 from curation import Manifest
 from curation.sources import paths
 from pages._common import code_span, escape_markdown
@@ -96,9 +97,13 @@ def finished_job(db, kind: str, status: str, message: str, args: dict | None = N
 def test_review_shows_file_names_and_captions_literally(db):
     hostile_document(db)
     at = ran(page("pages/review.py"))
-    assert_shown_literally(at, f"{NAME}.pdf")
-    next(b for b in at.button if (b.key or "").startswith("open-")).click()  # a card's Open
-    ran(at)  # the page opened large: its name, its caption, and why it cannot be drawn (no PDF there)
+    cards = " ".join(grid_cards(at).values())  # the cards are HTML: every word from a file escaped
+    assert f"{NAME}.pdf" in html.unescape(re.sub(r"<[^>]*>", "", cards))  # shown as it is written
+    assert f'value="{html.escape(CAPTION)}"' in cards  # the caption box holds it as typed
+    assert set(re.findall(r"<(\w+)", cards)) <= {"div", "img", "b", "span", "button", "input"}  # no tag of its own
+    assert "evil" not in " ".join(re.findall(r'src="([^"]*)"', cards))  # nothing fetched from it
+    grid_event(at, "open", next(iter(grid_cards(at))))  # a card's Open
+    # The page opened large: its name, its caption, and why it cannot be drawn (no PDF there).
     assert_shown_literally(at, f"{NAME}.pdf", f"Caption: {CAPTION}", f"/archive/{NAME}.pdf")
 
 
@@ -178,7 +183,7 @@ def test_in_a_browser_a_hostile_caption_and_file_name_fetch_nothing_and_link_now
         page.on("request", lambda request: fetched.append(request.url))
         page.goto(f"{url}/review")
         settle(page)
-        page.locator("[class*='st-key-open-'] button").first.click()  # a card's Open
+        page.locator("[class*='st-key-review-card-']").first.get_by_role("button", name="Open").click()
         page.get_by_role("dialog").wait_for()
         settle(page)
         text = page.locator("[data-testid='stMain']").inner_text() + page.get_by_role("dialog").inner_text()

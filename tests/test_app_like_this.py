@@ -2,10 +2,13 @@
 pictures; Learn from my picture decisions says how its agreement changed and each card then shows the model's
 suggestion; least sure first and the reprints are sorts of the view; More like this screens page on."""
 
+import html
+import re
+
 import numpy as np
 import pytest
 
-from apptest_support import ran, texts
+from apptest_support import grid_cards, grid_event, ran, texts
 from curation import Manifest
 from curation.manifest import picture_embeddings
 from curation.manifest import picture_similarity as similarity
@@ -56,7 +59,7 @@ def test_learning_shows_a_suggestion_on_each_card_and_least_sure_first_sorts_by_
     embed(db)
     every = ids(db)
     at = pictures_view()
-    assert "model:" not in texts(at)  # nothing learned yet: no suggestion shown
+    assert "model:" not in texts(at) + cards_text(at)  # nothing learned yet: no suggestion shown
     with Manifest(db) as manifest:
         for picture_id in every[:4]:
             manifest.set_picture_override(picture_id, picture_id == every[0] or picture_id == every[2])
@@ -64,11 +67,16 @@ def test_learning_shows_a_suggestion_on_each_card_and_least_sure_first_sorts_by_
     ran(at)
     said = " ".join(str(s.value) for s in at.success)
     assert "Learned from 4 picture decisions" in said and "Agreement with your decisions" in said
-    assert texts(at).count("model: keep") == 6  # the engravings
-    assert texts(at).count("model: exclude") == 6  # the stock cuts
+    assert cards_text(at).count("model: keep") == 6  # the engravings
+    assert cards_text(at).count("model: exclude") == 6  # the stock cuts
     at.selectbox(key="pic_sort").set_value("learned")
     ran(at)
-    assert not at.exception and len([c for c in at.segmented_control if c.label == "Decision"]) == 12
+    assert not at.exception and len(grid_cards(at)) == 12
+
+
+def cards_text(at) -> str:
+    """What the cards show (their tooltips aside)."""
+    return html.unescape(re.sub(r"<[^>]*>", " ", " ".join(grid_cards(at).values())))
 
 
 def test_reprints_together_and_more_like_this_with_its_way_back(db):
@@ -78,18 +86,17 @@ def test_reprints_together_and_more_like_this_with_its_way_back(db):
     at = pictures_view()
     at.selectbox(key="pic_sort").set_value("reprints")
     ran(at)
-    shown = [c.key.split("-")[2] for c in at.segmented_control if c.label == "Decision"]
+    shown = list(grid_cards(at))
     assert [int(i) for i in shown] == [every[0], every[10], every[20], every[31]]  # the first is their original
-    assert "reprint group 1 · 4 pictures" in texts(at)
-    next(b for b in at.button if b.key == f"picture-like-{every[10]}").click()
-    ran(at)
+    assert "reprint group 1 · 4 pictures" in cards_text(at)
+    grid_event(at, "like", every[10])  # its card's More like this
     assert any("Sorted like picture" in str(m.value) for m in at.markdown)
-    first = [c.key.split("-")[2] for c in at.segmented_control if c.label == "Decision"]
+    first = list(grid_cards(at))
     assert int(first[0]) == every[10] and {int(i) for i in first[1:4]} == {every[0], every[20], every[31]}
     assert len(first) == 48
     next(b for b in at.button if b.key == "pictures-next").click()
     ran(at)
-    second = [c.key.split("-")[2] for c in at.segmented_control if c.label == "Decision"]
+    second = list(grid_cards(at))
     assert len(second) == 12 and not set(first) & set(second)
     next(b for b in at.button if b.key == "pictures-like-back").click()
     ran(at)

@@ -4,13 +4,16 @@ typed one); find and replace works on the captions of the view, with a preview a
 that Undo takes back; the legends become the view's captions, typed ones kept; a viewer changes nothing; the
 caption job's panel and a running caption job are shown."""
 
+import html
+import re
+
 import pytest
 
-from apptest_support import page, ran, shown, signed_in_as, texts
+from apptest_support import grid_cards, grid_event, page, ran, shown, signed_in_as, texts
 from curation import Manifest
 from curation.captions.job import KIND
 from inference.captioner import MODEL_DIR_ENV
-from test_app_pictures import picture_ids, pictures_view, with_pictures
+from test_app_pictures import caption_on_card, open_picture, picture_ids, pictures_view, with_pictures
 from test_auth import CURATOR, SECRETS, VIEWER, as_user, refused
 
 LEGEND = "THE <b>NEW</b> BONNET **bold** [x](http://example.com/a.png) " + "and a long tail " * 10
@@ -53,6 +56,18 @@ def captions(db) -> dict[int, str | None]:
         return {row["id"]: row["caption"] for row in manifest.picture_rows()}
 
 
+def card_buttons(at, picture_id, event: str) -> dict[str, str]:
+    """A card's buttons that send `event` ("copy", "replace"): {their value (the source): their tooltip}."""
+    found = re.findall(r'<button [^>]*data-event="%s" title="([^"]*)"[^>]*data-value="([^"]*)"[^>]*>' % event,
+                       grid_cards(at)[str(picture_id)])
+    return {value: html.unescape(title) for title, value in found}
+
+
+def placeholder(at, picture_id) -> str:
+    card = grid_cards(at)[str(picture_id)]
+    return html.unescape(re.search(r'class="cg-caption"[^>]* placeholder="([^"]*)"', card).group(1))
+
+
 def button(at, key):
     return next(b for b in at.button if b.key == key)
 
@@ -87,30 +102,28 @@ def replace_form(at, find, replacement="", regex=False, ignore_case=False, shown
 def test_a_card_shows_the_legend_and_the_models_caption_literally_and_whole_on_hover(db):
     engraving, stock = with_words(db)
     at = pictures_view()
-    legend = next(c for c in at.caption if c.key is None and "BONNET" in c.value)
-    assert "\\<b\\>NEW\\<\\/b\\> BONNET \\*\\*bold\\*\\* \\[x\\]" in legend.value  # escaped: never Markdown
-    assert legend.value.endswith("…") and len(shown(legend.value)) < len(LEGEND)  # one short line
-    assert shown(legend.proto.help).startswith("Printed legend: THE <b>NEW</b> BONNET **bold**")
-    assert shown(legend.proto.help).endswith("and a long tail")  # the whole text on hover
-    model = next(c for c in at.caption if "parasol" in c.value)
-    assert "\\:\u2060red\\[hat\\]" in model.value
-    assert button(at, f"picture-use-legend-card-{engraving}")  # one click each
-    assert button(at, f"picture-use-auto_caption-card-{engraving}")
-    assert not any(b.key.startswith(f"picture-use-legend-card-{stock}") for b in at.button)  # none to copy
-    box = next(b for b in at.text_input if b.key.startswith(f"picture-caption-card-{engraving}-"))
-    assert box.placeholder.startswith("THE <b>NEW</b> BONNET")  # what it shows without yours: the legend first
+    card = grid_cards(at)[str(engraving)]
+    (legend,) = re.findall(r'<div class="cg-line" title="Printed legend: ([^"]*)">([^<]*)</div>', card)
+    assert "THE &lt;b&gt;NEW&lt;/b&gt; BONNET **bold** [x]" in legend[1]  # escaped: shown as it is written
+    assert legend[1].endswith("…") and len(html.unescape(legend[1])) < len(LEGEND)  # one short line
+    assert html.unescape(legend[0]).startswith("THE <b>NEW</b> BONNET **bold**")
+    assert html.unescape(legend[0]).endswith("and a long tail")  # the whole text on hover
+    assert "a lady in a :red[hat] holding a parasol" in card
+    assert set(card_buttons(at, engraving, "copy")) == {"legend", "auto_caption"}  # one click each
+    assert not card_buttons(at, stock, "copy")  # none to copy
+    assert placeholder(at, engraving).startswith("THE <b>NEW</b> BONNET")  # what it shows without yours: the legend
 
 
 def test_one_click_copies_a_legend_and_asks_before_replacing_a_typed_caption(db):
     engraving, stock = with_words(db)
-    at = click(pictures_view(), f"picture-use-legend-card-{engraving}")
+    at = grid_event(pictures_view(), "copy", engraving, "legend")
     assert captions(db)[engraving] == " ".join(LEGEND.split())
     assert any("printed legend is now the caption of picture 1 on p. 1" in shown(str(t.value)) for t in at.toast)
-    box = next(b for b in at.text_input if b.key.startswith(f"picture-caption-card-{engraving}-"))
-    assert box.value == " ".join(LEGEND.split())  # the card shows it at once
-    at = click(at, f"picture-use-auto_caption-card-{engraving}")  # a caption is there now: ask first
+    assert caption_on_card(at, engraving) == " ".join(LEGEND.split())  # the card shows it at once
+    at = grid_event(at, "copy", engraving, "auto_caption")  # a caption is there now: ask first
     assert captions(db)[engraving] == " ".join(LEGEND.split())
-    at = click(at, f"picture-replace-auto_caption-card-{engraving}")
+    assert list(card_buttons(at, engraving, "replace")) == ["auto_caption"]  # "Replace?"
+    at = grid_event(at, "replace", engraving, "auto_caption")
     assert captions(db)[engraving] == MODEL_CAPTION
     undo(at)
     assert captions(db)[engraving] == " ".join(LEGEND.split())
@@ -118,7 +131,7 @@ def test_one_click_copies_a_legend_and_asks_before_replacing_a_typed_caption(db)
 
 def test_the_large_view_shows_the_three_captions_and_copies_too(db):
     engraving, stock = with_words(db)
-    at = click(pictures_view(), f"picture-open-{engraving}")
+    at = open_picture(pictures_view(), engraving)
     assert "Printed legend: THE <b>NEW</b> BONNET" in texts(at)
     assert f"Model's caption (tiny-blip): {MODEL_CAPTION}" in texts(at)
     click(at, f"picture-use-auto_caption-dialog-{engraving}")
@@ -195,16 +208,18 @@ def test_a_viewer_sees_the_captions_and_cannot_change_one(db):
     at.secrets.update(SECRETS)
     at.user = signed_in_as(VIEWER)
     at = pictures_view(at)
-    assert any("BONNET" in c.value for c in at.caption)
-    use = [b for b in at.button if b.key.startswith("picture-use-")]
-    assert use and all(b.disabled and "Only curators" in b.help for b in use)
+    assert "BONNET" in grid_cards(at)[str(engraving)]
+    use = card_buttons(at, engraving, "copy")
+    assert use and all(title.startswith("Only curators") for title in use.values())
+    assert all(button.endswith(" disabled>") for button in re.findall(r'<button [^>]*data-event="copy"[^>]*>',
+                                                                       grid_cards(at)[str(engraving)]))
     at = tool(at, "replace")
     assert at.text_input(key="replace_find").disabled and at.text_input(key="replace_with").disabled
     assert button(tool(at, "legends"), "pictures-legends").disabled
     # A curator's page still open after the role was taken away: the controls reach the callbacks, which refuse.
     at = pictures_view(as_user("pages/review.py", CURATOR))
     at.secrets["curation"] = {"curators": [], "viewers": [CURATOR]}
-    at = click(at, f"picture-use-legend-card-{engraving}")
+    at = grid_event(at, "copy", engraving, "legend")
     assert refused(at)
     at = click(tool(pictures_view(as_user("pages/review.py", CURATOR)), "legends"), "pictures-legends")
     at.secrets["curation"] = {"curators": [], "viewers": [CURATOR]}
@@ -246,20 +261,19 @@ def test_the_export_preview_shows_the_caption_each_picture_gets(tmp_path, monkey
         return [str(code.value) for code in ran(page("pages/export.py")).code][:2]
 
     assert previewed_captions() == ["ohwx, engraving, A WET DAY.", "ohwx, engraving"]  # the legend first
-    click(pictures_view(), f"picture-use-auto_caption-card-{engraving}")
+    grid_event(pictures_view(), "copy", engraving, "auto_caption")
     assert previewed_captions() == ["ohwx, engraving, a lady with an umbrella", "ohwx, engraving"]  # yours wins
 
 
 def test_a_wrong_legend_is_switched_off_kept_shown_and_undone(db):
     engraving, _ = with_words(db)
-    at = click(pictures_view(), f"picture-open-{engraving}")
+    at = open_picture(pictures_view(), engraving)
     at = click(at, f"picture-switch-legend-{engraving}")  # "No legend"
     with Manifest(db) as manifest:
         assert manifest.picture(engraving)["no_legend"] == 1
     assert any("switched off" in str(t.value) for t in at.toast)
     assert "Printed legend, switched off: ~~THE <b>NEW</b> BONNET" in texts(at)  # shown struck out
-    hint = next(t for t in at.text_input if t.key.startswith(f"picture-caption-card-{engraving}-"))
-    assert hint.placeholder.startswith("a lady in a")  # the caption it gets now: the model's, not the legend
+    assert placeholder(at, engraving).startswith("a lady in a")  # the caption it gets now: the model's, not the legend
     assert button(at, f"picture-switch-legend-{engraving}").label == "Use it again"
     undo(at)
     with Manifest(db) as manifest:
@@ -271,7 +285,7 @@ def test_the_kind_is_suggested_and_the_curator_changes_it(db):
     with Manifest(db) as manifest:
         manifest.conn.execute("UPDATE pictures SET kind_suggested = 'engraving'")
         manifest.conn.commit()
-    at = click(pictures_view(), f"picture-open-{engraving}")
+    at = open_picture(pictures_view(), engraving)
     kind = next(s for s in at.selectbox if s.key.startswith(f"picture-kind-{engraving}-"))
     assert kind.value is None and kind.format_func(None) == "Engraving (suggested)"
     kind.set_value("cartoon")

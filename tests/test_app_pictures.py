@@ -3,10 +3,13 @@ picture to delete it, fix its box or add a missed one; a viewer changes nothing;
 
 import pytest
 
-from apptest_support import filled_db, page, ran, shown, signed_in_as, texts
+import html
+import re
+
+from apptest_support import filled_db, grid_cards, grid_event, page, ran, shown, signed_in_as, texts
 from curation import Manifest
 from curation.manifest import picture_views as pv
-from test_auth import SECRETS, VIEWER, forced
+from test_auth import SECRETS, VIEWER
 
 ENGRAVING = (100, 100, 700, 800, 20.3)  # reference pixels of a 1224 x 1584 page, square inches
 STOCK_CUT = (800, 1200, 900, 1300, 0.48)
@@ -39,12 +42,18 @@ def pictures_view(at=None):
     return ran(at)
 
 
-def cards(at):
-    return [c for c in at.segmented_control if c.label == "Decision" and c.key.startswith("picture-decide-")]
+def cards(at) -> dict[str, str]:
+    """The grid's cards, {picture id (as text): the card's HTML}."""
+    return grid_cards(at)
 
 
-def card(at, picture_id):
-    return next(c for c in cards(at) if c.key.startswith(f"picture-decide-{picture_id}-"))
+def choice(at, picture_id) -> str:
+    """The decision a card shows pressed: include, auto or exclude."""
+    return re.search(r'data-value="(\w+)" aria-pressed="true"', cards(at)[str(picture_id)]).group(1)
+
+
+def caption_on_card(at, picture_id) -> str:
+    return html.unescape(re.search(r'class="cg-caption"[^>]* value="([^"]*)"', cards(at)[str(picture_id)]).group(1))
 
 
 def picture_ids(db, page_no=0, number=None):
@@ -59,21 +68,21 @@ def page_keep(db, key):
 
 
 def open_picture(at, picture_id):
-    next(b for b in at.button if b.key == f"picture-open-{picture_id}").click()
-    return ran(at)
+    return grid_event(at, "open", picture_id)  # a click on the card's Open
 
 
 def test_the_pictures_view_lists_a_crop_per_picture_with_its_decision(db):
     with_pictures(db, pages=5)
     at = pictures_view()
     assert len(cards(at)) == 10
-    assert len(at.get("image")) == 10  # a crop on every card
+    assert all('<img src=' in card for card in cards(at).values())  # a crop on every card
     assert at.segmented_control(key="pic_decision").options[:3] == ["All pictures · 10", "Kept · 5", "Excluded · 5"]
     assert "Pictures 1–10 of 10 in this view" in texts(at)
     engraving, stock = picture_ids(db)
-    assert card(at, engraving).value == "auto"
-    html = " ".join(str(h.proto) for h in at.get("html"))
-    assert "st-key-picture-card-kept-" in html  # the border's colour follows the decision
+    assert choice(at, engraving) == "auto"
+    classes = grid_cards(at, "classes")  # the border's colour follows the decision
+    assert classes[str(engraving)].split()[:2] == [f"st-key-picture-card-kept-{engraving}", "cg-kept"]
+    assert "cg-excluded" in classes[str(stock)].split()
 
 
 def test_excluding_a_picture_changes_its_pages_decision_and_says_so(db):
@@ -81,14 +90,12 @@ def test_excluding_a_picture_changes_its_pages_decision_and_says_so(db):
     engraving, stock = picture_ids(db)
     assert page_keep(db, keys[0]) == 1
     at = pictures_view()
-    card(at, engraving).set_value("exclude")
-    ran(at)
+    grid_event(at, "decide", engraving, "exclude")
     assert page_keep(db, keys[0]) == 0  # its only picture the rule keeps is excluded
     assert "Kept · 2" in at.segmented_control(key="pic_decision").options  # the counts follow at once
     assert any("Excluded picture 1 on p. 1" in str(t.value) and "not kept" in str(t.value) for t in at.toast)
-    assert card(at, engraving).value == "exclude"
-    card(at, stock).set_value("include")
-    ran(at)
+    assert choice(at, engraving) == "exclude"
+    grid_event(at, "decide", stock, "include")
     assert page_keep(db, keys[0]) == 1  # a small picture a curator includes keeps its page
     undo = next(b for b in at.button if b.label == "Undo")
     undo.click()
@@ -187,11 +194,9 @@ def test_a_viewer_sees_no_enabled_control_and_cannot_change_a_picture(db):
     at.secrets.update(SECRETS)
     at.user = signed_in_as(VIEWER)
     pictures_view(at)
-    assert cards(at) and all(c.disabled for c in cards(at))
-    assert all(box.disabled for box in at.text_input)
+    assert cards(at) and all(card.count(" disabled>") == 4 for card in cards(at).values())  # 3 choices, caption
     assert all(b.disabled for b in at.button if b.label in ("Include all", "Exclude all", "Caption all"))
-    forced(card(at, engraving)).set_value("exclude")
-    ran(at)
+    grid_event(at, "decide", engraving, "exclude")  # sent anyway, as a forged message would
     at = open_picture(at, engraving)
     assert at.segmented_control(key="pictures_click").disabled
     assert next(b for b in at.button if b.key == "picture-delete").disabled
@@ -203,16 +208,14 @@ def test_a_typed_caption_is_saved_and_shown_literally(db):
     with_pictures(db, pages=1)
     engraving, stock = picture_ids(db)
     at = pictures_view()
-    box = next(b for b in at.text_input if b.key.startswith(f"picture-caption-card-{engraving}-"))
-    box.input("![x](http://example.com/x.png) :red[A WET DAY]")
-    ran(at)
+    grid_event(at, "caption", engraving, "![x](http://example.com/x.png) :red[A WET DAY] <b>bold</b>")
     with Manifest(db) as manifest:
-        assert manifest.picture(engraving)["caption"] == "![x](http://example.com/x.png) :red[A WET DAY]"
+        assert manifest.picture(engraving)["caption"] == "![x](http://example.com/x.png) :red[A WET DAY] <b>bold</b>"
     toast = next(str(t.value) for t in at.toast if "Caption saved" in str(t.value))
     assert shown(toast).startswith("Caption saved for picture 1 on p. 1 of issue-000-0000.pdf")
     again = pictures_view()  # a new session: the box shows the saved caption as typed
-    box = next(b for b in again.text_input if b.key.startswith(f"picture-caption-card-{engraving}-"))
-    assert box.value == "![x](http://example.com/x.png) :red[A WET DAY]"
+    assert caption_on_card(again, engraving) == "![x](http://example.com/x.png) :red[A WET DAY] <b>bold</b>"
+    assert "<b>bold" not in cards(again)[str(engraving)]  # the card's HTML shows it, escaped
 
 
 def caption_all_after_typing_one(db, pages: int):
@@ -220,8 +223,7 @@ def caption_all_after_typing_one(db, pages: int):
     with_pictures(db, pages=pages)
     engraving = picture_ids(db, 0, 1)[0]
     at = pictures_view()
-    next(b for b in at.text_input if b.key.startswith(f"picture-caption-card-{engraving}-")).input("her own caption")
-    ran(at)
+    grid_event(at, "caption", engraving, "her own caption")
     next(b for b in at.button if b.label == "Caption all").click()
     ran(at)
     at.text_area(key="pictures-bulk-caption-text").input("a fashion plate")
@@ -239,7 +241,7 @@ def test_a_bulk_caption_keeps_a_typed_caption_unless_asked(db):
     with Manifest(db) as manifest:
         captions = {row["id"]: row["caption"] for row in manifest.picture_rows()}
     assert captions[engraving] == "her own caption" and list(captions.values()).count("a fashion plate") == 3
-    boxes = [b.value for b in at.text_input if b.key.startswith("picture-caption-card-")]
+    boxes = [caption_on_card(at, picture_id) for picture_id in cards(at)]
     assert sorted(boxes) == ["a fashion plate"] * 3 + ["her own caption"]  # every card at once
 
 

@@ -4,11 +4,12 @@ them for a disabled widget (AppTest sends what a hand-made WebSocket message wou
 before they lost the curator's role; the manifest is left as it was. A curator's changes go through."""
 
 import getpass
+import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptest_support import ISSUER, ROOT, filled_db, page, ran, shown, signed_in_as, texts
+from apptest_support import ISSUER, ROOT, filled_db, grid_cards, grid_event, page, ran, shown, signed_in_as, texts
 from curation import Manifest
 from curation.manifest import history
 from curation.sources import paths
@@ -43,8 +44,16 @@ def button(at, label):
     return next(b for b in at.button if b.label == label)
 
 
-def cards(at):
-    return [control for control in at.segmented_control if control.label == "Decision"]
+def cards(at) -> list[str]:
+    """The Review grid's cards, each named "doc_id-page" as its events name it."""
+    return list(grid_cards(at))
+
+
+def locked_card(at, card: str) -> bool:
+    """Whether every control on the card is disabled and says why: the decision's three and the caption box."""
+    controls = re.findall(r"<(?:button|input) [^>]*>", grid_cards(at)[card])
+    changes = [c for c in controls if 'aria-label="Open"' not in c]  # Open only looks
+    return len(changes) == 4 and all(" disabled" in c and "Only curators can change this" in c for c in changes)
 
 
 def forced(widget):
@@ -150,7 +159,7 @@ def test_an_address_the_provider_does_not_vouch_for_gets_no_role_and_the_screen_
             assert at.title[0].value == "Not allowed" and not at.metric
             assert why in shown(at.error[0].value) and "verified addresses only" in shown(at.error[0].value)
         else:  # a page reached some other way still treats them as no one: every control locked
-            assert all(control.disabled for control in cards(at))
+            assert all(locked_card(at, card) for card in cards(at))
 
 
 def test_a_person_listed_by_issuer_and_subject_needs_no_verified_address(db):
@@ -171,8 +180,7 @@ def test_a_person_listed_by_issuer_and_subject_needs_no_verified_address(db):
 def test_a_curators_change_is_recorded_with_their_issuer_and_subject(db):
     filled_db(db, documents=1, pages=5)
     at = as_user("pages/review.py", CURATOR)
-    cards(at)[0].set_value("exclude")
-    ran(at)
+    grid_event(at, "decide", cards(at)[0], "exclude")
     with Manifest(db) as manifest:
         [action] = [a for a in history.actions(manifest.conn) if a["kind"] == "override"]
     assert (action["user"], action["issuer"], action["subject"]) == (CURATOR, ISSUER, f"subject-of-{CURATOR}")
@@ -185,13 +193,10 @@ def test_a_viewer_cannot_override_or_caption(db):
     filled_db(db, documents=1, pages=10)
     at = as_user("pages/review.py", VIEWER)
     first = cards(at)[0]
-    forced(first).set_value("exclude")
-    ran(at)
-    assert cards(at)[0].value == "auto"  # the control shows the saved decision again
-    doc_id, page_no = first.key.split("-")[1:3]
-    forced(next(box for box in at.text_input if box.key.startswith(f"caption-{doc_id}-{page_no}-"))).input(
-        "a hijacked caption")
-    ran(at)
+    assert locked_card(at, first)
+    grid_event(at, "decide", first, "exclude")  # a hand-made message: sent though the control is disabled
+    assert 'data-value="auto" aria-pressed="true"' in grid_cards(at)[first]  # the saved decision still
+    grid_event(at, "caption", first, "a hijacked caption")
     with Manifest(db) as manifest:
         assert manifest.overrides() == []
         assert not manifest.conn.execute("SELECT COUNT(*) FROM captions").fetchone()[0]
@@ -217,15 +222,13 @@ def test_a_curator_who_lost_the_role_cannot_change_from_the_page_still_open(db):
     at = as_user("pages/review.py", CURATOR)
     at.secrets["curation"] = {"curators": [], "viewers": [CURATOR]}
     first = cards(at)[0]
-    doc_id, page_no = first.key.split("-")[1:3]
-    first.set_value("exclude")
-    ran(at)
+    doc_id, page_no = first.split("-")
+    grid_event(at, "decide", first, "exclude")
     assert refused(at)
-    assert cards(at)[0].value == "auto" and cards(at)[0].disabled
+    assert 'data-value="auto" aria-pressed="true"' in grid_cards(at)[first] and locked_card(at, first)
     at = as_user("pages/review.py", CURATOR)
     at.secrets["curation"] = {"curators": [], "viewers": [CURATOR]}
-    next(box for box in at.text_input if box.key.startswith(f"caption-{doc_id}-{page_no}-")).input("a hijacked caption")
-    ran(at)
+    grid_event(at, "caption", first, "a hijacked caption")
     assert refused(at)
     with Manifest(db) as manifest:
         assert manifest.overrides() == []
@@ -256,12 +259,10 @@ def test_a_curator_overrides_and_captions(db):
     filled_db(db, documents=1, pages=10)
     at = as_user("pages/review.py", CURATOR)
     first = cards(at)[0]
-    assert not first.disabled
-    first.set_value("exclude")
-    ran(at)
-    doc_id, page_no = (int(part) for part in first.key.split("-")[1:3])
-    next(box for box in at.text_input if box.key.startswith(f"caption-{doc_id}-{page_no}-")).input("a lady in a promenade dress")
-    ran(at)
+    assert " disabled" not in grid_cards(at)[first]
+    grid_event(at, "decide", first, "exclude")
+    doc_id, page_no = (int(part) for part in first.split("-"))
+    grid_event(at, "caption", first, "a lady in a promenade dress")
     assert not refused(at)
     with Manifest(db) as manifest:
         assert [(o["doc_id"], o["page"], o["keep"]) for o in manifest.overrides()] == [(doc_id, page_no, 0)]

@@ -101,8 +101,8 @@ def test_ingest_threshold_review_in_a_browser(server, browser_page):
     # Exclude the first page on Review: saved at once, and still there after a reload.
     go(page, url, "review")
     page.get_by_text("0 overrides in the manifest").wait_for()
-    first_card = page.locator("[class*='st-key-decide-']").first  # a card's Include / Auto / Exclude
-    first_card.get_by_role("radio").last.click()  # Exclude, the last of Include / Auto / Exclude
+    first_card = page.locator("[class*='st-key-review-card-']").first
+    first_card.get_by_role("button", name="Exclude").click()  # the card's Include / Auto / Exclude
     page.get_by_text(f"excluded by {getpass.getuser()}, ").first.wait_for()
     settle(page)
     page.reload()
@@ -114,7 +114,7 @@ def test_ingest_threshold_review_in_a_browser(server, browser_page):
         assert [row["keep"] for row in manifest.overrides()] == [0]
 
     # A caption typed on a tile is saved at once and is still there after a reload.
-    caption = page.locator("[class*='st-key-caption-']").first.locator("input")
+    caption = page.locator("[class*='st-key-review-card-'] input").first
     caption.fill("a lady in a walking dress")
     caption.press("Enter")
     deadline = time.monotonic() + 30
@@ -128,7 +128,7 @@ def test_ingest_threshold_review_in_a_browser(server, browser_page):
     settle(page)
     no_exception(page)
     # The grid is drawn again after the reload: wait for the saved caption rather than read the first frame.
-    expect(page.locator("[class*='st-key-caption-']").first.locator("input")).to_have_value(
+    expect(page.locator("[class*='st-key-review-card-'] input").first).to_have_value(
         "a lady in a walking dress", timeout=20_000)
     with Manifest(db) as manifest:
         assert list(manifest.captions().values()) == ["a lady in a walking dress"]

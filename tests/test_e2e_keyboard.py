@@ -146,7 +146,7 @@ def test_move_exclude_undo_open_next_zoom_and_close_by_keyboard(review):
 
 def test_keys_typed_into_a_caption_stay_in_the_caption(review):
     page, db = review
-    box = page.locator("[class*='st-key-caption-'] input").first
+    box = page.locator("[class*='st-key-review-card-'] input").first
     box.click()
     page.keyboard.type("engraving")  # holds e, i, a
     page.keyboard.press("ArrowLeft")
@@ -207,7 +207,7 @@ def test_after_a_click_on_a_filter_the_keys_still_move_the_cards(review):
     settle(page)
     start = focused(page)
     press(page, "ArrowRight", focus=start + 1)  # ...an option chosen: the cards' again
-    page.locator("[class*='st-key-caption-'] input").first.click()  # typing in a text box keeps its keys
+    page.locator("[class*='st-key-review-card-'] input").first.click()  # typing in a text box keeps its keys
     page.keyboard.type("a")
     page.keyboard.press("ArrowLeft")
     settle(page)

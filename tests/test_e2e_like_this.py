@@ -52,9 +52,11 @@ def test_more_like_this_sorts_the_view_by_likeness_and_goes_back(tmp_path, archi
     with streamlit_server(tmp_path / "streamlit.log", env) as (_, port):
         url, page = f"http://127.0.0.1:{port}", chromium_page
         go(page, url, "review?view=Pictures")
-        page.locator(f".st-key-picture-like-{clicked} button").first.wait_for()
+        like = page.locator(f"[class*='st-key-picture-card-'][data-id='{clicked}']").get_by_role(
+            "button", name="More like this")  # the card's own button
+        like.wait_for()
         assert page.evaluate(CARD_IDS) == in_page_order
-        page.locator(f".st-key-picture-like-{clicked} button").first.click()
+        like.click()
         page.get_by_text(re.compile("Sorted like picture")).wait_for()
         settle(page)
         assert page.evaluate(CARD_IDS) == alike_first  # most alike first, the picture itself leading

@@ -73,7 +73,7 @@ def test_the_pictures_grid_at_1440_px_holds_six_cards_a_row_and_a_drag_fixes_a_b
         assert len({card["height"] for card in first_row}) == 1  # a row of cards of one height
         assert all(card["image"] >= 0.8 * card["width"] for card in first_row)  # the crop is most of the card
         before = cards[0]["height"]
-        page.locator("[class*='st-key-picture-decide-']").first.get_by_role("radio").last.click()  # Exclude
+        page.locator("[class*='st-key-picture-card-']").first.get_by_role("button", name="Exclude").click()
         page.get_by_text("Excluded picture").first.wait_for()  # the toast
         settle(page)
         after = page.evaluate(CARDS)[0]
@@ -135,7 +135,7 @@ CUT = (300, 420, DPI)  # (top, left, side) in the scan's pixels: a one-square-in
 
 # The first card's image as the browser received it (base64), its size on screen, and its size under the mouse.
 FIRST_CARD = """async () => {
-    const img = document.querySelector("[class*='st-key-picture-card-'] [data-testid='stImage'] img");
+    const img = document.querySelector("[class*='st-key-picture-card-'] img");
     const bytes = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
     let text = "";
     for (const byte of bytes) text += String.fromCharCode(byte);
@@ -192,8 +192,8 @@ def test_a_one_square_inch_cut_has_a_sharp_card_that_is_the_exported_picture(tmp
         old = Image.open(io.BytesIO(pv.crop(thumb, [picture[k] for k in ("bx0", "by0", "bx1", "by1")], 432 * 2,
                                             576 * 2, side=card.width)))
         assert sharpness(card) > 3 * sharpness(old)
-        image = page.locator("[class*='st-key-picture-card-'] [data-testid='stImage'] img").first
-        width = """() => document.querySelector("[class*='st-key-picture-card-'] [data-testid='stImage'] img")
+        image = page.locator("[class*='st-key-picture-card-'] img").first
+        width = """() => document.querySelector("[class*='st-key-picture-card-'] img")
             .getBoundingClientRect().width"""
         image.hover()  # a larger view on hover
         page.wait_for_function(f"() => ({width})() > 1.8 * {first['shown']}")

@@ -108,7 +108,7 @@ def open_review(page, url: str) -> None:
 
 
 def first_card_exclude(page):
-    return page.locator("[class*='st-key-decide-']").first.get_by_role("radio").last  # Include / Auto / Exclude
+    return page.locator("[class*='st-key-review-card-']").first.get_by_role("button", name="Exclude")
 
 
 def test_sign_in_then_a_viewer_looks_and_a_curator_overrules(server, browser, provider):

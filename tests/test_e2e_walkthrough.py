@@ -69,7 +69,7 @@ def test_one_page_number_on_review_in_the_export_preview_and_in_the_zip(dashboar
 
 
 def caption_boxes(page):
-    return page.locator("[class*='st-key-caption-'] input")
+    return page.locator("[class*='st-key-review-card-'] input")
 
 
 def test_a_bulk_caption_asks_before_a_typed_caption_keeps_it_and_shows_on_every_card(dashboard):
@@ -107,9 +107,8 @@ def test_a_bulk_caption_asks_before_a_typed_caption_keeps_it_and_shows_on_every_
     assert "a lady in a walking dress" in shown
 
 
-CARD_GEOMETRY = """() => [...document.querySelectorAll("[class*='st-key-decide-']")].map(control => {
-    const card = control.closest("[class*='st-key-review-card-']");
-    const box = card.getBoundingClientRect(), buttons = [...control.querySelectorAll("button")];
+CARD_GEOMETRY = """() => [...document.querySelectorAll("[class*='st-key-review-card-']")].map(card => {
+    const box = card.getBoundingClientRect(), buttons = [...card.querySelectorAll("button")];
     const img = card.querySelector("img");
     return {top: Math.round(box.top), height: Math.round(box.height), width: box.width,
             fits: buttons.every(b => b.getBoundingClientRect().right <= box.right + 0.5 && b.scrollWidth <= b.clientWidth + 1),
@@ -128,7 +127,7 @@ def test_the_grid_at_1440_px_is_dense_and_a_card_keeps_its_height_when_overridde
     assert all(card["fits"] for card in cards)  # Include / Auto / Exclude inside the card, none clipped
     assert all(card["image"] >= 0.8 * card["width"] for card in cards)
     before = cards[0]["height"]
-    page.locator("[class*='st-key-decide-']").first.get_by_role("radio").last.click()  # Exclude
+    page.locator("[class*='st-key-review-card-']").first.get_by_role("button", name="Exclude").click()
     page.get_by_text("Excluded page").first.wait_for()  # the toast
     settle(page)
     no_exception(page)

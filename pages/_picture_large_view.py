@@ -1,0 +1,297 @@
+"""A picture of Review's Pictures view opened large, on its page: its decision, kind and captions, and its box
+fixed, a missed picture added by dragging on the page, or the picture deleted; with what a card does to one
+picture too (decide, caption). Streamlit only; curation.manifest.picture_views computes what it shows."""
+
+from __future__ import annotations
+
+import pathlib
+import zlib
+
+import streamlit as st
+from streamlit_image_coordinates import streamlit_image_coordinates
+
+from curation.captions.best import best_caption, counted_sources
+from curation.decisions import keyboard
+from curation.manifest import picture_views as pv
+from curation.manifest import views
+from curation.manifest.pictures import PictureError
+from curation.sources.page_numbers import page_number
+from pages import _auth as auth
+from pages import _common as common
+from pages import _keys as hotkeys
+from pages import _picture_captions as captions
+from pages import _undo as undo_
+
+KEYBOARD = "review-pictures"
+CHOICES = {"include": "Include", "auto": "Auto", "exclude": "Exclude"}
+CHOICE_OF_OVERRIDE = {1: "include", None: "auto", 0: "exclude"}
+OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
+OPEN = "pictures_open"
+ON_SCREEN = "pictures_on_screen"  # the ids of the screen's pictures, for next and previous in the large view
+CLICK, LAST_DRAG = "pictures_click", "pictures_last_drag"  # the large view's drawing mode, and the drag it drew
+CAPTION_KEY = "picture-caption-"
+CAPTION_HELP = ("Your caption, saved when you press Enter or leave the box; it wins over the printed legend and the "
+                "model's caption.")
+MAX_CAPTION = 500
+UNDO_HINT = captions.UNDO_HINT
+CLICK_MODES = {"fix": "Fix this picture's box", "add": "Add a missed picture"}
+KINDS = {kind: kind.capitalize() for kind in pv.KINDS}
+VIEW_LONG_SIDE = 1400  # pixels: the page in the large view, sharp enough to place a corner
+
+
+# -- one picture: its decision and caption, from a card or the large view ----------------------------
+
+
+def caption_input(row: dict, where: str = "card", *, locked: bool | None = None):
+    # The saved caption is part of the key: a bulk caption, an undo or another browser shows at once.
+    key = f"{CAPTION_KEY}{where}-{row['id']}-{zlib.crc32((row['caption'] or '').encode()):08x}"
+    locked = auth.locked() if locked is None else locked
+    hint = best_caption(None, *counted_sources(row)[1:])  # what the picture shows without yours
+    st.text_input("Caption", value=row["caption"] or "", key=key, max_chars=MAX_CAPTION, label_visibility="collapsed",
+                  placeholder=f"{hint[:80]}" if hint else "Caption…", on_change=captioned, args=(row["id"], key),
+                  disabled=locked,
+                  help=auth.LOCKED_HELP if locked else CAPTION_HELP)
+
+
+def captioned(picture_id: int, key: str):
+    if not auth.require_curator():
+        st.session_state.pop(key, None)
+        return
+    save_caption(picture_id, st.session_state[key] or "")
+
+
+def save_caption(picture_id: int, text: str):
+    if not auth.require_curator():
+        return
+    text = text.strip()[:MAX_CAPTION]
+    with common.open_manifest() as manifest:
+        manifest.set_picture_captions([(picture_id, text)])
+        row = manifest.picture(picture_id)
+    common.notify(f"{'Caption saved for' if text else 'Caption removed from'} {picture_words(row)} · {UNDO_HINT}")
+
+
+def decided(picture_id: int, key: str):
+    if not auth.require_curator():
+        st.session_state.pop(key, None)
+        return
+    set_override(picture_id, OVERRIDE_OF_CHOICE[st.session_state[key]])
+
+
+def set_override(picture_id: int, keep):
+    with common.open_manifest() as manifest:
+        manifest.set_picture_override(picture_id, keep)
+        row = manifest.picture(picture_id)
+    word = {True: "Included", False: "Excluded", None: "Gave back to the rule"}[keep]
+    page = "kept" if row["page_keep"] else "not kept"
+    common.notify(f"{word} {picture_words(row)}; its page is {page} · {UNDO_HINT}")
+
+
+def picture_words(row, plain: bool = False) -> str:
+    """"picture 3 on p. 4 of issue-1.pdf", as Markdown that shows the name literally (or, `plain`, as it is)."""
+    name = pathlib.Path(row["doc"]).name
+    name = name if plain else common.escape_markdown(name)
+    return f"picture {row['number']} on p. {page_number(row['page'])} of {name}"
+
+
+def decision_badge(row: dict):
+    state = pv.decision_of(row)
+    by_curator = row["keep"] is not None and not row["deleted"]
+    colour = {"kept": "green", "excluded": "red", "deleted": "gray"}[state]
+    st.badge(state, icon=":material/person:" if by_curator else None, color=colour)
+
+
+# -- the large view -------------------------------------------------------------------------------
+
+
+def open_picture(picture_id: int):
+    """Open a picture large (from a card, a key, next or previous): drawing on the page starts switched off, so
+    a drag meant for one picture never redraws the next."""
+    st.session_state[OPEN] = picture_id
+    leave_drawing()
+
+
+def close_picture():
+    st.session_state.pop(OPEN, None)
+    leave_drawing()
+
+
+def leave_drawing():
+    st.session_state.pop(CLICK, None)
+    st.session_state.pop(LAST_DRAG, None)
+
+
+@st.dialog("Picture", width="large", on_dismiss=lambda: hotkeys.dismissed(KEYBOARD))
+def large_view(threshold: float):
+    # A click inside a dialog reruns the dialog alone: what it shows is read afresh here, not passed in.
+    common.show_notices()
+    picture_id, on_screen = st.session_state.get(OPEN), st.session_state.get(ON_SCREEN, [])
+    with common.open_manifest() as manifest:
+        last = views.last_undoable(manifest)
+        row = manifest.picture(picture_id) if picture_id is not None else None
+        if row is None:
+            st.error("This picture is no longer in the manifest.")
+            return
+        row = dict(row)
+        boxes = pv.page_boxes(manifest, row["doc_id"], row["page"])
+        try:
+            image, drawn_from = rendered(str(common.db_path()), row["doc_id"], row["page"], row["doc"],
+                                         source_mtime(row["doc"])), "its PDF"
+        except views.PageUnavailable as exc:
+            st.warning(common.escape_markdown(exc), icon=":material/broken_image:")
+            image = views.thumbnails(manifest, [(row["doc_id"], row["page"])]).get((row["doc_id"], row["page"]))
+            drawn_from = "its thumbnail (the PDF is not at hand)"
+    name = common.escape_markdown(pathlib.Path(row["doc"]).name)
+    st.markdown(f"**{name}**, page {page_number(row['page'])} · picture **{row['number']}** of {len(boxes)} · "
+                f"{views.square_inches(row['box_area'])}")
+    bar = st.container(horizontal=True, vertical_alignment="center")
+    with bar:
+        decision_badge(row)
+        if pv.status_words(row, badge=True):
+            st.caption(pv.status_words(row, badge=True))
+        choice = CHOICE_OF_OVERRIDE[row["keep"]]
+        key = f"picture-dialog-{picture_id}-{choice}"
+        st.segmented_control("Decision", list(CHOICES), format_func=CHOICES.get, default=choice, required=True,
+                             key=key, label_visibility="collapsed", on_change=decided, args=(picture_id, key),
+                             disabled=auth.locked() or bool(row["deleted"]), help=auth.help_for())
+        if row["deleted"]:
+            st.button("Bring back", icon=":material/restore_from_trash:", key="picture-restore",
+                      on_click=delete, args=(picture_id, False), disabled=auth.locked(), help=auth.help_for())
+        else:
+            st.button("Delete: not a picture", icon=":material/delete:", key="picture-delete",
+                      on_click=delete, args=(picture_id, True), disabled=auth.locked(),
+                      help=auth.help_for("A false picture: never exported; the page follows its other pictures."))
+        st.space("stretch")
+        index = on_screen.index(picture_id) if picture_id in on_screen else -1
+        st.button("", icon=":material/arrow_back:", key="picture-previous", disabled=index <= 0,
+                  help="Previous picture", on_click=open_picture, args=(on_screen[max(index - 1, 0)],))
+        st.button("", icon=":material/arrow_forward:", key="picture-next",
+                  disabled=index < 0 or index >= len(on_screen) - 1, help="Next picture",
+                  on_click=open_picture, args=(on_screen[min(index + 1, len(on_screen) - 1)],))
+    page_col, side_col = st.columns([3, 2])
+    with side_col:
+        kind_input(row)
+        caption_input(row, "dialog")
+        captions.other_captions(row, "dialog")
+        if last is not None:
+            undo_.bar(last, "-large")
+    with page_col:
+        if image is None:
+            st.error("No image of this page is at hand, so its boxes cannot be drawn.")
+            return
+        draw_on_page(row, boxes, image, drawn_from)
+
+
+def kind_input(row: dict):
+    """The picture's kind for the caption's {kind}: the analysis's suggestion until the curator says."""
+    suggested = row["kind_suggested"]
+    words = {None: f"{suggested.capitalize()} (suggested)" if suggested else "Not known yet", **KINDS}
+    key = f"picture-kind-{row['id']}-{row['kind']}"  # a change elsewhere (an undo) shows at once
+    st.selectbox("Kind", list(words), format_func=words.get, index=list(words).index(row["kind"]), key=key,
+                 on_change=kind_changed, args=(row["id"], key), disabled=auth.locked(),
+                 help=auth.help_for("What the picture is, for the caption's {kind}. The suggestion only tells a "
+                                    "halftone from line work; say woodcut, cartoon, map or diagram yourself."))
+
+
+def kind_changed(picture_id: int, key: str):
+    if not auth.require_curator():
+        st.session_state.pop(key, None)
+        return
+    kind = st.session_state[key]
+    with common.open_manifest() as manifest:
+        manifest.set_picture_kinds([(picture_id, kind)])
+        row = manifest.picture(picture_id)
+    common.notify(f"{picture_words(row).capitalize()} is {'a ' + kind if kind else 'as suggested'} · {UNDO_HINT}")
+
+
+def draw_on_page(row: dict, boxes: list[dict], image: bytes, drawn_from: str):
+    """The page with its boxes; in a drawing mode a drag draws a box (or moves a corner of this one)."""
+    locked = auth.locked()
+    mode = st.segmented_control("Draw on the page", list(CLICK_MODES), format_func=CLICK_MODES.get, key=CLICK,
+                                disabled=locked, help=auth.help_for("Drag across the picture, from one corner to the "
+                                                                    "opposite one."))
+    if mode and not locked:
+        st.caption("Drag from one corner of the picture to the opposite one"
+                   + (", or drag a corner of the blue box to move it." if mode == "fix" else "."))
+    level = zoom_buttons()
+    region = pv.zoom_region((row["bx0"], row["by0"], row["bx1"], row["by1"]), row["width"], row["height"], level)
+    page = pv.zoomed(pv.numbered_outline(image, boxes, row["width"], selected=row["id"]), region, row["width"])
+    dragged = streamlit_image_coordinates(page, key=f"picture-page-{row['id']}", width="stretch", image_format="JPEG",
+                                          jpeg_quality=85, cursor="crosshair" if mode else "auto",
+                                          click_and_drag=bool(mode))
+    st.caption(f"Drawn from {drawn_from}; {len(boxes)} picture(s) numbered, this one in blue, deleted ones dashed."
+               + (f" Zoomed {level:g}× around this picture." if level > 1 else ""))
+    if not mode or locked or not dragged or "x1" not in dragged or \
+            dragged.get("unix_time") == st.session_state.get(LAST_DRAG):
+        return
+    st.session_state[LAST_DRAG] = dragged.get("unix_time")
+    if auth.require_curator() and save_drag(row, mode, dragged, region):
+        st.rerun(scope="fragment")  # the large view alone: the grid behind it follows when it closes
+
+
+def save_drag(row: dict, mode: str, dragged: dict, region) -> bool:
+    """The box a drag drew, saved; False (with the reason shown) when it draws none."""
+    own = (row["bx0"], row["by0"], row["bx1"], row["by1"]) if mode == "fix" else None
+    try:
+        start = pv.page_point((dragged["x1"], dragged["y1"]), dragged["width"], region)
+        end = pv.page_point((dragged["x2"], dragged["y2"]), dragged["width"], region)
+        drawn(row, mode, pv.dragged_box(own, start, end, pv.CORNER_GRAB * (region[2] - region[0])))
+    except PictureError as exc:
+        st.error(f"No box drawn: {common.escape_markdown(exc)}. Drag from one corner of the picture to the "
+                 "opposite one.", icon=":material/crop_free:")
+        return False
+    return True
+
+
+def zoom_buttons() -> float:
+    """Zoom out, the zoom, zoom in (as − and + do): the large view's page enlarged around the picture."""
+    bar = st.container(horizontal=True, vertical_alignment="center", gap="small", width="content",
+                       key="picture-zoom-bar")
+    level = hotkeys.zoom(KEYBOARD)
+    bar.button("", icon=":material/zoom_out:", key="picture-zoom-out", type="tertiary", on_click=hotkeys.zoom_by,
+               args=(KEYBOARD, -1), disabled=level <= keyboard.ZOOMS[0], help="Zoom out (−)")
+    bar.text(f"{level:g}×")
+    bar.button("", icon=":material/zoom_in:", key="picture-zoom-in", type="tertiary", on_click=hotkeys.zoom_by,
+               args=(KEYBOARD, 1), disabled=level >= keyboard.ZOOMS[-1], help="Zoom in (+): around this picture")
+    return level
+
+
+def drawn(row: dict, mode: str, box: list[int]):
+    """Save a drawn box: the open picture's new box, or a new picture on its page (then opened)."""
+    with common.open_manifest() as manifest:
+        if mode == "fix":
+            manifest.set_picture_box(row["id"], box)
+            after = dict(manifest.picture(row["id"]))
+            change = pv.decision_change(row, after)  # said aloud: a smaller box may drop the picture
+            common.notify(f"Redrew the box of {picture_words(row)}" + (f"; it is {change}" if change else "")
+                          + f" · {UNDO_HINT}.")
+            pv.crops(manifest, [after])  # its card, cut for the new box now: the grid shows it at once
+        else:
+            new = manifest.add_picture(row["doc_id"], row["page"], box)
+            added = manifest.picture(new)
+            pv.crops(manifest, [added])
+            open_picture(new)
+            common.notify(f"Added {picture_words(added)} · {UNDO_HINT}.")
+
+
+def delete(picture_id: int, deleted: bool):
+    if not auth.require_curator():
+        return
+    with common.open_manifest() as manifest:
+        manifest.delete_picture(picture_id, deleted)
+        row = manifest.picture(picture_id)
+    common.notify(f"{'Deleted' if deleted else 'Brought back'} {picture_words(row)} · {UNDO_HINT}")
+
+
+def source_mtime(path: str) -> int:
+    try:
+        return pathlib.Path(path).stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+@st.cache_data(max_entries=8, show_spinner="Drawing the page…")
+def rendered(db: str, doc_id: int, page: int, path: str, mtime_ns: int) -> bytes:
+    """A page drawn from its PDF for the large view; a few recent ones are kept (next and previous are often
+    on the same page). The path and mtime are part of the key, so a moved or changed file is drawn again."""
+    with common.open_manifest() as manifest:
+        return views.render_page(manifest, doc_id, page, long_side=VIEW_LONG_SIDE)
