@@ -462,3 +462,18 @@ def test_a_scan_the_score_decoded_is_not_decoded_again_for_its_legends(monkeypat
     monkeypatch.setattr(legends, "_scan_gray", decoded_again)
     [found] = read_legends(doc, 0, [reference_box()], scan=scan)
     assert accuracy(found.text, "THE OLD MILL.") >= 0.9
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_strips_paper_and_ink_levels_are_numpys_percentiles_exactly(seed):
+    """Where a legend's ink starts is decided from these two levels: counted from a histogram (fast), they must
+    be np.percentile's to the last bit, or a legend read before could be read differently."""
+    rng = np.random.default_rng(seed)
+    for size in [1, 2, 3, 47, 48, 499, 1000, 20_000]:
+        strips = [rng.integers(0, 256, size, dtype=np.uint8),
+                  np.clip(rng.normal(215, 45, size), 0, 255).astype(np.uint8),  # paper with some ink
+                  np.full(size, rng.integers(0, 256), np.uint8)]
+        for gray in strips:
+            gray = gray.reshape(-1, 1) if size % 2 else gray
+            for q in (90, 0.2, 0, 50, 99.9, 100, 12.5):
+                assert legends.percentiles(gray, q) == [float(np.percentile(gray, q))], (size, q)

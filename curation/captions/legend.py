@@ -304,10 +304,27 @@ def _unflipped(box, height: int, below: bool) -> tuple[int, int, int, int]:
     return box if below else (x0, height - bottom, x1, height - top)
 
 
+def percentiles(gray: np.ndarray, *qs: float) -> list[float]:
+    """`np.percentile(gray, q)` for each q, the same values, from the strip's histogram (gray is 8-bit): the
+    sort np.percentile does took 40 % of the time legends take on a page."""
+    if gray.dtype != np.uint8:
+        return [float(np.percentile(gray, q)) for q in qs]
+    below = np.cumsum(np.bincount(gray.ravel(), minlength=256))  # pixels at or under each level
+    values = []
+    for q in qs:  # numpy's linear method, step by step, so that the float arithmetic is the same
+        quantile = np.float64(q) / 100
+        index = (gray.size - 1) * quantile
+        first = np.floor(index)
+        a, b = (np.uint8(np.searchsorted(below, i, side="right")) for i in (first, min(first + 1, gray.size - 1)))
+        t, step = index - first, b - a
+        values.append(float(b - step * (1 - t) if t >= 0.5 else a + step * t))
+    return values
+
+
 def _ink(gray: np.ndarray, dpi: float) -> tuple[np.ndarray, np.ndarray] | None:
     """Ink against the strip's paper without upright rules (column lines, a frame's sides), and those
     rules; None for a strip of blank paper."""
-    paper, dark = np.percentile(gray, 90), np.percentile(gray, 0.2)
+    paper, dark = percentiles(gray, 90, 0.2)
     if paper - dark < MIN_CONTRAST:
         return None
     ink = (gray < (paper + dark) / 2).astype(np.uint8)
