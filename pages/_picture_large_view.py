@@ -4,6 +4,7 @@ picture too (decide, caption). Streamlit only; curation.manifest.picture_views c
 
 from __future__ import annotations
 
+import functools
 import pathlib
 import zlib
 
@@ -28,7 +29,7 @@ CHOICE_OF_OVERRIDE = {1: "include", None: "auto", 0: "exclude"}
 OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
 OPEN = "pictures_open"
 ON_SCREEN = "pictures_on_screen"  # the ids of the screen's pictures, for next and previous in the large view
-CLICK, LAST_DRAG = "pictures_click", "pictures_last_drag"  # the large view's drawing mode, and the drag it drew
+CLICK, DRAG_PROBLEM = "pictures_click", "pictures_drag_problem"  # the large view's drawing mode; why a drag drew no box
 CAPTION_KEY = "picture-caption-"
 CAPTION_HELP = ("Your caption, saved when you press Enter or leave the box; it wins over the printed legend and the "
                 "model's caption.")
@@ -117,7 +118,7 @@ def close_picture():
 
 def leave_drawing():
     st.session_state.pop(CLICK, None)
-    st.session_state.pop(LAST_DRAG, None)
+    st.session_state.pop(DRAG_PROBLEM, None)
 
 
 @st.dialog("Picture", width="large", on_dismiss=lambda: hotkeys.dismissed(KEYBOARD))
@@ -215,31 +216,36 @@ def draw_on_page(row: dict, boxes: list[dict], image: bytes, drawn_from: str):
     level = zoom_buttons()
     region = pv.zoom_region((row["bx0"], row["by0"], row["bx1"], row["by1"]), row["width"], row["height"], level)
     page = pv.zoomed(pv.numbered_outline(image, boxes, row["width"], selected=row["id"]), region, row["width"])
-    dragged = streamlit_image_coordinates(page, key=f"picture-page-{row['id']}", width="stretch", image_format="JPEG",
-                                          jpeg_quality=85, cursor="crosshair" if mode else "auto",
-                                          click_and_drag=bool(mode))
+    key = f"picture-page-{row['id']}"
+    streamlit_image_coordinates(page, key=key, width="stretch", image_format="JPEG", jpeg_quality=85,
+                                cursor="crosshair" if mode else "auto", click_and_drag=bool(mode),
+                                on_click=functools.partial(dragged, row["id"], key, mode, region))
     st.caption(f"Drawn from {drawn_from}; {len(boxes)} picture(s) numbered, this one in blue, deleted ones dashed."
                + (f" Zoomed {level:g}× around this picture." if level > 1 else ""))
-    if not mode or locked or not dragged or "x1" not in dragged or \
-            dragged.get("unix_time") == st.session_state.get(LAST_DRAG):
+    problem = st.session_state.pop(DRAG_PROBLEM, None)
+    if problem:
+        st.error(f"No box drawn: {common.escape_markdown(problem)}. Drag from one corner of the picture to the "
+                 "opposite one.", icon=":material/crop_free:")
+
+
+def dragged(picture_id: int, key: str, mode: str | None, region):
+    """A drag on the page (`key`'s value) as drawn in `mode` with the page shown at `region`: its box saved
+    before the large view runs again, so one run shows it (the grid behind follows when the view closes)."""
+    drag = st.session_state.get(key)
+    if not mode or not drag or "x1" not in drag or not auth.require_curator():
         return
-    st.session_state[LAST_DRAG] = dragged.get("unix_time")
-    if auth.require_curator() and save_drag(row, mode, dragged, region):
-        st.rerun(scope="fragment")  # the large view alone: the grid behind it follows when it closes
-
-
-def save_drag(row: dict, mode: str, dragged: dict, region) -> bool:
-    """The box a drag drew, saved; False (with the reason shown) when it draws none."""
+    with common.open_manifest() as manifest:
+        row = manifest.picture(picture_id)
+    if row is None:
+        return
+    row = dict(row)
     own = (row["bx0"], row["by0"], row["bx1"], row["by1"]) if mode == "fix" else None
     try:
-        start = pv.page_point((dragged["x1"], dragged["y1"]), dragged["width"], region)
-        end = pv.page_point((dragged["x2"], dragged["y2"]), dragged["width"], region)
+        start = pv.page_point((drag["x1"], drag["y1"]), drag["width"], region)
+        end = pv.page_point((drag["x2"], drag["y2"]), drag["width"], region)
         drawn(row, mode, pv.dragged_box(own, start, end, pv.CORNER_GRAB * (region[2] - region[0])))
     except PictureError as exc:
-        st.error(f"No box drawn: {common.escape_markdown(exc)}. Drag from one corner of the picture to the "
-                 "opposite one.", icon=":material/crop_free:")
-        return False
-    return True
+        st.session_state[DRAG_PROBLEM] = str(exc)  # shown by the run that follows, in the large view
 
 
 def zoom_buttons() -> float:

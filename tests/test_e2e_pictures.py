@@ -110,6 +110,9 @@ def test_the_pictures_grid_at_1440_px_holds_six_cards_a_row_and_a_drag_fixes_a_b
         page.get_by_text("Redrew the box of picture").nth(1).wait_for()
         settle(page)
         no_exception(page)
+        drag(page, dialog, (0.8, 0.8), (0.801, 0.95))  # a line, no box: said in the large view, nothing saved
+        dialog.get_by_text("No box drawn: a picture's box needs two corners apart").wait_for()
+        no_exception(page)
     with Manifest(db) as manifest:
         moved = manifest.picture(fixed["id"])
     expected = [x0 + 0.02 * (x1 - x0), y0 + 0.03 * (y1 - y0), fixed["bx1"], fixed["by1"]]  # bottom right stays
