@@ -219,16 +219,11 @@ def traced_reads():
     (each: what Tesseract read and what the recognizer read, each with its confidence); an empty list where
     it found no block of lines to read (a picture under a square inch is not looked at)."""
     traces: list[list[tuple]] = []
-    find, find_beside, ocr = legend._legend, legend._beside_legend, legend.ocr
-    read_column = legend.vertical.read_column
+    find, ocr, read_column = legend._legend, legend.ocr, legend.vertical.read_column
 
     def traced_find(*args, **kwargs):
         traces.append([])
         return find(*args, **kwargs)
-
-    def traced_find_beside(*args, **kwargs):
-        traces.append([])
-        return find_beside(*args, **kwargs)
 
     def traced_ocr(gray, languages, dpi):
         recognized = legend.recognize(gray, dpi) if legend.recognizer.available() else ("", 0.0, 0)
@@ -240,12 +235,11 @@ def traced_reads():
         traces[-1].append((("(a column beside: not read)", 0.0), read))
         return read
 
-    legend._legend, legend._beside_legend = traced_find, traced_find_beside
-    legend.ocr, legend.vertical.read_column = traced_ocr, traced_column
+    legend._legend, legend.ocr, legend.vertical.read_column = traced_find, traced_ocr, traced_column
     try:
         yield traces
     finally:
-        legend._legend, legend._beside_legend, legend.ocr, legend.vertical.read_column = find, find_beside, ocr, read_column
+        legend._legend, legend.ocr, legend.vertical.read_column = find, ocr, read_column
 
 
 def _loss(traces: list[list[tuple]]) -> tuple[str, str]:

@@ -463,24 +463,13 @@ def read_legends(doc, number: int, boxes, languages: str = DEFAULT_LANGUAGES,
         depth, top = round(SEARCH_DEPTH_IN * REFERENCE_DPI), round(vertical.TOP_IN * REFERENCE_DPI)
         besides = [box and not legend and vertical.beside(box, boxes, width, height, depth, top)
                    for box, legend in zip(read, found)]
-        found = [legend or _beside_legend(doc, number, places or [], scan) for legend, places in zip(found, besides)]
+        found = [legend or other for legend, other in zip(found, _read_places(doc, number, besides, languages, scan))]
     return found
 
 
-def _beside_legend(doc, number: int, places: list, scan) -> Legend | None:
-    """The first legend set vertically beside the picture (`places`: `vertical.Beside`s), each part of the
-    page read on its own: the strips beside a page's pictures, together, may span the page."""
-    for strip in places:
-        gray, scale = read_area(doc, number, strip.box, reference_size(doc[number]), scan)
-        legend = _vertical_legend(gray, strip, scale)
-        if legend is not None:
-            return legend
-    return None
-
-
 def _read_places(doc, number: int, places: list, languages: str, scan) -> list[Legend | None]:
-    """The legend found in each picture's `places` (a list of `Strip`s, or nothing), the part of the page
-    that holds them read once."""
+    """The legend found in each picture's `places` (a list of `Strip`s or `vertical.Beside`s, or nothing),
+    the part of the page that holds them read once."""
     every = [strip for picture in places if picture for strip in picture]
     if not every:
         return [None] * len(places)
@@ -493,11 +482,16 @@ def _area(box) -> float:
     return (box[2] - box[0]) * (box[3] - box[1]) / REFERENCE_DPI ** 2
 
 
-def _legend(gray, area, scale: float, picture_strips: list[Strip], languages: str) -> Legend | None:
-    """The first legend found under the picture, else over it."""
+def _legend(gray, area, scale: float, picture_strips: list, languages: str) -> Legend | None:
+    """The first legend found under the picture, else over it, else beside it."""
     for strip in picture_strips:
         x0, y0, x1, y1 = (round((v - o) * scale) for v, o in zip(strip.box, (*area[:2], *area[:2])))
         part = gray[y0:y1, x0:x1]
+        if isinstance(strip, vertical.Beside):
+            legend = _vertical_legend(part, strip, scale)
+            if legend is not None:
+                return legend
+            continue
         box = legend_box(part, strip, scale)
         if box is not None:
             legend = ocr(_on_paper(part, box, round(PAD_IN * REFERENCE_DPI * scale)), languages,
