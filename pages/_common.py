@@ -152,6 +152,23 @@ def require_manifest() -> Manifest:
     return manifest
 
 
+def rendered_page(doc_id: int, page: int, path: str, long_side: int = views.RENDER_LONG_SIDE) -> bytes:
+    """A page drawn from its PDF for a large view (raises views.PageUnavailable); a few recent ones are kept, as
+    next and previous are often on the same page."""
+    try:
+        mtime_ns = pathlib.Path(path).stat().st_mtime_ns
+    except OSError:
+        mtime_ns = 0
+    return _rendered(str(db_path()), doc_id, page, path, mtime_ns, long_side)
+
+
+@st.cache_data(max_entries=8, show_spinner="Drawing the page…")
+def _rendered(db: str, doc_id: int, page: int, path: str, mtime_ns: int, long_side: int) -> bytes:
+    # The manifest, the path and its mtime are part of the key: a moved or changed file is drawn again.
+    with open_manifest() as manifest:
+        return views.render_page(manifest, doc_id, page, long_side=long_side)
+
+
 def confirm_buttons(label: str, key: str, question: str, notice: str, act: Callable[[Manifest], str],
                     disabled: bool = False) -> None:
     """A question's two buttons: `label` runs `act` on the manifest, for a curator, and shows the text it returns

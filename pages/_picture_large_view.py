@@ -135,8 +135,7 @@ def large_view(threshold: float):
         row = dict(row)
         boxes = pv.page_boxes(manifest, row["doc_id"], row["page"])
         try:
-            image, drawn_from = rendered(str(common.db_path()), row["doc_id"], row["page"], row["doc"],
-                                         source_mtime(row["doc"])), "its PDF"
+            image, drawn_from = common.rendered_page(row["doc_id"], row["page"], row["doc"], VIEW_LONG_SIDE), "its PDF"
         except views.PageUnavailable as exc:
             st.warning(common.escape_markdown(exc), icon=":material/broken_image:")
             image = views.thumbnails(manifest, [(row["doc_id"], row["page"])]).get((row["doc_id"], row["page"]))
@@ -286,18 +285,3 @@ def delete(picture_id: int, deleted: bool):
         manifest.delete_picture(picture_id, deleted)
         row = manifest.picture(picture_id)
     common.notify(f"{'Deleted' if deleted else 'Brought back'} {picture_words(row)} · {UNDO_HINT}")
-
-
-def source_mtime(path: str) -> int:
-    try:
-        return pathlib.Path(path).stat().st_mtime_ns
-    except OSError:
-        return 0
-
-
-@st.cache_data(max_entries=8, show_spinner="Drawing the page…")
-def rendered(db: str, doc_id: int, page: int, path: str, mtime_ns: int) -> bytes:
-    """A page drawn from its PDF for the large view; a few recent ones are kept (next and previous are often
-    on the same page). The path and mtime are part of the key, so a moved or changed file is drawn again."""
-    with common.open_manifest() as manifest:
-        return views.render_page(manifest, doc_id, page, long_side=VIEW_LONG_SIDE)

@@ -524,27 +524,12 @@ def open_page(threshold: float, doc_id: int, page: int, outline: bool = True):
     if caption:
         st.caption(f"Caption: {common.escape_markdown(caption)}")
     try:
-        image = rendered(str(common.db_path()), doc_id, page, row["doc"], source_mtime(row["doc"]))
+        image = common.rendered_page(doc_id, page, row["doc"])
     except views.PageUnavailable as exc:
         st.error(common.escape_markdown(exc), icon=":material/broken_image:")
         return
     hotkeys.zoomed_image(KEYBOARD, views.outline_pictures(image, boxes, row["width"]))
     st.caption(f"Drawn from {common.code_span(row['doc'])}" + (f"; {len(boxes)} picture(s) outlined" if boxes else ""))
-
-
-def source_mtime(path: str) -> int:
-    try:
-        return pathlib.Path(path).stat().st_mtime_ns
-    except OSError:
-        return 0
-
-
-@st.cache_data(max_entries=8, show_spinner="Drawing the page…")
-def rendered(db: str, doc_id: int, page: int, path: str, mtime_ns: int) -> bytes:
-    """Drawing a page takes a fraction of a second; a few recent ones are kept. The path and mtime
-    are part of the key, so a moved or changed file is drawn again."""
-    with common.open_manifest() as manifest:
-        return views.render_page(manifest, doc_id, page)
 
 
 common.run_page(main)
