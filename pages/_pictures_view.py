@@ -52,7 +52,7 @@ def show():
         flt, sort, counts = filters(manifest, documents, threshold)
         total = counts[flt.decision]
         # Deleted pictures show dim under All, and no bulk action changes them.
-        bulk_actions(flt, total - counts["deleted"] if flt.decision == "all" else total, threshold)
+        bulk_actions(flt, total, threshold, deleted=counts["deleted"] if flt.decision == "all" else 0)
         bulk_job.progress()
         last = views.last_undoable(manifest)
         everywhere = count_keeper(str(common.db_path())).counts(manifest, threshold)
@@ -168,14 +168,17 @@ def turn_to(screen: int):
 # -- bulk actions -------------------------------------------------------------------------------
 
 
-def bulk_actions(flt: pv.PictureFilter, total: int, threshold: float):
+def bulk_actions(flt: pv.PictureFilter, total: int, threshold: float, deleted: int = 0):
+    """Include, exclude, clear or caption every picture of the view; the deleted ones it shows dim (`deleted`)
+    stay as they are, and the caption says so, as the view's count holds them."""
+    total -= deleted
     if not total:
         return
     if flt.decision == "deleted":
         restore_all(flt, total)
         return
     bar = st.container(horizontal=True, vertical_alignment="center")
-    bar.caption(f"Every picture in this view ({total:,}):")
+    bar.caption(f"Every picture in this view ({total:,}" + (f"; the {deleted:,} deleted stay so" if deleted else "") + "):")
     for label, action, icon in (("Include all", "include", ":material/add_circle:"),
                                 ("Exclude all", "exclude", ":material/remove_circle:"),
                                 ("Clear all overrides", "auto", ":material/undo:")):

@@ -251,7 +251,9 @@ def test_the_deleted_view_brings_every_deleted_picture_back_after_saying_how_man
     with Manifest(db) as manifest:
         for picture_id in deleted:
             manifest.delete_picture(picture_id)
-    at = pictures_view()
+        live = len(list(manifest.picture_rows(where="NOT x.deleted")))
+    at = pictures_view()  # All shows the deleted ones dim; its bulk actions leave them, and say so
+    assert f"Every picture in this view ({live:,}; the 3 deleted stay so):" in texts(at)
     at.segmented_control(key="pic_decision").set_value("deleted")
     ran(at)
     next(b for b in at.button if b.key == "pictures-bulk-restore").click()
