@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import os
+import uuid
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
@@ -34,10 +35,21 @@ from curation.decisions import keyboard as keymap
 # name, however often Streamlit renders the component: each render replaces the one before. Space, held, shows
 # the focused card's picture larger (peek), in the browser alone.
 LISTENER_JS = r"""
+const QUEUED = 20;  // presses kept until handled, at most
+
 export default function (component) {
   const { data, setTriggerValue } = component;
   const registry = (window.__curationKeyboards = window.__curationKeyboards || {});
   const name = data.name;
+  // Presses come faster than the script runs while a screen loads, and Streamlit then keeps only the latest
+  // value: so each value carries every press the server has not handled yet (data.handled, the last it did, in
+  // this session), numbered, and the server skips those it has. None is lost, none done twice.
+  const sessions = (window.__curationPresses = window.__curationPresses || {});
+  if (!sessions[name] || sessions[name].session !== data.session) {
+    sessions[name] = { session: data.session, count: 0, queue: [] };
+  }
+  const sent = sessions[name];
+  sent.queue = sent.queue.filter((press) => press.n > (data.handled || 0));
   const previous = registry[name];
   if (previous) {
     window.removeEventListener("blur", previous.focusLeft);
@@ -105,7 +117,9 @@ export default function (component) {
       dialog.dispatchEvent(again);
       return;
     }
-    setTriggerValue("key", { key: event.key, columns: columns() });
+    sent.count += 1;
+    sent.queue = [...sent.queue, { key: event.key, columns: columns(), n: sent.count }].slice(-QUEUED);
+    setTriggerValue("key", { presses: sent.queue });
   };
   const release = (event) => { if (event.key === " ") peek(false); };
   // A drag on the large view's page ends inside its frame (a component of the same origin), which keeps the focus:
@@ -181,31 +195,34 @@ class Actions:
 
 
 def keyboard(name: str, *, large_view: bool = False, cards: str | None = None, paused: bool = False,
-             on_press: Callable[[], None] | None = None, with_large_view: bool = False) -> dict | None:
-    """Listen to the keys for a grid (or, `large_view`, for its large view) and return this run's press,
-    {"key": KeyboardEvent.key, "columns": cards in the grid's first row or None}, or None.
+             on_press: Callable[[], None] | None = None, with_large_view: bool = False) -> None:
+    """Listen to the keys for a grid (or, `large_view`, for its large view).
 
     `cards` is what the grid's card classes start with (Streamlit's "st-key-" + the container key), to count
     the columns. `paused`: no key does anything (another dialog is open). `on_press` runs before the
     script, as a widget's callback; it reads the press with `pressed(name)`. `with_large_view`: the large
     view may open and close without this run (a fragment draws it), so the browser hears the large view's
     keys while it is open and the grid's otherwise."""
+    state = st.session_state
     data = {"name": name, "keys": [] if paused else keymap.keys(large_view), "moves": keymap.move_keys(),
-            "cards": cards}
+            "cards": cards, "session": state.setdefault(f"{name}-session", uuid.uuid4().hex),
+            "handled": state.get(f"{name}-handled", 0)}
     if with_large_view:
         data["large_keys"] = [] if paused else keymap.keys(True)
         data["dismiss"] = True  # Esc closes the large view's dialog in the browser: see dismissed
     # A callback names the event: without one, Streamlit would not report the key at all.
-    result = _listener(key=name, data=data, on_key_change=on_press or (lambda: None), width="content",
-                       height="content")
-    return result.get("key") if result is not None else None
+    _listener(key=name, data=data, on_key_change=on_press or (lambda: None), width="content", height="content")
 
 
-def pressed(name: str) -> dict | None:
-    """The press being handled, in the listener's `on_press` callback."""
+def pressed(name: str) -> list[dict]:
+    """The presses not handled yet, in the order pressed ({"key": KeyboardEvent.key, "columns": cards in the
+    grid's first row or None, "n": its number}), in the listener's `on_press` callback."""
     value = st.session_state.get(name)
-    press = value.get("key") if isinstance(value, dict) else None
-    return press if isinstance(press, dict) and isinstance(press.get("key"), str) else None
+    sent = value.get("key") if isinstance(value, dict) else None
+    presses = sent.get("presses") if isinstance(sent, dict) else None
+    handled = st.session_state.get(f"{name}-handled", 0)
+    return [press for press in presses if isinstance(press, dict) and isinstance(press.get("key"), str)
+            and isinstance(press.get("n"), int) and press["n"] > handled] if isinstance(presses, list) else []
 
 
 def review_grid(name: str, items: Sequence[Hashable], *, screen: int, screen_key: str, grid: keymap.Grid,
@@ -277,10 +294,11 @@ def _draw_outline(name: str, cards: list[str], screen: int, grid: keymap.Grid):
 
 
 def _on_press(name: str):
-    event = pressed(name)
-    act = st.session_state.get(f"{name}-act")
-    if event is not None and act is not None:
-        act(event["key"], event.get("columns"))
+    presses, act = pressed(name), st.session_state.get(f"{name}-act")
+    for press in presses:
+        st.session_state[f"{name}-handled"] = press["n"]
+        if act is not None:  # several presses at once (a screen was loading): the whole page runs after them
+            act(press["key"], press.get("columns"), in_parts=len(presses) == 1)
 
 
 def select(name: str, item: Hashable):

@@ -241,3 +241,18 @@ def test_a_decision_in_the_large_view_shows_on_its_card_once_the_view_closes(rev
     press(page, "Escape")
     dialog.wait_for(state="detached")
     press(page, "ArrowRight", focus=2)
+
+
+def test_keys_pressed_while_the_screen_still_loads_are_each_done_once_in_order(review):
+    """Keys come faster than the script runs while the screen loads (Streamlit then keeps only the latest value
+    the listener sent): → → e must still exclude the third card, once, never the first one twice."""
+    page, db = review
+    for key in ("ArrowRight", "ArrowRight", "e"):  # at once, the first screen perhaps still loading
+        page.keyboard.press(key)
+    page.get_by_text("Excluded page").first.wait_for()
+    settle(page)
+    no_exception(page)
+    assert focused(page) == 2
+    assert "excluded" in cards(page)[2]["text"] and "excluded" not in cards(page)[0]["text"]
+    assert len(overrides(db)) == 1
+    assert page.locator("[data-testid='stToast']").count() == 1
