@@ -135,7 +135,8 @@ def large_view(threshold: float):
         row = dict(row)
         boxes = pv.page_boxes(manifest, row["doc_id"], row["page"])
         try:
-            image, drawn_from = common.rendered_page(row["doc_id"], row["page"], row["doc"], VIEW_LONG_SIDE), "its PDF"
+            image = common.rendered_page(row["doc_id"], row["page"], row["doc"], VIEW_LONG_SIDE)
+            drawn_from = "its PDF"
         except views.PageUnavailable as exc:
             st.warning(common.escape_markdown(exc), icon=":material/broken_image:")
             image = views.thumbnails(manifest, [(row["doc_id"], row["page"])]).get((row["doc_id"], row["page"]))

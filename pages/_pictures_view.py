@@ -178,7 +178,8 @@ def bulk_actions(flt: pv.PictureFilter, total: int, threshold: float, deleted: i
         restore_all(flt, total)
         return
     bar = st.container(horizontal=True, vertical_alignment="center")
-    bar.caption(f"Every picture in this view ({total:,}" + (f"; the {deleted:,} deleted stay so" if deleted else "") + "):")
+    left = f"; the {deleted:,} deleted stay so" if deleted else ""
+    bar.caption(f"Every picture in this view ({total:,}{left}):")
     for label, action, icon in (("Include all", "include", ":material/add_circle:"),
                                 ("Exclude all", "exclude", ":material/remove_circle:"),
                                 ("Clear all overrides", "auto", ":material/undo:")):
