@@ -157,7 +157,7 @@ def show_figures(manifest, draft: float, saved_threshold: float, trying: dict):
         change = now[key] - now[f"{key}_saved"]
         return fmt.format(change) if change else None
 
-    pictures = picture_figures(manifest, draft, saved_threshold, trying)
+    pictures = cutoff_counts.picture_figures(manifest, draft, saved_threshold, **trying)  # lookups, for any cutoff
 
     def picture_delta(key):
         change = pictures[key] - pictures[f"{key}_saved"]
@@ -179,11 +179,6 @@ def show_figures(manifest, draft: float, saved_threshold: float, trying: dict):
                       delta_color="inverse", help="Pictures found but not exported (deleted ones are not counted).")
     columns[5].metric("Overrides", f"{now['overrides']:,}",
                       help="Pages a curator included or excluded on Review; no rule moves them.")
-
-
-def picture_figures(manifest, draft: float, saved_threshold: float, trying: dict) -> dict:
-    """The pictures kept and left out: looked up for any cutoff on the sliders (curation.manifest.cutoff_counts)."""
-    return cutoff_counts.picture_figures(manifest, draft, saved_threshold, **trying)
 
 
 def save_bar(saved: tuple, trying: tuple, scored: bool):

@@ -31,7 +31,9 @@ from .verdict import shipped_head
 
 PRIOR_FILE = Path(__file__).with_name("prior.npz")
 SETTING = "picture_model"  # the learned model, in the manifest's settings (bookkeeping, not in the history)
-PRIOR_STRENGTH = 1.0  # how hard the correction is pulled to none, in decisions' worth: chosen leave one source out (bench_picture_learning)
+# How hard the correction is pulled to none, in decisions' worth: chosen leave one source out
+# (bench/bench_picture_learning.py).
+PRIOR_STRENGTH = 1.0
 MIN_DECISIONS = 4
 FOLDS = 10  # agreement is measured leaving out each decision (up to 2 * FOLDS of them), else a tenth at a time
 

@@ -130,7 +130,8 @@ def picture_histogram(manifest: Manifest, threshold: float | None = None, bins: 
     params = decision_params(manifest, threshold, rule, picture_area_min, picture_score_min)
     if aggregates.AREA_BINS % bins == 0:  # whole kept bins a bin: summed from the kept counts
         steps = aggregates.AREA_BINS // bins
-        total, kept = aggregates.tally(manifest, at_saved_score(params)).by_bin("area_bin", lambda fine: fine // steps, bins)
+        tally = aggregates.tally(manifest, at_saved_score(params))
+        total, kept = tally.by_bin("area_bin", lambda fine: fine // steps, bins)
     else:
         total, kept = _picture_bins(manifest, params, bins)
     moved = moved_by_score(manifest, params)
@@ -142,7 +143,8 @@ def picture_histogram(manifest: Manifest, threshold: float | None = None, bins: 
 
     before, after = to_bin(moved.area_saved), to_bin(moved.area)
     total += np.bincount(after, minlength=bins) - np.bincount(before, minlength=bins)
-    kept += (np.bincount(after, moved.kept[has], bins) - np.bincount(before, moved.kept_saved[has], bins)).astype(np.int64)
+    kept += (np.bincount(after, moved.kept[has], bins)
+             - np.bincount(before, moved.kept_saved[has], bins)).astype(np.int64)
     if not total.any():
         return None
     return Histogram(np.logspace(low, high, bins + 1), kept, total - kept)
