@@ -128,7 +128,10 @@ def read_response(sock) -> tuple[int, str]:
         return 100, ""
     length = re.search(rb"content-length: (\d+)", head, re.IGNORECASE)
     while length and len(body) < int(length.group(1)):
-        body += sock.recv(65536)
+        piece = sock.recv(65536)
+        if not piece:
+            break  # the server closed after its answer, with the unread upload still arriving
+        body += piece
     return status, body.decode(errors="replace")
 
 
