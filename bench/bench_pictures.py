@@ -1,4 +1,4 @@
-"""What the learned picture verdict costs, per page and per candidate, beside the rule-based finder.
+"""What the picture finders cost, per page (and the learned verdict per candidate), beside the rule-based finder.
 
 Pages are generated periodical pages (curation.sources.synthetic, mixed kinds) at 144 dpi, the
 resolution the analysis runs at, or the real pages of a folder laid out like ../shared/realdata. For
@@ -6,9 +6,12 @@ each page: the rule-based page analysis alone (the reference: what ingest does w
 then the learned verdict's stages: the text detector, the candidates and their measures, the head, the kept
 pictures' boxes (tightened and given their margin, curation.pictures.boxes). Apart from
 the verdict, what the picture job pays for each picture it embeds (curation.pictures.embedding), measured on
-the candidates' crops (CPU, and the GPU where torch sees one). Prints median and mean milliseconds.
+the candidates' crops (CPU, and the GPU where torch sees one). Then the picture network's stages
+(curation.pictures.finder), on one core as in an ingest worker (torch on one thread): the page brought to the
+network's input, the network (encoder and head), the boxes fitted to the pictures' ink (which includes the page
+analysis the fitting reads). Prints median and mean milliseconds.
 
-    python bench/bench_pictures.py [--pages 20] [--real ../shared/realdata]
+    python bench/bench_pictures.py [--pages 20] [--real ../shared/realdata] [--finder-only]
 """
 
 from __future__ import annotations
@@ -59,8 +62,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=20)
     parser.add_argument("--real", type=pathlib.Path, default=None, help="a folder like ../shared/realdata")
+    parser.add_argument("--finder-only", action="store_true", help="the rules and the picture network only")
     args = parser.parse_args()
     pages = real(args.real, args.pages) if args.real else generated(args.pages)
+    network(pages)
+    if args.finder_only:
+        return
     head = shipped_head()
     import torch
 
@@ -102,6 +109,37 @@ def main() -> None:
              for i in range(len(pages))]
     ratio = statistics.mean(total) / statistics.mean(costs["rule-based analysis (reference)"])
     print(f"learned verdict, whole page: mean {statistics.mean(total):.0f} ms, {ratio:.1f}x the rule-based analysis")
+
+
+def network(pages: list[np.ndarray]) -> None:
+    """The picture network's stages on each page, torch on one thread (an ingest worker's core)."""
+    import torch
+
+    from curation.pictures import finder
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    found = finder.Finder()
+    found.find(pages[0])  # load before timing
+    costs: dict[str, list[float]] = {}
+    counts = []
+    for page in pages:
+        _, reference = timed(page_features, page)
+        _, input_ms = timed(finder.network_input, page)
+        cells, cells_ms = timed(found.cells, page)
+        pictures, fit_ms = timed(finder.pictures_from_cells, cells, page, 144)
+        counts.append(len(pictures))
+        for name, value in (("rule-based analysis (reference)", reference), ("network input", input_ms),
+                            ("network (input, encoder, head)", cells_ms), ("boxes fitted to the ink", fit_ms),
+                            ("picture network, whole page", cells_ms + fit_ms)):
+            costs.setdefault(name, []).append(value)
+    torch.set_num_threads(threads)
+    print(f"picture network: {len(pages)} pages, {statistics.mean(counts):.1f} pictures a page, torch on one thread")
+    print(f"{'stage':40s} {'median ms':>10s} {'mean ms':>10s}")
+    for name, values in costs.items():
+        print(f"{name:40s} {statistics.median(values):10.1f} {statistics.mean(values):10.1f}")
+    ratio = statistics.mean(costs["picture network, whole page"]) / statistics.mean(costs["rule-based analysis (reference)"])
+    print(f"picture network, whole page: {ratio:.1f}x the rule-based analysis")
 
 
 if __name__ == "__main__":

@@ -174,20 +174,22 @@ def legend_languages_input(running: bool):
 
 PICTURE_FINDERS = {
     "rules": "The page analysis (fast)",
+    "network": "The picture network (learned where pictures are; boxes fitted to their ink)",
     "learned": "Checked by the learned verdict (about a second a page on a CPU; not yet better)",
 }
 
 
 def picture_finder_input(running: bool):
-    """Who finds the pictures as pages are scored: the rules, or candidates checked by the learned verdict."""
+    """Who finds the pictures as pages are scored: the rules, the picture network, or candidates checked by the
+    learned verdict."""
     with common.open_manifest() as manifest:
         saved = manifest.picture_finder
     st.radio("Pictures found by", list(PICTURE_FINDERS), index=list(PICTURE_FINDERS).index(saved),
              format_func=PICTURE_FINDERS.get, key="picture_finder", on_change=save_setting,
              args=("picture_finder", "picture_finder"),
              disabled=running or auth.locked(),
-             help=auth.help_for("Pages scored from now on. The learned verdict's figures and cost: "
-                                "docs/learned-pictures.md. Pages scored before keep their pictures until "
+             help=auth.help_for("Pages scored from now on. Their figures and cost: docs/picture-finder.md "
+                                "(the network) and docs/learned-pictures.md (the verdict). Pages scored before keep their pictures until "
                                 "`python -m curation rescore --all`."))
 
 

@@ -12,7 +12,7 @@ from . import history, thumbnail_store
 from .rules import DEFAULT_PICTURE_AREA_MIN, DEFAULT_PICTURE_SCORE_MIN, DEFAULT_RULE, DEFAULT_THRESHOLD, INK_TONE_MIN, RULES
 
 DEFAULT_PAGE_TIMEOUT = 60.0  # seconds; a page past it is skipped (a pathological pattern can take hours)
-PICTURE_FINDERS = ("rules", "learned")
+PICTURE_FINDERS = ("rules", "network", "learned")
 DEFAULT_PICTURE_FINDER = "rules"  # the learned verdict costs about a second a page on a CPU (README, Pictures)
 # Whether the picture job (curation.runs.embed) follows ingest and rescore where the manifest never said: this
 # variable's on/off, else on. A server whose CPU should not embed pictures sets it off for every manifest.
@@ -117,8 +117,9 @@ class Settings:
 
     @property
     def picture_finder(self) -> str:
-        """Who finds a page's pictures at ingest: "rules" (the page analysis alone) or "learned" (its
-        candidates checked by the picture stage's learned verdict, curation.pictures; slower)."""
+        """Who finds a page's pictures at ingest: "rules" (the page analysis alone), "network" (the picture
+        finder's network, curation.pictures.finder) or "learned" (the page analysis's candidates checked by the
+        learned verdict, curation.pictures.verdict; slower)."""
         return self.get_setting("picture_finder", DEFAULT_PICTURE_FINDER)
 
     @picture_finder.setter

@@ -206,10 +206,17 @@ def checked_columns(gray: np.ndarray, box_scale: float = 1.0, head: Head | None 
     head = head or shipped_head()
     dpi = REFERENCE_DPI / box_scale
     pictures = check_page(gray, dpi, head, cutoff=min(STORED_FLOOR, head.cutoff))
+    return picture_columns(pictures, head.cutoff, gray.size / dpi / dpi, box_scale)
+
+
+def picture_columns(pictures: list, cutoff: float, content: float, box_scale: float) -> dict:
+    """The picture columns of a page's scored `pictures` (largest first; each with `box` in the page's pixels,
+    `area` in square inches and `score`): every entry [x0, y0, x1, y1 (times `box_scale`), square inches,
+    legend, legend confidence, score], and the page's figures from those scored at or above `cutoff`, over
+    `content` square inches of page."""
     entries = [[*(round(v * box_scale) for v in p.box), round(p.area, 3), None, None, round(p.score, 4)]
                for p in pictures]
-    counted = [(p, entry) for p, entry in zip(pictures, entries) if p.score >= head.cutoff]
-    content = gray.size / dpi / dpi
+    counted = [(p, entry) for p, entry in zip(pictures, entries) if p.score >= cutoff]
     largest = counted[0][1][:4] if counted else [None] * 4
     return {
         "pictures": json.dumps(entries),

@@ -23,7 +23,7 @@ from ..decisions.duplicates import refresh_duplicates
 from ..manifest.store import Manifest
 from ..scoring.result import PageResult
 from ..scoring.features import FEATURES_VERSION
-from ..pictures.verdict import check_installed
+from ..pictures import finder, verdict
 from ..sources.paths import REFUSAL, document_roots, reading_roots
 from ..sources.reader import (DocumentError, DocumentInfo, OutsideAllowedFolders, error_text, exists, file_sha256,
                               file_stat, find_pdfs)
@@ -34,6 +34,8 @@ from .jobs import DiskFull, JobProgress, Stopped, claim_manifest, is_disk_full, 
 from .scheduler import CRASH_MESSAGE, Scheduler, timeout_message
 from .worker_pool import bounded_pool, default_workers, kill_executor, process_pool
 
+# The picture stages other than the rules, each of which says before any page is read what it lacks.
+CHECKED_FINDERS = {"network": finder, "learned": verdict}
 PAGES_PER_TASK = 16
 
 
@@ -112,12 +114,12 @@ class Ingest:
         self.pages_per_task = pages_per_task
         self.page_timeout = (manifest.page_timeout if page_timeout is None else page_timeout) or None
         self.legend_languages = self._legend_languages(legend_languages)
-        self.learned_pictures = manifest.picture_finder == "learned"
+        self.picture_finder = manifest.picture_finder
         # The picture job follows where it is on and can run here: the workers cut its inputs from the pages
         # they decode, so it never reads a page again (curation.runs.embed).
         self.embedding_inputs = manifest.picture_job and missing_parts() is None
-        if self.learned_pictures:
-            check_installed()
+        if self.picture_finder in CHECKED_FINDERS:
+            CHECKED_FINDERS[self.picture_finder].check_installed()
         self.kill = kill_executor
         # On a cluster the coordinator reading every byte would be the bottleneck: workers hash what they read.
         self.hash_in_workers = cluster is not None
@@ -268,7 +270,7 @@ class Ingest:
             while start < len(pages):
                 end = start + next(sizes)
                 yield Task(doc_id, path, tuple(pages[start:end]), roots=self.roots,
-                           legend_languages=self.legend_languages, learned_pictures=self.learned_pictures,
+                           legend_languages=self.legend_languages, picture_finder=self.picture_finder,
                            embedding_inputs=self.embedding_inputs)
                 start = end
 

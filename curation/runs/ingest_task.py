@@ -11,6 +11,7 @@ import pymupdf
 
 from ..captions.legend import with_legends
 from ..pictures.embedding import encoded_inputs
+from ..pictures.finder import found_columns
 from ..pictures.verdict import checked_columns
 from ..scoring.result import PageResult
 from ..scoring.scorer import score_page_and_scan
@@ -23,8 +24,9 @@ class Task:
     file and inspect it in one read where it is read (a cluster's worker), before it is a document.
     `roots`: the folders the file must really lie in when the worker opens it (None: no check).
     `legend_languages`: Tesseract's languages to read the pictures' legends in (None: none read).
-    `learned_pictures`: the pictures are the picture stage's, checked by its learned verdict, rather than
-    the rule-based finder's. `embedding_inputs`: each picture's input to the picture job's network is cut
+    `picture_finder`: who finds the pictures: "rules" (the page analysis, part of scoring), "network" (the
+    picture finder's network, curation.pictures.finder) or "learned" (the page analysis's candidates checked by
+    the learned verdict, curation.pictures.verdict). `embedding_inputs`: each picture's input to the picture job's network is cut
     from the decoded page and kept (the picture job follows this ingest, and need not read the page again)."""
 
     doc_id: int | None
@@ -33,7 +35,7 @@ class Task:
     hash: bool = False
     roots: tuple[str, ...] | None = None
     legend_languages: str | None = None
-    learned_pictures: bool = False
+    picture_finder: str = "rules"
     embedding_inputs: bool = False
 
 
@@ -48,11 +50,15 @@ def run_task(task: Task):
             return exc
     doc = open_document(task.path, task.roots)
     try:
-        check = checked_columns if task.learned_pictures else None
+        check = PICTURE_CHECKS.get(task.picture_finder)
         inputs = encoded_inputs if task.embedding_inputs else None
         return [_score_and_shrink(doc, number, task.legend_languages, check, inputs) for number in task.pages]
     finally:
         doc.close()
+
+
+# The picture columns that replace the rule-based finder's, by who finds the pictures.
+PICTURE_CHECKS = {"network": found_columns, "learned": checked_columns}
 
 
 def _score_and_shrink(doc, number: int, legend_languages: str | None = None, check_pictures=None,

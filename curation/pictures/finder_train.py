@@ -1,0 +1,382 @@
+"""The picture finder's recipe: compose pages from real material, train the head, measure it leave one source out.
+
+    python -m curation.pictures.finder_train ../shared/realdata ../shared/boxed            # figures, then the head
+    python -m curation.pictures.finder_train ../shared/realdata ../shared/boxed --no-save  # figures only
+    python -m curation.pictures.finder_train ... --folds none                              # the head only
+
+The first FOLDER is the measure (laid out like ../shared/realdata: `labels.jsonl` with each page's `file`, `dpi`
+and `source`, `pictures.jsonl` with every picture boxed by hand); every FOLDER is material. Pages are grouped by
+the repository in `source`, across folders (a collection of ../shared/boxed from the same repository as a
+source of the measure is the same source).
+
+1. Material: every page at 1024 px on its longer side, its counted boxes pictures and its other boxes left out of
+   the loss; the counted pictures cut out at full resolution; photographs beside the measure (`cattle/`) as
+   halftones; GENERATED_PICTURES of the generator's engravings (curation.pictures.compose).
+2. Pages: every real page as it is and once worn, and --composed pages composed from the material
+   (curation.pictures.compose), each remembering every source it holds material of.
+3. Lite0's features of every page are computed once (the encoder is frozen) and kept under --cache.
+4. For each source of the measure, a head is trained on the pages holding none of its material, and the
+   pictures the finder (that head, the shipped box fitting) finds on that source's pages are judged
+   (curation.pictures.judge): per source and pooled, with the mean over sources beside the pooled figure. Then
+   the shipped head is trained on every page, and `finder.json` records the data, the recipe and the figures.
+
+Training is deterministic: the pages are composed from --seed, the batches drawn from (seed, step), torch seeded;
+a run stopped and started again resumes from its last checkpoint (every CHECKPOINT_EVERY steps) and ends with the
+same weights as one that was never stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import pathlib
+import sys
+import time
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from ..manifest.rules import DEFAULT_PICTURE_AREA_MIN
+from ..scoring.features import REFERENCE_DPI
+from . import compose, finder
+from .judge import Tally, judge
+
+SEED = 37
+COMPOSED = 1200
+STEPS = 1500
+BATCH = 16
+LEARNING_RATE = 3e-3
+POSITIVE_WEIGHT = 2.0  # a picture's cells are the fewer: each counts twice
+PADDING_WEIGHT = 0.25  # the paper padding the page to a square teaches little
+GENERATED_PICTURES = 24
+CHECKPOINT_EVERY = 100
+GRID = finder.SIDE // finder.STRIDE
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DEFAULT_CACHE = ROOT / "bench" / "out" / "finder"
+
+
+@dataclass
+class Measured:
+    """A page of the measure: its file, source, width over height, hand-drawn boxes and label."""
+
+    file: pathlib.Path
+    dpi: float
+    source: str
+    aspect: float
+    labelled: list[dict]
+    illustrated: bool
+
+
+@dataclass
+class Pages:
+    """The training pages as the head reads them: Lite0's features, each cell's target and weight, and the
+    sources each page holds material of."""
+
+    fine: np.ndarray  # (N, 40, 64, 64) float16
+    deep: np.ndarray  # (N, 112, 32, 32) float16
+    target: np.ndarray  # (N, 64, 64) uint8
+    weight: np.ndarray  # (N, 64, 64) float16
+    sources: list[list[str]]
+
+
+def repository(source: str) -> str:
+    return source.split("@")[0]
+
+
+def read_labels(folder: pathlib.Path) -> list[tuple[dict, list[dict]]]:
+    labels = [json.loads(line) for line in (folder / "labels.jsonl").read_text().splitlines() if line.strip()]
+    boxed = {json.loads(line)["file"]: json.loads(line)["pictures"]
+             for line in (folder / "pictures.jsonl").read_text().splitlines() if line.strip()}
+    return [(label, boxed[label["file"]]) for label in labels if label["file"] in boxed]
+
+
+def material(folders: list[pathlib.Path], progress=None) -> tuple[list[compose.Sheet], list[compose.Material]]:
+    """Every boxed page of `folders` as a sheet, and every counted picture on them as material, with the
+    photographs beside the measure as halftones and the generator's engravings."""
+    sheets, pictures = [], []
+    rng = np.random.default_rng(SEED)
+    for folder in folders:
+        for label, labelled in read_labels(folder):
+            gray = cv2.imread(str(folder / "pages" / label["file"]), cv2.IMREAD_GRAYSCALE)
+            boxes = [(tuple(p["box"]), compose.COUNTED if p["counts"] else compose.IGNORED) for p in labelled]
+            source = repository(label["source"])
+            sheets.append(compose.Sheet(compose.at_work_side(gray), boxes, source, label["file"]))
+            pictures += compose.cut_pictures(gray, boxes, source)
+            if progress:
+                progress(f"material: {len(sheets)} pages, {len(pictures)} pictures")
+        for photo in sorted((folder / "cattle").glob("*.jpg")) if (folder / "cattle").is_dir() else []:
+            gray = cv2.imread(str(photo), cv2.IMREAD_GRAYSCALE)
+            if gray is not None:
+                pictures.append(compose.Material(compose.halftone(gray, rng), "photographs"))
+    pictures += [compose.Material(compose.engraving(90_000 + i), "generated") for i in range(GENERATED_PICTURES)]
+    return sheets, pictures
+
+
+def training_pages(sheets: list[compose.Sheet], pictures: list[compose.Material], composed: int,
+                   seed: int = SEED) -> list[compose.Composed]:
+    """Every sheet as it is and once worn, then `composed` composed pages: all made from `seed`."""
+    rng = np.random.default_rng(seed)
+    pages = [compose.Composed(s.gray, list(s.boxes), {s.source}) for s in sheets]
+    for sheet in sheets:
+        gray, boxes = compose._worn(sheet.gray.copy(), list(sheet.boxes), sheets, rng)
+        pages.append(compose.Composed(gray, boxes, {sheet.source}))
+    pages += [compose.compose(rng, sheets, pictures) for _ in range(composed)]
+    return pages
+
+
+def targets(page: compose.Composed) -> tuple[np.ndarray, np.ndarray]:
+    """Each cell's target (1 on a picture) and weight (0 where it teaches nothing: on a box left out, on a
+    picture's edge) over the square the page is padded to."""
+    h, w = page.gray.shape
+    scale = finder.SIDE / max(h, w)
+    cols, rows = w * scale / finder.STRIDE, h * scale / finder.STRIDE  # the page's extent in cells
+    target = np.zeros((GRID, GRID), np.uint8)
+    weight = np.full((GRID, GRID), PADDING_WEIGHT, np.float32)
+    weight[:int(np.ceil(rows)), :int(np.ceil(cols))] = 1.0
+    centre = np.arange(GRID) + 0.5
+    for (x0, y0, x1, y1), kind in page.boxes:
+        cx0, cx1, cy0, cy1 = x0 * cols, x1 * cols, y0 * rows, y1 * rows
+        touched = np.s_[max(0, int(cy0)):min(GRID, int(np.ceil(cy1))), max(0, int(cx0)):min(GRID, int(np.ceil(cx1)))]
+        if kind == compose.IGNORED:
+            weight[touched] = 0.0
+            continue
+        inside = ((centre[:, None] > cy0) & (centre[:, None] < cy1)) & ((centre[None, :] > cx0) & (centre[None, :] < cx1))
+        weight[touched] = 0.0
+        weight[inside] = 1.0
+        target[inside] = 1
+    return target, weight
+
+
+def encode(pages: list[compose.Composed], cache: pathlib.Path, key: str, progress=None) -> Pages:
+    """Lite0's features of every page, computed once and kept in `cache` under `key`."""
+    import torch
+
+    from .finder_network import encoder
+
+    folder = cache / key
+    names = ("fine", "deep", "target", "weight")
+    if (folder / "sources.json").exists():
+        arrays = [np.load(folder / f"{name}.npy", mmap_mode="r") for name in names]
+        return Pages(*arrays, json.loads((folder / "sources.json").read_text()))
+    folder.mkdir(parents=True, exist_ok=True)
+    n = len(pages)
+    fine = np.lib.format.open_memmap(folder / "fine.npy.part", "w+", np.float16, (n, 40, GRID, GRID))
+    deep = np.lib.format.open_memmap(folder / "deep.npy.part", "w+", np.float16, (n, 112, GRID // 2, GRID // 2))
+    target, weight = np.zeros((n, GRID, GRID), np.uint8), np.zeros((n, GRID, GRID), np.float16)
+    network = encoder()
+    with torch.inference_mode():
+        for i, page in enumerate(pages):
+            pixels = np.full((finder.SIDE, finder.SIDE), (finder.PAPER - 127.0) / 128.0, np.float32)
+            x = finder.network_input(page.gray)
+            pixels[:x.shape[0], :x.shape[1]] = x[:finder.SIDE, :finder.SIDE]
+            f, d = network(torch.from_numpy(pixels)[None, None])
+            fine[i], deep[i] = f[0].numpy(), d[0].numpy()
+            target[i], weight[i] = targets(page)
+            if progress and (i % 50 == 0 or i == n - 1):
+                progress(f"features: {i + 1} of {n} pages")
+    fine.flush(), deep.flush()
+    del fine, deep
+    for name in ("fine", "deep"):
+        (folder / f"{name}.npy.part").rename(folder / f"{name}.npy")
+    np.save(folder / "target.npy", target)
+    np.save(folder / "weight.npy", weight)
+    (folder / "sources.json").write_text(json.dumps([sorted(p.sources) for p in pages]))
+    return encode(pages, cache, key)
+
+
+def train_head(pages: Pages, chosen: np.ndarray, steps: int = STEPS, seed: int = SEED,
+               checkpoint: pathlib.Path | None = None, progress=None, stop_after: int | None = None):
+    """A head trained on the pages `chosen` (indices): deterministic from `seed`; resumed from `checkpoint`
+    where one was left. `stop_after`: stop (as a kill would) after that many steps of this call."""
+    import torch
+
+    from .finder_network import Head
+
+    torch.manual_seed(seed)
+    head = Head()
+    optimiser = torch.optim.Adam(head.parameters(), lr=LEARNING_RATE)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, steps)
+    start = 0
+    if checkpoint is not None and checkpoint.exists():
+        saved = torch.load(checkpoint, weights_only=True)
+        head.load_state_dict(saved["head"])
+        optimiser.load_state_dict(saved["optimiser"])
+        schedule.load_state_dict(saved["schedule"])
+        start = int(saved["step"])
+    positive = torch.tensor(POSITIVE_WEIGHT)
+    head.train()
+    for step in range(start, steps):
+        if stop_after is not None and step - start >= stop_after:
+            return head
+        batch = np.sort(np.random.default_rng((seed, step)).choice(chosen, min(BATCH, len(chosen)), replace=False))
+        fine = torch.from_numpy(np.asarray(pages.fine[batch], np.float32))
+        deep = torch.from_numpy(np.asarray(pages.deep[batch], np.float32))
+        target = torch.from_numpy(np.asarray(pages.target[batch], np.float32))
+        weight = torch.from_numpy(np.asarray(pages.weight[batch], np.float32))
+        logits = head(fine, deep)
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(
+            logits, target, weight=weight * (1 + (positive - 1) * target), reduction="sum") / weight.sum().clamp(min=1)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        schedule.step()
+        if checkpoint is not None and ((step + 1) % CHECKPOINT_EVERY == 0 or step + 1 == steps):
+            torch.save({"head": head.state_dict(), "optimiser": optimiser.state_dict(),
+                        "schedule": schedule.state_dict(), "step": step + 1}, checkpoint.with_suffix(".part"))
+            checkpoint.with_suffix(".part").replace(checkpoint)
+        if progress and (step + 1) % 250 == 0:
+            progress(f"step {step + 1} of {steps}: loss {loss.item():.4f}")
+    head.eval()
+    return head
+
+
+def measured_pages(folder: pathlib.Path) -> list[Measured]:
+    pages = []
+    for label, labelled in read_labels(folder):
+        with open(folder / "pages" / label["file"], "rb") as f:
+            from PIL import Image
+
+            width, height = Image.open(f).size
+        pages.append(Measured(folder / "pages" / label["file"], float(label["dpi"]), repository(label["source"]),
+                              width / height, labelled, bool(label["has_illustration"])))
+    return pages
+
+
+def at_reference(page: Measured) -> np.ndarray:
+    """The page at 144 dpi, as ingest reads it."""
+    from .train import at_reference as brought
+
+    return brought(cv2.imread(str(page.file), cv2.IMREAD_GRAYSCALE), page.dpi)
+
+
+def judged(found: finder.Finder, pages: list[Measured]) -> Tally:
+    """The pictures `found` finds on `pages`, judged; each page kept when it holds one of the picture rule's
+    default size."""
+    total = Tally()
+    for page in pages:
+        gray = at_reference(page)
+        h, w = gray.shape
+        pictures = found.find(gray, REFERENCE_DPI)
+        boxes = [(p.box[0] / w, p.box[1] / h, p.box[2] / w, p.box[3] / h) for p in pictures]
+        total.add(judge(boxes, page.labelled, page.aspect))
+        total.add_page(any(p.area >= DEFAULT_PICTURE_AREA_MIN for p in pictures), page.illustrated)
+    return total
+
+
+def leave_one_source_out(pages: Pages, measure: list[Measured], steps: int, seed: int, checkpoints: pathlib.Path,
+                         progress=None) -> dict[str, Tally]:
+    results = {}
+    found = None
+    for source in sorted({p.source for p in measure}):
+        chosen = np.array([i for i, held in enumerate(pages.sources) if source not in held])
+        started = time.perf_counter()
+        head = train_head(pages, chosen, steps, seed, checkpoints / f"{_slug(source)}.pt")
+        if found is None:
+            found = finder.Finder(head)
+        found.head = head.to(found.device)
+        results[source] = judged(found, [p for p in measure if p.source == source])
+        if progress:
+            progress(f"{source}: {results[source].line()} (trained on {len(chosen)} pages, "
+                     f"{time.perf_counter() - started:.0f} s)")
+    return results
+
+
+def table(results: dict[str, Tally]) -> tuple[list[str], Tally, dict]:
+    lines, pooled = [], Tally()
+    for source, t in results.items():
+        pooled += t
+        lines.append(f"  {source[:46]:46s} {t.line()}")
+    mean = {name: float(np.nanmean([getattr(t, name) for t in results.values()]))
+            for name in ("precision", "recall", "clean_share", "page_precision", "page_recall")}
+    lines.append(f"  {'pooled':46s} {pooled.line()}")
+    lines.append(f"  {'mean over sources':46s} precision {mean['precision']:.2f} recall {mean['recall']:.2f} "
+                 f"clean {mean['clean_share']:.2f} pages {mean['page_precision']:.2f} / {mean['page_recall']:.2f}")
+    return lines, pooled, mean
+
+
+def figures(t: Tally) -> dict:
+    return {"precision": _round(t.precision), "recall": _round(t.recall), "clean_share": _round(t.clean_share),
+            "right": t.right, "wrong": t.wrong, "neither": t.neither, "clean": t.clean, "found": t.found,
+            "counted": t.counted, "page_precision": _round(t.page_precision), "page_recall": _round(t.page_recall)}
+
+
+def _round(value: float) -> float | None:
+    return None if value is None or np.isnan(value) else round(float(value), 3)
+
+
+def _slug(source: str) -> str:
+    return source.replace("/", "__")
+
+
+def data_key(folders: list[pathlib.Path], composed: int, seed: int) -> str:
+    """What the cached features were made of: the folders' labels, the composition's code and its settings."""
+    digest = hashlib.sha256()
+    for folder in folders:
+        digest.update((folder / "labels.jsonl").read_bytes() + (folder / "pictures.jsonl").read_bytes())
+    import inspect
+
+    from . import finder_network
+
+    digest.update((pathlib.Path(__file__).parent / "compose.py").read_bytes())
+    digest.update(inspect.getsource(finder.network_input).encode() + inspect.getsource(finder_network.encoder).encode())
+    digest.update(f"{composed} {seed} {GENERATED_PICTURES} {finder.SIDE} {finder_network.TAPS}".encode())
+    return digest.hexdigest()[:16]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m curation.pictures.finder_train", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folders", nargs="+", type=pathlib.Path, help="the measure first, then more material")
+    parser.add_argument("--composed", type=int, default=COMPOSED, help="pages composed from the material")
+    parser.add_argument("--steps", type=int, default=STEPS, help="training steps of each head")
+    parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--folds", choices=("all", "none"), default="all", help="none: train the shipped head only")
+    parser.add_argument("--cache", type=pathlib.Path, default=DEFAULT_CACHE, help="features and checkpoints")
+    parser.add_argument("--no-save", action="store_true", help="figures only; the shipped head is left as it is")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    # One thread: the same sums in the same order on every machine, and no threads spinning against each other
+    # on a busy two-core machine (a second thread made the features four times slower there).
+    torch.set_num_threads(1)
+
+    def say(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    started = time.perf_counter()
+    key = data_key(args.folders, args.composed, args.seed)
+    say(f"cache {args.cache / key}")
+    sheets, pictures = material(args.folders)
+    say(f"material: {len(sheets)} pages, {len(pictures)} pictures")
+    made = training_pages(sheets, pictures, args.composed, args.seed) if not (args.cache / key / "sources.json").exists() else []
+    pages = encode(made, args.cache, key, say) if made else encode([], args.cache, key)
+    del made
+    say(f"{len(pages.sources)} training pages")
+    checkpoints = args.cache / key / f"heads-{args.steps}"
+    checkpoints.mkdir(parents=True, exist_ok=True)
+    measure = measured_pages(args.folders[0])
+    record = {"seed": args.seed, "steps": args.steps, "batch": BATCH, "composed": args.composed,
+              "training_pages": len(pages.sources), "material_pages": len(sheets), "pictures": len(pictures),
+              "folders": [str(f) for f in args.folders], "input_side": finder.SIDE, "cell_cutoff": finder.CELL_CUTOFF}
+    if args.folds == "all":
+        results = leave_one_source_out(pages, measure, args.steps, args.seed, checkpoints, say)
+        lines, pooled, mean = table(results)
+        print("pictures found by the finder, leave one source out (trained on pages holding none of the source's material):")
+        print("\n".join(lines))
+        record["leave_one_source_out"] = {source: figures(t) for source, t in results.items()}
+        record["pooled"], record["mean_over_sources"] = figures(pooled), {k: round(v, 3) for k, v in mean.items()}
+    if not args.no_save:
+        head = train_head(pages, np.arange(len(pages.sources)), args.steps, args.seed, checkpoints / "all.pt", say)
+        from .finder_network import save_head
+
+        save_head(head, finder.WEIGHTS_FILE)
+        record["seconds"] = round(time.perf_counter() - started)
+        finder.RECORD_FILE.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        say(f"wrote {finder.WEIGHTS_FILE.name} ({finder.WEIGHTS_FILE.stat().st_size // 1024} kB) and {finder.RECORD_FILE.name}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""The picture finder (curation.pictures.finder): its network marks where pictures are, each box is fitted to
+the picture's own ink, ingest finds pictures with it, and its recipe trains deterministically and resumes."""
+
+import json
+
+import cv2
+import numpy as np
+import pymupdf
+import pytest
+from click.testing import CliRunner
+
+from curation import Manifest
+from curation.cli import cli
+from curation.pictures import compose, finder, finder_train
+from curation.scoring.features import REFERENCE_DPI
+from curation.sources.synthetic import PageSpec, page_image_and_pictures
+
+from test_picture_verdict import drawing_page, shared
+
+
+def legend_under(page: np.ndarray, drawing, seed: int = 0) -> tuple[int, int, int, int]:
+    """A line of type-sized marks set under the drawing, as a legend is printed; its box."""
+    rng = np.random.default_rng(seed)
+    x0, _, x1, y1 = drawing
+    top, height = y1 + 12, 14
+    page[y1 + 2:top + height + 6, x0:x1] = 235
+    x = x0 + 20
+    while x < x1 - 40:
+        width = int(rng.integers(6, 12))
+        page[top:top + height, x:x + width] = 30
+        x += width + int(rng.integers(3, 8))
+    return x0 + 20, top, x, top + height
+
+
+def test_a_picture_is_fitted_to_its_own_ink_without_the_legend_or_the_next_column():
+    page, drawing = drawing_page(seed=5)
+    legend = legend_under(page, drawing)
+    # Coarse cells, as the network gives them: the drawing's cells and a row more, over the legend.
+    h, w = page.shape
+    scale = finder.SIDE / max(h, w) / finder.STRIDE
+    cells = np.zeros((round(h * scale), round(w * scale)), np.float32)
+    x0, y0, x1, y1 = drawing
+    cells[int(y0 * scale):int(np.ceil(y1 * scale)) + 1, int(x0 * scale):int(np.ceil(x1 * scale))] = 0.9
+    pictures = finder.pictures_from_cells(cells, page, REFERENCE_DPI)
+    assert len(pictures) == 1
+    box = pictures[0].box
+    inside, holds = shared(box, drawing)
+    assert holds > 0.97 and inside > 0.9, (box, drawing)
+    assert box[3] < legend[1], "the legend's line is not the picture's"
+    assert pictures[0].score == pytest.approx(0.9)
+    assert pictures[0].area == pytest.approx((box[2] - box[0]) * (box[3] - box[1]) / REFERENCE_DPI ** 2)
+
+
+def test_cells_under_the_cutoff_find_no_picture():
+    page, _ = drawing_page(seed=6)
+    cells = np.full((8, 6), finder.CELL_CUTOFF - 0.01, np.float32)
+    assert finder.pictures_from_cells(cells, page, REFERENCE_DPI) == []
+
+
+def test_the_network_reads_the_page_at_its_side_padded_with_paper():
+    gray = np.zeros((1000, 700), np.uint8)
+    pixels = finder.network_input(gray)
+    assert pixels.shape == (512, 368)  # 358 columns of page, padded to a multiple of 16
+    assert pixels[:, :358].max() == pytest.approx(-127 / 128)
+    assert pixels[:, 360:].min() == pytest.approx(128 / 128)
+
+
+def test_the_shipped_finder_finds_a_drawing_set_into_text_and_keeps_out_of_plain_text():
+    page, drawing = drawing_page(seed=11)
+    pictures = finder.shipped_finder().find(page, REFERENCE_DPI)
+    assert pictures, "the drawing was not found"
+    inside, holds = shared(pictures[0].box, drawing)
+    assert inside > 0.8 and holds > 0.8, (pictures[0], drawing)
+    from test_pictures import text_page
+
+    assert not [p for p in finder.shipped_finder().find(text_page(REFERENCE_DPI, seed=3)) if p.area >= 2.0]
+
+
+def test_the_shipped_head_has_its_record():
+    record = finder.record()
+    assert finder.WEIGHTS_FILE.stat().st_size < 20 << 20
+    assert record["seed"] == finder_train.SEED and "pooled" in record and "leave_one_source_out" in record
+
+
+def generated_sheets(count: int) -> tuple[list[compose.Sheet], list[compose.Material]]:
+    """Generated pages as material, each engraving boxed by the generator (two made-up sources)."""
+    sheets, pictures = [], []
+    for seed in range(count):
+        rgb, boxes = page_image_and_pictures(PageSpec(kind=("mixed", "text")[seed % 2], seed=seed, dpi=60))
+        gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+        h, w = gray.shape
+        boxed = [((x0 / w, y0 / h, x1 / w, y1 / h), compose.COUNTED) for x0, y0, x1, y1 in boxes]
+        source = f"made/{seed % 2}"
+        sheets.append(compose.Sheet(compose.at_work_side(gray), boxed, source))
+        pictures += compose.cut_pictures(gray, boxed, source)
+    return sheets, pictures
+
+
+def test_composed_pages_know_their_pictures_and_their_sources():
+    sheets, pictures = generated_sheets(4)
+    pages = finder_train.training_pages(sheets, pictures, composed=6, seed=1)
+    assert len(pages) == 2 * len(sheets) + 6
+    composed = pages[-6:]
+    assert all(page.sources <= {"made/0", "made/1"} and page.sources for page in composed)
+    counted = [box for page in composed for box, kind in page.boxes if kind == compose.COUNTED]
+    assert counted and all(0 <= b[0] < b[2] <= 1 and 0 <= b[1] < b[3] <= 1 for b in counted)
+    target, weight = finder_train.targets(composed[0])
+    assert target.shape == weight.shape == (finder_train.GRID, finder_train.GRID)
+    again = finder_train.training_pages(sheets, pictures, composed=6, seed=1)
+    assert all(np.array_equal(a.gray, b.gray) and a.boxes == b.boxes for a, b in zip(pages, again))
+
+
+def test_training_is_deterministic_and_a_stopped_run_resumes_to_the_same_weights(tmp_path):
+    sheets, pictures = generated_sheets(4)
+    pages = finder_train.encode(finder_train.training_pages(sheets, pictures, composed=4, seed=2), tmp_path, "k")
+    chosen = np.arange(len(pages.sources))
+    whole = finder_train.train_head(pages, chosen, steps=6, seed=3)
+    checkpoint = tmp_path / "head.pt"
+    finder_train.train_head(pages, chosen, steps=6, seed=3, checkpoint=checkpoint, stop_after=4)  # killed at 4
+    assert checkpoint.exists()
+    resumed = finder_train.train_head(pages, chosen, steps=6, seed=3, checkpoint=checkpoint)
+    for (name, a), b in zip(whole.state_dict().items(), resumed.state_dict().values()):
+        assert np.array_equal(a.numpy(), b.numpy()), name
+    untrained = finder_train.train_head(pages, chosen, steps=0, seed=3)
+    assert any(not np.array_equal(a.numpy(), b.numpy())
+               for a, b in zip(whole.state_dict().values(), untrained.state_dict().values()))
+
+
+def test_ingest_finds_pictures_with_the_network_and_a_decision_survives_a_rescore(tmp_path):
+    page, drawing = drawing_page(seed=43)
+    ok, jpeg = cv2.imencode(".jpg", page)
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    with pymupdf.open() as doc:
+        doc.new_page(width=page.shape[1] / 2, height=page.shape[0] / 2).insert_image(
+            pymupdf.Rect(0, 0, page.shape[1] / 2, page.shape[0] / 2), stream=jpeg.tobytes())
+        doc.save(folder / "issue.pdf")
+    db = str(tmp_path / "m.sqlite")
+    result = CliRunner().invoke(cli, ["ingest", str(folder), "--db", db, "-q", "--pictures", "network"])
+    assert result.exit_code == 0, result.output
+
+    def pictures():
+        return [json.loads(line) for line in CliRunner().invoke(
+            cli, ["pictures", "--db", db, "--format", "jsonl"], catch_exceptions=False).output.splitlines()]
+
+    rows = pictures()
+    width, height = page.shape[1], page.shape[0]
+    best = max(rows, key=lambda r: shared((r["x0"] * width, r["y0"] * height, r["x1"] * width, r["y1"] * height),
+                                          drawing)[1])
+    assert best["keep"] and finder.CELL_CUTOFF <= best["score"] <= 1
+    with Manifest(db) as manifest:
+        assert manifest.picture_finder == "network"
+        picture_id = manifest.conn.execute("SELECT id FROM pictures WHERE number = ?", (best["picture"],)).fetchone()[0]
+        manifest.set_picture_override(picture_id, False)
+    assert CliRunner().invoke(cli, ["rescore", "--all", "--db", db, "-q"]).exit_code == 0
+    again = next(r for r in pictures() if r["picture"] == best["picture"])
+    assert again["override"] == "exclude" and not again["keep"]
