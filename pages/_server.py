@@ -4,8 +4,9 @@ middleware, outermost first):
 - `NoFraming`: every response forbids other sites to frame the dashboard (`Content-Security-Policy:
   frame-ancestors 'none'` and `X-Frame-Options: DENY`), so a click on another site cannot land on a button
   of the dashboard drawn invisibly under it (clickjacking). The one exception is a component's own files
-  (`/component/…`), which the dashboard's pages draw in an iframe of their own: only the dashboard's own
-  origin may frame those (`'self'`, `SAMEORIGIN`).
+  (paths that start with `/component/` or `/_stcore/bidi-components/`, under `server.baseUrlPath`), which the
+  dashboard's pages draw in an iframe of their own: only the dashboard's own origin may frame those
+  (`'self'`, `SAMEORIGIN`).
 - `SameOriginWebSocket`: a browser's WebSocket is accepted only from a page of the dashboard's own origin
   (its Origin names the Host it connects to), or one listed in `server.corsAllowedOrigins`. Streamlit's own
   check lets in a page from any port on localhost: any local web server, or a page it serves, could drive
@@ -32,8 +33,10 @@ from guards.uploads import ROUTE_LIMITS, RouteLimits, megabytes
 from pages import _auth as auth
 
 FRAME_HEADERS = [(b"content-security-policy", b"frame-ancestors 'none'"), (b"x-frame-options", b"DENY")]
-# What Streamlit serves for its pages' own iframes (custom components such as the Pictures view's clicks).
-SELF_FRAMED_PATH = re.compile(r"/(component|_stcore/bidi-components)/")
+# What Streamlit serves for its pages' own iframes (custom components such as the Pictures view's clicks): the
+# routes' prefixes, under server.baseUrlPath, never these words elsewhere in a path (`/review/component/x` is
+# the app).
+SELF_FRAMED_ROUTES = ("component/", "_stcore/bidi-components/")
 SELF_FRAME_HEADERS = [(b"content-security-policy", b"frame-ancestors 'self'"), (b"x-frame-options", b"SAMEORIGIN")]
 UPLOAD_PATH = re.compile(r"/_stcore/upload_file/(?P<session>[^/]+)/[^/]+/?$")
 WEBSOCKET_PATH = re.compile(r"/_stcore/stream/?$")
@@ -49,7 +52,7 @@ class NoFraming:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        frame_headers = SELF_FRAME_HEADERS if SELF_FRAMED_PATH.search(scope.get("path", "")) else FRAME_HEADERS
+        frame_headers = SELF_FRAME_HEADERS if self_framed(scope.get("path", "")) else FRAME_HEADERS
 
         async def framed(message):
             if message["type"] == "http.response.start":
@@ -59,6 +62,13 @@ class NoFraming:
             await send(message)
 
         await self.app(scope, receive, framed)
+
+
+def self_framed(path: str) -> bool:
+    """Whether `path` is one of a component's own files: it starts with a component route's prefix."""
+    base = str(st.get_option("server.baseUrlPath") or "").strip("/")
+    root = f"/{base}/" if base else "/"
+    return any(path.startswith(root + route) for route in SELF_FRAMED_ROUTES)
 
 
 class SameOriginWebSocket:
