@@ -408,6 +408,12 @@ def launch_and_wait(kind: str, launch) -> str | None:
 
 # -- text from people and files -----------------------------------------------------------------
 
+# Every text field takes at most so many characters (`max_chars`): the browser stops typing there, and
+# Streamlit's server cuts whatever a hand-made message sends for the widget to the same length before a page
+# reads it. A path is at most PATH_MAX long; a name, a file name's length on any file system.
+MAX_PATH_CHARS = 4_096
+MAX_NAME_CHARS = 255
+
 MARKDOWN_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
 WWW = re.compile(r"(www)(?=\.)", re.IGNORECASE)
 AFTER_COLON = re.compile(r":(?=[\w+/-])")

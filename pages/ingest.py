@@ -51,7 +51,7 @@ def add_archives(db: pathlib.Path, roots: list[pathlib.Path]):
     with by_path:
         with st.form("add-path", clear_on_submit=False, border=False):
             text = st.text_input(
-                "Path", placeholder=str(roots[0] / "archive"),
+                "Path", placeholder=str(roots[0] / "archive"), max_chars=common.MAX_PATH_CHARS,
                 help="A folder (searched recursively for PDFs) or one PDF. Relative paths start in "
                      f"{roots[0]}.",
             )
