@@ -213,7 +213,7 @@ def cluster_setting():
     """The Dask cluster, read-only and never dialled here: a Dask client runs what its scheduler sends, so
     only the server's configuration names one, and only the ingest job connects (its panel says how it went)."""
     address = cluster_config.configured_address()
-    st.markdown(f"**Dask cluster:** `{address}`" if address else "**Dask cluster:** none, worker processes on this server")
+    st.markdown(f"**Dask cluster:** {common.code_span(address)}" if address else "**Dask cluster:** none, worker processes on this server")
     if address:
         try:
             st.caption(cluster_config.describe(address))
