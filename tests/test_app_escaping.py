@@ -296,3 +296,85 @@ def test_in_a_browser_a_hostile_caption_and_file_name_fetch_nothing_and_link_now
     assert not [image for image in images if "evil" in image], images
     assert not [request for request in fetched if "evil" in request], fetched
     assert icons == 0  # no :material_home: icon, no $math$ in the hostile text
+
+
+# What Markdown makes, inside what Streamlit renders as Markdown (text, captions, alerts, table cells): none of
+# these may come of a hostile text. The page's own Markdown beside it sets words in bold or colour, never one of
+# the hostile text's own.
+MARKDOWN = "[data-testid='stMarkdownContainer']"
+NEVER_MADE = "img, a, h1, h2, h3, h4, h5, h6, .katex, blockquote, li, table, hr"
+STYLED = "em, strong, del, span[style*='color'], [data-testid='stIconMaterial']"
+HOSTILE_WORDS = re.compile(r"bold|red|8798|evil|heading|quoted|home|\^")
+
+
+def test_in_a_browser_a_blank_line_file_name_renders_no_image_and_no_markdown(db, tmp_path):
+    """Chromium against `streamlit run`: a PDF named `x\\r\\r![y](https:127.0.0.1:8798)` and captions full of
+    Markdown, on Review (the page dialog's "Drawn from"), in the find-and-replace preview, on Home, Ingest and
+    Export. Nothing is fetched from the name's address, no image or Markdown is made of it, and it reads as
+    one line with its line breaks shown as ␍."""
+    pytest.importorskip("playwright.sync_api")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("needs Debian's chromium (apt-get install chromium)")
+    from test_app_pictures import with_pictures
+
+    name = BLANK_NAMES[0]
+    with_pictures(db, pages=2)
+    (tmp_path / "archive").mkdir()
+    pdf = repeated_scan_pdf(tmp_path / "archive" / f"{name}.pdf", 2)  # there while Review draws it
+    with Manifest(db) as manifest:
+        manifest.conn.execute("UPDATE documents SET path = ?, size = ?", (str(pdf), pdf.stat().st_size))
+        rows = list(manifest.picture_rows(order="x.page, x.number"))
+        manifest.set_picture_captions([(row["id"], FIND_CAPTIONS[i % len(FIND_CAPTIONS)] + " lady")
+                                       for i, row in enumerate(rows)])
+        paths.add_source(manifest, tmp_path / name)
+    finished_job(db, "export", "done", "2 images", {"out": str(tmp_path / f"{name}.zip")})
+    seen = {}
+    with streamlit_server(tmp_path / "streamlit.log", {"CURATION_DB": str(db)}) as (_, port), chromium() as browser:
+        url = f"http://127.0.0.1:{port}"
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(30_000)
+        fetched = []
+        page.on("request", lambda request: fetched.append(request.url))
+
+        def look(where: str, scope) -> None:
+            hostile = page.locator(MARKDOWN).filter(has_text=re.compile("127\\.0\\.0\\.1:\u2060?8798|evil"))
+            seen[where] = {"text": scope.inner_text().replace("\u2060", ""),
+                           "hostile": hostile.count(),  # Markdown that shows a hostile text
+                           "made": hostile.locator(NEVER_MADE).count(),  # and what Markdown made in it
+                           "styled": hostile.locator(STYLED).evaluate_all("es => es.map(e => e.textContent)"),
+                           "markdown images": page.locator(f"{MARKDOWN} img").count(),
+                           "images": page.locator("img").evaluate_all("images => images.map(i => i.src)")}
+
+        page.goto(f"{url}/review")
+        settle(page)
+        page.locator("[class*='st-key-review-card-']").first.get_by_role("button", name="Open").click()
+        page.get_by_role("dialog").wait_for()
+        settle(page)
+        look("review", page.get_by_role("dialog"))
+        page.goto(f"{url}/review?view=Pictures")
+        settle(page)
+        page.get_by_role("radio", name=re.compile("Find and replace")).click()
+        settle(page)
+        page.get_by_label("Find", exact=True).fill("lady")
+        page.get_by_role("button", name=re.compile("Preview")).click()
+        page.locator("[data-testid='stTable']").wait_for()
+        settle(page)
+        look("find and replace", page.locator("[data-testid='stTable']"))
+        pdf.unlink()  # gone: Home warns that it is no longer where it was ingested
+        for where, path in (("home", ""), ("ingest", "ingest"), ("export", "export")):
+            page.goto(f"{url}/{path}")
+            settle(page)
+            look(where, page.locator("[data-testid='stMain']"))
+    one_line = pictured(name)  # x␍␍![y](https:127.0.0.1:8798)
+    assert not [request for request in fetched if TRACKER in request or "evil" in request], fetched
+    for where, found in seen.items():
+        assert found["markdown images"] == 0, where  # no image in any Markdown
+        assert not [src for src in found["images"] if TRACKER in src or "evil" in src], (where, found["images"])
+        assert found["hostile"] and found["made"] == 0, where  # no image, link, heading, math...
+        made_of_it = [text for text in found["styled"]  # the page's own bold around the whole name is fine
+                      if HOSTILE_WORDS.search(text) and one_line not in text.replace("\u2060", "")]
+        assert not made_of_it, (where, made_of_it)
+        assert one_line in found["text"], (where, found["text"])  # one line, its breaks shown as ␍
+    assert f"Drawn from {pictured(tmp_path / 'archive' / name)}.pdf" in seen["review"]["text"]
+    table = seen["find and replace"]["text"]
+    assert '"quoted"␊=x lady' in table and "**bold** :red[red] $x^2$" in table and "# heading | cell" in table
