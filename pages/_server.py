@@ -14,8 +14,9 @@ middleware, outermost first):
 - `UploadGate`: Streamlit's upload route (`PUT /_stcore/upload_file/SESSION/FILE`) takes files for any live
   session, including one still on the sign-in screen, and holds them in memory until the session ends; the
   uploaders' limits apply only to what a drawn uploader reports. So the route itself takes files only for a
-  curator's session, and at most `guards.uploads.ROUTE_LIMITS` bytes per request and per session, counted
-  as the bytes arrive: a refused request is answered before its body is read.
+  curator's session, and at most `guards.uploads.ROUTE_LIMITS` bytes per request, per session and for every
+  session together (held and arriving), counted as the bytes arrive: a refused request is answered before its
+  body is read.
 
 The session's sign-in state is the one Streamlit keeps for its WebSocket connection (the user info of its
 AppSession, read from the signed cookie when the connection opened), judged by the roles of pages/_auth.py.
@@ -146,6 +147,10 @@ class UploadGate:
         if _held(session) + self.arriving.get(session, 0) + size > self.limits.session_bytes:
             return 413, (f"This session's uploads would pass {megabytes(self.limits.session_bytes)}; remove some "
                          "files first.")
+        if _held() + sum(self.arriving.values()) + size > self.limits.server_bytes:
+            return 413, ("The server holds as many uploads as it takes at once "
+                         f"({megabytes(self.limits.server_bytes)}, every session's together); try again once "
+                         "others' uploads are saved.")
         return None
 
     def counted(self, session: str, receive, received: list[int]):
@@ -179,12 +184,13 @@ def _session_user(session_id: str) -> Mapping | None:
     return dict(user) if isinstance(user, Mapping) else {}
 
 
-def _held(session_id: str) -> int:
-    """Bytes Streamlit holds in memory for the session's uploads."""
+def _held(session_id: str | None = None) -> int:
+    """Bytes Streamlit holds in memory for the session's uploads (None: every session's)."""
     from streamlit.runtime import Runtime
 
-    storage = getattr(Runtime.instance().uploaded_file_mgr, "file_storage", {}).get(session_id) or {}
-    return sum(len(record.data) for record in list(storage.values()))
+    storages = getattr(Runtime.instance().uploaded_file_mgr, "file_storage", {})
+    sessions = list(storages.values()) if session_id is None else [storages.get(session_id) or {}]
+    return sum(len(record.data) for storage in sessions for record in list(storage.values()))
 
 
 def _headers(scope) -> dict[str, str]:
