@@ -12,7 +12,9 @@ others, spreadsheets among them, start a formula from. Python's csv module quote
 characters of its own line terminator (`\n` here), so a bare carriage return went out unquoted: the
 writers here write a row holding a line break fully quoted, every line of a cell gets the formula guard,
 and the other control characters (a vertical tab, a form feed, U+2028…, which readers also count as line
-breaks) are replaced by U+FFFD.
+breaks) are replaced by U+FFFD. A tab inside a cell is a cell break to whatever reads the file, or a
+paste of it, as tab-separated: it is treated as a line break is (the row fully quoted, what follows it
+guarded).
 
 A top-level module with no dependencies: both `curation` and `inference` write CSV, and neither imports
 the other.
@@ -27,7 +29,7 @@ from numbers import Number
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 PLAIN_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
-LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
+LINE_BREAK = re.compile(r"(\r\n|\r|\n|\t)")  # and a tab, which tab-separated readers break a cell at
 # Control characters but tab, CR and LF, and what str.splitlines also breaks at (NEL, U+2028, U+2029).
 CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029]")
 REPLACEMENT = "\ufffd"
@@ -35,8 +37,8 @@ REPLACEMENT = "\ufffd"
 
 def safe_cell(value):
     """`value` as a spreadsheet shows it as text: a formula-like string gets a leading apostrophe, and so
-    does each line of it after a line break; control characters other than tab and line breaks are
-    replaced by U+FFFD."""
+    does each line of it after a line break or a tab; control characters other than tab and line breaks
+    are replaced by U+FFFD."""
     if value is None or isinstance(value, Number):
         return value
     text = CONTROL.sub(REPLACEMENT, str(value))

@@ -76,18 +76,27 @@ PHOTO_UPLOADS = UploadLimits.from_env("VET_UPLOAD", file_mb=50, session_mb=200, 
 MULTIPART_MARGIN = 64 * 1024  # a request's form framing around its one file
 
 
+# What every session's uploads together may hold in the server's memory at once, those arriving included
+# ($CURATION_UPLOAD_MAX_SERVER_MB): each session is bounded by its uploaders' limits, but a team's sessions
+# (or one person's many tabs) together would not be.
+SERVER_UPLOAD_MB = 2_000
+
+
 @dataclass(frozen=True)
 class RouteLimits:
     """What Streamlit's upload route takes, whatever uploader a request claims to be for: one request at most
-    the largest file any uploader takes, one session at most what all its uploaders hold together."""
+    the largest file any uploader takes, one session at most what all its uploaders hold together, and all
+    sessions together at most `server_bytes`."""
 
     request_bytes: int
     session_bytes: int
+    server_bytes: int = int(SERVER_UPLOAD_MB * MB)
 
     @classmethod
-    def of(cls, *uploaders: UploadLimits) -> "RouteLimits":
+    def of(cls, *uploaders: UploadLimits, server_mb: float | None = None) -> "RouteLimits":
+        server_mb = env_number("CURATION_UPLOAD_MAX_SERVER_MB", SERVER_UPLOAD_MB) if server_mb is None else server_mb
         return cls(max(u.file_bytes for u in uploaders) + MULTIPART_MARGIN,
-                   sum(u.session_bytes for u in uploaders) + MULTIPART_MARGIN)
+                   sum(u.session_bytes for u in uploaders) + MULTIPART_MARGIN, int(server_mb * MB))
 
 
 ROUTE_LIMITS = RouteLimits.of(PDF_UPLOADS, PHOTO_UPLOADS)

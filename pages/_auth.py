@@ -25,6 +25,8 @@ from __future__ import annotations
 import fnmatch
 import getpass
 import ipaddress
+import re
+import string
 from collections.abc import Mapping
 
 import streamlit as st
@@ -63,14 +65,29 @@ def _entries(key: str) -> list[str]:
 
 
 def _patterns(key: str) -> list[str]:
-    return [entry.lower() for entry in _entries(key)]
+    return [ascii_lower(entry) for entry in _entries(key)]
+
+
+# An address is compared as it was sent: printable ASCII with no space, nothing stripped. str.lower() folds
+# more than ASCII (the Kelvin sign U+212A becomes "k"), so an address holding anything else could be made
+# to match a listed one.
+PLAIN_ADDRESS = re.compile(r"[!-~]+")
+ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def ascii_lower(text: str) -> str:
+    """`text` with A-Z made a-z and nothing else changed."""
+    return text.translate(ASCII_LOWER)
 
 
 def role_of(email: str | None) -> str | None:
-    """CURATOR, VIEWER, or None (not allowed) for a signed-in e-mail address, by the [curation] lists."""
-    if not email:
+    """CURATOR, VIEWER, or None (not allowed) for a signed-in e-mail address, by the [curation] lists.
+
+    The address matches an entry only as the same ASCII address, compared without regard to ASCII case;
+    one holding anything outside printable ASCII, or any space, matches nothing."""
+    if not email or not PLAIN_ADDRESS.fullmatch(email):
         return None
-    email = email.strip().lower()
+    email = ascii_lower(email)
     if any(fnmatch.fnmatchcase(email, pattern) for pattern in _patterns("curators")):
         return CURATOR
     if any(fnmatch.fnmatchcase(email, pattern) for pattern in _patterns("viewers")):

@@ -219,8 +219,11 @@ def find_and_replace(pictures: edit.Pictures, view: tuple):
     st.markdown(f"**{counted(changes.count, 'caption')} change{'s' if changes.count == 1 else ''}** of the "
                 f"{changes.searched:,} pictures in this view{first}")
     # Old and new side by side, the page's width, long captions wrapped whole (a data grid cuts them off).
-    st.table([{"Document": pathlib.Path(c.doc).name, "Page": c.page, "Picture": c.number, "Old": c.old or "",
-               "New": c.new or "(none)", "From": SOURCE_WORDS.get(c.source, "")}
+    # st.table renders each cell as Markdown: every text from a file or a person goes in escaped.
+    shown = common.escape_markdown
+    st.table([{"Document": shown(pathlib.Path(c.doc).name), "Page": c.page, "Picture": c.number,
+               "Old": shown(c.old or ""), "New": shown(c.new) if c.new else "(none)",
+               "From": SOURCE_WORDS.get(c.source, "")}
               for c in changes.changes[:PREVIEW_ROWS]], hide_index=True)
     st.button(f"Apply: change {changes.count:,} captions", type="primary", icon=":material/done_all:",
               key="pictures-replace-apply", on_click=replaced, args=(pictures, *asked),

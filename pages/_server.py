@@ -4,8 +4,9 @@ middleware, outermost first):
 - `NoFraming`: every response forbids other sites to frame the dashboard (`Content-Security-Policy:
   frame-ancestors 'none'` and `X-Frame-Options: DENY`), so a click on another site cannot land on a button
   of the dashboard drawn invisibly under it (clickjacking). The one exception is a component's own files
-  (`/component/…`), which the dashboard's pages draw in an iframe of their own: only the dashboard's own
-  origin may frame those (`'self'`, `SAMEORIGIN`).
+  (paths that start with `/component/` or `/_stcore/bidi-components/`, under `server.baseUrlPath`), which the
+  dashboard's pages draw in an iframe of their own: only the dashboard's own origin may frame those
+  (`'self'`, `SAMEORIGIN`).
 - `SameOriginWebSocket`: a browser's WebSocket is accepted only from a page of the dashboard's own origin
   (its Origin names the Host it connects to), or one listed in `server.corsAllowedOrigins`. Streamlit's own
   check lets in a page from any port on localhost: any local web server, or a page it serves, could drive
@@ -13,8 +14,9 @@ middleware, outermost first):
 - `UploadGate`: Streamlit's upload route (`PUT /_stcore/upload_file/SESSION/FILE`) takes files for any live
   session, including one still on the sign-in screen, and holds them in memory until the session ends; the
   uploaders' limits apply only to what a drawn uploader reports. So the route itself takes files only for a
-  curator's session, and at most `guards.uploads.ROUTE_LIMITS` bytes per request and per session, counted
-  as the bytes arrive: a refused request is answered before its body is read.
+  curator's session, and at most `guards.uploads.ROUTE_LIMITS` bytes per request, per session and for every
+  session together (held and arriving), counted as the bytes arrive: a refused request is answered before its
+  body is read.
 
 The session's sign-in state is the one Streamlit keeps for its WebSocket connection (the user info of its
 AppSession, read from the signed cookie when the connection opened), judged by the roles of pages/_auth.py.
@@ -32,8 +34,10 @@ from guards.uploads import ROUTE_LIMITS, RouteLimits, megabytes
 from pages import _auth as auth
 
 FRAME_HEADERS = [(b"content-security-policy", b"frame-ancestors 'none'"), (b"x-frame-options", b"DENY")]
-# What Streamlit serves for its pages' own iframes (custom components such as the Pictures view's clicks).
-SELF_FRAMED_PATH = re.compile(r"/(component|_stcore/bidi-components)/")
+# What Streamlit serves for its pages' own iframes (custom components such as the Pictures view's clicks): the
+# routes' prefixes, under server.baseUrlPath, never these words elsewhere in a path (`/review/component/x` is
+# the app).
+SELF_FRAMED_ROUTES = ("component/", "_stcore/bidi-components/")
 SELF_FRAME_HEADERS = [(b"content-security-policy", b"frame-ancestors 'self'"), (b"x-frame-options", b"SAMEORIGIN")]
 UPLOAD_PATH = re.compile(r"/_stcore/upload_file/(?P<session>[^/]+)/[^/]+/?$")
 WEBSOCKET_PATH = re.compile(r"/_stcore/stream/?$")
@@ -49,7 +53,7 @@ class NoFraming:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        frame_headers = SELF_FRAME_HEADERS if SELF_FRAMED_PATH.search(scope.get("path", "")) else FRAME_HEADERS
+        frame_headers = SELF_FRAME_HEADERS if self_framed(scope.get("path", "")) else FRAME_HEADERS
 
         async def framed(message):
             if message["type"] == "http.response.start":
@@ -59,6 +63,13 @@ class NoFraming:
             await send(message)
 
         await self.app(scope, receive, framed)
+
+
+def self_framed(path: str) -> bool:
+    """Whether `path` is one of a component's own files: it starts with a component route's prefix."""
+    base = str(st.get_option("server.baseUrlPath") or "").strip("/")
+    root = f"/{base}/" if base else "/"
+    return any(path.startswith(root + route) for route in SELF_FRAMED_ROUTES)
 
 
 class SameOriginWebSocket:
@@ -136,6 +147,10 @@ class UploadGate:
         if _held(session) + self.arriving.get(session, 0) + size > self.limits.session_bytes:
             return 413, (f"This session's uploads would pass {megabytes(self.limits.session_bytes)}; remove some "
                          "files first.")
+        if _held() + sum(self.arriving.values()) + size > self.limits.server_bytes:
+            return 413, ("The server holds as many uploads as it takes at once "
+                         f"({megabytes(self.limits.server_bytes)}, every session's together); try again once "
+                         "others' uploads are saved.")
         return None
 
     def counted(self, session: str, receive, received: list[int]):
@@ -169,12 +184,13 @@ def _session_user(session_id: str) -> Mapping | None:
     return dict(user) if isinstance(user, Mapping) else {}
 
 
-def _held(session_id: str) -> int:
-    """Bytes Streamlit holds in memory for the session's uploads."""
+def _held(session_id: str | None = None) -> int:
+    """Bytes Streamlit holds in memory for the session's uploads (None: every session's)."""
     from streamlit.runtime import Runtime
 
-    storage = getattr(Runtime.instance().uploaded_file_mgr, "file_storage", {}).get(session_id) or {}
-    return sum(len(record.data) for record in list(storage.values()))
+    storages = getattr(Runtime.instance().uploaded_file_mgr, "file_storage", {})
+    sessions = list(storages.values()) if session_id is None else [storages.get(session_id) or {}]
+    return sum(len(record.data) for storage in sessions for record in list(storage.values()))
 
 
 def _headers(scope) -> dict[str, str]:

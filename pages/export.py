@@ -21,7 +21,8 @@ from curation.export import (Estimate, ExportSettings, Preview, SettingsError, e
                              preview, safe_zip_name, screen_items, screens, select)
 from curation.export.job import ENLARGED
 from curation.export.selection import Item, Selection
-from curation.export.settings import DEFAULT_TEMPLATE
+from curation.export.captions import MAX_TEMPLATE_CHARS
+from curation.export.settings import DEFAULT_TEMPLATE, MAX_WORD_CHARS
 from curation.manifest import views
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
@@ -97,7 +98,8 @@ def main():
     options_column, preview_column = st.columns([2, 3], gap="large")
     with options_column:
         settings, problem = options(duplicates)
-        name = st.text_input("File name", value="lora.zip", help="Written to the exports folder beside the manifest.")
+        name = st.text_input("File name", value="lora.zip", max_chars=common.MAX_NAME_CHARS,
+                             help="Written to the exports folder beside the manifest.")
         out = data_dir(db) / "exports" / safe_zip_name(name)
     with preview_column:
         show_figures(selection, settings, rule)
@@ -137,11 +139,12 @@ def options(duplicates: str) -> tuple[ExportSettings | None, str | None]:
         if not st.checkbox("Margin in each page's paper colour", value=True, key="export_paper"):
             pad_colour = st.color_picker("Margin colour", "#ffffff", key="export_pad_colour")
     left, right = st.columns(2)
-    trigger = left.text_input("Trigger word", "ohwx", key="export_trigger",
+    trigger = left.text_input("Trigger word", "ohwx", key="export_trigger", max_chars=MAX_WORD_CHARS,
                               help="A rare token prompts use to call the style, e.g. 'a teapot, ohwx'.")
-    class_word = right.text_input("Class", "engraving", key="export_class", help="What the images show.")
+    class_word = right.text_input("Class", "engraving", key="export_class", max_chars=MAX_WORD_CHARS,
+                                  help="What the images show.")
     template = st.text_input(
-        "Caption template", DEFAULT_TEMPLATE, key="export_template",
+        "Caption template", DEFAULT_TEMPLATE, key="export_template", max_chars=MAX_TEMPLATE_CHARS,
         help="{trigger}, {class}, {best_caption} (your caption, else the printed legend, else the model's), "
              "{caption} (your caption from Review: the picture's, else its page's), {legend} (the legend printed "
              "with the picture, read by OCR), {auto_caption} (the captioning model's), {doc} (file name), "

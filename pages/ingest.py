@@ -51,7 +51,7 @@ def add_archives(db: pathlib.Path, roots: list[pathlib.Path]):
     with by_path:
         with st.form("add-path", clear_on_submit=False, border=False):
             text = st.text_input(
-                "Path", placeholder=str(roots[0] / "archive"),
+                "Path", placeholder=str(roots[0] / "archive"), max_chars=common.MAX_PATH_CHARS,
                 help="A folder (searched recursively for PDFs) or one PDF. Relative paths start in "
                      f"{roots[0]}.",
             )
@@ -215,7 +215,7 @@ def cluster_setting():
     """The Dask cluster, read-only and never dialled here: a Dask client runs what its scheduler sends, so
     only the server's configuration names one, and only the ingest job connects (its panel says how it went)."""
     address = cluster_config.configured_address()
-    st.markdown(f"**Dask cluster:** `{address}`" if address else "**Dask cluster:** none, worker processes on this server")
+    st.markdown(f"**Dask cluster:** {common.code_span(address)}" if address else "**Dask cluster:** none, worker processes on this server")
     if address:
         try:
             st.caption(cluster_config.describe(address))

@@ -234,7 +234,7 @@ def folder_mode(model, top_k):
         "The model is loaded once for the whole folder; other requests wait meanwhile."
     )
     roots = _common.allowed_roots()
-    folder = st.text_input("Folder", placeholder=str(roots[0] / "photos")).strip()
+    folder = st.text_input("Folder", placeholder=str(roots[0] / "photos"), max_chars=_common.MAX_PATH_CHARS).strip()
     allowed_folders_caption(roots)
     recursive = st.checkbox("Include subfolders")
     if st.button("Classify the folder", disabled=not folder) and (checked := server_folder(folder, roots)):
@@ -298,9 +298,10 @@ def train_mode(model):
         "The result is a new model in the list."
     )
     roots = _common.allowed_roots()
-    photos = st.text_input("Photos folder", placeholder=str(roots[0] / "triage")).strip()
+    photos = st.text_input("Photos folder", placeholder=str(roots[0] / "triage"),
+                           max_chars=_common.MAX_PATH_CHARS).strip()
     allowed_folders_caption(roots)
-    name = st.text_input("Name of the new model", value="my-triage").strip()
+    name = st.text_input("Name of the new model", value="my-triage", max_chars=_common.MAX_NAME_CHARS).strip()
     train = st.button("Train", disabled=not (photos and name) or auth.locked(), help=auth.help_for())
     if train and auth.require_curator():
         if not re.fullmatch(r"\w[\w.-]*", name):

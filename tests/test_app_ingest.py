@@ -42,6 +42,18 @@ def test_paths_outside_the_allowed_folders_are_refused(db, tmp_path):
     assert not db.exists()
 
 
+@pytest.mark.parametrize("typed", ["links/loop1", "links", ""])
+def test_a_link_loop_is_refused_with_a_message(db, tmp_path, typed):
+    links = tmp_path / "archive" / "links"
+    links.mkdir(parents=True)
+    (links / "loop1").symlink_to(links / "loop2")
+    (links / "loop2").symlink_to(links / "loop1")
+    at = add_path(ran(page("pages/ingest.py")), str(tmp_path / "archive" / typed))
+    [error] = at.error
+    assert "round in a loop" in shown(error.value) and "Traceback" not in error.value
+    assert not db.exists()  # nothing added
+
+
 def test_add_a_folder_start_and_see_the_documents(db, archive):
     at = add_path(ran(page("pages/ingest.py")), str(archive))
     assert "3 PDF(s)" in texts(at)

@@ -177,6 +177,32 @@ def test_a_person_listed_by_issuer_and_subject_needs_no_verified_address(db):
     assert at.title[0].value == "Not allowed"
 
 
+@pytest.mark.parametrize("email", ["\u212aim@example.org",  # the Kelvin sign: str.lower() makes it "k"
+                                   " kim@example.org\n", "kim@example.org\n", "kim@example.org ",
+                                   "kim@exa\u0131mple.org", "kim @example.org", "kim@example.org\t"])
+def test_an_address_that_is_not_the_same_plain_ascii_address_gets_no_role(db, email):
+    """Verified addresses that case folding or a strip would have turned into a curator's, and "*" too:
+    an address holding anything outside printable ASCII, or a space, matches nothing."""
+    filled_db(db, documents=1, pages=5)
+    at = page("dashboard.py")
+    at.secrets.update(SECRETS)
+    at.secrets["curation"] = {"curators": ["Kim@example.org"], "viewers": ["*"]}
+    at.user = signed_in_as(email)
+    ran(at)
+    assert at.title[0].value == "Not allowed" and not at.metric
+
+
+@pytest.mark.parametrize("email", ["kim@example.org", "KIM@Example.ORG"])
+def test_the_same_address_in_any_ascii_case_is_the_listed_one(db, email):
+    filled_db(db, documents=1, pages=5)
+    at = page("dashboard.py")
+    at.secrets.update(SECRETS)
+    at.secrets["curation"] = {"curators": ["Kim@example.org"], "viewers": []}
+    at.user = signed_in_as(email)
+    ran(at)
+    assert f"{email} · curator" in " ".join(shown(c.value) for c in at.sidebar.caption)
+
+
 def test_a_curators_change_is_recorded_with_their_issuer_and_subject(db):
     filled_db(db, documents=1, pages=5)
     at = as_user("pages/review.py", CURATOR)

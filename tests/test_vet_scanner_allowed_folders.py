@@ -119,3 +119,41 @@ def test_the_page_refuses_to_train_on_a_folder_outside(page, place, models):
     assert not page.exception
     assert "outside the folders this server may read" in texts(page.error)
     assert not (models / "my-triage").exists()
+
+
+@pytest.fixture
+def loops(place):
+    """links/loop1 -> loop2 -> loop1, inside the allowed folder."""
+    allowed, _, _ = place
+    links = allowed / "links"
+    links.mkdir()
+    (links / "loop1").symlink_to(links / "loop2")
+    (links / "loop2").symlink_to(links / "loop1")
+    return links
+
+
+@pytest.mark.parametrize("folder", ["links/loop1", "links", "."])
+def test_a_link_loop_is_refused_with_a_message_for_a_viewer(models, place, loops, monkeypatch, folder):
+    """The loop itself, or a folder holding it, typed by a viewer (who may classify): a one-line refusal,
+    never a traceback naming the server's code."""
+    from apptest_support import signed_in_as
+    from test_auth import SECRETS
+    from test_vet_scanner_page import PAGE, TIMEOUT
+    from streamlit.testing.v1 import AppTest
+
+    inference.write_demo_model(models / "demo-vit")
+    allowed, _, _ = place
+    allow_test_folder(allowed, monkeypatch)
+    page = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    page.secrets.update(SECRETS)
+    page.user = signed_in_as("bo@example.org")  # a viewer
+    page.run()
+    [box] = [t for t in page.text_input if t.label == "Folder"]
+    box.set_value(str(allowed / folder)).run()
+    [classify] = [b for b in page.button if b.label == "Classify the folder"]
+    classify.click().run()
+    assert not page.exception, [e.value for e in page.exception]
+    [error] = page.error
+    assert "round in a loop" in texts([error]) and "\n" not in error.value
+    assert "Traceback" not in error.value and ".py" not in error.value
+    assert not page.dataframe

@@ -7,7 +7,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from .captions import PLACEHOLDERS, TemplateRefused, render_caption, template_fields
+from .captions import (MAX_CAPTION_CHARS, PLACEHOLDERS, CaptionTooLong, TemplateRefused, render_caption,
+                       template_fields)
 
 MODES = ("square", "bucket")
 FITS = ("pad", "crop", "stretch")
@@ -22,6 +23,9 @@ MIN_BUCKET_AREA_SIDE = 512  # a bucket area smaller than this² leaves too few b
 HEX_COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
 UNPRINTABLE = ("Cc", "Zl", "Zp")  # Unicode categories: control characters, line and paragraph separators
 
+# A trigger word or class is a word or two of a prompt; each is written into every caption and, for kohya, the
+# image folder's name.
+MAX_WORD_CHARS = 100
 DEFAULT_TRIGGER = "ohwx"  # a rare token, the kohya convention; curators set their own
 DEFAULT_CLASS = "engraving"
 # {best_caption}: the curator's caption, else the printed legend, else the model's (curation.export.captions)
@@ -84,9 +88,12 @@ class ExportSettings:
             raise SettingsError("the trigger word must not be empty: it is how prompts call the trained style")
         _check_one_line("trigger word", self.trigger)
         _check_one_line("class word", self.class_word)
+        for what, text in (("trigger word", self.trigger), ("class word", self.class_word)):
+            if len(text) > MAX_WORD_CHARS:
+                raise SettingsError(f"the {what} is {len(text):,} characters long, more than {MAX_WORD_CHARS}")
         if self.pad_colour != "paper" and not HEX_COLOUR.match(self.pad_colour):
             raise SettingsError(f"pad colour must be 'paper' or #rrggbb, not {self.pad_colour!r}")
-        _check_template(self.template)
+        _check_template(self.template, self.trigger, self.class_word)
 
     @property
     def shape(self) -> str:
@@ -119,7 +126,9 @@ def _check_one_line(what: str, text: str) -> None:
                                 f"U+{ord(char):04X} ({name.lower()}); type it again without it")
 
 
-def _check_template(template: str) -> None:
+def _check_template(template: str, trigger: str = DEFAULT_TRIGGER, class_word: str = DEFAULT_CLASS) -> None:
+    """The template's placeholders, and its captions' length with this trigger and class: refused here,
+    before any caption is built, when the template's own parts already make every caption too long."""
     try:
         fields = template_fields(template)
     except TemplateRefused as exc:
@@ -133,7 +142,10 @@ def _check_template(template: str) -> None:
     if "trigger" not in fields:
         raise SettingsError("the caption template must contain {trigger}: it is how prompts call the trained style")
     try:
-        render_caption(template, trigger="t", class_word="c", caption="x", legend="l", auto_caption="a", doc="d",
-                       page=0, picture=1)
+        render_caption(template, trigger=trigger, class_word=class_word, caption="x", legend="l", auto_caption="a",
+                       doc="d", page=0, picture=1)
+    except CaptionTooLong:
+        raise SettingsError(f"with this trigger word and class, the caption template makes every caption longer "
+                            f"than the limit of {MAX_CAPTION_CHARS:,} characters; use them fewer times") from None
     except (ValueError, IndexError, KeyError) as exc:  # whatever else str.format refuses
         raise SettingsError(f"caption template {template!r} cannot be filled in: {exc}") from exc

@@ -14,6 +14,7 @@ same roots again, checked on each file as it is opened (`allowed_folders.open_in
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import pathlib
@@ -125,7 +126,7 @@ def check_path(text: str, roots: Iterable[pathlib.Path], base: pathlib.Path, *,
         raise PathRefused(f"{path} is outside the folders this server may read ({_names(roots)}).")
     if not os.path.lexists(path):
         raise PathRefused(f"Nothing at {path}.")
-    real = path.resolve()
+    real = _resolved(path, f"{path} is a link that leads round in a loop.")
     if not inside(real, roots):
         # Where the link points is not said: a viewer may type paths, and targets name private places.
         raise PathRefused(f"{path} is a link to a place outside the folders this server may read ({_names(roots)}).")
@@ -135,6 +136,11 @@ def check_path(text: str, roots: Iterable[pathlib.Path], base: pathlib.Path, *,
         if real.suffix.lower() != ".pdf":
             raise PathRefused(f"{path} is not a PDF (its name does not end in .pdf).")
     elif real.is_dir():
+        loops = looping_links(real)
+        if loops:
+            shown = "; ".join(str(link) for link in loops[:LINKS_SHOWN])
+            more = f" and {len(loops) - LINKS_SHOWN} more" if len(loops) > LINKS_SHOWN else ""
+            raise PathRefused(f"{path} holds links that lead round in a loop: {shown}{more}.")
         links = escaping_links(real, roots)
         if links:
             shown = "; ".join(str(link) for link, _target in links[:LINKS_SHOWN])  # not where they point
@@ -143,6 +149,51 @@ def check_path(text: str, roots: Iterable[pathlib.Path], base: pathlib.Path, *,
     else:
         raise PathRefused(f"{path} is neither a file nor a folder.")
     return real
+
+
+class LinkLoop(OSError):
+    """A path whose links lead round in a loop (ELOOP)."""
+
+
+def _resolved(path: pathlib.Path, loop_refusal: str) -> pathlib.Path:
+    """`path` with every link followed; PathRefused(`loop_refusal`) where the links go round in a loop
+    (pathlib raises RuntimeError for that, whose message names the server's own paths)."""
+    try:
+        return _real(path)
+    except LinkLoop:
+        raise PathRefused(loop_refusal) from None
+
+
+def _real(path: pathlib.Path) -> pathlib.Path:
+    """`path` resolved as pathlib does (not strict); LinkLoop where its links go round in a loop."""
+    try:
+        return path.resolve()
+    except RuntimeError as exc:  # Python 3.11-3.12: "Symlink loop from ..."
+        raise LinkLoop(errno.ELOOP, "links lead round in a loop", str(path)) from exc
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # Python 3.13 on: an OSError
+            raise LinkLoop(errno.ELOOP, "links lead round in a loop", str(path)) from exc
+        raise
+
+
+def looping_links(folder: pathlib.Path) -> list[pathlib.Path]:
+    """Links under `folder`, walked as ingest walks it (links followed, each real folder once), whose
+    targets lead round in a loop."""
+    found, seen = [], set()
+    for top, dirs, files in os.walk(folder, followlinks=True):
+        real_top = os.path.realpath(top)
+        if real_top in seen:
+            dirs[:] = []
+            continue
+        seen.add(real_top)
+        for name in dirs + files:
+            entry = pathlib.Path(top, name)
+            if entry.is_symlink():
+                try:
+                    _real(entry)
+                except LinkLoop:
+                    found.append(entry)
+    return found
 
 
 def escaping_links(folder: pathlib.Path, roots: Iterable[pathlib.Path]) -> list[tuple[pathlib.Path, pathlib.Path]]:
