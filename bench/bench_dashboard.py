@@ -419,9 +419,11 @@ def interactions(repeat: int, results: list[tuple[str, float]], pictures: bool =
 
 
 def threshold_interactions(repeat: int, clock=time.perf_counter) -> list[tuple[str, list[float]]]:
-    """Threshold's script runs in ms, every sample: each a real change (a cutoff or rule not tried before in
-    this run), so no sample is a rerun that changes nothing. A rule's first switch pays its count of every
-    picture once (curation.manifest.cutoff_counts); the moves after it are lookups."""
+    """Threshold's script runs in ms, every sample, in the order `interactions` makes them: each a real change (a
+    cutoff or rule not tried before in this run, Suggest and the log count aside), so no sample is a rerun that
+    changes nothing. Every rule's counts at every cutoff are read as the jobs stored them
+    (curation.manifest.cutoff_counts), or, on a manifest without them, counted by the job the page launches
+    while the page says so; the moves are lookups."""
     results: list[tuple[str, list[float]]] = []
 
     def measure(label, actions):
@@ -439,12 +441,27 @@ def threshold_interactions(repeat: int, clock=time.perf_counter) -> list[tuple[s
     measure("load (picture rule)", [lambda: run(at)] * repeat)
     measure("move the picture cutoff", [slider("picture_area_slider", v) for v in [5.0, 1.0, 8.0, 3.5, 0.5, 12.0][:repeat * 2]])
     measure("move the σ cutoff", [slider("threshold_slider", v) for v in [30.0, 40.0, 50.0, 35.0, 45.5, 38.0][:repeat * 2]])
+    log = lambda: (at.toggle(key="threshold_log").set_value(not at.toggle(key="threshold_log").value), run(at))  # noqa: E731
+    measure("log count on/off", [log] * repeat)
+    suggest = lambda: (next(b for b in at.button if b.label == "Suggest a σ cutoff").click(), run(at))  # noqa: E731
+    measure("Suggest", [suggest] * repeat)
     measure("switch the rule (σ only, model, picture)", [rule(r) for r in ("sigma", "model", "picture")])
     measure("σ only: switch, then move the σ cutoff", [rule("sigma")] + [slider("threshold_slider", v)
                                                                         for v in [52.0, 41.0, 47.5, 33.0][:repeat + 1]])
     measure("model: switch, then move the picture cutoff", [rule("model")] + [slider("picture_area_slider", v)
                                                                               for v in [2.5, 6.0, 0.8, 9.5][:repeat + 1]])
     return results
+
+
+def count_tables(db: pathlib.Path) -> None:
+    """Every rule's Threshold tables counted and stored, as the jobs that score pages leave them (the build
+    inserts its rows directly, as no job does)."""
+    import subprocess
+
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "curation", "cutoffs", "--db", str(db), "--quiet"], cwd=ROOT, check=True)
+    print(f"counted Threshold's tables (python -m curation cutoffs) in {time.perf_counter() - started:.1f} s",
+          flush=True)
 
 
 def last_bulk_job() -> int:
@@ -706,6 +723,10 @@ def main() -> None:
                         help="time the Pictures view's library queries and script runs only")
     parser.add_argument("--threshold-only", action="store_true",
                         help="time Threshold's script runs only, every sample a real change (with --cpu: CPU ms)")
+    parser.add_argument("--counted", action="store_true",
+                        help="count every rule's Threshold tables first, as the ingest job does before it ends "
+                             "(`python -m curation cutoffs`); without it a manifest built here has none, and "
+                             "Threshold's first load launches that job")
     parser.add_argument("--cpu", action="store_true",
                         help="time the Pictures view's script runs in CPU seconds (on a busy machine)")
     parser.add_argument("--direct", action="store_true",
@@ -734,6 +755,8 @@ def main() -> None:
                 count = add_pictures(manifest, args.pictures_per_page)
                 manifest.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             print(f"added {count:,} pictures in {time.perf_counter() - started:.1f} s")
+    if args.counted:
+        count_tables(db)
     if args.threshold_only:
         print(f"Threshold's script runs, AppTest, {'CPU' if args.cpu else 'wall'} ms, each sample:")
         threshold_interactions(args.repeat, time.process_time if args.cpu else time.perf_counter)
