@@ -211,14 +211,14 @@ def _part(manifest, rule: str, part: str, now: tuple, count: bool = True) -> np.
             earlier_rows = _parts.get(earlier) if earlier else None
         if found is not None:
             return found
-        since = earlier[3][-1] if earlier else None
+        since = earlier[3] if earlier else None
         stored = _stored_state(manifest, rule, part)
         if stored == now or (earlier is None and part == "decided" and stored is not None and stored[:-2] == now[:-2]):
-            earlier_rows, since = _stored_cells(manifest, rule, part), stored[-1]
+            earlier_rows, since = _stored_cells(manifest, rule, part), stored
             if stored == now:
                 _keep(key, earlier_rows)
                 return earlier_rows
-        made = None if earlier_rows is None else _followed(manifest, rule, earlier_rows, since, now[-1],
+        made = None if earlier_rows is None else _followed(manifest, rule, earlier_rows, since, now,
                                                            None if count else FOLLOW_DOCS)
         if made is None and not count:
             return None
@@ -239,15 +239,18 @@ def _keep(key: tuple, made: np.ndarray) -> None:
         _parts[key] = made
 
 
-def _followed(manifest, rule: str, rows: np.ndarray, since: int, last: int, limit: int | None = None) -> np.ndarray | None:
-    """The curators' part `rows`, as of the history's change `since`, brought up to its change `last`: the
-    documents changed in between counted again. None where nothing was recorded in between (a writer that does
-    not record: count them all), or where more than `limit` documents changed."""
-    if since == last:
+def _followed(manifest, rule: str, rows: np.ndarray, before: tuple, now: tuple,
+              limit: int | None = None) -> np.ndarray | None:
+    """The curators' part `rows`, counted at the state `before` (state(): its last two are the curators' counter and
+    the history's last change), brought up to the state `now`: the documents the history changed in between counted
+    again. The same rows where the curators' counter stayed (a setting's change is in the history too); None where
+    it moved and no document's change was recorded (a writer that does not record: count them all), or where more
+    than `limit` documents changed."""
+    if before[-2] == now[-2]:
         return rows
     docs = [row[0] for row in manifest.conn.execute(
         "SELECT DISTINCT doc_id FROM history_changes WHERE rowid > ? AND rowid <= ? AND doc_id IS NOT NULL",
-        (since, last))]
+        (before[-1], now[-1]))]
     if not docs or (limit is not None and len(docs) > limit):
         return None
     fresh = _cells(manifest, rule, "decided", ", ".join(str(int(doc)) for doc in docs))
