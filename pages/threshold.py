@@ -192,21 +192,22 @@ def show_figures(manifest, draft: float, saved_threshold: float, trying: dict):
 
 
 COUNTING = "threshold_counting"  # (the manifest's state, the pid) of the counting job this session launched
-COUNTED = "threshold_counted"  # the pid of the job after whose end the page ran again
 
 
 def count_in_background(manifest):
     """Launch the counting job (`python -m curation cutoffs`) where a large manifest lacks a rule's counts at
     every cutoff as it is now (the jobs that change them count them before they end; an older manifest, a saved
     score cutoff or a writer outside the jobs leaves them missing): not waited for, once per state and session."""
-    if cutoff_counts.small(manifest) or cutoff_counts.stored_current(manifest):
-        return
-    launch_count(manifest)
+    if not (cutoff_counts.small(manifest) or cutoff_counts.stored_current(manifest)):
+        launch_count(manifest)
 
 
 def launch_count(manifest):
+    """The counting job, unless one runs, an ingest runs (it counts them as it ends), this session launched one
+    for the manifest as it is, or every rule's table is at hand without it."""
     now = tuple(cutoff_counts.state(manifest, rule) for rule in cutoff_counts.RULES)
-    if (st.session_state.get(COUNTING) or (None,))[0] == now or manifest.running_job(cutoff_counts.COUNT_JOB):
+    if ((st.session_state.get(COUNTING) or (None,))[0] == now or common.running_job(manifest) is not None
+            or manifest.running_job(cutoff_counts.COUNT_JOB) is not None or not cutoff_counts.needs_count(manifest)):
         return
     process = jobs.launch(pathlib.Path(os.path.abspath(common.db_path())), cutoff_counts.COUNT_JOB)
     st.session_state[COUNTING] = (now, process.pid)
@@ -214,22 +215,23 @@ def launch_count(manifest):
 
 def counting_progress():
     """While the rule being tried (or the saved one) is not counted: the counting job's progress, refreshed; the
-    page runs again with the figures once it has ended (once a job: a job that ended without them says so)."""
-    with common.open_manifest() as manifest:
-        launch_count(manifest)  # e.g. the curators' changes since the last count touched many documents
-    pid = (st.session_state.get(COUNTING) or (None, None))[1]
+    page runs again with the figures once every rule is counted."""
 
     @st.fragment(run_every=common.POLL_SECONDS)
     def progress():
         with common.open_manifest() as manifest:
+            if common.running_job(manifest) is not None:
+                st.caption("The pictures kept are counted for every rule when the ingest ends.")
+                return
+            launch_count(manifest)  # e.g. the curators' changes since the last count touched many documents
             job = manifest.running_job(cutoff_counts.COUNT_JOB)
-        if job is None and not (pid and common.process_alive(pid)):
-            if st.session_state.get(COUNTED) != pid:
-                st.session_state[COUNTED] = pid
-                st.rerun()  # counted: the figures are a lookup now
-            st.caption(f"The pictures kept are not counted yet: the counting job ended without them (its log is in "
-                       f"`{common.db_path().parent / 'logs'}`). Reload the page to count again.")
-            return
+            pid = (st.session_state.get(COUNTING) or (None, None))[1]
+            if job is None and not (pid and common.process_alive(pid)):
+                if not cutoff_counts.needs_count(manifest):
+                    st.rerun()  # counted: the figures are a lookup now
+                st.caption(f"The pictures kept are not counted yet: the counting job ended without them (its log "
+                           f"is in `{common.db_path().parent / 'logs'}`). Reload the page to count again.")
+                return
         done = views.job_progress(job) if job is not None else {"fraction": 0.0, "done": 0, "total": 6}
         st.progress(done["fraction"], text="Counting the pictures each rule keeps at every cutoff (a job, seconds a "
                                            f"million pictures): {done['done']} of {done['total']} parts. The pages "

@@ -214,8 +214,8 @@ def _part(manifest, rule: str, part: str, now: tuple, count: bool = True) -> np.
         since = earlier[3] if earlier else None
         stored = _stored_state(manifest, rule, part)
         if stored == now or (earlier is None and part == "decided" and stored is not None and stored[:-2] == now[:-2]):
-            earlier_rows, since = _stored_cells(manifest, rule, part), stored
-            if stored == now:
+            earlier_rows, since = _stored_cells(manifest, rule, part, stored), stored
+            if earlier_rows is not None and stored == now:
                 _keep(key, earlier_rows)
                 return earlier_rows
         made = None if earlier_rows is None else _followed(manifest, rule, earlier_rows, since, now,
@@ -265,9 +265,13 @@ def _stored_state(manifest, rule: str, part: str) -> tuple | None:
     return None if row is None else tuple(json.loads(row[0]))
 
 
-def _stored_cells(manifest, rule: str, part: str) -> np.ndarray:
-    row = manifest.conn.execute("SELECT cells FROM cutoff_parts WHERE rule = ? AND part = ?", (rule, part)).fetchone()
-    return np.frombuffer(row[0], np.int32).reshape(-1, 3).copy()
+def _stored_cells(manifest, rule: str, part: str, counted_at: tuple) -> np.ndarray | None:
+    """The stored cells, None where the job stored another state since `counted_at` was read."""
+    row = manifest.conn.execute("SELECT state, cells FROM cutoff_parts WHERE rule = ? AND part = ?",
+                                (rule, part)).fetchone()
+    if row is None or tuple(json.loads(row[0])) != counted_at:
+        return None
+    return np.frombuffer(row[1], np.int32).reshape(-1, 3).copy()
 
 
 def _store(manifest, rule: str, part: str, now: tuple, cells: np.ndarray) -> None:
@@ -288,6 +292,11 @@ def stored_current(manifest, rules=RULES) -> bool:
         if _stored_state(manifest, rule, "rule") != found or decided is None or decided[:-2] != found:
             return False
     return True
+
+
+def needs_count(manifest, rules=RULES) -> bool:
+    """Whether a rule's table would take a scan to make (the counting job's to do); the others are made."""
+    return any(table(manifest, rule, count=False) is None for rule in rules)
 
 
 def count_and_store(manifest, rules=RULES, progress=None) -> None:
