@@ -48,7 +48,8 @@ def learn(db, quiet):
 
 @cli.command()
 @db_option
-def decide(db):
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing.")
+def decide(db, quiet):
     """Decide every picture again under the saved rule, after a rule switch left the stored decisions stale.
 
     Runs as a job of the manifest (the dashboard launches it and shows its progress), a chunk of pictures
@@ -62,7 +63,8 @@ def decide(db):
         decided = picture_decisions.decide_job(manifest)
     except JobRunning as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(f"decided {decided:,} pictures again")
+    if not quiet:
+        click.echo(f"decided {decided:,} pictures again")
 
 
 @cli.command()
