@@ -272,13 +272,14 @@ def add_pictures(manifest: Manifest, per_page: float = 2.5, seed: int = 3) -> in
     return manifest.conn.execute("SELECT COUNT(*) FROM pictures").fetchone()[0]
 
 
-def timed(action, repeat: int) -> float:
-    """Median milliseconds of `action()` over `repeat` runs."""
+def timed(action, repeat: int, clock=time.perf_counter) -> float:
+    """Median milliseconds of `action()` over `repeat` runs (by `clock`: wall, or with time.process_time the CPU
+    time of this process, the script's runs and any thread of theirs, not the jobs' processes)."""
     samples = []
     for _ in range(repeat):
-        started = time.perf_counter()
+        started = clock()
         action()
-        samples.append((time.perf_counter() - started) * 1000)
+        samples.append((clock() - started) * 1000)
     return statistics.median(samples)
 
 
@@ -314,12 +315,13 @@ def run(at) -> None:
     assert not at.exception, [e.value for e in at.exception]
 
 
-def interactions(repeat: int, results: list[tuple[str, float]], pictures: bool = True) -> list[tuple[str, float]]:
-    """Each interaction's median script run, appended to `results` as it is measured; the Pictures view's
-    too when the manifest holds `pictures`."""
+def interactions(repeat: int, results: list[tuple[str, float]], pictures: bool = True,
+                 clock=time.perf_counter) -> list[tuple[str, float]]:
+    """Each interaction's median script run (by `clock`), appended to `results` as it is measured; the Pictures
+    view's too when the manifest holds `pictures`."""
 
     def measure(label, action):
-        results.append((label, timed(action, repeat)))
+        results.append((label, timed(action, repeat, clock)))
 
     for script in ("streamlit_app.py", "pages/home.py", "pages/ingest.py"):
         at = app(script)
@@ -357,17 +359,17 @@ def interactions(repeat: int, results: list[tuple[str, float]], pictures: bool =
     measure("review: sort by document and page", lambda: (at.selectbox(key="sort").set_value("page"), run(at)))
     choices = iter(["exclude", "include", "auto"] * repeat)
 
-    def override():
-        card = next(c for c in at.segmented_control if c.label == "Decision")
-        card.set_value(next(choices))
-        run(at)
+    def override():  # a click on the first card's control, as the grid sends it
+        from apptest_support import grid_cards, grid_event
+
+        grid_event(at, "decide", next(iter(grid_cards(at))), next(choices))
     measure("review: include/exclude one page", override)
     texts = iter(["a lady in a walking dress", "an evening gown", ""] * repeat)
 
-    def caption():
-        box = next(b for b in at.text_input if str(b.key).startswith("caption-"))
-        box.input(next(texts))
-        run(at)
+    def caption():  # the first card's caption box left, as the grid sends it
+        from apptest_support import grid_cards, grid_event
+
+        grid_event(at, "caption", next(iter(grid_cards(at))), next(texts))
     measure("review: caption one page", caption)
     # Learn is a job: the click launches it (measured once, the button waits while it runs), then it is waited for.
     before = latest_job_id(views.LEARN_JOB)
@@ -419,9 +421,11 @@ def interactions(repeat: int, results: list[tuple[str, float]], pictures: bool =
 
 
 def threshold_interactions(repeat: int, clock=time.perf_counter) -> list[tuple[str, list[float]]]:
-    """Threshold's script runs in ms, every sample: each a real change (a cutoff or rule not tried before in
-    this run), so no sample is a rerun that changes nothing. A rule's first switch pays its count of every
-    picture once (curation.manifest.cutoff_counts); the moves after it are lookups."""
+    """Threshold's script runs in ms, every sample, in the order `interactions` makes them: each a real change (a
+    cutoff or rule not tried before in this run, Suggest and the log count aside), so no sample is a rerun that
+    changes nothing. Every rule's counts at every cutoff are read as the jobs stored them
+    (curation.manifest.cutoff_counts), or, on a manifest without them, counted by the job the page launches
+    while the page says so; the moves are lookups."""
     results: list[tuple[str, list[float]]] = []
 
     def measure(label, actions):
@@ -439,12 +443,27 @@ def threshold_interactions(repeat: int, clock=time.perf_counter) -> list[tuple[s
     measure("load (picture rule)", [lambda: run(at)] * repeat)
     measure("move the picture cutoff", [slider("picture_area_slider", v) for v in [5.0, 1.0, 8.0, 3.5, 0.5, 12.0][:repeat * 2]])
     measure("move the σ cutoff", [slider("threshold_slider", v) for v in [30.0, 40.0, 50.0, 35.0, 45.5, 38.0][:repeat * 2]])
+    log = lambda: (at.toggle(key="threshold_log").set_value(not at.toggle(key="threshold_log").value), run(at))  # noqa: E731
+    measure("log count on/off", [log] * repeat)
+    suggest = lambda: (next(b for b in at.button if b.label == "Suggest a σ cutoff").click(), run(at))  # noqa: E731
+    measure("Suggest", [suggest] * repeat)
     measure("switch the rule (σ only, model, picture)", [rule(r) for r in ("sigma", "model", "picture")])
     measure("σ only: switch, then move the σ cutoff", [rule("sigma")] + [slider("threshold_slider", v)
                                                                         for v in [52.0, 41.0, 47.5, 33.0][:repeat + 1]])
     measure("model: switch, then move the picture cutoff", [rule("model")] + [slider("picture_area_slider", v)
                                                                               for v in [2.5, 6.0, 0.8, 9.5][:repeat + 1]])
     return results
+
+
+def count_tables(db: pathlib.Path) -> None:
+    """Every rule's Threshold tables counted and stored, as the jobs that score pages leave them (the build
+    inserts its rows directly, as no job does)."""
+    import subprocess
+
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "curation", "cutoffs", "--db", str(db), "--quiet"], cwd=ROOT, check=True)
+    print(f"counted Threshold's tables (python -m curation cutoffs) in {time.perf_counter() - started:.1f} s",
+          flush=True)
 
 
 def last_bulk_job() -> int:
@@ -706,8 +725,13 @@ def main() -> None:
                         help="time the Pictures view's library queries and script runs only")
     parser.add_argument("--threshold-only", action="store_true",
                         help="time Threshold's script runs only, every sample a real change (with --cpu: CPU ms)")
+    parser.add_argument("--counted", action="store_true",
+                        help="count every rule's Threshold tables first, as the ingest job does before it ends "
+                             "(`python -m curation cutoffs`); without it a manifest built here has none, and "
+                             "Threshold's first load launches that job")
     parser.add_argument("--cpu", action="store_true",
-                        help="time the Pictures view's script runs in CPU seconds (on a busy machine)")
+                        help="time the script runs in CPU seconds of this process (on a busy machine; the jobs the "
+                             "pages launch run in processes of their own)")
     parser.add_argument("--direct", action="store_true",
                         help="insert the pages in bulk, not through the ingest's writer (thumbnails none): "
                              "for 4 M pages and more")
@@ -734,6 +758,8 @@ def main() -> None:
                 count = add_pictures(manifest, args.pictures_per_page)
                 manifest.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             print(f"added {count:,} pictures in {time.perf_counter() - started:.1f} s")
+    if args.counted:
+        count_tables(db)
     if args.threshold_only:
         print(f"Threshold's script runs, AppTest, {'CPU' if args.cpu else 'wall'} ms, each sample:")
         threshold_interactions(args.repeat, time.process_time if args.cpu else time.perf_counter)
@@ -762,9 +788,11 @@ def main() -> None:
     if not args.no_apps:
         measured: list[tuple[str, float]] = []
         try:
-            interactions(args.repeat, measured, pictures=args.pictures_per_page > 0)
+            interactions(args.repeat, measured, pictures=args.pictures_per_page > 0,
+                         clock=time.process_time if args.cpu else time.perf_counter)
         finally:  # what was measured is shown even when an interaction fails
-            ok &= report(f"Script run per interaction, AppTest (median of {args.repeat}; target < {TARGET_MS} ms):",
+            ok &= report(f"Script run per interaction, AppTest, {'CPU' if args.cpu else 'wall'} ms "
+                         f"(median of {args.repeat}; target < {TARGET_MS} ms):",
                          measured)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
     print(f"\npeak RSS of this process (the app's script runs, the library queries, the build): {peak:,.0f} MB")

@@ -17,6 +17,7 @@ import psutil
 import streamlit as st
 
 from curation.manifest import bulk, views
+from curation.manifest.cutoff_counts import COUNT_JOB
 from curation.manifest.picture_decisions import DECIDE_JOB
 from curation.manifest.store import Manifest, ManifestError
 from curation.runs.embed import KIND as PICTURE_JOB
@@ -26,7 +27,7 @@ from pages import _auth as auth
 DEFAULT_DB = "data/manifest.sqlite"
 JOB_KINDS = ("sample", "ingest")
 OTHER_JOBS = {"export": "images", "caption": "pictures", DECIDE_JOB: "pictures",  # in the sidebar, by what
-              bulk.JOB: "written", PICTURE_JOB: "pictures"}  # they count
+              bulk.JOB: "written", PICTURE_JOB: "pictures", COUNT_JOB: "parts"}  # they count
 POLL_SECONDS = 1.0
 log = logging.getLogger("curation.dashboard")
 
@@ -258,7 +259,7 @@ def process_alive(pid: int) -> bool:
 def job_title(job) -> str:
     titles = {"sample": "Sample archive", "ingest": "Ingest", "caption": "Captioning",
               DECIDE_JOB: "Deciding the pictures under the new rule", bulk.JOB: "Bulk action",
-              PICTURE_JOB: "Embedding the pictures"}
+              PICTURE_JOB: "Embedding the pictures", COUNT_JOB: "Counting the pictures at every cutoff"}
     return titles.get(job["kind"], job["kind"].title())
 
 

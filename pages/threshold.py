@@ -40,7 +40,7 @@ def main():
             st.info("No page is scored yet: ingest an archive first.")
             common.link("pages/ingest.py", "Ingest", ":material/upload_file:")
             return
-        cutoff_counts.warm(manifest.path)  # the counts for any cutoff or rule tried, made while the page is read
+        count_in_background(manifest)  # every rule's counts at every cutoff, where the manifest lacks them
         saved = (manifest.rule, manifest.threshold, manifest.picture_area_min, manifest.picture_score_min)
         sync_drafts(saved)
         rule, draft, share, score = drafts()
@@ -157,11 +157,19 @@ def show_figures(manifest, draft: float, saved_threshold: float, trying: dict):
         change = now[key] - now[f"{key}_saved"]
         return fmt.format(change) if change else None
 
-    pictures = cutoff_counts.picture_figures(manifest, draft, saved_threshold, **trying)  # lookups, for any cutoff
+    # Lookups for any cutoff; on a large manifest never a scan: a rule not counted yet waits for the counting job.
+    pictures = cutoff_counts.picture_figures(manifest, draft, saved_threshold, **trying,
+                                             count=cutoff_counts.small(manifest))
+    counting = pictures["kept"] is None or pictures["kept_saved"] is None
 
     def picture_delta(key):
+        if counting:
+            return None
         change = pictures[key] - pictures[f"{key}_saved"]
         return f"{change:+,}" if change else None
+
+    def picture_value(key):
+        return "…" if pictures[key] is None else f"{pictures[key]:,}"
 
     columns = st.columns(6)
     columns[0].metric("Kept", f"{now['kept']:,}", delta=delta("kept"),
@@ -171,14 +179,65 @@ def show_figures(manifest, draft: float, saved_threshold: float, trying: dict):
     columns[2].metric("Share removed", f"{now['removed_share']:.0%}",
                       delta=delta("removed_share", "{:+.0%}"), delta_color="off",
                       help="The founding archive lost 73 % of its pages at σ 45 (σ only).")
-    columns[3].metric("Pictures kept", f"{pictures['kept']:,}", delta=picture_delta("kept"),
+    columns[3].metric("Pictures kept", picture_value("kept"), delta=picture_delta("kept"),
                       help="Pictures the export cuts apart under the rule being tried: on kept pages, at least the "
                            "picture cutoff (and the score cutoff, for the learned verdict's pictures), or included by "
                            "you. A cutoff can drop pictures and keep every page.")
-    columns[4].metric("Pictures left out", f"{pictures['excluded']:,}", delta=picture_delta("excluded"),
+    columns[4].metric("Pictures left out", picture_value("excluded"), delta=picture_delta("excluded"),
                       delta_color="inverse", help="Pictures found but not exported (deleted ones are not counted).")
     columns[5].metric("Overrides", f"{now['overrides']:,}",
                       help="Pages a curator included or excluded on Review; no rule moves them.")
+    if counting:
+        counting_progress()
+
+
+COUNTING = "threshold_counting"  # (the manifest's state, the pid) of the counting job this session launched
+
+
+def count_in_background(manifest):
+    """Launch the counting job (`python -m curation cutoffs`) where a large manifest lacks a rule's counts at
+    every cutoff as it is now (the jobs that change them count them before they end; an older manifest, a saved
+    score cutoff or a writer outside the jobs leaves them missing): not waited for, once per state and session."""
+    if not (cutoff_counts.small(manifest) or cutoff_counts.stored_current(manifest)):
+        launch_count(manifest)
+
+
+def launch_count(manifest):
+    """The counting job, unless one runs, an ingest runs (it counts them as it ends), this session launched one
+    for the manifest as it is, or every rule's table is at hand without it."""
+    now = tuple(cutoff_counts.state(manifest, rule) for rule in cutoff_counts.RULES)
+    if ((st.session_state.get(COUNTING) or (None,))[0] == now or common.running_job(manifest) is not None
+            or manifest.running_job(cutoff_counts.COUNT_JOB) is not None or not cutoff_counts.needs_count(manifest)):
+        return
+    process = jobs.launch(pathlib.Path(os.path.abspath(common.db_path())), cutoff_counts.COUNT_JOB)
+    st.session_state[COUNTING] = (now, process.pid)
+
+
+def counting_progress():
+    """While the rule being tried (or the saved one) is not counted: the counting job's progress, refreshed; the
+    page runs again with the figures once every rule is counted."""
+
+    @st.fragment(run_every=common.POLL_SECONDS)
+    def progress():
+        with common.open_manifest() as manifest:
+            if common.running_job(manifest) is not None:
+                st.caption("The pictures kept are counted for every rule when the ingest ends.")
+                return
+            launch_count(manifest)  # e.g. the curators' changes since the last count touched many documents
+            job = manifest.running_job(cutoff_counts.COUNT_JOB)
+            pid = (st.session_state.get(COUNTING) or (None, None))[1]
+            if job is None and not (pid and common.process_alive(pid)):
+                if not cutoff_counts.needs_count(manifest):
+                    st.rerun()  # counted: the figures are a lookup now
+                st.caption(f"The pictures kept are not counted yet: the counting job ended without them (its log "
+                           f"is in `{common.db_path().parent / 'logs'}`). Reload the page to count again.")
+                return
+        done = views.job_progress(job) if job is not None else {"fraction": 0.0, "done": 0, "total": 6}
+        st.progress(done["fraction"], text="Counting the pictures each rule keeps at every cutoff (a job, seconds a "
+                                           f"million pictures): {done['done']} of {done['total']} parts. The pages "
+                                           "above are counted already.")
+
+    progress()
 
 
 def save_bar(saved: tuple, trying: tuple, scored: bool):

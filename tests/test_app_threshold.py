@@ -282,3 +282,127 @@ def test_a_score_cutoff_being_tried_moves_the_kept_pages_before_save(db):
     assert metrics(at)["Kept"] == "2" and metrics(at)["Pictures kept"] == "3"
     assert "+1" in str(next(m for m in at.metric if m.label == "Kept").proto)
     assert "follow it before you save" in texts(at) and not button(at, "Save").disabled
+
+
+def generated(db, documents: int = 4, pages: int = 30, seed: int = 5):
+    """A manifest as ingest and curators leave it, generated: pages of random σ, ink tone and pictures (0 to 4 a
+    page, from stock cuts to plates, some near the cutoffs), and every kind of curator's work on some of them:
+    page overrides, picture decisions, deleted, added and redrawn pictures, the model's suggestions."""
+    import numpy as np
+
+    from test_picture_views import scored
+
+    rng = np.random.default_rng(seed)
+    with Manifest(db) as manifest:
+        for d in range(documents):
+            doc = manifest.register_document(sha256=f"{d:064x}", path=f"/archive/g{d}.pdf", size=1)["id"]
+            for number in range(pages):
+                boxes = []
+                for _ in range(int(rng.integers(0, 5))):
+                    x0, y0 = int(rng.integers(0, 600)), int(rng.integers(0, 900))
+                    w, h = int(rng.integers(20, 390)), int(rng.integers(20, 490))
+                    area = float(rng.choice([w * h / 20736, 2.0, 2.2, 0.48]))  # on and beside the cutoffs too
+                    boxes.append((x0, y0, x0 + w, y0 + h, round(area, 2)))
+                scored(manifest, doc, number, boxes, sigma=float(rng.choice([rng.uniform(10, 90), 45.0, 30.0])))
+            manifest.set_document(doc, status="ok", pages=pages)
+        with manifest.transaction():
+            manifest.conn.execute("UPDATE pages SET ink_tone = 0.3 WHERE page % 7 = 3")  # too little ink
+            manifest.conn.execute("UPDATE pages SET ink_tone = NULL WHERE page % 11 = 5")  # no ink measure
+        keys = [tuple(row) for row in manifest.conn.execute("SELECT doc_id, page FROM pages ORDER BY doc_id, page")]
+        pictures = [row[0] for row in manifest.conn.execute("SELECT id FROM pictures ORDER BY id")]
+        for doc, number in keys[::9]:
+            manifest.set_override(doc, number, bool(rng.random() < 0.5))
+        for picture in pictures[::13]:
+            manifest.set_picture_override(picture, bool(rng.random() < 0.5))
+        for picture in pictures[5::29]:
+            manifest.delete_picture(picture)
+        for picture in pictures[7::31]:
+            manifest.set_picture_box(picture, (100, 100, 300, 320))
+        for doc, number in keys[4::23]:
+            manifest.add_picture(doc, number, (500, 500, 900, 950))
+        manifest.replace_suggestions([(doc, number, bool(rng.random() < 0.5), float(rng.uniform(0.5, 1)))
+                                      for doc, number in keys[::2]])
+    return db
+
+
+def stored_and_recounted(db):
+    """Every picture's stored decision, and the same evaluated afresh under the saved settings."""
+    from curation.manifest import picture_decisions
+    from test_picture_decisions import evaluated
+
+    with Manifest(db) as manifest:
+        assert picture_decisions.catch_up(manifest, budget_s=float("inf")) is None  # what the decide job does
+        stored = dict(map(tuple, manifest.conn.execute("SELECT id, exported FROM pictures").fetchall()))
+        return stored, evaluated(manifest)
+
+
+def picture_metrics(at) -> tuple[int, int]:
+    shown = metrics(at)
+    return int(shown["Pictures kept"].replace(",", "")), int(shown["Pictures left out"].replace(",", ""))
+
+
+@pytest.mark.parametrize("rule", ["sigma", "model", "picture"])
+def test_a_rule_switch_on_a_large_manifest_reads_the_counted_tables_and_save_stores_what_a_full_recount_decides(
+        db, monkeypatch, rule):
+    from curation.manifest import cutoff_counts
+    from curation.manifest import picture_views as pv
+
+    generated(db)
+    with Manifest(db) as manifest:
+        cutoff_counts.count_and_store(manifest)  # as the jobs that scored and decided the pages leave them
+        if rule == "picture":
+            manifest.rule = "sigma"
+    monkeypatch.setattr(cutoff_counts, "COUNT_IN_RUN", 0)  # a large manifest: no script run counts a table
+    monkeypatch.setattr(cutoff_counts, "_parts", {})  # as the app's own process: read from the manifest
+    monkeypatch.setattr(cutoff_counts, "_tables", {})
+    monkeypatch.setattr(cutoff_counts, "_cells", lambda *args: pytest.fail("a script run scanned the pictures"))
+    monkeypatch.setattr(pv, "scanned_counts", lambda *args, **kwargs: pytest.fail("a script run scanned"))
+    at = ran(page("pages/threshold.py"))
+    at.segmented_control(key="threshold_rule").set_value(rule)
+    ran(at)
+    at.slider(key="threshold_slider").set_value(38.5)
+    ran(at)
+    tried = picture_metrics(at)
+    button(at, "Save").click()
+    ran(at)
+    monkeypatch.undo()
+    stored, recounted = stored_and_recounted(db)
+    assert stored == recounted  # the decisions Save leaves equal a full recount's
+    with Manifest(db) as manifest:
+        assert (manifest.rule, manifest.threshold) == (rule, 38.5)
+        saved = pv.filter_counts(manifest, None)
+        assert tried == (saved["kept"], saved["excluded"]) == tuple(
+            pv.scanned_counts(manifest, None)[k] for k in ("kept", "excluded"))
+        assert tried[0] == sum(1 for keep in recounted.values() if keep)
+
+
+def test_without_counted_tables_a_large_manifest_launches_the_counting_job_and_the_page_says_so(db, monkeypatch):
+    import time
+
+    from curation.manifest import cutoff_counts
+    from curation.manifest import picture_views as pv
+    from curation.runs import jobs
+
+    generated(db, documents=2)
+    monkeypatch.setattr(cutoff_counts, "COUNT_IN_RUN", 0)
+    launched = []
+    real_launch = jobs.launch
+    monkeypatch.setattr(jobs, "launch", lambda path, kind, *args: launched.append(kind) or real_launch(path, kind, *args))
+    at = ran(page("pages/threshold.py"))
+    assert launched == [cutoff_counts.COUNT_JOB]  # on load: the manifest has none
+    with monkeypatch.context() as scans:
+        scans.setattr(cutoff_counts, "_cells", lambda *args: pytest.fail("a script run scanned the pictures"))
+        at.segmented_control(key="threshold_rule").set_value("sigma")
+        ran(at)
+    if metrics(at)["Pictures kept"] == "…":  # the job not done yet: the page says what it waits for
+        assert "Counting the pictures each rule keeps at every cutoff" in at.get("progress")[0].proto.text
+    deadline = time.monotonic() + 60
+    with Manifest(db) as manifest:
+        while manifest.running_job(cutoff_counts.COUNT_JOB) or not cutoff_counts.stored_current(manifest):
+            assert time.monotonic() < deadline, "the counting job did not end"
+            time.sleep(0.1)
+    ran(at)
+    assert launched == [cutoff_counts.COUNT_JOB]  # once
+    with Manifest(db) as manifest:
+        scanned = pv.scanned_counts(manifest, 45.0, rule="sigma")
+    assert picture_metrics(at) == (scanned["kept"], scanned["excluded"])

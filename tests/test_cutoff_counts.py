@@ -159,27 +159,77 @@ def test_a_rescore_that_keeps_the_pages_figures_but_moves_a_pictures_score_is_co
     assert_exact(manifest, "picture", 30.0, 2.5)
 
 
-def test_while_the_page_warms_the_tables_a_move_is_counted_from_the_pictures_between_not_waited_for(manifest, monkeypatch):
+def test_without_counting_a_move_is_counted_from_the_pictures_between_and_another_rule_waits_for_the_job(manifest, monkeypatch):
     decided_by_curators(manifest)
-    monkeypatch.setattr(cutoff_counts, "warming", lambda path: True)
     counted = []
-    monkeypatch.setattr(cutoff_counts, "_cells", lambda *args: counted.append(args) or pytest.fail("waited"))
-    assert_exact(manifest, "picture", 45.0, 5.2)  # the saved rule, its stored decisions current: moved
-    assert counted == []
+    monkeypatch.setattr(cutoff_counts, "_cells", lambda *args: counted.append(args) or pytest.fail("scanned"))
+    monkeypatch.setattr(pv, "scanned_counts", lambda *args, **kwargs: pytest.fail("scanned"))
+    figures = cutoff_counts.picture_figures(manifest, 45.0, manifest.threshold, rule="picture", picture_area_min=5.2,
+                                            count=False)  # the saved rule, its stored decisions current: moved
     monkeypatch.undo()
-    cutoff_counts.table(manifest, "picture")  # the warm-up done
-    monkeypatch.setattr(cutoff_counts, "_kept_by_moved_cutoffs", lambda *args: pytest.fail("not looked up"))
-    monkeypatch.setattr(cutoff_counts, "warming", lambda path: True)
-    assert_exact(manifest, "picture", 45.0, 0.48)
+    assert (figures["kept"], figures["excluded"]) == tuple(
+        pv.scanned_counts(manifest, 45.0, picture_area_min=5.2)[k] for k in ("kept", "excluded"))
+    monkeypatch.setattr(cutoff_counts, "_cells", lambda *args: pytest.fail("scanned"))
+    tried = cutoff_counts.picture_figures(manifest, 45.0, manifest.threshold, rule="sigma", count=False)
+    assert tried["kept"] is None and tried["excluded"] is None  # another rule: the job's to count
+    assert tried["kept_saved"] == pv.filter_counts(manifest, None)["kept"]  # the saved side: the stored counts
+    assert not cutoff_counts.stored_current(manifest)
 
 
-def test_the_warm_up_counts_every_rules_table_in_its_own_thread(manifest):
-    decided_by_curators(manifest)
-    assert not any(cutoff_counts._ready(manifest, rule) for rule in RULES)
-    cutoff_counts.warm(manifest.path)
-    deadline = time.monotonic() + 60
-    while cutoff_counts.warming(manifest.path) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert all(cutoff_counts._ready(manifest, rule) for rule in RULES)
+def forget_this_process(monkeypatch):
+    """As another process: nothing counted in memory."""
+    monkeypatch.setattr(cutoff_counts, "_parts", {})
+    monkeypatch.setattr(cutoff_counts, "_tables", {})
+
+
+def test_the_counting_job_stores_every_rules_table_and_another_process_looks_them_up_without_a_scan(manifest, monkeypatch):
+    docs = decided_by_curators(manifest)
+    cutoff_counts.count_job(manifest)
+    assert manifest.latest_job(cutoff_counts.COUNT_JOB)["status"] == "done"
+    assert cutoff_counts.stored_current(manifest)
+    forget_this_process(monkeypatch)
+    passes = []
+    real = cutoff_counts._cells
+    monkeypatch.setattr(cutoff_counts, "_cells", lambda m, rule, part, docs="": passes.append(
+        (rule, part, docs)) or real(m, rule, part, docs))
+    for rule in RULES:
+        for sigma, area in ((45.0, 5.2), (30.0, 0.48), (60.0, 48.0)):
+            figures = cutoff_counts.picture_figures(manifest, sigma, manifest.threshold, rule=rule,
+                                                    picture_area_min=area, count=False)
+            scanned = pv.scanned_counts(manifest, sigma, rule=rule, picture_area_min=area)
+            assert (figures["kept"], figures["excluded"]) == (scanned["kept"], scanned["excluded"]), (rule, sigma, area)
+    assert passes == []  # read as the job stored them
+    manifest.set_override(docs[0], 2, False)  # a curator's change: the script run counts its document again
+    for rule in RULES:
+        assert cutoff_counts.pictures_kept(manifest, views.decision_params(manifest, 45.0, rule, 5.2), count=False) \
+            == pv.scanned_counts(manifest, 45.0, rule=rule, picture_area_min=5.2)["kept"]
+    assert passes == [(rule, "decided", str(docs[0])) for rule in RULES]
+    monkeypatch.setattr(cutoff_counts, "FOLLOW_DOCS", 0)  # as after a bulk action over many documents
+    forget_this_process(monkeypatch)
+    manifest.set_override(docs[1], 3, True)
+    assert cutoff_counts.table(manifest, "sigma", count=False) is None  # left to the job
+    assert cutoff_counts.stored_current(manifest)  # the page launches the job for its state all the same
+    cutoff_counts.count_and_store(manifest)
+    forget_this_process(monkeypatch)
+    passes.clear()
     for rule in RULES:
         assert_exact(manifest, rule, 45.0, 5.2)
+    assert passes == []
+
+
+def test_a_new_fit_or_a_rescore_leaves_the_stored_tables_stale_and_the_jobs_that_make_them_count_them_again(manifest, monkeypatch):
+    docs = decided_by_curators(manifest)
+    cutoff_counts.count_and_store(manifest)
+    manifest.replace_suggestions([(docs[1], 1, True, 0.6)])  # a new fit
+    assert not cutoff_counts.stored_current(manifest)
+    assert cutoff_counts.stored_current(manifest, ("picture", "sigma"))  # only the model's depends on it
+    forget_this_process(monkeypatch)
+    assert cutoff_counts.table(manifest, "model", count=False) is None
+    cutoff_counts.counted_after_job(manifest)
+    assert cutoff_counts.stored_current(manifest)
+    forget_this_process(monkeypatch)
+    monkeypatch.setattr(cutoff_counts, "_cells", lambda *args: pytest.fail("scanned"))
+    assert cutoff_counts.table(manifest, "model", count=False) is not None
+    monkeypatch.undo()
+    for rule in RULES:
+        assert_exact(manifest, rule, 40.0, 2.2)

@@ -48,7 +48,8 @@ def learn(db, quiet):
 
 @cli.command()
 @db_option
-def decide(db):
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing.")
+def decide(db, quiet):
     """Decide every picture again under the saved rule, after a rule switch left the stored decisions stale.
 
     Runs as a job of the manifest (the dashboard launches it and shows its progress), a chunk of pictures
@@ -62,7 +63,29 @@ def decide(db):
         decided = picture_decisions.decide_job(manifest)
     except JobRunning as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(f"decided {decided:,} pictures again")
+    if not quiet:
+        click.echo(f"decided {decided:,} pictures again")
+
+
+@cli.command()
+@db_option
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing.")
+def cutoffs(db, quiet):
+    """Count the pictures each rule keeps at every σ and area cutoff (Threshold's tables), and store them.
+
+    The jobs that change the pages, the suggestions or many decisions (ingest, rescore, learn, a bulk action)
+    count them before they end; the Threshold page launches this job where they are missing (an older
+    manifest, a score cutoff saved) and shows the figures it makes once it ends. Runs as a job of the manifest.
+    """
+    from ..manifest import cutoff_counts
+
+    manifest = open_manifest(db)
+    try:
+        cutoff_counts.count_job(manifest)
+    except JobRunning as exc:
+        raise click.ClickException(str(exc)) from None
+    if not quiet:
+        click.echo("counted the pictures every rule keeps at every cutoff")
 
 
 class PageAndPicture(click.ParamType):

@@ -146,6 +146,9 @@ def run_job(manifest: Manifest, bulk: Bulk, chunk: int | None = None) -> int:
                 _end(manifest, job_id, action, "stopped", f"stopped after {written:,} of {total:,} {bulk.unit}; "
                      "undo takes back what was written, the same bulk action again does the rest")
                 return written
+        from . import cutoff_counts  # it imports the views, which import this module
+
+        cutoff_counts.counted_after_job(manifest)  # Threshold's tables, for the decisions written
         _end(manifest, job_id, action, "done", f"{_words(bulk, total)}: done")
     except BaseException as exc:
         if manifest.conn.in_transaction:

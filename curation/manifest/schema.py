@@ -294,6 +294,18 @@ MIGRATIONS: list[str] = [
     # Each new picture's input to the picture job's network, cut by ingest's worker and kept until the picture
     # is embedded (curation.manifest.picture_inputs).
     picture_inputs.MIGRATION,
+    # Threshold's counts of the pictures each rule keeps at every cutoff, as the counting job and the jobs that
+    # change the pages or decisions leave them (curation.manifest.cutoff_counts): a row a rule and part, the
+    # state it was counted at (JSON) and its cells (32-bit integers, three a row).
+    """
+    CREATE TABLE cutoff_parts (
+        rule TEXT NOT NULL,
+        part TEXT NOT NULL,
+        state TEXT NOT NULL,
+        cells BLOB NOT NULL,
+        PRIMARY KEY (rule, part)
+    );
+    """,
 ]
 
 

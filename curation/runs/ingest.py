@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from ..captions.legend import check_languages, engine_note, installed_languages
 from ..decisions.duplicates import refresh_duplicates
+from ..manifest import cutoff_counts
 from ..manifest.store import Manifest
 from ..scoring.result import PageResult
 from ..scoring.features import FEATURES_VERSION
@@ -172,6 +173,7 @@ class Ingest:
             scheduler.run(self._score_tasks(), self._on_result, self._on_crash, self._on_timeout)
             if self.report.pages_scored:
                 refresh_duplicates(self.manifest)
+                cutoff_counts.counted_after_job(self.manifest)  # Threshold's tables, for what was scored
             self.manifest.remove_orphan_thumbnails()
             status = "done"
         except (Stopped, KeyboardInterrupt):

@@ -106,6 +106,11 @@ def learn_from_overrides(manifest: Manifest, progress=None) -> LearnOutcome:
     if progress:
         progress(90, "counting the pages by the new suggestions")
     state = model_state(manifest)
+    if progress:
+        progress(95, "counting the pictures the model keeps at every cutoff")
+    from .. import cutoff_counts  # it imports the views
+
+    cutoff_counts.counted_after_job(manifest)
     compared = RULE_LABELS[base_rule(manifest.rule)].lower().replace("σ only", "σ-only rule")
     return LearnOutcome(
         True,
