@@ -57,11 +57,12 @@ def add_archives(db: pathlib.Path, roots: list[pathlib.Path]):
             )
             added = st.form_submit_button("Add", icon=":material/add:", disabled=auth.locked(),
                                           help=auth.help_for())
-        st.caption("Allowed folders: " + ", ".join(f"`{root}`" for root in roots) +
-                   ". The server administrator adds more with `python -m curation.sources.paths add FOLDER` "
+        st.caption("Allowed folders: " + ", ".join(common.code_span(root) for root in roots) +
+                   f". The server's administrator adds more with `{ALLOW_COMMAND}` "
                    "or the CURATION_ROOTS environment variable.")
         if added and auth.require_curator():
             add_path(text, roots)
+        offer_to_allow()
     with by_upload:
         limits = paths.UPLOAD_LIMITS
         uploads = st.file_uploader("PDFs", type=["pdf"], accept_multiple_files=True, disabled=auth.locked(),
@@ -76,9 +77,20 @@ def add_archives(db: pathlib.Path, roots: list[pathlib.Path]):
             save_uploads(db, uploads)
 
 
+ALLOW_COMMAND = "python -m curation folders add FOLDER"
+OUTSIDE = "ingest_outside"  # a path typed outside the allowed folders, which the person at the server may allow
+
+
 def add_path(text: str, roots: list[pathlib.Path]):
+    st.session_state.pop(OUTSIDE, None)
     try:
         path = paths.check_path(text, roots, base=roots[0])
+    except paths.OutsideRoots as exc:
+        st.error(f"{common.escape_markdown(exc)} The server's administrator allows a folder with "
+                 f"`{ALLOW_COMMAND}` (see `python -m curation folders --help`).", icon=":material/block:")
+        if auth.can_curate() and common.not_at_server() is None:
+            st.session_state[OUTSIDE] = str(exc.path)
+        return
     except paths.PathRefused as exc:
         st.error(common.escape_markdown(exc), icon=":material/block:")
         return
@@ -91,6 +103,52 @@ def add_path(text: str, roots: list[pathlib.Path]):
     st.session_state["ingest_notice"] = (f"Added {common.code_span(path)}: {count} PDF(s), {size / 1e6:,.1f} MB. "
                                          "Press Start.")
     st.rerun()
+
+
+def folder_to_allow(path: pathlib.Path) -> pathlib.Path:
+    """The folder allowing `path` allows: itself, or the folder of a file."""
+    return path.parent if path.is_file() else path
+
+
+def offer_to_allow():
+    """For the person at the server only (sign-in off, loopback, no proxy): allow the folder of a path
+    refused as outside the allowed folders, as `python -m curation folders add` would, and add it."""
+    pending = st.session_state.get(OUTSIDE)
+    if not pending:
+        return
+    if not auth.can_curate() or common.not_at_server() is not None:
+        st.session_state.pop(OUTSIDE, None)
+        return
+    folder = folder_to_allow(pathlib.Path(pending))
+    with st.container(border=True, key="allow-folder"):
+        st.markdown(f"Sign-in is off and the server listens on this machine only, so you are the person at the "
+                    f"server: you may allow {common.code_span(folder)} here, as `python -m curation folders add` "
+                    "would. Every PDF under it can then be ingested from this page; "
+                    "`python -m curation folders remove` takes it back.")
+        left, right = st.columns(2)
+        allow = left.button("Allow this folder and add it", icon=":material/create_new_folder:", key="allow-folder-yes")
+        if right.button("Cancel", key="allow-folder-no"):
+            st.session_state.pop(OUTSIDE, None)
+            st.rerun()
+    if allow:
+        allow_and_add(pending)
+
+
+def allow_and_add(pending: str):
+    st.session_state.pop(OUTSIDE, None)
+    reason = common.not_at_server()
+    if reason is not None or not auth.require_curator():  # checked again on the click itself
+        st.error(f"Not allowed from this page: {common.escape_markdown(reason or auth.LOCKED_HELP)}. "
+                 f"Run `{ALLOW_COMMAND}` on the server.", icon=":material/block:")
+        return
+    try:
+        with common.open_manifest(create=True) as manifest:
+            paths.add_root(manifest, folder_to_allow(pathlib.Path(pending)))
+            roots = paths.allowed_roots(common.db_path(), manifest)
+    except paths.PathRefused as exc:
+        st.error(common.escape_markdown(exc), icon=":material/block:")
+        return
+    add_path(pending, roots)
 
 
 def save_uploads(db: pathlib.Path, uploads):

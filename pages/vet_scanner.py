@@ -224,7 +224,7 @@ def server_folder(text, roots):
 
 def allowed_folders_caption(roots):
     st.caption("Allowed folders: " + ", ".join(f"`{root}`" for root in roots) +
-               ". The server administrator adds more with `python -m curation.sources.paths add FOLDER` "
+               ". The server administrator adds more with `python -m curation folders add FOLDER` "
                "or the CURATION_ROOTS environment variable.")
 
 
