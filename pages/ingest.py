@@ -329,7 +329,7 @@ def documents_table(manifest):
     table = [
         {
             "document": pathlib.Path(row["path"]).name,
-            "pages": row["pages"],
+            "pages": row["pages"] or 0,  # a document that could not be read has none (the manifest's NULL)
             "done": (row["scored"] + row["failed"]) / row["pages"] if row["pages"] else 0.0,
             "failed": row["failed"],
             "status": STATUS_LABELS.get(row["status"], row["status"]) + (" · file missing" if row["missing"] else ""),
