@@ -82,6 +82,23 @@ def not_at_server() -> str | None:
         cors_origins=st.get_option("server.corsAllowedOrigins") or [], headers=request_headers())
 
 
+def bound_by_name(key: str, names: dict[str, str], separator: str = " · ") -> None:
+    """Before drawing a widget bound to the address (bind="query-params") whose labels carry a count that
+    changes ("Kept · 12"): the address holds the label, so an old count would match no option and Streamlit
+    would drop it for the default. Take the option by its name instead (the label before `separator`, or the
+    option's own key), once, when the session has no value for it yet."""
+    if key in st.session_state:
+        return
+    raw = st.query_params.get(key)
+    if not raw:
+        return
+    name = str(raw).split(separator)[0].strip().casefold()
+    for option, label in names.items():
+        if name in (str(option).casefold(), str(label).casefold()):
+            st.session_state[key] = option
+            return
+
+
 def within_upload_limits(uploads, limits) -> list:
     """The uploads within `limits` (a guards.uploads.UploadLimits); each refused one gets a message
     and is dropped from the server's memory at once (Streamlit keeps uploads until the session ends)."""

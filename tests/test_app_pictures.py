@@ -301,3 +301,17 @@ def test_a_bulk_caption_of_a_large_picture_view_runs_as_a_job_and_keeps_typed_ca
         manifest.undo()  # the job's captions, in one step
         captions = {row["id"]: row["caption"] for row in manifest.picture_rows()}
         assert [text for text in captions.values() if text] == ["her own caption"]
+
+
+@pytest.mark.parametrize("shared", ["Kept · 12", "Kept", "kept", "Kept · 1,204"])
+def test_a_shared_address_with_an_old_count_opens_on_its_filter_by_name(db, shared):
+    """The address holds the filter's label with the count it had ("Kept · 12"); the filter is matched by its
+    name, so an address shared before a decision changed the count still opens on Kept, not All pictures."""
+    with_pictures(db)
+    at = page("pages/review.py")
+    at.query_params["view"] = "Pictures"
+    at.query_params["pic_decision"] = shared
+    ran(at)
+    control = at.segmented_control(key="pic_decision")
+    assert control.value == "kept", control.value
+    assert "Kept · 5" in control.proto.options[list(pv.DECISIONS).index("kept")].content
