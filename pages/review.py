@@ -455,8 +455,8 @@ def save_caption(doc_id: int, page: int, text: str):
     text = text.strip()[:MAX_CAPTION]
     with common.open_manifest() as manifest:
         manifest.set_caption(doc_id, page, text)
-    st.toast(f"Caption saved for page {page_number(page)}" if text else f"Caption removed from page {page_number(page)}",
-             icon=":material/check:")
+        where = page_words(manifest, doc_id, page)
+    st.toast(f"Caption saved for {where}" if text else f"Caption removed from {where}", icon=":material/check:")
 
 
 def decided(doc_id: int, page: int, key: str):  # the large view's control
@@ -490,11 +490,19 @@ def badges_markdown(row: dict) -> str:
     return " ".join(f":{colour}-badge[:material/{icon}: {words}]" for words, colour, icon in badges_of(row))
 
 
+def page_words(manifest, doc_id: int, page: int) -> str:
+    """"page 6 of issue-1.pdf", the name shown literally in Markdown (a toast)."""
+    row = manifest.conn.execute("SELECT path FROM documents WHERE id = ?", (doc_id,)).fetchone()
+    name = f" of {common.escape_markdown(pathlib.Path(row[0]).name)}" if row else ""
+    return f"page {page_number(page)}{name}"
+
+
 def set_override(doc_id: int, page: int, keep):
     with common.open_manifest() as manifest:
         manifest.set_override(doc_id, page, keep)
+        where = page_words(manifest, doc_id, page)
     word = {True: "Included", False: "Excluded", None: "Cleared the override of"}[keep]
-    common.notify(f"{word} page {page_number(page)} · Undo is above the pages")  # a callback, the large view's too
+    common.notify(f"{word} {where} · Undo is above the pages")  # a callback, the large view's too
 
 
 @st.dialog("Page", width="large", on_dismiss=lambda: hotkeys.dismissed(KEYBOARD))
