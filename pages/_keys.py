@@ -406,7 +406,11 @@ def zoom(name: str) -> float:
 
 
 def zoom_by(name: str, step: int):
-    st.session_state[f"{name}-zoom"] = keymap.zoomed(zoom(name), step)
+    """One zoom level in or out; from a view fitted to its item (`{name}-fit` holds that view's own zoom), the
+    level next to the fit's."""
+    fit = st.session_state.pop(f"{name}-fit", None)
+    current = fit if isinstance(fit, (int, float)) and not isinstance(fit, bool) else zoom(name)
+    st.session_state[f"{name}-zoom"] = keymap.zoomed(current, step)
 
 
 def large_view_buttons(name: str):
