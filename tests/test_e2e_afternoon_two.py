@@ -185,9 +185,11 @@ def test_the_large_view_opens_on_the_picture_and_a_drag_inside_the_old_box_draws
     with Manifest(db) as manifest:
         ingest(manifest, [archive], workers=1)
         row = next(manifest.pages())
-        for picture in manifest.pictures(row["doc_id"], 0):
-            manifest.delete_picture(picture["id"], True)
-        picture_id = manifest.add_picture(row["doc_id"], 0, PICTURE)
+        area = (PICTURE[2] - PICTURE[0]) * (PICTURE[3] - PICTURE[1]) / 144 / 144
+        manifest.set_pictures(row["doc_id"], 0, [(*PICTURE, area)])  # as the finder found it: the cutoff decides
+        (picture_id,) = [r["id"] for r in manifest.picture_rows()]
+        manifest.set_override(row["doc_id"], 0, True)  # the page kept, whatever its text says
+        assert pv.decision_of(dict(manifest.picture(picture_id))) == "kept", "the picture is exported"
         width, height = row["width"], row["height"]
     region = pv.fit_region(PICTURE, width, height)
     with served(tmp_path, db) as (_, port):
@@ -226,9 +228,15 @@ def test_the_large_view_opens_on_the_picture_and_a_drag_inside_the_old_box_draws
         assert fixed["keep_picture"] == 1
 
         # A sliver (under the 2 sq in cutoff) asks before it excludes the picture; "Keep the old box" keeps it.
+        page.wait_for_timeout(1500)  # the page drawn again with the new box
         box = image_box(dialog)
         drag(page, box, (0.45, 0.45), (0.5, 0.5))
-        dialog.get_by_text("This box would exclude the picture").wait_for()
+        try:
+            dialog.get_by_text("This box would exclude the picture").wait_for(timeout=20_000)
+        finally:
+            shot(page, "large-view-after-sliver")
+            with Manifest(db) as manifest:
+                print("after the sliver:", dict(manifest.picture(picture_id)))
         settle(page)
         shot(page, "large-view-asks")
         dialog.get_by_role("button", name="Keep the old box").click()
