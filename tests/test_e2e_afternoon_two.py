@@ -266,7 +266,7 @@ def test_the_export_pages_figures_equal_the_finished_zips(tmp_path, page):
         manifest.rule, manifest.threshold = "sigma", 0.0
     with served(tmp_path, db) as (_, port):
         go(page, f"http://127.0.0.1:{port}", "export")
-        minimum = page.get_by_label("Minimum source size (pixels, short side)")
+        minimum = page.get_by_role("spinbutton", name="Minimum source size (pixels, short side)")
         minimum.fill("512")
         minimum.press("Enter")
         page.get_by_text(re.compile(r"\d+ images? left out: their source is under")).wait_for()
