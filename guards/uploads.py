@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-MB = 1_000_000
+MB = 1 << 20  # a megabyte as Streamlit counts it (server.maxUploadSize, an uploader's "Limit 200MB")
 
 
 def env_number(name: str, default: float) -> float:

@@ -63,6 +63,43 @@ def allowed_roots(documents=()) -> list[pathlib.Path]:
             manifest.close()
 
 
+def request_headers() -> dict[str, str]:
+    """The headers of the request that opened this session (empty where there is none, as in tests)."""
+    try:
+        return {str(k): str(v) for k, v in st.context.headers.items()}
+    except Exception:  # no session context
+        return {}
+
+
+def not_at_server() -> str | None:
+    """None when this session is the person at the server (sign-in off, loopback only, no proxy: see
+    guards/at_server.py); else why not."""
+    from guards import at_server
+    from pages import _auth as auth
+
+    return at_server.not_at_server(
+        sign_in=auth.sign_in_configured(), address=st.get_option("server.address"),
+        allowed_hosts=st.get_option("server.allowedHosts") or [],
+        cors_origins=st.get_option("server.corsAllowedOrigins") or [], headers=request_headers())
+
+
+def bound_by_name(key: str, names: dict[str, str], separator: str = " · ") -> None:
+    """Before drawing a widget bound to the address (bind="query-params") whose labels carry a count that
+    changes ("Kept · 12"): the address holds the label, so an old count would match no option and Streamlit
+    would drop it for the default. Take the option by its name instead (the label before `separator`, or the
+    option's own key), once, when the session has no value for it yet."""
+    if key in st.session_state:
+        return
+    raw = st.query_params.get(key)
+    if not raw:
+        return
+    name = str(raw).split(separator)[0].strip().casefold()
+    for option, label in names.items():
+        if name in (str(option).casefold(), str(label).casefold()):
+            st.session_state[key] = option
+            return
+
+
 def within_upload_limits(uploads, limits) -> list:
     """The uploads within `limits` (a guards.uploads.UploadLimits); each refused one gets a message
     and is dropped from the server's memory at once (Streamlit keeps uploads until the session ends)."""

@@ -250,7 +250,7 @@ def review_grid(name: str, items: Sequence[Hashable], *, screen: int, screen_key
     cards = [f"st-key-{card_key(item)}" for item in items]
     state[f"{name}-act"] = functools.partial(_act, list(items), screen, grid, screen_key, opened_key, actions, name)
     with st.container(horizontal=True, vertical_alignment="center", gap="small", key=f"{name}-keys"):
-        st.caption(keymap.HELP)
+        st.caption(keymap.SHORT_HELP, help=keymap.HELP)  # one line: the grid's first row stays on the first screen
         keyboard(name, large_view=opened is not None, cards=os.path.commonprefix(cards), paused=paused,
                  on_press=functools.partial(_on_press, name), with_large_view=large_view is not None)
         _outline(name)(name, cards, screen, grid)
@@ -406,7 +406,11 @@ def zoom(name: str) -> float:
 
 
 def zoom_by(name: str, step: int):
-    st.session_state[f"{name}-zoom"] = keymap.zoomed(zoom(name), step)
+    """One zoom level in or out; from a view fitted to its item (`{name}-fit` holds that view's own zoom), the
+    level next to the fit's."""
+    fit = st.session_state.pop(f"{name}-fit", None)
+    current = fit if isinstance(fit, (int, float)) and not isinstance(fit, bool) else zoom(name)
+    st.session_state[f"{name}-zoom"] = keymap.zoomed(current, step)
 
 
 def large_view_buttons(name: str):

@@ -30,6 +30,8 @@ OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
 OPEN = "pictures_open"
 ON_SCREEN = "pictures_on_screen"  # the ids of the screen's pictures, for next and previous in the large view
 CLICK, DRAG_PROBLEM = "pictures_click", "pictures_drag_problem"  # the large view's drawing mode; why a drag drew no box
+PENDING_BOX = "pictures_pending_box"  # a drawn box that would exclude the picture, waiting for the curator's word
+FIT = f"{KEYBOARD}-fit"  # set: the large view shows the picture fitted (its value then the fit's own zoom)
 CAPTION_KEY = "picture-caption-"
 CAPTION_HELP = ("Your caption, saved when you press Enter or leave the box; it wins over the printed legend and the "
                 "model's caption.")
@@ -108,6 +110,7 @@ def open_picture(picture_id: int):
     """Open a picture large (from a card, a key, next or previous): drawing on the page starts switched off, so
     a drag meant for one picture never redraws the next."""
     st.session_state[OPEN] = picture_id
+    st.session_state[FIT] = True  # opens centred on the picture, which fills most of the view
     leave_drawing()
 
 
@@ -119,6 +122,7 @@ def close_picture():
 def leave_drawing():
     st.session_state.pop(CLICK, None)
     st.session_state.pop(DRAG_PROBLEM, None)
+    st.session_state.pop(PENDING_BOX, None)
 
 
 @st.dialog("Picture", width="large", on_dismiss=lambda: hotkeys.dismissed(KEYBOARD))
@@ -205,60 +209,108 @@ def kind_changed(picture_id: int, key: str):
 
 
 def draw_on_page(row: dict, boxes: list[dict], image: bytes, drawn_from: str):
-    """The page with its boxes; in a drawing mode a drag draws a box (or moves a corner of this one)."""
+    """The page with its boxes, opened centred on the picture; in a drawing mode a drag draws a box (or, from a
+    corner handle of this one, moves that corner)."""
     locked = auth.locked()
     mode = st.segmented_control("Draw on the page", list(CLICK_MODES), format_func=CLICK_MODES.get, key=CLICK,
                                 disabled=locked, help=auth.help_for("Drag across the picture, from one corner to the "
                                                                     "opposite one."))
     if mode and not locked:
         st.caption("Drag from one corner of the picture to the opposite one"
-                   + (", or drag a corner of the blue box to move it." if mode == "fix" else "."))
-    level = zoom_buttons()
-    region = pv.zoom_region((row["bx0"], row["by0"], row["bx1"], row["by1"]), row["width"], row["height"], level)
-    page = pv.zoomed(pv.numbered_outline(image, boxes, row["width"], selected=row["id"]), region, row["width"])
+                   + (": a drag that starts on one of the blue box's white corner handles moves that corner, any "
+                      "other drag draws a new box." if mode == "fix" else "."))
+    box = (row["bx0"], row["by0"], row["bx1"], row["by1"])
+    fitted = st.session_state.get(FIT) is not None
+    if fitted:
+        region = pv.fit_region(box, row["width"], row["height"])
+        st.session_state[FIT] = row["width"] / max(1, region[2] - region[0])  # + and − step from here
+    level = zoom_buttons(st.session_state.get(FIT))
+    if not fitted:
+        region = pv.zoom_region(box, row["width"], row["height"], level)
+    grab = pv.CORNER_GRAB * (region[2] - region[0])
+    outlined = pv.numbered_outline(image, boxes, row["width"], selected=row["id"],
+                                   handles=grab if mode == "fix" and not locked else None)
+    page = pv.zoomed(outlined, region, row["width"])
     key = f"picture-page-{row['id']}"
     streamlit_image_coordinates(page, key=key, width="stretch", image_format="JPEG", jpeg_quality=85,
                                 cursor="crosshair" if mode else "auto", click_and_drag=bool(mode),
                                 on_click=functools.partial(dragged, row["id"], key, mode, region))
-    st.caption(f"Drawn from {drawn_from}; {len(boxes)} picture(s) numbered, this one in blue, deleted ones dashed."
-               + (f" Zoomed {level:g}× around this picture." if level > 1 else ""))
+    where = ("Centred on this picture." if fitted else f"Zoomed {level:g}× around this picture." if level > 1 else "")
+    st.caption(f"Drawn from {drawn_from}; {len(boxes)} picture(s) numbered, this one in blue, deleted ones dashed. "
+               + where)
     problem = st.session_state.pop(DRAG_PROBLEM, None)
     if problem:
         st.error(f"No box drawn: {common.escape_markdown(problem)}. Drag from one corner of the picture to the "
                  "opposite one.", icon=":material/crop_free:")
+    pending = st.session_state.get(PENDING_BOX)
+    if pending and pending["id"] == row["id"]:
+        with st.container(border=True, key="picture-pending-box"):
+            st.warning(f"This box would exclude the picture: {common.escape_markdown(pending['change'])}. Save it?",
+                       icon=":material/warning:")
+            yes, no = st.columns(2)
+            yes.button("Save the box and exclude it", key="picture-pending-save", on_click=save_pending,
+                       icon=":material/check:")
+            no.button("Keep the old box", key="picture-pending-keep", on_click=st.session_state.pop,
+                      args=(PENDING_BOX, None), icon=":material/undo:")
+
+
+def save_pending():
+    pending = st.session_state.pop(PENDING_BOX, None)
+    if not pending or not auth.require_curator():
+        return
+    with common.open_manifest() as manifest:
+        row = manifest.picture(pending["id"])
+    if row is not None:
+        drawn(dict(row), "fix", pending["box"])
 
 
 def dragged(picture_id: int, key: str, mode: str | None, region):
     """A drag on the page (`key`'s value) as drawn in `mode` with the page shown at `region`: its box saved
-    before the large view runs again, so one run shows it (the grid behind follows when the view closes)."""
+    before the large view runs again, so one run shows it (the grid behind follows when the view closes). A
+    redrawn box that would exclude the picture (under the picture cutoff) waits for the curator's word."""
+    st.session_state.pop(PENDING_BOX, None)
     drag = st.session_state.get(key)
     if not mode or not drag or "x1" not in drag or not auth.require_curator():
         return
     with common.open_manifest() as manifest:
         row = manifest.picture(picture_id)
-    if row is None:
+        if row is None:
+            return
+        row = dict(row)
+        own = (row["bx0"], row["by0"], row["bx1"], row["by1"]) if mode == "fix" else None
+        try:
+            start = pv.page_point((drag["x1"], drag["y1"]), drag["width"], region)
+            end = pv.page_point((drag["x2"], drag["y2"]), drag["width"], region)
+            box = pv.dragged_box(own, start, end, pv.CORNER_GRAB * (region[2] - region[0]))
+            change = pv.box_change(manifest, picture_id, box) if mode == "fix" else None
+        except PictureError as exc:
+            st.session_state[DRAG_PROBLEM] = str(exc)  # shown by the run that follows, in the large view
+            return
+    if change and pv.decision_of(row) == "kept":
+        st.session_state[PENDING_BOX] = {"id": picture_id, "box": box, "change": change}
         return
-    row = dict(row)
-    own = (row["bx0"], row["by0"], row["bx1"], row["by1"]) if mode == "fix" else None
-    try:
-        start = pv.page_point((drag["x1"], drag["y1"]), drag["width"], region)
-        end = pv.page_point((drag["x2"], drag["y2"]), drag["width"], region)
-        drawn(row, mode, pv.dragged_box(own, start, end, pv.CORNER_GRAB * (region[2] - region[0])))
-    except PictureError as exc:
-        st.session_state[DRAG_PROBLEM] = str(exc)  # shown by the run that follows, in the large view
+    drawn(row, mode, box)
 
 
-def zoom_buttons() -> float:
-    """Zoom out, the zoom, zoom in (as − and + do): the large view's page enlarged around the picture."""
+def zoom_buttons(fit: float | None = None) -> float:
+    """Zoom out, the zoom, zoom in (as − and + do), and back to the picture fitted: the large view's page
+    enlarged around the picture. `fit`: the fitted view's own zoom, while it is shown."""
     bar = st.container(horizontal=True, vertical_alignment="center", gap="small", width="content",
                        key="picture-zoom-bar")
     level = hotkeys.zoom(KEYBOARD)
+    shown = fit if isinstance(fit, float) else level
     bar.button("", icon=":material/zoom_out:", key="picture-zoom-out", type="tertiary", on_click=hotkeys.zoom_by,
-               args=(KEYBOARD, -1), disabled=level <= keyboard.ZOOMS[0], help="Zoom out (−)")
-    bar.text(f"{level:g}×")
+               args=(KEYBOARD, -1), disabled=shown <= keyboard.ZOOMS[0], help="Zoom out (−)")
+    bar.text(f"fitted, {shown:.1f}×" if isinstance(fit, float) else f"{level:g}×")
     bar.button("", icon=":material/zoom_in:", key="picture-zoom-in", type="tertiary", on_click=hotkeys.zoom_by,
-               args=(KEYBOARD, 1), disabled=level >= keyboard.ZOOMS[-1], help="Zoom in (+): around this picture")
+               args=(KEYBOARD, 1), disabled=shown >= keyboard.ZOOMS[-1], help="Zoom in (+): around this picture")
+    bar.button("", icon=":material/fit_screen:", key="picture-zoom-fit", type="tertiary", on_click=fit_again,
+               disabled=fit is not None, help="Centre on this picture, which fills most of the view")
     return level
+
+
+def fit_again():
+    st.session_state[FIT] = True
 
 
 def drawn(row: dict, mode: str, box: list[int]):

@@ -17,8 +17,8 @@ import shlex
 
 import streamlit as st
 
-from curation.export import (Estimate, ExportSettings, Preview, SettingsError, estimate, estimate_items, image_folder,
-                             preview, safe_zip_name, screen_items, screens, select)
+from curation.export import (Counted, ExportSettings, Preview, SettingsError, count_export, estimate, estimate_items,
+                             image_folder, preview, safe_zip_name, screen_items, screens, select)
 from curation.export.job import ENLARGED
 from curation.export.selection import Item, Selection
 from curation.export.captions import MAX_TEMPLATE_CHARS
@@ -38,6 +38,9 @@ POLL_SECONDS = 1.0
 RUNNING_KEY = "export_job_was_running"
 ONE_PER_GROUP_KEY = "export_one_per_group"
 CROP_KEY = "export_crop"
+# Up to this many images the figures are counted on every one (about a millisecond each, no pixel decoded);
+# past it they are estimated from ESTIMATE_SAMPLE images and say "about".
+COUNTED_LIMIT = 5_000
 
 LAYOUT_LABELS = {
     "kohya": "kohya_ss / sd-scripts",
@@ -73,8 +76,9 @@ CROPS = {  # label: (crop, the trade-off in one line); the first is the default
 
 def main():
     st.title("Export")
-    st.caption("The kept pages (your overrides, else the decision rule) as a training set: RGB JPEGs with "
-               "same-stem captions, in the layout your trainer reads, with a provenance table.")
+    st.caption("The kept pictures (your decisions, else the rule), each cut apart as its own image, or whole pages "
+               "(under Crop), as a training set: RGB JPEGs with same-stem captions, in the layout your trainer reads, "
+               "with a provenance table.")
     db = common.db_path()
     # The near-duplicate and crop choices decide which pages and pictures go, so they are read before their
     # widgets are drawn.
@@ -102,7 +106,7 @@ def main():
                              help="Written to the exports folder beside the manifest.")
         out = data_dir(db) / "exports" / safe_zip_name(name)
     with preview_column:
-        show_figures(selection, settings, rule)
+        written = show_figures(selection, settings, rule)
         if settings:
             show_preview(items, settings)
     if problem:
@@ -112,7 +116,7 @@ def main():
             st.caption(":material/info: Pages are being scored right now; an export takes the pages kept when it "
                        "starts.")
         args = ["--out", str(out), *settings.cli_args(), "--threshold", repr(float(threshold))]
-        launch_button(db, args, out, len(items))
+        launch_button(db, args, out, written)
         with st.expander("The same export from the command line"):
             st.code(shlex.join(["python", "-m", "curation", "export", "--db", str(db), *args]), language="bash")
     export_panel(running)
@@ -230,14 +234,43 @@ def preview_card(result: Preview) -> None:
     st.code(result.caption, language=None, wrap_lines=True)
 
 
-def show_figures(selection: Selection, settings: ExportSettings | None, rule: str) -> None:
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_counts(items: tuple, settings_json: str, roots: tuple[str, ...]) -> Counted:
+    """The export's figures counted on every image: what its ZIP will say."""
+    return count_export([Item(*item) for item in items], ExportSettings.from_dict(json.loads(settings_json)), roots)
+
+
+def counts_of(items: list[Item], settings: ExportSettings) -> Counted | None:
+    """Exact figures for the selection the export writes; None past COUNTED_LIMIT images (then estimated)."""
+    if len(items) > COUNTED_LIMIT:
+        return None
+    key = json.dumps({k: v for k, v in settings.as_dict().items() if k != "duplicates"}, sort_keys=True)
+    roots = tuple(str(root) for root in common.allowed_roots([item.doc for item in items]))
+    with st.spinner("Counting the images…"):
+        return cached_counts(tuple(dataclasses.astuple(item) for item in items), key, roots)
+
+
+def show_figures(selection: Selection, settings: ExportSettings | None, rule: str) -> int:
+    """The figures of the export these settings write, each counted on the same selection the export takes;
+    returns how many images it writes."""
     items = selection.items
     overrides = len({(item.doc_id, item.page) for item in items if item.decided_by == "override"})  # pages
-    guess = estimate(previews_of(estimate_items(items), settings), len(items)) if settings else None
+    counted = counts_of(items, settings) if settings else None
+    guess = (estimate(previews_of(estimate_items(items), settings), len(items),
+                      counted.images if counted else None) if settings else None)
+    about = "" if counted or (guess and guess.exact) else "about "
+    written = counted.images if counted else guess.images if guess else len(items)
+    too_small = counted.too_small if counted else guess.too_small if guess else 0
     first, second, third, fourth = st.columns(4)
-    pages = f" These {selection.pages:,} pages give one image per picture." if len(items) != selection.pages else ""
-    first.metric("Images", f"{len(items):,}", help=f"Kept by the {rule} rule, with {overrides:,} pages decided by "
-                                                    f"you on the Review page.{pages}")
+    unit = "pictures" if settings and settings.crop == "pictures" else "pages"
+    source = (f" They are the pictures of {selection.pages:,} kept pages, one image per picture."
+              if settings and settings.crop == "pictures" else f" One image per kept page.")
+    left = (f" Left out: {views.count(too_small, 'image')} under the minimum source size"
+            + (f", {views.count(counted.unreadable, 'image')} that cannot be read or whose caption is too long"
+               if counted and counted.unreadable else "") + "." if too_small or (counted and counted.unreadable) else "")
+    first.metric("Images", f"{about}{written:,}",
+                 help=f"The images the export writes: of {len(items):,} {unit} kept by the {rule} rule (with "
+                      f"{overrides:,} pages decided by you on the Review page).{source}{left}")
     if selection.left_out or not selection.duplicates:
         third.metric("Near-duplicates left out", f"{len(selection.left_out):,}",
                      help="Kept pages whose picture is a near-identical copy of another exported page's; one page "
@@ -246,25 +279,33 @@ def show_figures(selection: Selection, settings: ExportSettings | None, rule: st
         third.metric("Near-duplicates kept", f"{selection.duplicates:,}",
                      help="Copies of another exported page's picture, exported too: one page per group is off.")
     if guess is None:
-        return
-    about = "" if guess.exact else "about "
+        return written
     second.metric("Estimated size", human_size(guess.bytes) if guess.bytes else "—",
-                  help=f"From {guess.sampled:,} of the images encoded exactly as exported, spread over all of them; "
-                       "within 15 % on our test archives.")
-    fourth.metric("Enlarged", f"{about}{guess.enlarged:,}", help=enlarged_help(guess))
-    if guess.too_small:
-        st.caption(f"{about.capitalize()}{views.count(guess.too_small, 'image')} left out: their source is under the "
-                   "minimum source size.")
+                  help=f"From {guess.sampled:,} of the images encoded exactly as exported, spread over all of them, "
+                       f"times the {written:,} images written; within 15 % on our test archives.")
+    if counted:
+        fourth.metric("Enlarged", f"{counted.enlarged:,}", help=enlarged_help(counted))
+    else:
+        fourth.metric("Enlarged", f"≈{guess.enlarged:,}",
+                      help=f"Estimated from {guess.sampled:,} images (past {COUNTED_LIMIT:,} images they are not "
+                           f"counted one by one): up to {guess.largest:.1f}x" + (f", about {guess.twice:,} more "
+                           "than 2x" if guess.twice else "") + ". Set a minimum source size to leave them out.")
+    if too_small:
+        st.caption(f"{about.capitalize()}{views.count(too_small, 'image')} left out: their source is under the "
+                   f"minimum source size. {views.count(written, 'image')} written.")
     if guess.bytes and guess.bytes > DOWNLOAD_LIMIT:
         st.caption(f"Larger than {human_size(DOWNLOAD_LIMIT)}: it will be on the server's disk rather than offered "
                    "as a browser download.")
+    return written
 
 
-def enlarged_help(guess: Estimate) -> str:
-    if not guess.enlarged:
-        return "No sampled image is enlarged from a smaller source: each is as sharp as its scan."
-    return (f"Images whose source has fewer pixels than the export: up to {guess.largest:.1f}x"
-            + (f", about {guess.twice:,} more than 2x, which come out soft" if guess.twice else "")
+def enlarged_help(counted: Counted) -> str:
+    if not counted.enlarged:
+        return "No image is enlarged from a smaller source: each is as sharp as its scan."
+    spread = (f"{counted.smallest:.1f}x" if f"{counted.smallest:.1f}" == f"{counted.largest:.1f}"
+              else f"{counted.smallest:.1f}-{counted.largest:.1f}x")
+    return (f"Images whose source has fewer pixels than the export, counted on every image written: {spread}"
+            + (f", {counted.twice:,} more than 2x, which come out soft" if counted.twice else "")
             + ". Set a minimum source size to leave them out.")
 
 

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from curation.manifest import views
+from curation.manifest import cutoff_counts, views
 from curation.runs import sample
 from pages import _auth as auth
 from pages import _common as common
@@ -10,8 +10,9 @@ from pages import _common as common
 
 def main():
     st.title("Curation dashboard")
-    st.caption("Scanned periodical pages in, a checked LoRA training set out: score every page, choose the "
-               "rule that decides what to keep, overrule single pages, export.")
+    st.caption("Scanned periodical pages in, a checked LoRA training set out: score every page and find its "
+               "pictures, choose the rule that decides what to keep, overrule single pages and pictures, export "
+               "the pictures.")
     auth.access_notice()
     common.job_panel(show_finished=False, body=live_figures)  # the figures refresh with the job's progress
     manifest = common.open_manifest()
@@ -32,7 +33,7 @@ def main():
         st.subheader("Next")
         rule_saved = any(manifest.get_setting(key) is not None for key in ("rule", "threshold", "picture_area_min"))
         steps = views.next_steps(summary, rule_saved, running, picture_area_min=manifest.picture_area_min,
-                                 suggestions=views.learned(manifest)[0])
+                                 suggestions=views.learned(manifest)[0], pictures_kept=kept_pictures(manifest))
         for step in steps:
             common.link(step.page, step.label, ":material/arrow_forward:")
             st.caption(step.why)
@@ -42,13 +43,22 @@ def main():
                 sample_button(running)
 
 
+def kept_pictures(manifest) -> int | None:
+    """The pictures the saved decision keeps: what the export cuts apart (the stored counts, milliseconds)."""
+    try:
+        return cutoff_counts.picture_figures(manifest, None)["kept"]
+    except Exception:  # an older manifest without the counts: the page still says what it can
+        common.log.exception("counting the kept pictures failed")
+        return None
+
+
 def live_figures(manifest):
     """What the manifest holds, drawn inside the job panel: while pages are scored it grows with them."""
     summary = manifest.summary(sigma=False)
     if sum(summary["documents"].values()) == 0:
         return
     show_summary(summary, views.rule_summary(summary["rule"], summary["threshold"], manifest.picture_area_min),
-                 views.picture_override_count(manifest))
+                 views.picture_override_count(manifest), kept_pictures(manifest))
 
 
 def welcome(running: bool = False):
@@ -62,7 +72,7 @@ def welcome(running: bool = False):
         "model learned from your decisions, and its cutoff.\n"
         "3. **Review** the pages the rule gets wrong and overrule them one by one or in bulk; caption them; let "
         "the model learn from your overrides and check where it disagrees.\n"
-        "4. **Export** the kept pages as a training set."
+        "4. **Export** the kept pictures as a training set, each cut apart as its own image (or whole pages)."
     )
     left, right = st.columns(2)
     with left, st.container(border=True):
@@ -100,13 +110,17 @@ def latest_changes(rows: list[dict]):
                "`python -m curation undo`, or Undo on Review.")
 
 
-def show_summary(summary: dict, rule_words: str, picture_overrides: int = 0):
+def show_summary(summary: dict, rule_words: str, picture_overrides: int = 0, pictures_kept: int | None = None):
     share = summary["rejected"] / summary["pages"] if summary["pages"] else 0
     documents = sum(n for status, n in summary["documents"].items() if status != "replaced")
     columns = st.columns(6)
     columns[0].metric("Documents", f"{documents:,}")
     columns[1].metric("Pages scored", f"{summary['scored']:,}")
-    columns[2].metric("Kept", f"{summary['kept']:,}", help=f"By the saved rule ({rule_words}) and your overrides.")
+    columns[2].metric("Kept", f"{summary['kept']:,}",
+                      delta=None if pictures_kept is None else views.count(pictures_kept, "picture"),
+                      delta_color="off", delta_arrow="off",
+                      help=f"Pages kept by the saved rule ({rule_words}) and your overrides, and the pictures on "
+                           "them that the export writes, each as its own image.")
     columns[3].metric("Rejected", f"{summary['rejected']:,}", delta=f"{share:.0%} removed", delta_color="off",
                       delta_arrow="off")
     columns[4].metric("Overrides", f"{summary['overrides'] + picture_overrides:,}",

@@ -5,6 +5,8 @@ import pathlib
 
 import streamlit as st
 
+from guards import uploads as uploads_guard
+
 from curation.captions import legend
 from curation.manifest import thumbnail_store, views
 from curation.runs import cluster_config, jobs
@@ -29,9 +31,9 @@ def main():
     if manifest is not None:
         manifest.close()
 
-    add_archives(db, roots)
+    chosen = add_archives(db, roots)
     show_sources(known_sources)
-    start_button(db, roots, known_sources, running)
+    start_button(db, roots, known_sources, running, chosen)
     if known_sources:  # what the server decides, and where thumbnails go: rarely needed, folded away
         with st.expander("Advanced: thumbnails, legend languages, picture finder, picture job, time limit per "
                          "page, Dask cluster", icon=":material/settings:", key="ingest_advanced"):
@@ -46,7 +48,11 @@ def main():
         picture_job.picture_job_panel(running)
 
 
-def add_archives(db: pathlib.Path, roots: list[pathlib.Path]):
+UPLOADER = "ingest_uploader"  # a new key after Start saved the chosen files empties the uploader
+
+
+def add_archives(db: pathlib.Path, roots: list[pathlib.Path]) -> list:
+    """The path form and the uploader; returns the uploaded files chosen (within the limits), which Start saves."""
     by_path, by_upload = st.tabs(["Folder or file on the server", "Upload PDFs"])
     with by_path:
         with st.form("add-path", clear_on_submit=False, border=False):
@@ -57,28 +63,42 @@ def add_archives(db: pathlib.Path, roots: list[pathlib.Path]):
             )
             added = st.form_submit_button("Add", icon=":material/add:", disabled=auth.locked(),
                                           help=auth.help_for())
-        st.caption("Allowed folders: " + ", ".join(f"`{root}`" for root in roots) +
-                   ". The server administrator adds more with `python -m curation.sources.paths add FOLDER` "
+        st.caption("Allowed folders: " + ", ".join(common.code_span(root) for root in roots) +
+                   f". The server's administrator adds more with `{ALLOW_COMMAND}` "
                    "or the CURATION_ROOTS environment variable.")
         if added and auth.require_curator():
             add_path(text, roots)
+        offer_to_allow()
     with by_upload:
         limits = paths.UPLOAD_LIMITS
         uploads = st.file_uploader("PDFs", type=["pdf"], accept_multiple_files=True, disabled=auth.locked(),
-                                   max_upload_size=math.ceil(limits.file_bytes / 2**20),
+                                   key=f"{UPLOADER}-{st.session_state.get(UPLOADER, 0)}",
+                                   max_upload_size=math.ceil(limits.file_bytes / uploads_guard.MB),
                                    help=auth.help_for(limits.help()))
         uploads = common.within_upload_limits(uploads, limits)
         st.caption("Uploads travel through the browser and are held in the server's memory until saved, "
                    f"so big archives go by path: copy them under `{roots[0]}` on the server instead. "
-                   f"Saved to `{paths.uploads_dir(db)}`.")
-        if uploads and st.button(f"Save {len(uploads)} file(s) for ingest", icon=":material/save:",
-                                 disabled=auth.locked()) and auth.require_curator():
-            save_uploads(db, uploads)
+                   f"Start saves the chosen files to `{paths.uploads_dir(db)}` and ingests them.")
+        if uploads:
+            st.markdown(f"{len(uploads)} file(s) chosen, {uploads_guard.megabytes(sum(map(uploads_guard.upload_size, uploads)))}: "
+                        "**Start** saves and ingests them.")
+    return uploads
+
+
+ALLOW_COMMAND = "python -m curation folders add FOLDER"
+OUTSIDE = "ingest_outside"  # a path typed outside the allowed folders, which the person at the server may allow
 
 
 def add_path(text: str, roots: list[pathlib.Path]):
+    st.session_state.pop(OUTSIDE, None)
     try:
         path = paths.check_path(text, roots, base=roots[0])
+    except paths.OutsideRoots as exc:
+        st.error(f"{common.escape_markdown(exc)} The server's administrator allows a folder with "
+                 f"`{ALLOW_COMMAND}` (see `python -m curation folders --help`).", icon=":material/block:")
+        if auth.can_curate() and common.not_at_server() is None:
+            st.session_state[OUTSIDE] = str(exc.path)
+        return
     except paths.PathRefused as exc:
         st.error(common.escape_markdown(exc), icon=":material/block:")
         return
@@ -93,13 +113,62 @@ def add_path(text: str, roots: list[pathlib.Path]):
     st.rerun()
 
 
-def save_uploads(db: pathlib.Path, uploads):
+def folder_to_allow(path: pathlib.Path) -> pathlib.Path:
+    """The folder allowing `path` allows: itself, or the folder of a file."""
+    return path.parent if path.is_file() else path
+
+
+def offer_to_allow():
+    """For the person at the server only (sign-in off, loopback, no proxy): allow the folder of a path
+    refused as outside the allowed folders, as `python -m curation folders add` would, and add it."""
+    pending = st.session_state.get(OUTSIDE)
+    if not pending:
+        return
+    if not auth.can_curate() or common.not_at_server() is not None:
+        st.session_state.pop(OUTSIDE, None)
+        return
+    folder = folder_to_allow(pathlib.Path(pending))
+    with st.container(border=True, key="allow-folder"):
+        st.markdown(f"Sign-in is off and the server listens on this machine only, so you are the person at the "
+                    f"server: you may allow {common.code_span(folder)} here, as `python -m curation folders add` "
+                    "would. Every PDF under it can then be ingested from this page; "
+                    "`python -m curation folders remove` takes it back.")
+        left, right = st.columns(2)
+        allow = left.button("Allow this folder and add it", icon=":material/create_new_folder:", key="allow-folder-yes")
+        if right.button("Cancel", key="allow-folder-no"):
+            st.session_state.pop(OUTSIDE, None)
+            st.rerun()
+    if allow:
+        allow_and_add(pending)
+
+
+def allow_and_add(pending: str):
+    st.session_state.pop(OUTSIDE, None)
+    reason = common.not_at_server()
+    if reason is not None or not auth.require_curator():  # checked again on the click itself
+        st.error(f"Not allowed from this page: {common.escape_markdown(reason or auth.LOCKED_HELP)}. "
+                 f"Run `{ALLOW_COMMAND}` on the server.", icon=":material/block:")
+        return
+    try:
+        with common.open_manifest(create=True) as manifest:
+            paths.add_root(manifest, folder_to_allow(pathlib.Path(pending)))
+            roots = paths.allowed_roots(common.db_path(), manifest)
+    except paths.PathRefused as exc:
+        st.error(common.escape_markdown(exc), icon=":material/block:")
+        return
+    add_path(pending, roots)
+
+
+def save_uploads(db: pathlib.Path, uploads) -> pathlib.Path:
+    """Store the chosen files in the uploads folder, a source from now on, and empty the uploader."""
     folder = paths.uploads_dir(db)
-    saved = [paths.save_upload(folder, upload.name, upload) for upload in uploads]
+    for upload in uploads:
+        upload.seek(0)
+        paths.save_upload(folder, upload.name, upload)
     with common.open_manifest(create=True) as manifest:
         paths.add_source(manifest, folder)
-    st.session_state["ingest_notice"] = f"Saved {len(saved)} file(s) to `{folder}`. Press Start."
-    st.rerun()
+    st.session_state[UPLOADER] = st.session_state.get(UPLOADER, 0) + 1
+    return folder
 
 
 def show_sources(known: list[str]):
@@ -224,14 +293,18 @@ def cluster_setting():
     st.caption(cluster_config.HOW_TO_CHANGE)
 
 
-def start_button(db: pathlib.Path, roots: list[pathlib.Path], known: list[str], running: bool):
+def start_button(db: pathlib.Path, roots: list[pathlib.Path], known: list[str], running: bool, chosen: list):
     help_text = ("A job is running on this manifest." if running else
-                 "Scores every page not in the manifest yet, from all sources; after Stop it resumes.")
+                 "Saves the chosen uploads, then scores every page not in the manifest yet, from all sources; "
+                 "after Stop it resumes.")
     if not st.button("Start", type="primary", icon=":material/play_arrow:",
-                     disabled=running or not known or auth.locked(), help=auth.help_for(help_text)):
+                     disabled=running or not (known or chosen) or auth.locked(), help=auth.help_for(help_text)):
         return
     if not auth.require_curator():
         return
+    if chosen:
+        folder = str(save_uploads(db, chosen))
+        known = known + [folder] if folder not in known else known
     usable = []
     for source in known:
         try:
@@ -258,7 +331,7 @@ def documents_table(manifest):
     table = [
         {
             "document": pathlib.Path(row["path"]).name,
-            "pages": row["pages"],
+            "pages": row["pages"] or 0,  # a document that could not be read has none (the manifest's NULL)
             "done": (row["scored"] + row["failed"]) / row["pages"] if row["pages"] else 0.0,
             "failed": row["failed"],
             "status": STATUS_LABELS.get(row["status"], row["status"]) + (" · file missing" if row["missing"] else ""),

@@ -40,10 +40,17 @@ CAPTION_HELP = "Saved when you press Enter or leave the box; the export puts it 
 VIEWS = {"pages": "Pages", "pictures": "Pictures"}
 
 
+# At 1440 x 900 the first screen shows the first row of cards: less room above the title, and the controls
+# packed (title and view on one line, the keys in one line, the learned model folded away).
+COMPACT_STYLE = "<style>.stMainBlockContainer { padding-top: 2.5rem; }</style>"
+
+
 def main():
-    st.title("Review")
-    view = st.segmented_control("View", list(VIEWS), format_func=VIEWS.get, default="pages", required=True,
-                                key="view", bind="query-params", label_visibility="collapsed")
+    st.html(COMPACT_STYLE)
+    title_row = st.container(horizontal=True, vertical_alignment="center", gap="large")
+    title_row.title("Review", width="content")
+    view = title_row.segmented_control("View", list(VIEWS), format_func=VIEWS.get, default="pages", required=True,
+                                       key="view", bind="query-params", label_visibility="collapsed")
     if view == "pictures":
         pictures_view.show()
         return
@@ -56,10 +63,7 @@ def main():
             st.info("No page is scored yet: ingest an archive first.")
             common.link("pages/ingest.py", "Ingest", ":material/upload_file:")
             return
-        flt, sort = filters(manifest, documents, rule, threshold)
-        outline = st.toggle("Outline the pictures", value=True, key="outline",
-                            help="Draws a box around every picture the page analysis found: what the picture rule "
-                                 "measures and what `--crop picture` exports.")
+        flt, sort, outline = filters(manifest, documents, rule, threshold)
         counts = views.filter_counts(manifest, threshold, flt)
         total_overrides = views.override_count(manifest)
         header(counts, rule_words, total_overrides)
@@ -103,14 +107,12 @@ def next_screen(screen: int):
 # -- filters and header -----------------------------------------------------------------------
 
 
-def filters(manifest, documents: list[dict], rule: str, threshold: float) -> tuple[views.PageFilter, str]:
+def filters(manifest, documents: list[dict], rule: str, threshold: float) -> tuple[views.PageFilter, str, bool]:
     names = {0: "All documents", **{doc["id"]: pathlib.Path(doc["path"]).name for doc in documents}}
     decision = st.segmented_control(
         "Show", list(views.DECISIONS), format_func=views.DECISIONS.get, default="all", required=True,
-        key="decision", bind="query-params", on_change=first_screen,
-        help="Model disagrees: pages you have not decided where the model learned from your overrides and "
-             "the rule differ. Near-duplicates: the same picture on several pages, group by group.")
-    document_col, sort_col, near_col = st.columns([3, 2, 2], vertical_alignment="bottom")
+        key="decision", bind="query-params", on_change=first_screen, label_visibility="collapsed")
+    document_col, sort_col, near_col, outline_col = st.columns([3, 2, 2, 2], vertical_alignment="bottom")
     doc_id = document_col.selectbox("Document", list(names), format_func=names.get, key="doc",
                                     bind="query-params", on_change=first_screen)
     sort = sort_col.selectbox("Sort by", list(views.SORTS), format_func=lambda s: views.SORTS[s][0], key="sort",
@@ -126,7 +128,10 @@ def filters(manifest, documents: list[dict], rule: str, threshold: float) -> tup
         near = near_col.number_input(f"Within × of the picture cutoff ({cutoff})", 1.1, 100.0, 2.0,
                                      step=0.5, format="%.1f", key="near_share", on_change=first_screen,
                                      help="2 shows pages whose largest picture is from half to twice the cutoff.")
-    return views.PageFilter(decision, doc_id or None, near, near_on=measure), sort
+    outline = outline_col.toggle("Outline the pictures", value=True, key="outline",
+                                 help="Draws a box around every picture the page analysis found: what the picture "
+                                      "rule measures and what `--crop picture` exports.")
+    return views.PageFilter(decision, doc_id or None, near, near_on=measure), sort, outline
 
 
 def first_screen():
@@ -137,10 +142,11 @@ def header(counts: dict, rule_words: str, total_overrides: int):
     st.markdown(
         f"**{counts['pages']:,}** pages in this view · :green[**{counts['kept']:,}** kept] · "
         f"**{counts['rejected']:,}** rejected · :violet[**{counts['overridden']:,}** overridden]"
-        f" &nbsp;|&nbsp; **{total_overrides:,}** overrides in the manifest"
-    )
-    st.caption(f"Decisions by the saved rule, {rule_words} (change it on Threshold); "
-               "an override wins over the rule and survives re-scoring.")
+        f" &nbsp;|&nbsp; **{total_overrides:,}** overrides in the manifest",
+        help=f"Decisions by the saved rule, {rule_words} (change it on Threshold); an override wins over the rule "
+             "and survives re-scoring. Model disagrees: pages you have not decided where the model learned from "
+             "your overrides and the rule differ. Near-duplicates: the same picture on several pages, group by "
+             "group.")
 
 
 def nothing_to_show(flt: views.PageFilter, model: views.ModelState):
@@ -172,7 +178,10 @@ def model_panel(model: views.ModelState, rule: str):
         blocker = views.learn_blocker(model.included, model.excluded)
         status = ("**Learned model** · none yet. "
                   + (blocker or f"You have {model.labels:,} overrides, enough to learn from."))
-    with st.container(border=True, key="model_panel"):
+    folded = ("none yet" if not model.suggestions else
+              f"disagrees with the {compared} on {model.disagrees:,} page(s)" + (" · in use" if rule == "model" else ""))
+    with st.expander(f"Learned model · {folded}", icon=":material/psychology:", key="model_panel",
+                     expanded=st.session_state.get(LEARNING, False) or rule == "model"):
         bar = st.container(horizontal=True, vertical_alignment="center")
         bar.markdown(status, width="stretch")
         learn = bar.button("Learn from my overrides", icon=":material/model_training:", key="learn",
@@ -455,8 +464,8 @@ def save_caption(doc_id: int, page: int, text: str):
     text = text.strip()[:MAX_CAPTION]
     with common.open_manifest() as manifest:
         manifest.set_caption(doc_id, page, text)
-    st.toast(f"Caption saved for page {page_number(page)}" if text else f"Caption removed from page {page_number(page)}",
-             icon=":material/check:")
+        where = page_words(manifest, doc_id, page)
+    st.toast(f"Caption saved for {where}" if text else f"Caption removed from {where}", icon=":material/check:")
 
 
 def decided(doc_id: int, page: int, key: str):  # the large view's control
@@ -490,11 +499,19 @@ def badges_markdown(row: dict) -> str:
     return " ".join(f":{colour}-badge[:material/{icon}: {words}]" for words, colour, icon in badges_of(row))
 
 
+def page_words(manifest, doc_id: int, page: int) -> str:
+    """"page 6 of issue-1.pdf", the name shown literally in Markdown (a toast)."""
+    row = manifest.conn.execute("SELECT path FROM documents WHERE id = ?", (doc_id,)).fetchone()
+    name = f" of {common.escape_markdown(pathlib.Path(row[0]).name)}" if row else ""
+    return f"page {page_number(page)}{name}"
+
+
 def set_override(doc_id: int, page: int, keep):
     with common.open_manifest() as manifest:
         manifest.set_override(doc_id, page, keep)
+        where = page_words(manifest, doc_id, page)
     word = {True: "Included", False: "Excluded", None: "Cleared the override of"}[keep]
-    common.notify(f"{word} page {page_number(page)} · Undo is above the pages")  # a callback, the large view's too
+    common.notify(f"{word} {where} · Undo is above the pages")  # a callback, the large view's too
 
 
 @st.dialog("Page", width="large", on_dismiss=lambda: hotkeys.dismissed(KEYBOARD))

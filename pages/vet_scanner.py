@@ -15,6 +15,8 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from guards import uploads as uploads_guard
+
 import inference
 from curation.sources import paths
 from inference import images
@@ -161,7 +163,7 @@ def photos_mode(model, top_k):
         "Photos (JPEG, PNG, WebP)",
         type=["jpg", "jpeg", "png", "webp"],
         accept_multiple_files=True,
-        max_upload_size=math.ceil(limits.file_bytes / 2**20),  # the browser's hint; the server checks below
+        max_upload_size=math.ceil(limits.file_bytes / uploads_guard.MB),  # the browser's hint; the server checks below
         help=f"{limits.help()} Photos of more than {images.MAX_PIXELS:,} pixels are refused "
              "(JPEGs count at the reduced size they are decoded at).",
     )
@@ -224,7 +226,7 @@ def server_folder(text, roots):
 
 def allowed_folders_caption(roots):
     st.caption("Allowed folders: " + ", ".join(f"`{root}`" for root in roots) +
-               ". The server administrator adds more with `python -m curation.sources.paths add FOLDER` "
+               ". The server administrator adds more with `python -m curation folders add FOLDER` "
                "or the CURATION_ROOTS environment variable.")
 
 

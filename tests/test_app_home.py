@@ -38,6 +38,23 @@ def test_summary_and_next_steps(db):
     assert "no longer where they were ingested" in texts(at)  # fill_manifest's paths do not exist
 
 
+def test_home_speaks_of_the_pictures_the_export_writes(db, archive):
+    from curation import ingest
+    from curation.manifest import cutoff_counts
+
+    with Manifest(db, create=True) as manifest:
+        ingest(manifest, [archive], workers=1)
+        pictures = cutoff_counts.picture_figures(manifest, None)["kept"]
+        kept = manifest.summary()["kept"]
+    assert pictures > 0
+    at = ran(page("pages/home.py"))
+    [metric] = [m for m in at.metric if m.label == "Kept"]
+    assert metric.proto.delta == f"{pictures:,} pictures"
+    shown = texts(at)
+    assert f"{pictures:,} pictures are kept now, on {kept:,} kept pages" in shown
+    assert "writes each picture as its own image" in shown and "pages are kept now" not in shown
+
+
 @pytest.mark.parametrize("script", ["dashboard.py", "pages/home.py", "pages/ingest.py", "pages/threshold.py",
                                     "pages/review.py"])
 def test_an_unreadable_manifest_is_a_message_on_every_page(db, script):

@@ -185,6 +185,10 @@ def test_a_fake_pdf_is_counted_and_explained_in_the_colour_of_the_problem(db, tm
     assert not at.success
     documents = "2 documents" if with_good_pdf else "1 document (1 new)"
     assert documents in text
+    assert "1 document failed" in text and "0 failed" not in text, text  # counted as failed, never "0 failed"
+    table = at.dataframe[0].value
+    fake = table[table["document"] == "fake.pdf"].iloc[0]
+    assert fake["pages"] == 0 and fake["failed"] == 0 and "not a PDF" in fake["reason"]  # 0 pages, not "None"
 
 
 def test_the_picture_finder_is_chosen_under_advanced_and_saved(db, archive):

@@ -271,18 +271,39 @@ def test_the_deleted_view_brings_every_deleted_picture_back_after_saying_how_man
         assert {r["id"] for r in manifest.picture_rows(where="x.deleted")} == set(deleted)
 
 
-def test_the_large_view_zooms_around_the_picture(db):
+def test_the_large_view_opens_on_the_picture_and_zooms_around_it(db):
     with_pictures(db, pages=1)
     engraving, stock = picture_ids(db)
     at = open_picture(pictures_view(), stock)
-    assert not any("Zoomed" in c.value for c in at.caption)
+    assert any("Centred on this picture" in c.value for c in at.caption)  # not the top of the page
+    fit = next(b for b in at.button if b.key == "picture-zoom-fit")
+    assert fit.disabled
+    while not next(b for b in at.button if b.key == "picture-zoom-out").disabled:
+        next(b for b in at.button if b.key == "picture-zoom-out").click()
+        ran(at)
+    assert not any("Zoomed" in c.value or "Centred" in c.value for c in at.caption)  # the whole page, at 1x
     next(b for b in at.button if b.key == "picture-zoom-in").click()
     ran(at)
     next(b for b in at.button if b.key == "picture-zoom-in").click()
     ran(at)
     assert any("Zoomed 2× around this picture" in c.value for c in at.caption)
-    assert not next(b for b in at.button if b.key == "picture-zoom-out").disabled
+    next(b for b in at.button if b.key == "picture-zoom-fit").click()
+    ran(at)
+    assert any("Centred on this picture" in c.value for c in at.caption)
     assert "picture **2** of 2" in texts(at)
+
+
+@pytest.mark.parametrize("box", [(300, 2600, 700, 2900), (40, 40, 1400, 1100), (900, 300, 1100, 2500)],
+                         ids=["small, low on the page", "large", "tall"])
+def test_the_fitted_view_is_centred_on_the_picture_which_fills_most_of_it(box):
+    page_width, page_height = 1462, 3100  # a newspaper page: 731 px wide in the dialog at 1x, the picture off screen
+    x0, y0, x1, y1 = pv.fit_region(box, page_width, page_height)
+    assert 0 <= x0 and 0 <= y0 and x1 <= page_width and y1 <= page_height
+    assert x0 <= box[0] and y0 <= box[1] and box[2] <= x1 and box[3] <= y1  # all of the picture is shown
+    fills = max((box[2] - box[0]) / (x1 - x0), (box[3] - box[1]) / (y1 - y0))
+    assert fills >= 0.7, fills  # the picture fills most of the view
+    shown_height = (y1 - y0) * 731 / (x1 - x0)
+    assert shown_height <= 560 or (box[3] - box[1]) * 1.4 > (y1 - y0)  # on one screen, unless the picture is tall
 
 
 def test_a_bulk_caption_of_a_large_picture_view_runs_as_a_job_and_keeps_typed_captions(db, monkeypatch):
@@ -301,3 +322,17 @@ def test_a_bulk_caption_of_a_large_picture_view_runs_as_a_job_and_keeps_typed_ca
         manifest.undo()  # the job's captions, in one step
         captions = {row["id"]: row["caption"] for row in manifest.picture_rows()}
         assert [text for text in captions.values() if text] == ["her own caption"]
+
+
+@pytest.mark.parametrize("shared", ["Kept · 12", "Kept", "kept", "Kept · 1,204"])
+def test_a_shared_address_with_an_old_count_opens_on_its_filter_by_name(db, shared):
+    """The address holds the filter's label with the count it had ("Kept · 12"); the filter is matched by its
+    name, so an address shared before a decision changed the count still opens on Kept, not All pictures."""
+    with_pictures(db)
+    at = page("pages/review.py")
+    at.query_params["view"] = "Pictures"
+    at.query_params["pic_decision"] = shared
+    ran(at)
+    control = at.segmented_control(key="pic_decision")
+    assert control.value == "kept", control.value
+    assert "Kept · 5" in control.proto.options[list(pv.DECISIONS).index("kept")].content

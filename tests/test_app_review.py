@@ -2,11 +2,13 @@
 
 import getpass
 import html
+import pathlib
 import re
 
 import pytest
 
-from apptest_support import add_features, filled_db, grid_cards, grid_event, job_finished, page, ran, texts, wait_for
+from apptest_support import (add_features, filled_db, grid_cards, grid_event, job_finished, page, ran, shown, texts,
+                             wait_for)
 from curation import Manifest
 from curation.manifest import views
 
@@ -445,7 +447,9 @@ def test_an_override_that_takes_a_page_out_of_the_view_says_so_with_undo(db):
     page_no = int(card.split("-")[1]) + 1
     grid_event(at, "decide", card, "exclude")
     assert len(cards(at)) == before - 1  # it left the Kept view...
-    assert [t.value for t in at.toast] == [f"Excluded page {page_no} · Undo is above the pages"]  # ...and says so
+    with Manifest(db) as manifest:  # ...and says so, naming the document
+        name = pathlib.Path(manifest.conn.execute("SELECT path FROM documents").fetchone()[0]).name
+    assert [shown(t.value) for t in at.toast] == [f"Excluded page {page_no} of {name} · Undo is above the pages"]
     assert any(b.label == "Undo" for b in at.button)
     button(at, "Undo").click()
     ran(at)

@@ -53,3 +53,15 @@ def test_reading_commands_on_a_missing_manifest_fail_clearly(tmp_path):
     result = CliRunner().invoke(cli, ["status", "--db", str(tmp_path / "nothing.sqlite")])
     assert result.exit_code == 1
     assert "no manifest at" in result.output
+
+
+def test_a_document_that_cannot_be_read_is_counted_as_failed(tmp_path):
+    from conftest import small_pdf
+
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    (folder / "fake.pdf").write_bytes(b"not a PDF at all\n" * 20)
+    small_pdf(folder / "real.pdf", pages=2)
+    result = CliRunner().invoke(cli, ["ingest", str(folder), "--db", str(tmp_path / "m.sqlite"), "--workers", "1", "-q"])
+    assert result.exit_code == 0, result.output
+    assert "2 documents (2 new): 2 pages scored, 1 document failed" in result.output

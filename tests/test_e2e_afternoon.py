@@ -101,8 +101,7 @@ def test_a_fake_pdf_upload_ends_in_an_error_that_says_why(browser_at, tmp_path):
     go(page, url, "ingest")
     page.get_by_role("tab", name="Upload PDFs").click()
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(fake))
-    page.get_by_role("button", name="Save 1 file(s) for ingest").click()
-    settle(page)
+    page.get_by_text("1 file(s) chosen").wait_for()  # Start takes the chosen file: no Save first
     page.get_by_role("button", name="Start").click()
     alert = page.locator("[data-testid='stAlertContentError']").filter(has_text="no document could be read")
     alert.wait_for(timeout=60_000)

@@ -69,10 +69,21 @@ def test_ingest_threshold_review_in_a_browser(server, browser_page):
     # An upload is stored under the data folder with a safe name and becomes a source.
     page.get_by_role("tab", name="Upload PDFs").click()
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(archive / "issue-0.pdf"))
-    page.get_by_role("button", name="Save 1 file(s) for ingest").click()
-    page.get_by_text("Saved 1 file(s)").wait_for()
+    page.get_by_text("1 file(s) chosen").wait_for()
+    page.get_by_role("button", name="Start").click()  # saves the chosen file, a source, and ingests it
+    saved = db.parent / "uploads" / "issue-0.pdf"
+    deadline = time.monotonic() + 60
+    while not saved.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert saved.read_bytes() == (archive / "issue-0.pdf").read_bytes()
+    page.get_by_text("1 file(s) chosen").wait_for(state="detached")  # the uploader is emptied once saved
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        with Manifest(db) as manifest:
+            if manifest.running_job("ingest") is None:
+                break
+        time.sleep(0.5)
     settle(page)
-    assert (db.parent / "uploads" / "issue-0.pdf").read_bytes() == (archive / "issue-0.pdf").read_bytes()
 
     # The picture rule decides by default; switch to σ only, the original method, and move its cutoff:
     # the figures change at once; nothing is saved until Save.

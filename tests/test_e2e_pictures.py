@@ -85,6 +85,10 @@ def test_the_pictures_grid_at_1440_px_holds_six_cards_a_row_and_a_drag_fixes_a_b
             assert [row["keep"] for row in manifest.picture_rows(where="x.keep IS NOT NULL")] == [1]
         page.keyboard.press("Enter")  # opens it large
         dialog = page.get_by_role("dialog")
+        dialog.get_by_text("Centred on this picture").wait_for()  # it opens on the picture; out to the whole page
+        while not dialog.locator(".st-key-picture-zoom-out button").first.is_disabled():
+            dialog.locator(".st-key-picture-zoom-out button").first.click()
+            settle(page)
         dialog.get_by_text("Fix this picture's box").click()  # then a drag across the page redraws its box
         dialog.get_by_text("Drag from one corner of the picture").wait_for()
         settle(page)

@@ -98,7 +98,9 @@ def test_allowed_roots_come_from_the_manifest_folder_the_environment_and_the_set
 def test_roots_command_line(manifest, tmp_path, capsys):
     folder = tmp_path / "scans"
     folder.mkdir()
-    paths.main(["add", str(folder), "--db", str(manifest.path)])
+    with pytest.raises(SystemExit) as exited:  # the old module, now `python -m curation folders`
+        paths.main(["add", str(folder), "--db", str(manifest.path)])
+    assert exited.value.code == 0
     assert str(folder) in capsys.readouterr().out
     assert str(folder) in paths.configured_roots(manifest)
 

@@ -14,14 +14,13 @@ from PIL import Image
 
 import inference
 from curation.sources import paths
-from guards.uploads import UploadLimits
+from guards.uploads import MB, UploadLimits  # MB as Streamlit counts it: 2**20 bytes
 from inference import images
+from pages import _common as common
 
 from apptest_support import ROOT, page, ran
 from test_inference_bad_input import png_bomb
 from test_vet_scanner_page import jpeg, open_page, texts
-
-MB = 1_000_000
 
 
 class Unread(io.BytesIO):
@@ -136,9 +135,12 @@ def test_the_ingest_page_refuses_uploads_past_its_limits(tmp_path, monkeypatch):
     ran(at)
     errors = " ".join(e.value for e in at.error)
     assert "big.pdf" in errors and "over the limit" in errors and "c.pdf: at most 2 PDFs" in errors
-    [save] = [b for b in at.button if b.label.startswith("Save")]
-    assert save.label == "Save 2 file(s) for ingest"
-    save.click()
+    assert "2 file(s) chosen" in " ".join(m.value for m in at.markdown)
+    assert not [b for b in at.button if b.label.startswith("Save")]  # Start takes the chosen files
+    monkeypatch.setattr(common, "launch_and_wait", lambda kind, launch: None)  # no ingest process here
+    [start] = [b for b in at.button if b.label == "Start"]
+    assert not start.disabled
+    start.click()
     ran(at)
     saved = paths.uploads_dir(tmp_path / "data" / "manifest.sqlite").glob("*.pdf")
     assert sorted(p.name for p in saved) == ["a.pdf", "b.pdf"]
@@ -199,3 +201,13 @@ def test_a_photo_is_decoded_only_while_its_request_holds_the_model_slot(demo_mod
     monkeypatch.setattr(sys.modules["inference.classify"], "open_image", recording_open)  # the module, not the function
     inference.classify(jpeg(), demo_model, top_k=1)
     assert held == [True]
+
+
+def test_the_uploaders_say_the_limits_the_readme_says(tmp_path, monkeypatch):
+    """Streamlit counts a megabyte as 2**20 bytes (server.maxUploadSize); so do the limits, so the uploader's
+    "Limit 200MB per file" is the README's 200 MB, not 191."""
+    monkeypatch.setenv("CURATION_DB", str(tmp_path / "data" / "manifest.sqlite"))
+    at = ran(page("pages/ingest.py"))
+    assert at.file_uploader[0].proto.max_upload_size_mb == 200
+    assert "200 MB each, 500 MB in all" in at.file_uploader[0].help
+    assert paths.UPLOAD_LIMITS.file_bytes == 200 * 2**20

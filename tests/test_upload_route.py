@@ -20,7 +20,7 @@ from server_support import free_port, streamlit_server
 
 websockets_sync = pytest.importorskip("websockets.sync.client")
 
-MB = 1_000_000
+from guards.uploads import MB  # noqa: E402  (as Streamlit counts: 2**20 bytes)
 SECRETS = """
 [auth]
 redirect_uri = "http://127.0.0.1:{port}/oauth2callback"

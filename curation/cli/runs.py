@@ -112,7 +112,7 @@ def ingest(paths, db, workers, page_timeout, worker_memory, cluster, thumbnails,
             raise click.ClickException(str(exc)) from None
         report = run_job(job)
     finish_run(report, f"{plural(report.documents, 'document')} ({report.new_documents} new): "
-                       f"{plural(report.pages_scored, 'page')} scored, {failed_pages(report)}, {report.pages_per_second:.1f} pages/s{report.incidents}")
+                       f"{plural(report.pages_scored, 'page')} scored, {report.failures}, {report.pages_per_second:.1f} pages/s{report.incidents}")
     pictures_after(manifest, quiet)
 
 

@@ -30,6 +30,7 @@ ZOOMS = (1.0, 1.5, 2.0, 3.0, 4.0)  # the large view's image: times its fitted wi
 
 HELP = ("Keys: ← → or j k move, ↑ ↓ a row · i include · e exclude · a auto (the rule) · Enter opens · "
         "Esc closes · z undoes · Space (held) enlarges · in the large view ← → previous and next, + − zoom")
+SHORT_HELP = "Keys: ← → or j k move · i include · e exclude · a auto · Enter opens · z undoes"  # HELP in its tooltip
 
 
 def action(key: str, large_view: bool = False) -> str | None:

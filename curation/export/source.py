@@ -56,15 +56,54 @@ class Source:
     @property
     def native_side(self) -> int | None:
         """The kept part's shorter side in the source's own pixels (None: drawn, sharp at any size)."""
-        if self.native is None:
-            return None
-        x0, y0, x1, y1 = self.plan.box
-        return round(min(x1 - x0, y1 - y0) * self.native)
+        return native_side(self.plan, self.native)
 
     @property
     def upscale(self) -> float:
         """How many times the kept part is enlarged from the source's own pixels (1.0: not enlarged)."""
-        return 1.0 if self.native is None else max(1.0, self.plan.scale / self.native)
+        return upscale(self.plan, self.native)
+
+
+def native_side(plan: Plan, native: float | None) -> int | None:
+    if native is None:
+        return None
+    x0, y0, x1, y1 = plan.box
+    return round(min(x1 - x0, y1 - y0) * native)
+
+
+def upscale(plan: Plan, native: float | None) -> float:
+    return 1.0 if native is None else max(1.0, plan.scale / native)
+
+
+def measure_source(doc: pymupdf.Document, number: int, settings: ExportSettings, *,
+                   region: Region | None = None, known_scan: bool = False) -> tuple[int | None, float]:
+    """What `read_source` would give for the kept part, without decoding or drawing a pixel: its shorter
+    side in the source's own pixels (None: drawn) and how many times the export enlarges it. It reads
+    the scan's header (or, for a render, where the page's images lie), so an export's figures can be
+    counted on every image it writes (a scan libjpeg then fails to decode is rendered instead; counted
+    here as the scan)."""
+    page = doc[number]
+    scan = full_page_jpeg(doc, page, drawing_known=known_scan, exact_colours=True)
+    plan = _scan_plan(scan[0], settings, region) if scan is not None else None
+    if plan is not None:
+        return native_side(plan, 1.0), upscale(plan, 1.0)
+    rect = page.rect
+    plan = plan_image(rect.width, rect.height, settings, region)
+    x0, y0, x1, y1 = plan.box
+    native = _native_resolution(page, pymupdf.Rect(rect.x0 + x0, rect.y0 + y0, rect.x0 + x1, rect.y0 + y1))
+    return native_side(plan, native), upscale(plan, native)
+
+
+def _scan_plan(jpeg: bytes, settings: ExportSettings, region: Region | None) -> Plan | None:
+    """The plan for a scan `_decode_scan` decodes, from its header; None when it is rendered instead."""
+    try:
+        height, width, colours, _ = simplejpeg.decode_jpeg_header(jpeg)
+    except ValueError:  # not a JPEG libjpeg reads: MuPDF may still draw something
+        return None
+    # Pillow's guard against decompression bombs: MuPDF reads such a scan reduced as it decodes.
+    if colours not in DECODED_COLOURS or width * height > 2 * (Image.MAX_IMAGE_PIXELS or math.inf):
+        return None
+    return plan_image(width, height, settings, region)
 
 
 def read_source(doc: pymupdf.Document, number: int, settings: ExportSettings, *, use_scan: bool = True,
@@ -83,14 +122,10 @@ def read_source(doc: pymupdf.Document, number: int, settings: ExportSettings, *,
 
 def _decode_scan(jpeg: bytes, settings: ExportSettings, region: Region | None = None) -> Source | None:
     """The scan decoded at the smallest libjpeg reduction that covers the plan; None if it cannot be."""
-    try:
-        height, width, colours, _ = simplejpeg.decode_jpeg_header(jpeg)
-    except ValueError:  # not a JPEG libjpeg reads: MuPDF may still draw something
+    plan = _scan_plan(jpeg, settings, region)
+    if plan is None:
         return None
-    # Pillow's guard against decompression bombs: MuPDF reads such a scan reduced as it decodes.
-    if colours not in DECODED_COLOURS or width * height > 2 * (Image.MAX_IMAGE_PIXELS or math.inf):
-        return None
-    plan = plan_image(width, height, settings, region)
+    height, width, colours, _ = simplejpeg.decode_jpeg_header(jpeg)
     reduction = _reduction(width, height, (math.ceil(width * plan.scale), math.ceil(height * plan.scale)))
     shape = (-(-height // reduction), -(-width // reduction))
     try:

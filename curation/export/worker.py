@@ -13,7 +13,7 @@ from ..sources.reader import DocumentError, error_text, open_document
 from .geometry import Region, crop_region
 from .settings import ExportSettings
 from .shape import encode_jpeg, shape_image
-from .source import read_source
+from .source import measure_source, read_source
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,45 @@ def export_page(doc: pymupdf.Document, number: int, settings: ExportSettings, *,
                     round(source.upscale, 2), side)
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What exporting a page (or its region) would give, known without making the image (`measure_page`)."""
+
+    upscale: float = 1.0
+    source_side: int | None = None
+
+
+def measure_page(doc: pymupdf.Document, number: int, settings: ExportSettings, *, region: Region | None = None,
+                 known_scan: bool = False) -> Measured | TooSmall:
+    """`export_page`'s outcome for the figures (enlarged, left out under the minimum source size), from the
+    source's header and the page's layout alone: milliseconds, no pixel decoded."""
+    side, factor = measure_source(doc, number, settings, region=region, known_scan=known_scan)
+    if side is not None and side < settings.min_source_side:
+        return TooSmall(f"{side} px on its short side, under the minimum of {settings.min_source_side} px", side)
+    return Measured(round(factor, 2), side)
+
+
+def measure_all(tasks: list[PageTask]) -> list[Measured | NotExported]:
+    """`measure_page` for each task in order, each document opened (and checked) once for its run of tasks."""
+    results, opened = [], None
+    try:
+        for task in tasks:
+            def document(task=task):
+                nonlocal opened
+                if opened is None or opened[0] != task.doc:
+                    if opened is not None:
+                        opened[1].close()
+                    opened = None
+                    opened = (task.doc, _open_checked(task.doc, task.doc_size, task.roots))
+                return opened[1]
+
+            results.append(_exported_or_reason(task, document, measure_page))
+    finally:
+        if opened is not None:
+            opened[1].close()
+    return results
+
+
 # Pages arrive in document order, so one open document per worker serves a run of tasks.
 _open: tuple[str, pymupdf.Document] | None = None
 
@@ -94,9 +133,9 @@ def export_one(task: PageTask) -> Exported | NotExported:
             doc.close()
 
 
-def _exported_or_reason(task: PageTask, document) -> Exported | NotExported:
+def _exported_or_reason(task: PageTask, document, make=export_page) -> Exported | NotExported:
     try:
-        return export_page(document(), task.page, task.settings, region=task.region, known_scan=task.known_scan)
+        return make(document(), task.page, task.settings, region=task.region, known_scan=task.known_scan)
     except (DocumentError, FileChanged) as exc:
         return NotExported(str(exc))
     except FileNotFoundError:

@@ -82,9 +82,12 @@ def _kept_crop(image: bytes, box: tuple, page_width: int, page_height: int) -> b
     return crop(image, box, page_width, page_height)
 
 
-def numbered_outline(image: bytes, boxes: list[dict], page_width: int, selected: int | None = None) -> PIL.Image.Image:
+def numbered_outline(image: bytes, boxes: list[dict], page_width: int, selected: int | None = None,
+                     handles: float | None = None) -> PIL.Image.Image:
     """`image` (the page drawn, JPEG) with every picture box of `boxes` (page_boxes) drawn and numbered as the
-    export numbers them; the `selected` picture in blue, deleted ones dashed."""
+    export numbers them; the `selected` picture in blue, deleted ones dashed. `handles` (reference pixels): the
+    selected box's corner handles, squares reaching this far from each corner: a drag that starts inside one
+    moves that corner (`dragged_box` with the same `grab`)."""
     with open_jpeg(image) as opened:
         picture = opened.convert("RGB")
     if picture.width < OUTLINE_MIN_WIDTH:  # a thumbnail, when the PDF is not at hand: boxes and numbers legible
@@ -104,6 +107,13 @@ def numbered_outline(image: bytes, boxes: list[dict], page_width: int, selected:
         label = str(row["number"])
         draw.rectangle([x0, y0, x0 + size * (0.7 * len(label) + 0.5), y0 + size * 1.3], fill=colour)
         draw.text((x0 + size * 0.25, y0 + size * 0.1), label, fill=(255, 255, 255), font_size=size)
+    chosen = next((row for row in boxes if row["id"] == selected), None)
+    if handles and chosen is not None:
+        reach = max(3.0, handles * scale)
+        x0, y0, x1, y1 = (chosen[k] * scale for k in ("bx0", "by0", "bx1", "by1"))
+        for cx, cy in ((x0, y0), (x1, y0), (x0, y1), (x1, y1)):
+            draw.rectangle([cx - reach, cy - reach, cx + reach, cy + reach], fill=(255, 255, 255),
+                           outline=SELECTED_COLOUR, width=max(2, line))
     return picture
 
 
@@ -124,6 +134,23 @@ def zoom_region(box: Sequence[float], page_width: int, page_height: int, zoom: f
     if zoom <= 1:
         return 0, 0, page_width, page_height
     width, height = page_width / zoom, page_height / zoom
+    x0 = min(max(0.0, (box[0] + box[2]) / 2 - width / 2), page_width - width)
+    y0 = min(max(0.0, (box[1] + box[3]) / 2 - height / 2), page_height - height)
+    return round(x0), round(y0), round(x0 + width), round(y0 + height)
+
+
+FIT_ASPECT = 1.4  # the fitted view's width over its height: 731 px wide, about 520 px tall in the dialog
+FIT_MARGIN = 1.35  # the fitted view's side over the picture's: the picture fills about three quarters of it
+
+
+def fit_region(box: Sequence[float], page_width: int, page_height: int, aspect: float = FIT_ASPECT,
+               margin: float = FIT_MARGIN) -> tuple[int, int, int, int]:
+    """The part of a page the large view opens on (reference pixels): centred on the picture's `box`, the
+    picture filling most of it, about as wide as `aspect` times its height (taller for a tall picture), held
+    inside the page. On a newspaper page the picture is then on screen at once, large enough to fix."""
+    bw, bh = max(1.0, box[2] - box[0]), max(1.0, box[3] - box[1])
+    width = min(float(page_width), max(bw * margin, bh * margin * aspect))
+    height = min(float(page_height), max(width / aspect, bh * margin))
     x0 = min(max(0.0, (box[0] + box[2]) / 2 - width / 2), page_width - width)
     y0 = min(max(0.0, (box[1] + box[3]) / 2 - height / 2), page_height - height)
     return round(x0), round(y0), round(x0 + width), round(y0 + height)
@@ -162,7 +189,7 @@ def box_from_clicks(first: Sequence[float], second: Sequence[float], shown_width
     return box_of_corners(page_point(first, shown_width, region), page_point(second, shown_width, region))
 
 
-CORNER_GRAB = 0.03  # of the shown region's width: a drag starting this near a corner of the box moves that corner
+CORNER_GRAB = 0.015  # of the shown region's width: a drag starting this near a corner of the box (inside the handle drawn there) moves that corner
 
 
 def dragged_box(box: Sequence[float] | None, start: Sequence[float], end: Sequence[float], grab: float) -> list[int]:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from . import history, picture_decisions
 from .picture_images import (CROP_SIDE, OUTLINE_COLOUR, OUTLINE_MIN_WIDTH, SELECTED_COLOUR, box_from_clicks,  # noqa: F401
-                             CORNER_GRAB, box_of_corners, crop, crops, dragged_box, numbered_outline, page_point,
-                             zoom_region, zoomed)
+                             CORNER_GRAB, box_of_corners, crop, crops, dragged_box, fit_region, numbered_outline,
+                             page_point, zoom_region, zoomed)
 from .pictures import KINDS, PictureError  # noqa: F401 (the view's callers use them)
 from .rules import EXPORTED_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL
 from .store import Manifest, now
@@ -420,6 +420,24 @@ def decision_change(before: dict, after: dict) -> str | None:
     size = square_inches(after["box_area"])
     why = " (under the picture cutoff)" if after["picture_decided_by"] == "threshold" and new == "excluded" else ""
     return f"{new} now, no longer {old}: its box is {size}{why}"
+
+
+def box_change(manifest: Manifest, picture_id: int, box: Sequence[int]) -> str | None:
+    """What saving `box` as the picture's box would do to its decision (decision_change's words), tried in a
+    savepoint and rolled back: nothing is saved and nothing recorded. PictureError for a box that is no box."""
+    from .pictures import refresh_pages, write_box
+
+    before = dict(manifest.picture(picture_id))
+    checked = manifest._checked_box(before["doc_id"], before["page"], box)
+    manifest.conn.execute("SAVEPOINT box_trial")
+    try:
+        write_box(manifest.conn, picture_id, checked)
+        refresh_pages(manifest.conn, [(before["doc_id"], before["page"])])
+        after = dict(manifest.picture(picture_id))
+    finally:
+        manifest.conn.execute("ROLLBACK TO box_trial")
+        manifest.conn.execute("RELEASE box_trial")
+    return decision_change(before, after)
 
 
 def decision_of(row: dict) -> str:

@@ -47,6 +47,7 @@ class IngestReport:
     pages_scored: int = 0
     pages_failed: int = 0
     pages_timed_out: int = 0  # of pages_failed: skipped for the time limit
+    documents_failed: int = 0  # this run's documents that gave no page: not a PDF, empty, encrypted, broken
     refused: int = 0  # files not read: their real path is outside the allowed folders
     crashes: int = 0  # workers lost to a crash, each followed by retries
     timeouts: int = 0  # executors torn down because a task ran past the page time limit
@@ -59,6 +60,20 @@ class IngestReport:
     @property
     def pages_per_second(self) -> float:
         return self.pages_scored / self.seconds if self.seconds else 0.0
+
+    @property
+    def failures(self) -> str:
+        """'3 failed' (pages), '1 document failed', '1 document and 3 pages failed', with how many pages
+        were over the time limit; the reasons are in the summary's tail, `docs` and the Ingest page."""
+        if not self.documents_failed:
+            text = f"{self.pages_failed} failed"
+        elif not self.pages_failed:
+            text = f"{plural(self.documents_failed, 'document')} failed"
+        else:
+            text = f"{plural(self.documents_failed, 'document')} and {plural(self.pages_failed, 'page')} failed"
+        if self.pages_timed_out:
+            text += f" ({self.pages_timed_out} over the {self.page_timeout:g} s time limit)"
+        return text
 
     @property
     def incidents(self) -> str:
@@ -345,12 +360,15 @@ class Ingest:
 
     def _summary(self) -> str:
         r = self.report
+        unreadable = self._unreadable()
         return (f"{plural(r.documents, 'document')} ({r.new_documents} new), {plural(r.pages_scored, 'page')} scored, "
-                f"{r.pages_failed} failed, in {r.seconds:.1f} s{r.incidents}{self._unreadable()}")
+                f"{r.failures}, in {r.seconds:.1f} s{r.incidents}{unreadable}")
 
     def _unreadable(self) -> str:
-        """'; 1 document could not be read: fake.pdf: not a PDF …' for this run's documents that give no page."""
+        """'; 1 document could not be read: fake.pdf: not a PDF …' for this run's documents that give no page
+        (counted in the report's documents_failed)."""
         failed = unreadable_documents(self.manifest, self.pdfs)
+        self.report.documents_failed = len(failed)
         if not failed:
             return ""
         reasons = "; ".join(f"{pathlib.Path(row['path']).name}: {row['error'] or row['status']}" for row in failed[:3])

@@ -3,7 +3,7 @@
 A person in a browser types a path and the server reads it, so only paths under allowed roots are
 accepted: the manifest's own folder (`data/` by default), the folders in $CURATION_ROOTS (separated
 by the OS path separator) and those in the manifest setting `allowed_roots` (a JSON list; add one
-with `python -m curation.sources.paths add FOLDER --db DB`). Paths are checked twice: as written (so a path
+with `python -m curation folders add FOLDER`, see curation/cli/folders.py). Paths are checked twice: as written (so a path
 outside the roots is refused without saying whether it exists) and with every link followed (so a
 symlink out of a root is refused too). `..` is refused outright.
 
@@ -13,7 +13,6 @@ same roots again, checked on each file as it is opened (`allowed_folders.open_in
 
 from __future__ import annotations
 
-import argparse
 import errno
 import json
 import os
@@ -43,6 +42,14 @@ UPLOAD_LIMITS = PDF_UPLOADS
 
 class PathRefused(ValueError):
     """A path the dashboard will not read; the message says why, for the person who typed it."""
+
+
+class OutsideRoots(PathRefused):
+    """A path under none of the allowed folders (`path`: absolute, as typed, links not followed)."""
+
+    def __init__(self, message: str, path: pathlib.Path):
+        super().__init__(message)
+        self.path = path
 
 
 def data_dir(db: str | os.PathLike) -> pathlib.Path:
@@ -90,19 +97,44 @@ def configured_roots(manifest: Manifest) -> list[str]:
     return [str(p) for p in value] if isinstance(value, list) else []
 
 
+ROOT_SOURCES = ("the manifest's folder", f"${ROOTS_ENV}", "added")
+
+
+def roots_with_sources(db: str | os.PathLike, manifest: Manifest | None) -> list[tuple[pathlib.Path, str]]:
+    """Each allowed folder with where it comes from: the manifest's folder, $CURATION_ROOTS, or added."""
+    env = [pathlib.Path(os.path.abspath(pathlib.Path(p).expanduser()))
+           for p in os.environ.get(ROOTS_ENV, "").split(os.pathsep) if p.strip()]
+    found = []
+    for root in allowed_roots(db, manifest):
+        where = (ROOT_SOURCES[0] if root == data_dir(db) else ROOT_SOURCES[1] if root in env else ROOT_SOURCES[2])
+        found.append((root, where))
+    return found
+
+
 def add_root(manifest: Manifest, folder: str | os.PathLike) -> pathlib.Path:
+    """Allow reading `folder` (its real path, links resolved) from now on; PathRefused when it is not a
+    folder, or is the whole file system."""
+    if "\x00" in str(folder):
+        raise PathRefused("That path contains a NUL character.")
     folder = pathlib.Path(folder).expanduser().resolve()
     if not folder.is_dir():
         raise PathRefused(f"{folder} is not a folder")
+    if folder == pathlib.Path(folder.anchor):
+        raise PathRefused(f"{folder} is the whole file system: allow the folder that holds the archives")
     roots = configured_roots(manifest)
     if str(folder) not in roots:
         manifest.set_setting(ROOTS_SETTING, json.dumps(roots + [str(folder)]))
     return folder
 
 
-def remove_root(manifest: Manifest, folder: str | os.PathLike) -> None:
+def remove_root(manifest: Manifest, folder: str | os.PathLike) -> bool:
+    """Stop allowing an added folder; False when it was not one of the added folders."""
     folder = str(pathlib.Path(folder).expanduser().resolve())
-    manifest.set_setting(ROOTS_SETTING, json.dumps([r for r in configured_roots(manifest) if r != folder]))
+    roots = configured_roots(manifest)
+    if folder not in roots:
+        return False
+    manifest.set_setting(ROOTS_SETTING, json.dumps([r for r in roots if r != folder]))
+    return True
 
 
 def check_path(text: str, roots: Iterable[pathlib.Path], base: pathlib.Path, *,
@@ -123,7 +155,7 @@ def check_path(text: str, roots: Iterable[pathlib.Path], base: pathlib.Path, *,
         raise PathRefused("Paths with `..` are not accepted: give the folder itself.")
     path = pathlib.Path(os.path.abspath(base / path))
     if not inside(path, roots):
-        raise PathRefused(f"{path} is outside the folders this server may read ({_names(roots)}).")
+        raise OutsideRoots(f"{path} is outside the folders this server may read ({_names(roots)}).", path)
     if not os.path.lexists(path):
         raise PathRefused(f"Nothing at {path}.")
     real = _resolved(path, f"{path} is a link that leads round in a loop.")
@@ -298,22 +330,16 @@ def save_upload(folder: pathlib.Path, name: str, source: BinaryIO) -> pathlib.Pa
         raise
 
 
-# -- command line: the allowed roots are a server setting, not something a browser may change ----
+# -- command line: `python -m curation folders` (curation/cli/folders.py); this module's own is kept for old scripts
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m curation.sources.paths", description=__doc__.split("\n\n")[0])
-    parser.add_argument("action", choices=["list", "add", "remove"])
-    parser.add_argument("folder", nargs="?")
-    parser.add_argument("--db", default=os.environ.get("CURATION_DB", "data/manifest.sqlite"))
-    args = parser.parse_args(argv)
-    with Manifest(args.db) as manifest:
-        if args.action == "add":
-            print(f"added {add_root(manifest, args.folder)}")
-        elif args.action == "remove":
-            remove_root(manifest, args.folder)
-        for root in allowed_roots(args.db, manifest):
-            print(root)
+    import sys
+
+    from ..cli import cli
+
+    print("python -m curation.sources.paths is now `python -m curation folders`", file=sys.stderr)
+    cli.main(["folders", *(argv if argv is not None else sys.argv[1:])], prog_name="python -m curation")
 
 
 if __name__ == "__main__":

@@ -95,10 +95,11 @@ class Step:
 
 
 def next_steps(summary: dict, rule_saved: bool, job_running: bool, *, picture_area_min: float = DEFAULT_PICTURE_AREA_MIN,
-               suggestions: int = 0) -> list[Step]:
+               suggestions: int = 0, pictures_kept: int | None = None) -> list[Step]:
     """What a curator should do next, in workflow order, given what the manifest holds.
 
-    `rule_saved`: whether a rule or cutoff was ever saved; `suggestions`: pages the model suggests for.
+    `rule_saved`: whether a rule or cutoff was ever saved; `suggestions`: pages the model suggests for;
+    `pictures_kept`: the pictures the saved decision keeps (what the export cuts apart), when known.
     """
     documents = sum(summary["documents"].values())
     if job_running:
@@ -124,6 +125,10 @@ def next_steps(summary: dict, rule_saved: bool, job_running: bool, *, picture_ar
         steps.append(Step("pages/review.py", "Let the model learn from your overrides",
                           f"You have made {summary['overrides']:,} overrides: press Learn from my overrides on "
                           "Review, then look at the pages where the model disagrees with the rule."))
-    steps.append(Step("pages/export.py", "Export the training set",
-                      f"{summary['kept']:,} pages are kept now ({in_words}, and your overrides)."))
+    if pictures_kept is None:
+        kept = f"{summary['kept']:,} pages are kept now ({in_words}, and your overrides)."
+    else:
+        kept = (f"{pictures_kept:,} pictures are kept now, on {summary['kept']:,} kept pages ({in_words}, and your "
+                "overrides): the export writes each picture as its own image (a kept page without a picture whole).")
+    steps.append(Step("pages/export.py", "Export the training set", kept))
     return steps
