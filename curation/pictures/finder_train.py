@@ -187,7 +187,8 @@ def encode(pages: list[compose.Composed], cache: pathlib.Path, key: str, progres
 
 
 def train_head(pages: Pages, chosen: np.ndarray, steps: int = STEPS, seed: int = SEED,
-               checkpoint: pathlib.Path | None = None, progress=None, stop_after: int | None = None):
+               checkpoint: pathlib.Path | None = None, progress=None, stop_after: int | None = None,
+               checkpoint_every: int = CHECKPOINT_EVERY):
     """A head trained on the pages `chosen` (indices): deterministic from `seed`; resumed from `checkpoint`
     where one was left. `stop_after`: stop (as a kill would) after that many steps of this call."""
     import torch
@@ -222,7 +223,7 @@ def train_head(pages: Pages, chosen: np.ndarray, steps: int = STEPS, seed: int =
         loss.backward()
         optimiser.step()
         schedule.step()
-        if checkpoint is not None and ((step + 1) % CHECKPOINT_EVERY == 0 or step + 1 == steps):
+        if checkpoint is not None and ((step + 1) % checkpoint_every == 0 or step + 1 == steps):
             torch.save({"head": head.state_dict(), "optimiser": optimiser.state_dict(),
                         "schedule": schedule.state_dict(), "step": step + 1}, checkpoint.with_suffix(".part"))
             checkpoint.with_suffix(".part").replace(checkpoint)
