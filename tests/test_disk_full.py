@@ -85,7 +85,7 @@ def test_cli_on_a_really_full_disk_says_one_line_and_resumes(small_volume, tmp_p
         small_pdf(archive / f"issue-{n}.pdf", pages=40, seed=n, dpi=100)
     db = small_volume / "manifest.sqlite"
     filler = small_volume / "filler"
-    filler.write_bytes(b"\0" * (5_600_000))
+    filler.write_bytes(b"\0" * (5_400_000))
     run = cli("ingest", archive, "--db", db, "-q", "--workers", "1")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "Traceback" not in run.stderr

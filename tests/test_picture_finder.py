@@ -5,7 +5,6 @@ import json
 
 import cv2
 import numpy as np
-import pymupdf
 import pytest
 from click.testing import CliRunner
 
@@ -15,7 +14,7 @@ from curation.pictures import compose, finder, finder_train
 from curation.scoring.features import REFERENCE_DPI
 from curation.sources.synthetic import PageSpec, page_image_and_pictures
 
-from test_picture_verdict import drawing_page, shared
+from test_picture_verdict import drawing_archive, drawing_page, shared
 
 
 def legend_under(page: np.ndarray, drawing, seed: int = 0) -> tuple[int, int, int, int]:
@@ -130,14 +129,7 @@ def test_training_is_deterministic_and_a_stopped_run_resumes_to_the_same_weights
 
 
 def test_ingest_finds_pictures_with_the_network_and_a_decision_survives_a_rescore(tmp_path):
-    page, drawing = drawing_page(seed=43)
-    ok, jpeg = cv2.imencode(".jpg", page)
-    folder = tmp_path / "archive"
-    folder.mkdir()
-    with pymupdf.open() as doc:
-        doc.new_page(width=page.shape[1] / 2, height=page.shape[0] / 2).insert_image(
-            pymupdf.Rect(0, 0, page.shape[1] / 2, page.shape[0] / 2), stream=jpeg.tobytes())
-        doc.save(folder / "issue.pdf")
+    folder, page, drawing = drawing_archive(tmp_path, seed=43)
     db = str(tmp_path / "m.sqlite")
     result = CliRunner().invoke(cli, ["ingest", str(folder), "--db", db, "-q", "--pictures", "network"])
     assert result.exit_code == 0, result.output

@@ -170,17 +170,23 @@ def test_a_crop_is_judged_clean_only_when_it_holds_the_picture_and_little_else()
     assert result["found"] == [True]
 
 
-def test_learned_pictures_are_found_at_ingest_with_their_scores_and_decisions_survive_a_rescore(tmp_path):
-    page, drawing = drawing_page(seed=43)
-    ok, jpeg = cv2.imencode(".jpg", page)
+def drawing_archive(tmp_path, seed: int):
+    """A folder holding one scanned PDF of `drawing_page(seed)` at 144 dpi; (the folder, the page, the drawing's box)."""
     import pymupdf
 
+    page, drawing = drawing_page(seed=seed)
+    ok, jpeg = cv2.imencode(".jpg", page)
     folder = tmp_path / "archive"
     folder.mkdir()
     with pymupdf.open() as doc:
         doc.new_page(width=page.shape[1] / 2, height=page.shape[0] / 2).insert_image(
             pymupdf.Rect(0, 0, page.shape[1] / 2, page.shape[0] / 2), stream=jpeg.tobytes())
         doc.save(folder / "issue.pdf")
+    return folder, page, drawing
+
+
+def test_learned_pictures_are_found_at_ingest_with_their_scores_and_decisions_survive_a_rescore(tmp_path):
+    folder, page, drawing = drawing_archive(tmp_path, seed=43)
     db = str(tmp_path / "m.sqlite")
     result = CliRunner().invoke(cli, ["ingest", str(folder), "--db", db, "-q", "--pictures", "learned"])
     assert result.exit_code == 0, result.output
