@@ -103,7 +103,7 @@ def main() -> None:
           f"torch threads {torch.get_num_threads()}")
     print(f"{'stage':40s} {'median ms':>10s} {'mean ms':>10s}")
     for name, values in costs.items():
-        print(f"{name:40s} {statistics.median(values):10.1f} {statistics.mean(values):10.1f}")
+        print(f"{name:48s} {statistics.median(values):10.1f} {statistics.mean(values):10.1f}")
     total = [sum(costs[name][i] for name in ("page analysis", "text detector", "candidates and measures",
                                               "head and choice", "kept pictures' boxes (tightened, margin)"))
              for i in range(len(pages))]
@@ -112,32 +112,41 @@ def main() -> None:
 
 
 def network(pages: list[np.ndarray]) -> None:
-    """The picture network's stages on each page, torch on one thread (an ingest worker's core)."""
+    """The picture network's stages on each page on one core (an ingest worker's): OpenCV's dnn as ingest runs
+    it, torch beside it as the reference."""
+    import cv2
     import torch
 
     from curation.pictures import finder
+    from curation.pictures.finder_network import load_head
 
-    threads = torch.get_num_threads()
+    threads, cv_threads = torch.get_num_threads(), cv2.getNumThreads()
     torch.set_num_threads(1)
-    found = finder.Finder()
-    found.find(pages[0])  # load before timing
+    cv2.setNumThreads(1)
+    found = finder.shipped_finder()
+    in_torch = finder.Finder.with_head(load_head(finder.WEIGHTS_FILE))
+    found.find(pages[0]), in_torch.cells(pages[0])  # load before timing
     costs: dict[str, list[float]] = {}
     counts = []
     for page in pages:
         _, reference = timed(page_features, page)
         _, input_ms = timed(finder.network_input, page)
+        _, torch_ms = timed(in_torch.cells, page)
         cells, cells_ms = timed(found.cells, page)
         pictures, fit_ms = timed(finder.pictures_from_cells, cells, page, 144)
         counts.append(len(pictures))
         for name, value in (("rule-based analysis (reference)", reference), ("network input", input_ms),
-                            ("network (input, encoder, head)", cells_ms), ("boxes fitted to the ink", fit_ms),
+                            ("network in torch (reference)", torch_ms),
+                            ("network in OpenCV's dnn (input, encoder, head)", cells_ms),
+                            ("boxes fitted to the ink", fit_ms),
                             ("picture network, whole page", cells_ms + fit_ms)):
             costs.setdefault(name, []).append(value)
     torch.set_num_threads(threads)
-    print(f"picture network: {len(pages)} pages, {statistics.mean(counts):.1f} pictures a page, torch on one thread")
-    print(f"{'stage':40s} {'median ms':>10s} {'mean ms':>10s}")
+    cv2.setNumThreads(cv_threads)
+    print(f"picture network: {len(pages)} pages, {statistics.mean(counts):.1f} pictures a page, one thread")
+    print(f"{'stage':48s} {'median ms':>10s} {'mean ms':>10s}")
     for name, values in costs.items():
-        print(f"{name:40s} {statistics.median(values):10.1f} {statistics.mean(values):10.1f}")
+        print(f"{name:48s} {statistics.median(values):10.1f} {statistics.mean(values):10.1f}")
     ratio = statistics.mean(costs["picture network, whole page"]) / statistics.mean(costs["rule-based analysis (reference)"])
     print(f"picture network, whole page: {ratio:.1f}x the rule-based analysis")
 

@@ -40,7 +40,7 @@ def test_a_picture_is_fitted_to_its_own_ink_without_the_legend_under_it():
     cells = np.zeros((round(h * scale), round(w * scale)), np.float32)
     x0, y0, x1, y1 = drawing
     cells[int(y0 * scale):int(np.ceil(y1 * scale)), int(x0 * scale):int(np.ceil(x1 * scale))] = 0.9
-    pictures = finder.pictures_from_cells(cells, page, REFERENCE_DPI)
+    pictures = finder.pictures_from_cells(cells, page, REFERENCE_DPI, finder.Settings(gutter=0.08))
     assert len(pictures) == 1
     box = pictures[0].box
     inside, holds = shared(box, drawing)
@@ -54,8 +54,68 @@ def test_a_picture_is_fitted_to_its_own_ink_without_the_legend_under_it():
 
 def test_cells_under_the_cutoff_find_no_picture():
     page, _ = drawing_page(seed=6)
-    cells = np.full((8, 6), finder.CELL_CUTOFF - 0.01, np.float32)
-    assert finder.pictures_from_cells(cells, page, REFERENCE_DPI) == []
+    settings = finder.shipped_settings()
+    cells = np.full((8, 6), settings.cell_cutoff - 0.01, np.float32)
+    assert finder.pictures_from_cells(cells, page, REFERENCE_DPI, settings) == []
+
+
+def figures_side_by_side() -> tuple[np.ndarray, list[tuple[int, int, int, int]], tuple[int, int, int, int]]:
+    """Two drawings printed side by side a third of an inch apart, a letter keying the first under it: the page,
+    the drawings' boxes and the letter's."""
+    left, first = drawing_page(seed=21)
+    right, second = drawing_page(seed=22)
+    page = np.full_like(left, 245)
+    x0, y0, x1, y1 = first
+    page[y0:y1, x0:x1] = left[y0:y1, x0:x1]
+    width = min(second[2] - second[0], page.shape[1] - x1 - 60)
+    shifted = (x1 + 48, y0, x1 + 48 + width, y0 + min(second[3] - second[1], y1 - y0))
+    page[shifted[1]:shifted[3], shifted[0]:shifted[2]] = right[second[1]:second[1] + shifted[3] - shifted[1],
+                                                               second[0]:second[0] + width]
+    cx = (x0 + x1) // 2
+    letter = (cx - 5, y1 + 20, cx + 5, y1 + 34)  # 0.14 inch under the drawing
+    page[letter[1]:letter[3], letter[0]:letter[2]] = 20
+    return page, [first, shifted], letter
+
+
+def test_figures_side_by_side_are_pictures_of_their_own_and_a_keying_letter_is_left_out():
+    page, drawings, letter = figures_side_by_side()
+    h, w = page.shape
+    scale = finder.SIDE / max(h, w) / finder.STRIDE
+    cells = np.zeros((round(h * scale), round(w * scale)), np.float32)
+    x0, y0 = min(d[0] for d in drawings), min(d[1] for d in drawings)
+    x1, y1 = max(d[2] for d in drawings), letter[3]
+    cells[int(y0 * scale):int(np.ceil(y1 * scale)), int(x0 * scale):int(np.ceil(x1 * scale))] = 0.9  # one region
+    one = finder.pictures_from_cells(cells, page, REFERENCE_DPI, finder.Settings(gutter=None))
+    assert len(one) == 1 and one[0].box[3] >= letter[3], "without a gutter the region is one picture, letter too"
+    parted = finder.pictures_from_cells(cells, page, REFERENCE_DPI, finder.Settings(gutter=0.08, part_min=0.2))
+    assert len(parted) == 2, parted
+    for drawing in drawings:
+        inside, holds = max((shared(p.box, drawing) for p in parted), key=lambda s: s[1])
+        assert holds > 0.97 and inside > 0.9, (parted, drawing)
+    assert all(p.box[3] < letter[1] for p in parted), "the letter keying a figure is not part of it"
+
+
+def test_ingest_runs_the_network_in_opencv_as_torch_does_without_importing_torch(tmp_path, monkeypatch):
+    monkeypatch.setenv("VET_MODELS_DIR", str(tmp_path / "models"))
+    page, _ = drawing_page(seed=11)
+    finder.check_installed()  # makes the ONNX export, as ingest does before its workers start
+    assert list((tmp_path / "models" / "finder").glob("finder-*.onnx"))
+    from curation.pictures.finder_network import load_head
+
+    in_torch = finder.Finder.with_head(load_head(finder.WEIGHTS_FILE)).cells(page)
+    in_opencv = finder.Finder(finder.DnnNetwork(finder.exported(finder.WEIGHTS_FILE))).cells(page)
+    assert in_opencv.shape == in_torch.shape
+    assert np.abs(in_opencv - in_torch).max() < 1e-4
+    # A worker: a fresh process that finds a page's pictures with the shipped finder, as ingest's workers do.
+    import subprocess
+    import sys
+
+    script = ("import sys, numpy as np; from curation.pictures import finder; "
+              "page = np.full((1400, 1000), 240, np.uint8); page[200:700, 150:800] = 30; "
+              "finder.found_columns(page); print('torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                          env={**__import__("os").environ, "VET_MODELS_DIR": str(tmp_path / "models")})
+    assert done.stdout.strip() == "False", done.stderr
 
 
 def test_the_network_reads_the_page_at_its_side_padded_with_paper():
@@ -81,6 +141,7 @@ def test_the_shipped_head_has_its_record():
     record = finder.record()
     assert finder.WEIGHTS_FILE.stat().st_size < 20 << 20
     assert record["seed"] == finder_train.SEED and "pooled" in record and "leave_one_source_out" in record
+    assert finder.shipped_settings() in finder_train.SETTINGS_GRID
 
 
 def generated_sheets(count: int) -> tuple[list[compose.Sheet], list[compose.Material]]:
@@ -142,7 +203,7 @@ def test_ingest_finds_pictures_with_the_network_and_a_decision_survives_a_rescor
     width, height = page.shape[1], page.shape[0]
     best = max(rows, key=lambda r: shared((r["x0"] * width, r["y0"] * height, r["x1"] * width, r["y1"] * height),
                                           drawing)[1])
-    assert best["keep"] and finder.CELL_CUTOFF <= best["score"] <= 1
+    assert best["keep"] and finder.shipped_settings().score_cutoff <= best["score"] <= 1
     with Manifest(db) as manifest:
         assert manifest.picture_finder == "network"
         picture_id = manifest.conn.execute("SELECT id FROM pictures WHERE number = ?", (best["picture"],)).fetchone()[0]

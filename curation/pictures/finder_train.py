@@ -15,10 +15,13 @@ source of the measure is the same source).
 2. Pages: every real page as it is and once worn, and --composed pages composed from the material
    (curation.pictures.compose), each remembering every source it holds material of.
 3. Lite0's features of every page are computed once (the encoder is frozen) and kept under --cache.
-4. For each source of the measure, a head is trained on the pages holding none of its material, and the
-   pictures the finder (that head, the shipped box fitting) finds on that source's pages are judged
-   (curation.pictures.judge): per source and pooled, with the mean over sources beside the pooled figure. Then
-   the shipped head is trained on every page, and `finder.json` records the data, the recipe and the figures.
+4. For each source of the measure, a head is trained on the pages holding none of its material and gives the
+   cells of that source's pages. The settings that make pictures of cells (finder.Settings: SETTINGS_GRID) are
+   chosen for each source on the other sources' cells, and the pictures an export writes at the default size
+   from its own cells are judged (curation.pictures.judge): per source and pooled, with the mean over sources
+   beside the pooled figure. The shipped settings are chosen the same way over every source's cells; the
+   shipped head is trained on every page, and `finder.json` records the data, the recipe, the settings and the
+   figures.
 
 Training is deterministic: the pages are composed from --seed, the batches drawn from (seed, step), torch seeded;
 a run stopped and started again resumes from its last checkpoint (every CHECKPOINT_EVERY steps) and ends with the
@@ -33,7 +36,7 @@ import json
 import pathlib
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field, replace
 
 import cv2
 import numpy as np
@@ -53,6 +56,12 @@ PADDING_WEIGHT = 0.25  # the paper padding the page to a square teaches little
 GENERATED_PICTURES = 24
 CHECKPOINT_EVERY = 100
 GRID = finder.SIDE // finder.STRIDE
+# The settings the recipe chooses among, leave one source out: the cells' cutoff, the gutter that parts pictures
+# (inches; None: one picture per region of cells) with a part's least size, and the score a picture counts at.
+SETTINGS_GRID = [finder.Settings(cell, gutter, part, score)
+                 for cell in (0.4, 0.5, 0.6)
+                 for gutter, part in ((None, 0.2), (0.05, 0.2), (0.08, 0.2), (0.08, 0.5), (0.12, 0.2))
+                 for score in (0.5, 0.9, 0.97)]
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DEFAULT_CACHE = ROOT / "bench" / "out" / "finder"
 
@@ -252,49 +261,93 @@ def at_reference(page: Measured) -> np.ndarray:
     return brought(cv2.imread(str(page.file), cv2.IMREAD_GRAYSCALE), page.dpi)
 
 
-def judged(found: finder.Finder, pages: list[Measured]) -> Tally:
-    """The pictures `found` finds on `pages`, judged; each page kept when it holds one of the picture rule's
-    default size."""
+@dataclass
+class HeldOut:
+    """A page of the measure as the finder saw it: at ingest's resolution, with the cells of a head trained on
+    pages holding none of its source's material."""
+
+    page: Measured
+    gray: np.ndarray
+    cells: np.ndarray
+    found: dict = field(default_factory=dict)  # the pictures by the settings that make them (the score aside)
+
+    def pictures(self, settings: finder.Settings) -> list[finder.FoundPicture]:
+        making = replace(settings, score_cutoff=0.0)
+        if making not in self.found:
+            self.found[making] = finder.pictures_from_cells(self.cells, self.gray, REFERENCE_DPI, settings)
+        return self.found[making]
+
+
+def judged(held_out: list[HeldOut], settings: finder.Settings) -> Tally:
+    """The pictures an export writes at the picture rule's default size (those of at least that size, scored at
+    least the settings' score cutoff) made from each page's cells with `settings`, judged; each page kept when it
+    holds one."""
     total = Tally()
-    for page in pages:
-        gray = at_reference(page)
-        h, w = gray.shape
-        pictures = found.find(gray, REFERENCE_DPI)
+    for seen in held_out:
+        h, w = seen.gray.shape
+        pictures = [p for p in seen.pictures(settings) if p.score >= settings.score_cutoff and p.area >= DEFAULT_PICTURE_AREA_MIN]
         boxes = [(p.box[0] / w, p.box[1] / h, p.box[2] / w, p.box[3] / h) for p in pictures]
-        total.add(judge(boxes, page.labelled, page.aspect))
-        total.add_page(any(p.area >= DEFAULT_PICTURE_AREA_MIN for p in pictures), page.illustrated)
+        total.add(judge(boxes, seen.page.labelled, seen.page.aspect))
+        total.add_page(bool(pictures), seen.page.illustrated)
     return total
 
 
-def leave_one_source_out(pages: Pages, measure: list[Measured], steps: int, seed: int, checkpoints: pathlib.Path,
-                         progress=None) -> dict[str, Tally]:
-    results = {}
-    found = None
+def choose_settings(held_out: list[HeldOut]) -> finder.Settings:
+    """The settings (SETTINGS_GRID) with the best mean of picture precision, recall and clean share on these pages
+    (the issue's three figures, weighed alike); the first of equals is kept."""
+    def merit(settings: finder.Settings) -> float:
+        t = judged(held_out, settings)
+        return float(np.mean([np.nan_to_num(v) for v in (t.precision, t.recall, t.clean_share)]))
+
+    return max(SETTINGS_GRID, key=merit)
+
+
+def held_out_cells(pages: Pages, measure: list[Measured], steps: int, seed: int, checkpoints: pathlib.Path,
+                   progress=None) -> list[HeldOut]:
+    """Every page of the measure with the cells of a head trained on the pages holding none of its source's
+    material."""
+    seen, found = [], None
     for source in sorted({p.source for p in measure}):
         chosen = np.array([i for i, held in enumerate(pages.sources) if source not in held])
         started = time.perf_counter()
         head = train_head(pages, chosen, steps, seed, checkpoints / f"{_slug(source)}.pt")
         if found is None:
-            found = finder.Finder(head)
-        found.head = head.to(found.device)
-        results[source] = judged(found, [p for p in measure if p.source == source])
+            found = finder.Finder.with_head(head)
+        found.network.head = head.to(found.network.device)
+        for page in (p for p in measure if p.source == source):
+            gray = at_reference(page)
+            seen.append(HeldOut(page, gray, found.cells(gray)))
         if progress:
-            progress(f"{source}: {results[source].line()} (trained on {len(chosen)} pages, "
-                     f"{time.perf_counter() - started:.0f} s)")
+            progress(f"{source}: trained on {len(chosen)} pages, {time.perf_counter() - started:.0f} s")
+    return seen
+
+
+def leave_one_source_out(held_out: list[HeldOut]) -> dict[str, tuple[Tally, finder.Settings]]:
+    """For each source: its pictures judged, found with the settings chosen on the other sources' held-out cells,
+    and those settings."""
+    results = {}
+    for source in sorted({s.page.source for s in held_out}):
+        settings = choose_settings([s for s in held_out if s.page.source != source])
+        results[source] = (judged([s for s in held_out if s.page.source == source], settings), settings)
     return results
 
 
-def table(results: dict[str, Tally]) -> tuple[list[str], Tally, dict]:
+def table(results: dict[str, tuple[Tally, finder.Settings]]) -> tuple[list[str], Tally, dict]:
     lines, pooled = [], Tally()
-    for source, t in results.items():
+    for source, (t, settings) in results.items():
         pooled += t
-        lines.append(f"  {source[:46]:46s} {t.line()}")
-    mean = {name: float(np.nanmean([getattr(t, name) for t in results.values()]))
+        lines.append(f"  {source[:46]:46s} {t.line()}\n  {'':46s} with {settings_text(settings)}")
+    mean = {name: float(np.nanmean([getattr(t, name) for t, _ in results.values()]))
             for name in ("precision", "recall", "clean_share", "page_precision", "page_recall")}
     lines.append(f"  {'pooled':46s} {pooled.line()}")
     lines.append(f"  {'mean over sources':46s} precision {mean['precision']:.2f} recall {mean['recall']:.2f} "
                  f"clean {mean['clean_share']:.2f} pages {mean['page_precision']:.2f} / {mean['page_recall']:.2f}")
     return lines, pooled, mean
+
+
+def settings_text(settings: finder.Settings) -> str:
+    gutter = f"gutter {settings.gutter:g} in, parts of {settings.part_min:g} sq in" if settings.gutter else "no gutter"
+    return f"cells at {settings.cell_cutoff:g}, {gutter}, pictures scored at least {settings.score_cutoff:g}"
 
 
 def figures(t: Tally) -> dict:
@@ -352,7 +405,8 @@ def main(argv: list[str] | None = None) -> None:
     say(f"cache {args.cache / key}")
     sheets, pictures = material(args.folders)
     say(f"material: {len(sheets)} pages, {len(pictures)} pictures")
-    made = training_pages(sheets, pictures, args.composed, args.seed) if not (args.cache / key / "sources.json").exists() else []
+    cached = (args.cache / key / "sources.json").exists()
+    made = [] if cached else training_pages(sheets, pictures, args.composed, args.seed)
     pages = encode(made, args.cache, key, say) if made else encode([], args.cache, key)
     del made
     say(f"{len(pages.sources)} training pages")
@@ -361,20 +415,30 @@ def main(argv: list[str] | None = None) -> None:
     measure = measured_pages(args.folders[0])
     record = {"seed": args.seed, "steps": args.steps, "batch": BATCH, "composed": args.composed,
               "training_pages": len(pages.sources), "material_pages": len(sheets), "pictures": len(pictures),
-              "folders": [str(f) for f in args.folders], "input_side": finder.SIDE, "cell_cutoff": finder.CELL_CUTOFF}
+              "folders": [str(f) for f in args.folders], "input_side": finder.SIDE}
     if args.folds == "all":
-        results = leave_one_source_out(pages, measure, args.steps, args.seed, checkpoints, say)
+        held_out = held_out_cells(pages, measure, args.steps, args.seed, checkpoints, say)
+        results = leave_one_source_out(held_out)
         lines, pooled, mean = table(results)
-        print("pictures found by the finder, leave one source out (trained on pages holding none of the source's material):")
+        print("pictures found by the finder at the default size, leave one source out (trained on pages holding none "
+              "of the source's material, settings chosen on the other sources):")
         print("\n".join(lines))
-        record["leave_one_source_out"] = {source: figures(t) for source, t in results.items()}
+        record["leave_one_source_out"] = {source: dict(figures(t), settings=asdict(chosen))
+                                          for source, (t, chosen) in results.items()}
         record["pooled"], record["mean_over_sources"] = figures(pooled), {k: round(v, 3) for k, v in mean.items()}
+        settings = choose_settings(held_out)
+        record["settings"] = asdict(settings)
+        record["settings_chosen_by"] = ("the best mean of picture precision, recall and clean share over every "
+                                        "source's held-out cells")
+        say(f"settings: {settings_text(settings)}")
+    else:
+        record["settings"] = asdict(finder.shipped_settings())  # the head alone: the settings stay as chosen
     if not args.no_save:
         head = train_head(pages, np.arange(len(pages.sources)), args.steps, args.seed, checkpoints / "all.pt", say)
         from .finder_network import save_head
 
         save_head(head, finder.WEIGHTS_FILE)
-        record["seconds"] = round(time.perf_counter() - started)
+        record["seconds"], record["features_from_cache"] = round(time.perf_counter() - started), cached
         finder.RECORD_FILE.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         say(f"wrote {finder.WEIGHTS_FILE.name} ({finder.WEIGHTS_FILE.stat().st_size // 1024} kB) and {finder.RECORD_FILE.name}")
 
