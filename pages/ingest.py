@@ -8,12 +8,13 @@ import streamlit as st
 from guards import uploads as uploads_guard
 
 from curation.captions import legend
-from curation.manifest import thumbnail_store, views
+from curation.manifest import thumbnail_store
+from curation import views
 from curation.runs import cluster_config, jobs
 from curation.sources import paths
-from pages import _auth as auth
-from pages import _common as common
-from pages import _picture_job as picture_job
+from pages.components import auth
+from pages.components import common
+from pages.components import picture_job
 
 STATUS_LABELS = {"not-pdf": "not a PDF", "replaced": "replaced (file changed)"}
 

@@ -8,9 +8,10 @@ import pytest
 
 from apptest_support import add_features, filled_db
 from curation import Manifest
-from curation.manifest import aggregates, history, views
+from curation.manifest import aggregates, history
+from curation import views
 from curation.manifest.rules import INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL
-from curation.manifest.views import PAGES_FROM, DISAGREES_FILTER_SQL, PageFilter
+from curation.views import PAGES_FROM, DISAGREES_FILTER_SQL, PageFilter
 from curation.scoring.result import PageResult
 
 RULES = ("picture", "sigma", "model")

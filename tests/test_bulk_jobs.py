@@ -12,7 +12,9 @@ import pytest
 
 from apptest_support import filled_db
 from curation import Manifest
-from curation.manifest import bulk, history, views
+from curation.views import bulk
+from curation.manifest import history
+from curation import views
 from curation.manifest.store import JobRunning
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

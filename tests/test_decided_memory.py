@@ -5,7 +5,8 @@ import tracemalloc
 
 from apptest_support import filled_db
 from curation import Manifest
-from curation.manifest import aggregates, views
+from curation.manifest import aggregates
+from curation import views
 
 
 def test_reading_many_decided_pages_never_holds_a_tuple_per_page(tmp_path, monkeypatch):

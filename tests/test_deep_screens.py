@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from curation import Manifest
-from curation.manifest import views
-from curation.manifest.views import review
+from curation import views
+from curation.views import review
 from curation.runs.sample import fill_manifest
 from curation.scoring.result import PageResult
 

@@ -17,8 +17,8 @@ from PIL import Image
 
 from curation import Manifest
 from curation.export import ExportSettings, export
-from curation.manifest import picture_views as pv
-from curation.manifest import views
+from curation.views import picture_views as pv
+from curation import views
 from curation.sources.synthetic import PageSpec, jpeg_bytes, page_image
 from conftest import line_drawing
 from server_support import CHROMIUM, go, no_exception, settle, streamlit_server

@@ -12,7 +12,8 @@ from click.testing import CliRunner
 from apptest_support import filled_db
 from curation import Manifest
 from curation.cli import cli
-from curation.manifest import history, rules, store, views
+from curation.manifest import history, rules, store
+from curation import views
 from curation.runs import jobs
 
 

@@ -11,7 +11,7 @@ import pymupdf
 import pytest
 
 from curation import Manifest, ingest, reference_sigma
-from curation.manifest import views
+from curation import views
 from curation.runs.scheduler import CRASH_MESSAGE
 
 from conftest import ROOT, small_pdf

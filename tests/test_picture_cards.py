@@ -15,7 +15,7 @@ from PIL import Image
 from curation.export import ExportSettings
 from curation.export.card import CARD_SIDE, picture_card, suggest_kind
 from curation.manifest import history
-from curation.manifest import picture_views as pv
+from curation.views import picture_views as pv
 from curation.manifest.pictures import PictureError
 
 from conftest import line_drawing

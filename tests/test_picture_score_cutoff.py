@@ -13,8 +13,10 @@ from click.testing import CliRunner
 from curation import Manifest
 from curation.cli import cli
 from curation.export import ExportSettings
-from curation.manifest import cutoff_counts, history, schema, store, views
-from curation.manifest import picture_views as pv
+from curation.views import cutoff_counts
+from curation.manifest import history, schema, store
+from curation import views
+from curation.views import picture_views as pv
 from curation.manifest.rules import DEFAULT_PICTURE_SCORE_MIN
 from curation.pictures import verdict
 from curation.pictures.candidates import Candidate

@@ -11,7 +11,7 @@ import pytest
 
 from curation import Manifest
 from curation.manifest import history
-from curation.manifest import picture_views as pv
+from curation.views import picture_views as pv
 from curation.scoring.result import PageResult
 
 WIDTH, HEIGHT = 1000, 1400  # reference pixels

@@ -10,8 +10,8 @@ from PIL import Image
 
 from conftest import small_pdf
 from curation import Manifest
-from curation.manifest import views
-from curation.manifest.views import PageFilter
+from curation import views
+from curation.views import PageFilter
 from curation.runs import sample
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -171,3 +171,13 @@ class PageRows:
             f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' AND {KEEP_SQL} = 1 ORDER BY d.path, d.id, p.page",
             bound,
         ).fetchall()
+
+
+def scoring_stamp(manifest) -> tuple:
+    """Changes whenever the pictures or pages change other than by a person (whose every change is an
+    action of the history): a scoring (ingest and rescore run as jobs: a job's start, progress and end; the
+    pages' latest time), a new picture, new near-duplicate groups, a replaced document. Milliseconds."""
+    return (*manifest.conn.execute(
+        "SELECT (SELECT MAX(id) FROM pictures), (SELECT MAX(scored_at) FROM pages), (SELECT COUNT(*) FROM duplicates), "
+        "(SELECT COUNT(*) FROM documents WHERE status = 'replaced')").fetchone(),
+        *manifest.conn.execute("SELECT MAX(id), MAX(finished_at), SUM(done) FROM jobs").fetchone())

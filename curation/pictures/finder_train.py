@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from ..manifest.rules import DEFAULT_PICTURE_AREA_MIN
+from ..scoring.pictures import DEFAULT_PICTURE_AREA_MIN
 from ..scoring.features import REFERENCE_DPI
 from . import compose, finder
 from .judge import Tally, judge

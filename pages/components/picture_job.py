@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from curation.manifest import views
+from curation import views
 from curation.runs.embed import KIND, missing_parts
-from pages import _auth as auth
-from pages import _common as common
+from pages.components import auth
+from pages.components import common
 
 RUNNING_KEY = "picture_job_was_running"
 TITLE = "Embedding the pictures"

@@ -11,9 +11,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import aggregates
-from ..rules import INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL, PAGE_AREA_SQL
-from ..store import Manifest
+from ..manifest import aggregates
+from ..manifest.rules import INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL, PAGE_AREA_SQL
+from ..manifest.store import Manifest
 from .filters import PAGES_FROM, decision_params, filter_counts, has_features
 
 

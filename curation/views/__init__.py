@@ -15,7 +15,7 @@ in words) and `jobs` (documents, jobs and Home's next steps).
 """
 
 from .filters import (DECISION_SQL, DECISIONS, DISAGREES_FILTER_SQL, DUPLICATE_SQL, NEAR_SQL, PAGES_FROM, RULE_LABELS,
-                      base_rule, decision_params, figures, filter_counts, has_features, near_measure, override_count,
+                      base_rule, decision_params, filter_counts, has_features, near_measure, override_count,
                       page_count, PageFilter, picture_override_count, unfeatured_count)
 from .review import (CAPTIONED_SQL, SORTS, bulk_caption, bulk_caption_effect, bulk_override, bulk_override_effect,
                      caption_counts, captions_for, documents_for_filter, last_undoable, latest_change, latest_changes,
@@ -28,6 +28,7 @@ from .threshold import (BORDERLINE_SQL, PICTURE_CEILING, PICTURE_FLOOR, Borderli
                         Histogram, histogram, otsu, picture_histogram, rule_explanation, rule_summary,
                         has_scores, score_histogram, ScoreHistogram, sigma_range,
                         sigma_beside, square_inches, suggest_threshold, Suggestion)
+from .cutoff_counts import figures
 from .jobs import (count, document_rows, duration, elapsed, job_outcome, job_progress, missing_sources, next_steps, Step,
                    unreadable_documents)
 

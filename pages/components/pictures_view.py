@@ -1,7 +1,7 @@
-"""Review's Pictures view: a dense grid of the pictures themselves (one element: pages/_card_grid.py), the
+"""Review's Pictures view: a dense grid of the pictures themselves (one element: pages/components/card_grid.py), the
 decision as each card's border; include, exclude or give back to the rule, caption, and open a picture on its page
-(pages/_picture_large_view.py) to fix its box, delete it, or add one the scorer missed. Streamlit only;
-curation.manifest.picture_views computes what it shows."""
+(pages/components/picture_large_view.py) to fix its box, delete it, or add one the scorer missed. Streamlit only;
+curation.views.picture_views computes what it shows."""
 
 from __future__ import annotations
 
@@ -13,19 +13,19 @@ import streamlit as st
 
 from curation.captions.best import best_caption, counted_sources, kind_of
 from curation.decisions import keyboard
-from curation.manifest import bulk
-from curation.manifest import picture_views as pv
-from curation.manifest import views
+from curation.views import bulk
+from curation.views import picture_views as pv
+from curation import views
 from curation.sources.page_numbers import page_number
-from pages import _auth as auth
-from pages import _bulk_job as bulk_job
-from pages import _card_grid as card_grid
-from pages import _common as common
-from pages import _keys as hotkeys
-from pages import _like_this as like_this
-from pages import _picture_captions as captions
-from pages import _picture_large_view as large
-from pages import _undo as undo_
+from pages.components import auth
+from pages.components import bulk_job
+from pages.components import card_grid
+from pages.components import common
+from pages.components import keys as hotkeys
+from pages.components import like_this
+from pages.components import picture_captions as captions
+from pages.components import picture_large_view as large
+from pages.components import undo as undo_
 
 PER_SCREEN = 48
 COLUMNS = 8  # at most; the grid wraps to fewer on narrow screens
@@ -133,7 +133,7 @@ def count_keeper(db: str) -> pv.CountKeeper:
 def screens_of(view: tuple) -> list:
     """The keys the screens so far start after, for this view (filter and sort); a new view starts afresh,
     however it changed (a widget, the address, the browser's Back). The keyboard goes on to the next or
-    previous screen by its number (pages/_keys.py sets SCREEN_NUMBER)."""
+    previous screen by its number (pages/components/keys.py sets SCREEN_NUMBER)."""
     held = st.session_state.get(SCREENS)
     if held is None or held[0] != view:
         held = st.session_state[SCREENS] = (view, [None])
@@ -292,7 +292,7 @@ def decide_by_key(picture_id: int, keep: bool | None):
 
 
 def grid(rows: list[dict], crops: dict, documents: dict, notes: dict, sort: str):
-    """The screen's cards, one element (pages/_card_grid.py): what the person does comes back as `on_card`."""
+    """The screen's cards, one element (pages/components/card_grid.py): what the person does comes back as `on_card`."""
     words = captions.sources_on(rows)
     locked = auth.locked()  # once a screen: each asks the server's secrets
     cards = [card_grid.Card(row["id"], card_key(row), card(row, crops.get(row["id"]), documents.get(row["doc_id"]),

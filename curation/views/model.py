@@ -8,10 +8,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...decisions import learn
-from .. import aggregates
-from ..rules import DEFAULT_RULE, RULES
-from ..store import Manifest
+from ..decisions import learn
+from ..manifest import aggregates
+from ..manifest.rules import DEFAULT_RULE, RULES
+from ..manifest.store import Manifest
+from . import cutoff_counts
 from .filters import RULE_LABELS, base_rule, decision_params
 
 
@@ -108,8 +109,6 @@ def learn_from_overrides(manifest: Manifest, progress=None) -> LearnOutcome:
     state = model_state(manifest)
     if progress:
         progress(95, "counting the pictures the model keeps at every cutoff")
-    from .. import cutoff_counts  # it imports the views
-
     cutoff_counts.counted_after_job(manifest)
     compared = RULE_LABELS[base_rule(manifest.rule)].lower().replace("σ only", "σ-only rule")
     return LearnOutcome(

@@ -1,6 +1,6 @@
 """What Review's Pictures view shows: pictures with their decision, filtered, sorted and paged, and the bulk
 actions on a view, computed in SQL and tested without Streamlit; their crops and the page with its boxes are
-drawn by curation.manifest.picture_images (its names are this module's too, for the view).
+drawn by curation.views.picture_images (its names are this module's too, for the view).
 
 Paging is by key, not OFFSET: a screen is the pictures after the last one of the screen before in the sort's
 order (every sort's key tells any two pictures apart, so the order is total), so the thousandth screen costs
@@ -15,14 +15,16 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from . import history, picture_decisions
+from ..manifest import history, picture_decisions
 from .picture_images import (CROP_SIDE, OUTLINE_COLOUR, OUTLINE_MIN_WIDTH, SELECTED_COLOUR, box_from_clicks,  # noqa: F401
                              CORNER_GRAB, box_of_corners, crop, crops, dragged_box, fit_region, numbered_outline,
                              page_point, zoom_region, zoomed)
-from .pictures import KINDS, PictureError  # noqa: F401 (the view's callers use them)
-from .rules import EXPORTED_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL
-from .store import Manifest, now
-from .views import decision_params, square_inches
+from ..manifest.pictures import KINDS, PictureError  # noqa: F401 (the view's callers use them)
+from ..manifest.rules import EXPORTED_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL
+from ..manifest.page_rows import scoring_stamp
+from ..manifest.store import Manifest, now
+from .filters import decision_params
+from .threshold import square_inches
 
 FROM_SQL = "FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page JOIN documents d ON d.id = x.doc_id"
 # Joined only when a query reads them (by alias): every join costs a lookup per picture.
@@ -173,16 +175,6 @@ def _stored_counts(manifest: Manifest, doc_id: int | None) -> dict[str, int]:
 def _with_excluded(values: Sequence[int]) -> dict[str, int]:
     counts = dict(zip(COUNTED, values))
     return {**counts, "excluded": counts["all"] - counts["kept"] - counts["deleted"]}
-
-
-def scoring_stamp(manifest: Manifest) -> tuple:
-    """Changes whenever the pictures or pages change other than by a person (whose every change is an
-    action of the history): a scoring (ingest and rescore run as jobs: a job's start, progress and end; the
-    pages' latest time), a new picture, new near-duplicate groups, a replaced document. Milliseconds."""
-    return (*manifest.conn.execute(
-        "SELECT (SELECT MAX(id) FROM pictures), (SELECT MAX(scored_at) FROM pages), (SELECT COUNT(*) FROM duplicates), "
-        "(SELECT COUNT(*) FROM documents WHERE status = 'replaced')").fetchone(),
-        *manifest.conn.execute("SELECT MAX(id), MAX(finished_at), SUM(done) FROM jobs").fetchone())
 
 
 class CountKeeper:
@@ -425,7 +417,7 @@ def decision_change(before: dict, after: dict) -> str | None:
 def box_change(manifest: Manifest, picture_id: int, box: Sequence[int]) -> str | None:
     """What saving `box` as the picture's box would do to its decision (decision_change's words), tried in a
     savepoint and rolled back: nothing is saved and nothing recorded. PictureError for a box that is no box."""
-    from .pictures import refresh_pages, write_box
+    from ..manifest.pictures import refresh_pages, write_box
 
     before = dict(manifest.picture(picture_id))
     checked = manifest._checked_box(before["doc_id"], before["page"], box)

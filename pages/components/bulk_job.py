@@ -12,11 +12,12 @@ import pathlib
 
 import streamlit as st
 
-from curation.manifest import bulk, views
+from curation.views import bulk
+from curation import views
 from curation.manifest.store import Manifest
 from curation.runs import jobs
-from pages import _auth as auth
-from pages import _common as common
+from pages.components import auth
+from pages.components import common
 
 POLL_SECONDS = 1.0
 LAUNCHED = "bulk_job_launched"  # the pid of the job this session launched, until it ends
