@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 
 from ..scoring.result import PageResult
-from . import aggregates, page_figures, picture_inputs, picture_thumbnails, thumbnail_store
+from . import aggregates, page_figures, picture_inputs, picture_thumbnails, tallies, thumbnail_store
 from .history import now
 from .rules import DECIDED_BY_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, SAVED_SCORE_MIN_SQL
 
@@ -139,7 +139,7 @@ class PageRows:
         σ's smallest, mean and largest too (one pass over the pages)."""
         bound = self.decision_params(threshold)
         bound["base_rule"] = "picture" if bound["rule"] == "model" else bound["rule"]
-        counts = aggregates.tally(self, bound).counts()
+        counts = tallies.tally(self, bound).counts()
         found = aggregates.bins(self)
         result = {"pages": counts["pages"], "scored": int(found.pages[found.ok].sum()), "failed": counts["failed"],
                   "kept": counts["kept"], "overrides": counts["overridden"], "rejected": counts["rejected"]}

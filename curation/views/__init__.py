@@ -7,11 +7,14 @@ left out, they are the saved ones (Manifest.decision_params). All of it must sta
 100,000-page manifest: counts and histograms are single aggregate queries, lists are SQL pages of
 at most a screenful, and nothing loads a thumbnail that is not on screen.
 
-One module per thing it serves, every name importable from here as `views.<name>`:
+One module per thing it serves; the names of the first six, and `figures`, read as `views.<name>`:
 `filters` (the decision being looked at, Review's page filters and their counts), `review` (Review's grid,
 captions and bulk actions), `images` (thumbnails, picture boxes, the pictures listing, a page drawn large),
 `model` (the learned model), `threshold` (histograms, the suggested cutoff, the pages at the edge, the rule
-in words) and `jobs` (documents, jobs and Home's next steps).
+in words) and `jobs` (documents, jobs and Home's next steps). Beside them: `cutoff_counts` (what every rule
+keeps at every cutoff, Threshold's and Home's figures; its keys in SQL: `cutoff_keys`), `picture_views`
+(Review's Pictures view), `picture_bulk` (its bulk actions), `picture_images` (its crops and boxes),
+`review_orders` (its orders that read embeddings) and `bulk` (a bulk action as a job).
 """
 
 from .filters import (DECISION_SQL, DECISIONS, DISAGREES_FILTER_SQL, DUPLICATE_SQL, NEAR_SQL, PAGES_FROM, RULE_LABELS,

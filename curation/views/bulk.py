@@ -22,7 +22,7 @@ from ..decisions import picture_similarity
 from ..manifest import history
 from ..manifest.history import now
 from ..manifest.store import Manifest
-from . import cutoff_counts, filters, picture_views, review
+from . import cutoff_counts, filters, picture_bulk, picture_views, review
 
 JOB = "bulk"  # the job kind of `python -m curation bulk`
 JOB_MIN = 10_000  # a view with more pages or pictures than this is changed by a job, not in the script run
@@ -79,11 +79,11 @@ class Bulk:
             extra = review.caption_condition(self.replace) if self.do == "caption" else ""
             return review.bulk_pages_table(manifest, name, self.threshold, filters.PageFilter(**self.filter),
                                            self.rule, self.picture_area_min, extra)
-        extra = picture_views.caption_condition(self.replace) if self.do == "caption" else ""
+        extra = picture_bulk.caption_condition(self.replace) if self.do == "caption" else ""
         if self.like is not None:
             picture_similarity.hold_like(manifest, self.like["picture"], self.like["similarity"])
             extra += " " + picture_similarity.AMONG_LIKE
-        return picture_views.bulk_pictures_table(manifest, name, self.threshold,
+        return picture_bulk.bulk_pictures_table(manifest, name, self.threshold,
                                                  picture_views.PictureFilter(**self.filter), self.rule, extra)
 
     def write(self, manifest: Manifest, action: int, keys: str) -> None:

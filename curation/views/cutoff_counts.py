@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..manifest import aggregates, picture_decisions
+from ..manifest import aggregates, picture_decisions, tallies
 from ..manifest.aggregates import _snapshot
 from ..manifest.rules import EXPORTED_SQL, LIVE_DOCUMENT_SQL
 from ..manifest.store import Manifest
@@ -299,13 +299,13 @@ def figures(manifest: Manifest, threshold: float | None, saved: float | None = N
     failed pages count as rejected (they cannot be exported).
     """
     params = decision_params(manifest, threshold, rule, picture_area_min)
-    now = aggregates.tally(manifest, params).counts()
+    now = tallies.tally(manifest, params).counts()
     kept = now["kept"] if picture_score_min is None else pages_kept(
         manifest, {**params, "picture_score_min": float(picture_score_min)}, now["kept"])
     result = {"pages": now["pages"], "kept": kept, "kept_saved": kept, "overrides": now["overridden"],
               "failed": now["failed"]}
     if saved is not None:
-        result["kept_saved"] = aggregates.tally(manifest, decision_params(manifest, saved)).counts()["kept"]
+        result["kept_saved"] = tallies.tally(manifest, decision_params(manifest, saved)).counts()["kept"]
     result["rejected"] = result["pages"] - result["kept"]
     result["rejected_saved"] = result["pages"] - result["kept_saved"]
     result["removed_share"] = result["rejected"] / result["pages"] if result["pages"] else 0.0

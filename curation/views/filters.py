@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..manifest import aggregates, picture_decisions
+from ..manifest import aggregates, picture_decisions, tallies
 from ..manifest.rules import DISAGREES_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES
 from ..manifest.store import Manifest
 
@@ -141,7 +141,7 @@ def filter_counts(manifest: Manifest, threshold: float | None, flt: PageFilter =
     document, nearness and near-duplicates are read through their indexes."""
     bound = decision_params(manifest, threshold, rule, picture_area_min)
     if flt.doc_id is None and flt.page is None and flt.decision in BINNED_DECISIONS:
-        counts = aggregates.tally(manifest, bound).counts(flt.decision)
+        counts = tallies.tally(manifest, bound).counts(flt.decision)
         return {key: counts[key] for key in COUNTED}
     if flt.doc_id is None and flt.page is None and flt.decision == "near":
         return _near_counts(manifest, bound, flt)
@@ -176,7 +176,7 @@ def _near_counts(manifest: Manifest, bound: dict, flt: PageFilter) -> dict:
     pages of the two bins it cuts through counted one by one (through the column's index)."""
     low, high = near_range(flt, bound)
     first, last = aggregates.bins_within(flt.near_on, low, high)
-    tally = aggregates.tally(manifest, bound)
+    tally = tallies.tally(manifest, bound)
     fine = getattr(tally, f"{NEAR_COLUMNS[flt.near_on][0]}_bin")
     counts = tally.counts((fine >= first) & (fine <= last))
     column, bin_sql = f"p.{flt.near_on}", NEAR_COLUMNS[flt.near_on][1]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..decisions import learn
-from ..manifest import aggregates
+from ..manifest import aggregates, tallies
 from ..manifest.rules import DEFAULT_RULE, RULES
 from ..manifest.store import Manifest
 from . import cutoff_counts
@@ -44,7 +44,7 @@ class ModelState:
 def override_labels(manifest: Manifest) -> tuple[int, int]:
     """Included and excluded overrides on scored pages of live documents: what the model learns from (from
     the decided pages the counts keep: no pass over the overrides)."""
-    pages = aggregates.decided(manifest)
+    pages = tallies.decided(manifest)
     labelled = pages["ok"] & (pages["override"] >= 0)
     return int((labelled & (pages["override"] == 1)).sum()), int((labelled & (pages["override"] == 0)).sum())
 
@@ -66,7 +66,7 @@ def model_state(manifest: Manifest, rule: str | None = None) -> ModelState:
     if suggestions:
         found = aggregates.bins(manifest)
         kept = int(found.pages[found.model == 1].sum())
-        disagrees = aggregates.tally(manifest, decision_params(manifest, rule=rule)).counts("disagrees")["pages"]
+        disagrees = tallies.tally(manifest, decision_params(manifest, rule=rule)).counts("disagrees")["pages"]
     return ModelState(suggestions, learned_from, included, excluded, kept, disagrees)
 
 

@@ -13,6 +13,7 @@ import streamlit as st
 
 from curation.views import bulk
 from curation.decisions import picture_similarity as similarity
+from curation.views import picture_bulk
 from curation.views import picture_views as pv
 from curation.decisions import picture_model
 from curation.views import review_orders
@@ -132,7 +133,7 @@ def confirm_like(flt: pv.PictureFilter, threshold: float, counts: dict, likeness
     verb = {"include": "Include", "exclude": "Exclude"}[action]
     st.markdown(f"**{verb} all {counts['pictures']:,} pictures** of this view at least {likeness:.2f} alike to "
                 "the picture the view is sorted like?")
-    st.markdown(pv.bulk_override_effect(counts, action == "include"))
+    st.markdown(picture_bulk.bulk_override_effect(counts, action == "include"))
 
     def apply(manifest) -> str:
         doing = bulk.Bulk(view="pictures", do=action, filter=dataclasses.asdict(flt), threshold=threshold,

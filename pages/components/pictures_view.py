@@ -14,6 +14,7 @@ import streamlit as st
 from curation.captions.best import best_caption, counted_sources, kind_of
 from curation.decisions import keyboard
 from curation.views import bulk
+from curation.views import picture_bulk
 from curation.views import picture_views as pv
 from curation import views
 from curation.sources.page_numbers import page_number
@@ -213,7 +214,7 @@ def confirm_restore(flt: pv.PictureFilter, total: int):
     st.markdown(f"**Bring back all {total:,} deleted pictures** in this view? Each is a picture again, decided by "
                 "its override or the rule, and its page follows it. One undo takes them all back.")
     common.confirm_buttons(f"Bring back {total:,} pictures", "pictures-restore", RESTORE, NOTICE,
-                           lambda manifest: f"Brought back {pv.bulk_restore(manifest, flt):,} pictures · {UNDO_HINT}.")
+                           lambda manifest: f"Brought back {picture_bulk.bulk_restore(manifest, flt):,} pictures · {UNDO_HINT}.")
 
 
 def ask(key: str, value):
@@ -228,7 +229,7 @@ def close(key: str):
 def confirm_bulk(flt: pv.PictureFilter, counts: dict, threshold: float, action: str):
     verb = {"include": "Include", "exclude": "Exclude", "auto": "Clear the override of"}[action]
     st.markdown(f"**{verb} all {counts['pictures']:,} pictures** in this view?")
-    st.markdown(pv.bulk_override_effect(counts, large.OVERRIDE_OF_CHOICE[action]))
+    st.markdown(picture_bulk.bulk_override_effect(counts, large.OVERRIDE_OF_CHOICE[action]))
 
     def apply(manifest) -> str:
         doing = bulk.Bulk(view="pictures", do=BULK_OF_CHOICE[action], filter=dataclasses.asdict(flt),
@@ -246,7 +247,7 @@ def confirm_captions(flt: pv.PictureFilter, counts: dict, threshold: float):
     if counts["captioned"]:  # a typed caption is never overwritten unless asked
         overwrite = st.checkbox(f"Also overwrite the {counts['captioned']:,} typed captions",
                                 key="pictures-bulk-caption-overwrite")
-    count, effect = pv.bulk_caption_effect(counts, overwrite)
+    count, effect = picture_bulk.bulk_caption_effect(counts, overwrite)
     if text:
         st.markdown(f"**Write this caption on {count:,} of the {counts['pictures']:,} pictures** in this view? "
                     f"{effect}")
