@@ -13,7 +13,7 @@ def test_reading_many_decided_pages_never_holds_a_tuple_per_page(tmp_path, monke
     db = filled_db(tmp_path / "m.sqlite", documents=4, pages=10_000)
     with Manifest(db) as manifest:
         views.bulk_override(manifest, None, views.PageFilter(), False)  # 40,000 decided pages
-        monkeypatch.setattr(aggregates, "READ_ROWS", 2_000, raising=False)
+        monkeypatch.setattr(tallies, "READ_ROWS", 2_000)
         tracemalloc.start()
         pages = tallies.decided(manifest)
         peak = tracemalloc.get_traced_memory()[1]

@@ -88,7 +88,7 @@ class Bulk:
 
     def write(self, manifest: Manifest, action: int, keys: str) -> None:
         """Write the action to the pages or pictures of the table `keys`, recorded under `action`."""
-        module = review if self.view == "pages" else picture_views
+        module = review if self.view == "pages" else picture_bulk
         if self.do == "caption":
             module.write_captions(manifest, action, keys, self.text)
         else:
