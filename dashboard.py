@@ -7,8 +7,7 @@ data/manifest.sqlite).
 
 import streamlit as st
 
-from pages.components import auth
-from pages.components import common
+from pages.components import auth, common
 
 SECTIONS = {
     "Curation": [

@@ -51,8 +51,8 @@ sys.path.insert(0, str(ROOT / "tests"))  # apptest_support: the grid of cards cl
 
 from curation import Manifest  # noqa: E402
 from curation.manifest import history, thumbnail_store  # noqa: E402
-from curation.views import picture_views
 from curation import views
+from curation.views import picture_views
 from curation.manifest.rules import KEEP_SQL, PICTURE_KEEP_SQL  # noqa: E402
 from curation.scoring.result import PageResult  # noqa: E402
 from curation.scoring.scorer import thumbnail_jpeg  # noqa: E402

@@ -2,11 +2,10 @@
 
 import streamlit as st
 
-from curation.views import cutoff_counts
 from curation import views
 from curation.runs import sample
-from pages.components import auth
-from pages.components import common
+from curation.views import cutoff_counts
+from pages.components import auth, common
 
 
 def main():

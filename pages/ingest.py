@@ -7,14 +7,12 @@ import streamlit as st
 
 from guards import uploads as uploads_guard
 
+from curation import views
 from curation.captions import legend
 from curation.manifest import thumbnail_store
-from curation import views
 from curation.runs import cluster_config, jobs
 from curation.sources import paths
-from pages.components import auth
-from pages.components import common
-from pages.components import picture_job
+from pages.components import auth, common, picture_job
 
 STATUS_LABELS = {"not-pdf": "not a PDF", "replaced": "replaced (file changed)"}
 

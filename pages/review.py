@@ -9,17 +9,13 @@ import pathlib
 
 import streamlit as st
 
-from curation.decisions import keyboard
-from curation.views import bulk
 from curation import views
+from curation.decisions import keyboard
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
-from pages.components import auth
-from pages.components import bulk_job
-from pages.components import card_grid
-from pages.components import common
+from curation.views import bulk
+from pages.components import auth, bulk_job, card_grid, common, pictures_view
 from pages.components import keys as hotkeys
-from pages.components import pictures_view
 from pages.components import undo as undo_
 
 PER_SCREEN = 40

@@ -20,8 +20,7 @@ from guards import uploads as uploads_guard
 import inference
 from curation.sources import paths
 from inference import images
-from pages.components import auth
-from pages.components import common
+from pages.components import auth, common
 
 common.use_entry_script()  # a direct URL (/vet_scanner) runs under dashboard.py's navigation
 

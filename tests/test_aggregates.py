@@ -7,12 +7,11 @@ import numpy as np
 import pytest
 
 from apptest_support import add_features, filled_db
-from curation import Manifest
+from curation import Manifest, views
 from curation.manifest import aggregates, history, tallies
-from curation import views
 from curation.manifest.rules import INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL
-from curation.views import PAGES_FROM, DISAGREES_FILTER_SQL, PageFilter
 from curation.scoring.result import PageResult
+from curation.views import PAGES_FROM, DISAGREES_FILTER_SQL, PageFilter
 
 RULES = ("picture", "sigma", "model")
 

@@ -3,8 +3,7 @@
 import pytest
 
 from apptest_support import filled_db, job_finished, page, ran, texts, wait_for
-from curation import Manifest
-from curation import views
+from curation import Manifest, views
 from curation.runs import sample
 
 

@@ -9,8 +9,7 @@ import pytest
 
 from apptest_support import (add_features, filled_db, grid_cards, grid_event, job_finished, page, ran, shown, texts,
                              wait_for)
-from curation import Manifest
-from curation import views
+from curation import Manifest, views
 
 
 @pytest.fixture

@@ -3,8 +3,7 @@
 import pytest
 
 from apptest_support import add_features, filled_db, page, ran, texts
-from curation import Manifest
-from curation import views
+from curation import Manifest, views
 
 
 @pytest.fixture

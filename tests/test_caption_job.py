@@ -11,10 +11,10 @@ from streamlit.testing.v1 import AppTest
 from transformers import PreTrainedModel
 
 from curation import Manifest, ingest
-from curation.runs import jobs
 from curation.captions.edit import Pictures
 from curation.captions.job import CaptionJob, caption_pictures
 from curation.cli import cli
+from curation.runs import jobs
 from curation.sources.synthetic import PageSpec, write_pdf
 from inference.loader import queue_status
 

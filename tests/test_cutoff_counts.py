@@ -9,12 +9,11 @@ import time
 
 import pytest
 
-from curation import Manifest
-from curation.views import cutoff_counts
+from curation import Manifest, views
 from curation.manifest import history
-from curation import views
-from curation.views import picture_views as pv
 from curation.manifest.rules import KEEP_SQL
+from curation.views import cutoff_counts
+from curation.views import picture_views as pv
 from test_picture_decisions import documents, picture_id
 from test_picture_views import scored
 from test_picture_score_cutoff import learned_document

@@ -4,9 +4,8 @@ dashboard holds their figures, not a Python tuple per page on the way (about 300
 import tracemalloc
 
 from apptest_support import filled_db
-from curation import Manifest
+from curation import Manifest, views
 from curation.manifest import aggregates, tallies
-from curation import views
 
 
 def test_reading_many_decided_pages_never_holds_a_tuple_per_page(tmp_path, monkeypatch):

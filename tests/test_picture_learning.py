@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from curation import Manifest
-from curation.manifest import history, picture_embeddings
-from curation.decisions import picture_similarity as similarity
 from curation.decisions import picture_model
+from curation.decisions import picture_similarity as similarity
+from curation.manifest import history, picture_embeddings
 from curation.pictures.prior import shipped_prior
 from curation.views import review_orders
 from test_picture_similarity import pictured_document, scored

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from curation import Manifest
-from curation.views import bulk
-from curation.manifest import history, picture_embeddings
 from curation.decisions import picture_similarity as similarity
-from curation.views import picture_views as pv
+from curation.manifest import history, picture_embeddings
 from curation.scoring.result import PageResult
+from curation.views import bulk
+from curation.views import picture_views as pv
 
 BOX = (40, 30, 400, 330, 5.2)
 DIMENSIONS = picture_embeddings.DIMENSIONS

@@ -11,9 +11,9 @@ import pytest
 
 from curation import Manifest
 from curation.manifest import history
+from curation.scoring.result import PageResult
 from curation.views import picture_bulk
 from curation.views import picture_views as pv
-from curation.scoring.result import PageResult
 
 WIDTH, HEIGHT = 1000, 1400  # reference pixels
 ENGRAVING = (40, 30, 400, 330, 5.2)

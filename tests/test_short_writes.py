@@ -6,8 +6,8 @@ import pytest
 
 from apptest_support import filled_db
 from curation import Manifest
-from curation.views import bulk
 from curation.manifest import history
+from curation.views import bulk
 
 
 @pytest.fixture

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from ..scoring.pictures import DEFAULT_PICTURE_AREA_MIN
 from ..scoring.features import REFERENCE_DPI
+from ..scoring.pictures import DEFAULT_PICTURE_AREA_MIN
 from .candidates import MEASURES
 from .judge import Tally, grow, judge
 from .prior import PRIOR_FILE, Prior

@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 
 from ..captions.legend import check_languages, engine_note, installed_languages
 from ..decisions.duplicates import refresh_duplicates
-from ..views import cutoff_counts
 from ..manifest.store import Manifest
-from ..scoring.result import PageResult
-from ..scoring.features import FEATURES_VERSION
 from ..pictures import finder, verdict
+from ..scoring.features import FEATURES_VERSION
+from ..scoring.result import PageResult
 from ..sources.paths import REFUSAL, document_roots, reading_roots
+from ..views import cutoff_counts
 from ..sources.reader import (DocumentError, DocumentInfo, OutsideAllowedFolders, error_text, exists, file_sha256,
                               file_stat, find_pdfs)
 from ..views.jobs import unreadable_documents

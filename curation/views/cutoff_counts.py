@@ -39,8 +39,8 @@ from ..manifest import aggregates, picture_decisions, tallies
 from ..manifest.aggregates import _snapshot
 from ..manifest.rules import EXPORTED_SQL, LIVE_DOCUMENT_SQL
 from ..manifest.store import Manifest
-from .cutoff_keys import AREA_GRID, AREA_TOP, KEY_BITS, SIGMA_BITS, SIGMA_GRID, SIGMA_TOP, cells_sql, key_sql
 from . import picture_views
+from .cutoff_keys import AREA_GRID, AREA_TOP, KEY_BITS, SIGMA_BITS, SIGMA_GRID, SIGMA_TOP, cells_sql, key_sql
 from .filters import decision_params
 from .threshold import SCORED_BETWEEN_SQL, moved_by_score
 

@@ -17,8 +17,8 @@ import pymupdf
 
 from ..manifest import thumbnail_store
 from ..scoring.scorer import THUMBNAIL_QUALITY, THUMBNAIL_SIDE
-from ..sources.paths import reading_roots
 from ..sources.page_numbers import page_number
+from ..sources.paths import reading_roots
 from ..sources.reader import error_text, open_document
 from ..manifest.rules import (KEEP_SQL, LIVE_DOCUMENT_SQL, OUTLINED_SQL, PICTURE_AREA_SQL, PICTURE_BOX_SQL, PICTURE_DECIDED_BY_SQL,
                      PICTURE_KEEP_SQL)

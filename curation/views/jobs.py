@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from ..decisions import learn
 from ..runs.jobs import plural as count  # noqa: F401 (views.count: a count in words)
 from ..manifest.rules import DEFAULT_RULE, LIVE_DOCUMENT_SQL
-from ..scoring.pictures import DEFAULT_PICTURE_AREA_MIN
 from ..manifest.store import Manifest
+from ..scoring.pictures import DEFAULT_PICTURE_AREA_MIN
 from .threshold import rule_summary
 
 

@@ -12,9 +12,9 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..manifest import aggregates, history
-from ..sources.page_numbers import page_number
 from ..manifest.rules import LIVE_DOCUMENT_SQL
 from ..manifest.store import Manifest, now
+from ..sources.page_numbers import page_number
 from .filters import DECISIONS, PAGES_FROM, PageFilter, _by_keys, _where, decision_params, filter_counts
 
 

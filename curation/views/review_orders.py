@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..decisions.picture_similarity import EmbeddingKeeper, reprint_order
 from ..decisions import picture_model
+from ..decisions.picture_similarity import EmbeddingKeeper, reprint_order
 
 ORDERS = {
     "learned": "Least sure first (learned from picture decisions)",

@@ -12,12 +12,11 @@ import pathlib
 
 import streamlit as st
 
-from curation.views import bulk
 from curation import views
 from curation.manifest.store import Manifest
 from curation.runs import jobs
-from pages.components import auth
-from pages.components import common
+from curation.views import bulk
+from pages.components import auth, common
 
 POLL_SECONDS = 1.0
 LAUNCHED = "bulk_job_launched"  # the pid of the job this session launched, until it ends

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from curation.captions.job import KIND
 from curation import views
+from curation.captions.job import KIND
 from curation.manifest.store import Manifest
 from inference.captioner import MODEL_DIR_ENV, REPO, captioner_status
-from pages.components import auth
-from pages.components import common
+from pages.components import auth, common
 
 RUNNING_KEY = "caption_job_was_running"
 SCOPES = {"Kept pictures": [], "All pictures": ["--all"]}

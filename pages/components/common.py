@@ -16,12 +16,12 @@ import psutil
 import streamlit as st
 
 from curation import views
-from curation.views import bulk
-from curation.views.cutoff_counts import COUNT_JOB
 from curation.manifest.picture_decisions import DECIDE_JOB
 from curation.manifest.store import Manifest, ManifestError
-from curation.runs.embed import KIND as PICTURE_JOB
 from curation.runs import jobs
+from curation.runs.embed import KIND as PICTURE_JOB
+from curation.views import bulk
+from curation.views.cutoff_counts import COUNT_JOB
 from pages.components import auth
 # The pages read these as common.<name>, beside the rest of what they share.
 from pages.components.escaping import MAX_NAME_CHARS, MAX_PATH_CHARS, code_span, escape_markdown, pictured  # noqa: F401

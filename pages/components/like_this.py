@@ -11,16 +11,12 @@ import pathlib
 
 import streamlit as st
 
-from curation.views import bulk
-from curation.decisions import picture_similarity as similarity
-from curation.views import picture_bulk
-from curation.views import picture_views as pv
 from curation.decisions import picture_model
-from curation.views import review_orders
+from curation.decisions import picture_similarity as similarity
 from curation.sources.page_numbers import page_number
-from pages.components import auth
-from pages.components import bulk_job
-from pages.components import common
+from curation.views import bulk, picture_bulk, review_orders
+from curation.views import picture_views as pv
+from pages.components import auth, bulk_job, common
 
 LIKE = "pictures_like"  # {"picture": id, "back_to": the sort before}: the view sorted like one picture
 LIKE_BULK = "pictures_like_bulk"  # the Exclude / Include all like this question, open: "exclude" or "include"

@@ -12,9 +12,7 @@ import streamlit as st
 from curation.captions import edit
 from curation.captions.best import SOURCE_WORDS
 from curation.sources.page_numbers import page_number
-from pages.components import auth
-from pages.components import card_grid
-from pages.components import common
+from pages.components import auth, card_grid, common
 from pages.components.caption_job import caption_panel
 
 UNDO_HINT = "Undo is beside \"Your last change\""

@@ -12,8 +12,7 @@ import streamlit as st
 
 from curation import views
 from curation.runs.embed import KIND, missing_parts
-from pages.components import auth
-from pages.components import common
+from pages.components import auth, common
 
 RUNNING_KEY = "picture_job_was_running"
 TITLE = "Embedding the pictures"

@@ -11,14 +11,13 @@ import zlib
 import streamlit as st
 from streamlit_image_coordinates import streamlit_image_coordinates
 
+from curation import views
 from curation.captions.best import best_caption, counted_sources
 from curation.decisions import keyboard
-from curation.views import picture_views as pv
-from curation import views
 from curation.manifest.pictures import PictureError
 from curation.sources.page_numbers import page_number
-from pages.components import auth
-from pages.components import common
+from curation.views import picture_views as pv
+from pages.components import auth, common
 from pages.components import keys as hotkeys
 from pages.components import picture_captions as captions
 from pages.components import undo as undo_

@@ -5,8 +5,7 @@ import streamlit as st
 
 from curation import views
 from curation.manifest.history import UndoError
-from pages.components import auth
-from pages.components import common
+from pages.components import auth, common
 
 
 def bar(last: dict | None, where: str = ""):
