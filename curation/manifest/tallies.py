@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .aggregates import (AREA_BIN_SQL, AREA_BINS, AREA_FLOOR, AREA_STEPS, KIND_SQL, SIGMA_BIN_SQL, SIGMA_STEPS, _memo_lock,
-                         _snapshot, area_bin, bins, ensure_log10, sigma_bin, version)
+from .aggregates import (AREA_BIN_SQL, AREA_BINS, AREA_FLOOR, AREA_STEPS, KIND_SQL, SIGMA_BIN_SQL, SIGMA_STEPS,
+                         _memo_lock, _snapshot, area_bin, bins, ensure_log10, sigma_bin, version)
 from .rules import DISAGREES_SQL, INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL
 
 
