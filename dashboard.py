@@ -1,14 +1,13 @@
 """The dashboard's script, served by streamlit_app.py (`streamlit run streamlit_app.py`).
 
-It lets in only who may use the dashboard (pages/_auth.py: the sign-in screen when sign-in is on),
+It lets in only who may use the dashboard (pages/components/auth.py: the sign-in screen when sign-in is on),
 registers the pages, lists them in the sidebar and shows there which manifest is open ($CURATION_DB, default
 data/manifest.sqlite).
 """
 
 import streamlit as st
 
-from pages import _auth as auth
-from pages import _common as common
+from pages.components import auth, common
 
 SECTIONS = {
     "Curation": [

@@ -1,6 +1,6 @@
 """The dashboard's server: `streamlit run streamlit_app.py` serves dashboard.py through this st.App.
 
-It adds checks to Streamlit's own, on every request before Streamlit answers it (pages/_server.py):
+It adds checks to Streamlit's own, on every request before Streamlit answers it (pages/components/server.py):
 every response forbids framing; every request, HTTP and WebSocket alike, must name an allowed host
 (`server.allowedHosts` in .streamlit/config.toml; Streamlit checks it on its WebSocket only, so a web page
 whose domain was rebound to this server's address, DNS rebinding, would get the rest); a WebSocket must
@@ -12,7 +12,7 @@ import streamlit as st
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from pages._server import NoFraming, SameOriginWebSocket, UploadGate
+from pages.components.server import NoFraming, SameOriginWebSocket, UploadGate
 
 ALLOWED_HOSTS = st.get_option("server.allowedHosts") or ["*"]  # empty: Streamlit's own default, any host
 

@@ -50,7 +50,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # apptest_support: the grid of cards clicked as the browser does
 
 from curation import Manifest  # noqa: E402
-from curation.manifest import history, picture_views, thumbnail_store, views  # noqa: E402
+from curation.manifest import history, thumbnail_store  # noqa: E402
+from curation import views
+from curation.views import picture_views
 from curation.manifest.rules import KEEP_SQL, PICTURE_KEEP_SQL  # noqa: E402
 from curation.scoring.result import PageResult  # noqa: E402
 from curation.scoring.scorer import thumbnail_jpeg  # noqa: E402
@@ -424,7 +426,7 @@ def threshold_interactions(repeat: int, clock=time.perf_counter) -> list[tuple[s
     """Threshold's script runs in ms, every sample, in the order `interactions` makes them: each a real change (a
     cutoff or rule not tried before in this run, Suggest and the log count aside), so no sample is a rerun that
     changes nothing. Every rule's counts at every cutoff are read as the jobs stored them
-    (curation.manifest.cutoff_counts), or, on a manifest without them, counted by the job the page launches
+    (curation.views.cutoff_counts), or, on a manifest without them, counted by the job the page launches
     while the page says so; the moves are lookups."""
     results: list[tuple[str, list[float]]] = []
 
@@ -468,7 +470,7 @@ def count_tables(db: pathlib.Path) -> None:
 
 def last_bulk_job() -> int:
     """The id of the latest bulk job (0: none yet)."""
-    from curation.manifest import bulk
+    from curation.views import bulk
 
     with Manifest(os.environ["CURATION_DB"]) as manifest:
         job = manifest.latest_job(bulk.JOB)
@@ -478,7 +480,7 @@ def last_bulk_job() -> int:
 def bulk_job_seconds(before: int, wait: float = 30.0) -> float | None:
     """How long the bulk job a click started ran (its process registers it within seconds), once it has ended;
     not timed as the click. None when no job came after job `before` (the click did the work itself)."""
-    from curation.manifest import bulk
+    from curation.views import bulk
 
     deadline = time.monotonic() + wait
     with Manifest(os.environ["CURATION_DB"]) as manifest:
@@ -654,7 +656,7 @@ def picture_count(m: Manifest, flt: str = "all") -> int:
 
 def picture_queries(m: Manifest) -> list[tuple[str, object]]:
     """What a Pictures screen asks of the library, each a (label, call): the one list to extend when the
-    Pictures view's own queries (curation.manifest.picture_views) are timed here."""
+    Pictures view's own queries (curation.views.picture_views) are timed here."""
     first = picture_screen(m)
     last_doc = m.conn.execute("SELECT MAX(id) FROM documents").fetchone()[0]
     deep = {"doc_id": last_doc, "page": -1, "number": 0}  # the last document's pictures: a deep screen by key

@@ -8,7 +8,7 @@ source's candidates as ingest would: those are the pictures a curator sees. Each
 as the judge says (curation.pictures.judge): a clean crop of a counted picture is one the curator includes,
 a wrong one they exclude (right-but-loose and ornaments teach nothing and are not counted). The curator
 decides `--decisions` of them (two ways: least sure first, as Review offers them, and at random, five
-draws), the model learns from those (curation.pictures.learned; its prior, the held-out head's scores and the
+draws), the model learns from those (curation.decisions.picture_model; its prior, the held-out head's scores and the
 embedding-only regression trained on the other sources), and its
 suggestions are compared with the labels of the pictures left. The reference in the same run is the head
 alone on those same pictures; ratios are learned over head. Per source and pooled.
@@ -17,9 +17,9 @@ How hard the model is pulled to the prior (its strength) is chosen leave one sou
 held-out source, the same simulation is run on each of the other sources in turn (their pictures kept and
 scored by heads that did not see them, the ones that chose the cutoff), and the strength of `--strengths`
 agreeing best there, pooled, is the one measured on the held-out source. Where every pooled figure ties, the
-shipped strength (learned.PRIOR_STRENGTH) is kept. The strength chosen the same way on every source is printed
+shipped strength (picture_model.PRIOR_STRENGTH) is kept. The strength chosen the same way on every source is printed
 last: the one to ship. A prior's regression reads only its mean and scale here: every picture a curator sees
-was scored by the head, whose score is its prior (learned.Prior.logits).
+was scored by the head, whose score is its prior (curation.pictures.prior.Prior.logits).
 
 Candidates and embeddings are read through train.read_folder's cache (bench/out/picture_candidates).
 """
@@ -35,7 +35,9 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from curation.pictures import learned, train  # noqa: E402
+from curation.decisions import picture_model  # noqa: E402
+from curation.pictures import train  # noqa: E402
+from curation.pictures.prior import Prior  # noqa: E402
 from curation.pictures.candidates import MEASURES  # noqa: E402
 from curation.pictures.verdict import select  # noqa: E402
 
@@ -57,12 +59,12 @@ def kept_pictures(pages, scores, cutoff: float):
     return np.array(vectors).reshape(-1, width), np.array(kept_scores), np.array(labels)
 
 
-def standardising_prior(pages, verdict_cutoff: float) -> learned.Prior:
+def standardising_prior(pages, verdict_cutoff: float) -> Prior:
     """A prior with the mean and scale of `pages`' labelled embeddings: all the simulation reads of it."""
     rows = np.concatenate([p.inputs[p.labels >= 0, len(MEASURES):] for p in pages])
     mean, scale = rows.mean(axis=0), rows.std(axis=0)
     scale[scale < 1e-9] = 1.0
-    return learned.Prior.of_regression(mean, scale, np.zeros_like(mean), 0.0, 0.5, verdict_cutoff)
+    return Prior.of_regression(mean, scale, np.zeros_like(mean), 0.0, 0.5, verdict_cutoff)
 
 
 def agreement(vectors, scores, labels, prior, decided: np.ndarray, strength: float) -> tuple[int, int, int]:
@@ -70,7 +72,7 @@ def agreement(vectors, scores, labels, prior, decided: np.ndarray, strength: flo
     offsets = prior.logits(vectors, scores)
     rest = np.setdiff1d(np.arange(len(labels)), decided)
     truth = labels[rest] == 1
-    correction, bias = learned.fit(vectors[decided], labels[decided] == 1, offsets[decided], prior, strength)
+    correction, bias = picture_model.fit(vectors[decided], labels[decided] == 1, offsets[decided], prior, strength)
     z = (vectors[rest] - prior.mean) / prior.scale
     mine = offsets[rest] + z @ correction + bias >= 0
     return int(np.sum(mine == truth)), int(np.sum((offsets[rest] >= 0) == truth)), len(rest)
@@ -106,7 +108,7 @@ def choose_strength(pages, inner_scores, cutoff: float, decisions: int, strength
         for strength, (first, drawn) in (result or {}).items():
             agreed[strength] += int(first[0] + drawn[0])
     best = max(agreed.values())
-    return learned.PRIOR_STRENGTH if agreed.get(learned.PRIOR_STRENGTH) == best else \
+    return picture_model.PRIOR_STRENGTH if agreed.get(picture_model.PRIOR_STRENGTH) == best else \
         min(s for s in strengths if agreed[s] == best)
 
 
@@ -122,13 +124,13 @@ def main(argv=None):
         sys.exit(f"no pictures.jsonl in {args.folder}: give a folder laid out like ../shared/realdata")
     started = time.process_time()
     pages = train.read_folder(args.folder, args.cache)
-    strengths = sorted({learned.PRIOR_STRENGTH, *args.strengths})
+    strengths = sorted({picture_model.PRIOR_STRENGTH, *args.strengths})
     # "chosen": each source at the strength chosen on the others; then each fixed strength (not a result).
     columns = ["chosen", *strengths]
     pooled = {(name, c): np.zeros((2, 3), np.int64) for name in SETS for c in columns}
     print(f"{len(pages)} pages, {len(train.sources(pages))} sources; up to {args.decisions} decisions per source "
           f"(at most half its labelled pictures); prior strengths {', '.join(f'{s:g}' for s in strengths)}, "
-          f"shipped {learned.PRIOR_STRENGTH:g}")
+          f"shipped {picture_model.PRIOR_STRENGTH:g}")
     lines = {name: [] for name in SETS}
     for source in train.sources(pages):
         others = [p for p in pages if p.source != source]
@@ -169,7 +171,7 @@ def main(argv=None):
     every = train.held_out_scores(pages)
     print(f"\nthe strength to ship, chosen the same way on every source: "
           f"{choose_strength(pages, every, train.best_cutoff(pages, every), args.decisions, strengths):g} "
-          f"(shipped: {learned.PRIOR_STRENGTH:g})")
+          f"(shipped: {picture_model.PRIOR_STRENGTH:g})")
     print(f"CPU time {time.process_time() - started:.0f} s (process time, machine loaded by others)")
 
 

@@ -42,7 +42,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_dashboard import add_pictures, build, remove_manifest  # noqa: E402
 from curation import Manifest  # noqa: E402
 from curation.export.card import CARD_SIDE  # noqa: E402
-from curation.manifest import picture_images, picture_thumbnails  # noqa: E402
+from curation.views import picture_images  # noqa: E402
+from curation.manifest import picture_thumbnails
 from server_support import CHROMIUM_ARGS, CHROMIUM, streamlit_server  # noqa: E402
 
 TARGET_MS = 500

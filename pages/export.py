@@ -19,16 +19,15 @@ import streamlit as st
 
 from curation.export import (Counted, ExportSettings, Preview, SettingsError, count_export, estimate, estimate_items,
                              image_folder, preview, safe_zip_name, screen_items, screens, select)
+from curation import views
+from curation.export.captions import MAX_TEMPLATE_CHARS
 from curation.export.job import ENLARGED
 from curation.export.selection import Item, Selection
-from curation.export.captions import MAX_TEMPLATE_CHARS
 from curation.export.settings import DEFAULT_TEMPLATE, MAX_WORD_CHARS
-from curation.manifest import views
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
 from curation.sources.paths import data_dir
-from pages import _auth as auth
-from pages import _common as common
+from pages.components import auth, common
 
 # A download passes through the server's memory: beyond this the ZIP is fetched from the server's disk.
 DOWNLOAD_LIMIT = 500_000_000

@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from curation.manifest import cutoff_counts, views
+from curation import views
 from curation.runs import sample
-from pages import _auth as auth
-from pages import _common as common
+from curation.views import cutoff_counts
+from pages.components import auth, common
 
 
 def main():

@@ -7,13 +7,12 @@ import streamlit as st
 
 from guards import uploads as uploads_guard
 
+from curation import views
 from curation.captions import legend
-from curation.manifest import thumbnail_store, views
+from curation.manifest import thumbnail_store
 from curation.runs import cluster_config, jobs
 from curation.sources import paths
-from pages import _auth as auth
-from pages import _common as common
-from pages import _picture_job as picture_job
+from pages.components import auth, common, picture_job
 
 STATUS_LABELS = {"not-pdf": "not a PDF", "replaced": "replaced (file changed)"}
 

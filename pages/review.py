@@ -9,17 +9,14 @@ import pathlib
 
 import streamlit as st
 
+from curation import views
 from curation.decisions import keyboard
-from curation.manifest import bulk, views
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
-from pages import _auth as auth
-from pages import _bulk_job as bulk_job
-from pages import _card_grid as card_grid
-from pages import _common as common
-from pages import _keys as hotkeys
-from pages import _pictures_view as pictures_view
-from pages import _undo as undo_
+from curation.views import bulk
+from pages.components import auth, bulk_job, card_grid, common, pictures_view
+from pages.components import keys as hotkeys
+from pages.components import undo as undo_
 
 PER_SCREEN = 40
 COLUMNS = 6  # at most; the grid wraps to fewer on narrow screens
@@ -393,7 +390,7 @@ def decide_by_key(item: tuple[int, int], keep: bool | None):
 
 
 def grid(rows: list[dict], thumbs: dict, captions: dict, documents: dict, changes: dict):
-    """The screen's cards, one element (pages/_card_grid.py): what the person does comes back as `on_card`."""
+    """The screen's cards, one element (pages/components/card_grid.py): what the person does comes back as `on_card`."""
     notice = st.session_state.pop(NOTICE, None)
     if notice:
         st.toast(notice, icon=":material/check:")

@@ -8,11 +8,13 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from curation.manifest import cutoff_counts, picture_decisions, views
+from curation.views import cutoff_counts
+from curation.manifest import picture_decisions
+from curation import views
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
-from pages import _auth as auth
-from pages import _common as common
+from pages.components import auth
+from pages.components import common
 
 # What is being tried survives page switches, unlike widget state: drafts live under their own keys.
 RULE_DRAFT, RULE_WIDGET = "rule_draft", "threshold_rule"

@@ -20,10 +20,9 @@ from guards import uploads as uploads_guard
 import inference
 from curation.sources import paths
 from inference import images
-from pages import _auth as auth
-from pages import _common
+from pages.components import auth, common
 
-_common.use_entry_script()  # a direct URL (/vet_scanner) runs under dashboard.py's navigation
+common.use_entry_script()  # a direct URL (/vet_scanner) runs under dashboard.py's navigation
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +73,7 @@ def main():
     st.session_state[RANKS_KEY] = ranks  # what the charts call a label
     show_queue()
     if training:
-        with st.expander(f"How {_common.escape_markdown(model.name)} was trained", expanded=False):
+        with st.expander(f"How {common.escape_markdown(model.name)} was trained", expanded=False):
             show_training(training)
     photos_tab, folder_tab, train_tab = st.tabs(
         ["Photos", "Folder on the server (batch)", "Train a triage head"]
@@ -93,8 +92,8 @@ def choose_model():
     models = inference.list_models(folder)
     for broken in (model for model in models if model.problem):
         st.warning(
-            f"**{_common.escape_markdown(broken.name)}** cannot be used: "
-            f"{_common.escape_markdown(broken.problem)}"
+            f"**{common.escape_markdown(broken.name)}** cannot be used: "
+            f"{common.escape_markdown(broken.problem)}"
         )
     usable = {model.name: model for model in models if not model.problem}
     if not usable:
@@ -141,7 +140,7 @@ def show_how_to_add_a_model(folder):
                 else:
                     inference.write_demo_model(folder / "demo-vit")
         except (inference.InferenceError, OSError) as error:
-            st.error(f"Could not write the model: {_common.escape_markdown(error)}")
+            st.error(f"Could not write the model: {common.escape_markdown(error)}")
             return
         st.rerun()
 
@@ -167,7 +166,7 @@ def photos_mode(model, top_k):
         help=f"{limits.help()} Photos of more than {images.MAX_PIXELS:,} pixels are refused "
              "(JPEGs count at the reduced size they are decoded at).",
     )
-    photos = _common.within_upload_limits(photos, limits)
+    photos = common.within_upload_limits(photos, limits)
     results = st.session_state.setdefault(RESULTS_KEY, {})
     current = set()
     for photo in photos:
@@ -188,12 +187,12 @@ def photos_mode(model, top_k):
 def show_photo(photo, result):
     with st.container(border=True):
         if "error" in result:
-            st.error(_common.escape_markdown(result["error"]))
+            st.error(common.escape_markdown(result["error"]))
             return
         show_cattle_gate(result.get("cattle"))
         image_column, chart_column = st.columns([1, 2])
         # The photo as decoded for the model: showing the upload itself would decode it again, in full.
-        image_column.image(result["jpeg"], caption=_common.escape_markdown(photo.name), width="stretch")
+        image_column.image(result["jpeg"], caption=common.escape_markdown(photo.name), width="stretch")
         chart_column.altair_chart(prediction_chart(result["top"]), width="stretch")
         chart_column.caption(timing_line(result))
         with chart_column.expander("Server memory", icon=":material/memory:"):
@@ -204,7 +203,7 @@ def show_cattle_gate(gate):
     """Before any triage: does the photo show cattle? (Models with ImageNet's classes.)"""
     if gate is None:
         return
-    classes = _common.escape_markdown(" + ".join(gate["classes"]))  # from the model's config
+    classes = common.escape_markdown(" + ".join(gate["classes"]))  # from the model's config
     if gate["is_cattle"]:
         st.success(f"Cattle: {classes} sum to {gate['score']:.0%}.", icon=":material/check_circle:")
     else:
@@ -220,7 +219,7 @@ def server_folder(text, roots):
     try:
         return paths.check_path(text, roots, base=roots[0], folders_only=True)
     except paths.PathRefused as error:  # it quotes the typed folder: shown literally, never as Markdown
-        st.error(_common.escape_markdown(error), icon=":material/block:")
+        st.error(common.escape_markdown(error), icon=":material/block:")
         return None
 
 
@@ -235,8 +234,8 @@ def folder_mode(model, top_k):
         "Classify every photo in a folder on the server into a table and a CSV. "
         "The model is loaded once for the whole folder; other requests wait meanwhile."
     )
-    roots = _common.allowed_roots()
-    folder = st.text_input("Folder", placeholder=str(roots[0] / "photos"), max_chars=_common.MAX_PATH_CHARS).strip()
+    roots = common.allowed_roots()
+    folder = st.text_input("Folder", placeholder=str(roots[0] / "photos"), max_chars=common.MAX_PATH_CHARS).strip()
     allowed_folders_caption(roots)
     recursive = st.checkbox("Include subfolders")
     if st.button("Classify the folder", disabled=not folder) and (checked := server_folder(folder, roots)):
@@ -265,12 +264,12 @@ def folder_mode(model, top_k):
 
 def show_batch(batch):
     if "error" in batch:
-        st.error(_common.escape_markdown(batch["error"]))
+        st.error(common.escape_markdown(batch["error"]))
         return
     rows = batch["rows"]
     failed = sum(1 for row in rows if row["error"])
     unreadable = f"; {failed} could not be read (see the error column)" if failed else ""
-    st.success(f"{len(rows)} photos from {_common.escape_markdown(batch['folder'])}{unreadable}.")
+    st.success(f"{len(rows)} photos from {common.escape_markdown(batch['folder'])}{unreadable}.")
     table = pd.DataFrame(rows)
     st.dataframe(
         table,
@@ -295,20 +294,20 @@ def train_mode(model):
         "Teach the scanner your own classes from labelled photos on the server: one "
         "subfolder per class (`photos/healthy/`, `photos/lumpy-skin/`, …), at least "
         f"{inference.MIN_PHOTOS_PER_CLASS} photos each. A linear head learns them from the "
-        f"features of **{_common.escape_markdown(model.name)}** (the model chosen above) in seconds on a CPU; "
+        f"features of **{common.escape_markdown(model.name)}** (the model chosen above) in seconds on a CPU; "
         "cross-validation says how often it is right on photos it was not trained on. "
         "The result is a new model in the list."
     )
-    roots = _common.allowed_roots()
+    roots = common.allowed_roots()
     photos = st.text_input("Photos folder", placeholder=str(roots[0] / "triage"),
-                           max_chars=_common.MAX_PATH_CHARS).strip()
+                           max_chars=common.MAX_PATH_CHARS).strip()
     allowed_folders_caption(roots)
-    name = st.text_input("Name of the new model", value="my-triage", max_chars=_common.MAX_NAME_CHARS).strip()
+    name = st.text_input("Name of the new model", value="my-triage", max_chars=common.MAX_NAME_CHARS).strip()
     train = st.button("Train", disabled=not (photos and name) or auth.locked(), help=auth.help_for())
     if train and auth.require_curator():
         if not re.fullmatch(r"\w[\w.-]*", name):
             st.error(
-                f"{_common.escape_markdown(repr(name))} is not a folder name: "
+                f"{common.escape_markdown(repr(name))} is not a folder name: "
                 "use letters, digits, '-', '_' and '.'."
             )
             return
@@ -331,9 +330,9 @@ def train_mode(model):
         )
         progress.empty()
         if "error" in outcome:
-            st.error(_common.escape_markdown(outcome["error"]))
+            st.error(common.escape_markdown(outcome["error"]))
         else:
-            st.success(f"Trained **{_common.escape_markdown(out.name)}**: choose it in the Model list above.")
+            st.success(f"Trained **{common.escape_markdown(out.name)}**: choose it in the Model list above.")
             show_training(outcome)
 
 
@@ -350,8 +349,8 @@ def show_training(record):
     )
     st.dataframe(counts, hide_index=True)
     st.caption(
-        f"Base model {_common.escape_markdown(record['base'])} · "
-        f"photos from {_common.escape_markdown(record['photos_folder'])} · "
+        f"Base model {common.escape_markdown(record['base'])} · "
+        f"photos from {common.escape_markdown(record['photos_folder'])} · "
         f"features {record['seconds']['features']:.1f} s · fit {record['seconds']['fit']:.1f} s"
         + (f" · {len(record['skipped'])} unreadable photos skipped" if record["skipped"] else "")
     )
@@ -383,7 +382,7 @@ def run_request(what, request, doing="Classifying"):
         )
 
     try:
-        with st.spinner(f"{doing} {_common.escape_markdown(what)}…"):
+        with st.spinner(f"{doing} {common.escape_markdown(what)}…"):
             return request(on_wait)
     except inference.InferenceError as error:
         return {"error": str(error)}

@@ -61,7 +61,7 @@ MARKDOWN_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 
 def shown(body: str) -> str:
-    """What a person reads of Markdown that holds escaped text (pages._common.escape_markdown): the
+    """What a person reads of Markdown that holds escaped text (pages.components.common.escape_markdown): the
     characters without their backslashes, and without the invisible word joiners that keep addresses from
     becoming links."""
     return MARKDOWN_ESCAPE.sub(r"\1", body).replace("\u2060", "")
@@ -113,7 +113,7 @@ def add_features(db: pathlib.Path, seed: int = 0) -> dict:
     return truth
 
 
-# -- Review's grid of cards (pages/_card_grid.py): one component, read and clicked here as the browser would ---
+# -- Review's grid of cards (pages/components/card_grid.py): one component, read and clicked here as the browser would ---
 
 
 def grid_cards(at: AppTest, part: str = "html") -> dict[str, str]:

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from apptest_support import add_features, filled_db
-from curation import Manifest
-from curation.manifest import aggregates, history, views
+from curation import Manifest, views
+from curation.manifest import aggregates, history, tallies
 from curation.manifest.rules import INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL
-from curation.manifest.views import PAGES_FROM, DISAGREES_FILTER_SQL, PageFilter
 from curation.scoring.result import PageResult
+from curation.views import PAGES_FROM, DISAGREES_FILTER_SQL, PageFilter
 
 RULES = ("picture", "sigma", "model")
 
@@ -45,7 +45,7 @@ def assert_counts_are_exact(manifest):
             for area in (areas if rule != "sigma" else areas[:1]):
                 params = views.decision_params(manifest, threshold, rule, area)
                 want = recount(manifest, params)
-                tally = aggregates.tally(manifest, params)
+                tally = tallies.tally(manifest, params)
                 got = tally.counts()
                 where = (rule, threshold, area)
                 assert {key: got[key] for key in ("pages", "kept", "overridden", "included", "excluded", "failed")} == \
@@ -165,17 +165,17 @@ def test_the_sigma_histogram_has_bins_a_whole_number_of_tenths_wide(manifest):
 
 
 def _decided_keys(manifest) -> set:
-    pages = aggregates.decided(manifest)
+    pages = tallies.decided(manifest)
     return set(zip(pages["doc_id"].tolist(), pages["page"].tolist(), pages["override"].tolist()))
 
 
 def test_the_decided_pages_follow_the_history_by_key_and_a_writer_that_does_not_record(manifest):
     first, second, third = keys(manifest, 3, 20)
     manifest.set_override(*first, True)
-    aggregates.decided(manifest)  # read in full
+    tallies.decided(manifest)  # read in full
     read = []
-    original = aggregates._decided_pages
-    aggregates._decided_pages = lambda conn, rowids, params=(): read.append(rowids) or original(conn, rowids, params)
+    original = tallies._decided_pages
+    tallies._decided_pages = lambda conn, rowids, params=(): read.append(rowids) or original(conn, rowids, params)
     try:
         manifest.set_override(*second, False)
         manifest.set_override(*first, None)
@@ -186,7 +186,7 @@ def test_the_decided_pages_follow_the_history_by_key_and_a_writer_that_does_not_
         assert _decided_keys(manifest) == {(*second, 0), (*third, 1)}
         assert "history_changes" not in read[-1]
     finally:
-        aggregates._decided_pages = original
+        tallies._decided_pages = original
     assert_counts_are_exact(manifest)
 
 

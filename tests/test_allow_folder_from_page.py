@@ -7,7 +7,7 @@ from apptest_support import page, ran, shown, signed_in_as, texts
 from curation import Manifest
 from curation.sources import paths
 from guards import at_server
-from pages import _common as common
+from pages.components import common
 from test_auth import CURATOR, SECRETS
 
 LOCAL = {"Host": "localhost:8501", "Origin": "http://localhost:8501"}

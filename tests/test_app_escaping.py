@@ -11,7 +11,7 @@ import pytest
 from apptest_support import filled_db, grid_cards, grid_event, page, ran, shown
 from curation import Manifest
 from curation.sources import paths
-from pages._common import code_span, escape_markdown, pictured
+from pages.components.common import code_span, escape_markdown, pictured
 
 from server_support import CHROMIUM, chromium, settle, streamlit_server
 from test_export_cli import record_scores, repeated_scan_pdf

@@ -3,8 +3,7 @@
 import pytest
 
 from apptest_support import filled_db, job_finished, page, ran, texts, wait_for
-from curation import Manifest
-from curation.manifest import views
+from curation import Manifest, views
 from curation.runs import sample
 
 
@@ -40,7 +39,7 @@ def test_summary_and_next_steps(db):
 
 def test_home_speaks_of_the_pictures_the_export_writes(db, archive):
     from curation import ingest
-    from curation.manifest import cutoff_counts
+    from curation.views import cutoff_counts
 
     with Manifest(db, create=True) as manifest:
         ingest(manifest, [archive], workers=1)

@@ -10,8 +10,8 @@ import pytest
 
 from apptest_support import grid_cards, grid_event, ran, texts
 from curation import Manifest
+from curation.decisions import picture_similarity as similarity
 from curation.manifest import picture_embeddings
-from curation.manifest import picture_similarity as similarity
 from test_app_pictures import db, pictures_view, with_pictures  # noqa: F401 (db: the fixture)
 from test_picture_learning import kind_of_picture
 

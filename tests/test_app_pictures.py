@@ -8,7 +8,7 @@ import re
 
 from apptest_support import filled_db, grid_cards, grid_event, page, ran, shown, signed_in_as, texts
 from curation import Manifest
-from curation.manifest import picture_views as pv
+from curation.views import picture_views as pv
 from test_auth import SECRETS, VIEWER
 
 ENGRAVING = (100, 100, 700, 800, 20.3)  # reference pixels of a 1224 x 1584 page, square inches
@@ -308,7 +308,7 @@ def test_the_fitted_view_is_centred_on_the_picture_which_fills_most_of_it(box):
 
 def test_a_bulk_caption_of_a_large_picture_view_runs_as_a_job_and_keeps_typed_captions(db, monkeypatch):
     from apptest_support import job_finished, wait_for
-    from curation.manifest import bulk
+    from curation.views import bulk
     monkeypatch.setattr(bulk, "JOB_MIN", 5)  # "large" kept small for the test
     at, engraving = caption_all_after_typing_one(db, pages=4)
     next(b for b in at.button if b.label == "Caption 7 pictures").click()

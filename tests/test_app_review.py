@@ -9,8 +9,7 @@ import pytest
 
 from apptest_support import (add_features, filled_db, grid_cards, grid_event, job_finished, page, ran, shown, texts,
                              wait_for)
-from curation import Manifest
-from curation.manifest import views
+from curation import Manifest, views
 
 
 @pytest.fixture
@@ -457,7 +456,7 @@ def test_an_override_that_takes_a_page_out_of_the_view_says_so_with_undo(db):
 
 
 def test_a_bulk_action_on_a_large_view_runs_as_a_job_shown_above_the_grid_and_undone_in_one_step(db, monkeypatch):
-    from curation.manifest import bulk
+    from curation.views import bulk
     monkeypatch.setattr(bulk, "JOB_MIN", 20)  # "large" kept small for the test
     filled_db(db, documents=2, pages=30)
     at = ran(page("pages/review.py"))
@@ -480,7 +479,7 @@ def test_a_bulk_action_on_a_large_view_runs_as_a_job_shown_above_the_grid_and_un
 
 
 def test_a_running_bulk_job_shows_its_progress_in_the_sidebar_and_above_the_grid_with_stop(db):
-    from curation.manifest import bulk
+    from curation.views import bulk
     filled_db(db, documents=1, pages=10)
     with Manifest(db) as manifest:
         job_id = manifest.start_job(bulk.JOB, {})  # this process stands for the job's

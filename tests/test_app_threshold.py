@@ -3,8 +3,7 @@
 import pytest
 
 from apptest_support import add_features, filled_db, page, ran, texts
-from curation import Manifest
-from curation.manifest import views
+from curation import Manifest, views
 
 
 @pytest.fixture
@@ -344,8 +343,8 @@ def picture_metrics(at) -> tuple[int, int]:
 @pytest.mark.parametrize("rule", ["sigma", "model", "picture"])
 def test_a_rule_switch_on_a_large_manifest_reads_the_counted_tables_and_save_stores_what_a_full_recount_decides(
         db, monkeypatch, rule):
-    from curation.manifest import cutoff_counts
-    from curation.manifest import picture_views as pv
+    from curation.views import cutoff_counts
+    from curation.views import picture_views as pv
 
     generated(db)
     with Manifest(db) as manifest:
@@ -379,8 +378,8 @@ def test_a_rule_switch_on_a_large_manifest_reads_the_counted_tables_and_save_sto
 def test_without_counted_tables_a_large_manifest_launches_the_counting_job_and_the_page_says_so(db, monkeypatch):
     import time
 
-    from curation.manifest import cutoff_counts
-    from curation.manifest import picture_views as pv
+    from curation.views import cutoff_counts
+    from curation.views import picture_views as pv
     from curation.runs import jobs
 
     generated(db, documents=2)

@@ -11,9 +11,10 @@ import time
 import pytest
 
 from apptest_support import filled_db
-from curation import Manifest
-from curation.manifest import bulk, history, views
+from curation import Manifest, views
+from curation.manifest import history
 from curation.manifest.store import JobRunning
+from curation.views import bulk
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -11,10 +11,10 @@ from streamlit.testing.v1 import AppTest
 from transformers import PreTrainedModel
 
 from curation import Manifest, ingest
-from curation.runs import jobs
 from curation.captions.edit import Pictures
 from curation.captions.job import CaptionJob, caption_pictures
 from curation.cli import cli
+from curation.runs import jobs
 from curation.sources.synthetic import PageSpec, write_pdf
 from inference.loader import queue_status
 
@@ -165,8 +165,8 @@ def test_the_cli_without_the_model_offline_says_what_to_run(manifest, tmp_path, 
 # -- the panel on the Review page -------------------------------------------------------------------
 
 def panel_script():
-    from pages import _common as common
-    from pages._caption_job import caption_panel
+    from pages.components import common
+    from pages.components.caption_job import caption_panel
 
     with common.open_manifest() as manifest:
         caption_panel(manifest)

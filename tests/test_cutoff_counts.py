@@ -1,4 +1,4 @@
-"""Threshold's counts at a cutoff being tried are a lookup (curation.manifest.cutoff_counts) and stay exact: the
+"""Threshold's counts at a cutoff being tried are a lookup (curation.views.cutoff_counts) and stay exact: the
 pictures kept under every rule, at every σ and area cutoff on the sliders' grids and on the values the pages
 hold, equal a scan of every picture; with overrides, picture edits, the model's suggestions, pages without
 features or ink, a saved rule switch whose stored decisions are stale, a curator's change after the table was
@@ -9,10 +9,11 @@ import time
 
 import pytest
 
-from curation import Manifest
-from curation.manifest import cutoff_counts, history, views
-from curation.manifest import picture_views as pv
+from curation import Manifest, views
+from curation.manifest import history
 from curation.manifest.rules import KEEP_SQL
+from curation.views import cutoff_counts
+from curation.views import picture_views as pv
 from test_picture_decisions import documents, picture_id
 from test_picture_views import scored
 from test_picture_score_cutoff import learned_document

@@ -7,11 +7,10 @@ import re
 import numpy as np
 import pytest
 
-from curation import Manifest
-from curation.manifest import views
-from curation.manifest.views import review
+from curation import Manifest, views
 from curation.runs.sample import fill_manifest
 from curation.scoring.result import PageResult
+from curation.views import review
 
 PAGES = 1500
 

@@ -17,8 +17,8 @@ import zipfile
 import pytest
 
 from curation import Manifest, ingest
-from curation.manifest import picture_views as pv
 from curation.sources.synthetic import PageSpec, write_pdf
+from curation.views import picture_views as pv
 from server_support import CHROMIUM, ROOT, chromium, go, no_exception, settle, streamlit_server
 
 playwright = pytest.importorskip("playwright.sync_api")

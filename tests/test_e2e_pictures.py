@@ -15,11 +15,10 @@ import pymupdf
 import pytest
 from PIL import Image
 
-from curation import Manifest
+from curation import Manifest, views
 from curation.export import ExportSettings, export
-from curation.manifest import picture_views as pv
-from curation.manifest import views
 from curation.sources.synthetic import PageSpec, jpeg_bytes, page_image
+from curation.views import picture_views as pv
 from conftest import line_drawing
 from server_support import CHROMIUM, go, no_exception, settle, streamlit_server
 from test_e2e_walkthrough import cli

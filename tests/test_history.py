@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from apptest_support import filled_db
-from curation import Manifest
+from curation import Manifest, views
 from curation.cli import cli
-from curation.manifest import history, rules, store, views
+from curation.manifest import history, rules, store
 from curation.runs import jobs
 
 

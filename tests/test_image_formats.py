@@ -8,8 +8,8 @@ import io
 import pytest
 from PIL import EpsImagePlugin, Image
 
-from curation.manifest import picture_images
-from curation.manifest.views import images as page_images
+from curation.views import images as page_images
+from curation.views import picture_images
 from inference import BadImageError
 from inference.images import open_image
 

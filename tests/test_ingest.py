@@ -10,8 +10,7 @@ import time
 import pymupdf
 import pytest
 
-from curation import Manifest, ingest, reference_sigma
-from curation.manifest import views
+from curation import Manifest, ingest, reference_sigma, views
 from curation.runs.scheduler import CRASH_MESSAGE
 
 from conftest import ROOT, small_pdf

@@ -9,7 +9,7 @@ import PIL.Image
 
 from curation import Manifest
 from curation.manifest import history
-from curation.manifest import picture_views as pv
+from curation.views import picture_views as pv
 from test_app_pictures import ENGRAVING, with_pictures
 
 PAGE_WIDTH = 1224

@@ -15,8 +15,8 @@ from PIL import Image
 from curation.export import ExportSettings
 from curation.export.card import CARD_SIDE, picture_card, suggest_kind
 from curation.manifest import history
-from curation.manifest import picture_views as pv
 from curation.manifest.pictures import PictureError
+from curation.views import picture_views as pv
 
 from conftest import line_drawing
 from test_export_crop import blurred_psnr

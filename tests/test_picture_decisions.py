@@ -9,9 +9,10 @@ from click.testing import CliRunner
 
 from curation import Manifest
 from curation.cli import cli
-from curation.manifest import cutoff_counts, history, picture_decisions, schema, store
-from curation.manifest import picture_views as pv
+from curation.manifest import history, picture_decisions, schema, store
 from curation.scoring.result import PageResult
+from curation.views import cutoff_counts
+from curation.views import picture_views as pv
 from test_picture_views import ENGRAVING, NEAR_CUT, PLATE, STOCK_CUT, scored
 
 

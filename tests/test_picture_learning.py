@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 
 from curation import Manifest
+from curation.decisions import picture_model
+from curation.decisions import picture_similarity as similarity
 from curation.manifest import history, picture_embeddings
-from curation.manifest import picture_similarity as similarity
-from curation.pictures import learned, review_orders
+from curation.pictures.prior import shipped_prior
+from curation.views import review_orders
 from test_picture_similarity import pictured_document, scored
 
 BOX = (40, 30, 400, 330, 5.2, None, None, 0.9)  # the learned verdict found it, score 0.9
@@ -17,7 +19,7 @@ BOX = (40, 30, 400, 330, 5.2, None, None, 0.9)  # the learned verdict found it, 
 def kind_of_picture(direction: np.ndarray, count: int, rng) -> np.ndarray:
     """Embeddings of one kind of picture, as the shipped prior measures them: its average embedding moved along
     `direction` (in its standard deviations), a little apart from each other."""
-    prior = learned.shipped_prior()
+    prior = shipped_prior()
     z = direction + rng.normal(0, 0.3, (count, len(direction)))
     return np.maximum(prior.mean + z * prior.scale, 0)
 
@@ -46,7 +48,7 @@ def ids_by_page(manifest):
 
 def suggested(manifest, pages):
     ids = ids_by_page(manifest)
-    found = learned.suggestions(manifest, learned.stored(manifest), [ids[p] for p in pages])
+    found = picture_model.suggestions(manifest, picture_model.stored(manifest), [ids[p] for p in pages])
     return [found[ids[p]].keep for p in pages]
 
 
@@ -61,7 +63,7 @@ def test_learning_from_picture_decisions_changes_the_suggestions(manifest):
         manifest.delete_picture(ids[page], True)  # deleted: not a picture
     for page in range(20, 26):
         manifest.set_picture_override(ids[page], True)
-    outcome = learned.learn(manifest, similarity.embeddings(manifest))
+    outcome = picture_model.learn(manifest, similarity.embeddings(manifest))
     assert outcome.learned
     after = suggested(manifest, undecided)
     assert after == [False] * 14 + [True] * 14  # the first kind is excluded now, the other still kept
@@ -69,7 +71,7 @@ def test_learning_from_picture_decisions_changes_the_suggestions(manifest):
     assert "the shipped verdict 6 of 12 (50%)" in outcome.message
     assert "the learned model 12 of 12 (100%)" in outcome.message
     assert "14 suggestion(s) changed" in outcome.message
-    confidence = learned.suggestions(manifest, learned.stored(manifest), [ids[10]])[ids[10]].confidence
+    confidence = picture_model.suggestions(manifest, picture_model.stored(manifest), [ids[10]])[ids[10]].confidence
     assert 0.5 < confidence <= 1.0
 
 
@@ -77,12 +79,12 @@ def test_learning_again_says_how_the_agreement_changed_since_last_time(manifest)
     ids = ids_by_page(manifest)
     for page in (0, 1, 20, 21):
         manifest.set_picture_override(ids[page], page >= 20)
-    first = learned.learn(manifest)
+    first = picture_model.learn(manifest)
     for page in (2, 3, 22, 23):
         manifest.set_picture_override(ids[page], page >= 20)
-    second = learned.learn(manifest)
+    second = picture_model.learn(manifest)
     assert first.learned and second.learned and "last time" in second.message
-    assert learned.stored(manifest).decisions == 8
+    assert picture_model.stored(manifest).decisions == 8
 
 
 def test_least_sure_first_puts_the_pictures_the_model_doubts_first(manifest):
@@ -90,10 +92,10 @@ def test_least_sure_first_puts_the_pictures_the_model_doubts_first(manifest):
     for page in range(5):
         manifest.set_picture_override(ids[page], False)
         manifest.set_picture_override(ids[page + 20], True)
-    learned.learn(manifest)
+    picture_model.learn(manifest)
     found = similarity.embeddings(manifest)
-    logits = learned.logits_of_all(manifest, learned.stored(manifest), found)
-    order = learned.least_sure_first(logits, found.ids)
+    logits = picture_model.logits_of_all(manifest, picture_model.stored(manifest), found)
+    order = picture_model.least_sure_first(logits, found.ids)
     doubt = np.abs(logits[np.searchsorted(found.ids, order)])
     assert np.all(np.diff(doubt) >= 0)
     shown = review_orders.learned_order(similarity.EmbeddingKeeper(), manifest, 40)
@@ -101,9 +103,9 @@ def test_least_sure_first_puts_the_pictures_the_model_doubts_first(manifest):
 
 
 def test_too_few_decisions_or_no_embeddings_say_what_is_needed(tmp_path, manifest):
-    outcome = learned.learn(manifest)
+    outcome = picture_model.learn(manifest)
     assert not outcome.learned and "at least 4" in outcome.message
-    assert learned.stored(manifest) is None
+    assert picture_model.stored(manifest) is None
     with Manifest(tmp_path / "bare.sqlite") as bare:
         doc_id = bare.register_document(sha256="b" * 64, path="/archive/b.pdf", size=1)["id"]
         scored(bare, doc_id, 0, [BOX])
@@ -115,7 +117,7 @@ def test_too_few_decisions_or_no_embeddings_say_what_is_needed(tmp_path, manifes
         assert not len(like.ids) and "No picture of this manifest is embedded yet" in like.note
         for _ in range(4):
             bare.set_picture_override(picture, True)
-        assert "not embedded yet" in learned.learn(bare).message
+        assert "not embedded yet" in picture_model.learn(bare).message
 
 
 def test_decisions_and_the_model_survive_a_rescore(manifest):
@@ -123,10 +125,10 @@ def test_decisions_and_the_model_survive_a_rescore(manifest):
     for page in range(4):
         manifest.set_picture_override(ids[page], False)
         manifest.set_picture_override(ids[page + 20], True)
-    learned.learn(manifest)
+    picture_model.learn(manifest)
     before = suggested(manifest, range(40))
     doc_id = manifest.documents()[0]["id"]
     for page in range(40):
         scored(manifest, doc_id, page, [BOX])  # scored again: the same boxes
-    assert learned.decisions(manifest).labels.tolist() == [False] * 4 + [True] * 4
+    assert picture_model.decisions(manifest).labels.tolist() == [False] * 4 + [True] * 4
     assert suggested(manifest, range(40)) == before

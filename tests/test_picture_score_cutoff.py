@@ -10,15 +10,16 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from curation import Manifest
+from curation import Manifest, views
 from curation.cli import cli
 from curation.export import ExportSettings
-from curation.manifest import cutoff_counts, history, schema, store, views
-from curation.manifest import picture_views as pv
+from curation.manifest import history, schema, store
 from curation.manifest.rules import DEFAULT_PICTURE_SCORE_MIN
 from curation.pictures import verdict
 from curation.pictures.candidates import Candidate
 from curation.scoring.result import PageResult
+from curation.views import cutoff_counts
+from curation.views import picture_views as pv
 from test_export_pictures import exported, pages, scored_db  # noqa: F401  (fixtures)
 from test_picture_decisions import assert_stored_as_evaluated
 from conftest import manifest_copy

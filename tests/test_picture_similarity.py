@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from curation import Manifest
-from curation.manifest import bulk, history, picture_embeddings
-from curation.manifest import picture_similarity as similarity
-from curation.manifest import picture_views as pv
+from curation.decisions import picture_similarity as similarity
+from curation.manifest import history, picture_embeddings
 from curation.scoring.result import PageResult
+from curation.views import bulk
+from curation.views import picture_views as pv
 
 BOX = (40, 30, 400, 330, 5.2)
 DIMENSIONS = picture_embeddings.DIMENSIONS
@@ -213,7 +214,7 @@ def test_the_reprint_cutoff_parts_reprints_of_one_engraving_from_different_engra
 
 
 def test_reprints_of_many_pictures_are_found_in_a_thread_and_the_view_says_so_meanwhile(manifest, monkeypatch):
-    from curation.pictures import review_orders
+    from curation.views import review_orders
 
     monkeypatch.setattr(similarity, "EXACT", 4)  # twelve pictures count as many
     keeper = similarity.EmbeddingKeeper()

@@ -11,8 +11,9 @@ import pytest
 
 from curation import Manifest
 from curation.manifest import history
-from curation.manifest import picture_views as pv
 from curation.scoring.result import PageResult
+from curation.views import picture_bulk
+from curation.views import picture_views as pv
 
 WIDTH, HEIGHT = 1000, 1400  # reference pixels
 ENGRAVING = (40, 30, 400, 330, 5.2)
@@ -206,9 +207,9 @@ def test_deleted_pictures_are_brought_back_all_at_once_and_taken_back_in_one_und
     manifest.delete_picture(ids(manifest, other)[(0, 1)])
     kept = manifest.summary()["kept"]  # the plate's page is excluded with its only picture
     with pytest.raises(ValueError):
-        pv.bulk_restore(manifest, pv.PictureFilter("all"))
+        picture_bulk.bulk_restore(manifest, pv.PictureFilter("all"))
     assert pv.filter_counts(manifest, None, doc)["deleted"] == 3
-    assert pv.bulk_restore(manifest, pv.PictureFilter("deleted", doc)) == 3  # this document's only
+    assert picture_bulk.bulk_restore(manifest, pv.PictureFilter("deleted", doc)) == 3  # this document's only
     assert history.actions(manifest.conn)[0]["description"] == "brought back 3 pictures"
     assert pv.filter_counts(manifest, None) == {**pv.scanned_counts(manifest, None), "deleted": 1}
     assert [r["id"] for r in manifest.picture_rows(where="x.deleted")] == [ids(manifest, other)[(0, 1)]]
@@ -228,11 +229,11 @@ def test_a_bulk_exclude_says_what_it_replaces_and_undoes_in_one_step(manifest, d
     flt = pv.PictureFilter("all")
     counts = pv.override_counts(manifest, None, flt)
     assert counts == {"pictures": 4, "included": 1, "excluded": 1, "captioned": 0}  # the deleted one left out
-    assert pv.bulk_override_effect(counts, False) == (
+    assert picture_bulk.bulk_override_effect(counts, False) == (
         "This replaces 1 Include override; 1 picture is already excluded; 2 pictures without an override get one.")
-    assert pv.bulk_override_effect(counts, None) == (
+    assert picture_bulk.bulk_override_effect(counts, None) == (
         "This removes 2 overrides (1 Include, 1 Exclude); those pictures go back to the rule's decision.")
-    assert pv.bulk_override(manifest, None, flt, False) == 4
+    assert picture_bulk.bulk_override(manifest, None, flt, False) == 4
     assert manifest.summary()["kept"] == 0
     assert history.actions(manifest.conn)[0]["description"] == "excluded 3 pictures"  # one was already
     manifest.undo()
@@ -246,13 +247,13 @@ def test_a_bulk_caption_keeps_typed_captions_unless_asked(manifest, doc):
     manifest.set_picture_captions([(picture[(0, 1)], "her own caption")])
     flt = pv.PictureFilter("all")
     counts = pv.override_counts(manifest, None, flt)
-    assert pv.bulk_caption_effect(counts, False) == (4, "1 picture with a typed caption keeps it.")
-    assert pv.bulk_caption_effect(counts, True) == (5, "It overwrites 1 typed caption.")
-    assert pv.bulk_caption(manifest, None, flt, "a fashion plate") == 4
+    assert picture_bulk.bulk_caption_effect(counts, False) == (4, "1 picture with a typed caption keeps it.")
+    assert picture_bulk.bulk_caption_effect(counts, True) == (5, "It overwrites 1 typed caption.")
+    assert picture_bulk.bulk_caption(manifest, None, flt, "a fashion plate") == 4
     captions = {r["id"]: r["caption"] for r in manifest.picture_rows()}
     assert captions[picture[(0, 1)]] == "her own caption"
     assert list(captions.values()).count("a fashion plate") == 4
-    assert pv.bulk_caption(manifest, None, flt, "an engraving", replace=True) == 5
+    assert picture_bulk.bulk_caption(manifest, None, flt, "an engraving", replace=True) == 5
     assert {r["caption"] for r in manifest.picture_rows()} == {"an engraving"}
     manifest.undo()
     assert {r["id"]: r["caption"] for r in manifest.picture_rows()} == captions

@@ -8,8 +8,8 @@ import numpy as np
 import pymupdf
 import pytest
 
-from curation.manifest.rules import DEFAULT_PICTURE_AREA_MIN
 from curation.scoring.features import page_features
+from curation.scoring.pictures import DEFAULT_PICTURE_AREA_MIN
 from curation.scoring.scorer import score_page
 from curation.sources.synthetic import PageSpec, page_image
 

@@ -131,7 +131,7 @@ def test_export_does_not_follow_a_document_replaced_by_a_link(setup, tmp_path):
 
 
 def test_review_does_not_draw_a_document_replaced_by_a_link(setup, tmp_path):
-    from curation.manifest import views
+    from curation import views
 
     manifest, _, archive, _ = setup
     Ingest(manifest, [archive], workers=1).run()

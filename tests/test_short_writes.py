@@ -6,7 +6,8 @@ import pytest
 
 from apptest_support import filled_db
 from curation import Manifest
-from curation.manifest import bulk, history
+from curation.manifest import history
+from curation.views import bulk
 
 
 @pytest.fixture

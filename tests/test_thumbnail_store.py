@@ -5,9 +5,9 @@ from click.testing import CliRunner
 
 from apptest_support import filled_db, grid_cards, page, ran, texts, thumbnail
 from conftest import small_pdf
-from curation import Manifest
+from curation import Manifest, views
 from curation.cli import cli
-from curation.manifest import thumbnail_store, views
+from curation.manifest import thumbnail_store
 from curation.runs import sample
 from test_app_ingest import db  # noqa: F401  (the pages' manifest, with the archive folder allowed)
 

@@ -16,7 +16,7 @@ import inference
 from curation.sources import paths
 from guards.uploads import MB, UploadLimits  # MB as Streamlit counts it: 2**20 bytes
 from inference import images
-from pages import _common as common
+from pages.components import common
 
 from apptest_support import ROOT, page, ran
 from test_inference_bad_input import png_bomb
@@ -62,10 +62,10 @@ def held_uploads_script():
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     from guards.uploads import UploadLimits
-    from pages import _common
+    from pages.components import common
 
     uploads = st.file_uploader("Files", accept_multiple_files=True)
-    _common.within_upload_limits(uploads, UploadLimits(file_bytes=10, session_bytes=100, files=5))
+    common.within_upload_limits(uploads, UploadLimits(file_bytes=10, session_bytes=100, files=5))
     context = get_script_run_ctx()
     held = context.uploaded_file_mgr.get_files(context.session_id, [u.file_id for u in uploads or []])
     st.text("held: " + ", ".join(sorted(f.name for f in held)))

@@ -9,10 +9,9 @@ import pytest
 from PIL import Image
 
 from conftest import small_pdf
-from curation import Manifest
-from curation.manifest import views
-from curation.manifest.views import PageFilter
+from curation import Manifest, views
 from curation.runs import sample
+from curation.views import PageFilter
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Two documents of ten pages each: σ 10, 15, ... 55 and 12, 17, ... 57.

@@ -77,7 +77,7 @@ class Pictures:
 
     @classmethod
     def of_view(cls, flt, threshold: float | None = None) -> "Pictures":
-        """The pictures of a view of Review's Pictures (a curation.manifest.picture_views.PictureFilter: its
+        """The pictures of a view of Review's Pictures (a curation.views.picture_views.PictureFilter: its
         decision at `threshold`, its document), as the view shows them."""
         where, params = flt.sql()
         return cls(where=where, params=params, threshold=threshold)

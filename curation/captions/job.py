@@ -25,7 +25,7 @@ from ..export.geometry import crop_region
 from ..export.settings import ExportSettings
 from ..export.worker import Exported, PageTask, close_document, run_page_task
 from ..manifest.store import Manifest
-from ..manifest.views.images import open_jpeg
+from ..views.images import open_jpeg
 from ..runs.jobs import DiskFull, JobProgress, Stopped, claim_manifest, is_disk_full, stop_on_sigterm
 from ..sources.page_numbers import page_number
 from ..sources.paths import document_roots

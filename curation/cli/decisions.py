@@ -30,7 +30,7 @@ def learn(db, quiet):
     its progress), one at a time.
     """
     from ..decisions.learn import MIN_LABELS
-    from ..manifest import views
+    from .. import views
 
     manifest = open_manifest(db)
     try:
@@ -77,7 +77,7 @@ def cutoffs(db, quiet):
     count them before they end; the Threshold page launches this job where they are missing (an older
     manifest, a score cutoff saved) and shows the figures it makes once it ends. Runs as a job of the manifest.
     """
-    from ..manifest import cutoff_counts
+    from ..views import cutoff_counts
 
     manifest = open_manifest(db)
     try:
@@ -248,7 +248,7 @@ def bulk(action, db, pictures, decision, doc, text, replace, spec, chunk, quiet)
         python -m curation bulk exclude --view near
         python -m curation bulk caption --view kept --text "fashion plate" --pictures
     """
-    from ..manifest import bulk as bulk_actions
+    from ..views import bulk as bulk_actions
 
     manifest = open_manifest(db)
     if spec is not None:

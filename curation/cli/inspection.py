@@ -91,7 +91,7 @@ def pictures(db, fmt, threshold, rule):
     no_legend (the curator switched it off: never shown nor exported), auto_caption and auto_caption_model
     (a captioning model's caption and its name), no_auto_caption (switched off likewise) and score (the
     learned verdict's probability that it is a picture, where `ingest --pictures learned` found it)."""
-    from ..manifest.views import picture_rows
+    from ..views import picture_rows
 
     rows = ({**row, "page": page_number(row["page"])} for row in picture_rows(open_manifest(db), threshold, rule=rule))
     write_rows(rows, PICTURE_COLUMNS, fmt)

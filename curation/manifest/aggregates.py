@@ -7,7 +7,7 @@ decade, the kind of figures it has, the suggestion, the status), rebuilt only wh
 suggestions changed (triggers bump a counter in `changes`; see store.MIGRATIONS). Every count of the
 dashboard at any cutoff is then a sum over a few thousand bins, and exact: the pages a bin cannot decide
 alone (those in the bins beside a cutoff, overridden pages, pages whose pictures a curator edited) are read
-one by one through their indexes and counted with KEEP_SQL itself.
+one by one through their indexes and counted with KEEP_SQL itself (curation.manifest.tallies).
 """
 
 from __future__ import annotations
@@ -20,12 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .rules import DISAGREES_SQL, INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL
+from .rules import INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL
 
 SIGMA_STEPS = 10  # bins per unit of σ: the cutoffs a person sets are in tenths
 AREA_FLOOR, AREA_DECADES, AREA_STEPS = 0.1, 4, 90  # log bins of the picture area from 0.1 to 1000 sq in
 AREA_BINS = AREA_DECADES * AREA_STEPS
-
 SIGMA_BIN_SQL = f"CAST(p.sigma * {SIGMA_STEPS} AS INTEGER)"
 AREA_BIN_SQL = (f"MIN(MAX(CAST((log10(MAX(p.picture_area, {AREA_FLOOR})) - {math.log10(AREA_FLOOR)}) * {AREA_STEPS} "
                 f"AS INTEGER), 0), {AREA_BINS - 1})")
@@ -34,9 +33,7 @@ AREA_BIN_SQL = (f"MIN(MAX(CAST((log10(MAX(p.picture_area, {AREA_FLOOR})) - {math
 KIND_SQL = (f"CASE WHEN p.picture_area IS NULL THEN (CASE WHEN p.ink_tone < {INK_TONE_MIN!r} THEN 4 ELSE 0 END) "
             f"WHEN p.ink_tone >= {INK_TONE_MIN!r} THEN 1 WHEN p.ink_tone < {INK_TONE_MIN!r} THEN 2 ELSE 3 END")
 UNFEATURED_KINDS = (0, 4)
-_DISAGREES_SQL = f"o.keep IS NULL AND {DISAGREES_SQL.replace(':rule', ':base_rule')}"
 _COLUMNS = ("sigma_bin", "area_bin", "kind", "model", "status", "pages")
-
 _memo: dict[tuple, "Bins"] = {}
 _memo_lock = threading.Lock()
 
@@ -52,45 +49,6 @@ class Bins:
     failed: np.ndarray  # bool
     ok: np.ndarray  # bool: status 'ok'
     pages: np.ndarray
-
-
-@dataclass(frozen=True)
-class Tally:
-    """Pages weighed one row each: the bins, less the pages read one by one, plus those pages exactly."""
-
-    sigma_bin: np.ndarray
-    area_bin: np.ndarray
-    failed: np.ndarray
-    keep: np.ndarray  # bool
-    disagrees: np.ndarray  # bool: the model and the rule differ on a page without an override
-    override: np.ndarray  # 1 include, 0 exclude, -1 none
-    weight: np.ndarray
-
-    def mask(self, decision: str) -> np.ndarray:
-        return {"all": np.ones(len(self.weight), bool), "kept": self.keep, "rejected": ~self.keep,
-                "overridden": self.override >= 0, "disagrees": self.disagrees, "failed": self.failed}[decision]
-
-    def counts(self, decision: str | np.ndarray = "all") -> dict:
-        """Review's filter counts: pages, kept, overridden (included, excluded), failed; of a decision, or
-        of the rows a mask selects."""
-        mask, w = (self.mask(decision) if isinstance(decision, str) else decision), self.weight
-        total = lambda m: int(w[mask & m].sum())  # noqa: E731
-        pages = int(w[mask].sum())
-        kept = total(self.keep)
-        return {"pages": pages, "kept": kept, "overridden": total(self.override >= 0),
-                "included": total(self.override == 1), "excluded": total(self.override == 0),
-                "failed": total(self.failed), "rejected": pages - kept}
-
-    def by_bin(self, column: str, to_bin, bins: int) -> tuple[np.ndarray, np.ndarray]:
-        """Pages and kept pages per display bin of `column` ('sigma_bin' or 'area_bin'); `to_bin` maps
-        fine bins to display bins. Pages without the figure are left out."""
-        fine = getattr(self, column)
-        has = fine >= 0
-        index = np.clip(to_bin(fine[has]), 0, bins - 1)
-        weight = self.weight[has]
-        total = np.bincount(index, weights=weight, minlength=bins).astype(np.int64)
-        kept = np.bincount(index, weights=weight * self.keep[has], minlength=bins).astype(np.int64)
-        return total, kept
 
 
 def version(conn: sqlite3.Connection) -> tuple[int, int, int]:
@@ -194,192 +152,6 @@ def bins_within(column: str, low: float, high: float) -> tuple[int, int]:
     return first, last
 
 
-def _decisions(params: dict, sb, ab, kind, model) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's decision and whether the model disagrees with the rule, from its bins (exact away from
-    the bins beside the cutoffs)."""
-    by_sigma = (sb >= 0) & (sb > sigma_bin(params["threshold"]))
-    by_area = (ab >= 0) & (ab > area_bin(params["picture_area_min"]))
-    picture = np.where(kind == 0, by_sigma, np.where(kind == 1, by_area, np.where(kind == 3, by_area & by_sigma, False)))
-    rule = params["rule"]
-    base = by_sigma if params["base_rule"] == "sigma" else picture
-    keep = np.where(model >= 0, model == 1, picture) if rule == "model" else (by_sigma if rule == "sigma" else picture)
-    return keep.astype(bool), (model >= 0) & ((model == 1) != base)
-
-
-def tally(manifest, params: dict) -> Tally:
-    """Every live page weighed once under the decision `params` (views.decision_params): exact counts.
-    The last few are kept in memory while nothing they count changed."""
-    if params["ink_tone_min"] != INK_TONE_MIN:
-        raise ValueError("the bins are counted at the rule's ink tone")
-    now = version(manifest.conn)
-    key = (str(manifest.path), now, tuple(sorted(params.items())))
-    with _memo_lock:
-        found = _tallies.get(key)
-    if found is None:
-        found = _tally(manifest, params, now)
-        with _memo_lock:
-            for stale in [k for k in _tallies if k[0] == key[0] and k[1] != now]:  # counted before a change
-                del _tallies[stale]
-            _tallies[key] = found
-            while len(_tallies) > TALLIES_KEPT:
-                del _tallies[next(iter(_tallies))]
-    return found
-
-
-TALLIES_KEPT = 8  # a tally holds a row per distinct bin and decision (_compacted): under a megabyte each
-_tallies: dict[tuple, Tally] = {}
-_decided: dict[str, "_Decided"] = {}
-
-
-def _tally(manifest, params: dict, now: tuple) -> Tally:
-    found = bins(manifest)
-    keep, disagrees = _decisions(params, found.sigma_bin, found.area_bin, found.kind, found.model)
-    record = _decided_record(manifest, now)
-    pages = record.pages
-    apart = [_exactly(pages, params), _undecided(_at_the_cutoffs(manifest, params, now[:2]), record.keys)]
-    parts = [(found.sigma_bin, found.area_bin, found.failed, keep, disagrees, np.full(len(keep), -1), found.pages)]
-    for one in apart:  # each page read apart: its bin's guess taken back, its exact decision added
-        guess, guessed_disagree = _decisions(params, one["sigma_bin"], one["area_bin"], one["kind"], one["model"])
-        count = len(guess)
-        parts.append((one["sigma_bin"], one["area_bin"], one["failed"], guess, guessed_disagree,
-                      np.full(count, -1), -np.ones(count, np.int64)))
-        parts.append((one["sigma_bin"], one["area_bin"], one["failed"], one["keep"], one["disagrees"], one["override"],
-                      np.ones(count, np.int64)))
-    return _compacted([np.concatenate(column) for column in zip(*parts)])
-
-
-def _compacted(columns: list[np.ndarray]) -> Tally:
-    """The tally of `columns` (sigma_bin, area_bin, failed, keep, disagrees, override, weight) with the rows
-    that differ only in weight summed into one and those that sum to nothing dropped: every count reads
-    the rows by these columns alone, so it is the same, and a bulk action's half a million decided pages
-    (a row each, twice) fold into the few thousand bins they fall in."""
-    sigma, area, failed, keep, disagrees, override, weight = columns
-    code = (((((sigma.astype(np.int64) + 1) * (AREA_BINS + 1) + area + 1) * 2 + failed) * 2 + keep) * 2
-            + disagrees) * 3 + override + 1
-    code, inverse = np.unique(code, return_inverse=True)
-    summed = np.bincount(inverse.ravel(), weights=weight, minlength=len(code)).round().astype(np.int64)
-    code, summed = code[summed != 0], summed[summed != 0]
-    override, code = code % 3 - 1, code // 3
-    disagrees, code = code % 2, code // 2
-    keep, code = code % 2, code // 2
-    failed, code = code % 2, code // 2
-    area, sigma = code % (AREA_BINS + 1) - 1, code // (AREA_BINS + 1) - 1
-    return Tally(sigma, area, failed.astype(bool), keep.astype(bool), disagrees.astype(bool), override, summed)
-
-
-_BINS_SELECT = (f"SELECT COALESCE({SIGMA_BIN_SQL}, -1), "
-                f"CASE WHEN p.picture_area IS NULL THEN -1 ELSE {AREA_BIN_SQL} END, {KIND_SQL}, COALESCE(sg.keep, -1), "
-                "p.status = 'failed'")
-_JOINS = ("FROM pages p JOIN documents d ON d.id = p.doc_id "
-          "LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
-          "LEFT JOIN suggestions sg ON sg.doc_id = p.doc_id AND sg.page = p.page")
-_BIN_NAMES = ("sigma_bin", "area_bin", "kind", "model", "failed")
-
-
-def decided(manifest, now: tuple | None = None) -> dict:
-    """The pages a curator decided (an override, or picture edits) with their bins and the figures their
-    decision reads, as arrays (NaN for NULL). Read in full once while the pages' figures and the suggestions
-    stay; after that, a change is followed by the pages the history says were changed since (every override
-    and picture edit is recorded there, in its transaction), read by key: one page's override costs one page."""
-    return _decided_record(manifest, now).pages
-
-
-def _decided_record(manifest, now: tuple | None = None) -> "_Decided":
-    conn = manifest.conn
-    now = now or version(conn)
-    with _memo_lock:
-        found = _decided.get(str(manifest.path))
-    if found is not None and found.base == now[:2] and found.counter == now[2]:
-        return found
-    ensure_log10(conn)
-    with _snapshot(conn):
-        counter = version(conn)[2]
-        last = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM history_changes").fetchone()[0]
-        pages = None
-        # Many changes since (a bulk action) are read faster with every decided page than by key.
-        if found is not None and found.base == now[:2] and last - found.last_change <= len(found.pages["page"]) // 4 + 5000:
-            pages = _followed(conn, found, last)
-        if pages is None:
-            with _memo_lock:  # read in full: the old arrays go first (at 4 M pages, a bulk action's 100 MB)
-                _decided.pop(str(manifest.path), None)
-            found = None
-            pages = _decided_pages(conn, "SELECT p2.rowid FROM overrides o2 CROSS JOIN pages p2 "
-                                   "ON p2.doc_id = o2.doc_id AND p2.page = o2.page "
-                                   "UNION SELECT rowid FROM pages WHERE pictures_included IS NOT NULL")
-    kept = _Decided(now[:2], counter, last, pages, np.sort(_page_key(pages["doc_id"], pages["page"])))
-    with _memo_lock:
-        _decided[str(manifest.path)] = kept
-    return kept
-
-
-@dataclass(frozen=True)
-class _Decided:
-    base: tuple  # the pages' and the suggestions' counters the pages were read at
-    counter: int  # the 'decided' counter
-    last_change: int  # the history's last change read
-    pages: dict
-    keys: np.ndarray  # the pages' keys (_page_key), sorted
-
-
-READ_ROWS = 20_000  # decided pages turned into an array at a time (_decided_pages)
-_DECIDED_NAMES = (*_BIN_NAMES, "override", "sigma", "picture_area", "ink_tone", "pictures_included", "auto_area",
-                  "doc_id", "page", "ok")
-
-
-def _decided_pages(conn: sqlite3.Connection, rowids: str, params: tuple = ()) -> dict:
-    """The decided pages among the pages `rowids` (a query) selects, as decided() gives them."""
-    cursor = conn.cursor()
-    cursor.row_factory = None
-    cursor.execute(
-        f"{_BINS_SELECT}, COALESCE(o.keep, -1), p.sigma, p.picture_area, p.ink_tone, p.pictures_included, "
-        f"p.pictures_auto_area, p.doc_id, p.page, p.status = 'ok' {_JOINS} WHERE {LIVE_DOCUMENT_SQL} "
-        f"AND (o.keep IS NOT NULL OR p.pictures_included IS NOT NULL) AND p.rowid IN ({rowids})", params)
-    # A part at a time, each part's columns in their own type: half a million rows as Python tuples would take
-    # about 300 MB at once, as one table of floats 60 MB.
-    parts = [_typed(np.array(rows, np.float64).reshape(-1, len(_DECIDED_NAMES)))
-             for rows in iter(lambda: cursor.fetchmany(READ_ROWS), [])]  # None: NaN
-    if not parts:
-        return _typed(np.empty((0, len(_DECIDED_NAMES))))
-    return {name: np.concatenate([part[name] for part in parts]) for name in _DECIDED_NAMES}
-
-
-# The decided pages' columns that are not figures (float64, NaN for NULL): small whole numbers and flags.
-_DECIDED_TYPES = {"sigma_bin": np.int32, "area_bin": np.int32, "kind": np.int8, "model": np.int8, "failed": bool,
-                  "override": np.int8, "doc_id": np.int64, "page": np.int32, "ok": bool}
-
-
-def _typed(table: np.ndarray) -> dict:
-    return {name: table[:, i].astype(_DECIDED_TYPES.get(name, np.float64))
-            for i, name in enumerate(_DECIDED_NAMES)}
-
-
-def _followed(conn: sqlite3.Connection, known: _Decided, last: int) -> dict | None:
-    """`known`'s pages brought up to date with the pages the history changed after its last change; None
-    when the counter moved without a recorded change (a writer that does not record: read them all)."""
-    changed = "SELECT DISTINCT doc_id, page FROM history_changes WHERE rowid > ? AND rowid <= ? AND doc_id IS NOT NULL"
-    keys = np.array(conn.execute(changed, (known.last_change, last)).fetchall(), np.int64).reshape(-1, 2)
-    if not len(keys):
-        return None
-    fresh = _decided_pages(conn, f"SELECT p2.rowid FROM ({changed}) k CROSS JOIN pages p2 "
-                                 "ON p2.doc_id = k.doc_id AND p2.page = k.page", (known.last_change, last))
-    pages = known.pages
-    stay = ~_among(_page_key(pages["doc_id"], pages["page"]), np.sort(_page_key(keys[:, 0], keys[:, 1])))
-    return {name: np.concatenate([pages[name][stay], fresh[name]]) for name in _DECIDED_NAMES}
-
-
-def _page_key(doc_id: np.ndarray, page: np.ndarray) -> np.ndarray:
-    return doc_id.astype(np.int64) << 32 | page.astype(np.int64)
-
-
-def _among(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
-    """Which of `keys` are in `sorted_keys`: a binary search each, where np.isin would hash both arrays
-    (a sixth of a second for half a million decided pages)."""
-    if not len(sorted_keys):
-        return np.zeros(len(keys), bool)
-    at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
-    return sorted_keys[at] == keys
-
-
 @contextlib.contextmanager
 def _snapshot(conn: sqlite3.Connection):
     """Reads that see one state of the manifest (inside a writer's transaction: its own)."""
@@ -391,88 +163,6 @@ def _snapshot(conn: sqlite3.Connection):
         yield
     finally:
         conn.execute("COMMIT")
-
-
-def _exactly(pages: dict, params: dict) -> dict:
-    """KEEP_SQL and the model's disagreement, in NumPy with SQL's NULLs, for the pages a curator decided."""
-    sigma, area, ink, model = pages["sigma"], pages["picture_area"], pages["ink_tone"], pages["model"]
-    with np.errstate(invalid="ignore"):
-        by_sigma = sigma > params["threshold"]  # NULL (NaN) counts as no
-        inked = ink >= params["ink_tone_min"]
-        big = area >= params["picture_area_min"]
-        auto = (pages["auto_area"] >= params["picture_area_min"]) & inked
-        included = pages["pictures_included"] > 0
-    said_no = (~np.isnan(area) & ~big) | (~np.isnan(ink) & ~inked)  # FALSE AND NULL is FALSE
-    picture = np.where(big & inked, True, np.where(said_no, False, by_sigma))  # COALESCE(area AND ink, σ)
-    suggested = model >= 0
-    rule = params["rule"]
-    if rule == "sigma":
-        ruled, edited = by_sigma, by_sigma
-    elif rule == "model":
-        ruled, edited = np.where(suggested, model == 1, picture), np.where(suggested, model == 1, auto)
-    else:
-        ruled, edited = picture, auto
-    base = by_sigma if params["base_rule"] == "sigma" else picture
-    override = pages["override"]
-    keep = np.where(override >= 0, override == 1,
-                    np.where(~np.isnan(pages["pictures_included"]), included | edited, ruled))
-    return {**{name: pages[name] for name in _BIN_NAMES}, "override": override, "keep": keep.astype(bool),
-            "disagrees": (override < 0) & suggested & ((model == 1) != base)}
-
-
-def _undecided(pages: dict, decided_keys: np.ndarray) -> dict:
-    """`pages` less those a curator decided (counted apart; their keys sorted)."""
-    stay = ~_among(_page_key(pages["doc_id"], pages["page"]), decided_keys)
-    return {name: column[stay] for name, column in pages.items()}
-
-
-def _at_the_cutoffs(manifest, params: dict, base: tuple) -> dict:
-    """The pages in the bins beside the σ cutoff (and the picture cutoff, where the rule reads it), with
-    their bins, keys and exact decision, each found through an index; kept in memory while the pages'
-    figures and the suggestions (`base`) stay, so an override does not read them again."""
-    key = (str(manifest.path), base, tuple(sorted(params.items())))
-    with _memo_lock:
-        found = _cutoffs.get(key)
-    if found is None:
-        found = _read_the_cutoffs(manifest, params)
-        with _memo_lock:
-            _cutoffs[key] = found
-            while len(_cutoffs) > TALLIES_KEPT:
-                del _cutoffs[next(iter(_cutoffs))]
-    return found
-
-
-_cutoffs: dict[tuple, dict] = {}
-
-
-def _read_the_cutoffs(manifest, params: dict) -> dict:
-    ensure_log10(manifest.conn)
-    # Only the bin holding each cutoff is guessed wrong: the pages in it, and those a rounding of the bins'
-    # edges could put on either side (a margin far wider than the float error), are read; any more are
-    # read in vain, and there are a page count / bins of them.
-    tb = sigma_bin(params["threshold"])
-    margin = 1e-6
-    ranges = {"s_lo": tb / SIGMA_STEPS - margin, "s_hi": (tb + 1) / SIGMA_STEPS + margin, "a_lo": 1.0, "a_hi": 0.0}
-    if params["rule"] != "sigma":
-        abm = area_bin(params["picture_area_min"])
-        edge = lambda n: 10 ** (math.log10(AREA_FLOOR) + n / AREA_STEPS)  # noqa: E731
-        ranges["a_lo"] = -1.0 if abm <= 0 else edge(abm) * (1 - margin)
-        ranges["a_hi"] = 1e308 if abm >= AREA_BINS - 1 else edge(abm + 1) * (1 + margin)
-    cursor = manifest.conn.cursor()
-    cursor.row_factory = None
-    rows = cursor.execute(
-        f"{_BINS_SELECT}, {KEEP_SQL}, COALESCE({_DISAGREES_SQL}, 0), p.doc_id, p.page {_JOINS} "
-        f"WHERE {LIVE_DOCUMENT_SQL} AND p.rowid IN ("
-        "SELECT rowid FROM pages WHERE sigma >= :s_lo AND sigma < :s_hi "
-        "UNION SELECT rowid FROM pages WHERE picture_area >= :a_lo AND picture_area < :a_hi)",
-        {**params, **ranges},
-    ).fetchall()
-    table = np.array(rows, np.int64).reshape(-1, 9)
-    one = {name: table[:, i] for i, name in enumerate((*_BIN_NAMES, "keep", "disagrees", "doc_id", "page"))}
-    for name in ("failed", "keep", "disagrees"):
-        one[name] = one[name].astype(bool)
-    one["override"] = np.full(len(table), -1, np.int64)
-    return one
 
 
 def ensure_log10(conn: sqlite3.Connection) -> None:

@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 
 from ..scoring.result import PageResult
-from . import aggregates, page_figures, picture_inputs, picture_thumbnails, thumbnail_store
+from . import aggregates, page_figures, picture_inputs, picture_thumbnails, tallies, thumbnail_store
 from .history import now
 from .rules import DECIDED_BY_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, SAVED_SCORE_MIN_SQL
 
@@ -139,7 +139,7 @@ class PageRows:
         σ's smallest, mean and largest too (one pass over the pages)."""
         bound = self.decision_params(threshold)
         bound["base_rule"] = "picture" if bound["rule"] == "model" else bound["rule"]
-        counts = aggregates.tally(self, bound).counts()
+        counts = tallies.tally(self, bound).counts()
         found = aggregates.bins(self)
         result = {"pages": counts["pages"], "scored": int(found.pages[found.ok].sum()), "failed": counts["failed"],
                   "kept": counts["kept"], "overrides": counts["overridden"], "rejected": counts["rejected"]}
@@ -171,3 +171,13 @@ class PageRows:
             f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' AND {KEEP_SQL} = 1 ORDER BY d.path, d.id, p.page",
             bound,
         ).fetchall()
+
+
+def scoring_stamp(manifest) -> tuple:
+    """Changes whenever the pictures or pages change other than by a person (whose every change is an
+    action of the history): a scoring (ingest and rescore run as jobs: a job's start, progress and end; the
+    pages' latest time), a new picture, new near-duplicate groups, a replaced document. Milliseconds."""
+    return (*manifest.conn.execute(
+        "SELECT (SELECT MAX(id) FROM pictures), (SELECT MAX(scored_at) FROM pages), (SELECT COUNT(*) FROM duplicates), "
+        "(SELECT COUNT(*) FROM documents WHERE status = 'replaced')").fetchone(),
+        *manifest.conn.execute("SELECT MAX(id), MAX(finished_at), SUM(done) FROM jobs").fetchone())

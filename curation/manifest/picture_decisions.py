@@ -27,8 +27,9 @@ from __future__ import annotations
 import sqlite3
 import time
 
+from ..scoring.pictures import DEFAULT_PICTURE_AREA_MIN
 from . import page_figures
-from .rules import (DEFAULT_PICTURE_AREA_MIN, DEFAULT_PICTURE_SCORE_MIN, DEFAULT_RULE, EXPORTED_SQL, INK_TONE_MIN,
+from .rules import (DEFAULT_PICTURE_SCORE_MIN, DEFAULT_RULE, EXPORTED_SQL, INK_TONE_MIN,
                     LIVE_DOCUMENT_SQL, RULES, SAVED_SCORE_MIN_SQL, UNSCORED_EXPORTED_SQL)
 
 DECIDING_SETTINGS = ("threshold", "rule", "picture_area_min", "picture_score_min")

@@ -123,7 +123,6 @@ RULES = {
 }
 DEFAULT_RULE = "picture"
 DEFAULT_THRESHOLD = 45.0  # σ: the cutoff curators learned on the original method
-DEFAULT_PICTURE_AREA_MIN = 2.0  # square inches: a cartoon or plate covers 10 and more, a stock cut about 1
 INK_TONE_MIN = 0.15  # below this a page holds no ink at all, only paper grain
 # Documents whose file was replaced by new content no longer take part in decisions.
 LIVE_DOCUMENT_SQL = "d.status != 'replaced'"

@@ -295,7 +295,7 @@ MIGRATIONS: list[str] = [
     # is embedded (curation.manifest.picture_inputs).
     picture_inputs.MIGRATION,
     # Threshold's counts of the pictures each rule keeps at every cutoff, as the counting job and the jobs that
-    # change the pages or decisions leave them (curation.manifest.cutoff_counts): a row a rule and part, the
+    # change the pages or decisions leave them (curation.views.cutoff_counts): a row a rule and part, the
     # state it was counted at (JSON) and its cells (32-bit integers, three a row).
     """
     CREATE TABLE cutoff_parts (

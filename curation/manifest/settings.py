@@ -8,8 +8,9 @@ import os
 import re
 import sqlite3
 
+from ..scoring.pictures import DEFAULT_PICTURE_AREA_MIN
 from . import history, thumbnail_store
-from .rules import DEFAULT_PICTURE_AREA_MIN, DEFAULT_PICTURE_SCORE_MIN, DEFAULT_RULE, DEFAULT_THRESHOLD, INK_TONE_MIN, RULES
+from .rules import DEFAULT_PICTURE_SCORE_MIN, DEFAULT_RULE, DEFAULT_THRESHOLD, INK_TONE_MIN, RULES
 
 DEFAULT_PAGE_TIMEOUT = 60.0  # seconds; a page past it is skipped (a pathological pattern can take hours)
 PICTURE_FINDERS = ("rules", "network", "learned")

@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass, field, replace
 import cv2
 import numpy as np
 
-from ..manifest.rules import DEFAULT_PICTURE_AREA_MIN
+from ..scoring.pictures import DEFAULT_PICTURE_AREA_MIN
 from ..scoring.features import REFERENCE_DPI
 from . import compose, finder
 from .judge import Tally, judge

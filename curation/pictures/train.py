@@ -35,11 +35,11 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from ..manifest.rules import DEFAULT_PICTURE_AREA_MIN
 from ..scoring.features import REFERENCE_DPI
+from ..scoring.pictures import DEFAULT_PICTURE_AREA_MIN
 from .candidates import MEASURES
 from .judge import Tally, grow, judge
-from .learned import PRIOR_FILE, Prior
+from .prior import PRIOR_FILE, Prior
 from .verdict import HEAD_FILE, RECIPE_FILE, Head, page_candidates, select
 
 # Small trees, slowly learned, each leaf of at least 20 candidates: a few dozen positives per source. No early
@@ -176,7 +176,7 @@ def fit(pages: list[LabelledPage], cutoff: float = 0.5, box_steps: tuple[bool, f
 
 
 def fit_prior(pages: list[LabelledPage], verdict_cutoff: float) -> Prior:
-    """The picture model's prior (curation.pictures.learned): a logistic regression on the candidates'
+    """The picture model's prior (curation.decisions.picture_model): a logistic regression on the candidates'
     embeddings alone, its cutoff chosen as the verdict's is, leave one source out."""
     def regression(train_pages):
         from sklearn.linear_model import LogisticRegression
@@ -339,7 +339,7 @@ def _recipe(folder, pages, results, pooled: Tally, head: Head, prior: Prior) -> 
                   "boxes": {"tighten": head.tighten, "margin": head.margin,
                             "chosen_by": "the most clean crops, leave one source out (curation.pictures.boxes)"}},
         "prior": {"file": PRIOR_FILE.name, "for": "the picture model learned from a manifest's decisions "
-                  "(curation.pictures.learned)", "inputs": "EfficientNet-Lite0 ImageNet embedding of the crop (1280)",
+                  "(curation.decisions.picture_model)", "inputs": "EfficientNet-Lite0 ImageNet embedding of the crop (1280)",
                   "head": "logistic regression, standardised inputs, balanced classes", "C": PRIOR_REGULARISATION,
                   "cutoff": round(prior.cutoff, 2), "cutoff_chosen_by": "as the verdict's"},
         "leave_one_source_out": {s: dict(figures(t), cutoff=c, tighten=b[0], margin=b[1])

@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 
 from ..captions.legend import check_languages, engine_note, installed_languages
 from ..decisions.duplicates import refresh_duplicates
-from ..manifest import cutoff_counts
 from ..manifest.store import Manifest
-from ..scoring.result import PageResult
-from ..scoring.features import FEATURES_VERSION
 from ..pictures import finder, verdict
+from ..scoring.features import FEATURES_VERSION
+from ..scoring.result import PageResult
 from ..sources.paths import REFUSAL, document_roots, reading_roots
+from ..views import cutoff_counts
 from ..sources.reader import (DocumentError, DocumentInfo, OutsideAllowedFolders, error_text, exists, file_sha256,
                               file_stat, find_pdfs)
-from ..manifest.views.jobs import unreadable_documents
+from ..views.jobs import unreadable_documents
 from .embed import missing_parts
 from .ingest_task import Task, run_task
 from .jobs import DiskFull, JobProgress, Stopped, claim_manifest, is_disk_full, plural, stop_on_sigterm

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+# The picture rule's default cutoff: a page keeps for a picture found here at least this large.
+DEFAULT_PICTURE_AREA_MIN = 2.0  # square inches: a cartoon or plate covers 10 and more, a stock cut about 1
 RULE_LENGTH_IN = 1.5  # straight runs at least this long and thin are rules, frames and column lines
 RULE_THICKNESS_IN = 0.06
 LINE_ASPECT = 8  # a component this many times longer than wide and thin in its ink is a line

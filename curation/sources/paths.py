@@ -27,7 +27,6 @@ from typing import BinaryIO
 from guards.folders import REFUSAL, inside  # noqa: F401 - one check for every reader, curation's and the Vet scanner's
 from guards.uploads import PDF_UPLOADS
 
-from ..manifest.store import Manifest
 from .reader import file_sha256, find_pdfs, is_url
 
 ROOTS_ENV = "CURATION_ROOTS"
@@ -57,7 +56,7 @@ def data_dir(db: str | os.PathLike) -> pathlib.Path:
     return pathlib.Path(os.path.abspath(db)).parent
 
 
-def allowed_roots(db: str | os.PathLike, manifest: Manifest | None = None) -> list[pathlib.Path]:
+def allowed_roots(db: str | os.PathLike, manifest=None) -> list[pathlib.Path]:
     """Every folder archives may be read from, absolute, each once, in the order they were given."""
     roots = [data_dir(db)]
     roots += [pathlib.Path(p) for p in os.environ.get(ROOTS_ENV, "").split(os.pathsep) if p.strip()]
@@ -67,7 +66,7 @@ def allowed_roots(db: str | os.PathLike, manifest: Manifest | None = None) -> li
     return list(dict.fromkeys(absolute))
 
 
-def reading_roots(db: str | os.PathLike, manifest: Manifest | None,
+def reading_roots(db: str | os.PathLike, manifest,
                   named: Iterable[str | os.PathLike] = ()) -> list[pathlib.Path]:
     """The folders a job may read: the allowed roots, plus each local path in `named` that lies
     outside them, with its links resolved.
@@ -82,14 +81,14 @@ def reading_roots(db: str | os.PathLike, manifest: Manifest | None,
     return list(dict.fromkeys(roots + extra))
 
 
-def document_roots(db: str | os.PathLike, manifest: Manifest) -> list[pathlib.Path]:
+def document_roots(db: str | os.PathLike, manifest) -> list[pathlib.Path]:
     """The folders a job over the manifest's documents (rescore, export) may read: the allowed roots,
     plus the folders of documents a command-line ingest read from outside them."""
     folders = {os.path.dirname(row[0]) for row in manifest.conn.execute("SELECT DISTINCT path FROM documents")}
     return reading_roots(db, manifest, folders)
 
 
-def configured_roots(manifest: Manifest) -> list[str]:
+def configured_roots(manifest) -> list[str]:
     try:
         value = json.loads(manifest.get_setting(ROOTS_SETTING, "[]"))
     except json.JSONDecodeError:
@@ -100,7 +99,7 @@ def configured_roots(manifest: Manifest) -> list[str]:
 ROOT_SOURCES = ("the manifest's folder", f"${ROOTS_ENV}", "added")
 
 
-def roots_with_sources(db: str | os.PathLike, manifest: Manifest | None) -> list[tuple[pathlib.Path, str]]:
+def roots_with_sources(db: str | os.PathLike, manifest) -> list[tuple[pathlib.Path, str]]:
     """Each allowed folder with where it comes from: the manifest's folder, $CURATION_ROOTS, or added."""
     env = [pathlib.Path(os.path.abspath(pathlib.Path(p).expanduser()))
            for p in os.environ.get(ROOTS_ENV, "").split(os.pathsep) if p.strip()]
@@ -111,7 +110,7 @@ def roots_with_sources(db: str | os.PathLike, manifest: Manifest | None) -> list
     return found
 
 
-def add_root(manifest: Manifest, folder: str | os.PathLike) -> pathlib.Path:
+def add_root(manifest, folder: str | os.PathLike) -> pathlib.Path:
     """Allow reading `folder` (its real path, links resolved) from now on; PathRefused when it is not a
     folder, or is the whole file system."""
     if "\x00" in str(folder):
@@ -127,7 +126,7 @@ def add_root(manifest: Manifest, folder: str | os.PathLike) -> pathlib.Path:
     return folder
 
 
-def remove_root(manifest: Manifest, folder: str | os.PathLike) -> bool:
+def remove_root(manifest, folder: str | os.PathLike) -> bool:
     """Stop allowing an added folder; False when it was not one of the added folders."""
     folder = str(pathlib.Path(folder).expanduser().resolve())
     roots = configured_roots(manifest)
@@ -257,7 +256,7 @@ def _names(roots: list[pathlib.Path]) -> str:
 SOURCES_SETTING = "ingest_sources"
 
 
-def sources(manifest: Manifest) -> list[str]:
+def sources(manifest) -> list[str]:
     try:
         value = json.loads(manifest.get_setting(SOURCES_SETTING, "[]"))
     except json.JSONDecodeError:
@@ -265,14 +264,14 @@ def sources(manifest: Manifest) -> list[str]:
     return [str(p) for p in value] if isinstance(value, list) else []
 
 
-def add_source(manifest: Manifest, path: pathlib.Path) -> None:
+def add_source(manifest, path: pathlib.Path) -> None:
     """Remember a checked path; Start ingests every source (only what is new is read)."""
     known = sources(manifest)
     if str(path) not in known:
         manifest.set_setting(SOURCES_SETTING, json.dumps(known + [str(path)]))
 
 
-def remove_source(manifest: Manifest, path: str) -> None:
+def remove_source(manifest, path: str) -> None:
     """Forget a source; documents already ingested from it stay in the manifest."""
     manifest.set_setting(SOURCES_SETTING, json.dumps([p for p in sources(manifest) if p != path]))
 
@@ -330,17 +329,13 @@ def save_upload(folder: pathlib.Path, name: str, source: BinaryIO) -> pathlib.Pa
         raise
 
 
-# -- command line: `python -m curation folders` (curation/cli/folders.py); this module's own is kept for old scripts
-
-
-def main(argv: list[str] | None = None) -> None:
-    import sys
-
-    from ..cli import cli
-
-    print("python -m curation.sources.paths is now `python -m curation folders`", file=sys.stderr)
-    cli.main(["folders", *(argv if argv is not None else sys.argv[1:])], prog_name="python -m curation")
-
+# -- command line: `python -m curation folders` (curation/cli/folders.py); this module's own is kept for old scripts.
+# Run as a script this module is the top of the program, so it may hand over to the command line.
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    from curation.cli import cli
+
+    print("python -m curation.sources.paths is now `python -m curation folders`", file=sys.stderr)
+    cli.main(["folders", *sys.argv[1:]], prog_name="python -m curation")

@@ -19,67 +19,21 @@ import base64
 import hashlib
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from ..manifest import picture_embeddings
 from ..manifest.history import now
-from ..manifest.picture_similarity import Embeddings
 from ..manifest.rules import LIVE_DOCUMENT_SQL
-from .verdict import shipped_head
+from ..pictures.prior import Prior, logit, shipped_prior
+from .picture_similarity import Embeddings
 
-PRIOR_FILE = Path(__file__).with_name("prior.npz")
 SETTING = "picture_model"  # the learned model, in the manifest's settings (bookkeeping, not in the history)
 # How hard the correction is pulled to none, in decisions' worth: chosen leave one source out
 # (bench/bench_picture_learning.py).
 PRIOR_STRENGTH = 1.0
 MIN_DECISIONS = 4
 FOLDS = 10  # agreement is measured leaving out each decision (up to 2 * FOLDS of them), else a tenth at a time
-
-
-def logit(p):
-    p = np.clip(np.asarray(p, np.float64), 1e-6, 1 - 1e-6)
-    return np.log(p / (1 - p))
-
-
-@dataclass(frozen=True)
-class Prior:
-    """The shipped logistic regression on the embedding alone, against its cutoff:
-    logit = embedding @ weights + bias; where the verdict scored a picture, its score against its cutoff."""
-
-    mean: np.ndarray
-    scale: np.ndarray
-    weights: np.ndarray  # on the raw embedding (the regression's on the standardised one, divided by the scale)
-    bias: float  # less the logit of the cutoff: at the cutoff, 0
-    cutoff: float  # the embedding-only regression's
-    verdict_cutoff: float  # the verdict's, which its scores are measured against
-
-    @classmethod
-    def of_regression(cls, mean, scale, coef, intercept: float, cutoff: float, verdict_cutoff: float) -> Prior:
-        """From a regression on standardised embeddings ((vector - mean) / scale)."""
-        return cls(mean, scale, coef / scale, float(intercept - (mean / scale) @ coef - logit(cutoff)), cutoff,
-                   verdict_cutoff)
-
-    def save(self, path: Path = PRIOR_FILE) -> None:
-        np.savez_compressed(path, **{name: np.asarray(getattr(self, name), np.float32 if name in
-                                                      ("mean", "scale", "weights") else np.float64)
-                                     for name in ("mean", "scale", "weights", "bias", "cutoff", "verdict_cutoff")})
-
-    @classmethod
-    def load(cls, path: Path = PRIOR_FILE) -> Prior:
-        with np.load(path) as data:
-            return cls(*(data[name].astype(np.float64) for name in ("mean", "scale", "weights")),
-                       float(data["bias"]), float(data["cutoff"]), float(data["verdict_cutoff"]))
-
-    def logits(self, vectors: np.ndarray, scores: np.ndarray | None = None) -> np.ndarray:
-        """The prior's logit of each embedding; the head's own score where one is given (not NaN)."""
-        out = np.asarray(vectors, np.float64) @ self.weights + self.bias
-        if scores is not None:
-            scores = np.asarray(scores, np.float64)
-            found = ~np.isnan(scores)
-            out[found] = logit(scores[found]) - logit(self.verdict_cutoff)
-        return out
 
 
 @dataclass(frozen=True)
@@ -134,21 +88,6 @@ def fit(vectors: np.ndarray, labels: np.ndarray, offsets: np.ndarray, prior: Pri
 
     found = minimize(loss, np.zeros(z.shape[1] + 1), jac=True, method="L-BFGS-B", options={"maxiter": 500})
     return found.x[:-1], float(found.x[-1])
-
-
-_shipped: Prior | None = None
-
-
-def shipped_prior() -> Prior:
-    """The prior trained with the shipped verdict (`prior.npz` beside this module), measured against the
-    verdict's own cutoff where it scored a picture."""
-    global _shipped
-    if _shipped is None:
-        _shipped = Prior.load()
-        if abs(_shipped.verdict_cutoff - shipped_head().cutoff) > 1e-9:
-            raise ValueError(f"{PRIOR_FILE} was trained with another verdict; train both again "
-                             "(python -m curation.pictures.train)")
-    return _shipped
 
 
 def held_out_agreement(vectors: np.ndarray, labels: np.ndarray, offsets: np.ndarray, prior: Prior,

@@ -7,7 +7,7 @@ reading page thumbnails does. A card missing (a box added or redrawn elsewhere, 
 cards were kept, the store `none`) is drawn from the PDF (30 ms a picture on a real 300-dpi front page) and
 kept; without the PDF it is cut from the page's thumbnail, small and soft, as before. The large view draws the
 whole page from its PDF, on demand and kept for the next few (0.4 s at 1,400 pixels,
-curation.manifest.views.render_page).
+curation.views.render_page).
 """
 
 from __future__ import annotations
@@ -19,10 +19,9 @@ from collections.abc import Iterable, Sequence
 import PIL.Image
 import PIL.ImageDraw
 
-from .pictures import PictureError
-from .store import Manifest
-from .views import OUTLINE_COLOUR, thumbnails
-from .views.images import draw_cards, open_jpeg
+from ..manifest.pictures import PictureError
+from ..manifest.store import Manifest
+from .images import OUTLINE_COLOUR, draw_cards, open_jpeg, thumbnails
 
 CROP_SIDE = 200  # pixels: a card's square crop, enough for the widest card of the grid
 CROP_MARGIN = 0.03  # of the page's width: a little of the page around the box, to see what the box cut

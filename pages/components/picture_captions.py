@@ -12,10 +12,8 @@ import streamlit as st
 from curation.captions import edit
 from curation.captions.best import SOURCE_WORDS
 from curation.sources.page_numbers import page_number
-from pages import _auth as auth
-from pages import _card_grid as card_grid
-from pages import _common as common
-from pages._caption_job import caption_panel
+from pages.components import auth, card_grid, common
+from pages.components.caption_job import caption_panel
 
 UNDO_HINT = "Undo is beside \"Your last change\""
 LABELS = {"legend": "Printed legend", "auto_caption": "Model's caption"}

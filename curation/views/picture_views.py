@@ -1,6 +1,6 @@
-"""What Review's Pictures view shows: pictures with their decision, filtered, sorted and paged, and the bulk
-actions on a view, computed in SQL and tested without Streamlit; their crops and the page with its boxes are
-drawn by curation.manifest.picture_images (its names are this module's too, for the view).
+"""What Review's Pictures view shows: pictures with their decision, filtered, sorted and paged, computed in SQL
+and tested without Streamlit (the bulk actions on a view: curation.views.picture_bulk); their crops and the
+page with its boxes are drawn by curation.views.picture_images (its names are this module's too, for the view).
 
 Paging is by key, not OFFSET: a screen is the pictures after the last one of the screen before in the sort's
 order (every sort's key tells any two pictures apart, so the order is total), so the thousandth screen costs
@@ -9,20 +9,21 @@ what the first does.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from . import history, picture_decisions
+from ..manifest import history, picture_decisions
 from .picture_images import (CROP_SIDE, OUTLINE_COLOUR, OUTLINE_MIN_WIDTH, SELECTED_COLOUR, box_from_clicks,  # noqa: F401
                              CORNER_GRAB, box_of_corners, crop, crops, dragged_box, fit_region, numbered_outline,
                              page_point, zoom_region, zoomed)
-from .pictures import KINDS, PictureError  # noqa: F401 (the view's callers use them)
-from .rules import EXPORTED_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL
-from .store import Manifest, now
-from .views import decision_params, square_inches
+from ..manifest.pictures import KINDS, PictureError  # noqa: F401 (the view's callers use them)
+from ..manifest.page_rows import scoring_stamp
+from ..manifest.rules import EXPORTED_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL
+from ..manifest.store import Manifest, now
+from .filters import decision_params
+from .threshold import square_inches
 
 FROM_SQL = "FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page JOIN documents d ON d.id = x.doc_id"
 # Joined only when a query reads them (by alias): every join costs a lookup per picture.
@@ -110,7 +111,7 @@ def _order(sort: str, terms: list[str]) -> str:
     return ", ".join(f"{term} DESC" if sort in DESCENDING else term for term in terms)
 
 
-def _bound(manifest: Manifest, threshold: float | None, flt: PictureFilter,
+def bound(manifest: Manifest, threshold: float | None, flt: PictureFilter,
            rule: str | None = None) -> tuple[str, dict]:
     decision = decision_params(manifest, threshold, rule)
     where, params = flt.sql(stored=picture_decisions.is_saved(manifest, decision))
@@ -175,16 +176,6 @@ def _with_excluded(values: Sequence[int]) -> dict[str, int]:
     return {**counts, "excluded": counts["all"] - counts["kept"] - counts["deleted"]}
 
 
-def scoring_stamp(manifest: Manifest) -> tuple:
-    """Changes whenever the pictures or pages change other than by a person (whose every change is an
-    action of the history): a scoring (ingest and rescore run as jobs: a job's start, progress and end; the
-    pages' latest time), a new picture, new near-duplicate groups, a replaced document. Milliseconds."""
-    return (*manifest.conn.execute(
-        "SELECT (SELECT MAX(id) FROM pictures), (SELECT MAX(scored_at) FROM pages), (SELECT COUNT(*) FROM duplicates), "
-        "(SELECT COUNT(*) FROM documents WHERE status = 'replaced')").fetchone(),
-        *manifest.conn.execute("SELECT MAX(id), MAX(finished_at), SUM(done) FROM jobs").fetchone())
-
-
 class CountKeeper:
     """The filter counts at cutoffs other than the saved ones (whose counts are stored), kept between script
     runs and brought up to date cheaply: a scan of every picture
@@ -224,7 +215,7 @@ def override_counts(manifest: Manifest, threshold: float | None, flt: PictureFil
                     rule: str | None = None, extra: str = "") -> dict[str, int]:
     """Of the filter's pictures (and `extra`, SQL on x) that a bulk action changes (every one but the
     deleted): how many, how many a curator included and excluded, and how many have a typed caption."""
-    where, params = _bound(manifest, threshold, flt, rule)
+    where, params = bound(manifest, threshold, flt, rule)
     row = manifest.conn.execute(
         f"SELECT COUNT(*) AS pictures, COALESCE(SUM(x.keep = 1), 0) AS included, "
         f"COALESCE(SUM(x.keep = 0), 0) AS excluded, COALESCE(SUM(x.caption IS NOT NULL), 0) AS captioned "
@@ -249,7 +240,7 @@ def screen(manifest: Manifest, threshold: float | None, flt: PictureFilter = Pic
     terms = sort_terms(sort, decision_params(manifest, threshold, rule)["rule"])
     if after is not None and len(after) != len(terms):
         raise ValueError("a screen's key does not fit this sort")
-    where, params = _bound(manifest, threshold, flt, rule)
+    where, params = bound(manifest, threshold, flt, rule)
     past, after_params = "", {}
     if after is not None:
         past = (f" AND ({', '.join(terms)}) {'<' if sort in DESCENDING else '>'} "
@@ -285,7 +276,7 @@ def ordered_screen(manifest: Manifest, threshold: float | None, flt: PictureFilt
     """A screen of the filter's pictures in an order computed outside SQL (`order`: picture ids, as More like
     this or a learned model sorts them), keyed by the position in `order`: the ids after the key are read a
     growing batch at a time, by id, until the screen is full."""
-    where, params = _bound(manifest, threshold, flt, rule)
+    where, params = bound(manifest, threshold, flt, rule)
     start = 0 if after is None else int(after[0]) + 1
     taken: list[tuple[int, int]] = []
     batch = 2 * (limit + 1)
@@ -425,7 +416,7 @@ def decision_change(before: dict, after: dict) -> str | None:
 def box_change(manifest: Manifest, picture_id: int, box: Sequence[int]) -> str | None:
     """What saving `box` as the picture's box would do to its decision (decision_change's words), tried in a
     savepoint and rolled back: nothing is saved and nothing recorded. PictureError for a box that is no box."""
-    from .pictures import refresh_pages, write_box
+    from ..manifest.pictures import refresh_pages, write_box
 
     before = dict(manifest.picture(picture_id))
     checked = manifest._checked_box(before["doc_id"], before["page"], box)
@@ -445,134 +436,3 @@ def decision_of(row: dict) -> str:
     if row["deleted"]:
         return "deleted"
     return "kept" if row["keep_picture"] and row["page_keep"] else "excluded"
-
-
-# -- bulk actions -------------------------------------------------------------------------------
-
-
-def bulk_override_effect(counts: dict, keep: bool | None) -> str:
-    """What including (True), excluding (False) or giving back to the rule (None) every picture of a view
-    changes, from its override_counts: "This replaces 4 Include overrides; 1 picture is already excluded"."""
-    total, included, excluded = counts["pictures"], counts["included"], counts["excluded"]
-    if keep is None:
-        if not included and not excluded:
-            return "No picture in this view has an override: nothing changes."
-        return (f"This removes {_count(included + excluded, 'override')} ({included:,} Include, {excluded:,} "
-                "Exclude); those pictures go back to the rule's decision.")
-    replaced, same = (excluded, included) if keep else (included, excluded)
-    word, other = ("Include", "Exclude") if keep else ("Exclude", "Include")
-    parts = [f"This replaces {_count(replaced, other + ' override')}" if replaced
-             else f"It replaces no {other} override"]
-    if same:
-        parts.append(f"{_count(same, 'picture')} {'is' if same == 1 else 'are'} already {word.lower()}d")
-    fresh = total - replaced - same
-    if fresh:
-        parts.append(f"{_count(fresh, 'picture')} without an override get{'s' if fresh == 1 else ''} one")
-    return "; ".join(parts) + "."
-
-
-def bulk_caption_effect(counts: dict, overwrite: bool) -> tuple[int, str]:
-    """How many captions a bulk caption writes, and in words what happens to the typed ones: kept unless
-    `overwrite`."""
-    total, captioned = counts["pictures"], counts["captioned"]
-    if not captioned:
-        return total, "No picture here has a typed caption yet."
-    if overwrite:
-        return total, f"It overwrites {_count(captioned, 'typed caption')}."
-    return total - captioned, (f"{_count(captioned, 'picture')} with a typed caption "
-                               f"keep{'s' if captioned == 1 else ''} it.")
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
-
-
-def bulk_override(manifest: Manifest, threshold: float | None, flt: PictureFilter, keep: bool | None, *,
-                  rule: str | None = None) -> int:
-    """Include, exclude or give back to the rule every picture of the view (deleted ones left as they are),
-    as one action undone in one step. The view is taken once, before anything changes. Returns how many."""
-    with manifest.recording("picture") as action, _bulk_pictures(manifest, threshold, flt, rule) as count:
-        write_overrides(manifest, action, "temp.bulk_pictures", keep)
-    return count
-
-
-def write_overrides(manifest: Manifest, action: int, keys: str, keep: bool | None) -> None:
-    """Include, exclude or give back to the rule the pictures of the table `keys` (bulk_pictures_table's
-    columns), recorded under `action`; their pages follow."""
-    new = None if keep is None else int(bool(keep))
-    _record(manifest, action, keys, "picture_override", "keep", new)
-    manifest.conn.execute(f"UPDATE pictures SET keep = ?, updated_at = ? WHERE id IN (SELECT id FROM {keys})",
-                          (new, now()))
-    _refresh(manifest, keys)
-
-
-def bulk_caption(manifest: Manifest, threshold: float | None, flt: PictureFilter, text: str | None, *,
-                 replace: bool = False, rule: str | None = None) -> int:
-    """Give every picture of the view the caption `text` (blank removes), as one action; a typed caption is
-    kept unless `replace`. Returns how many captions were written."""
-    with manifest.recording("picture") as action, _bulk_pictures(manifest, threshold, flt, rule,
-                                                                 caption_condition(replace)) as count:
-        write_captions(manifest, action, "temp.bulk_pictures", text)
-    return count
-
-
-def caption_condition(replace: bool) -> str:
-    """Which pictures of a view a bulk caption writes: all, or (not `replace`) those without a typed caption."""
-    return "" if replace else "AND x.caption IS NULL"
-
-
-def write_captions(manifest: Manifest, action: int, keys: str, text: str | None) -> None:
-    """Give the pictures of the table `keys` the caption `text` (blank removes), recorded under `action`."""
-    text = (text or "").strip() or None
-    _record(manifest, action, keys, "picture_caption", "caption", text)
-    manifest.conn.execute(f"UPDATE pictures SET caption = ?, updated_at = ? WHERE id IN (SELECT id FROM {keys})",
-                          (text, now()))
-
-
-def bulk_restore(manifest: Manifest, flt: PictureFilter) -> int:
-    """Bring back every deleted picture of the view (the Deleted filter, of one document or all), as one
-    action undone in one step; each page follows its pictures again. Returns how many."""
-    if flt.decision != "deleted":
-        raise ValueError("only deleted pictures can be brought back")
-    with manifest.recording("picture") as action, _bulk_pictures(manifest, None, flt, None, deleted=True) as count:
-        _record(manifest, action, "temp.bulk_pictures", "picture_deleted", "deleted", 0)
-        manifest.conn.execute("UPDATE pictures SET deleted = 0, updated_at = ? WHERE id IN "
-                              "(SELECT id FROM temp.bulk_pictures)", (now(),))
-        _refresh(manifest, "temp.bulk_pictures")
-    return count
-
-
-@contextlib.contextmanager
-def _bulk_pictures(manifest: Manifest, threshold: float | None, flt: PictureFilter, rule: str | None, extra: str = "",
-                   *, deleted: bool = False):
-    """The view's pictures (not deleted, or only the deleted ones; and `extra`) as temp.bulk_pictures while the
-    block runs, taken once; yields how many. Use inside a recording."""
-    try:
-        yield bulk_pictures_table(manifest, "bulk_pictures", threshold, flt, rule, extra, deleted=deleted)
-    finally:
-        manifest.conn.execute("DROP TABLE IF EXISTS temp.bulk_pictures")
-
-
-def bulk_pictures_table(manifest: Manifest, name: str, threshold: float | None, flt: PictureFilter, rule: str | None,
-                        extra: str = "", *, deleted: bool = False) -> int:
-    """The view's pictures (not deleted, or only the deleted ones; and `extra`) taken once as the temporary
-    table `name` (id, doc_id, page, keep, caption, deleted, in the order of its rowid); how many there are."""
-    where, params = _bound(manifest, threshold, flt, rule)
-    conn = manifest.conn
-    conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
-    conn.execute(f"CREATE TEMP TABLE {name} AS SELECT x.id, x.doc_id, x.page, x.keep, x.caption, x.deleted "
-                 f"{from_sql(where)} WHERE {where} AND {'' if deleted else 'NOT'} x.deleted {extra}", params)
-    return conn.execute(f"SELECT COUNT(*) FROM temp.{name}").fetchone()[0]
-
-
-def _record(manifest: Manifest, action: int, keys: str, field: str, column: str, new) -> None:
-    """The action's changes, one per picture whose value differs, in one statement (as history.record)."""
-    manifest.conn.execute(
-        f"INSERT INTO history_changes (action_id, field, doc_id, page, name, old, new) "
-        f"SELECT ?, ?, doc_id, page, CAST(id AS TEXT), {column}, ? FROM {keys} WHERE {column} IS NOT ?",
-        (action, field, new, new))
-
-
-def _refresh(manifest: Manifest, keys: str) -> None:
-    pages = manifest.conn.execute(f"SELECT DISTINCT doc_id, page FROM {keys}").fetchall()
-    manifest._refresh_pages([tuple(row) for row in pages])

@@ -12,11 +12,11 @@ import pathlib
 
 import streamlit as st
 
-from curation.manifest import bulk, views
+from curation import views
 from curation.manifest.store import Manifest
 from curation.runs import jobs
-from pages import _auth as auth
-from pages import _common as common
+from curation.views import bulk
+from pages.components import auth, common
 
 POLL_SECONDS = 1.0
 LAUNCHED = "bulk_job_launched"  # the pid of the job this session launched, until it ends

@@ -1,7 +1,7 @@
-"""Review's Pictures view: a dense grid of the pictures themselves (one element: pages/_card_grid.py), the
+"""Review's Pictures view: a dense grid of the pictures themselves (one element: pages/components/card_grid.py), the
 decision as each card's border; include, exclude or give back to the rule, caption, and open a picture on its page
-(pages/_picture_large_view.py) to fix its box, delete it, or add one the scorer missed. Streamlit only;
-curation.manifest.picture_views computes what it shows."""
+(pages/components/picture_large_view.py) to fix its box, delete it, or add one the scorer missed. Streamlit only;
+curation.views.picture_views computes what it shows."""
 
 from __future__ import annotations
 
@@ -13,19 +13,20 @@ import streamlit as st
 
 from curation.captions.best import best_caption, counted_sources, kind_of
 from curation.decisions import keyboard
-from curation.manifest import bulk
-from curation.manifest import picture_views as pv
-from curation.manifest import views
+from curation.views import bulk
+from curation.views import picture_bulk
+from curation.views import picture_views as pv
+from curation import views
 from curation.sources.page_numbers import page_number
-from pages import _auth as auth
-from pages import _bulk_job as bulk_job
-from pages import _card_grid as card_grid
-from pages import _common as common
-from pages import _keys as hotkeys
-from pages import _like_this as like_this
-from pages import _picture_captions as captions
-from pages import _picture_large_view as large
-from pages import _undo as undo_
+from pages.components import auth
+from pages.components import bulk_job
+from pages.components import card_grid
+from pages.components import common
+from pages.components import keys as hotkeys
+from pages.components import like_this
+from pages.components import picture_captions as captions
+from pages.components import picture_large_view as large
+from pages.components import undo as undo_
 
 PER_SCREEN = 48
 COLUMNS = 8  # at most; the grid wraps to fewer on narrow screens
@@ -133,7 +134,7 @@ def count_keeper(db: str) -> pv.CountKeeper:
 def screens_of(view: tuple) -> list:
     """The keys the screens so far start after, for this view (filter and sort); a new view starts afresh,
     however it changed (a widget, the address, the browser's Back). The keyboard goes on to the next or
-    previous screen by its number (pages/_keys.py sets SCREEN_NUMBER)."""
+    previous screen by its number (pages/components/keys.py sets SCREEN_NUMBER)."""
     held = st.session_state.get(SCREENS)
     if held is None or held[0] != view:
         held = st.session_state[SCREENS] = (view, [None])
@@ -213,7 +214,7 @@ def confirm_restore(flt: pv.PictureFilter, total: int):
     st.markdown(f"**Bring back all {total:,} deleted pictures** in this view? Each is a picture again, decided by "
                 "its override or the rule, and its page follows it. One undo takes them all back.")
     common.confirm_buttons(f"Bring back {total:,} pictures", "pictures-restore", RESTORE, NOTICE,
-                           lambda manifest: f"Brought back {pv.bulk_restore(manifest, flt):,} pictures · {UNDO_HINT}.")
+                           lambda manifest: f"Brought back {picture_bulk.bulk_restore(manifest, flt):,} pictures · {UNDO_HINT}.")
 
 
 def ask(key: str, value):
@@ -228,7 +229,7 @@ def close(key: str):
 def confirm_bulk(flt: pv.PictureFilter, counts: dict, threshold: float, action: str):
     verb = {"include": "Include", "exclude": "Exclude", "auto": "Clear the override of"}[action]
     st.markdown(f"**{verb} all {counts['pictures']:,} pictures** in this view?")
-    st.markdown(pv.bulk_override_effect(counts, large.OVERRIDE_OF_CHOICE[action]))
+    st.markdown(picture_bulk.bulk_override_effect(counts, large.OVERRIDE_OF_CHOICE[action]))
 
     def apply(manifest) -> str:
         doing = bulk.Bulk(view="pictures", do=BULK_OF_CHOICE[action], filter=dataclasses.asdict(flt),
@@ -246,7 +247,7 @@ def confirm_captions(flt: pv.PictureFilter, counts: dict, threshold: float):
     if counts["captioned"]:  # a typed caption is never overwritten unless asked
         overwrite = st.checkbox(f"Also overwrite the {counts['captioned']:,} typed captions",
                                 key="pictures-bulk-caption-overwrite")
-    count, effect = pv.bulk_caption_effect(counts, overwrite)
+    count, effect = picture_bulk.bulk_caption_effect(counts, overwrite)
     if text:
         st.markdown(f"**Write this caption on {count:,} of the {counts['pictures']:,} pictures** in this view? "
                     f"{effect}")
@@ -292,7 +293,7 @@ def decide_by_key(picture_id: int, keep: bool | None):
 
 
 def grid(rows: list[dict], crops: dict, documents: dict, notes: dict, sort: str):
-    """The screen's cards, one element (pages/_card_grid.py): what the person does comes back as `on_card`."""
+    """The screen's cards, one element (pages/components/card_grid.py): what the person does comes back as `on_card`."""
     words = captions.sources_on(rows)
     locked = auth.locked()  # once a screen: each asks the server's secrets
     cards = [card_grid.Card(row["id"], card_key(row), card(row, crops.get(row["id"]), documents.get(row["doc_id"]),

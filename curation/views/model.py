@@ -8,10 +8,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...decisions import learn
-from .. import aggregates
-from ..rules import DEFAULT_RULE, RULES
-from ..store import Manifest
+from ..decisions import learn
+from ..manifest import aggregates, tallies
+from ..manifest.rules import DEFAULT_RULE, RULES
+from ..manifest.store import Manifest
+from . import cutoff_counts
 from .filters import RULE_LABELS, base_rule, decision_params
 
 
@@ -43,7 +44,7 @@ class ModelState:
 def override_labels(manifest: Manifest) -> tuple[int, int]:
     """Included and excluded overrides on scored pages of live documents: what the model learns from (from
     the decided pages the counts keep: no pass over the overrides)."""
-    pages = aggregates.decided(manifest)
+    pages = tallies.decided(manifest)
     labelled = pages["ok"] & (pages["override"] >= 0)
     return int((labelled & (pages["override"] == 1)).sum()), int((labelled & (pages["override"] == 0)).sum())
 
@@ -65,7 +66,7 @@ def model_state(manifest: Manifest, rule: str | None = None) -> ModelState:
     if suggestions:
         found = aggregates.bins(manifest)
         kept = int(found.pages[found.model == 1].sum())
-        disagrees = aggregates.tally(manifest, decision_params(manifest, rule=rule)).counts("disagrees")["pages"]
+        disagrees = tallies.tally(manifest, decision_params(manifest, rule=rule)).counts("disagrees")["pages"]
     return ModelState(suggestions, learned_from, included, excluded, kept, disagrees)
 
 
@@ -108,8 +109,6 @@ def learn_from_overrides(manifest: Manifest, progress=None) -> LearnOutcome:
     state = model_state(manifest)
     if progress:
         progress(95, "counting the pictures the model keeps at every cutoff")
-    from .. import cutoff_counts  # it imports the views
-
     cutoff_counts.counted_after_job(manifest)
     compared = RULE_LABELS[base_rule(manifest.rule)].lower().replace("σ only", "σ-only rule")
     return LearnOutcome(

@@ -11,9 +11,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import aggregates
-from ..rules import INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL, PAGE_AREA_SQL
-from ..store import Manifest
+from ..manifest import aggregates, tallies
+from ..manifest.rules import INK_TONE_MIN, KEEP_SQL, LIVE_DOCUMENT_SQL, PAGE_AREA_SQL
+from ..manifest.store import Manifest
 from .filters import PAGES_FROM, decision_params, filter_counts, has_features
 
 
@@ -108,7 +108,7 @@ def histogram(manifest: Manifest, threshold: float | None, bins: int = 60,
     high = max(high, low + 1)
     steps = math.ceil((high - low) * aggregates.SIGMA_STEPS / bins - 1e-9)  # fine bins per bin
     params = decision_params(manifest, threshold, rule, picture_area_min, picture_score_min)
-    tally = aggregates.tally(manifest, at_saved_score(params))
+    tally = tallies.tally(manifest, at_saved_score(params))
     to_bin = lambda fine: (fine - low * aggregates.SIGMA_STEPS) // steps  # noqa: E731
     total, kept = tally.by_bin("sigma_bin", to_bin, bins)
     moved = moved_by_score(manifest, params)
@@ -130,7 +130,7 @@ def picture_histogram(manifest: Manifest, threshold: float | None = None, bins: 
     params = decision_params(manifest, threshold, rule, picture_area_min, picture_score_min)
     if aggregates.AREA_BINS % bins == 0:  # whole kept bins a bin: summed from the kept counts
         steps = aggregates.AREA_BINS // bins
-        tally = aggregates.tally(manifest, at_saved_score(params))
+        tally = tallies.tally(manifest, at_saved_score(params))
         total, kept = tally.by_bin("area_bin", lambda fine: fine // steps, bins)
     else:
         total, kept = _picture_bins(manifest, params, bins)

@@ -2,7 +2,7 @@
 by one component in the page itself, which sends back only what the person did (a card clicked or opened, a
 decision, a caption). A browser draws a screen of these far faster than a screen of Streamlit widgets, and
 redraws only the cards that changed. Streamlit only; what a card says is the page's (pages/review.py,
-pages/_pictures_view.py), built here with `html.escape` on every word, since many come from files.
+pages/components/pictures_view.py), built here with `html.escape` on every word, since many come from files.
 
 A grid uses it so:
 
@@ -10,7 +10,7 @@ A grid uses it so:
     card_grid.show("review-pictures", cards, min_width=132, columns=8, on_event=handle)
     # handle({"type": "decide", "id": 12, "value": "exclude"}) runs as the widget's callback, before the page
 
-The cards keep the class `st-key-<key>`, as the widget cards had, so the keyboard (pages/_keys.py) finds,
+The cards keep the class `st-key-<key>`, as the widget cards had, so the keyboard (pages/components/keys.py) finds,
 counts and outlines them the same way.
 """
 

@@ -19,7 +19,7 @@ middleware, outermost first):
   body is read.
 
 The session's sign-in state is the one Streamlit keeps for its WebSocket connection (the user info of its
-AppSession, read from the signed cookie when the connection opened), judged by the roles of pages/_auth.py.
+AppSession, read from the signed cookie when the connection opened), judged by the roles of pages/components/auth.py.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 import streamlit as st
 
 from guards.uploads import ROUTE_LIMITS, RouteLimits, megabytes
-from pages import _auth as auth
+from pages.components import auth
 
 FRAME_HEADERS = [(b"content-security-policy", b"frame-ancestors 'none'"), (b"x-frame-options", b"DENY")]
 # What Streamlit serves for its pages' own iframes (custom components such as the Pictures view's clicks): the

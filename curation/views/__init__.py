@@ -7,15 +7,18 @@ left out, they are the saved ones (Manifest.decision_params). All of it must sta
 100,000-page manifest: counts and histograms are single aggregate queries, lists are SQL pages of
 at most a screenful, and nothing loads a thumbnail that is not on screen.
 
-One module per thing it serves, every name importable from here as `views.<name>`:
+One module per thing it serves; the names of the first six, and `figures`, read as `views.<name>`:
 `filters` (the decision being looked at, Review's page filters and their counts), `review` (Review's grid,
 captions and bulk actions), `images` (thumbnails, picture boxes, the pictures listing, a page drawn large),
 `model` (the learned model), `threshold` (histograms, the suggested cutoff, the pages at the edge, the rule
-in words) and `jobs` (documents, jobs and Home's next steps).
+in words) and `jobs` (documents, jobs and Home's next steps). Beside them: `cutoff_counts` (what every rule
+keeps at every cutoff, Threshold's and Home's figures; its keys in SQL: `cutoff_keys`), `picture_views`
+(Review's Pictures view), `picture_bulk` (its bulk actions), `picture_images` (its crops and boxes),
+`review_orders` (its orders that read embeddings) and `bulk` (a bulk action as a job).
 """
 
 from .filters import (DECISION_SQL, DECISIONS, DISAGREES_FILTER_SQL, DUPLICATE_SQL, NEAR_SQL, PAGES_FROM, RULE_LABELS,
-                      base_rule, decision_params, figures, filter_counts, has_features, near_measure, override_count,
+                      base_rule, decision_params, filter_counts, has_features, near_measure, override_count,
                       page_count, PageFilter, picture_override_count, unfeatured_count)
 from .review import (CAPTIONED_SQL, SORTS, bulk_caption, bulk_caption_effect, bulk_override, bulk_override_effect,
                      caption_counts, captions_for, documents_for_filter, last_undoable, latest_change, latest_changes,
@@ -28,6 +31,7 @@ from .threshold import (BORDERLINE_SQL, PICTURE_CEILING, PICTURE_FLOOR, Borderli
                         Histogram, histogram, otsu, picture_histogram, rule_explanation, rule_summary,
                         has_scores, score_histogram, ScoreHistogram, sigma_range,
                         sigma_beside, square_inches, suggest_threshold, Suggestion)
+from .cutoff_counts import figures
 from .jobs import (count, document_rows, duration, elapsed, job_outcome, job_progress, missing_sources, next_steps, Step,
                    unreadable_documents)
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import aggregates, picture_decisions
-from ..rules import DISAGREES_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES
-from ..store import Manifest
+from ..manifest import aggregates, picture_decisions, tallies
+from ..manifest.rules import DISAGREES_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, RULES
+from ..manifest.store import Manifest
 
 
 # The joins every page query uses; aliases p, d and o as in Manifest.pages().
@@ -141,7 +141,7 @@ def filter_counts(manifest: Manifest, threshold: float | None, flt: PageFilter =
     document, nearness and near-duplicates are read through their indexes."""
     bound = decision_params(manifest, threshold, rule, picture_area_min)
     if flt.doc_id is None and flt.page is None and flt.decision in BINNED_DECISIONS:
-        counts = aggregates.tally(manifest, bound).counts(flt.decision)
+        counts = tallies.tally(manifest, bound).counts(flt.decision)
         return {key: counts[key] for key in COUNTED}
     if flt.doc_id is None and flt.page is None and flt.decision == "near":
         return _near_counts(manifest, bound, flt)
@@ -176,7 +176,7 @@ def _near_counts(manifest: Manifest, bound: dict, flt: PageFilter) -> dict:
     pages of the two bins it cuts through counted one by one (through the column's index)."""
     low, high = near_range(flt, bound)
     first, last = aggregates.bins_within(flt.near_on, low, high)
-    tally = aggregates.tally(manifest, bound)
+    tally = tallies.tally(manifest, bound)
     fine = getattr(tally, f"{NEAR_COLUMNS[flt.near_on][0]}_bin")
     counts = tally.counts((fine >= first) & (fine <= last))
     column, bin_sql = f"p.{flt.near_on}", NEAR_COLUMNS[flt.near_on][1]
@@ -205,32 +205,6 @@ def _inner(column: str, first: int, last: int, low: float, high: float) -> dict:
         edge = lambda n: 10 ** (math.log10(aggregates.AREA_FLOOR) + n / aggregates.AREA_STEPS)  # noqa: E731
         start, end = edge(first), edge(last + 1)
     return {"inner_low": start * (1 + 1e-6), "inner_high": end * (1 - 1e-6)}
-
-
-def figures(manifest: Manifest, threshold: float | None, saved: float | None = None, *, rule: str | None = None,
-            picture_area_min: float | None = None, picture_score_min: float | None = None) -> dict:
-    """The threshold page's figures for the decision being tried, and what the saved one keeps, from the kept counts.
-
-    The saved side is the saved rule and picture cutoff at σ `saved`; without `saved` both sides are
-    the decision being tried. A score cutoff being tried moves the kept pages by those holding a picture
-    scored between it and the saved one (cutoff_counts.pages_kept). Counts agree with Manifest.summary():
-    failed pages count as rejected (they cannot be exported).
-    """
-    from .. import cutoff_counts  # it counts pictures with the picture views, which import these views
-
-    params = decision_params(manifest, threshold, rule, picture_area_min)
-    now = aggregates.tally(manifest, params).counts()
-    kept = now["kept"] if picture_score_min is None else cutoff_counts.pages_kept(
-        manifest, {**params, "picture_score_min": float(picture_score_min)}, now["kept"])
-    result = {"pages": now["pages"], "kept": kept, "kept_saved": kept, "overrides": now["overridden"],
-              "failed": now["failed"]}
-    if saved is not None:
-        result["kept_saved"] = aggregates.tally(manifest, decision_params(manifest, saved)).counts()["kept"]
-    result["rejected"] = result["pages"] - result["kept"]
-    result["rejected_saved"] = result["pages"] - result["kept_saved"]
-    result["removed_share"] = result["rejected"] / result["pages"] if result["pages"] else 0.0
-    result["removed_share_saved"] = result["rejected_saved"] / result["pages"] if result["pages"] else 0.0
-    return result
 
 
 def page_count(manifest: Manifest) -> int:

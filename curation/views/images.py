@@ -15,14 +15,14 @@ import PIL.Image
 import PIL.ImageDraw
 import pymupdf
 
-from .. import thumbnail_store
-from ...scoring.scorer import THUMBNAIL_QUALITY, THUMBNAIL_SIDE
-from ...sources.paths import reading_roots
-from ...sources.page_numbers import page_number
-from ...sources.reader import error_text, open_document
-from ..rules import (KEEP_SQL, LIVE_DOCUMENT_SQL, OUTLINED_SQL, PICTURE_AREA_SQL, PICTURE_BOX_SQL, PICTURE_DECIDED_BY_SQL,
+from ..manifest import thumbnail_store
+from ..scoring.scorer import THUMBNAIL_QUALITY, THUMBNAIL_SIDE
+from ..sources.page_numbers import page_number
+from ..sources.paths import reading_roots
+from ..sources.reader import error_text, open_document
+from ..manifest.rules import (KEEP_SQL, LIVE_DOCUMENT_SQL, OUTLINED_SQL, PICTURE_AREA_SQL, PICTURE_BOX_SQL, PICTURE_DECIDED_BY_SQL,
                      PICTURE_KEEP_SQL)
-from ..store import Manifest
+from ..manifest.store import Manifest
 from .filters import _by_keys, decision_params
 
 
@@ -246,7 +246,7 @@ _CARDS_FAILED: set[tuple] = set()
 def _card(path: str, size: int, sha256: str, page: int, box: tuple, width: int, height: int,
           roots: tuple[str, ...]) -> bytes:
     """Keyed by content and box: kept in memory for the store `none`, which keeps no card on disk."""
-    from ...export.card import picture_card  # the export's package reads the manifest: imported when needed
+    from ..export.card import picture_card  # the export's package reads the manifest: imported when needed
     try:
         if os.stat(path).st_size != size:
             raise PageUnavailable(f"{path} has changed since it was scored")

@@ -11,10 +11,10 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .. import aggregates, history
-from ...sources.page_numbers import page_number
-from ..rules import LIVE_DOCUMENT_SQL
-from ..store import Manifest, now
+from ..manifest import aggregates, history
+from ..manifest.rules import LIVE_DOCUMENT_SQL
+from ..manifest.store import Manifest, now
+from ..sources.page_numbers import page_number
 from .filters import DECISIONS, PAGES_FROM, PageFilter, _by_keys, _where, decision_params, filter_counts
 
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from . import history, picture_similarity, picture_views
-from .history import now
-from .store import Manifest
-from .views import filters, review
+from ..decisions import picture_similarity
+from ..manifest import history
+from ..manifest.history import now
+from ..manifest.store import Manifest
+from . import cutoff_counts, filters, picture_bulk, picture_views, review
 
 JOB = "bulk"  # the job kind of `python -m curation bulk`
 JOB_MIN = 10_000  # a view with more pages or pictures than this is changed by a job, not in the script run
@@ -78,16 +79,16 @@ class Bulk:
             extra = review.caption_condition(self.replace) if self.do == "caption" else ""
             return review.bulk_pages_table(manifest, name, self.threshold, filters.PageFilter(**self.filter),
                                            self.rule, self.picture_area_min, extra)
-        extra = picture_views.caption_condition(self.replace) if self.do == "caption" else ""
+        extra = picture_bulk.caption_condition(self.replace) if self.do == "caption" else ""
         if self.like is not None:
             picture_similarity.hold_like(manifest, self.like["picture"], self.like["similarity"])
             extra += " " + picture_similarity.AMONG_LIKE
-        return picture_views.bulk_pictures_table(manifest, name, self.threshold,
+        return picture_bulk.bulk_pictures_table(manifest, name, self.threshold,
                                                  picture_views.PictureFilter(**self.filter), self.rule, extra)
 
     def write(self, manifest: Manifest, action: int, keys: str) -> None:
         """Write the action to the pages or pictures of the table `keys`, recorded under `action`."""
-        module = review if self.view == "pages" else picture_views
+        module = review if self.view == "pages" else picture_bulk
         if self.do == "caption":
             module.write_captions(manifest, action, keys, self.text)
         else:
@@ -146,7 +147,6 @@ def run_job(manifest: Manifest, bulk: Bulk, chunk: int | None = None) -> int:
                 _end(manifest, job_id, action, "stopped", f"stopped after {written:,} of {total:,} {bulk.unit}; "
                      "undo takes back what was written, the same bulk action again does the rest")
                 return written
-        from . import cutoff_counts  # it imports the views, which import this module
 
         cutoff_counts.counted_after_job(manifest)  # Threshold's tables, for the decisions written
         _end(manifest, job_id, action, "done", f"{_words(bulk, total)}: done")

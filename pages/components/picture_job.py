@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from curation.manifest import views
+from curation import views
 from curation.runs.embed import KIND, missing_parts
-from pages import _auth as auth
-from pages import _common as common
+from pages.components import auth, common
 
 RUNNING_KEY = "picture_job_was_running"
 TITLE = "Embedding the pictures"

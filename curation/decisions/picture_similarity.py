@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import picture_embeddings
-from .store import Manifest
+from ..manifest import picture_embeddings
+from ..manifest.page_rows import scoring_stamp
+from ..manifest.store import Manifest
 
 CHUNK = 16_384  # rows multiplied at once: 84 MB of float32 at a time, whatever the manifest's size
 LIKE_DEFAULT = 0.80  # the slider's start: below the reprints, above two unrelated pictures of one kind
@@ -180,8 +181,6 @@ def _unit(found: Embeddings, rows: np.ndarray) -> np.ndarray:
 
 def stamp(manifest: Manifest) -> tuple:
     """Changes when the embeddings may have: a scoring or a job (the picture job embeds), a new embedding."""
-    from .picture_views import scoring_stamp
-
     newest = manifest.conn.execute("SELECT MAX(picture_id) FROM picture_embeddings").fetchone()[0]
     return (*scoring_stamp(manifest), newest)
 

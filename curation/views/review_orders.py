@@ -1,6 +1,6 @@
 """The Pictures view's orders that read the pictures' embeddings instead of SQL: More like this (by likeness
 to one picture), least sure first by the model learned from the curator's picture decisions, and the reprints
-together. Each is a list of picture ids that curation.manifest.picture_views.ordered_screen pages through,
+together. Each is a list of picture ids that curation.views.picture_views.ordered_screen pages through,
 with a word for each card; each says plainly when the pictures are not embedded yet, and what embeds them.
 """
 
@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..manifest.picture_similarity import EmbeddingKeeper, reprint_order
-from . import learned
+from ..decisions import picture_model
+from ..decisions.picture_similarity import EmbeddingKeeper, reprint_order
 
 ORDERS = {
     "learned": "Least sure first (learned from picture decisions)",
@@ -60,10 +60,10 @@ def like_words(keeper: EmbeddingKeeper, manifest, picture_id: int, ids: list[int
 
 
 def learned_order(keeper: EmbeddingKeeper, manifest, pictures: int) -> Order:
-    model = learned.stored(manifest)
+    model = picture_model.stored(manifest)
     found = keeper.embeddings(manifest)
     def order(embeddings):
-        return learned.least_sure_first(learned.logits_of_all(manifest, model, embeddings), embeddings.ids)
+        return picture_model.least_sure_first(picture_model.logits_of_all(manifest, model, embeddings), embeddings.ids)
 
     ordered = keeper.derived(manifest, ("learned", model.version if model else None), order)
     note = not_embedded(len(found), pictures)

@@ -1,8 +1,8 @@
 """The Pictures view's tools that compare pictures by their embeddings: More like this (the view sorted by
 likeness to one picture, with the way back to the sort before), Exclude / Include all like this down to a
 likeness the curator sets, the reprints together, and the model learned from the curator's picture decisions
-(its suggestion on each card, least sure first, Learn). Streamlit only; curation.pictures.review_orders and
-curation.pictures.learned compute what it shows."""
+(its suggestion on each card, least sure first, Learn). Streamlit only; curation.views.review_orders and
+curation.decisions.picture_model compute what it shows."""
 
 from __future__ import annotations
 
@@ -11,20 +11,18 @@ import pathlib
 
 import streamlit as st
 
-from curation.manifest import bulk
-from curation.manifest import picture_similarity as similarity
-from curation.manifest import picture_views as pv
-from curation.pictures import learned, review_orders
+from curation.decisions import picture_model
+from curation.decisions import picture_similarity as similarity
 from curation.sources.page_numbers import page_number
-from pages import _auth as auth
-from pages import _bulk_job as bulk_job
-from pages import _common as common
+from curation.views import bulk, picture_bulk, review_orders
+from curation.views import picture_views as pv
+from pages.components import auth, bulk_job, common
 
 LIKE = "pictures_like"  # {"picture": id, "back_to": the sort before}: the view sorted like one picture
 LIKE_BULK = "pictures_like_bulk"  # the Exclude / Include all like this question, open: "exclude" or "include"
 LIKENESS = "pictures_likeness"  # the slider: down to which likeness
 LEARNED = "pictures_learned"  # what the last Learn said, shown once
-NOTICE = "pictures_notice"  # the Pictures view's (pages/_pictures_view.NOTICE)
+NOTICE = "pictures_notice"  # the Pictures view's (pages/components/pictures_view.NOTICE)
 UNDO_HINT = "Undo (Ctrl+Z or the Undo button) takes it back"
 
 
@@ -64,7 +62,7 @@ def order(manifest, sort: str, pictures: int) -> tuple[review_orders.Order | Non
 
 
 def _model_version(manifest) -> str | None:
-    model = learned.stored(manifest)
+    model = picture_model.stored(manifest)
     return model.version if model else None
 
 
@@ -131,7 +129,7 @@ def confirm_like(flt: pv.PictureFilter, threshold: float, counts: dict, likeness
     verb = {"include": "Include", "exclude": "Exclude"}[action]
     st.markdown(f"**{verb} all {counts['pictures']:,} pictures** of this view at least {likeness:.2f} alike to "
                 "the picture the view is sorted like?")
-    st.markdown(pv.bulk_override_effect(counts, action == "include"))
+    st.markdown(picture_bulk.bulk_override_effect(counts, action == "include"))
 
     def apply(manifest) -> str:
         doing = bulk.Bulk(view="pictures", do=action, filter=dataclasses.asdict(flt), threshold=threshold,
@@ -148,7 +146,7 @@ def confirm_like(flt: pv.PictureFilter, threshold: float, counts: dict, likeness
 def model_bar():
     """What the picture model learned from, and Learn."""
     with common.open_manifest() as manifest:
-        model = learned.stored(manifest)
+        model = picture_model.stored(manifest)
     bar = st.container(horizontal=True, vertical_alignment="center", key="pictures-model-bar")
     if model is None:
         bar.caption("**Picture model** · none learned yet: include, exclude, delete or add some pictures, then Learn; "
@@ -160,20 +158,20 @@ def model_bar():
     if bar.button("Learn from my picture decisions", icon=":material/model_training:", key="pictures-learn",
                   type="tertiary", disabled=auth.locked(), help=auth.help_for()) and auth.require_curator():
         with st.spinner("Learning from your picture decisions…"), common.open_manifest() as manifest:
-            st.session_state[LEARNED] = learned.learn(manifest, keeper().embeddings(manifest))
+            st.session_state[LEARNED] = picture_model.learn(manifest, keeper().embeddings(manifest))
         st.rerun()
     outcome = st.session_state.pop(LEARNED, None)
     if outcome is not None:
         (st.success if outcome.learned else st.warning)(outcome.message, icon=":material/psychology:")
 
 
-def suggestions(manifest, ids: list[int]) -> dict[int, learned.Suggestion]:
+def suggestions(manifest, ids: list[int]) -> dict[int, picture_model.Suggestion]:
     """The learned model's suggestion for each of a screen's pictures (none until one is learned)."""
-    model = learned.stored(manifest)
-    return learned.suggestions(manifest, model, ids) if model is not None else {}
+    model = picture_model.stored(manifest)
+    return picture_model.suggestions(manifest, model, ids) if model is not None else {}
 
 
-def suggestion_words(suggestion: learned.Suggestion | None) -> str:
+def suggestion_words(suggestion: picture_model.Suggestion | None) -> str:
     if suggestion is None:
         return ""
     return f"model: {'keep' if suggestion.keep else 'exclude'} {suggestion.confidence:.0%}"

@@ -31,6 +31,8 @@ from collections.abc import Mapping
 
 import streamlit as st
 
+from pages.components.escaping import escape_markdown
+
 CURATOR, VIEWER = "curator", "viewer"
 LOCKED_HELP = "Only curators can change this; you may look."
 LOOPBACK_NAMES = ("localhost",)
@@ -224,8 +226,6 @@ def gate() -> bool:
 
 def _shown(text: str) -> str:
     """A name from the sign-in provider or the OS, as literal text in Markdown."""
-    from pages._common import escape_markdown  # _common imports this module
-
     return escape_markdown(text)
 
 

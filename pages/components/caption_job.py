@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from curation import views
 from curation.captions.job import KIND
-from curation.manifest import views
 from curation.manifest.store import Manifest
 from inference.captioner import MODEL_DIR_ENV, REPO, captioner_status
-from pages import _auth as auth
-from pages import _common as common
+from pages.components import auth, common
 
 RUNNING_KEY = "caption_job_was_running"
 SCOPES = {"Kept pictures": [], "All pictures": ["--all"]}

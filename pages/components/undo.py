@@ -3,10 +3,9 @@ picture, or a whole view) with its Undo button, and the undo itself."""
 
 import streamlit as st
 
-from curation.manifest import views
+from curation import views
 from curation.manifest.history import UndoError
-from pages import _auth as auth
-from pages import _common as common
+from pages.components import auth, common
 
 
 def bar(last: dict | None, where: str = ""):

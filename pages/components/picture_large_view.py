@@ -1,6 +1,6 @@
 """A picture of Review's Pictures view opened large, on its page: its decision, kind and captions, and its box
 fixed, a missed picture added by dragging on the page, or the picture deleted; with what a card does to one
-picture too (decide, caption). Streamlit only; curation.manifest.picture_views computes what it shows."""
+picture too (decide, caption). Streamlit only; curation.views.picture_views computes what it shows."""
 
 from __future__ import annotations
 
@@ -11,17 +11,16 @@ import zlib
 import streamlit as st
 from streamlit_image_coordinates import streamlit_image_coordinates
 
+from curation import views
 from curation.captions.best import best_caption, counted_sources
 from curation.decisions import keyboard
-from curation.manifest import picture_views as pv
-from curation.manifest import views
 from curation.manifest.pictures import PictureError
 from curation.sources.page_numbers import page_number
-from pages import _auth as auth
-from pages import _common as common
-from pages import _keys as hotkeys
-from pages import _picture_captions as captions
-from pages import _undo as undo_
+from curation.views import picture_views as pv
+from pages.components import auth, common
+from pages.components import keys as hotkeys
+from pages.components import picture_captions as captions
+from pages.components import undo as undo_
 
 KEYBOARD = "review-pictures"
 CHOICES = {"include": "Include", "auto": "Auto", "exclude": "Exclude"}

@@ -11,10 +11,11 @@ import sqlite3
 from dataclasses import dataclass
 
 
-from ...decisions import learn
-from ...runs.jobs import plural as count  # noqa: F401 (views.count: a count in words)
-from ..rules import DEFAULT_PICTURE_AREA_MIN, DEFAULT_RULE, LIVE_DOCUMENT_SQL
-from ..store import Manifest
+from ..decisions import learn
+from ..runs.jobs import plural as count  # noqa: F401 (views.count: a count in words)
+from ..manifest.rules import DEFAULT_RULE, LIVE_DOCUMENT_SQL
+from ..manifest.store import Manifest
+from ..scoring.pictures import DEFAULT_PICTURE_AREA_MIN
 from .threshold import rule_summary
 
 
