@@ -17,6 +17,8 @@ real engine, and the figures are read from the manifest:
   with a wrong crop or a missed picture;
 - the learned verdict's pictures (curation.pictures), leave one source out: for each source, trained and
   tuned on the others and judged on it; per source and pooled;
+- the picture finder's pictures (curation.pictures.finder), leave one source out, and leave one collection out
+  on `../shared/boxed` (its recipe's measure: curation.pictures.finder_train);
 - the pictures' printed legends (bench/legend_quality.py), leave one source out: character accuracy and
   legends read where none is printed, from the labelled boxes and from the boxes the finder finds;
 - what the page analysis costs per page (ms, at the reference 144 dpi).
@@ -178,6 +180,7 @@ def main() -> None:
         picture_report(pages, "pictures of the rule-based finder (--crop pictures; its constants were set on files "
                               "01-42: not a held-out figure there)")
         learned(args.folder, args.out / "picture_candidates")
+        network(args.folder, args.folder.parent / "boxed")
         legend_quality.report(args.folder, args.out / "corpus")
 
     features = np.array([[r[f] for f in FEATURES] for r in rows], dtype=float)
@@ -208,6 +211,36 @@ def learned(folder: pathlib.Path, cache: pathlib.Path) -> None:
     lines, _ = train.table(train.leave_one_source_out(pages))
     print("pictures of the learned verdict, leave one source out (trained and tuned on the other sources):")
     print("\n".join(lines))
+
+
+def network(folder: pathlib.Path, boxed: pathlib.Path) -> None:
+    """The picture finder's pictures (curation.pictures.finder), as its recipe measures them: leave one source out
+    on `folder`, and leave one collection out on the boxed pages beside it (their collections grouped by
+    repository, as the recipe groups sources). Its features are cached where the recipe keeps them; each fold's
+    head is trained once and kept there too (about a minute a fold on one core)."""
+    import torch
+
+    from curation.pictures import finder, finder_train as recipe
+
+    torch.set_num_threads(1)
+    folders = [folder] + ([boxed] if (boxed / "labels.jsonl").exists() else [])
+    shipped = finder.record()  # the shipped head's recipe: its pages composed and its steps
+    composed, steps, seed = shipped["composed"], shipped["steps"], shipped["seed"]
+    key = recipe.data_key(folders, composed, seed)
+    cached = (recipe.DEFAULT_CACHE / key / "sources.json").exists()
+    made = [] if cached else recipe.training_pages(*recipe.material(folders), composed, seed)
+    pages = recipe.encode(made, recipe.DEFAULT_CACHE, key)
+    checkpoints = recipe.DEFAULT_CACHE / key / f"heads-{steps}"
+    checkpoints.mkdir(parents=True, exist_ok=True)
+    for measure, title in ((folder, "leave one source out"), (boxed, "leave one collection out, boxed pages")):
+        if measure not in folders:
+            print(f"picture finder, {title}: no {measure}")
+            continue
+        held_out = recipe.held_out_cells(pages, recipe.measured_pages(measure), steps, seed, checkpoints)
+        lines, _, _ = recipe.table(recipe.leave_one_source_out(held_out))
+        print(f"pictures of the picture finder at the default size, {title} (trained on pages holding none of the "
+              f"source's material, settings chosen on the other sources):")
+        print("\n".join(lines))
 
 
 def cost(paths: list[str]) -> None:

@@ -285,7 +285,8 @@ def judged(held_out: list[HeldOut], settings: finder.Settings) -> Tally:
     total = Tally()
     for seen in held_out:
         h, w = seen.gray.shape
-        pictures = [p for p in seen.pictures(settings) if p.score >= settings.score_cutoff and p.area >= DEFAULT_PICTURE_AREA_MIN]
+        pictures = [p for p in seen.pictures(settings)
+                    if p.score >= settings.score_cutoff and p.area >= DEFAULT_PICTURE_AREA_MIN]
         boxes = [(p.box[0] / w, p.box[1] / h, p.box[2] / w, p.box[3] / h) for p in pictures]
         total.add(judge(boxes, seen.page.labelled, seen.page.aspect))
         total.add_page(bool(pictures), seen.page.illustrated)
