@@ -187,14 +187,16 @@ def large_view(threshold: float):
 
 
 def kind_input(row: dict):
-    """The picture's kind for the caption's {kind}: the analysis's suggestion until the curator says."""
+    """The picture's kind for the caption's {kind}: the analysis's suggestion until the curator says; the class
+    word where neither says one."""
     suggested = row["kind_suggested"]
-    words = {None: f"{suggested.capitalize()} (suggested)" if suggested else "Not known yet", **KINDS}
+    words = {None: f"{suggested.capitalize()} (suggested)" if suggested else "Not suggested: the class word", **KINDS}
     key = f"picture-kind-{row['id']}-{row['kind']}"  # a change elsewhere (an undo) shows at once
     st.selectbox("Kind", list(words), format_func=words.get, index=list(words).index(row["kind"]), key=key,
                  on_change=kind_changed, args=(row["id"], key), disabled=auth.locked(),
-                 help=auth.help_for("What the picture is, for the caption's {kind}. The suggestion only tells a "
-                                    "halftone from line work; say woodcut, cartoon, map or diagram yourself."))
+                 help=auth.help_for("What the picture is, for the caption's {kind}. The picture job suggests one "
+                                    "from the picture's look only where it is fairly sure, and is often wrong "
+                                    "all the same; with none, {kind} is the export's class word."))
 
 
 def kind_changed(picture_id: int, key: str):
