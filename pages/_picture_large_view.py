@@ -217,10 +217,12 @@ def draw_on_page(row: dict, boxes: list[dict], image: bytes, drawn_from: str):
     mode = st.segmented_control("Draw on the page", list(CLICK_MODES), format_func=CLICK_MODES.get, key=CLICK,
                                 disabled=locked, help=auth.help_for("Drag across the picture, from one corner to the "
                                                                     "opposite one."))
-    if mode and not locked:
-        st.caption("Drag from one corner of the picture to the opposite one"
-                   + (": a drag that starts on one of the blue box's white corner handles moves that corner, any "
-                      "other drag draws a new box." if mode == "fix" else "."))
+    # Always one line here, empty or not: an element put in above the page moved the page's frame to a new place,
+    # where its image was sized in a frame not yet as wide as the view and stayed cut off at about 200 px.
+    st.caption("" if locked else "Pick a way of drawing above to draw on the page." if not mode else
+               "Drag from one corner of the picture to the opposite one"
+               + (": a drag that starts on one of the blue box's white corner handles moves that corner, any "
+                  "other drag draws a new box." if mode == "fix" else "."))
     box = (row["bx0"], row["by0"], row["bx1"], row["by1"])
     fitted = st.session_state.get(FIT) is not None
     if fitted:
