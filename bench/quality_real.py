@@ -18,7 +18,10 @@ real engine, and the figures are read from the manifest:
 - the learned verdict's pictures (curation.pictures), leave one source out: for each source, trained and
   tuned on the others and judged on it; per source and pooled;
 - the pictures' printed legends (bench/legend_quality.py), leave one source out: character accuracy and
-  legends read where none is printed, from the labelled boxes and from the boxes the finder finds;
+  legends read where none is printed, from the labelled boxes and from the boxes the finder finds, and the
+  target's figures (characters pooled over legends of two or more characters);
+- the pictures' kinds suggested from their look (curation.pictures.kind_train), leave one source out: right,
+  wrong and unsure per source, pooled and the mean over sources (../shared/boxed, beside FOLDER, learned from);
 - what the page analysis costs per page (ms, at the reference 144 dpi).
 
 How a picture is judged: the folder's README, as curation.pictures.judge implements it.
@@ -45,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 from curation import Manifest  # noqa: E402
 from curation.decisions.learn import FEATURES, suggest  # noqa: E402
 from curation.scoring.features import page_features  # noqa: E402
-from curation.pictures import train  # noqa: E402
+from curation.pictures import kind_train, train  # noqa: E402
 from curation.pictures.judge import Tally, area, judge, meet  # noqa: E402
 from curation.scoring.scorer import _gray_at_reference  # noqa: E402
 import legend_quality  # noqa: E402  (beside this file)
@@ -179,6 +182,7 @@ def main() -> None:
                               "01-42: not a held-out figure there)")
         learned(args.folder, args.out / "picture_candidates")
         legend_quality.report(args.folder, args.out / "corpus")
+        kinds(args.folder)
 
     features = np.array([[r[f] for f in FEATURES] for r in rows], dtype=float)
     print(f"learning curve (overrides on random pages, {args.draws} draws): agreement on the other pages")
@@ -208,6 +212,16 @@ def learned(folder: pathlib.Path, cache: pathlib.Path) -> None:
     lines, _ = train.table(train.leave_one_source_out(pages))
     print("pictures of the learned verdict, leave one source out (trained and tuned on the other sources):")
     print("\n".join(lines))
+
+
+def kinds(folder: pathlib.Path) -> None:
+    """The kinds suggested from the pictures' look, leave one source out, from the shipped model's inputs (the
+    look measures alone need no network: seconds); the training-only ../shared/boxed learned from where it lies
+    beside FOLDER."""
+    extra = [path for path in (folder.parent / "boxed",) if (path / "pictures.jsonl").exists()]
+    examples = kind_train.read_all(folder, extra, ROOT / "bench" / "out" / "kinds",
+                                   embed=kind_train.SHIPPED_INPUTS != "look")
+    kind_train.report(examples, (kind_train.SHIPPED_INPUTS,))
 
 
 def cost(paths: list[str]) -> None:
