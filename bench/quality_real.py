@@ -20,7 +20,10 @@ real engine, and the figures are read from the manifest:
 - the picture finder's pictures (curation.pictures.finder), leave one source out, and leave one collection out
   on `../shared/boxed` (its recipe's measure: curation.pictures.finder_train);
 - the pictures' printed legends (bench/legend_quality.py), leave one source out: character accuracy and
-  legends read where none is printed, from the labelled boxes and from the boxes the finder finds;
+  legends read where none is printed, from the labelled boxes and from the boxes the finder finds, and the
+  target's figures (characters pooled over legends of two or more characters);
+- the pictures' kinds suggested from their look (curation.pictures.kind_train), leave one source out: right,
+  wrong and unsure per source, pooled and the mean over sources (../shared/boxed, beside FOLDER, learned from);
 - what the page analysis costs per page (ms, at the reference 144 dpi).
 
 How a picture is judged: the folder's README, as curation.pictures.judge implements it.
@@ -47,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 from curation import Manifest  # noqa: E402
 from curation.decisions.learn import FEATURES, suggest  # noqa: E402
 from curation.scoring.features import page_features  # noqa: E402
-from curation.pictures import train  # noqa: E402
+from curation.pictures import kind_train, train  # noqa: E402
 from curation.pictures.judge import Tally, area, judge, meet  # noqa: E402
 from curation.scoring.scorer import _gray_at_reference  # noqa: E402
 import legend_quality  # noqa: E402  (beside this file)
@@ -182,6 +185,7 @@ def main() -> None:
         learned(args.folder, args.out / "picture_candidates")
         network(args.folder, args.folder.parent / "boxed")
         legend_quality.report(args.folder, args.out / "corpus")
+        kinds(args.folder)
 
     features = np.array([[r[f] for f in FEATURES] for r in rows], dtype=float)
     print(f"learning curve (overrides on random pages, {args.draws} draws): agreement on the other pages")
@@ -241,6 +245,16 @@ def network(folder: pathlib.Path, boxed: pathlib.Path) -> None:
         print(f"pictures of the picture finder at the default size, {title} (trained on pages holding none of the "
               f"source's material, settings chosen on the other sources):")
         print("\n".join(lines))
+
+
+def kinds(folder: pathlib.Path) -> None:
+    """The kinds suggested from the pictures' look, leave one source out, from the shipped model's inputs (the
+    look measures alone need no network: seconds); the training-only ../shared/boxed learned from where it lies
+    beside FOLDER."""
+    extra = [path for path in (folder.parent / "boxed",) if (path / "pictures.jsonl").exists()]
+    examples = kind_train.read_all(folder, extra, ROOT / "bench" / "out" / "kinds",
+                                   embed=kind_train.SHIPPED_INPUTS != "look")
+    kind_train.report(examples, (kind_train.SHIPPED_INPUTS,))
 
 
 def cost(paths: list[str]) -> None:

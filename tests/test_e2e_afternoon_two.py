@@ -165,6 +165,12 @@ def image_box(dialog):
     return image.bounding_box()
 
 
+def assert_whole(dialog, box):
+    """The page's frame is as tall as its image: none of the page cut off."""
+    frame = dialog.locator("iframe").bounding_box()
+    assert frame["height"] >= box["height"] - 2, (frame, box)
+
+
 def drag(page, box, start, end):
     """A drag across the shown image from `start` to `end` (fractions of it)."""
     at = lambda point: (box["x"] + point[0] * box["width"], box["y"] + point[1] * box["height"])  # noqa: E731
@@ -202,6 +208,7 @@ def test_the_large_view_opens_on_the_picture_and_a_drag_inside_the_old_box_draws
         settle(page)
         box = image_box(dialog)
         shot(page, "large-view-opened")
+        assert_whole(dialog, box)
         # The picture is on the first screen, filling most of the view, without scrolling.
         (left, top), (right, bottom) = fraction(region, PICTURE[:2]), fraction(region, PICTURE[2:])
         assert 0 <= box["y"] + top * box["height"] and box["y"] + bottom * box["height"] <= 900, box
@@ -212,6 +219,7 @@ def test_the_large_view_opens_on_the_picture_and_a_drag_inside_the_old_box_draws
         settle(page)
         box = image_box(dialog)
         shot(page, "large-view-handles")
+        assert_whole(dialog, box)  # choosing a drawing mode once cut the page's frame to about 200 px
         # From inside the old box, away from its handles, to beyond its bottom right: a new box from there.
         start = (left + 0.3 * (right - left), top + 0.3 * (bottom - top))
         end = (min(0.99, right + 0.03), min(0.99, bottom + 0.03))

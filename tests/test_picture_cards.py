@@ -1,24 +1,22 @@
 """A picture's card is its crop as the export writes it, cut at ingest and kept with the page thumbnails (a box
-drawn or redrawn later is cut then); a picture's kind (suggested, set by the curator, `{kind}` in the caption);
-a wrong legend or model caption switched off ("no legend"), kept, undone, and honoured by the export."""
+drawn or redrawn later is cut then); a picture's kind set by the curator (the suggestion:
+test_picture_kinds.py); a wrong legend or model caption switched off ("no legend"), kept, undone, and honoured by the export."""
 
 import csv
 import io
 import json
 import pathlib
 
-import numpy as np
 import pymupdf
 import pytest
 from PIL import Image
 
 from curation.export import ExportSettings
-from curation.export.card import CARD_SIDE, picture_card, suggest_kind
+from curation.export.card import CARD_SIDE, picture_card
 from curation.manifest import history
-from curation.manifest.pictures import PictureError
+from curation.manifest.pictures import PictureError, store_suggested_kinds
 from curation.views import picture_views as pv
 
-from conftest import line_drawing
 from test_export_crop import blurred_psnr
 from test_cli import run as run_cli
 from test_export_pictures import exported, manifest, pages, scored_db  # noqa: F401 (fixtures)
@@ -51,7 +49,7 @@ def test_a_redrawn_box_gets_its_own_card_and_an_undo_the_old_one(manifest):
     assert manifest.picture_cards([redrawn]) == {row["id"]: after}  # drawn from the PDF, and kept
     with pymupdf.open(row["doc"]) as pdf:  # the new box as the export crops it
         assert after == picture_card(pdf, row["page"], [redrawn[k] for k in ("bx0", "by0", "bx1", "by1")],
-                                     row["width"], row["height"])[0] != before
+                                     row["width"], row["height"]) != before
     manifest.undo()
     again = pv.crops(manifest, [manifest.picture(row["id"])])[row["id"]]
     assert blurred_psnr(Image.open(io.BytesIO(again)), Image.open(io.BytesIO(before))) > 40
@@ -81,19 +79,20 @@ def test_no_legend_is_kept_exported_and_undone(manifest, tmp_path):
     assert captions_in(manifest, tmp_path / "d.zip", template) == ["FIG. 1. A WRONG LEGEND", "THE HARVEST"]
 
 
-def test_a_picture_has_a_suggested_kind_the_curator_can_change_and_the_caption_uses(manifest, tmp_path):
+def test_the_curator_sets_a_pictures_kind_the_caption_uses_and_an_undo_takes_it_back(manifest, tmp_path):
     first, second = pictures_of(manifest)
-    assert first["kind_suggested"] == second["kind_suggested"] == "engraving"  # line drawings
-    manifest.set_picture_kinds([(second["id"], "woodcut")])
-    assert captions_in(manifest, tmp_path / "k.zip", "{trigger}, {kind}") == ["engraving", "woodcut"]
-    with pytest.raises(PictureError, match="one of engraving, woodcut"):
-        manifest.set_picture_kinds([(first["id"], "photograph")])
+    assert first["kind_suggested"] is second["kind_suggested"] is None  # ingest suggests none: the picture job does
+    manifest.set_picture_kinds([(first["id"], "drawing"), (second["id"], "woodcut")])
+    assert captions_in(manifest, tmp_path / "k.zip", "{trigger}, {kind}") == ["drawing", "woodcut"]
+    with pytest.raises(PictureError, match="one of engraving, woodcut, halftone, photograph, drawing"):
+        manifest.set_picture_kinds([(first["id"], "ornament")])
     manifest.undo()
     assert manifest.picture(second["id"])["kind"] is None
 
 
 def test_the_cli_lists_kind_legend_and_the_model_caption_as_the_app_shows_them(manifest):
     first, _ = pictures_of(manifest)
+    store_suggested_kinds(manifest.conn, [(first["id"], "engraving")])  # as the picture job suggests it
     manifest.conn.execute("UPDATE pictures SET legend = 'THE HARVEST', legend_confidence = 0.91 WHERE id = ?",
                           (first["id"],))
     manifest.set_auto_captions([(first["id"], "a field", "florence-2-base")])
@@ -106,15 +105,6 @@ def test_the_cli_lists_kind_legend_and_the_model_caption_as_the_app_shows_them(m
                                                                                          "False")
     listed = [json.loads(line) for line in run_cli("pictures", "--db", manifest.path, "--format", "jsonl").splitlines()]
     assert listed[0]["kind"] == "engraving" and listed[0]["no_legend"] is True
-
-
-def test_the_suggestion_tells_a_halftone_from_line_work():
-    y, x = np.mgrid[0:300, 0:300]
-    continuous = (128 + 80 * np.sin(x / 40) * np.cos(y / 55)).astype(np.uint8)  # a halftone seen at card size
-    assert suggest_kind(continuous) == "halftone"
-    assert suggest_kind(np.dstack([continuous] * 3)) == "halftone"
-    assert suggest_kind(line_drawing(300, np.random.default_rng(1))) == "engraving"
-    assert suggest_kind(np.full((50, 50), 240, np.uint8)) == "engraving"  # blank: nothing to tell
 
 
 def test_without_its_pdf_a_redrawn_box_is_cut_from_the_page_thumbnail(manifest, tmp_path):

@@ -37,7 +37,8 @@ from .common import cli, db_option, open_manifest, page_timeout_option, run_job,
               help="The class word: what the images show.")
 @click.option("--template", default="{trigger}, {class}, {best_caption}", show_default=True,
               help="Caption of every image. Placeholders: {trigger}, {class}, {kind} (the picture's: engraving, "
-                   "woodcut, halftone, cartoon, map or diagram, the curator's else suggested), {best_caption} "
+                   "woodcut, halftone, photograph, drawing, cartoon, map or diagram, the curator's else suggested; "
+                   "the class word where neither says), {best_caption} "
                    "(the curator's "
                    "caption, else the printed legend, else the captioning model's), {caption} (the curator's: "
                    "the picture's, else its page's, from the Review page; empty if none), {legend} (the legend "

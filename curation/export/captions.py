@@ -3,8 +3,9 @@
 A picture has three captions: the curator's (`{caption}`: the picture's, else its page's), its printed
 legend read by OCR (`{legend}`) and a captioning model's (`{auto_caption}`); `{best_caption}` is the first
 of them that is not empty, the curator's winning (curation.captions.best); a legend or model caption the curator
-switched off ("no legend") is empty. `{kind}` is the picture's kind (the curator's, else the analysis's
-suggestion: engraving, woodcut, halftone, cartoon, map, diagram). A whole-page image takes the legend, model
+switched off ("no legend") is empty. `{kind}` is the picture's kind (the curator's, else the picture job's
+suggestion: curation.pictures.kind), and the class word where neither says one (the suggestion is left out
+where its model is unsure). A whole-page image takes the legend, model
 caption and kind of its page's largest kept picture.
 
 Trainers read a caption file's first line only (sd-scripts) or the whole file as one prompt, so a
@@ -68,13 +69,14 @@ def render_caption(template: str, *, trigger: str, class_word: str, caption: str
                    legend: str | None = None, auto_caption: str | None = None,
                    doc: str = "", page: int = 0, picture: int | str = "", kind: str | None = None) -> str:
     """The caption for one image, on one line. `picture`: its 1-based number on the page (crop
-    "pictures"), empty for a whole page; `kind` the picture's (engraving, halftone, ...), empty if unknown."""
+    "pictures"), empty for a whole page; `kind` the picture's (engraving, halftone, ...): the class word where
+    it is unknown."""
     texts = {"caption": caption, "legend": legend, "auto_caption": auto_caption,
              "best_caption": best_caption(caption, legend, auto_caption)}
     # names only: a width or a conversion is refused before it is filled in
     literal, fields = template_parts(template)
     values = {"trigger": trigger, "class": class_word, "doc": doc, "page": page, "picture": picture,
-              "kind": kind or "", **{name: one_line(value or "") for name, value in texts.items()}}
+              "kind": kind or class_word, **{name: one_line(value or "") for name, value in texts.items()}}
     values = {name: compact(str(value)) for name, value in values.items()}
     where = f"{doc} p. {page}" + (f" picture {picture}" if picture != "" else "")
     # Its length is known before it is built: every character but blanks and commas stays in the line, so a

@@ -66,7 +66,7 @@ class PageRows:
     def _store_picture_cards(self, doc_id: int, page: int, found: list, cards: Sequence, store: str, folder,
                              sha256: str | None) -> None:
         """The cards ingest cut for the pictures it found (PageResult.picture_cards), kept beside the page's
-        thumbnail, and each picture's suggested kind."""
+        thumbnail."""
         by_rank = {row["rank"]: row for row in self.conn.execute(
             "SELECT id, number, rank FROM pictures WHERE doc_id = ? AND page = ? AND rank IS NOT NULL", (doc_id, page))}
         kept = []
@@ -74,8 +74,7 @@ class PageRows:
             row = by_rank.get(rank)
             if row is None or card is None:
                 continue
-            self.conn.execute("UPDATE pictures SET kind_suggested = ? WHERE id = ?", (card[1], row["id"]))
-            kept.append((row["id"], page, row["number"], box[:4], card[0]))
+            kept.append((row["id"], page, row["number"], box[:4], card))
         if store == "folder" and sha256 is None:
             sha256 = self.document(doc_id)["sha256"]
         picture_thumbnails.store(self.conn, store, folder, sha256, kept)

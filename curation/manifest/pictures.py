@@ -16,6 +16,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 
+from ..pictures.kind import KINDS
 from . import history, page_figures
 from .history import now
 from .rules import (DECIDED_BY_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL, PICTURE_BOX_SQL,
@@ -77,8 +78,6 @@ TOUCHED_SQL = ("(keep IS NOT NULL OR caption IS NOT NULL OR fx0 IS NOT NULL OR a
 PICTURE_FIELDS = history.PICTURE_COLUMNS
 
 
-# What a picture is, for the caption's `{kind}`: the curator's word, else the analysis's suggestion.
-KINDS = ("engraving", "woodcut", "halftone", "cartoon", "map", "diagram")
 # The curator's columns beside the scorer's (schema 13), and each picture's thumbnail as the export crops it.
 MIGRATION_KINDS = """
     ALTER TABLE pictures ADD COLUMN kind TEXT;            -- the curator's; NULL: the suggestion's
@@ -329,6 +328,12 @@ class PictureRows:
         """Recompute the picture figures a page's decision reads (see curation.manifest.rules)."""
         self.conn.executemany(page_figures.refresh_edited_sql("doc_id = :doc_id AND page = :page", SAVED_SCORE_MIN_SQL),
                               [{"doc_id": doc_id, "page": page} for doc_id, page in keys])
+
+
+def store_suggested_kinds(conn: sqlite3.Connection, items: Iterable[tuple[int, str | None]]) -> None:
+    """The analysis's kind of each (picture id, kind) (None: unsure), as the picture job suggests it
+    (curation.pictures.kind); the curator's kind, in its own column, stays."""
+    conn.executemany("UPDATE pictures SET kind_suggested = ? WHERE id = ?", [(kind, int(i)) for i, kind in items])
 
 
 def write_box(conn: sqlite3.Connection, picture_id: int, box: Sequence[int] | None) -> None:

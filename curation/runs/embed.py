@@ -12,6 +12,7 @@ same input. Meanwhile this process embeds the inputs in batches (embedding.embed
 sees one) and stores each batch's embeddings in one transaction (manifest.picture_embeddings), which drops
 their kept inputs. A stopped or killed run keeps what it stored;
 the next run asks the manifest what is still missing (a redrawn or moved box included) and does only that.
+With each embedding it stores the picture's suggested kind (curation.pictures.kind), read from the same input.
 A page that cannot be read is skipped with its reason, in the job's summary, and asked for again next run.
 
 Neither the ingest workers nor the readers import torch: only the process that runs the job does, after ingest.
@@ -30,12 +31,14 @@ import numpy as np
 import pymupdf
 
 from ..manifest import picture_embeddings, picture_inputs
+from ..manifest.pictures import store_suggested_kinds
 from ..manifest.store import Manifest
 from .scheduler import CRASH_MESSAGE, Failure, Scheduler, timeout_message
 from .worker_pool import bounded_pool, default_workers, process_pool
 from .jobs import DiskFull, JobProgress, Stopped, claim_manifest, is_disk_full, plural, stop_on_sigterm
 from ..pictures import embedding  # torch-free until it embeds
 from ..pictures.embedding import decode_input, fit_on_paper, page_crop
+from ..pictures.kind import suggest_kinds
 from ..scoring.scorer import page_gray, reference_size
 from ..sources.page_numbers import page_number
 from ..sources.paths import document_roots
@@ -279,9 +282,11 @@ class PictureJob:
         self.progress.beat()
 
     def _store(self, crops: list[_Crop], vectors: np.ndarray) -> None:
+        kinds = suggest_kinds([crop.pixels for crop in crops], vectors)  # from the very input embedded
         with self.manifest.transaction():
             picture_embeddings.store(self.manifest.conn,
                                      ((crop.picture_id, crop.box, vector) for crop, vector in zip(crops, vectors)))
+            store_suggested_kinds(self.manifest.conn, ((crop.picture_id, kind) for crop, kind in zip(crops, kinds)))
             picture_inputs.remove(self.manifest.conn, (crop.picture_id for crop in crops))
         self.report.embedded += len(crops)
         self.progress.done += len(crops)

@@ -18,9 +18,9 @@ class PageResult:
     error: str | None = None
     thumbnail: bytes | None = None
     features: dict | None = None  # column -> value, see curation.scoring.features
-    # Each found picture's card and suggested kind, in the order of features["pictures"] (curation.export.card);
+    # Each found picture's card, in the order of features["pictures"] (curation.export.card);
     # None where one could not be cut.
-    picture_cards: tuple[tuple[bytes, str] | None, ...] | None = None
+    picture_cards: tuple[bytes | None, ...] | None = None
     # Each found picture's network input for the picture job, a PNG (curation.pictures.embedding.encoded_inputs),
     # in the same order; None where the picture job will not follow or a box lies outside the page.
     picture_inputs: tuple[bytes | None, ...] | None = None

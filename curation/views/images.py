@@ -251,7 +251,7 @@ def _card(path: str, size: int, sha256: str, page: int, box: tuple, width: int, 
         if os.stat(path).st_size != size:
             raise PageUnavailable(f"{path} has changed since it was scored")
         with open_document(path, roots) as pdf:
-            return picture_card(pdf, page, box, width, height)[0]
+            return picture_card(pdf, page, box, width, height)
     except PageUnavailable:
         raise
     except Exception as exc:  # gone, unreadable, outside the allowed folders, damaged: no card

@@ -18,7 +18,8 @@ from ..manifest import history, picture_decisions
 from .picture_images import (CROP_SIDE, OUTLINE_COLOUR, OUTLINE_MIN_WIDTH, SELECTED_COLOUR, box_from_clicks,  # noqa: F401
                              CORNER_GRAB, box_of_corners, crop, crops, dragged_box, fit_region, numbered_outline,
                              page_point, zoom_region, zoomed)
-from ..manifest.pictures import KINDS, PictureError  # noqa: F401 (the view's callers use them)
+from ..manifest.pictures import PictureError  # noqa: F401 (the view's callers use it)
+from ..pictures.kind import KINDS  # noqa: F401 (the view's callers use it)
 from ..manifest.page_rows import scoring_stamp
 from ..manifest.rules import EXPORTED_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL
 from ..manifest.store import Manifest, now

@@ -186,14 +186,16 @@ def large_view(threshold: float):
 
 
 def kind_input(row: dict):
-    """The picture's kind for the caption's {kind}: the analysis's suggestion until the curator says."""
+    """The picture's kind for the caption's {kind}: the analysis's suggestion until the curator says; the class
+    word where neither says one."""
     suggested = row["kind_suggested"]
-    words = {None: f"{suggested.capitalize()} (suggested)" if suggested else "Not known yet", **KINDS}
+    words = {None: f"{suggested.capitalize()} (suggested)" if suggested else "Not suggested: the class word", **KINDS}
     key = f"picture-kind-{row['id']}-{row['kind']}"  # a change elsewhere (an undo) shows at once
     st.selectbox("Kind", list(words), format_func=words.get, index=list(words).index(row["kind"]), key=key,
                  on_change=kind_changed, args=(row["id"], key), disabled=auth.locked(),
-                 help=auth.help_for("What the picture is, for the caption's {kind}. The suggestion only tells a "
-                                    "halftone from line work; say woodcut, cartoon, map or diagram yourself."))
+                 help=auth.help_for("What the picture is, for the caption's {kind}. The picture job suggests one "
+                                    "from the picture's look only where it is fairly sure, and is often wrong "
+                                    "all the same; with none, {kind} is the export's class word."))
 
 
 def kind_changed(picture_id: int, key: str):
@@ -214,10 +216,12 @@ def draw_on_page(row: dict, boxes: list[dict], image: bytes, drawn_from: str):
     mode = st.segmented_control("Draw on the page", list(CLICK_MODES), format_func=CLICK_MODES.get, key=CLICK,
                                 disabled=locked, help=auth.help_for("Drag across the picture, from one corner to the "
                                                                     "opposite one."))
-    if mode and not locked:
-        st.caption("Drag from one corner of the picture to the opposite one"
-                   + (": a drag that starts on one of the blue box's white corner handles moves that corner, any "
-                      "other drag draws a new box." if mode == "fix" else "."))
+    # Always one line here, empty or not: an element put in above the page moved the page's frame to a new place,
+    # where its image was sized in a frame not yet as wide as the view and stayed cut off at about 200 px.
+    st.caption("" if locked else "Pick a way of drawing above to draw on the page." if not mode else
+               "Drag from one corner of the picture to the opposite one"
+               + (": a drag that starts on one of the blue box's white corner handles moves that corner, any "
+                  "other drag draws a new box." if mode == "fix" else "."))
     box = (row["bx0"], row["by0"], row["bx1"], row["by1"])
     fitted = st.session_state.get(FIT) is not None
     if fitted:
