@@ -180,12 +180,12 @@ def _fitted(analysis, on: np.ndarray, cells: np.ndarray, shape: tuple[int, int],
     weight = weight[oy:oy + ah, ox:ox + aw]
     if weight.shape != ink.shape:
         weight = cv2.resize(weight, (aw, ah), interpolation=cv2.INTER_NEAREST)
-    ys, xs = np.nonzero(weight)
-    if not len(xs):
+    on_box = _ink_box(weight > 0)
+    if on_box is None:
         return []
     reach = round(2 * STRIDE * max(ah, aw) / SIDE)  # two cells around the picture's own
-    x0, y0 = max(0, xs.min() - reach), max(0, ys.min() - reach)
-    x1, y1 = min(aw, xs.max() + 1 + reach), min(ah, ys.max() + 1 + reach)
+    x0, y0 = max(0, on_box[0] - reach), max(0, on_box[1] - reach)
+    x1, y1 = min(aw, on_box[2] + reach), min(ah, on_box[3] + reach)
     region = np.s_[y0:y1, x0:x1]
     strokes = (ink[region] >= analysis.threshold * FAINT).astype(np.uint8)
     if not strokes.any():
@@ -198,7 +198,7 @@ def _fitted(analysis, on: np.ndarray, cells: np.ndarray, shape: tuple[int, int],
     wanted = wanted[wanted > 0]
     if not len(wanted):
         return []
-    kept = (np.isin(pieces, wanted) & (strokes > 0)).astype(np.uint8)
+    kept = (np.isin(pieces, wanted) & (strokes > 0)).view(np.uint8)
     boxes = _parts(kept, analysis.dpi, settings) if settings.gutter else [_ink_box(kept)]
     return [analysis.to_page((x0 + b[0], y0 + b[1], x0 + b[2], y0 + b[3])) for b in boxes]
 
@@ -211,7 +211,7 @@ def _parts(kept: np.ndarray, dpi: float, settings: Settings) -> list[tuple[int, 
     keying a figure, a word of a legend), which is left out. Where no group is that large, the ink is one
     picture."""
     count, groups = cv2.connectedComponents(cv2.dilate(kept, _square(settings.gutter * dpi)), connectivity=8)
-    boxes = [b for b in (_ink_box((groups == g) & (kept > 0)) for g in range(1, count)) if b]
+    boxes = _group_boxes(kept, groups, count)
     sizes = [(b[2] - b[0]) * (b[3] - b[1]) / dpi / dpi for b in boxes]
     if not sizes or max(sizes) < settings.part_min:
         return [_ink_box(kept)]
@@ -224,14 +224,26 @@ def _parts(kept: np.ndarray, dpi: float, settings: Settings) -> list[tuple[int, 
     return [tuple(o) for o in own]
 
 
+def _group_boxes(kept: np.ndarray, groups: np.ndarray, count: int) -> list[tuple[int, int, int, int]]:
+    """The box of each group's ink (groups 1 to count - 1 that hold any)."""
+    ys, xs = np.nonzero(kept)
+    labels = groups[ys, xs]
+    x0, y0 = np.full(count, kept.shape[1]), np.full(count, kept.shape[0])
+    x1, y1 = np.zeros(count, int), np.zeros(count, int)
+    np.minimum.at(x0, labels, xs), np.minimum.at(y0, labels, ys)
+    np.maximum.at(x1, labels, xs + 1), np.maximum.at(y1, labels, ys + 1)
+    return [(int(x0[g]), int(y0[g]), int(x1[g]), int(y1[g])) for g in range(1, count) if x1[g]]
+
+
 def _gap(a, b) -> float:
     """How far apart two boxes lie (0 where they meet)."""
     return max(0, a[0] - b[2], b[0] - a[2]) + max(0, a[1] - b[3], b[1] - a[3])
 
 
 def _ink_box(ink: np.ndarray) -> tuple[int, int, int, int] | None:
-    ys, xs = np.nonzero(ink)
-    return (int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1) if len(xs) else None
+    """The box of a mask's set pixels (x0, y0, x1, y1), or None where none is set."""
+    x, y, w, h = cv2.boundingRect(np.ascontiguousarray(ink).view(np.uint8))
+    return (x, y, x + w, y + h) if w else None
 
 
 def _square(size: float) -> np.ndarray:
