@@ -130,9 +130,10 @@ class PictureRows:
 
     # -- the scorer's pictures ------------------------------------------------------------------
 
-    def set_pictures(self, doc_id: int, page: int, found: Iterable[Sequence]) -> None:
+    def set_pictures(self, doc_id: int, page: int, found: Iterable[Sequence], finder: str | None = None) -> None:
         """The scorer's pictures of one page, largest first: (x0, y0, x1, y1, square inches[, legend,
-        legend confidence[, the learned verdict's score]]). Matched to the page's pictures by overlap (see the module's docstring)."""
+        legend confidence[, the learned verdict's score]]), found by `finder` (curation.manifest.finders.label).
+        Matched to the page's pictures by overlap (see the module's docstring)."""
         found = [list(picture) for picture in found]
         old = self.conn.execute("SELECT * FROM pictures WHERE doc_id = ? AND page = ? AND NOT added",
                                 (doc_id, page)).fetchall()
@@ -148,14 +149,15 @@ class PictureRows:
         number = self._last_number(doc_id, page)
         for rank, picture in enumerate(found):
             legend, confidence, score = (picture[5:8] + [None] * 3)[:3]
-            values = (rank, *picture[:5], legend, confidence, score)
+            values = (rank, *picture[:5], legend, confidence, score, finder)
             if rank in matched:
                 self.conn.execute("UPDATE pictures SET rank = ?, x0 = ?, y0 = ?, x1 = ?, y1 = ?, area = ?, legend = ?, "
-                                  "legend_confidence = ?, score = ? WHERE id = ?", (*values, old[matched[rank]]["id"]))
+                                  "legend_confidence = ?, score = ?, finder = ? WHERE id = ?",
+                                  (*values, old[matched[rank]]["id"]))
             else:
                 number += 1
                 self.conn.execute("INSERT INTO pictures (doc_id, page, number, rank, x0, y0, x1, y1, area, legend, "
-                                  "legend_confidence, score) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                  "legend_confidence, score, finder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                   (doc_id, page, number, *values))
         self._refresh_pages([(doc_id, page)])
 
@@ -284,6 +286,45 @@ class PictureRows:
             write_box(self.conn, picture_id, new)
             self._refresh_pages([(row["doc_id"], row["page"])])
 
+    def set_page_pictures(self, doc_id: int, page: int, wanted: Sequence[tuple[Sequence[int], bool]]) -> dict[str, int]:
+        """Make a page's pictures exactly `wanted`, as a curator would: (box in reference pixels, counts). A picture
+        whose box matches one (MATCH_IOU) keeps its number and decision and takes that box as the curator's; one
+        that does not count is excluded (a counted one excluded before goes back to the rule); pictures matching no
+        box are deleted, boxes matching none added. One action. Returns how many were kept, added and deleted."""
+        boxes = [self._checked_box(doc_id, page, box) for box, _ in wanted]  # every box checked before any write
+        rows = self.conn.execute("SELECT * FROM pictures WHERE doc_id = ? AND page = ? ORDER BY number",
+                                 (doc_id, page)).fetchall()
+        present = [row for row in rows if not row["deleted"]]
+        matched = {j: present[i] for j, i in match([_box(row) for row in present], boxes).items()}
+        gone = [row for row in rows if row["deleted"]]  # a deleted picture a box names comes back
+        rest = [j for j in range(len(boxes)) if j not in matched]
+        matched.update({rest[j]: gone[i] for j, i in match([_box(row) for row in gone], [boxes[j] for j in rest]).items()})
+        counts = {"kept": 0, "added": 0, "deleted": 0}
+        with self.recording("picture"):
+            for j, (box, (_, counted)) in enumerate(zip(boxes, wanted)):
+                row = matched.get(j)
+                if row is None:
+                    picture_id = self.add_picture(doc_id, page, box)
+                    counts["added"] += 1
+                else:
+                    picture_id = row["id"]
+                    if row["deleted"]:
+                        self.delete_picture(picture_id, False)
+                    if _fixed_box(row) != box:
+                        self.set_picture_box(picture_id, box)
+                    counts["kept"] += 1
+                keep = self.conn.execute("SELECT keep FROM pictures WHERE id = ?", (picture_id,)).fetchone()[0]
+                if not counted and keep != 0:
+                    self.set_picture_override(picture_id, False)
+                elif counted and keep == 0:
+                    self.set_picture_override(picture_id, None)
+            kept = {row["id"] for row in matched.values()}
+            for row in present:
+                if row["id"] not in kept:
+                    self.delete_picture(row["id"])
+                    counts["deleted"] += 1
+        return counts
+
     def set_auto_captions(self, items: Iterable[tuple[int, str | None, str | None]]) -> int:
         """A captioning job's captions: (picture id, text, model). Never touches the curator's caption."""
         rows = [(text, model, now(), int(pid)) for pid, text, model in items]
@@ -353,6 +394,11 @@ def _touched(row: sqlite3.Row) -> bool:
     return (row["keep"] is not None or row["caption"] is not None or row["fx0"] is not None
             or bool(row["added"]) or bool(row["deleted"]) or row["kind"] is not None or bool(row["no_legend"])
             or bool(row["no_auto_caption"]))
+
+
+def _box(row: sqlite3.Row) -> tuple:
+    """The box as the curator left it: theirs where they redrew it, else the scorer's."""
+    return _scorer_box(row) if row["fx0"] is None else (row["fx0"], row["fy0"], row["fx1"], row["fy1"])
 
 
 def _fixed_box(row: sqlite3.Row) -> list[int] | None:

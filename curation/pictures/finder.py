@@ -60,16 +60,21 @@ def network_input(gray: np.ndarray) -> np.ndarray:
 
 
 class Finder:
-    """The encoder and a head, on the GPU where torch sees one."""
+    """The encoder and a head (default: the shipped one), on the GPU where torch sees one. `encoder`: one already
+    loaded, shared (it is frozen)."""
 
-    def __init__(self, head=None):
+    def __init__(self, head=None, encoder=None):
         import torch
 
         from . import finder_network
 
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.encoder = finder_network.encoder().to(self.device)
+        self.encoder = encoder if encoder is not None else finder_network.encoder().to(self.device)
         self.head = (head if head is not None else finder_network.load_head(WEIGHTS_FILE)).to(self.device)
+
+    def with_head(self, head) -> "Finder":
+        """The same encoder with another head."""
+        return Finder(head, self.encoder)
 
     def cells(self, gray: np.ndarray) -> np.ndarray:
         """Each cell's probability that it lies on a picture, over the page's own extent (the padding cut off)."""
@@ -157,6 +162,7 @@ def _with_margin(box, shape: tuple[int, int]) -> tuple[int, int, int, int]:
 
 
 _shipped: Finder | None = None
+_learned: tuple[bytes, Finder] | None = None  # the last head a manifest learned that this process ran, by its bytes
 
 
 def shipped_finder() -> Finder:
@@ -167,12 +173,25 @@ def shipped_finder() -> Finder:
     return _shipped
 
 
+def finder_for(weights: bytes | None) -> Finder:
+    """The finder with the head `weights` (a manifest's learned head, curation.manifest.finders; None: the shipped
+    one), loaded once per process."""
+    global _learned
+    if weights is None:
+        return shipped_finder()
+    if _learned is None or _learned[0] != weights:
+        from .finder_network import head_from_bytes
+
+        _learned = (weights, shipped_finder().with_head(head_from_bytes(weights)))
+    return _learned[1]
+
+
 def release() -> None:
     """Let the finder go, and the GPU memory it held."""
-    global _shipped
+    global _shipped, _learned
     if _shipped is None:
         return
-    _shipped = None
+    _shipped = _learned = None
     import torch
 
     if torch.cuda.is_available():
@@ -193,11 +212,12 @@ def check_installed() -> None:
         raise ValueError(f"the picture finder cannot run here: {exc}") from None
 
 
-def found_columns(gray: np.ndarray, box_scale: float = 1.0) -> dict:
-    """The page's picture columns (as curation.scoring.features writes them) from the pictures the shipped finder
-    finds on `gray` (a page at the reference resolution times 1 / `box_scale`), legends not yet read."""
+def found_columns(gray: np.ndarray, box_scale: float = 1.0, weights: bytes | None = None) -> dict:
+    """The page's picture columns (as curation.scoring.features writes them) from the pictures the finder with the
+    head `weights` (None: the shipped one) finds on `gray` (a page at the reference resolution times 1 /
+    `box_scale`), legends not yet read."""
     dpi = REFERENCE_DPI / box_scale
-    return picture_columns(shipped_finder().find(gray, dpi), CELL_CUTOFF, gray.size / dpi / dpi, box_scale)
+    return picture_columns(finder_for(weights).find(gray, dpi), CELL_CUTOFF, gray.size / dpi / dpi, box_scale)
 
 
 def record() -> dict:

@@ -3,6 +3,7 @@ here. Imported only where the finder runs: torch is not needed to read a manifes
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -71,13 +72,24 @@ def encoder() -> Encoder:
     return network
 
 
-def save_head(head: Head, path: Path) -> None:
+def save_head(head: Head, path: Path | io.BytesIO) -> None:
     np.savez_compressed(path, **{name: value.detach().cpu().numpy() for name, value in head.state_dict().items()})
 
 
-def load_head(path: Path) -> Head:
+def load_head(path: Path | io.BytesIO) -> Head:
     head = Head()
     with np.load(path) as data:
         head.load_state_dict({name: torch.from_numpy(data[name]) for name in data.files})
     head.eval()
     return head
+
+
+def head_bytes(head: Head) -> bytes:
+    """The head as save_head writes it, for a manifest to keep."""
+    buffer = io.BytesIO()
+    save_head(head, buffer)
+    return buffer.getvalue()
+
+
+def head_from_bytes(data: bytes) -> Head:
+    return load_head(io.BytesIO(data))
