@@ -13,7 +13,7 @@ import click
 from ..manifest.pictures import PictureError
 from ..manifest.store import JobRunning, Manifest
 from ..sources.page_numbers import page_index
-from .common import cli, db_option, find_document, open_manifest
+from .common import cli, db_option, find_document, open_manifest, page_bar, run_job
 
 DECISIONS = {"include": True, "exclude": False, "auto": None}
 # What a labels file may say for a decision, beside include/exclude/auto: the `keep` column of `pages`.
@@ -23,14 +23,37 @@ DECISION_WORDS = {**DECISIONS, "true": True, "1": True, "keep": True, "yes": Tru
 
 @cli.command()
 @db_option
+@click.option("--boxes", is_flag=True,
+              help="Learn the picture finder from the boxes a curator corrected, instead of the pages' model from "
+                   "the overrides.")
+@click.option("--undo", "undo_boxes", is_flag=True, help="With --boxes: put the previous finder and pictures back.")
+@click.option("--steps", type=click.IntRange(min=1), default=None, hidden=True, help="Training steps (--boxes).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the result.")
-def learn(db, quiet):
-    """Fit the model on the curator's overrides and store its suggestion for every page.
+def learn(db, boxes, undo_boxes, steps, quiet):
+    """Fit the model on the curator's overrides and store its suggestion for every page; with --boxes, learn the
+    picture finder from the curator's boxes ("Learn from my boxes").
 
     Needs at least 10 overrides with both decisions among them. The suggestions become the
     decisions only with `settings --rule model`. Runs as a job of the manifest (the dashboard shows
     its progress), one at a time.
+
+    --boxes: the pages where a curator redrew, added or deleted a picture (in the app, or with `boxes
+    --from`) teach the picture finder this archive's pictures. A quarter of them is held out; the finder in
+    use is fine-tuned on the rest (a few minutes at most on a CPU) and both are judged on the held-out pages.
+    Only when the new one does better there is it kept, used by later ingests (with `--pictures network`),
+    and the pictures of every page no curator touched are found again with it; a curator's boxes and
+    decisions stay as they are. The held-out figures before and after are printed. One action in the
+    history: `learn --boxes --undo` (or `undo`) puts the previous finder and pictures back.
+
+    \b
+        python -m curation boxes --from boxes.jsonl
+        python -m curation learn --boxes
+        python -m curation learn --boxes --undo
     """
+    if undo_boxes and not boxes:
+        raise click.UsageError("--undo goes with --boxes: learn --boxes --undo")
+    if boxes:
+        return _learn_boxes(db, undo_boxes, steps, quiet)
     from ..decisions.learn import MIN_LABELS
     from ..manifest import views
 
@@ -46,6 +69,26 @@ def learn(db, quiet):
     rule = views.base_rule(manifest.rule)
     click.echo(f"learned from {outcome.labels} overrides: keeps {state.kept} of {state.suggestions} pages; "
                f"disagrees with the {rule} rule on {state.disagrees} pages you have not decided")
+
+
+def _learn_boxes(db: str, undo: bool, steps: int | None, quiet: bool) -> None:
+    from ..manifest.history import UndoError
+    from ..runs import learn_boxes
+
+    manifest = open_manifest(db)
+    if undo:
+        try:
+            done = learn_boxes.undo_last(manifest)
+        except UndoError as exc:
+            raise click.ClickException(str(exc)) from None
+        click.echo(f"#{done['id']} {done['description']}")
+        return
+    with page_bar("learning from the boxes", quiet, unit="step") as progress:
+        job = learn_boxes.LearnBoxes(manifest, steps=steps or learn_boxes.STEPS, on_progress=progress)
+        report = run_job(job)
+    if report.pages < learn_boxes.MIN_PAGES:
+        raise click.ClickException(report.message)
+    click.echo(f"{report.message} in {report.seconds:.0f} s")
 
 
 @cli.command()

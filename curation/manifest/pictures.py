@@ -379,6 +379,24 @@ def write_box(conn: sqlite3.Connection, picture_id: int, box: Sequence[int] | No
                  (*fixed, box_area(box) if box is not None else None, now(), picture_id))
 
 
+def write_found(conn: sqlite3.Connection, doc_id: int, page: int, text: str) -> None:
+    """Give a page back the pictures a finder left on it (history.FOUND_SQL's `text`): the same rows, ids and
+    numbers, and the page's picture figures; the caller refreshes the page."""
+    state = json.loads(text)
+    rows = state["pictures"]
+    ids = ",".join(str(int(row[0])) for row in rows) or "NULL"
+    conn.execute(f"DELETE FROM pictures WHERE doc_id = ? AND page = ? AND NOT added AND id NOT IN ({ids})", (doc_id, page))
+    columns = ("number", "rank", "x0", "y0", "x1", "y1", "area", "legend", "legend_confidence", "score", "finder",
+               "kind_suggested")
+    conn.executemany(
+        f"INSERT INTO pictures (id, doc_id, page, {', '.join(columns)}) VALUES (?, ?, ?, {', '.join('?' * len(columns))}) "
+        f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in columns)}",
+        [(row[0], doc_id, page, *row[1:1 + len(columns)]) for row in rows])
+    conn.execute("UPDATE pages SET picture_area = ?, picture_count = ?, picture_share = ?, picture_x0 = ?, "
+                 "picture_y0 = ?, picture_x1 = ?, picture_y1 = ? WHERE doc_id = ? AND page = ?",
+                 (*state["page"], doc_id, page))
+
+
 def refresh_pages(conn: sqlite3.Connection, keys: Iterable[tuple[int, int]]) -> None:
     """PictureRows._refresh_pages for code that holds only a connection (undoing, in history)."""
     holder = PictureRows()

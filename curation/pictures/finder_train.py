@@ -188,16 +188,20 @@ def encode(pages: list[compose.Composed], cache: pathlib.Path, key: str, progres
 
 def train_head(pages: Pages, chosen: np.ndarray, steps: int = STEPS, seed: int = SEED,
                checkpoint: pathlib.Path | None = None, progress=None, stop_after: int | None = None,
-               checkpoint_every: int = CHECKPOINT_EVERY):
+               checkpoint_every: int = CHECKPOINT_EVERY, start=None, learning_rate: float = LEARNING_RATE,
+               each_step=None):
     """A head trained on the pages `chosen` (indices): deterministic from `seed`; resumed from `checkpoint`
-    where one was left. `stop_after`: stop (as a kill would) after that many steps of this call."""
+    where one was left. `stop_after`: stop (as a kill would) after that many steps of this call. `start`: a head
+    to fine-tune (left as it is; default: a new one). `each_step(steps done)` hears every step end."""
     import torch
 
     from .finder_network import Head
 
     torch.manual_seed(seed)
     head = Head()
-    optimiser = torch.optim.Adam(head.parameters(), lr=LEARNING_RATE)
+    if start is not None:
+        head.load_state_dict(start.state_dict())
+    optimiser = torch.optim.Adam(head.parameters(), lr=learning_rate)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, steps)
     start = 0
     if checkpoint is not None and checkpoint.exists():
@@ -227,6 +231,8 @@ def train_head(pages: Pages, chosen: np.ndarray, steps: int = STEPS, seed: int =
             torch.save({"head": head.state_dict(), "optimiser": optimiser.state_dict(),
                         "schedule": schedule.state_dict(), "step": step + 1}, checkpoint.with_suffix(".part"))
             checkpoint.with_suffix(".part").replace(checkpoint)
+        if each_step:
+            each_step(step + 1)
         if progress and (step + 1) % 250 == 0:
             progress(f"step {step + 1} of {steps}: loss {loss.item():.4f}")
     head.eval()
@@ -252,12 +258,12 @@ def at_reference(page: Measured) -> np.ndarray:
     return brought(cv2.imread(str(page.file), cv2.IMREAD_GRAYSCALE), page.dpi)
 
 
-def judged(found: finder.Finder, pages: list[Measured]) -> Tally:
-    """The pictures `found` finds on `pages`, judged; each page kept when it holds one of the picture rule's
-    default size."""
+def judged(found: finder.Finder, pages: list[Measured], gray_of=at_reference) -> Tally:
+    """The pictures `found` finds on `pages` (`gray_of(page)`: the page at 144 dpi), judged; each page kept when it
+    holds one of the picture rule's default size."""
     total = Tally()
     for page in pages:
-        gray = at_reference(page)
+        gray = gray_of(page)
         h, w = gray.shape
         pictures = found.find(gray, REFERENCE_DPI)
         boxes = [(p.box[0] / w, p.box[1] / h, p.box[2] / w, p.box[3] / h) for p in pictures]
