@@ -22,6 +22,7 @@ from pages import _bulk_job as bulk_job
 from pages import _card_grid as card_grid
 from pages import _common as common
 from pages import _keys as hotkeys
+from pages import _learn_boxes as learn_boxes
 from pages import _like_this as like_this
 from pages import _picture_captions as captions
 from pages import _picture_large_view as large
@@ -79,6 +80,7 @@ def show():
     if large.OPEN not in st.session_state:
         undo_.bar(last)
     captions.caption_tools(flt, threshold)
+    learn_boxes.panel("pictures")
     like_this.model_bar()
     like_this.like_banner(flt, threshold, order)
     notice = st.session_state.pop(NOTICE, None)

@@ -12,6 +12,7 @@ from curation.manifest import cutoff_counts, picture_decisions, views
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
 from pages import _auth as auth
+from pages import _learn_boxes as learn_boxes
 from pages import _common as common
 
 # What is being tried survives page switches, unlike widget state: drafts live under their own keys.
@@ -59,6 +60,8 @@ def main():
             with st.expander("σ, the original method's score: its cutoff, histogram and Suggest", key="sigma_fold"):
                 sigma_section(manifest, draft, share, trying, span, saved)
         show_borderline(manifest, draft, trying)
+    st.subheader("The picture finder", help=learn_boxes.HELP)
+    learn_boxes.panel("threshold")
 
 
 # -- drafts -----------------------------------------------------------------------------------

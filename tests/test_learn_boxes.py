@@ -33,23 +33,29 @@ def legended_page(seed: int):
     return page, [box[0] / w, box[1] / h, box[2] / w, box[3] / h]
 
 
-@pytest.fixture(scope="module")
-def archive(tmp_path_factory):
-    """A manifest of one scanned PDF of PAGES legended drawings, found by the shipped network; each page's box."""
+def legended_pdf(path, seeds) -> list[list[float]]:
+    """A scanned PDF of a legended drawing a page, one a seed; each page's box as the curator draws it."""
     import pymupdf
 
-    tmp_path = tmp_path_factory.mktemp("learn")
-    folder = tmp_path / "archive"
-    folder.mkdir()
     truths = []
     with pymupdf.open() as doc:
-        for seed in range(200, 200 + PAGES):
+        for seed in seeds:
             page, box = legended_page(seed)
             truths.append(box)
             jpeg = cv2.imencode(".jpg", page)[1].tobytes()
             doc.new_page(width=page.shape[1] / 2, height=page.shape[0] / 2).insert_image(
                 pymupdf.Rect(0, 0, page.shape[1] / 2, page.shape[0] / 2), stream=jpeg)
-        doc.save(folder / "issue.pdf")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        doc.save(path)
+    return truths
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    """A manifest of one scanned PDF of PAGES legended drawings, found by the shipped network; each page's box."""
+    tmp_path = tmp_path_factory.mktemp("learn")
+    folder = tmp_path / "archive"
+    truths = legended_pdf(folder / "issue.pdf", range(200, 200 + PAGES))
     db = tmp_path / "m.sqlite"
     result = CliRunner().invoke(cli, ["ingest", str(folder), "--db", str(db), "-q", "--pictures", "network"])
     assert result.exit_code == 0, result.output

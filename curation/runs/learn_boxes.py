@@ -86,6 +86,11 @@ def held_out_split(count: int, seed: int = SEED) -> np.ndarray:
     return held
 
 
+def corrected_count(manifest: Manifest) -> int:
+    """How many pages a curator corrected boxes on: what learning would learn from."""
+    return manifest.conn.execute(f"SELECT COUNT(*) FROM ({CORRECTED_SQL})").fetchone()[0]
+
+
 def truth(manifest: Manifest, doc_id: int, page: int) -> list[dict]:
     """A corrected page's pictures as the curator left them, as the judge reads boxes: fractions of the page,
     `counts` false where the curator excluded one."""
