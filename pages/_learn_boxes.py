@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from curation.manifest import finders, history, views
-from curation.runs.learn_boxes import KIND, MIN_PAGES, corrected_count, undo_last
+from curation.runs.learn_boxes import KIND, undo_last
 from pages import _auth as auth
 from pages import _common as common
 
@@ -25,13 +25,9 @@ def panel(where: str) -> None:
     """The button, and the latest job's progress or outcome; `where` tells the pages' widgets apart."""
     with common.open_manifest() as manifest:
         running = manifest.running_job(KIND) is not None
-        corrected = corrected_count(manifest)
-    line = st.container(horizontal=True, vertical_alignment="center", key=f"learn_boxes_{where}")
-    line.caption(f"Pages whose boxes you fixed: {corrected:,}", width="stretch")
-    if line.button("Learn from my boxes", icon=":material/model_training:", key=f"learn-boxes-{where}",
-                   disabled=running or auth.locked() or corrected < MIN_PAGES,
-                   help=auth.help_for(HELP if corrected >= MIN_PAGES else
-                                      f"Fix the boxes of at least {MIN_PAGES} pages first. " + HELP)):
+    # Which pages were corrected is read by the job, not here: on a large manifest that is a pass over its pictures.
+    if st.button("Learn from my boxes", icon=":material/model_training:", key=f"learn-boxes-{where}",
+                 disabled=running or auth.locked(), help=auth.help_for(HELP)):
         common.start_job(KIND, "--boxes", running_key=RUNNING_KEY, command="learn")
     common.latest_job_panel(KIND, RUNNING_KEY, running, lambda job: show_job(job, where))
 

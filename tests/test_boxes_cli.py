@@ -3,7 +3,6 @@ decision, the rest added or deleted), as one undoable action; a bad line says it
 the manifest remembers which finder found each picture."""
 
 import json
-import sqlite3
 
 import pytest
 from click.testing import CliRunner
@@ -11,6 +10,7 @@ from click.testing import CliRunner
 from curation import Manifest
 from curation.cli import cli
 
+from conftest import manifest_copy
 from test_picture_verdict import drawing_archive
 
 
@@ -26,10 +26,8 @@ def ingested(tmp_path_factory):
 
 @pytest.fixture
 def db(ingested, tmp_path):
-    copy = tmp_path / "m.sqlite"
-    with sqlite3.connect(ingested[0]) as source, sqlite3.connect(copy) as target:
-        source.backup(target)  # the WAL's pages too
-    return str(copy)
+    with manifest_copy(ingested[0], tmp_path) as manifest:
+        return str(manifest.path)
 
 
 def pictures(db) -> list[dict]:

@@ -43,8 +43,6 @@ def test_a_curator_fixes_three_boxes_learns_from_them_and_undoes_it(tmp_path, ch
     with streamlit_server(tmp_path / "streamlit.log", env) as (_, port):
         url, page = f"http://127.0.0.1:{port}", chromium_page
         go(page, url, "review?view=Pictures")
-        button = page.get_by_role("button", name="Learn from my boxes").first
-        assert button.is_disabled(), "nothing to learn from yet"
         for number in range(1, FIXED + 1):  # the curator boxes each drawing with its legend
             card(page, number).get_by_role("button", name="Open").click()
             dialog = page.get_by_role("dialog")
@@ -65,7 +63,6 @@ def test_a_curator_fixes_three_boxes_learns_from_them_and_undoes_it(tmp_path, ch
             no_exception(page)
         with Manifest(db) as manifest:
             assert manifest.conn.execute("SELECT COUNT(*) FROM pictures WHERE fx0 IS NOT NULL").fetchone()[0] == FIXED
-        page.get_by_text(f"Pages whose boxes you fixed: {FIXED}").first.wait_for()
         before = card(page, PAGES).inner_text()
         page.get_by_role("button", name="Learn from my boxes").first.click()
         page.get_by_text("Learning from your boxes").first.wait_for()  # its live progress

@@ -4,7 +4,6 @@ too on a page nobody touched; the touched pages stay as the curator left them; u
 boxes back; a finder that does no better on the held-out pages changes nothing and says why."""
 
 import json
-import sqlite3
 
 import cv2
 import pytest
@@ -14,6 +13,7 @@ from curation import Manifest
 from curation.cli import cli
 from curation.manifest import finders
 
+from conftest import manifest_copy
 from test_picture_finder import legend_under
 from test_picture_verdict import drawing_page
 
@@ -64,17 +64,17 @@ def archive(tmp_path_factory):
 
 @pytest.fixture
 def db(archive, tmp_path):
-    copy = tmp_path / "m.sqlite"
-    with sqlite3.connect(archive[0]) as source, sqlite3.connect(copy) as target:
-        source.backup(target)  # the WAL's pages too
-    return str(copy)
+    with manifest_copy(archive[0], tmp_path) as manifest:
+        return str(manifest.path)
 
 
 def pictures(db) -> dict[int, list[dict]]:
+    """The pictures of issue.pdf by page."""
     output = CliRunner().invoke(cli, ["pictures", "--db", db, "--format", "jsonl"], catch_exceptions=False).output
     pages: dict[int, list[dict]] = {}
     for row in map(json.loads, output.splitlines()):
-        pages.setdefault(row["page"], []).append(row)
+        if row["doc"].endswith("issue.pdf"):
+            pages.setdefault(row["page"], []).append(row)
     return pages
 
 
@@ -119,12 +119,23 @@ def test_the_finder_learns_the_curator_s_boxes_finds_untouched_pages_again_and_u
             "SELECT finder FROM pictures WHERE page >= ? AND NOT deleted", (CORRECTED,))} == {f"network:{version}"}
         action = manifest.conn.execute("SELECT * FROM history WHERE kind = 'finder'").fetchone()
         assert "found the pictures of 2 page(s) again" in action["description"]
+    # A document ingested now is found by the finder the manifest learned, its legend in the box too.
+    new_folder = tmp_path / "more"
+    (truth,) = legended_pdf(new_folder / "later.pdf", [200 + PAGES])
+    assert CliRunner().invoke(cli, ["ingest", str(new_folder), "--db", db, "-q"]).exit_code == 0
+    with Manifest(db) as manifest:
+        rows = manifest.conn.execute("SELECT x.finder, x.y1, p.height FROM pictures x JOIN pages p USING (doc_id, page) "
+                                     "JOIN documents d ON d.id = x.doc_id WHERE d.path LIKE '%later.pdf'").fetchall()
+    assert {row["finder"] for row in rows} == {f"network:{version}"}
+    assert max(row["y1"] / row["height"] for row in rows) == pytest.approx(truth[3], abs=0.02)
     undone = CliRunner().invoke(cli, ["learn", "--boxes", "--undo", "--db", db])
     assert undone.exit_code == 0, undone.output
     assert pictures(db) == before
     with Manifest(db) as manifest:
         assert finders.current_version(manifest.conn) is None
-        assert {row[0] for row in manifest.conn.execute("SELECT finder FROM pictures WHERE NOT added")} == {"network"}
+        assert {row[0] for row in manifest.conn.execute(
+            "SELECT finder FROM pictures x JOIN documents d ON d.id = x.doc_id "
+            "WHERE NOT added AND d.path LIKE '%issue.pdf'")} == {"network"}
 
 
 def test_a_finder_that_does_no_better_on_the_held_out_pages_changes_nothing_and_says_why(archive, db, tmp_path):
@@ -148,3 +159,17 @@ def test_a_finder_that_does_no_better_on_the_held_out_pages_changes_nothing_and_
 def test_too_few_corrected_pages_are_refused_with_how_many_are_needed(db):
     result = learn(db)
     assert result.exit_code == 1 and "0 pages with boxes a curator corrected; at least 2 are needed" in result.output
+
+
+def test_a_stop_keeps_nothing(archive, db, tmp_path):
+    from curation.runs.learn_boxes import LearnBoxes
+
+    give_boxes(db, tmp_path, {page: archive[1][page - 1] for page in range(1, CORRECTED + 1)})
+    with Manifest(db) as manifest:
+        learner = LearnBoxes(manifest, steps=int(STEPS),
+                             on_progress=lambda done, total: manifest.request_stop(learner.progress.job_id))
+        report = learner.run()
+        assert report.stopped and "nothing was kept" in report.message
+        assert manifest.latest_job("learn_boxes")["status"] == "stopped"
+        assert finders.current_version(manifest.conn) is None
+        assert manifest.conn.execute("SELECT COUNT(*) FROM finders").fetchone()[0] == 0

@@ -288,7 +288,8 @@ def boxes(db, lines):
 
     The whole file is one action in the history, by you: `undo` takes it back. A line that cannot be read
     (bad JSON, no such document or page, a box off the page) is reported with its number and changes
-    nothing; the other lines are set. The pages set are what `learn --boxes` learns from.
+    nothing; the other lines are set. The pages set are what `learn --boxes` learns from (a page given
+    without a picture too), and it never finds their pictures again.
 
     \b
         python -m curation boxes --from boxes.jsonl

@@ -5,7 +5,9 @@ Every learned head is kept, with the version it was fine-tuned from and its figu
 did not train on; the setting FINDER_SETTING names the one in use (none: the shipped head). Setting it is
 recorded in the history, so undoing a "learn from my boxes" puts the previous finder back. A picture's
 `finder` says who found it: "rules", "learned" (the verdict), "network" (the shipped head) or
-"network:<version>"; NULL where a curator drew it or where it was found before the manifest kept this.
+"network:<version>"; NULL where a curator drew it or where it was found before the manifest kept this. A page's
+`boxed` is 1 where a curator gave all its boxes (`boxes --from`): even a page with no picture then teaches the
+finder, and is not found again.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ SHIPPED = "network"
 # Adding a column without a default rewrites nothing: the migration costs the same on any manifest.
 MIGRATION = """
     ALTER TABLE pictures ADD COLUMN finder TEXT;
+    ALTER TABLE pages ADD COLUMN boxed INTEGER;
     CREATE TABLE finders (
         version INTEGER PRIMARY KEY,
         created_at TEXT NOT NULL,

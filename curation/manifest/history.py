@@ -31,6 +31,7 @@ PICTURE_FIELDS = ("picture_override", "picture_caption", "picture_deleted", "pic
 # A page's pictures as its finder left them (FOUND_SQL), when a finder learned from the curator's boxes found them
 # again (curation.runs.learn_boxes); undone, the page gets back what the finder before it found.
 FOUND_FIELD = "found"
+BOXED_FIELD = "boxed"  # a page whose boxes a curator gave, all of them (`boxes --from`): pages.boxed
 JOB_KINDS = ("ingest", "export", "sample")
 UNDOABLE = ("override", "caption", "setting", "picture", "finder")
 SETTING_WORDS = {"threshold": "σ cutoff", "picture_area_min": "picture cutoff",
@@ -139,6 +140,7 @@ FOUND_SQL = (
     "'page', json_array(p.picture_area, p.picture_count, p.picture_share, p.picture_x0, p.picture_y0, p.picture_x1, "
     "p.picture_y1)) FROM pages p WHERE p.doc_id = k.doc_id AND p.page = k.page)")
 CURRENT_SQL[FOUND_FIELD] = FOUND_SQL
+CURRENT_SQL[BOXED_FIELD] = "(SELECT p.boxed FROM pages p WHERE p.doc_id = k.doc_id AND p.page = k.page)"
 
 
 def found_state(conn: sqlite3.Connection, doc_id: int, page: int) -> str | None:
@@ -306,7 +308,7 @@ def describe(conn: sqlite3.Connection, action: int, kind: str) -> str:
         "COALESCE(SUM(new IS NULL), 0) AS cleared, MIN(doc_id) AS doc_id, MIN(page) AS page "
         "FROM history_changes WHERE action_id = ? GROUP BY field", (action,))}
     parts = [_describe_field(conn, action, field, fields[field])
-             for field in ("override", "caption", "setting", *PICTURE_FIELDS, FOUND_FIELD) if field in fields]
+             for field in ("override", "caption", "setting", *PICTURE_FIELDS, FOUND_FIELD, BOXED_FIELD) if field in fields]
     return "; ".join(part for part in parts if part) + note
 
 
@@ -316,6 +318,8 @@ def _describe_field(conn: sqlite3.Connection, action: int, field: str, row: sqli
         return _describe_pictures(conn, action, field)
     if field == FOUND_FIELD:
         return f"found the pictures of {row['n']:,} page(s) again"
+    if field == BOXED_FIELD:
+        return f"gave the boxes of {row['n']:,} page(s)" if row["included"] else f"took back the boxes of {row['n']:,} page(s)"
     if field == "setting":
         rows = conn.execute("SELECT name, old, new FROM history_changes WHERE action_id = ? AND doc_id IS NULL "
                             "AND field = 'setting' ORDER BY rowid", (action,)).fetchall()
@@ -406,7 +410,7 @@ def undo(conn: sqlite3.Connection, undo_action: int, target: int, stamp: str) ->
         raise UndoError(f"#{target} {row['description']}: a job cannot be undone")
     if row["undone_by"] is not None:
         raise UndoError(f"#{target} {row['description']}: already undone by #{row['undone_by']}")
-    still = " ".join(f"WHEN '{field}' THEN {CURRENT_SQL[field]} IS k.new" for field in (*PAGE_FIELDS, *PICTURE_FIELDS, FOUND_FIELD))
+    still = " ".join(f"WHEN '{field}' THEN {CURRENT_SQL[field]} IS k.new" for field in (*PAGE_FIELDS, *PICTURE_FIELDS, FOUND_FIELD, BOXED_FIELD))
     conn.execute(  # what is still as the target left it, its value before: one pass over a bulk action's pages
         f"INSERT INTO history_changes (action_id, field, doc_id, page, name, old, new) "
         f"SELECT ?, k.field, k.doc_id, k.page, k.name, k.new, k.old FROM history_changes k "
@@ -460,6 +464,8 @@ def _write_back_pictures(conn: sqlite3.Connection, action: int, stamp: str) -> N
                          (action,)).fetchall()
     for row in boxes:
         pictures.write_box(conn, int(row["name"]), pictures.box_of(row["new"]))
+    conn.execute("UPDATE pages SET boxed = c.new FROM history_changes c WHERE c.action_id = ? AND c.field = ? "
+                 "AND pages.doc_id = c.doc_id AND pages.page = c.page", (action, BOXED_FIELD))
     found = conn.execute("SELECT doc_id, page, new FROM history_changes WHERE action_id = ? AND field = ?",
                          (action, FOUND_FIELD)).fetchall()
     for row in found:

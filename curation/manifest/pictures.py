@@ -290,7 +290,8 @@ class PictureRows:
         """Make a page's pictures exactly `wanted`, as a curator would: (box in reference pixels, counts). A picture
         whose box matches one (MATCH_IOU) keeps its number and decision and takes that box as the curator's; one
         that does not count is excluded (a counted one excluded before goes back to the rule); pictures matching no
-        box are deleted, boxes matching none added. One action. Returns how many were kept, added and deleted."""
+        box are deleted, boxes matching none added; the page is marked as boxed by a curator (pages.boxed). One
+        action. Returns how many were kept, added and deleted."""
         boxes = [self._checked_box(doc_id, page, box) for box, _ in wanted]  # every box checked before any write
         rows = self.conn.execute("SELECT * FROM pictures WHERE doc_id = ? AND page = ? ORDER BY number",
                                  (doc_id, page)).fetchall()
@@ -323,6 +324,9 @@ class PictureRows:
                 if row["id"] not in kept:
                     self.delete_picture(row["id"])
                     counts["deleted"] += 1
+            boxed = self.conn.execute("SELECT boxed FROM pages WHERE doc_id = ? AND page = ?", (doc_id, page)).fetchone()[0]
+            history.record(self.conn, self._action, history.BOXED_FIELD, boxed, 1, doc_id=doc_id, page=page)
+            self.conn.execute("UPDATE pages SET boxed = 1 WHERE doc_id = ? AND page = ?", (doc_id, page))
         return counts
 
     def set_auto_captions(self, items: Iterable[tuple[int, str | None, str | None]]) -> int:

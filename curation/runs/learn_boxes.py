@@ -1,15 +1,17 @@
 """Learn from my boxes: the picture finder's head fine-tuned on the pages whose boxes a curator corrected, kept
 only where it finds their pictures better, then used to find again the pictures of the pages nobody touched.
 
-1. The corrected pages: pages where a curator redrew, added or deleted a picture (in the app, or `boxes --from`).
-   Their truth is their pictures as the curator left them (an excluded picture is left out of the loss and of
-   the judging: it is a picture, but whether it counts is a choice). Each is read as ingest reads it.
+1. The corrected pages: pages where a curator redrew, added or deleted a picture (in the app), or gave all its
+   boxes (`boxes --from`, a page without a picture too), MAX_PAGES of them at most. Their truth is their pictures as the curator left them (an excluded picture is left
+   out of the loss and judged "neither": it is a picture, but whether it counts is a choice). Each is read as
+   ingest reads it.
 2. A quarter of them (HELD_OUT, at least one, drawn from SEED) is held out; the head in use (the manifest's
    learned one, else the shipped one) is fine-tuned on the rest from its own weights (curation.pictures.
    finder_train: the same targets, features and training, STEPS steps from SEED on one thread).
 3. Old and new head find the held-out pages' pictures, judged as the recipe judges (curation.pictures.judge).
    Only when the new one scores better there (`score`) is it kept (curation.manifest.finders) and put in use,
-   and the pages no curator touched (no picture decided, redrawn, added, deleted, captioned; no override) are
+   and the pages no curator touched (no picture decided, redrawn, added, deleted, captioned; no override; not
+   boxed) are
    found again with it as ingest finds them. A curator's decision and box always win: their pages are not
    found again, and elsewhere a picture found again keeps its number and decision (Manifest.set_pictures).
 4. All of it is one action in the history: undoing it puts the previous finder and the pages' previous
@@ -43,15 +45,19 @@ LEARNING_RATE = 1e-3  # a third of the recipe's: the head is tuned, not learned 
 SEED = 37
 HELD_OUT = 0.25
 MIN_PAGES = 2  # one to learn from, one to check on
+# Corrected pages read at most (drawn from SEED where there are more): reading, encoding and judging them stays
+# within about a minute on one core, beside the training's steps.
+MAX_PAGES = 120
 REFIND_CHUNK = 8  # pages of a document found again per task (the PDF opened once)
 
 CORRECTED_SQL = (
-    f"SELECT DISTINCT x.doc_id, x.page, d.path FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page "
-    f"JOIN documents d ON d.id = x.doc_id WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' "
-    f"AND (x.fx0 IS NOT NULL OR x.added OR x.deleted) ORDER BY x.doc_id, x.page")
+    "WITH corrected(doc_id, page) AS (SELECT doc_id, page FROM pictures WHERE fx0 IS NOT NULL OR added OR deleted "
+    "UNION SELECT doc_id, page FROM pages WHERE boxed = 1) "
+    f"SELECT c.doc_id, c.page, d.path FROM corrected c JOIN pages p ON p.doc_id = c.doc_id AND p.page = c.page "
+    f"JOIN documents d ON d.id = c.doc_id WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' ORDER BY c.doc_id, c.page")
 UNTOUCHED_SQL = (
     f"SELECT p.doc_id, p.page, d.path FROM pages p JOIN documents d ON d.id = p.doc_id "
-    f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' "
+    f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' AND COALESCE(p.boxed, 0) = 0 "
     f"AND NOT EXISTS (SELECT 1 FROM pictures x WHERE x.doc_id = p.doc_id AND x.page = p.page AND {TOUCHED_SQL}) "
     f"AND NOT EXISTS (SELECT 1 FROM overrides o WHERE o.doc_id = p.doc_id AND o.page = p.page) "
     f"AND NOT EXISTS (SELECT 1 FROM captions c WHERE c.doc_id = p.doc_id AND c.page = p.page) "
@@ -84,11 +90,6 @@ def held_out_split(count: int, seed: int = SEED) -> np.ndarray:
     held = np.zeros(count, bool)
     held[np.random.default_rng(seed).permutation(count)[:max(1, round(count * HELD_OUT))]] = True
     return held
-
-
-def corrected_count(manifest: Manifest) -> int:
-    """How many pages a curator corrected boxes on: what learning would learn from."""
-    return manifest.conn.execute(f"SELECT COUNT(*) FROM ({CORRECTED_SQL})").fetchone()[0]
 
 
 def truth(manifest: Manifest, doc_id: int, page: int) -> list[dict]:
@@ -161,6 +162,9 @@ class LearnBoxes:
 
         report = self.report
         corrected = [tuple(row) for row in self.manifest.conn.execute(CORRECTED_SQL)]
+        if len(corrected) > MAX_PAGES:
+            chosen = np.sort(np.random.default_rng(self.seed).permutation(len(corrected))[:MAX_PAGES])
+            corrected = [corrected[i] for i in chosen]
         report.pages = len(corrected)
         if report.pages < MIN_PAGES:
             report.message = (f"nothing learned: {plural(report.pages, 'page')} with boxes a curator corrected; at least "
