@@ -173,3 +173,43 @@ def test_a_stop_keeps_nothing(archive, db, tmp_path):
         assert manifest.latest_job("learn_boxes")["status"] == "stopped"
         assert finders.current_version(manifest.conn) is None
         assert manifest.conn.execute("SELECT COUNT(*) FROM finders").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("script", ["pages/threshold.py", "pages/review.py"])
+def test_a_viewer_cannot_start_learning_from_the_boxes(tmp_path, monkeypatch, script):
+    from apptest_support import filled_db, page, ran, signed_in_as
+    from curation.sources import paths
+    from test_auth import CURATOR, SECRETS, VIEWER, button, forced
+
+    def as_user(email):
+        at = page(script)
+        at.secrets.update(SECRETS)
+        at.user = signed_in_as(email)
+        at.query_params["view"] = "Pictures"  # Review's; Threshold has no views
+        return ran(at)
+
+    db = tmp_path / "data" / "manifest.sqlite"
+    monkeypatch.setenv("CURATION_DB", str(db))
+    monkeypatch.setenv(paths.ROOTS_ENV, str(tmp_path / "archive"))
+    filled_db(db, documents=1, pages=4)
+    at = as_user(VIEWER)
+    forced(button(at, "Learn from my boxes")).click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.latest_job("learn_boxes") is None
+    assert not button(as_user(CURATOR), "Learn from my boxes").disabled
+
+
+def test_the_held_out_pages_hold_a_picture_and_a_head_that_finds_less_is_not_better():
+    import numpy as np
+
+    from curation.runs.learn_boxes import better, held_out_split, score
+
+    illustrated = np.array([True, True, True, False, False, False, False, False, False])
+    held = held_out_split(illustrated)
+    assert held[:3].sum() == 1 and held[3:].sum() == 2 and (held_out_split(illustrated) == held).all()
+    assert held_out_split(np.array([True, False])).sum() == 1  # one to learn from, one to check on
+    # Finding nothing on a page of text and losing the picture elsewhere scores more, but is not better.
+    before, after = {"clean": 1, "found": 1, "wrong": 2}, {"clean": 0, "found": 0, "wrong": 0}
+    assert score(after) > score(before) and not better(after, before)
+    assert better({"clean": 2, "found": 1, "wrong": 0}, before)

@@ -2,18 +2,19 @@
 only where it finds their pictures better, then used to find again the pictures of the pages nobody touched.
 
 1. The corrected pages: pages where a curator redrew, added or deleted a picture (in the app), or gave all its
-   boxes (`boxes --from`, a page without a picture too), MAX_PAGES of them at most. Their truth is their pictures as the curator left them (an excluded picture is left
-   out of the loss and judged "neither": it is a picture, but whether it counts is a choice). Each is read as
-   ingest reads it.
-2. A quarter of them (HELD_OUT, at least one, drawn from SEED) is held out; the head in use (the manifest's
-   learned one, else the shipped one) is fine-tuned on the rest from its own weights (curation.pictures.
-   finder_train: the same targets, features and training, STEPS steps from SEED on one thread).
+   boxes (`boxes --from`, a page without a picture too), MAX_PAGES of them at most. Their truth is their pictures
+   as the curator left them (an excluded picture is left out of the loss and judged "neither": it is a picture,
+   but whether it counts is a choice). Each is read as ingest reads it.
+2. A quarter of them (HELD_OUT, drawn from SEED) is held out: a quarter of those holding a picture that counts
+   (at least one, so at least two such pages are needed) and a quarter of the others. The head in use (the
+   manifest's learned one, else the shipped one) is fine-tuned on the rest from its own weights
+   (curation.pictures.finder_train: the same targets, features and training, STEPS steps from SEED, one thread).
 3. Old and new head find the held-out pages' pictures, judged as the recipe judges (curation.pictures.judge).
-   Only when the new one scores better there (`score`) is it kept (curation.manifest.finders) and put in use,
-   and the pages no curator touched (no picture decided, redrawn, added, deleted, captioned; no override; not
-   boxed) are
-   found again with it as ingest finds them. A curator's decision and box always win: their pages are not
-   found again, and elsewhere a picture found again keeps its number and decision (Manifest.set_pictures).
+   Only when the new one scores better there and finds every picture the old one found (`better`) is it kept
+   (curation.manifest.finders) and put in use, and the pages no curator touched (no picture decided, redrawn,
+   added, deleted, captioned; no override; not boxed) are found again with it as ingest finds them. A curator's
+   decision and box always win: their pages are not found again, and elsewhere a picture found again keeps its
+   number and decision (Manifest.set_pictures).
 4. All of it is one action in the history: undoing it puts the previous finder and the pages' previous
    pictures back (a page changed since keeps that change).
 
@@ -85,10 +86,23 @@ def score(figures: dict) -> int:
     return figures["clean"] + figures["found"] - figures["wrong"]
 
 
-def held_out_split(count: int, seed: int = SEED) -> np.ndarray:
-    """Which of `count` pages are held out (a bool mask): HELD_OUT of them, at least one, drawn from `seed`."""
-    held = np.zeros(count, bool)
-    held[np.random.default_rng(seed).permutation(count)[:max(1, round(count * HELD_OUT))]] = True
+def better(after: dict, before: dict) -> bool:
+    """The new head scores better on the held-out pages, and finds every counted picture the old one found: a head
+    that keeps less than before scores better on pages of text by finding nothing."""
+    return score(after) > score(before) and after["found"] >= before["found"]
+
+
+def held_out_split(illustrated: np.ndarray, seed: int = SEED) -> np.ndarray:
+    """Which pages are held out (a bool mask), drawn from `seed`: HELD_OUT of the pages holding a counted picture
+    (`illustrated`), at least one where two do, and HELD_OUT of the others; at least one page in all."""
+    rng = np.random.default_rng(seed)
+    held = np.zeros(len(illustrated), bool)
+    for group in (True, False):
+        pages = np.flatnonzero(illustrated == group)
+        least = 1 if group and len(pages) >= 2 else 0
+        held[rng.permutation(pages)[:max(least, round(len(pages) * HELD_OUT))]] = True
+    if not held.any():
+        held[rng.integers(len(held))] = True
     return held
 
 
@@ -170,15 +184,21 @@ class LearnBoxes:
             report.message = (f"nothing learned: {plural(report.pages, 'page')} with boxes a curator corrected; at least "
                               f"{MIN_PAGES} are needed (one to learn from, one to check on)")
             return
-        held = held_out_split(len(corrected), self.seed)
+        truths = [truth(self.manifest, doc_id, page) for doc_id, page, _ in corrected]
+        illustrated = np.array([any(p["counts"] for p in labelled) for labelled in truths])
+        if illustrated.sum() < MIN_PAGES:
+            report.message = (f"nothing learned: {plural(int(illustrated.sum()), 'page')} of the {report.pages} corrected "
+                              f"hold a picture that counts; at least {MIN_PAGES} are needed (one to learn from, one to "
+                              "check that it still finds pictures on)")
+            return
+        held = held_out_split(illustrated, self.seed)
         report.held_out, report.trained = int(held.sum()), int((~held).sum())
         untouched = [tuple(row) for row in self.manifest.conn.execute(UNTOUCHED_SQL)]
         self.progress.total = len(corrected) + self.steps + 2 * report.held_out + len(untouched)
         self._say(f"reading {plural(report.pages, 'corrected page')}")
         training, measured, grays = [], [], {}
-        for (doc_id, page, path), is_held in zip(corrected, held):
+        for (doc_id, page, path), labelled, is_held in zip(corrected, truths, held):
             gray = self._page(path, page)
-            labelled = truth(self.manifest, doc_id, page)
             if is_held:
                 key = Path(f"{doc_id}/{page}")
                 grays[key] = gray
@@ -201,7 +221,7 @@ class LearnBoxes:
         before = finder_train.judged(current, measured, self._judging(grays))
         after = finder_train.judged(learned, measured, self._judging(grays))
         report.before, report.after = finder_train.figures(before), finder_train.figures(after)
-        if score(report.after) <= score(report.before):
+        if not better(report.after, report.before):
             report.message = (f"kept the finder as it was: the one learned from {plural(report.trained, 'page')} did no "
                               f"better on the {plural(report.held_out, 'page')} it did not learn from ({_figures(report)})")
             return
