@@ -4,7 +4,8 @@ pages find the pictures of the rest of it better?
 For every source of FOLDER (laid out like ../shared/realdata) with at least MIN_PAGES pages: its pages become
 one-page PDFs (as bench/quality_real.py makes them) ingested into a manifest of their own with `--pictures
 network`; the true boxes of every third page (the first, the fourth, ...) are given through `boxes --from` (every
-boxed picture, `counts` as labelled); `learn --boxes` runs; the pictures the manifest holds on the other pages
+boxed picture, `counts` as labelled; --stratified: every third page holding a picture that counts and every third
+of the others); `learn --boxes` runs; the pictures the manifest holds on the other pages
 (those not deleted: what the finder found) are judged against their true boxes (curation.pictures.judge), before
 and after. Printed per source and as the mean over sources: clean share and recall before and after, what learn
 said, and its wall time.
@@ -62,15 +63,31 @@ def judged(db: pathlib.Path, pages: dict[str, tuple[dict, list[dict]]]) -> Tally
     return tally
 
 
-def one_source(source: str, pages: list[tuple[str, dict, list[dict]]], work: pathlib.Path) -> dict:
+def boxed_pages(pages: list[tuple[str, dict, list[dict]]], stratified: bool) -> list[bool]:
+    """Which pages the curator boxes: every third (the first, the fourth, ...); `stratified`: every third of those
+    holding a picture that counts and every third of the others, as a curator fixing the boxes they see would."""
+    if not stratified:
+        return [i % BOXED_EVERY == 0 for i in range(len(pages))]
+    illustrated = [any(p["counts"] for p in truth) for _, _, truth in pages]
+    seen = {True: 0, False: 0}
+    chosen = []
+    for group in illustrated:
+        chosen.append(seen[group] % BOXED_EVERY == 0)
+        seen[group] += 1
+    return chosen
+
+
+def one_source(source: str, pages: list[tuple[str, dict, list[dict]]], work: pathlib.Path,
+               stratified: bool = False) -> dict:
     folder = work / "archive"
     folder.mkdir(parents=True)
     for pdf, _, _ in pages:
         shutil.copy(pdf, folder)
     db = work / "manifest.sqlite"
     cli("ingest", folder, "--db", db, "-q", "--pictures", "network", "--workers", 1)
-    boxed = [(pdf, label, truth) for i, (pdf, label, truth) in enumerate(pages) if i % BOXED_EVERY == 0]
-    rest = {pathlib.Path(pdf).name: (label, truth) for i, (pdf, label, truth) in enumerate(pages) if i % BOXED_EVERY}
+    chosen = boxed_pages(pages, stratified)
+    boxed = [page for page, given in zip(pages, chosen) if given]
+    rest = {pathlib.Path(pdf).name: (label, truth) for (pdf, label, truth), given in zip(pages, chosen) if not given}
     (work / "boxes.jsonl").write_text("".join(
         json.dumps({"doc": pathlib.Path(pdf).name, "page": 1,
                     "pictures": [{"box": p["box"], "counts": p["counts"]} for p in truth]}) + "\n"
@@ -94,6 +111,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", nargs="?", type=pathlib.Path, default=ROOT.parent / "shared" / "realdata")
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "bench" / "out" / "learn_boxes")
+    parser.add_argument("--stratified", action="store_true",
+                        help="box every third page holding a picture and every third of the others")
     args = parser.parse_args()
     if not (args.folder / "pictures.jsonl").exists():
         raise SystemExit(f"no labelled pages at {args.folder} (see ../shared/realdata/README.md)")
@@ -113,7 +132,7 @@ def main() -> None:
         if len(pages) < MIN_PAGES:
             continue
         with tempfile.TemporaryDirectory(prefix="learn-boxes-bench-") as work:
-            result = one_source(source, sorted(pages), pathlib.Path(work))
+            result = one_source(source, sorted(pages), pathlib.Path(work), args.stratified)
         results.append(result)
         b, a = result["before"], result["after"]
         print(f"{source[:40]:40s} {result['pages']:3d} pages, {result['boxed']} boxed, {result['judged']} judged "
@@ -125,7 +144,7 @@ def main() -> None:
     print(f"{'mean over sources':40s} clean {mean['before']['clean_share']:.2f} -> {mean['after']['clean_share']:.2f}, "
           f"recall {mean['before']['recall']:.2f} -> {mean['after']['recall']:.2f}; learn "
           f"{np.mean([r['learn_seconds'] for r in results]):.0f} s on average")
-    (args.out / "results.json").write_text(json.dumps({"sources": results, "mean": mean}, indent=1) + "\n")
+    (args.out / f"results{'-stratified' if args.stratified else ''}.json").write_text(json.dumps({"sources": results, "mean": mean}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -86,6 +86,8 @@ def _learn_boxes(db: str, undo: bool, steps: int | None, quiet: bool) -> None:
     with page_bar("learning from the boxes", quiet, unit="step") as progress:
         job = learn_boxes.LearnBoxes(manifest, steps=steps or learn_boxes.STEPS, on_progress=progress)
         report = run_job(job)
+    for problem in report.unread:
+        click.echo(f"not read: {problem}", err=True)
     if not report.before and not report.stopped:  # nothing to learn from, or to check on
         raise click.ClickException(report.message)
     click.echo(f"{report.message} in {report.seconds:.0f} s")

@@ -37,7 +37,8 @@ from ..manifest.rules import LIVE_DOCUMENT_SQL
 from ..manifest.store import Manifest
 from ..scoring.features import REFERENCE_DPI
 from ..sources.paths import document_roots
-from ..sources.reader import error_text, open_document
+from ..sources.page_numbers import page_number
+from ..sources.reader import DocumentError, error_text, open_document
 from .jobs import DiskFull, JobProgress, Stopped, claim_manifest, is_disk_full, plural, stop_on_sigterm
 
 KIND = "learn_boxes"
@@ -79,6 +80,7 @@ class LearnReport:
     seconds: float = 0.0
     stopped: bool = False
     message: str = ""
+    unread: list[str] = field(default_factory=list)  # corrected pages that could not be read, and why
 
 
 def score(figures: dict) -> int:
@@ -198,7 +200,12 @@ class LearnBoxes:
         self._say(f"reading {plural(report.pages, 'corrected page')}")
         training, measured, grays = [], [], {}
         for (doc_id, page, path), labelled, is_held in zip(corrected, truths, held):
-            gray = self._page(path, page)
+            try:
+                gray = self._page(path, page)
+            except DocumentError as exc:  # its file is gone or unreadable now: learnt without it, and said
+                report.unread.append(f"{Path(path).name} p. {page_number(page)}: {exc}")
+                self._advance()
+                continue
             if is_held:
                 key = Path(f"{doc_id}/{page}")
                 grays[key] = gray
@@ -208,6 +215,10 @@ class LearnBoxes:
                 boxes = [(tuple(p["box"]), COUNTED if p["counts"] else IGNORED) for p in labelled]
                 training.append(Composed(at_work_side(gray), boxes, {"manifest"}))
             self._advance()
+        if not training or not measured:
+            report.message = (f"nothing learned: {plural(len(report.unread), 'corrected page')} could not be read, "
+                              "and too few were left to learn from and check on")
+            return
         version = finders.current_version(self.manifest.conn)
         current = finder.finder_for(finders.weights(self.manifest.conn, version))
         with tempfile.TemporaryDirectory(prefix="learn-boxes-") as cache:
