@@ -15,6 +15,7 @@ from curation.runs import jobs
 from curation.sources.page_numbers import page_number
 from pages.components import auth
 from pages.components import common
+from pages.components import learn_boxes
 
 # What is being tried survives page switches, unlike widget state: drafts live under their own keys.
 RULE_DRAFT, RULE_WIDGET = "rule_draft", "threshold_rule"
@@ -61,6 +62,8 @@ def main():
             with st.expander("σ, the original method's score: its cutoff, histogram and Suggest", key="sigma_fold"):
                 sigma_section(manifest, draft, share, trying, span, saved)
         show_borderline(manifest, draft, trying)
+    st.subheader("The picture finder", help=learn_boxes.HELP)
+    learn_boxes.panel("threshold")
 
 
 # -- drafts -----------------------------------------------------------------------------------

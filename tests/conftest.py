@@ -2,7 +2,7 @@
 
 import contextlib
 import pathlib
-import shutil
+import sqlite3
 import sys
 
 import cv2
@@ -74,8 +74,11 @@ def manifest(tmp_path):
 
 @contextlib.contextmanager
 def manifest_copy(template: pathlib.Path, folder: pathlib.Path):
-    """A copy of `template` (a manifest ingested once per module) in `folder`, open: each test changes its own."""
-    shutil.copy(template, folder / "manifest.sqlite")
+    """A copy of `template` (a manifest ingested once per module) in `folder`, open: each test changes its own.
+    Copied by SQLite: what a connection left open still holds in the write-ahead log is copied too."""
+    with contextlib.closing(sqlite3.connect(template)) as source, contextlib.closing(
+            sqlite3.connect(folder / "manifest.sqlite")) as target:
+        source.backup(target)
     with Manifest(folder / "manifest.sqlite") as m:
         yield m
 

@@ -22,11 +22,11 @@ def test_ingest_that_cannot_write_the_manifest_raises_disk_full(manifest, tmp_pa
     real = Manifest.save_pages
     calls = []
 
-    def save_then_fill_up(self, doc_id, results):
+    def save_then_fill_up(self, doc_id, results, finder=None):
         calls.append(1)
         if len(calls) > 1:
             raise sqlite3.OperationalError("database or disk is full")
-        return real(self, doc_id, results)
+        return real(self, doc_id, results, finder)
 
     monkeypatch.setattr(Manifest, "save_pages", save_then_fill_up)
     with pytest.raises(DiskFull, match=r"the disk is full: .*manifest.sqlite could not be written; about .* more"):

@@ -103,7 +103,7 @@ def test_ingest_runs_the_network_in_opencv_as_torch_does_without_importing_torch
     from curation.pictures.finder_network import load_head
 
     in_torch = finder.Finder.with_head(load_head(finder.WEIGHTS_FILE)).cells(page)
-    in_opencv = finder.Finder(finder.DnnNetwork(finder.exported(finder.WEIGHTS_FILE))).cells(page)
+    in_opencv = finder.Finder(finder.DnnNetwork(finder.exported(finder.shipped_weights()))).cells(page)
     assert in_opencv.shape == in_torch.shape
     assert np.abs(in_opencv - in_torch).max() < 1e-4
     # A worker: a fresh process that finds a page's pictures with the shipped finder, as ingest's workers do.

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import json
 import re
 
 import click
 
+from ..manifest.pictures import PictureError
 from ..manifest.store import JobRunning, Manifest
 from ..sources.page_numbers import page_index
-from .common import cli, db_option, find_document, open_manifest
+from .common import cli, db_option, find_document, open_manifest, page_bar, run_job
 
 DECISIONS = {"include": True, "exclude": False, "auto": None}
 # What a labels file may say for a decision, beside include/exclude/auto: the `keep` column of `pages`.
@@ -21,14 +23,37 @@ DECISION_WORDS = {**DECISIONS, "true": True, "1": True, "keep": True, "yes": Tru
 
 @cli.command()
 @db_option
+@click.option("--boxes", is_flag=True,
+              help="Learn the picture finder from the boxes a curator corrected, instead of the pages' model from "
+                   "the overrides.")
+@click.option("--undo", "undo_boxes", is_flag=True, help="With --boxes: put the previous finder and pictures back.")
+@click.option("--steps", type=click.IntRange(min=1), default=None, hidden=True, help="Training steps (--boxes).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the result.")
-def learn(db, quiet):
-    """Fit the model on the curator's overrides and store its suggestion for every page.
+def learn(db, boxes, undo_boxes, steps, quiet):
+    """Fit the model on the curator's overrides and store its suggestion for every page; with --boxes, learn the
+    picture finder from the curator's boxes ("Learn from my boxes").
 
     Needs at least 10 overrides with both decisions among them. The suggestions become the
     decisions only with `settings --rule model`. Runs as a job of the manifest (the dashboard shows
     its progress), one at a time.
+
+    --boxes: the pages where a curator redrew, added or deleted a picture (in the app, or with `boxes
+    --from`) teach the picture finder this archive's pictures. A quarter of them is held out; the finder in
+    use is fine-tuned on the rest (a few minutes at most on a CPU) and both are judged on the held-out pages.
+    Only when the new one does better there is it kept, used by later ingests (with `--pictures network`),
+    and the pictures of every page no curator touched are found again with it; a curator's boxes and
+    decisions stay as they are. The held-out figures before and after are printed. One action in the
+    history: `learn --boxes --undo` (or `undo`) puts the previous finder and pictures back.
+
+    \b
+        python -m curation boxes --from boxes.jsonl
+        python -m curation learn --boxes
+        python -m curation learn --boxes --undo
     """
+    if undo_boxes and not boxes:
+        raise click.UsageError("--undo goes with --boxes: learn --boxes --undo")
+    if boxes:
+        return _learn_boxes(db, undo_boxes, steps, quiet)
     from ..decisions.learn import MIN_LABELS
     from .. import views
 
@@ -44,6 +69,28 @@ def learn(db, quiet):
     rule = views.base_rule(manifest.rule)
     click.echo(f"learned from {outcome.labels} overrides: keeps {state.kept} of {state.suggestions} pages; "
                f"disagrees with the {rule} rule on {state.disagrees} pages you have not decided")
+
+
+def _learn_boxes(db: str, undo: bool, steps: int | None, quiet: bool) -> None:
+    from ..manifest.history import UndoError
+    from ..runs import learn_boxes
+
+    manifest = open_manifest(db)
+    if undo:
+        try:
+            done = learn_boxes.undo_last(manifest)
+        except UndoError as exc:
+            raise click.ClickException(str(exc)) from None
+        click.echo(f"#{done['id']} {done['description']}")
+        return
+    with page_bar("learning from the boxes", quiet, unit="step") as progress:
+        job = learn_boxes.LearnBoxes(manifest, steps=steps or learn_boxes.STEPS, on_progress=progress)
+        report = run_job(job)
+    for problem in report.unread:
+        click.echo(f"not read: {problem}", err=True)
+    if not report.before and not report.stopped:  # nothing to learn from, or to check on
+        raise click.ClickException(report.message)
+    click.echo(f"{report.message} in {report.seconds:.0f} s")
 
 
 @cli.command()
@@ -200,10 +247,10 @@ def _label_rows(labels):
         yield Label(line, row["doc"], number, int(picture) if picture else None, DECISION_WORDS[word])
 
 
-def _find_page(manifest: Manifest, line: int, name: str, number: int) -> tuple[int, int]:
+def _find_page(manifest: Manifest, line: int, name: str, number: int, always: bool = False) -> tuple[int, int]:
     """(doc_id, stored page index) of page `number` (from 1) of a live document named by path, unique file name
-    or id; a clear error otherwise."""
-    where = f"line {line}: " if line > 1 else ""
+    or id; a clear error otherwise, saying the `line` past the first (every line: `always`)."""
+    where = f"line {line}: " if line > 1 or always else ""
     doc = find_document(manifest, name, where)
     index = page_index(number)
     if manifest.conn.execute("SELECT 1 FROM pages WHERE doc_id = ? AND page = ?", (doc["id"], index)).fetchone() is None:
@@ -223,6 +270,95 @@ def _find_picture(manifest: Manifest, label: Label, doc_id: int, index: int) -> 
     held = f"its pictures are {', '.join(map(str, numbers))}" if numbers else "it has no picture"
     raise click.ClickException(f"{where}page {label.page} of {label.doc} has no picture {label.picture} ({held}; "
                                "see `python -m curation pictures`)")
+
+
+@cli.command()
+@db_option
+@click.option("--from", "lines", type=click.File("r", encoding="utf-8-sig"), required=True,
+              help="JSON lines, one a page: {\"doc\": DOC, \"page\": N, \"pictures\": [{\"box\": [x0, y0, x1, y1], "
+                   "\"counts\": true}]}. '-' reads standard input.")
+def boxes(db, lines):
+    """Set the pictures of pages as a curator would, from a file of boxes: each page's pictures become exactly
+    the boxes its line gives.
+
+    DOC names a document as `pages` lists it (its path), its file name when that is unique, or its id; the
+    page counts from 1; a box is x0, y0, x1, y1 in fractions of the page (0 to 1, top left first). A picture
+    the finder found whose box matches one keeps its number and decision and takes the box as the
+    curator's redrawn box; pictures matching no box are deleted, boxes matching none are added. `counts`
+    false excludes the picture (it is a picture, but not one to export); true, or left out, leaves the
+    decision to the rule. An empty list deletes every picture of the page.
+
+    The whole file is one action in the history, by you: `undo` takes it back. A line that cannot be read
+    (bad JSON, no such document or page, a box off the page) is reported with its number and changes
+    nothing; the other lines are set. The pages set are what `learn --boxes` learns from (a page given
+    without a picture too), and it never finds their pictures again.
+
+    \b
+        python -m curation boxes --from boxes.jsonl
+        {"doc": "1890-03.pdf", "page": 12, "pictures": [{"box": [0.1, 0.2, 0.6, 0.5], "counts": true}]}
+    """
+    manifest = open_manifest(db)
+    totals, refused = {"pages": 0, "kept": 0, "added": 0, "deleted": 0}, 0
+    with manifest.recording("picture"):  # one action: `undo` takes the whole file back
+        for number, text in enumerate(lines, start=1):
+            if not text.strip():
+                continue
+            try:
+                doc_id, index, wanted = _page_boxes(manifest, number, text)
+                manifest.conn.execute("SAVEPOINT boxes_line")  # a line is set whole or not at all
+                try:
+                    counts = manifest.set_page_pictures(doc_id, index, wanted)
+                except BaseException:
+                    manifest.conn.execute("ROLLBACK TO boxes_line")
+                    raise
+                finally:
+                    manifest.conn.execute("RELEASE boxes_line")
+            except (click.ClickException, PictureError) as exc:
+                message = exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
+                click.echo(f"Error: {message if message.startswith('line ') else f'line {number}: {message}'}", err=True)
+                refused += 1
+                continue
+            totals["pages"] += 1
+            for name, count in counts.items():
+                totals[name] += count
+    click.echo(f"{totals['pages']} page(s) set: {totals['kept']} picture(s) kept, {totals['added']} added, "
+               f"{totals['deleted']} deleted" + (f"; {refused} line(s) refused" if refused else ""))
+    if refused:
+        raise SystemExit(1)
+
+
+def _page_boxes(manifest: Manifest, line: int, text: str) -> tuple[int, int, list]:
+    """(doc_id, stored page index, [(box in reference pixels, counts)]) of one line of a boxes file; a
+    ClickException saying what is wrong with it otherwise."""
+    try:
+        item = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(f"line {line}: not JSON ({exc.msg})") from None
+    if not isinstance(item, dict) or not isinstance(item.get("doc"), (str, int)) or isinstance(item.get("doc"), bool):
+        raise click.ClickException(f"line {line}: give an object with doc, page and pictures")
+    page, pictures = item.get("page"), item.get("pictures")
+    if not isinstance(page, int) or isinstance(page, bool) or page < 1:
+        raise click.ClickException(f"line {line}: page {page!r} is not a page number (from 1)")
+    if not isinstance(pictures, list):
+        raise click.ClickException(f"line {line}: pictures must be a list of {{\"box\": [x0, y0, x1, y1], \"counts\": true}}")
+    doc_id, index = _find_page(manifest, line, str(item["doc"]), page, always=True)
+    width, height = manifest.conn.execute("SELECT width, height FROM pages WHERE doc_id = ? AND page = ?",
+                                          (doc_id, index)).fetchone()
+    wanted = []
+    for n, picture in enumerate(pictures, start=1):
+        box = picture.get("box") if isinstance(picture, dict) else None
+        counts = picture.get("counts", True) if isinstance(picture, dict) else None
+        if (not isinstance(box, list) or len(box) != 4 or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                                  and -0.01 <= v <= 1.01 for v in box)):
+            raise click.ClickException(f"line {line}: picture {n}'s box is not [x0, y0, x1, y1] in fractions of the page")
+        if not (box[0] < box[2] and box[1] < box[3]):
+            raise click.ClickException(f"line {line}: picture {n}'s box has x0 >= x1 or y0 >= y1")
+        if not isinstance(counts, bool):
+            raise click.ClickException(f"line {line}: picture {n}'s counts is not true or false")
+        if not width or not height:
+            raise click.ClickException(f"line {line}: page {page} of {item['doc']} was not scored: it has no size")
+        wanted.append(([box[0] * width, box[1] * height, box[2] * width, box[3] * height], counts))
+    return doc_id, index, wanted
 
 
 @cli.command()

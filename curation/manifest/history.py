@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import getpass
+import json
 import os
 import pathlib
 import sqlite3
@@ -27,13 +28,17 @@ PAGE_FIELDS = ("override", "caption")
 # A picture's changes carry its page (doc_id, page) and its id as `name` (curation.manifest.pictures).
 PICTURE_FIELDS = ("picture_override", "picture_caption", "picture_deleted", "picture_box", "picture_kind",
                   "picture_no_legend", "picture_no_auto_caption")
+# A page's pictures as its finder left them (FOUND_SQL), when a finder learned from the curator's boxes found them
+# again (curation.runs.learn_boxes); undone, the page gets back what the finder before it found.
+FOUND_FIELD = "found"
+BOXED_FIELD = "boxed"  # a page whose boxes a curator gave, all of them (`boxes --from`): pages.boxed
 JOB_KINDS = ("ingest", "export", "sample")
-UNDOABLE = ("override", "caption", "setting", "picture")
+UNDOABLE = ("override", "caption", "setting", "picture", "finder")
 SETTING_WORDS = {"threshold": "σ cutoff", "picture_area_min": "picture cutoff",
                  "picture_score_min": "picture score cutoff", "page_timeout": "page time limit",
                  "thumbnails": "thumbnails", "rule": "rule", "ingest_sources": "sources to ingest",
                  "allowed_roots": "allowed folders", "rule_before_model": "rule before the model",
-                 "legend_languages": "legend languages"}
+                 "legend_languages": "legend languages", "picture_finder_version": "learned picture finder"}
 # Bookkeeping of the learned models (pages', pictures'), not a person's choice.
 NOT_RECORDED = frozenset({"suggestions_from_overrides", "picture_model"})
 OVERRIDE_WORDS = {1: "included", 0: "excluded", None: "cleared the override of"}
@@ -126,6 +131,23 @@ CURRENT_SQL = {
     "picture_no_legend": "(SELECT x.no_legend FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
     "picture_no_auto_caption": "(SELECT x.no_auto_caption FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
 }
+# What a finder left on a page (aliased k): its pictures, a curator's marks on them (a page a curator touched
+# since is not as the finder left it), and the page's picture figures.
+FOUND_SQL = (
+    "(SELECT json_object('pictures', (SELECT json_group_array(json_array(id, number, rank, x0, y0, x1, y1, area, legend, "
+    "legend_confidence, score, finder, kind_suggested, keep, caption, fx0, deleted, kind, no_legend, no_auto_caption)) "
+    "FROM (SELECT * FROM pictures x WHERE x.doc_id = k.doc_id AND x.page = k.page AND NOT x.added ORDER BY x.id)), "
+    "'page', json_array(p.picture_area, p.picture_count, p.picture_share, p.picture_x0, p.picture_y0, p.picture_x1, "
+    "p.picture_y1)) FROM pages p WHERE p.doc_id = k.doc_id AND p.page = k.page)")
+CURRENT_SQL[FOUND_FIELD] = FOUND_SQL
+CURRENT_SQL[BOXED_FIELD] = "(SELECT p.boxed FROM pages p WHERE p.doc_id = k.doc_id AND p.page = k.page)"
+
+
+def found_state(conn: sqlite3.Connection, doc_id: int, page: int) -> str | None:
+    """What the finder left on one page, as FOUND_SQL says it: compared, as text, when the page is undone."""
+    return conn.execute(f"SELECT {FOUND_SQL} FROM (SELECT ? AS doc_id, ? AS page) k", (doc_id, page)).fetchone()[0]
+
+
 PICTURE_COLUMNS = {"picture_override": "keep", "picture_caption": "caption", "picture_deleted": "deleted",
                    "picture_kind": "kind", "picture_no_legend": "no_legend",
                    "picture_no_auto_caption": "no_auto_caption"}
@@ -183,6 +205,8 @@ def _value(field: str, value):
         return {1: "deleted", 0: "present"}.get(value)
     if field in ("picture_no_legend", "picture_no_auto_caption"):
         return {1: "switched off", 0: "used"}.get(value)
+    if field == FOUND_FIELD and value is not None:
+        return f"{len(json.loads(value)['pictures'])} picture(s) found"
     return value
 
 
@@ -284,7 +308,7 @@ def describe(conn: sqlite3.Connection, action: int, kind: str) -> str:
         "COALESCE(SUM(new IS NULL), 0) AS cleared, MIN(doc_id) AS doc_id, MIN(page) AS page "
         "FROM history_changes WHERE action_id = ? GROUP BY field", (action,))}
     parts = [_describe_field(conn, action, field, fields[field])
-             for field in ("override", "caption", "setting", *PICTURE_FIELDS) if field in fields]
+             for field in ("override", "caption", "setting", *PICTURE_FIELDS, FOUND_FIELD, BOXED_FIELD) if field in fields]
     return "; ".join(part for part in parts if part) + note
 
 
@@ -292,6 +316,10 @@ def _describe_field(conn: sqlite3.Connection, action: int, field: str, row: sqli
     """One field's changes in words; `row` counts them (describe)."""
     if field in PICTURE_FIELDS:
         return _describe_pictures(conn, action, field)
+    if field == FOUND_FIELD:
+        return f"found the pictures of {row['n']:,} page(s) again"
+    if field == BOXED_FIELD:
+        return f"gave the boxes of {row['n']:,} page(s)" if row["included"] else f"took back the boxes of {row['n']:,} page(s)"
     if field == "setting":
         rows = conn.execute("SELECT name, old, new FROM history_changes WHERE action_id = ? AND doc_id IS NULL "
                             "AND field = 'setting' ORDER BY rowid", (action,)).fetchall()
@@ -382,7 +410,7 @@ def undo(conn: sqlite3.Connection, undo_action: int, target: int, stamp: str) ->
         raise UndoError(f"#{target} {row['description']}: a job cannot be undone")
     if row["undone_by"] is not None:
         raise UndoError(f"#{target} {row['description']}: already undone by #{row['undone_by']}")
-    still = " ".join(f"WHEN '{field}' THEN {CURRENT_SQL[field]} IS k.new" for field in (*PAGE_FIELDS, *PICTURE_FIELDS))
+    still = " ".join(f"WHEN '{field}' THEN {CURRENT_SQL[field]} IS k.new" for field in (*PAGE_FIELDS, *PICTURE_FIELDS, FOUND_FIELD, BOXED_FIELD))
     conn.execute(  # what is still as the target left it, its value before: one pass over a bulk action's pages
         f"INSERT INTO history_changes (action_id, field, doc_id, page, name, old, new) "
         f"SELECT ?, k.field, k.doc_id, k.page, k.name, k.new, k.old FROM history_changes k "
@@ -436,7 +464,14 @@ def _write_back_pictures(conn: sqlite3.Connection, action: int, stamp: str) -> N
                          (action,)).fetchall()
     for row in boxes:
         pictures.write_box(conn, int(row["name"]), pictures.box_of(row["new"]))
+    conn.execute("UPDATE pages SET boxed = c.new FROM history_changes c WHERE c.action_id = ? AND c.field = ? "
+                 "AND pages.doc_id = c.doc_id AND pages.page = c.page", (action, BOXED_FIELD))
+    found = conn.execute("SELECT doc_id, page, new FROM history_changes WHERE action_id = ? AND field = ?",
+                         (action, FOUND_FIELD)).fetchall()
+    for row in found:
+        pictures.write_found(conn, row["doc_id"], row["page"], row["new"])
+    fields = (*PICTURE_FIELDS, FOUND_FIELD)
     pages = conn.execute(
         f"SELECT DISTINCT doc_id, page FROM history_changes WHERE action_id = ? "
-        f"AND field IN ({', '.join('?' * len(PICTURE_FIELDS))})", (action, *PICTURE_FIELDS)).fetchall()
+        f"AND field IN ({', '.join('?' * len(fields))})", (action, *fields)).fetchall()
     pictures.refresh_pages(conn, [tuple(row) for row in pages])

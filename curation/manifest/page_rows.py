@@ -21,8 +21,9 @@ class PageRows:
     def done_pages(self, doc_id: int) -> set[int]:
         return {row[0] for row in self.conn.execute("SELECT page FROM pages WHERE doc_id = ?", (doc_id,))}
 
-    def save_pages(self, doc_id: int, results: Iterable[PageResult]) -> int:
-        """Store scored pages in one transaction. Overrides live elsewhere and are never touched."""
+    def save_pages(self, doc_id: int, results: Iterable[PageResult], finder: str | None = None) -> int:
+        """Store scored pages in one transaction, their pictures found by `finder` (curation.manifest.finders.label).
+        Overrides live elsewhere and are never touched."""
         stamp = now()
         count = 0
         store, folder = self.thumbnail_store, self.thumbnail_folder
@@ -38,7 +39,7 @@ class PageRows:
                     f"INSERT OR REPLACE INTO pages ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                     list(columns.values()),
                 )
-                self.set_pictures(doc_id, r.page, pictures)
+                self.set_pictures(doc_id, r.page, pictures, finder)
                 if any(len(picture) > 7 and picture[7] is not None for picture in pictures):
                     self.conn.execute(page_figures.update_sql("doc_id = ? AND page = ?", SAVED_SCORE_MIN_SQL),
                                       (doc_id, r.page))

@@ -129,9 +129,10 @@ class PictureRows:
 
     # -- the scorer's pictures ------------------------------------------------------------------
 
-    def set_pictures(self, doc_id: int, page: int, found: Iterable[Sequence]) -> None:
+    def set_pictures(self, doc_id: int, page: int, found: Iterable[Sequence], finder: str | None = None) -> None:
         """The scorer's pictures of one page, largest first: (x0, y0, x1, y1, square inches[, legend,
-        legend confidence[, the learned verdict's score]]). Matched to the page's pictures by overlap (see the module's docstring)."""
+        legend confidence[, the learned verdict's score]]), found by `finder` (curation.manifest.finders.label).
+        Matched to the page's pictures by overlap (see the module's docstring)."""
         found = [list(picture) for picture in found]
         old = self.conn.execute("SELECT * FROM pictures WHERE doc_id = ? AND page = ? AND NOT added",
                                 (doc_id, page)).fetchall()
@@ -147,14 +148,15 @@ class PictureRows:
         number = self._last_number(doc_id, page)
         for rank, picture in enumerate(found):
             legend, confidence, score = (picture[5:8] + [None] * 3)[:3]
-            values = (rank, *picture[:5], legend, confidence, score)
+            values = (rank, *picture[:5], legend, confidence, score, finder)
             if rank in matched:
                 self.conn.execute("UPDATE pictures SET rank = ?, x0 = ?, y0 = ?, x1 = ?, y1 = ?, area = ?, legend = ?, "
-                                  "legend_confidence = ?, score = ? WHERE id = ?", (*values, old[matched[rank]]["id"]))
+                                  "legend_confidence = ?, score = ?, finder = ? WHERE id = ?",
+                                  (*values, old[matched[rank]]["id"]))
             else:
                 number += 1
                 self.conn.execute("INSERT INTO pictures (doc_id, page, number, rank, x0, y0, x1, y1, area, legend, "
-                                  "legend_confidence, score) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                  "legend_confidence, score, finder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                   (doc_id, page, number, *values))
         self._refresh_pages([(doc_id, page)])
 
@@ -283,6 +285,49 @@ class PictureRows:
             write_box(self.conn, picture_id, new)
             self._refresh_pages([(row["doc_id"], row["page"])])
 
+    def set_page_pictures(self, doc_id: int, page: int, wanted: Sequence[tuple[Sequence[int], bool]]) -> dict[str, int]:
+        """Make a page's pictures exactly `wanted`, as a curator would: (box in reference pixels, counts). A picture
+        whose box matches one (MATCH_IOU) keeps its number and decision and takes that box as the curator's; one
+        that does not count is excluded (a counted one excluded before goes back to the rule); pictures matching no
+        box are deleted, boxes matching none added; the page is marked as boxed by a curator (pages.boxed). One
+        action. Returns how many were kept, added and deleted."""
+        boxes = [self._checked_box(doc_id, page, box) for box, _ in wanted]  # every box checked before any write
+        rows = self.conn.execute("SELECT * FROM pictures WHERE doc_id = ? AND page = ? ORDER BY number",
+                                 (doc_id, page)).fetchall()
+        present = [row for row in rows if not row["deleted"]]
+        matched = {j: present[i] for j, i in match([_box(row) for row in present], boxes).items()}
+        gone = [row for row in rows if row["deleted"]]  # a deleted picture a box names comes back
+        rest = [j for j in range(len(boxes)) if j not in matched]
+        matched.update({rest[j]: gone[i] for j, i in match([_box(row) for row in gone], [boxes[j] for j in rest]).items()})
+        counts = {"kept": 0, "added": 0, "deleted": 0}
+        with self.recording("picture"):
+            for j, (box, (_, counted)) in enumerate(zip(boxes, wanted)):
+                row = matched.get(j)
+                if row is None:
+                    picture_id = self.add_picture(doc_id, page, box)
+                    counts["added"] += 1
+                else:
+                    picture_id = row["id"]
+                    if row["deleted"]:
+                        self.delete_picture(picture_id, False)
+                    if _fixed_box(row) != box:
+                        self.set_picture_box(picture_id, box)
+                    counts["kept"] += 1
+                keep = self.conn.execute("SELECT keep FROM pictures WHERE id = ?", (picture_id,)).fetchone()[0]
+                if not counted and keep != 0:
+                    self.set_picture_override(picture_id, False)
+                elif counted and keep == 0:
+                    self.set_picture_override(picture_id, None)
+            kept = {row["id"] for row in matched.values()}
+            for row in present:
+                if row["id"] not in kept:
+                    self.delete_picture(row["id"])
+                    counts["deleted"] += 1
+            boxed = self.conn.execute("SELECT boxed FROM pages WHERE doc_id = ? AND page = ?", (doc_id, page)).fetchone()[0]
+            history.record(self.conn, self._action, history.BOXED_FIELD, boxed, 1, doc_id=doc_id, page=page)
+            self.conn.execute("UPDATE pages SET boxed = 1 WHERE doc_id = ? AND page = ?", (doc_id, page))
+        return counts
+
     def set_auto_captions(self, items: Iterable[tuple[int, str | None, str | None]]) -> int:
         """A captioning job's captions: (picture id, text, model). Never touches the curator's caption."""
         rows = [(text, model, now(), int(pid)) for pid, text, model in items]
@@ -343,6 +388,24 @@ def write_box(conn: sqlite3.Connection, picture_id: int, box: Sequence[int] | No
                  (*fixed, box_area(box) if box is not None else None, now(), picture_id))
 
 
+def write_found(conn: sqlite3.Connection, doc_id: int, page: int, text: str) -> None:
+    """Give a page back the pictures a finder left on it (history.FOUND_SQL's `text`): the same rows, ids and
+    numbers, and the page's picture figures; the caller refreshes the page."""
+    state = json.loads(text)
+    rows = state["pictures"]
+    ids = ",".join(str(int(row[0])) for row in rows) or "NULL"
+    conn.execute(f"DELETE FROM pictures WHERE doc_id = ? AND page = ? AND NOT added AND id NOT IN ({ids})", (doc_id, page))
+    columns = ("number", "rank", "x0", "y0", "x1", "y1", "area", "legend", "legend_confidence", "score", "finder",
+               "kind_suggested")
+    conn.executemany(
+        f"INSERT INTO pictures (id, doc_id, page, {', '.join(columns)}) VALUES (?, ?, ?, {', '.join('?' * len(columns))}) "
+        f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in columns)}",
+        [(row[0], doc_id, page, *row[1:1 + len(columns)]) for row in rows])
+    conn.execute("UPDATE pages SET picture_area = ?, picture_count = ?, picture_share = ?, picture_x0 = ?, "
+                 "picture_y0 = ?, picture_x1 = ?, picture_y1 = ? WHERE doc_id = ? AND page = ?",
+                 (*state["page"], doc_id, page))
+
+
 def refresh_pages(conn: sqlite3.Connection, keys: Iterable[tuple[int, int]]) -> None:
     """PictureRows._refresh_pages for code that holds only a connection (undoing, in history)."""
     holder = PictureRows()
@@ -358,6 +421,11 @@ def _touched(row: sqlite3.Row) -> bool:
     return (row["keep"] is not None or row["caption"] is not None or row["fx0"] is not None
             or bool(row["added"]) or bool(row["deleted"]) or row["kind"] is not None or bool(row["no_legend"])
             or bool(row["no_auto_caption"]))
+
+
+def _box(row: sqlite3.Row) -> tuple:
+    """The box as the curator left it: theirs where they redrew it, else the scorer's."""
+    return _scorer_box(row) if row["fx0"] is None else (row["fx0"], row["fy0"], row["fx1"], row["fy1"])
 
 
 def _fixed_box(row: sqlite3.Row) -> list[int] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 
-from . import picture_decisions, picture_embeddings, picture_inputs, picture_thumbnails, pictures
+from . import finders, picture_decisions, picture_embeddings, picture_inputs, picture_thumbnails, pictures
 from .rules import DEFAULT_THRESHOLD, UNSCORED_EXPORTED_SQL
 
 # Each entry moves the schema one version up. Never edit a released entry: append a new one.
@@ -306,6 +306,9 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (rule, part)
     );
     """,
+    # Which finder found each picture, and the finders a manifest learned from its curator's boxes
+    # (curation.manifest.finders).
+    finders.MIGRATION,
 ]
 
 

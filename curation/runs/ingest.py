@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from ..captions.legend import check_languages, engine_note, installed_languages
 from ..decisions.duplicates import refresh_duplicates
+from ..manifest import finders
 from ..manifest.store import Manifest
 from ..pictures import finder, verdict
 from ..scoring.features import FEATURES_VERSION
@@ -131,11 +132,19 @@ class Ingest:
         self.page_timeout = (manifest.page_timeout if page_timeout is None else page_timeout) or None
         self.legend_languages = self._legend_languages(legend_languages)
         self.picture_finder = manifest.picture_finder
+        # The network finds with the head this manifest learned from its curator's boxes, where it learned one.
+        version = finders.current_version(manifest.conn) if self.picture_finder == finders.SHIPPED else None
+        self.finder_weights = finders.weights(manifest.conn, version)
+        self.finder_label = finders.label(self.picture_finder, version)
         # The picture job follows where it is on and can run here: the workers cut its inputs from the pages
         # they decode, so it never reads a page again (curation.runs.embed).
         self.embedding_inputs = manifest.picture_job and missing_parts() is None
         if self.picture_finder in CHECKED_FINDERS:
-            CHECKED_FINDERS[self.picture_finder].check_installed()
+            # The network's ONNX export is made here, for this manifest's head, before any worker needs it.
+            if self.picture_finder == "network":
+                finder.check_installed(self.finder_weights)
+            else:
+                CHECKED_FINDERS[self.picture_finder].check_installed()
         self.kill = kill_executor
         # On a cluster the coordinator reading every byte would be the bottleneck: workers hash what they read.
         self.hash_in_workers = cluster is not None
@@ -288,7 +297,7 @@ class Ingest:
                 end = start + next(sizes)
                 yield Task(doc_id, path, tuple(pages[start:end]), roots=self.roots,
                            legend_languages=self.legend_languages, picture_finder=self.picture_finder,
-                           embedding_inputs=self.embedding_inputs)
+                           embedding_inputs=self.embedding_inputs, finder_weights=self.finder_weights)
                 start = end
 
     def _refuse(self, path) -> None:
@@ -332,7 +341,7 @@ class Ingest:
             self._save(task.doc_id, [PageResult(page=n, status="failed", error=message) for n in task.pages])
 
     def _save(self, doc_id: int, results: list[PageResult]) -> None:
-        self.manifest.save_pages(doc_id, results)
+        self.manifest.save_pages(doc_id, results, self.finder_label)
         failed = sum(r.status == "failed" for r in results)
         self.report.pages_failed += failed
         self.report.pages_scored += len(results) - failed

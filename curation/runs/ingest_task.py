@@ -5,6 +5,7 @@ path, so it and what it calls live here, at module level."""
 from __future__ import annotations
 
 import resource
+from functools import partial
 from dataclasses import dataclass, replace
 
 import pymupdf
@@ -26,7 +27,8 @@ class Task:
     `legend_languages`: Tesseract's languages to read the pictures' legends in (None: none read).
     `picture_finder`: who finds the pictures: "rules" (the page analysis, part of scoring), "network" (the
     picture finder's network, curation.pictures.finder) or "learned" (the page analysis's candidates checked by
-    the learned verdict, curation.pictures.verdict). `embedding_inputs`: each picture's input to the picture job's network is cut
+    the learned verdict, curation.pictures.verdict); `finder_weights`: the network's head where the manifest learned
+    its own (curation.manifest.finders; None: the shipped head). `embedding_inputs`: each picture's input to the picture job's network is cut
     from the decoded page and kept (the picture job follows this ingest, and need not read the page again)."""
 
     doc_id: int | None
@@ -37,6 +39,7 @@ class Task:
     legend_languages: str | None = None
     picture_finder: str = "rules"
     embedding_inputs: bool = False
+    finder_weights: bytes | None = None
 
 
 def run_task(task: Task):
@@ -51,6 +54,8 @@ def run_task(task: Task):
     doc = open_document(task.path, task.roots)
     try:
         check = PICTURE_CHECKS.get(task.picture_finder)
+        if task.finder_weights is not None and task.picture_finder == "network":
+            check = partial(found_columns, weights=task.finder_weights)
         inputs = encoded_inputs if task.embedding_inputs else None
         return [_score_and_shrink(doc, number, task.legend_languages, check, inputs) for number in task.pages]
     finally:

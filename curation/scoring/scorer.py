@@ -108,6 +108,14 @@ def page_gray(doc: pymupdf.Document, number: int) -> np.ndarray:
     return _gray_at_reference(doc, doc[number])[0]
 
 
+def page_at_reference(doc: pymupdf.Document, number: int) -> tuple[np.ndarray, float]:
+    """Page `number`'s luma as scoring reads it, and the factor from its pixels to the reference pixels the
+    manifest's boxes are in."""
+    page = doc[number]
+    gray = _gray_at_reference(doc, page)[0]
+    return gray, reference_size(page)[0] / gray.shape[1]
+
+
 def _gray_at_reference(doc, page) -> tuple[np.ndarray, str, np.ndarray | Callable[[], np.ndarray | None] | None,
                                            np.ndarray | None]:
     """The page's luma at the reference resolution, how it was made, for a colour page a colour

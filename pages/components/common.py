@@ -415,13 +415,14 @@ def latest_job_panel(kind: str, running_key: str, poll: bool, show: Callable) ->
     panel()
 
 
-def start_job(kind: str, *args: str, running_key: str) -> None:
-    """A curator's Start or Resume: launch the job's process, then show it running (`running_key` in the
-    session), or say why it did not start."""
+def start_job(kind: str, *args: str, running_key: str, command: str | None = None) -> None:
+    """A curator's Start or Resume: launch the job's process (`python -m curation COMMAND ARGS`, the command
+    named as the job's kind unless given), then show it running (`running_key` in the session), or say why it
+    did not start."""
     if not auth.require_curator():
         return
     db = pathlib.Path(os.path.abspath(db_path()))
-    problem = launch_and_wait(kind, lambda: jobs.launch(db, kind, *args))
+    problem = launch_and_wait(kind, lambda: jobs.launch(db, command or kind, *args))
     if problem:
         st.error(problem)
         return

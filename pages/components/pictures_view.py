@@ -23,6 +23,7 @@ from pages.components import bulk_job
 from pages.components import card_grid
 from pages.components import common
 from pages.components import keys as hotkeys
+from pages.components import learn_boxes
 from pages.components import like_this
 from pages.components import picture_captions as captions
 from pages.components import picture_large_view as large
@@ -80,6 +81,7 @@ def show():
     if large.OPEN not in st.session_state:
         undo_.bar(last)
     captions.caption_tools(flt, threshold)
+    learn_boxes.panel("pictures")
     like_this.model_bar()
     like_this.like_banner(flt, threshold, order)
     notice = st.session_state.pop(NOTICE, None)

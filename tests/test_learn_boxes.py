@@ -1,0 +1,215 @@
+"""`learn --boxes` (curation.runs.learn_boxes): on an archive whose curator boxes every picture with its legend,
+where the shipped finder boxes the drawing alone, the finder learned from the corrected pages boxes the legend
+too on a page nobody touched; the touched pages stay as the curator left them; undo puts the previous finder and
+boxes back; a finder that does no better on the held-out pages changes nothing and says why."""
+
+import json
+
+import cv2
+import pytest
+from click.testing import CliRunner
+
+from curation import Manifest
+from curation.cli import cli
+from curation.manifest import finders
+
+from conftest import manifest_copy
+from test_picture_finder import legend_under
+from test_picture_verdict import drawing_page
+
+PAGES = 10
+CORRECTED = 8  # the first pages: the curator's boxes; the rest nobody touches
+STEPS = "150"
+
+
+def legended_page(seed: int):
+    """A drawing with two lines of legend under it; the page and its box as this archive's curator draws it (the
+    drawing and its legend), in fractions of the page."""
+    page, drawing = drawing_page(seed=seed)
+    first = legend_under(page, drawing, seed)
+    second = legend_under(page, (drawing[0], drawing[1], drawing[2], first[3]), seed + 1)
+    h, w = page.shape
+    box = (drawing[0] - 4, drawing[1] - 4, max(drawing[2], first[2], second[2]) + 4, second[3] + 4)
+    return page, [box[0] / w, box[1] / h, box[2] / w, box[3] / h]
+
+
+def legended_pdf(path, seeds) -> list[list[float]]:
+    """A scanned PDF of a legended drawing a page, one a seed; each page's box as the curator draws it."""
+    import pymupdf
+
+    truths = []
+    with pymupdf.open() as doc:
+        for seed in seeds:
+            page, box = legended_page(seed)
+            truths.append(box)
+            jpeg = cv2.imencode(".jpg", page)[1].tobytes()
+            doc.new_page(width=page.shape[1] / 2, height=page.shape[0] / 2).insert_image(
+                pymupdf.Rect(0, 0, page.shape[1] / 2, page.shape[0] / 2), stream=jpeg)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        doc.save(path)
+    return truths
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    """A manifest of one scanned PDF of PAGES legended drawings, found by the shipped network; each page's box."""
+    tmp_path = tmp_path_factory.mktemp("learn")
+    folder = tmp_path / "archive"
+    truths = legended_pdf(folder / "issue.pdf", range(200, 200 + PAGES))
+    db = tmp_path / "m.sqlite"
+    result = CliRunner().invoke(cli, ["ingest", str(folder), "--db", str(db), "-q", "--pictures", "network"])
+    assert result.exit_code == 0, result.output
+    return db, truths
+
+
+@pytest.fixture
+def db(archive, tmp_path):
+    with manifest_copy(archive[0], tmp_path) as manifest:
+        return str(manifest.path)
+
+
+def pictures(db) -> dict[int, list[dict]]:
+    """The pictures of issue.pdf by page."""
+    output = CliRunner().invoke(cli, ["pictures", "--db", db, "--format", "jsonl"], catch_exceptions=False).output
+    pages: dict[int, list[dict]] = {}
+    for row in map(json.loads, output.splitlines()):
+        if row["doc"].endswith("issue.pdf"):
+            pages.setdefault(row["page"], []).append(row)
+    return pages
+
+
+def give_boxes(db, tmp_path, boxes: dict[int, list]):
+    file = tmp_path / "boxes.jsonl"
+    file.write_text("".join(json.dumps({"doc": "issue.pdf", "page": page, "pictures": [{"box": box, "counts": True}]})
+                            + "\n" for page, box in boxes.items()))
+    result = CliRunner().invoke(cli, ["boxes", "--from", str(file), "--db", db])
+    assert result.exit_code == 0, result.output
+
+
+def learn(db, *more):
+    return CliRunner().invoke(cli, ["learn", "--boxes", "--steps", STEPS, "--db", db, "-q", *more])
+
+
+def bottom(rows: list[dict]) -> float:
+    return max(row["y1"] for row in rows if row["decided_by"] != "deleted")
+
+
+def test_the_finder_learns_the_curator_s_boxes_finds_untouched_pages_again_and_undo_puts_it_back(archive, db, tmp_path):
+    truths = archive[1]
+    give_boxes(db, tmp_path, {page: truths[page - 1] for page in range(1, CORRECTED + 1)})
+    before = pictures(db)
+    untouched = range(CORRECTED + 1, PAGES + 1)
+    for page in untouched:  # the shipped finder stops at the drawing: the legend under it is left out
+        assert bottom(before[page]) < truths[page - 1][3] - 0.02, (before[page], truths[page - 1])
+    result = learn(db)
+    assert result.exit_code == 0, result.output
+    assert "learned from 6 pages" in result.output and "found the pictures of 2 pages nobody touched again" in result.output
+    after = pictures(db)
+    for page in untouched:  # now the legend is in the box, as this archive's curator draws it
+        assert abs(bottom(after[page]) - truths[page - 1][3]) < abs(bottom(before[page]) - truths[page - 1][3]) - 0.01
+        assert {row["picture"] for row in after[page]} & {row["picture"] for row in before[page]}, "numbers kept"
+    for page in range(1, CORRECTED + 1):
+        assert after[page] == before[page], "a curator's page is not found again"
+    with Manifest(db) as manifest:
+        version = finders.current_version(manifest.conn)
+        assert version is not None
+        figures = finders.record(manifest.conn, version)["held_out"]
+        assert figures["held_out"] == 2 and figures["trained"] == 6
+        assert {row[0] for row in manifest.conn.execute(
+            "SELECT finder FROM pictures WHERE page >= ? AND NOT deleted", (CORRECTED,))} == {f"network:{version}"}
+        action = manifest.conn.execute("SELECT * FROM history WHERE kind = 'finder'").fetchone()
+        assert "found the pictures of 2 page(s) again" in action["description"]
+    # A document ingested now is found by the finder the manifest learned, its legend in the box too.
+    new_folder = tmp_path / "more"
+    (truth,) = legended_pdf(new_folder / "later.pdf", [200 + PAGES])
+    assert CliRunner().invoke(cli, ["ingest", str(new_folder), "--db", db, "-q"]).exit_code == 0
+    with Manifest(db) as manifest:
+        rows = manifest.conn.execute("SELECT x.finder, x.y1, p.height FROM pictures x JOIN pages p USING (doc_id, page) "
+                                     "JOIN documents d ON d.id = x.doc_id WHERE d.path LIKE '%later.pdf'").fetchall()
+    assert {row["finder"] for row in rows} == {f"network:{version}"}
+    assert max(row["y1"] / row["height"] for row in rows) == pytest.approx(truth[3], abs=0.02)
+    undone = CliRunner().invoke(cli, ["learn", "--boxes", "--undo", "--db", db])
+    assert undone.exit_code == 0, undone.output
+    assert pictures(db) == before
+    with Manifest(db) as manifest:
+        assert finders.current_version(manifest.conn) is None
+        assert {row[0] for row in manifest.conn.execute(
+            "SELECT finder FROM pictures x JOIN documents d ON d.id = x.doc_id "
+            "WHERE NOT added AND d.path LIKE '%issue.pdf'")} == {"network"}
+
+
+def test_a_finder_that_does_no_better_on_the_held_out_pages_changes_nothing_and_says_why(archive, db, tmp_path):
+    # The curator's boxes are the finder's own, nudged: it is right already, and can only do as well.
+    found = pictures(db)
+    give_boxes(db, tmp_path, {page: [max(row, key=lambda r: (r["x1"] - r["x0"]) * (r["y1"] - r["y0"]))[k] + d
+                                     for k, d in zip(("x0", "y0", "x1", "y1"), (-0.001, -0.001, 0.001, 0.001))]
+                              for page, row in ((p, found[p]) for p in range(1, CORRECTED + 1))})
+    before = pictures(db)
+    result = learn(db)
+    assert result.exit_code == 0, result.output
+    assert "kept the finder as it was" in result.output and "did no better on the 2 pages it did not learn from" in result.output
+    assert pictures(db) == before
+    with Manifest(db) as manifest:
+        assert finders.current_version(manifest.conn) is None
+        assert manifest.conn.execute("SELECT COUNT(*) FROM finders").fetchone()[0] == 0
+    again = CliRunner().invoke(cli, ["learn", "--boxes", "--undo", "--db", db])
+    assert again.exit_code == 1 and "there is no learned finder to undo" in again.output
+
+
+def test_too_few_corrected_pages_are_refused_with_how_many_are_needed(db):
+    result = learn(db)
+    assert result.exit_code == 1 and "0 pages with boxes a curator corrected; at least 2 are needed" in result.output
+
+
+def test_a_stop_keeps_nothing(archive, db, tmp_path):
+    from curation.runs.learn_boxes import LearnBoxes
+
+    give_boxes(db, tmp_path, {page: archive[1][page - 1] for page in range(1, CORRECTED + 1)})
+    with Manifest(db) as manifest:
+        learner = LearnBoxes(manifest, steps=int(STEPS),
+                             on_progress=lambda done, total: manifest.request_stop(learner.progress.job_id))
+        report = learner.run()
+        assert report.stopped and "nothing was kept" in report.message
+        assert manifest.latest_job("learn_boxes")["status"] == "stopped"
+        assert finders.current_version(manifest.conn) is None
+        assert manifest.conn.execute("SELECT COUNT(*) FROM finders").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("script", ["pages/threshold.py", "pages/review.py"])
+def test_a_viewer_cannot_start_learning_from_the_boxes(tmp_path, monkeypatch, script):
+    from apptest_support import filled_db, page, ran, signed_in_as
+    from curation.sources import paths
+    from test_auth import CURATOR, SECRETS, VIEWER, button, forced
+
+    def as_user(email):
+        at = page(script)
+        at.secrets.update(SECRETS)
+        at.user = signed_in_as(email)
+        at.query_params["view"] = "Pictures"  # Review's; Threshold has no views
+        return ran(at)
+
+    db = tmp_path / "data" / "manifest.sqlite"
+    monkeypatch.setenv("CURATION_DB", str(db))
+    monkeypatch.setenv(paths.ROOTS_ENV, str(tmp_path / "archive"))
+    filled_db(db, documents=1, pages=4)
+    at = as_user(VIEWER)
+    forced(button(at, "Learn from my boxes")).click()
+    ran(at)
+    with Manifest(db) as manifest:
+        assert manifest.latest_job("learn_boxes") is None
+    assert not button(as_user(CURATOR), "Learn from my boxes").disabled
+
+
+def test_the_held_out_pages_hold_a_picture_and_a_head_that_finds_less_is_not_better():
+    import numpy as np
+
+    from curation.runs.learn_boxes import better, held_out_split, score
+
+    illustrated = np.array([True, True, True, False, False, False, False, False, False])
+    held = held_out_split(illustrated)
+    assert held[:3].sum() == 1 and held[3:].sum() == 2 and (held_out_split(illustrated) == held).all()
+    assert held_out_split(np.array([True, False])).sum() == 1  # one to learn from, one to check on
+    # Finding nothing on a page of text and losing the picture elsewhere scores more, but is not better.
+    before, after = {"clean": 1, "found": 1, "wrong": 3}, {"clean": 0, "found": 0, "wrong": 0}
+    assert score(after) > score(before) and not better(after, before)
+    assert better({"clean": 2, "found": 1, "wrong": 0}, before)
