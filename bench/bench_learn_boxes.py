@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from curation.pictures.finder_train import read_labels, repository  # noqa: E402
 from curation.pictures.judge import Tally, judge  # noqa: E402
-from quality_real import build  # noqa: E402  (beside this file)
+from realdata import build  # noqa: E402  (beside this file)
 
 MIN_PAGES = 6
 BOXED_EVERY = 3  # the curator boxes every third page

@@ -132,7 +132,7 @@ class Tally:
 def read_pages(folder: pathlib.Path, corpus: pathlib.Path, picture_finder: str = "rules") -> list[Page]:
     """The labelled pages with a picture, as one-page PDFs (quality_real.build), with the boxes `picture_finder`
     finds ("rules": the page analysis; "network", "learned": as an ingest with that finder)."""
-    from quality_real import build
+    from realdata import build
 
     labels = build(folder, corpus)
     boxed = {json.loads(line)["file"]: json.loads(line)["pictures"]

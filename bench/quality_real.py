@@ -41,7 +41,6 @@ import sys
 import time
 
 import numpy as np
-import PIL.Image
 import pymupdf
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -54,28 +53,9 @@ from curation.pictures import kind_train, train  # noqa: E402
 from curation.pictures.judge import Tally, area, judge, meet  # noqa: E402
 from curation.scoring.scorer import _gray_at_reference  # noqa: E402
 import legend_quality  # noqa: E402  (beside this file)
+from realdata import build  # noqa: E402  (beside this file)
 
 LEARNING_SIZES = (5, 10, 15, 20)
-
-
-def build(folder: pathlib.Path, corpus: pathlib.Path) -> dict[str, dict]:
-    """One PDF per labelled page image (written once); the labels by PDF path."""
-    corpus.mkdir(parents=True, exist_ok=True)
-    labels = {}
-    for line in (folder / "labels.jsonl").read_text().splitlines():
-        label = json.loads(line)
-        image = folder / "pages" / label["file"]
-        pdf = (corpus / image.with_suffix(".pdf").name).resolve()
-        if not pdf.exists():
-            data = image.read_bytes()
-            with PIL.Image.open(image) as picture:  # reads the header only
-                width, height = picture.size
-            with pymupdf.open() as doc:
-                page = doc.new_page(width=width * 72 / label["dpi"], height=height * 72 / label["dpi"])
-                page.insert_image(page.rect, stream=data)
-                doc.save(pdf)
-        labels[str(pdf)] = label
-    return labels
 
 
 def what_it_is(box, counted, aspect: float) -> str:

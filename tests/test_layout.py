@@ -39,7 +39,6 @@ FLOORS = [
 KNOWN_CIRCLES = [
     {"curation.captions.legend", "curation.captions.vertical"},
     {"curation.manifest.history", "curation.manifest.pictures"},
-    {"bench.legend_quality", "bench.quality_real"},
 ]
 
 
