@@ -81,7 +81,6 @@ def show():
     if large.OPEN not in st.session_state:
         undo_.bar(last)
     captions.caption_tools(flt, threshold)
-    learn_boxes.panel("pictures")
     like_this.model_bar()
     like_this.like_banner(flt, threshold, order)
     notice = st.session_state.pop(NOTICE, None)
@@ -90,6 +89,7 @@ def show():
     if not shown.rows:
         st.info("No pictures match this view." if flt.decision != "all" else
                 "No picture is found on any page yet: pictures are found when pages are scored.")
+        learn_boxes.panel("pictures")
         return
     first = (len(screens) - 1) * PER_SCREEN + 1
     shown_of = f"of {total:,} in this view" if order is None else f"of this order (up to {len(order.ids):,})"
@@ -101,6 +101,8 @@ def show():
         lambda _: large.large_view(threshold))
     grid(shown.rows, crops, {doc["id"]: doc for doc in documents}, notes, sort)
     pager(len(screens), shown.next_after)
+    # Under the cards: it is for the whole archive, and the first screen is the cards'.
+    learn_boxes.panel("pictures")
 
 
 # -- filters ------------------------------------------------------------------------------------
