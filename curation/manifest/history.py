@@ -133,9 +133,11 @@ CURRENT_SQL = {
 }
 # What a finder left on a page (aliased k): its pictures, a curator's marks on them (a page a curator touched
 # since is not as the finder left it), and the page's picture figures.
+# A picture's kind suggested from its crop is left out, as its embedding is: the picture job writes both when it
+# likes, and an undo must not take that for a curator's change to the page.
 FOUND_SQL = (
     "(SELECT json_object('pictures', (SELECT json_group_array(json_array(id, number, rank, x0, y0, x1, y1, area, legend, "
-    "legend_confidence, score, finder, kind_suggested, keep, caption, fx0, deleted, kind, no_legend, no_auto_caption)) "
+    "legend_confidence, score, finder, keep, caption, fx0, deleted, kind, no_legend, no_auto_caption)) "
     "FROM (SELECT * FROM pictures x WHERE x.doc_id = k.doc_id AND x.page = k.page AND NOT x.added ORDER BY x.id)), "
     "'page', json_array(p.picture_area, p.picture_count, p.picture_share, p.picture_x0, p.picture_y0, p.picture_x1, "
     "p.picture_y1)) FROM pages p WHERE p.doc_id = k.doc_id AND p.page = k.page)")

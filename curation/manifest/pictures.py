@@ -395,8 +395,7 @@ def write_found(conn: sqlite3.Connection, doc_id: int, page: int, text: str) -> 
     rows = state["pictures"]
     ids = ",".join(str(int(row[0])) for row in rows) or "NULL"
     conn.execute(f"DELETE FROM pictures WHERE doc_id = ? AND page = ? AND NOT added AND id NOT IN ({ids})", (doc_id, page))
-    columns = ("number", "rank", "x0", "y0", "x1", "y1", "area", "legend", "legend_confidence", "score", "finder",
-               "kind_suggested")
+    columns = ("number", "rank", "x0", "y0", "x1", "y1", "area", "legend", "legend_confidence", "score", "finder")
     conn.executemany(
         f"INSERT INTO pictures (id, doc_id, page, {', '.join(columns)}) VALUES (?, ?, ?, {', '.join('?' * len(columns))}) "
         f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in columns)}",
