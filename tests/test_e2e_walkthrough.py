@@ -140,6 +140,8 @@ def test_at_the_edge_thumbnails_are_large_enough_to_judge(dashboard):
     url, db, page = dashboard
     go(page, url, "threshold")
     page.get_by_role("heading", name="At the edge").wait_for()
+    page.locator("[data-testid='stMain'] img").first.wait_for()  # a busy machine draws the strips after the heading
+    settle(page)
     widths = page.evaluate("""() => [...document.querySelectorAll("[data-testid='stMain'] img")]
                               .map(img => img.getBoundingClientRect().width)""")
     assert widths and min(widths) >= 160

@@ -138,6 +138,34 @@ def test_the_finder_learns_the_curator_s_boxes_finds_untouched_pages_again_and_u
             "WHERE NOT added AND d.path LIKE '%issue.pdf'")} == {"network"}
 
 
+def test_undo_gives_a_page_its_pictures_back_when_another_page_took_their_ids_since(db):
+    # SQLite hands the ids of the pictures a finder dropped to the next pictures inserted (a later ingest's): the
+    # undo gives the page its pictures back under new ids and leaves the other page's pictures as they are.
+    from curation.manifest import history
+
+    drawing, second, third = (100, 100, 600, 600), (700, 100, 900, 300), (700, 400, 900, 600)
+    with Manifest(db) as manifest:
+        manifest.set_pictures(1, 3, [(*drawing, 9.0), (*second, 1.5), (*third, 1.5)], "network")
+        before = manifest.conn.execute("SELECT id, number, x0 FROM pictures WHERE doc_id = 1 AND page = 3 "
+                                       "ORDER BY number").fetchall()
+        with manifest.recording("finder") as action:
+            old = history.found_state(manifest.conn, 1, 3)
+            manifest.set_pictures(1, 3, [(*drawing, 9.0)], "network:1")
+            history.record(manifest.conn, action, history.FOUND_FIELD, old, history.found_state(manifest.conn, 1, 3),
+                           doc_id=1, page=3)
+        manifest.set_pictures(1, 5, [(50, 50, 150, 150, 0.5), (200, 50, 300, 150, 0.5), (400, 50, 500, 150, 0.5)])
+        other = manifest.conn.execute("SELECT * FROM pictures WHERE doc_id = 1 AND page = 5 ORDER BY id").fetchall()
+        assert {row["id"] for row in other} & {row["id"] for row in before}, "the ids were handed on"
+        manifest.undo(action)
+        after = manifest.conn.execute("SELECT id, number, x0 FROM pictures WHERE doc_id = 1 AND page = 3 "
+                                      "ORDER BY number").fetchall()
+        assert [(row["number"], row["x0"]) for row in after] == [(row["number"], row["x0"]) for row in before]
+        assert [dict(row) for row in manifest.conn.execute(
+            "SELECT * FROM pictures WHERE doc_id = 1 AND page = 5 ORDER BY id")] == [dict(row) for row in other]
+        redo, left = manifest.undo()  # undoing the undo finds the page as the undo left it
+        assert left == 0
+
+
 def test_a_finder_that_does_no_better_on_the_held_out_pages_changes_nothing_and_says_why(archive, db, tmp_path):
     # The curator's boxes are the finder's own, nudged: it is right already, and can only do as well.
     found = pictures(db)

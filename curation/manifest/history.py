@@ -471,7 +471,10 @@ def _write_back_pictures(conn: sqlite3.Connection, action: int, stamp: str) -> N
     found = conn.execute("SELECT doc_id, page, new FROM history_changes WHERE action_id = ? AND field = ?",
                          (action, FOUND_FIELD)).fetchall()
     for row in found:
-        pictures.write_found(conn, row["doc_id"], row["page"], row["new"])
+        if pictures.write_found(conn, row["doc_id"], row["page"], row["new"]):  # ids moved: record the page as it is
+            conn.execute("UPDATE history_changes SET new = ? WHERE action_id = ? AND field = ? AND doc_id = ? "
+                         "AND page = ?", (found_state(conn, row["doc_id"], row["page"]), action, FOUND_FIELD,
+                                          row["doc_id"], row["page"]))
     fields = (*PICTURE_FIELDS, FOUND_FIELD)
     pages = conn.execute(
         f"SELECT DISTINCT doc_id, page FROM history_changes WHERE action_id = ? "

@@ -388,21 +388,26 @@ def write_box(conn: sqlite3.Connection, picture_id: int, box: Sequence[int] | No
                  (*fixed, box_area(box) if box is not None else None, now(), picture_id))
 
 
-def write_found(conn: sqlite3.Connection, doc_id: int, page: int, text: str) -> None:
+def write_found(conn: sqlite3.Connection, doc_id: int, page: int, text: str) -> bool:
     """Give a page back the pictures a finder left on it (history.FOUND_SQL's `text`): the same rows, ids and
-    numbers, and the page's picture figures; the caller refreshes the page."""
+    numbers, and the page's picture figures; the caller refreshes the page. A picture whose id another page's
+    picture took since (SQLite hands a deleted row's id to the next insert) comes back under a new id; returns
+    whether one did, as the page's state then differs from `text` in that id."""
     state = json.loads(text)
     rows = state["pictures"]
     ids = ",".join(str(int(row[0])) for row in rows) or "NULL"
     conn.execute(f"DELETE FROM pictures WHERE doc_id = ? AND page = ? AND NOT added AND id NOT IN ({ids})", (doc_id, page))
+    taken = {row[0] for row in conn.execute(
+        f"SELECT id FROM pictures WHERE id IN ({ids}) AND (doc_id IS NOT ? OR page IS NOT ?)", (doc_id, page))}
     columns = ("number", "rank", "x0", "y0", "x1", "y1", "area", "legend", "legend_confidence", "score", "finder")
     conn.executemany(
         f"INSERT INTO pictures (id, doc_id, page, {', '.join(columns)}) VALUES (?, ?, ?, {', '.join('?' * len(columns))}) "
         f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in columns)}",
-        [(row[0], doc_id, page, *row[1:1 + len(columns)]) for row in rows])
+        [(None if row[0] in taken else row[0], doc_id, page, *row[1:1 + len(columns)]) for row in rows])
     conn.execute("UPDATE pages SET picture_area = ?, picture_count = ?, picture_share = ?, picture_x0 = ?, "
                  "picture_y0 = ?, picture_x1 = ?, picture_y1 = ? WHERE doc_id = ? AND page = ?",
                  (*state["page"], doc_id, page))
+    return bool(taken)
 
 
 def refresh_pages(conn: sqlite3.Connection, keys: Iterable[tuple[int, int]]) -> None:
