@@ -5,7 +5,8 @@ For each scan resolution asked for (default 200 and 300 dpi) it generates the ar
 a curator would, with every feature on:
 
 - ingest: `python -m curation ingest` with --workers (2) workers: page analysis, thumbnails, picture cards,
-  legends (where Tesseract and its languages are installed), and with --pictures learned the learned verdict
+  legends (where Tesseract and its languages are installed), the pictures found by --pictures (rules, network:
+  the picture finder, learned: the learned verdict)
 - the picture job that ingest starts when it finishes (every picture embedded; on the GPU where torch sees one)
 - export: `python -m curation export --crop pictures` with as many workers
 
@@ -15,9 +16,10 @@ loading of its network apart from its embedding, pages per second end to end, th
 loop, which does none of this) and the ratio, the exact-decode floor's share of the end-to-end time (the
 pages decoded in as many processes that do nothing else: bench_ingest's floor), and 30,000 pages
 extrapolated (the network's loading counted once; every other start-up, of ingest's pool and of the export,
-is scaled with the pages, so a small archive overstates the time: measure with a few hundred pages or more).
+is scaled with the pages, so a small archive overstates the time: measure with a few hundred pages or more),
+and the peak memory of each process: the ingest's own (coordinator), its workers, the picture job's network.
 
-    python bench/bench_archive.py [--dpi 200,300] [--docs 4] [--pages 30] [--workers 2] [--pictures learned]
+    python bench/bench_archive.py [--dpi 200,300] [--docs 4] [--pages 30] [--workers 2] [--pictures network]
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_ingest import decode_floor, legend_languages, make_corpus, reference_loop  # noqa: E402
-from process_tree import watch_tree  # noqa: E402
+from process_tree import watch_processes, watch_tree  # noqa: E402
 
 from curation import Manifest  # noqa: E402
 from curation.runs.embed import KIND as PICTURE_JOB, missing_parts  # noqa: E402
@@ -53,8 +55,9 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=4)
     parser.add_argument("--pages", type=int, default=30, help="pages per document")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--pictures", choices=("rules", "learned"), default="rules",
-                        help="who finds the pictures at ingest (learned: the picture stage's verdict, slow on a CPU)")
+    parser.add_argument("--pictures", choices=("rules", "network", "learned"), default="rules",
+                        help="who finds the pictures at ingest (network: the picture finder; learned: the picture "
+                             "stage's verdict, slow on a CPU)")
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "bench" / "out" / "archive")
     args = parser.parse_args()
     problem = missing_parts()
@@ -82,7 +85,7 @@ def bench_resolution(args, dpi: int, languages: str | None) -> None:
         pathlib.Path(f"{db}{suffix}").unlink(missing_ok=True)
     ingest = ["ingest", str(corpus_dir), "--workers", str(args.workers), "--pictures", args.pictures]
     ingest += ["--legend-languages", languages] if languages else []
-    stages = ingest_stages(db, ingest)
+    stages, peaks = ingest_stages(db, ingest)
     with Manifest(db) as manifest:
         scored = manifest.summary()["scored"]
         pictures = manifest.conn.execute("SELECT COUNT(*) FROM pictures WHERE NOT deleted").fetchone()[0]
@@ -103,6 +106,8 @@ def bench_resolution(args, dpi: int, languages: str | None) -> None:
         cpu_text = f"{cpu:7.1f} s CPU"
         print(f"  {stage:24s} {seconds:7.1f} s wall {cpu_text}   {seconds / pages * 1000:6.1f} ms/page")
     print(f"    of the picture job: loading the network {once:.1f} s (once a run), embedding {embedding:.1f} s")
+    print("  peak memory, each process of the ingest and its picture job: " +
+          ", ".join(f"{role} {peak / 2**20:.0f} MB" for role, peak in peaks))
     rate = pages / total
     print(f"  end to end              {total:7.1f} s   {rate:6.1f} pages/s")
     print(f"  original loop           {pages / loop_rate:7.1f} s   {loop_rate:6.1f} pages/s   "
@@ -115,10 +120,11 @@ def bench_resolution(args, dpi: int, languages: str | None) -> None:
           f"the original loop {duration(EXTRAPOLATED / loop_rate)}: {EXTRAPOLATED / loop_rate / at_scale:.2f}x")
 
 
-def ingest_stages(db: pathlib.Path, ingest: list[str]) -> dict[str, tuple[float, float | None]]:
+def ingest_stages(db: pathlib.Path, ingest: list[str]) -> tuple[dict[str, tuple[float, float | None]], list]:
     """Wall and CPU seconds of ingest and of the picture job that follows it in the same process, split where
     the picture job's row appears in the manifest: the job's CPU is its process's from then on, and that of
-    any process started after (its readers)."""
+    any process started after (its network's, its readers'); and the peak memory of each process by role,
+    largest first (a process started after the split is the picture job's)."""
     env = {**os.environ, "CURATION_PICTURE_JOB": "on"}
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "curation", *ingest, "--db", str(db), "--quiet"], cwd=ROOT,
@@ -127,17 +133,24 @@ def ingest_stages(db: pathlib.Path, ingest: list[str]) -> dict[str, tuple[float,
     by_pid: dict[int, float] = {}
     watcher = threading.Thread(target=watch_for_picture_job, args=(db, proc, by_pid, handed_over), daemon=True)
     watcher.start()
-    _peak, cpu = watch_tree(proc, by_pid)
+    processes, cpu = watch_processes(proc, by_pid)
     end = time.perf_counter()
     watcher.join()
     if proc.returncode != 0:
         raise SystemExit(f"ingest failed with exit code {proc.returncode}")
+    before = handed_over[0][1] if handed_over else by_pid
+    roles: dict[str, int] = {}
+    for pid, (role, peak) in processes.items():
+        if role == "worker":
+            role = "ingest worker" if pid in before else "picture job's process"
+        roles[role] = max(roles.get(role, 0), peak)
+    peaks = sorted(roles.items(), key=lambda item: -item[1])
     if not handed_over:
-        return {"ingest": (end - start, cpu), "picture job": (0.0, 0.0)}
-    split, before = handed_over[0]
+        return {"ingest": (end - start, cpu), "picture job": (0.0, 0.0)}, peaks
+    split = handed_over[0][0]
     job_cpu = sum(seconds - before.get(pid, 0.0) for pid, seconds in by_pid.items()
                   if pid == proc.pid or pid not in before)
-    return {"ingest": (split - start, cpu - job_cpu), "picture job": (end - split, job_cpu)}
+    return {"ingest": (split - start, cpu - job_cpu), "picture job": (end - split, job_cpu)}, peaks
 
 
 def watch_for_picture_job(db: pathlib.Path, proc: subprocess.Popen, by_pid: dict[int, float],

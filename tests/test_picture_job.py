@@ -122,6 +122,21 @@ def test_a_killed_job_keeps_what_it_stored_and_the_next_run_embeds_only_the_rest
 
 
 @needs_network
+def test_the_network_runs_in_a_process_that_ends_with_the_job_and_takes_torch_s_memory_with_it(tmp_path):
+    pdf = small_pdf(tmp_path / "plates.pdf", pages=2)
+    db = tmp_path / "manifest.sqlite"
+    with_pictures(db, pdf, {0: GRID[:2], 1: GRID[:1]}).close()
+    code = ("import sys, psutil; from curation import Manifest; from curation.runs import embed; "
+            f"report = embed.embed_pictures(Manifest({str(db)!r})); "
+            "torch_in = [c.pid for c in psutil.Process().children(recursive=True) "
+            "            if any('torch' in m.path for m in c.memory_maps())]; "
+            "print(report.embedded, 'torch' in sys.modules, torch_in)")
+    ran = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["3", "False", "[]"]  # embedded; never in the job's process; no process holds it
+
+
+@needs_network
 def test_stop_ends_the_job_after_the_batch_in_hand_and_the_next_run_resumes(tmp_path, monkeypatch):
     # A stop is looked for when the job writes its progress, at most every PROGRESS_INTERVAL: here after every
     # batch, so the test does not hang on how fast 36 crops embed.

@@ -110,7 +110,8 @@ def test_the_picture_job_stores_each_pictures_suggestion_from_the_input_it_embed
     monkeypatch.setattr(picture_job.embedding, "embed_inputs", lambda inputs: np.ones((len(inputs), 1280), np.float32))
     monkeypatch.setattr(picture_job, "suggest_kinds", learned.suggest)
     with picture_job.Manifest(db) as m:
-        report = picture_job.embed_pictures(m, workers=1, make_executor=picture_job.cf.ThreadPoolExecutor)
+        report = picture_job.embed_pictures(m, workers=1, make_executor=picture_job.cf.ThreadPoolExecutor,
+                                            network=picture_job.InProcessNetwork)
         assert report.embedded == 2
         stored = [row["kind_suggested"] for row in m.conn.execute("SELECT kind_suggested FROM pictures ORDER BY number")]
     assert stored == ["halftone", "drawing"]

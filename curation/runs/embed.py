@@ -8,14 +8,15 @@ candidate, fitted to the network's square) from the page they had just decoded a
 curator drew or redrew, a manifest ingested without the job) a pool of reader processes (ingest's pool and
 scheduler: torch-free, memory-capped, a page that crashes or hangs one is skipped alone) reads each page that
 holds one once, as scoring read it (curation.scoring.scorer.page_gray, the reference resolution), and cuts the
-same input. Meanwhile this process embeds the inputs in batches (embedding.embed_inputs: on the GPU where torch
-sees one) and stores each batch's embeddings in one transaction (manifest.picture_embeddings), which drops
-their kept inputs. A stopped or killed run keeps what it stored;
+same input. Meanwhile a process of its own (NetworkProcess) embeds the inputs in batches (embedding.embed_inputs:
+on the GPU where torch sees one) and this one stores each batch's embeddings in one transaction
+(manifest.picture_embeddings), which drops their kept inputs. Torch and the network (about 370 MB at their
+peak on a CPU) live only in that process, which ends with the job, so its memory goes back to the machine. A stopped or killed run keeps what it stored;
 the next run asks the manifest what is still missing (a redrawn or moved box included) and does only that.
 With each embedding it stores the picture's suggested kind (curation.pictures.kind), read from the same input.
 A page that cannot be read is skipped with its reason, in the job's summary, and asked for again next run.
 
-Neither the ingest workers nor the readers import torch: only the process that runs the job does, after ingest.
+Neither the ingest workers, the readers nor the process that runs the job import torch: only the network's does.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ..manifest import picture_embeddings, picture_inputs
 from ..manifest.pictures import store_suggested_kinds
 from ..manifest.store import Manifest
 from .scheduler import CRASH_MESSAGE, Failure, Scheduler, timeout_message
-from .worker_pool import bounded_pool, default_workers, process_pool
+from .worker_pool import bounded_pool, default_workers, network_process, process_pool
 from .jobs import DiskFull, JobProgress, Stopped, claim_manifest, is_disk_full, plural, stop_on_sigterm
 from ..pictures import embedding  # torch-free until it embeds
 from ..pictures.embedding import decode_input, fit_on_paper, page_crop
@@ -151,20 +152,53 @@ def not_here_note() -> str | None:
             "`python -m curation settings --picture-job off` turns the picture job off.")
 
 
+class NetworkProcess:
+    """The embedding network in a process of its own (worker_pool.network_process), loading from the start.
+    `close` ends the process, and the memory of torch and the network with it."""
+
+    def __init__(self):
+        self._pool = network_process()
+        self.loading: cf.Future = self._pool.submit(embedding.device)  # seconds: read inputs meanwhile
+
+    def embed(self, inputs: list[np.ndarray]) -> np.ndarray:
+        return self._pool.submit(embedding.embed_inputs, inputs).result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+class InProcessNetwork:
+    """The embedding network in the job's own process: for a caller that stands in for the network."""
+
+    def __init__(self):
+        self.loading: cf.Future = cf.Future()
+        self.loading.set_result(embedding.device())
+
+    def embed(self, inputs: list[np.ndarray]) -> np.ndarray:
+        return embedding.embed_inputs(inputs)
+
+    def close(self) -> None:
+        embedding.release()
+
+
 class PictureJob:
     """Embed the pictures of `manifest` that lack a current embedding. Use `run()`; progress goes to
     `on_progress(done, total)` in pictures, those embedded by earlier runs counted as done."""
 
     def __init__(self, manifest: Manifest, *, batch: int = BATCH, workers: int | None = None,
                  make_executor: Callable[[int], cf.Executor] = process_pool, task_fn: Callable = read_crops,
+                 network: Callable[[], NetworkProcess | InProcessNetwork] = NetworkProcess,
                  on_progress: Callable[[int, int], None] = lambda done, total: None):
-        """`workers`: processes reading pages while this one embeds (default: one per core); `make_executor`
-        makes their pool (ingest's: torch-free, each worker's memory capped); `task_fn` is what they run."""
+        """`workers`: processes reading pages while the network embeds (default: one per core); `make_executor`
+        makes their pool (ingest's: torch-free, each worker's memory capped); `task_fn` is what they run;
+        `network` starts the network where it runs."""
         self.manifest = manifest
         self.batch = max(1, batch)
         self.workers = workers or default_workers()
         self.make_executor = bounded_pool(make_executor, self.workers)
         self.task_fn = task_fn
+        self.network = network
+        self._network: NetworkProcess | InProcessNetwork | None = None
         self.on_progress = on_progress
         self.report = PictureReport()
         self.job_id: int | None = None
@@ -187,18 +221,15 @@ class PictureJob:
         try:
             self.progress.beat(force=True)
             if todo:
-                # The network loads (seconds: torch, then the weights) while the first inputs are read.
-                loader = cf.ThreadPoolExecutor(1)
-                loading = loader.submit(embedding.device)
-                loader.shutdown(wait=False)
+                network = self._network = self.network()
                 asked = set()
                 while todo:  # pictures an ingest saved meanwhile are asked for before the job ends
                     asked.update(row["id"] for row in todo)
                     for crops in _batches(self._crops(todo), self.batch):
                         if not self.progress.started:
-                            self.report.device = loading.result()
+                            self.report.device = network.loading.result()
                             self.progress.start()  # the rate counts from the first batch, not the loading
-                        self._store(crops, embedding.embed_inputs([crop.pixels for crop in crops]))
+                        self._store(crops, network.embed([crop.pixels for crop in crops]))
                     todo = [dict(row) for row in picture_embeddings.missing(self.manifest.conn)
                             if row["id"] not in asked]
                     self.progress.total += len(todo)
@@ -293,9 +324,10 @@ class PictureJob:
         self.on_progress(self.progress.done, self.progress.total)
         self.progress.beat()
 
-    @staticmethod
-    def _release() -> None:
-        embedding.release()  # nothing to do where this run loaded no network
+    def _release(self) -> None:
+        if self._network is not None:
+            self._network.close()
+            self._network = None
 
 
 def _box(row) -> tuple[float, float, float, float]:

@@ -48,6 +48,14 @@ def process_pool(workers: int, memory_limit: int | None = None) -> cf.Executor:
     )
 
 
+def network_process() -> cf.ProcessPoolExecutor:
+    """One process for the network a job runs beside its own work (the picture job's embedding): torch and the
+    network's memory come and go with it, and it is never replaced between tasks (loading takes seconds)."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["curation.runs.ingest"])
+    return cf.ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_init_worker)
+
+
 def bounded_pool(make_executor: Callable[[int], cf.Executor], workers: int,
                  memory_limit: int | None = None) -> Callable[[int], cf.Executor]:
     """The default process pool with each worker's memory capped (a fair share unless given); any
