@@ -25,6 +25,7 @@ and the peak memory of each process: the ingest's own (coordinator), its workers
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import pathlib
 import shutil
@@ -133,38 +134,46 @@ def ingest_stages(db: pathlib.Path, ingest: list[str]) -> tuple[dict[str, tuple[
     by_pid: dict[int, float] = {}
     watcher = threading.Thread(target=watch_for_picture_job, args=(db, proc, by_pid, handed_over), daemon=True)
     watcher.start()
-    processes, cpu = watch_processes(proc, by_pid)
+    created: dict[int, float] = {}
+    processes, cpu = watch_processes(proc, by_pid, created)
     end = time.perf_counter()
     watcher.join()
     if proc.returncode != 0:
         raise SystemExit(f"ingest failed with exit code {proc.returncode}")
     before = handed_over[0][1] if handed_over else by_pid
+    job_started = handed_over[0][2] if handed_over else float("inf")
     roles: dict[str, int] = {}
     for pid, (role, peak) in processes.items():
-        if role == "worker":
-            role = "ingest worker" if pid in before else "picture job's process"
+        if role == "worker":  # the job's row is written before it starts its network's process
+            role = "ingest worker" if created.get(pid, 0) < job_started else "picture job's process"
         roles[role] = max(roles.get(role, 0), peak)
     peaks = sorted(roles.items(), key=lambda item: -item[1])
     if not handed_over:
         return {"ingest": (end - start, cpu), "picture job": (0.0, 0.0)}, peaks
     split = handed_over[0][0]
-    job_cpu = sum(seconds - before.get(pid, 0.0) for pid, seconds in by_pid.items()
-                  if pid == proc.pid or pid not in before)
+    job_cpu = sum(seconds - (0.0 if created.get(pid, 0) >= job_started else before.get(pid, 0.0))
+                  for pid, seconds in by_pid.items() if pid == proc.pid or created.get(pid, 0) >= job_started)
     return {"ingest": (split - start, cpu - job_cpu), "picture job": (end - split, job_cpu)}, peaks
 
 
 def watch_for_picture_job(db: pathlib.Path, proc: subprocess.Popen, by_pid: dict[int, float],
-                          seen: list[tuple[float, dict[int, float]]]) -> None:
-    """When the picture job's row appears: the time, and each process's CPU seconds so far."""
+                          seen: list[tuple[float, dict[int, float], float]]) -> None:
+    """When the picture job's row appears: the time, each process's CPU seconds so far, and when the job
+    started by its row."""
     while proc.poll() is None:
         try:
             with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
-                if conn.execute("SELECT 1 FROM jobs WHERE kind = ?", (PICTURE_JOB,)).fetchone():
-                    seen.append((time.perf_counter(), _cpu_now(proc.pid, by_pid)))
+                row = conn.execute("SELECT started_at FROM jobs WHERE kind = ?", (PICTURE_JOB,)).fetchone()
+                if row:
+                    seen.append((time.perf_counter(), _cpu_now(proc.pid, by_pid), _epoch(row[0])))
                     return
         except sqlite3.Error:  # not created yet, or busy
             pass
         time.sleep(0.05)
+
+
+def _epoch(iso: str) -> float:
+    return datetime.datetime.fromisoformat(iso).timestamp()
 
 
 def _cpu_now(root: int, polled: dict[int, float]) -> dict[int, float]:

@@ -18,10 +18,11 @@ def watch_tree(proc: subprocess.Popen, cpu_by_pid: dict[int, float] | None = Non
     return max((peak for _, peak in peaks.values()), default=0), cpu
 
 
-def watch_processes(proc: subprocess.Popen, cpu: dict[int, float] | None = None
-                    ) -> tuple[dict[int, tuple[str, int]], float]:
+def watch_processes(proc: subprocess.Popen, cpu: dict[int, float] | None = None,
+                    created: dict[int, float] | None = None) -> tuple[dict[int, tuple[str, int]], float]:
     """{pid: (role, peak RSS)} of every process the tree had, and the CPU seconds of all of them (each one's
-    by pid into `cpu`, where given, as they are polled).
+    by pid into `cpu`, where given, as they are polled; when each started, as time.time() reads it, into
+    `created`, where given).
 
     The role is 'coordinator' for `proc` itself, else the process's name and first arguments.
     """
@@ -37,6 +38,8 @@ def watch_processes(proc: subprocess.Popen, cpu: dict[int, float] | None = None
             try:
                 times = p.cpu_times()
                 cpu[p.pid] = times.user + times.system
+                if created is not None and p.pid not in created:
+                    created[p.pid] = p.create_time()
                 with open(f"/proc/{p.pid}/status") as status:
                     for line in status:
                         if line.startswith("VmHWM:"):
