@@ -35,7 +35,7 @@ def cutoffs(manifest) -> tuple[list[float], list[float]]:
     sigmas = [row[0] for row in manifest.conn.execute("SELECT sigma FROM pages WHERE sigma IS NOT NULL LIMIT 4")]
     areas = [row[0] for row in manifest.conn.execute(
         "SELECT picture_area FROM pages WHERE picture_area > 0 LIMIT 3")]
-    return [0.0, 25.0, 31.7, 45.0, 45.05, 61.3, 500.0, *sigmas], [0.0, 0.05, 0.1, 1.0, 2.0, 7.77, 2000.0, *areas]
+    return [0.0, 0.3, 25.0, 31.7, 45.0, 45.05, 61.3, 500.0, *sigmas], [0.0, 0.05, 0.1, 1.0, 2.0, 7.77, 2000.0, *areas]
 
 
 def assert_counts_are_exact(manifest):
@@ -88,6 +88,31 @@ def manifest(tmp_path, monkeypatch):
 def keys(manifest, count, offset=0):
     return [tuple(row) for row in manifest.conn.execute(
         "SELECT doc_id, page FROM pages WHERE status = 'ok' ORDER BY sigma LIMIT ? OFFSET ?", (count, offset))]
+
+
+def test_pages_a_float_step_from_a_cutoff_or_a_bin_s_edge_are_counted_exactly(manifest):
+    # A σ cutoff on a bin's edge (the slider's tenths) guesses every bin from the edge up kept and reads only the
+    # pages beside it: pages on it, a float step either side, inside the margin read apart and just past it.
+    import math
+
+    def nudged(x: float, steps: int) -> float:
+        for _ in range(abs(steps)):
+            x = math.nextafter(x, math.copysign(math.inf, steps))
+        return x
+
+    sigmas = [nudged(45.0, n) for n in (-2, -1, 0, 1, 2)] + [45.0 - 2e-6, 45.0 + 2e-6, 45.0 - 1e-6, 45.0 + 1e-6,
+                                                                45.0999999, 0.0, nudged(0.0, 1), nudged(0.3, -1), 0.3]
+    # The picture cutoff reads only the part of its bin between the cutoff and the bin's nearer edge: pages on
+    # each side of the cutoffs and of their bins' edges.
+    edges = [aggregates.AREA_FLOOR * 10 ** ((aggregates.area_bin(a) + n) / aggregates.AREA_STEPS) for a in (2.0, 7.77)
+             for n in (0, 1)]
+    areas = [nudged(a, n) for a in (2.0, 7.77, *edges) for n in (-1, 0, 1)] + [2.0 * (1 + 2e-6), 7.77 * (1 - 2e-6)]
+    with manifest.transaction():
+        for (doc_id, page), sigma in zip(keys(manifest, len(sigmas), 3), sigmas):
+            manifest.conn.execute("UPDATE pages SET sigma = ? WHERE doc_id = ? AND page = ?", (sigma, doc_id, page))
+        for (doc_id, page), area in zip(keys(manifest, len(areas), 40), areas):
+            manifest.conn.execute("UPDATE pages SET picture_area = ? WHERE doc_id = ? AND page = ?", (area, doc_id, page))
+    assert_counts_are_exact(manifest)
 
 
 def test_counts_equal_a_recount_after_every_kind_of_change(manifest):

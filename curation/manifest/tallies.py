@@ -62,13 +62,51 @@ class Tally:
 def _decisions(params: dict, sb, ab, kind, model) -> tuple[np.ndarray, np.ndarray]:
     """Each row's decision and whether the model disagrees with the rule, from its bins (exact away from
     the bins beside the cutoffs)."""
-    by_sigma = (sb >= 0) & (sb > sigma_bin(params["threshold"]))
-    by_area = (ab >= 0) & (ab > area_bin(params["picture_area_min"]))
+    by_sigma = (sb >= 0) & (sb > sigma_cut(params["threshold"])[0])
+    by_area = (ab >= 0) & (ab > area_cut(params["picture_area_min"])[0])
     picture = np.where(kind == 0, by_sigma, np.where(kind == 1, by_area, np.where(kind == 3, by_area & by_sigma, False)))
     rule = params["rule"]
     base = by_sigma if params["base_rule"] == "sigma" else picture
     keep = np.where(model >= 0, model == 1, picture) if rule == "model" else (by_sigma if rule == "sigma" else picture)
     return keep.astype(bool), (model >= 0) & ((model == 1) != base)
+
+
+SIGMA_EDGE = 1e-6  # a σ this near a cutoff may fall in the bin on either side of it, as its float rounds
+
+
+def sigma_cut(threshold: float) -> tuple[int, float, float]:
+    """How the bins guess a σ cutoff: pages in bins above the first number are guessed kept, and those with a σ
+    from the second to the third (excluded) are read apart, as the guess may be wrong for them. A cutoff on a
+    bin's edge (every σ the slider sets: tenths) keeps the bins from that edge up and reads only the pages
+    within SIGMA_EDGE of it (at 4 M pages a tenth of σ holds thousands: a tenth of a second to read);
+    any other cutoff reads the whole bin that holds it."""
+    edge = round(threshold * SIGMA_STEPS)
+    if abs(threshold * SIGMA_STEPS - edge) < 1e-9:
+        return edge - 1, threshold - SIGMA_EDGE, threshold + SIGMA_EDGE
+    held = sigma_bin(threshold)
+    return held, held / SIGMA_STEPS - SIGMA_EDGE, (held + 1) / SIGMA_STEPS + SIGMA_EDGE
+
+
+AREA_EDGE = 1e-6  # relative: an area this near a bin's edge or a cutoff may fall on either side of it
+
+
+def area_cut(minimum: float) -> tuple[int, float, float]:
+    """As sigma_cut, for the picture cutoff: pages in bins above the first number are guessed kept, and those with
+    an area from the second to the third (excluded) are read apart. The bin holding the cutoff is guessed the way
+    most of it lies (log bins, whose edges the slider never sets), so only the part between the cutoff and the
+    bin's nearer edge is read: half a bin at most. The open-ended bins at either end are read whole."""
+    held = area_bin(minimum)
+    if held <= 0 or held >= AREA_BINS - 1:
+        return held, -1.0 if held <= 0 else _area_edge(held) * (1 - AREA_EDGE), \
+            1e308 if held >= AREA_BINS - 1 else _area_edge(held + 1) * (1 + AREA_EDGE)
+    lower, upper = _area_edge(held), _area_edge(held + 1)
+    if math.log(minimum / lower) < math.log(upper / minimum):  # nearer the lower edge: the bin guessed kept
+        return held - 1, lower * (1 - AREA_EDGE), minimum * (1 + AREA_EDGE)
+    return held, minimum * (1 - AREA_EDGE), upper * (1 + AREA_EDGE)
+
+
+def _area_edge(n: int) -> float:
+    return 10 ** (math.log10(AREA_FLOOR) + n / AREA_STEPS)
 
 
 def tally(manifest, params: dict) -> Tally:
@@ -299,17 +337,12 @@ _cutoffs: dict[tuple, dict] = {}
 
 def _read_the_cutoffs(manifest, params: dict) -> dict:
     ensure_log10(manifest.conn)
-    # Only the bin holding each cutoff is guessed wrong: the pages in it, and those a rounding of the bins'
-    # edges could put on either side (a margin far wider than the float error), are read; any more are
-    # read in vain, and there are a page count / bins of them.
-    tb = sigma_bin(params["threshold"])
-    margin = 1e-6
-    ranges = {"s_lo": tb / SIGMA_STEPS - margin, "s_hi": (tb + 1) / SIGMA_STEPS + margin, "a_lo": 1.0, "a_hi": 0.0}
+    # Only the pages at each cutoff are guessed wrong, those sigma_cut and area_cut name (with a margin far wider
+    # than the float error); any more are read in vain, and there are a page count / bins of them.
+    _, s_lo, s_hi = sigma_cut(params["threshold"])
+    ranges = {"s_lo": s_lo, "s_hi": s_hi, "a_lo": 1.0, "a_hi": 0.0}
     if params["rule"] != "sigma":
-        abm = area_bin(params["picture_area_min"])
-        edge = lambda n: 10 ** (math.log10(AREA_FLOOR) + n / AREA_STEPS)  # noqa: E731
-        ranges["a_lo"] = -1.0 if abm <= 0 else edge(abm) * (1 - margin)
-        ranges["a_hi"] = 1e308 if abm >= AREA_BINS - 1 else edge(abm + 1) * (1 + margin)
+        _, ranges["a_lo"], ranges["a_hi"] = area_cut(params["picture_area_min"])
     cursor = manifest.conn.cursor()
     cursor.row_factory = None
     rows = cursor.execute(
