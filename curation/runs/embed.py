@@ -11,7 +11,8 @@ holds one once, as scoring read it (curation.scoring.scorer.page_gray, the refer
 same input. Meanwhile a process of its own (NetworkProcess) embeds the inputs in batches (embedding.embed_inputs:
 on the GPU where torch sees one) and this one stores each batch's embeddings in one transaction
 (manifest.picture_embeddings), which drops their kept inputs. Torch and the network (about 370 MB at their
-peak on a CPU) live only in that process, which ends with the job, so its memory goes back to the machine. A stopped or killed run keeps what it stored;
+peak on a CPU) live only in that process, which ends with the job, so its memory goes back to the machine.
+A stopped or killed run keeps what it stored;
 the next run asks the manifest what is still missing (a redrawn or moved box included) and does only that.
 With each embedding it stores the picture's suggested kind (curation.pictures.kind), read from the same input.
 A page that cannot be read is skipped with its reason, in the job's summary, and asked for again next run.
