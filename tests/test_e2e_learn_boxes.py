@@ -17,7 +17,9 @@ pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
                                 reason="needs Debian's chromium (apt-get install chromium)")
 
 PAGES, FIXED = 5, 3
-SEEDS = (302, 304, 306, 307, 309)  # pages the shipped finder finds one picture on
+# Pages the shipped finder finds one picture on, none with its box's corner where the curator's drag starts (a drag
+# from a corner's handle moves that corner).
+SEEDS = (302, 305, 306, 307, 309)
 
 
 def card(page, number: int):

@@ -189,6 +189,48 @@ def test_training_is_deterministic_and_a_stopped_run_resumes_to_the_same_weights
                for a, b in zip(whole.state_dict().values(), untrained.state_dict().values()))
 
 
+def test_the_finder_s_heads_each_learn_their_own_pages_and_steps_and_are_kept_together(tmp_path):
+    from curation.pictures.finder_network import Head, Heads, head_bytes, head_from_bytes
+
+    sheets, pictures = generated_sheets(4)
+    pages = finder_train.encode(finder_train.training_pages(sheets, pictures, composed=4, seed=2), tmp_path, "k")
+    chosen = np.arange(len(pages.sources))
+    heads = finder_train.trained_heads(pages, chosen, ((0, 3), (4, 5)), 4, seed=3, checkpoints=tmp_path, name="all")
+    assert isinstance(heads, Heads) and len(heads.members) == 2
+    # The first head learned from the real pages alone (the composed ones come last), the second from every page.
+    alone = finder_train.train_head(pages, chosen[:-4], steps=3, seed=3)
+    every = finder_train.train_head(pages, chosen, steps=5, seed=3)
+    for member, single in zip(heads.members, (alone, every)):
+        for a, b in zip(member.state_dict().values(), single.state_dict().values()):
+            assert np.array_equal(a.numpy(), b.numpy())
+    assert sorted(p.name for p in tmp_path.glob("all-*.pt")) == ["all-0x3.pt", "all-4x5.pt"]
+    again = head_from_bytes(head_bytes(heads))
+    assert isinstance(again, Heads) and len(again.members) == 2
+    page, _ = drawing_page(seed=11)
+    assert np.array_equal(finder.Finder.with_head(again).cells(page), finder.Finder.with_head(heads).cells(page))
+    assert finder.Finder.with_head(heads).cells(page).shape[0] == 2
+    # A head kept alone (the finder's first versions, and the heads manifests learned from them) loads as one.
+    assert isinstance(head_from_bytes(head_bytes(alone)), Head)
+    assert finder.Finder.with_head(alone).cells(page).ndim == 2
+
+
+def test_the_heads_cells_are_combined_by_their_mean_or_their_least():
+    page, drawing = drawing_page(seed=5)
+    h, w = page.shape
+    scale = finder.SIDE / max(h, w) / finder.STRIDE
+    sure = np.zeros((round(h * scale), round(w * scale)), np.float32)
+    x0, y0, x1, y1 = drawing
+    sure[int(y0 * scale):int(np.ceil(y1 * scale)), int(x0 * scale):int(np.ceil(x1 * scale))] = 0.9
+    doubtful = sure * 0.5  # a second head sees the picture, less surely
+    cells = np.stack([sure, doubtful])
+    mean = finder.pictures_from_cells(cells, page, REFERENCE_DPI, finder.Settings(cell_cutoff=0.6, combine="mean"))
+    least = finder.pictures_from_cells(cells, page, REFERENCE_DPI, finder.Settings(cell_cutoff=0.6, combine="min"))
+    assert len(mean) == 1 and mean[0].score == pytest.approx(0.675) and least == []
+    assert finder.pictures_from_cells(cells, page, REFERENCE_DPI, finder.Settings(cell_cutoff=0.4, combine="min"))
+    with pytest.raises(ValueError):
+        finder.combined(cells, "max")
+
+
 def test_ingest_finds_pictures_with_the_network_and_a_decision_survives_a_rescore(tmp_path):
     folder, page, drawing = drawing_archive(tmp_path, seed=43)
     db = str(tmp_path / "m.sqlite")

