@@ -1,4 +1,4 @@
-"""Learn from my boxes: the picture finder's head fine-tuned on the pages whose boxes a curator corrected, kept
+"""Learn from my boxes: the picture finder's heads fine-tuned on the pages whose boxes a curator corrected, kept
 only where it finds their pictures better, then used to find again the pictures of the pages nobody touched.
 
 1. The corrected pages: pages where a curator redrew, added or deleted a picture (in the app), or gave all its
@@ -6,8 +6,8 @@ only where it finds their pictures better, then used to find again the pictures 
    as the curator left them (an excluded picture is left out of the loss and judged "neither": it is a picture,
    but whether it counts is a choice). Each is read as ingest reads it.
 2. A quarter of them (HELD_OUT, drawn from SEED) is held out: a quarter of those holding a picture that counts
-   (at least one, so at least two such pages are needed) and a quarter of the others. The head in use (the
-   manifest's learned one, else the shipped one) is fine-tuned on the rest from its own weights
+   (at least one, so at least two such pages are needed) and a quarter of the others. The heads in use (the
+   manifest's learned ones, else the shipped ones) are fine-tuned on the rest from their own weights, together
    (curation.pictures.finder_train: the same targets, features and training, STEPS steps from SEED, one thread).
 3. Old and new head find the held-out pages' pictures, judged as the recipe judges (curation.pictures.judge).
    Only when the new one scores better there and finds every picture the old one found (`better`) is it kept
