@@ -62,6 +62,39 @@ def test_a_space_is_put_where_japanese_characters_stand_apart_by_an_empty_square
     assert recognizer.decode(steps("MILLRACE", [0, 4, 8, 12, 24, 28, 32, 36]))[0] == "MILLRACE"
 
 
+def typeset_line(text: str) -> np.ndarray:
+    """A line of type, cropped close: dark on light, as a legend's line is given to the recognizer."""
+    import cv2
+
+    line = np.full((60, 3000), 250, np.uint8)
+    cv2.putText(line, text, (10, 45), cv2.FONT_HERSHEY_SIMPLEX, 1.0, 20, 2, cv2.LINE_AA)
+    rows, columns = np.flatnonzero(line.min(axis=1) < 128), np.flatnonzero(line.min(axis=0) < 128)
+    return line[rows[0] - 2:rows[-1] + 3, columns[0] - 4:columns[-1] + 5]
+
+
+@needs_recognizer
+def test_a_long_line_is_read_in_pieces_cut_between_its_words(monkeypatch):
+    """A line many times as wide as it is tall is read in pieces, so the network's memory stays that of a short
+    line; the pieces are cut in the paper between words, and read together they give the whole line."""
+    import cv2
+
+    text = "Fig. 12. Section of the engine house, shewing the boiler, the cylinder and the beam"
+    gray = typeset_line(text)
+    line = cv2.resize(gray, (round(recognizer.HEIGHT * gray.shape[1] / gray.shape[0]), recognizer.HEIGHT))
+    pieces = recognizer._pieces(line)
+    assert len(pieces) >= 2 and pieces[0][0] == 0 and pieces[-1][1] == line.shape[1]
+    assert all(end - start <= recognizer.PIECE_WIDTH for start, end, _ in pieces)
+    assert all(a[1] == b[0] for a, b in zip(pieces, pieces[1:]))
+    dark = (int(line.min()) + int(line.max())) / 2
+    assert all(line[:, start].min() > dark for start, _, _ in pieces[1:]), "no stroke is cut"
+    assert all(space for _, _, space in pieces[1:]), "each cut lies between two words"
+    read, confidence = recognizer.read_line(gray)
+    assert read == text and confidence > 0.9
+    monkeypatch.setattr(recognizer, "PIECE_WIDTH", 10_000)
+    assert recognizer.read_line(gray)[0] == read, "read whole, the line reads the same"
+    assert recognizer._pieces(line) == [(0, line.shape[1], False)]
+
+
 def test_onnx_metadata_is_read_without_the_onnx_package():
     def field(number: int, payload: bytes) -> bytes:  # a length-delimited protobuf field (short payloads)
         return bytes([number << 3 | 2, len(payload)]) + payload

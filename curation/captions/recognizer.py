@@ -22,6 +22,11 @@ HEIGHT = 48  # the network's input height; lines are scaled to it
 MIN_WIDTH = 320  # its narrowest input (PaddleOCR pads shorter lines to this)
 STEP = 8  # widths are padded to a multiple of the network's horizontal stride
 MAX_WIDTH = 3200  # a longer line is squeezed: no legend's line is 66 times as wide as it is tall
+# The widest piece of a line read at once: the network's memory grows with its input's width (in OpenCV's dnn a
+# process reading a 3,200-pixel line peaks about 140 MB above one reading 960), so a longer line is read in pieces
+# cut where the type stands apart.
+PIECE_WIDTH = 960
+WORD_GAP = 0.15  # of HEIGHT: a cut in paper this wide lies between two words (letters stand closer)
 METADATA_FIELD = 14  # ModelProto.metadata_props in onnx.proto
 CHARACTER_KEY = "character"
 SPACE_PITCHES = 1.5  # between one character's pitch (no space) and two (a full-width space)
@@ -104,17 +109,60 @@ def _network():
 
 def read_line(gray: np.ndarray) -> tuple[str, float]:
     """The text of one line of type (gray, dark on light, cropped close), with its confidence: the mean of
-    the network's probability for each character it read (0..1; 0 when it read none)."""
+    the network's probability for each character it read (0..1; 0 when it read none). A line wider than
+    PIECE_WIDTH (once HEIGHT tall) is read in pieces (`_pieces`)."""
     h, w = gray.shape
     width = min(MAX_WIDTH, max(1, round(HEIGHT * w / max(h, 1))))
     line = cv2.resize(gray, (width, HEIGHT), interpolation=cv2.INTER_AREA if h > HEIGHT else cv2.INTER_CUBIC)
+    text, weighted, characters_read = "", 0.0, 0
+    for start, end, after_space in _pieces(line):
+        piece, confidence = decode(_probabilities(line[:, start:end]))
+        if not piece:
+            continue
+        if text and after_space and not (is_wide(text[-1]) and is_wide(piece[0])):
+            text += " "
+        text += piece
+        weighted += confidence * len(piece)
+        characters_read += len(piece)
+    return text, weighted / characters_read if characters_read else 0.0
+
+
+def _probabilities(line: np.ndarray) -> np.ndarray:
+    """The network's symbol probabilities at each step of a line HEIGHT tall."""
+    width = line.shape[1]
     padded = max(MIN_WIDTH, -(-width // STEP) * STEP)
     blob = np.zeros((1, 3, HEIGHT, padded), np.float32)  # PaddleOCR pads with 0, mid-gray once normalised
     blob[0, :, :, :width] = line.astype(np.float32) / 127.5 - 1
     net = _network()
     net.setInput(blob)
-    probabilities = net.forward()[0]  # steps x symbols, softmax
-    return decode(probabilities)
+    return net.forward()[0]  # steps x symbols, softmax
+
+
+def _pieces(line: np.ndarray) -> list[tuple[int, int, bool]]:
+    """The line (HEIGHT tall) as pieces at most PIECE_WIDTH wide: (start, end, whether a word's space lies before
+    it). Each cut is made in the widest run of paper in the second half of the piece, so no character is cut; where
+    none is, at the piece's end."""
+    width = line.shape[1]
+    paper = line.min(axis=0) > (int(line.min()) + int(line.max())) / 2  # columns no stroke crosses
+    pieces, start, space = [], 0, False
+    while width - start > PIECE_WIDTH:
+        window = paper[start + PIECE_WIDTH // 2:start + PIECE_WIDTH]
+        cut, run = _widest_run(window)
+        cut = start + PIECE_WIDTH // 2 + cut if run else start + PIECE_WIDTH
+        pieces.append((start, cut, space))
+        start, space = cut, run >= WORD_GAP * HEIGHT
+    pieces.append((start, width, space))
+    return pieces
+
+
+def _widest_run(flags: np.ndarray) -> tuple[int, int]:
+    """The middle and the length of the longest run of True in `flags` ((0, 0) where none is)."""
+    edges = np.flatnonzero(np.diff(np.r_[0, flags.astype(np.int8), 0]))
+    if not len(edges):
+        return 0, 0
+    starts, ends = edges[::2], edges[1::2]
+    i = int(np.argmax(ends - starts))
+    return int((starts[i] + ends[i]) // 2), int(ends[i] - starts[i])
 
 
 def decode(probabilities: np.ndarray) -> tuple[str, float]:
