@@ -112,7 +112,7 @@ def main() -> None:
 
 
 def network(pages: list[np.ndarray]) -> None:
-    """The picture network's stages on each page on one core (an ingest worker's): OpenCV's dnn as ingest runs
+    """The picture network's stages on each page on one core (an ingest worker's): ONNX Runtime as ingest runs
     it, torch beside it as the reference."""
     import cv2
     import torch
@@ -137,7 +137,7 @@ def network(pages: list[np.ndarray]) -> None:
         counts.append(len(pictures))
         for name, value in (("rule-based analysis (reference)", reference), ("network input", input_ms),
                             ("network in torch (reference)", torch_ms),
-                            ("network in OpenCV's dnn (input, encoder, head)", cells_ms),
+                            ("network in ONNX Runtime (input, encoder, heads)", cells_ms),
                             ("boxes fitted to the ink", fit_ms),
                             ("picture network, whole page", cells_ms + fit_ms)):
             costs.setdefault(name, []).append(value)

@@ -28,6 +28,8 @@ def test_the_character_list_is_the_models_own():
     symbols = recognizer.characters()
     assert symbols[0] == "" and symbols[-1] == " "  # CTC's blank first, a space last, as PaddleOCR decodes
     assert {"A", "z", "7", "圖", "ウ", "の", "·"} <= set(symbols)
+    blank = np.full((recognizer.HEIGHT, recognizer.MIN_WIDTH), 255, np.uint8)
+    assert recognizer._probabilities(blank).shape[1] == len(symbols)  # a symbol for each of the network's outputs
 
 
 @needs_recognizer
@@ -93,15 +95,6 @@ def test_a_long_line_is_read_in_pieces_cut_between_its_words(monkeypatch):
     monkeypatch.setattr(recognizer, "PIECE_WIDTH", 10_000)
     assert recognizer.read_line(gray)[0] == read, "read whole, the line reads the same"
     assert recognizer._pieces(line) == [(0, line.shape[1], False)]
-
-
-def test_onnx_metadata_is_read_without_the_onnx_package():
-    def field(number: int, payload: bytes) -> bytes:  # a length-delimited protobuf field (short payloads)
-        return bytes([number << 3 | 2, len(payload)]) + payload
-
-    model = (field(1, b"\x08\x07") + field(14, field(1, b"character") + field(2, b"a\nb")) +
-             bytes([5 << 3 | 0, 0x96, 0x01]) + field(14, field(1, b"other") + field(2, b"x")))
-    assert recognizer.onnx_metadata(model) == {"character": "a\nb", "other": "x"}
 
 
 @needs_engine

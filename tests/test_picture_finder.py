@@ -95,7 +95,7 @@ def test_figures_side_by_side_are_pictures_of_their_own_and_a_keying_letter_is_l
     assert all(p.box[3] < letter[1] for p in parted), "the letter keying a figure is not part of it"
 
 
-def test_ingest_runs_the_network_in_opencv_as_torch_does_without_importing_torch(tmp_path, monkeypatch):
+def test_ingest_runs_the_network_in_onnx_runtime_as_torch_does_without_importing_torch(tmp_path, monkeypatch):
     monkeypatch.setenv("VET_MODELS_DIR", str(tmp_path / "models"))
     page, _ = drawing_page(seed=11)
     finder.check_installed()  # makes the ONNX export, as ingest does before its workers start
@@ -103,19 +103,19 @@ def test_ingest_runs_the_network_in_opencv_as_torch_does_without_importing_torch
     from curation.pictures.finder_network import load_head
 
     in_torch = finder.Finder.with_head(load_head(finder.WEIGHTS_FILE)).cells(page)
-    in_opencv = finder.Finder(finder.DnnNetwork(finder.exported(finder.shipped_weights()))).cells(page)
-    assert in_opencv.shape == in_torch.shape
-    assert np.abs(in_opencv - in_torch).max() < 1e-4
+    in_runtime = finder.Finder(finder.ExportedNetwork(finder.exported(finder.shipped_weights()))).cells(page)
+    assert in_runtime.shape == in_torch.shape
+    assert np.abs(in_runtime - in_torch).max() < 1e-4
     # A worker: a fresh process that finds a page's pictures with the shipped finder, as ingest's workers do.
     import subprocess
     import sys
 
     script = ("import sys, numpy as np; from curation.pictures import finder; "
               "page = np.full((1400, 1000), 240, np.uint8); page[200:700, 150:800] = 30; "
-              "finder.found_columns(page); print('torch' in sys.modules)")
+              "finder.found_columns(page); print('torch' in sys.modules, 'onnxruntime' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                           env={**__import__("os").environ, "VET_MODELS_DIR": str(tmp_path / "models")})
-    assert done.stdout.strip() == "False", done.stderr
+    assert done.stdout.strip() == "False True", done.stderr
 
 
 def test_the_network_reads_the_page_at_its_side_padded_with_paper():

