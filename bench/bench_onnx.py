@@ -69,7 +69,7 @@ def runner(runtime: str, path: str):
             net.setInput(blob)
             return net.forward()
         return run
-    from curation.onnx_network import OnnxNetwork
+    from curation.pictures.onnx_network import OnnxNetwork
 
     return OnnxNetwork(path)
 
@@ -101,7 +101,8 @@ def peak_memory(runtime: str, path: str, inputs: list[np.ndarray]) -> float:
 def measure(runtime: str, path: str, saved: str) -> None:
     import psutil
 
-    import curation.onnx_network  # noqa: F401  (the package's own imports are not the runtime's; onnxruntime's is)
+    # The package's own imports are not the runtime's memory (onnxruntime's import is: it loads with the network).
+    import curation.pictures.onnx_network  # noqa: F401
 
     cv2.setNumThreads(1)
     with np.load(saved) as file:

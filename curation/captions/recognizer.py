@@ -3,7 +3,7 @@ kana), English and the Latin-script languages, which reads what Tesseract has no
 
 Its ONNX file (`PP-OCRv6_rec_small.onnx`, Apache-2.0) ships inside the `rapidocr` wheel beside the text
 detector (curation/pictures/text.py), so nothing is downloaded; it runs in ONNX Runtime on one thread
-(curation.onnx_network). Its character list is the model's own metadata ("character"), read from the file; its output is
+(curation.pictures.onnx_network). Its character list is the model's own metadata ("character"); its output is
 decoded greedily as CTC (the most likely symbol at each step, repeats and blanks dropped).
 """
 
@@ -16,7 +16,7 @@ import unicodedata
 import cv2
 import numpy as np
 
-from ..onnx_network import OnnxNetwork
+from ..pictures.onnx_network import OnnxNetwork
 
 MODEL_FILE = "PP-OCRv6_rec_small.onnx"
 HEIGHT = 48  # the network's input height; lines are scaled to it

@@ -34,7 +34,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from ..onnx_network import OnnxNetwork
+from .onnx_network import OnnxNetwork
 from ..scoring.features import REFERENCE_DPI, analyse_page
 from .verdict import picture_columns
 
@@ -133,8 +133,8 @@ class TorchNetwork:
 
 class ExportedNetwork:
     """The encoder and the heads exported together to ONNX (`exported`), run by ONNX Runtime on one thread
-    (curation.onnx_network): on one core about a third of torch's time for the same probabilities, and an ingest
-    worker that runs it never imports torch (it stays near the runtime's own memory)."""
+    (curation.pictures.onnx_network): on one core about a third of torch's time for the same probabilities, and an
+    ingest worker that runs it never imports torch (it stays near the runtime's own memory)."""
 
     def __init__(self, onnx_file: Path):
         self.network = OnnxNetwork(onnx_file)

@@ -2,7 +2,7 @@
 
 The detector (PaddleOCR's DB text detection, Apache-2.0; its ONNX file ships inside the `rapidocr`
 wheel, so nothing is downloaded) marks printed type, display type and handwriting alike, in any
-script, and leaves drawings alone. It runs in ONNX Runtime on one thread (curation.onnx_network).
+script, and leaves drawings alone. It runs in ONNX Runtime on one thread (curation.pictures.onnx_network).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import importlib.resources
 import cv2
 import numpy as np
 
-from ..onnx_network import OnnxNetwork
+from .onnx_network import OnnxNetwork
 
 MODEL_FILE = "PP-OCRv6_det_small.onnx"
 MAX_SIDE = 1600  # pixels: a newspaper's body text stays a few pixels tall at 144 dpi scaled to this
