@@ -5,7 +5,8 @@ The networks and their inputs, as ingest gives them:
 - the picture finder (encoder and the shipped heads, its ONNX export): generated periodical pages at 144 dpi brought
   to its input (curation.pictures.finder.network_input);
 - the PP-OCRv6 text detector (the learned verdict): the same pages at its input (at most 1600 px a side);
-- the PP-OCRv6 recogniser (legends): a line at its input, 320 and 960 pixels wide (the widest piece it reads).
+- the PP-OCRv6 recogniser (legends): inputs of a line's shape, 48 pixels tall and 320 or 960 wide (the widest piece
+  it reads), of random values (its time depends on the shape alone).
 
 The memory is measured apart, for each network and runtime in a fresh process that reads the inputs from a file: its
 resident memory at its peak while it loads the network and runs the inputs, less its memory before (psutil, sampled

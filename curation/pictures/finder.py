@@ -34,8 +34,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from .onnx_network import OnnxNetwork
 from ..scoring.features import REFERENCE_DPI, analyse_page
+from .onnx_network import OnnxNetwork
 from .verdict import picture_columns
 
 WEIGHTS_FILE = Path(__file__).with_name("finder.npz")
@@ -133,7 +133,7 @@ class TorchNetwork:
 
 class ExportedNetwork:
     """The encoder and the heads exported together to ONNX (`exported`), run by ONNX Runtime on one thread
-    (curation.pictures.onnx_network): on one core about a third of torch's time for the same probabilities, and an
+    (curation.pictures.onnx_network): on one core two fifths of torch's time for the same probabilities, and an
     ingest worker that runs it never imports torch (it stays near the runtime's own memory)."""
 
     def __init__(self, onnx_file: Path):

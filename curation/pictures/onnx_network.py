@@ -1,8 +1,8 @@
 """An ONNX network run on the CPU as the page stages run theirs: ONNX Runtime, on one thread.
 
 The picture finder, the text detector and the legends' recogniser are ONNX files (the finder's exported here, the
-other two inside rapidocr's wheel). On one core ONNX Runtime runs each in about two thirds of OpenCV's dnn time or
-less, for the same outputs within 1e-5 (`python bench/bench_onnx.py`). One thread: an ingest worker is one process
+other two inside rapidocr's wheel). On one core ONNX Runtime runs each in 0.6 to 0.8 of the time OpenCV's dnn took,
+for the same outputs within 1e-5 (`python bench/bench_onnx.py`). One thread: an ingest worker is one process
 a core, and a network that started threads of its own would run them against the other workers.
 """
 
