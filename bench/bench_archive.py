@@ -149,6 +149,8 @@ def ingest_stages(db: pathlib.Path, ingest: list[str]) -> tuple[dict[str, tuple[
         roles[role] = max(roles.get(role, 0), peak)
     peaks = sorted(roles.items(), key=lambda item: -item[1])
     if not handed_over:
+        print("  (the picture job's row was not seen while it ran: its time, its CPU and its process's memory are "
+              "counted as ingest's; run again)")
         return {"ingest": (end - start, cpu), "picture job": (0.0, 0.0)}, peaks
     split = handed_over[0][0]
     job_cpu = sum(seconds - (0.0 if created.get(pid, 0) >= job_started else before.get(pid, 0.0))

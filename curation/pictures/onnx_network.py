@@ -12,9 +12,16 @@ import numpy as np
 
 
 class OnnxNetwork:
-    """The ONNX file at `path`, loaded once; called with its input, it gives its first output."""
+    """The ONNX file at `path`, loaded once; called with its input, it gives its first output.
 
-    def __init__(self, path):
+    `varying_inputs`: its inputs come in many sizes (the legends' lines). The runtime's memory arena keeps what
+    the largest input seen needed, so there each run's memory goes back instead: a worker reading legends then
+    holds about 50 MB less after a few hundred pages (bench/bench_worker_memory.py). A network whose input is
+    always about one size (the finder's page at 512 pixels) keeps its arena: without it, the same few large
+    buffers each page leave the worker's heap in pieces, and its memory grows page after page.
+    """
+
+    def __init__(self, path, *, varying_inputs: bool = False):
         import onnxruntime
 
         options = onnxruntime.SessionOptions()
@@ -22,6 +29,7 @@ class OnnxNetwork:
         # Pages and lines change size from one input to the next, so a memory plan kept for the last size is no
         # help: without it the finder's process holds about 8 MB less, in the same time.
         options.enable_mem_pattern = False
+        options.enable_cpu_mem_arena = not varying_inputs
         self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.input = self.session.get_inputs()[0].name
 
