@@ -21,8 +21,9 @@ def watch_tree(proc: subprocess.Popen, cpu_by_pid: dict[int, float] | None = Non
 def watch_processes(proc: subprocess.Popen, cpu: dict[int, float] | None = None,
                     created: dict[int, float] | None = None) -> tuple[dict[int, tuple[str, int]], float]:
     """{pid: (role, peak RSS)} of every process the tree had, and the CPU seconds of all of them (each one's
-    by pid into `cpu`, where given, as they are polled; when each started, as time.time() reads it, into
-    `created`, where given).
+    by pid into `cpu`, where given, as they are polled; when each was first seen, as time.time() reads it, into
+    `created`, where given: within a poll of its start, where psutil's start time can be a second off, its
+    boot time being kept to the second).
 
     The role is 'coordinator' for `proc` itself, else the process's name and first arguments.
     """
@@ -39,7 +40,7 @@ def watch_processes(proc: subprocess.Popen, cpu: dict[int, float] | None = None,
                 times = p.cpu_times()
                 cpu[p.pid] = times.user + times.system
                 if created is not None and p.pid not in created:
-                    created[p.pid] = p.create_time()
+                    created[p.pid] = time.time()
                 with open(f"/proc/{p.pid}/status") as status:
                     for line in status:
                         if line.startswith("VmHWM:"):
