@@ -15,8 +15,9 @@ class OnnxNetwork:
     """The ONNX file at `path`, loaded once; called with its input, it gives its first output.
 
     `varying_inputs`: its inputs come in many sizes (the legends' lines). The runtime's memory arena keeps what
-    the largest input seen needed, so there each run's memory goes back instead: a worker reading legends then
-    holds about 50 MB less after a few hundred pages (bench/bench_worker_memory.py). A network whose input is
+    the largest input seen needed, so there each run's memory goes back instead: in a worker reading legends over
+    400 pages the blocks mapped apart from its heap stay at 48 MB where the arena took them to 96, and its peak is
+    352-363 MB instead of 377 (bench/bench_worker_memory.py). A network whose input is
     always about one size (the finder's page at 512 pixels) keeps its arena: without it, the same few large
     buffers each page leave the worker's heap in pieces, and its memory grows page after page.
     """
