@@ -33,6 +33,17 @@ def test_the_character_list_is_the_models_own():
 
 
 @needs_recognizer
+def test_lines_of_every_width_read_the_same_with_the_memory_given_back_after_each():
+    from curation.pictures.onnx_network import OnnxNetwork
+
+    kept, given_back = OnnxNetwork(recognizer.model_path()), recognizer._network()
+    rng = np.random.default_rng(0)
+    for width in (960, 320, 640, 320):  # the widest first: a kept arena would serve the others from its memory
+        line = rng.uniform(-1, 1, (1, 3, recognizer.HEIGHT, width)).astype(np.float32)
+        np.testing.assert_allclose(given_back(line), kept(line), atol=1e-6)
+
+
+@needs_recognizer
 def test_ctc_is_decoded_greedily_dropping_repeats_and_blanks():
     symbols = recognizer.characters()
     a, b = symbols.index("A"), symbols.index("B")

@@ -17,9 +17,9 @@ class OnnxNetwork:
     `varying_inputs`: its inputs come in many sizes (the legends' lines). The runtime's memory arena keeps what
     the largest input seen needed, so there each run's memory goes back instead: in a worker reading legends over
     400 pages the blocks mapped apart from its heap stay at 48 MB where the arena took them to 96, and its peak is
-    352-363 MB instead of 377 (bench/bench_worker_memory.py). A network whose input is
-    always about one size (the finder's page at 512 pixels) keeps its arena: without it, the same few large
-    buffers each page leave the worker's heap in pieces, and its memory grows page after page.
+    352-363 MB instead of 377 (bench/bench_worker_memory.py). A network whose input is always about one size (the
+    finder's page at 512 pixels) keeps its arena: without it, the same few large buffers each page leave the
+    worker's heap in pieces, and its memory grows page after page.
     """
 
     def __init__(self, path, *, varying_inputs: bool = False):
