@@ -172,6 +172,20 @@ def test_composed_pages_know_their_pictures_and_their_sources():
     assert all(np.array_equal(a.gray, b.gray) and a.boxes == b.boxes for a, b in zip(pages, again))
 
 
+def test_a_picture_s_cells_are_taught_to_stop_at_its_edge():
+    # A square page of 64 x 64 cells: a picture over cells 16.5-32.5 each way, and a box left out far from it.
+    page = compose.Composed(np.full((1024, 1024), 235, np.uint8),
+                            [((16.5 / 64, 16.5 / 64, 32.5 / 64, 32.5 / 64), compose.COUNTED),
+                             ((48 / 64, 48 / 64, 56 / 64, 56 / 64), compose.IGNORED)], {"made"})
+    target, weight = finder_train.targets(page)
+    assert target[17:32, 17:32].all() and target.sum() == 15 * 15  # the cells whose centres it covers
+    # The cells its edge runs through (their centres outside) are paper, and taught as such.
+    for edge in (np.s_[16, 16:33], np.s_[32, 16:33], np.s_[16:33, 16], np.s_[16:33, 32]):
+        assert not target[edge].any() and (weight[edge] == finder_train.EDGE_WEIGHT).all()
+    assert weight[48:56, 48:56].max() == 0  # the box left out still teaches nothing
+    assert weight[5, 5] == 1.0 and weight[40, 40] == 1.0
+
+
 def test_training_is_deterministic_and_a_stopped_run_resumes_to_the_same_weights(tmp_path):
     sheets, pictures = generated_sheets(4)
     pages = finder_train.encode(finder_train.training_pages(sheets, pictures, composed=4, seed=2), tmp_path, "k")

@@ -61,6 +61,10 @@ BATCH = 16
 LEARNING_RATE = 3e-3
 POSITIVE_WEIGHT = 2.0  # a picture's cells are the fewer: each counts twice
 PADDING_WEIGHT = 0.25  # the paper padding the page to a square teaches little
+# The cells a picture's edge runs through, their centres outside it, are taught as paper at this weight. Left out of
+# the loss (as they were), the heads' cells spilled past the picture; taught, they stop at its edge, and leave one
+# source out the finder found 49 of 59 pictures instead of 46, with no more wrong or unclean boxes.
+EDGE_WEIGHT = 1.0
 GENERATED_PICTURES = 24
 CHECKPOINT_EVERY = 100
 GRID = finder.SIDE // finder.STRIDE
@@ -145,8 +149,8 @@ def training_pages(sheets: list[compose.Sheet], pictures: list[compose.Material]
 
 
 def targets(page: compose.Composed) -> tuple[np.ndarray, np.ndarray]:
-    """Each cell's target (1 on a picture) and weight (0 where it teaches nothing: on a box left out, on a
-    picture's edge) over the square the page is padded to."""
+    """Each cell's target (1 on a picture) and weight (0 where it teaches nothing: on a box left out) over the
+    square the page is padded to. The cells around a picture's are its edge: paper, at EDGE_WEIGHT."""
     h, w = page.gray.shape
     scale = finder.SIDE / max(h, w)
     cols, rows = w * scale / finder.STRIDE, h * scale / finder.STRIDE  # the page's extent in cells
@@ -164,6 +168,9 @@ def targets(page: compose.Composed) -> tuple[np.ndarray, np.ndarray]:
         weight[touched] = 0.0
         weight[inside] = 1.0
         target[inside] = 1
+    # Found on the cells, not the boxes: a cell beside a picture's, in a box left out, is taught as paper too.
+    edge = (cv2.dilate(target, np.ones((3, 3), np.uint8)) > 0) & (target == 0) & (weight == 0)
+    weight[edge] = EDGE_WEIGHT
     return target, weight
 
 
@@ -403,8 +410,9 @@ def data_key(folders: list[pathlib.Path], composed: int, seed: int) -> str:
     from . import finder_network
 
     digest.update((pathlib.Path(__file__).parent / "compose.py").read_bytes())
-    digest.update(inspect.getsource(finder.network_input).encode() + inspect.getsource(finder_network.encoder).encode())
-    digest.update(f"{composed} {seed} {GENERATED_PICTURES} {finder.SIDE} {finder_network.TAPS}".encode())
+    digest.update(inspect.getsource(finder.network_input).encode() + inspect.getsource(finder_network.encoder).encode()
+                  + inspect.getsource(targets).encode())
+    digest.update(f"{composed} {seed} {GENERATED_PICTURES} {finder.SIDE} {finder_network.TAPS} {EDGE_WEIGHT}".encode())
     return digest.hexdigest()[:16]
 
 
