@@ -24,9 +24,10 @@ source of the measure is the same source).
    shipped heads are trained on every page, and `finder.json` records the data, the recipe, the settings and the
    figures.
 
-Training is deterministic: the pages are composed from --seed, the batches drawn from (seed, step), torch seeded;
-a run stopped and started again resumes from its last checkpoint (every CHECKPOINT_EVERY steps) and ends with the
-same weights as one that was never stopped.
+Training is deterministic on a machine: the pages are composed from --seed, the batches drawn from (seed, step),
+torch seeded and on one thread; a run stopped and started again resumes from its last checkpoint (every
+CHECKPOINT_EVERY steps) and ends with the same weights as one that was never stopped. Another CPU's kernels round
+differently, and over thousands of steps the heads drift apart: compare weights made on one machine.
 """
 
 from __future__ import annotations
@@ -62,8 +63,9 @@ LEARNING_RATE = 3e-3
 POSITIVE_WEIGHT = 2.0  # a picture's cells are the fewer: each counts twice
 PADDING_WEIGHT = 0.25  # the paper padding the page to a square teaches little
 # The cells a picture's edge runs through, their centres outside it, are taught as paper at this weight. Left out of
-# the loss (as they were), the heads' cells spilled past the picture; taught, they stop at its edge, and leave one
-# source out the finder found 49 of 59 pictures instead of 46, with no more wrong or unclean boxes.
+# the loss (as they were), the heads' cells spilled past the picture; taught, they stop at its edge. Leave one source
+# out, on each of two machines, the finder kept as few or fewer wrong boxes (5 to 5, 8 to 4) and as many or more
+# clean ones (19 to 19, 17 to 19); the pictures it found moved with the machine (46 to 49, 45 to 38 of 59).
 EDGE_WEIGHT = 1.0
 GENERATED_PICTURES = 24
 CHECKPOINT_EVERY = 100
@@ -442,8 +444,8 @@ def main(argv: list[str] | None = None) -> None:
 
     import torch
 
-    # One thread: the same sums in the same order on every machine, and no threads spinning against each other
-    # on a busy two-core machine (a second thread made the features four times slower there).
+    # One thread: the same sums in the same order on every run of a machine, and no threads spinning against each
+    # other on a busy two-core machine (a second thread made the features four times slower there).
     torch.set_num_threads(1)
 
     def say(message: str) -> None:

@@ -140,7 +140,7 @@ class LearnBoxes:
     def _run(self) -> LearnReport:
         import torch
 
-        torch.set_num_threads(1)  # the same sums on every machine, and the other core left to the app
+        torch.set_num_threads(1)  # the same sums on every run, and the other core left to the app
         self.progress.start()
         self.progress.job_id = claim_manifest(self.manifest, KIND, {"steps": self.steps, "seed": self.seed})
         status, message = "failed", None
