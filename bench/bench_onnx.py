@@ -53,8 +53,9 @@ def networks(count: int) -> dict[str, tuple[str, list[np.ndarray]]]:
     rng = np.random.default_rng(0)
     lines = {width: [rng.uniform(-1, 1, (1, 3, recognizer.HEIGHT, width)).astype(np.float32) for _ in range(count)]
              for width in LINE_WIDTHS}
+    heads = len(finder.record()["heads"]) * len(finder.record()["seeds"])
     return {
-        "picture finder (encoder, 3 heads)": (str(finder.exported(finder.shipped_weights())),
+        f"picture finder (encoder, {heads} heads)": (str(finder.exported(finder.shipped_weights())),
                                               [finder.network_input(p)[None, None] for p in page_list]),
         "text detector (1600 px)": (text.model_path(), [text.network_input(p) for p in page_list[:max(2, count // 4)]]),
         **{f"recogniser ({width} px line)": (recognizer.model_path(), lines[width]) for width in LINE_WIDTHS},

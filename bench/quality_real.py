@@ -201,27 +201,22 @@ def network(folder: pathlib.Path, boxed: pathlib.Path) -> None:
     """The picture finder's pictures (curation.pictures.finder), as its recipe measures them: leave one source out
     on `folder`, and leave one collection out on the boxed pages beside it (their collections grouped by
     repository, as the recipe groups sources). Its features are cached where the recipe keeps them; each fold's
-    heads are trained once and kept there too (about three minutes a fold on one core)."""
+    heads are trained once and kept there too (about three minutes a fold and a seed on one core)."""
     import torch
 
     from curation.pictures import finder, finder_train as recipe
 
     torch.set_num_threads(1)
     folders = [folder] + ([boxed] if (boxed / "labels.jsonl").exists() else [])
-    shipped = finder.record()  # the shipped heads' recipe: the pages each learned from and its steps
-    heads, seed = tuple((h["composed"], h["steps"]) for h in shipped["heads"]), shipped["seed"]
+    shipped = finder.record()  # the shipped heads' recipe: its seeds, the pages each head learned from and its steps
+    heads = tuple((h["composed"], h["steps"]) for h in shipped["heads"])
     composed = max(n for n, _ in heads)
-    key = recipe.data_key(folders, composed, seed)
-    cached = (recipe.DEFAULT_CACHE / key / "sources.json").exists()
-    made = [] if cached else recipe.training_pages(*recipe.material(folders), composed, seed)
-    pages = recipe.encode(made, recipe.DEFAULT_CACHE, key)
-    checkpoints = recipe.DEFAULT_CACHE / key / "heads"
-    checkpoints.mkdir(parents=True, exist_ok=True)
+    runs = recipe.runs_of(folders, tuple(shipped["seeds"]), composed)
     for measure, title in ((folder, "leave one source out"), (boxed, "leave one collection out, boxed pages")):
         if measure not in folders:
             print(f"picture finder, {title}: no {measure}")
             continue
-        held_out = recipe.held_out_cells(pages, recipe.measured_pages(measure), heads, composed, seed, checkpoints)
+        held_out = recipe.held_out_cells(runs, recipe.measured_pages(measure), heads, composed)
         lines, _, _ = recipe.table(recipe.leave_one_source_out(held_out))
         print(f"pictures of the picture finder at the default size, {title} (trained on pages holding none of the "
               f"source's material, settings chosen on the other sources):")

@@ -140,7 +140,10 @@ def test_the_shipped_finder_finds_a_drawing_set_into_text_and_keeps_out_of_plain
 def test_the_shipped_head_has_its_record():
     record = finder.record()
     assert finder.WEIGHTS_FILE.stat().st_size < 20 << 20
-    assert record["seed"] == finder_train.SEED and "pooled" in record and "leave_one_source_out" in record
+    assert record["seeds"] == list(finder_train.SEEDS) and "pooled" in record and "leave_one_source_out" in record
+    from curation.pictures.finder_network import load_head
+
+    assert len(load_head(finder.WEIGHTS_FILE).members) == len(record["seeds"]) * len(record["heads"])
     assert finder.shipped_settings() in finder_train.SETTINGS_GRID
 
 
@@ -209,7 +212,8 @@ def test_the_finder_s_heads_each_learn_their_own_pages_and_steps_and_are_kept_to
     sheets, pictures = generated_sheets(4)
     pages = finder_train.encode(finder_train.training_pages(sheets, pictures, composed=4, seed=2), tmp_path, "k")
     chosen = np.arange(len(pages.sources))
-    heads = finder_train.trained_heads(pages, chosen, ((0, 3), (4, 5)), 4, seed=3, checkpoints=tmp_path, name="all")
+    run = finder_train.Run(3, pages, tmp_path)
+    heads = finder_train.trained_heads([run], ((0, 3), (4, 5)), 4, "all")
     assert isinstance(heads, Heads) and len(heads.members) == 2
     # The first head learned from the real pages alone (the composed ones come last), the second from every page.
     alone = finder_train.train_head(pages, chosen[:-4], steps=3, seed=3)
@@ -226,6 +230,62 @@ def test_the_finder_s_heads_each_learn_their_own_pages_and_steps_and_are_kept_to
     # A head kept alone (the finder's first versions, and the heads manifests learned from them) loads as one.
     assert isinstance(head_from_bytes(head_bytes(alone)), Head)
     assert finder.Finder.with_head(alone).cells(page).ndim == 2
+
+
+def recipe_folder(folder, pages: int = 4):
+    """Generated pages laid out as the recipe's measure: labels.jsonl, pictures.jsonl and pages/, two sources."""
+    (folder / "pages").mkdir(parents=True)
+    labels, boxed = [], []
+    for seed in range(pages):
+        rgb, boxes = page_image_and_pictures(PageSpec(kind=("mixed", "text")[seed % 2], seed=seed, dpi=60))
+        h, w = rgb.shape[:2]
+        name = f"{seed:02d}.png"
+        cv2.imwrite(str(folder / "pages" / name), cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY))
+        labels.append({"file": name, "dpi": 60, "source": f"made/{seed // 2}@1:{name}", "has_illustration": bool(boxes)})
+        boxed.append({"file": name, "pictures": [{"box": [x0 / w, y0 / h, x1 / w, y1 / h], "counts": True}
+                                                 for x0, y0, x1, y1 in boxes]})
+    for name, lines in (("labels.jsonl", labels), ("pictures.jsonl", boxed)):
+        (folder / name).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return folder
+
+
+def test_the_recipe_trains_each_seed_s_heads_and_the_finder_is_all_of_them(tmp_path, monkeypatch, capsys):
+    from curation.pictures.finder_network import load_head
+
+    monkeypatch.setattr(finder_train, "GENERATED_PICTURES", 2)
+    monkeypatch.setattr(finder, "WEIGHTS_FILE", tmp_path / "finder.npz")
+    (tmp_path / "finder.json").write_bytes(finder.RECORD_FILE.read_bytes())  # the shipped one, until it is written
+    monkeypatch.setattr(finder, "RECORD_FILE", tmp_path / "finder.json")
+    folder = recipe_folder(tmp_path / "measure")
+    cache = tmp_path / "cache"
+    finder_train.main([str(folder), "--heads", "0:2,4:3", "--seeds", "5,6", "--cache", str(cache)])
+    record = json.loads((tmp_path / "finder.json").read_text())
+    assert record["seeds"] == [5, 6] and set(record["leave_one_source_out"]) == {"made/0", "made/1"}
+    assert set(record["each_seed"]) == {"5", "6"} and "pooled" in record["each_seed"]["5"]
+    assert "seed 5 alone, pooled" in capsys.readouterr().out
+    heads = load_head(tmp_path / "finder.npz")
+    assert len(heads.members) == 4  # two heads of each seed, the first seed's first
+    # Each seed composed its own pages and trained its heads on them: the same heads as one seed's run alone.
+    runs = finder_train.runs_of([folder], (5, 6), 4, cache)
+    assert not np.array_equal(np.asarray(runs[0].pages.fine[-1]), np.asarray(runs[1].pages.fine[-1]))
+    alone = finder_train.trained_heads([runs[1]], ((0, 2), (4, 3)), 4, "again")
+    for mine, theirs in zip(heads.members[2:], alone.members):
+        for a, b in zip(mine.state_dict().values(), theirs.state_dict().values()):
+            assert np.array_equal(a.numpy(), b.numpy())
+    held_out = finder_train.held_out_cells(runs, finder_train.measured_pages(folder), ((0, 2), (4, 3)), 4)
+    assert all(seen.cells.shape[0] == 4 for seen in held_out)
+    # A fold's heads (kept by the run above) learned from none of the held-out source's pages, in every seed.
+    fold = finder_train.trained_heads(runs, ((0, 2), (4, 3)), 4, "made__0", leaving_out="made/0")
+    for run, member in zip(runs, fold.members[1::2]):
+        without = [i for i, held in enumerate(run.pages.sources) if "made/0" not in held]
+        assert 0 < len(without) < len(run.pages.sources)
+        single = finder_train.train_head(run.pages, np.array(without), steps=3, seed=run.seed)
+        for a, b in zip(member.state_dict().values(), single.state_dict().values()):
+            assert np.array_equal(a.numpy(), b.numpy())
+    one_seed = finder_train.heads_of_run(held_out, 1, 2)
+    assert all(np.array_equal(a.cells[2:], b.cells) for a, b in zip(held_out, one_seed))
+    with pytest.raises(SystemExit):
+        finder_train.main([str(folder), "--seeds", "5,5"])
 
 
 def test_the_heads_cells_are_combined_by_their_mean_or_their_least():
