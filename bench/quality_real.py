@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -201,7 +202,8 @@ def network(folder: pathlib.Path, boxed: pathlib.Path) -> None:
     """The picture finder's pictures (curation.pictures.finder), as its recipe measures them: leave one source out
     on `folder`, and leave one collection out on the boxed pages beside it (their collections grouped by
     repository, as the recipe groups sources). Its features are cached where the recipe keeps them; each fold's
-    heads are trained once and kept there too (about three minutes a fold and a seed on one core)."""
+    heads are trained once and kept there too (about three minutes a fold and a seed on one core; a head a core at a
+    time)."""
     import torch
 
     from curation.pictures import finder, finder_train as recipe
@@ -216,7 +218,8 @@ def network(folder: pathlib.Path, boxed: pathlib.Path) -> None:
         if measure not in folders:
             print(f"picture finder, {title}: no {measure}")
             continue
-        held_out = recipe.held_out_cells(runs, recipe.measured_pages(measure), heads, composed)
+        held_out = recipe.held_out_cells(runs, recipe.measured_pages(measure), heads, composed,
+                                         workers=os.cpu_count() or 1)
         lines, _, _ = recipe.table(recipe.leave_one_source_out(held_out))
         print(f"pictures of the picture finder at the default size, {title} (trained on pages holding none of the "
               f"source's material, settings chosen on the other sources):")

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
 PAGES, FIXED = 5, 3
 # Pages the shipped finder finds one picture on. The curator's drag starts under the legend, a corner the finder's
 # box (which leaves the legend out) never reaches: a drag from a corner's handle would move that corner instead.
-SEEDS = (304, 305, 306, 307, 309)
+SEEDS = (302, 305, 306, 307, 309)
 
 
 def card(page, number: int):

@@ -212,7 +212,8 @@ def test_the_finder_s_heads_each_learn_their_own_pages_and_steps_and_are_kept_to
     sheets, pictures = generated_sheets(4)
     pages = finder_train.encode(finder_train.training_pages(sheets, pictures, composed=4, seed=2), tmp_path, "k")
     chosen = np.arange(len(pages.sources))
-    run = finder_train.Run(3, pages, tmp_path)
+    run = finder_train.Run(3, tmp_path / "k", pages)
+    run.checkpoints.mkdir()
     heads = finder_train.trained_heads([run], ((0, 3), (4, 5)), 4, "all")
     assert isinstance(heads, Heads) and len(heads.members) == 2
     # The first head learned from the real pages alone (the composed ones come last), the second from every page.
@@ -221,7 +222,7 @@ def test_the_finder_s_heads_each_learn_their_own_pages_and_steps_and_are_kept_to
     for member, single in zip(heads.members, (alone, every)):
         for a, b in zip(member.state_dict().values(), single.state_dict().values()):
             assert np.array_equal(a.numpy(), b.numpy())
-    assert sorted(p.name for p in tmp_path.glob("all-*.pt")) == ["all-0x3.pt", "all-4x5.pt"]
+    assert sorted(p.name for p in run.checkpoints.glob("all-*.pt")) == ["all-0x3.pt", "all-4x5.pt"]
     again = head_from_bytes(head_bytes(heads))
     assert isinstance(again, Heads) and len(again.members) == 2
     page, _ = drawing_page(seed=11)
@@ -241,7 +242,8 @@ def recipe_folder(folder, pages: int = 4):
         h, w = rgb.shape[:2]
         name = f"{seed:02d}.png"
         cv2.imwrite(str(folder / "pages" / name), cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY))
-        labels.append({"file": name, "dpi": 60, "source": f"made/{seed // 2}@1:{name}", "has_illustration": bool(boxes)})
+        labels.append({"file": name, "dpi": 60, "source": f"made/{seed // 2}@1:{name}",
+                       "has_illustration": bool(boxes)})
         boxed.append({"file": name, "pictures": [{"box": [x0 / w, y0 / h, x1 / w, y1 / h], "counts": True}
                                                  for x0, y0, x1, y1 in boxes]})
     for name, lines in (("labels.jsonl", labels), ("pictures.jsonl", boxed)):
@@ -258,14 +260,15 @@ def test_the_recipe_trains_each_seed_s_heads_and_the_finder_is_all_of_them(tmp_p
     monkeypatch.setattr(finder, "RECORD_FILE", tmp_path / "finder.json")
     folder = recipe_folder(tmp_path / "measure")
     cache = tmp_path / "cache"
-    finder_train.main([str(folder), "--heads", "0:2,4:3", "--seeds", "5,6", "--cache", str(cache)])
+    finder_train.main([str(folder), "--heads", "0:2,4:3", "--seeds", "5,6", "--cache", str(cache), "--workers", "2"])
     record = json.loads((tmp_path / "finder.json").read_text())
     assert record["seeds"] == [5, 6] and set(record["leave_one_source_out"]) == {"made/0", "made/1"}
     assert set(record["each_seed"]) == {"5", "6"} and "pooled" in record["each_seed"]["5"]
     assert "seed 5 alone, pooled" in capsys.readouterr().out
     heads = load_head(tmp_path / "finder.npz")
     assert len(heads.members) == 4  # two heads of each seed, the first seed's first
-    # Each seed composed its own pages and trained its heads on them: the same heads as one seed's run alone.
+    # Each seed composed its own pages and trained its heads on them, two at a time in processes of their own: the
+    # same heads as one seed's trained alone here.
     runs = finder_train.runs_of([folder], (5, 6), 4, cache)
     assert not np.array_equal(np.asarray(runs[0].pages.fine[-1]), np.asarray(runs[1].pages.fine[-1]))
     alone = finder_train.trained_heads([runs[1]], ((0, 2), (4, 3)), 4, "again")
