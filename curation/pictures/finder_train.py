@@ -414,11 +414,13 @@ def train_all(jobs: list[HeadJob], workers: int, progress=None) -> None:
     order = sorted(jobs, key=lambda job: -job.steps)
     started = time.perf_counter()
     with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-        for done, future in enumerate(as_completed([pool.submit(_train_job, job) for job in order]), 1):
+        futures = {pool.submit(_train_job, job): job for job in order}
+        for done, future in enumerate(as_completed(futures), 1):
             future.result()
-            if progress and (done % 10 == 0 or done == len(order)):
-                progress(f"trained {done} of {len(order)} heads, {workers} at a time, "
-                         f"{time.perf_counter() - started:.0f} s")
+            if progress:
+                job = futures[future]
+                progress(f"seed {job.seed}, {job.checkpoint.stem}: {done} of {len(order)} heads trained, {workers} at "
+                         f"a time, {time.perf_counter() - started:.0f} s")
 
 
 def _train_job(job: HeadJob) -> None:
