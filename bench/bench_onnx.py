@@ -53,7 +53,8 @@ def networks(count: int) -> dict[str, tuple[str, list[np.ndarray]]]:
     rng = np.random.default_rng(0)
     lines = {width: [rng.uniform(-1, 1, (1, 3, recognizer.HEIGHT, width)).astype(np.float32) for _ in range(count)]
              for width in LINE_WIDTHS}
-    heads = len(finder.record()["heads"]) * len(finder.record()["seeds"])
+    record = finder.record()
+    heads = len(record["heads"]) * len(record["seeds"])
     return {
         f"picture finder (encoder, {heads} heads)": (str(finder.exported(finder.shipped_weights())),
                                               [finder.network_input(p)[None, None] for p in page_list]),
