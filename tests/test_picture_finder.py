@@ -264,7 +264,14 @@ def test_the_recipe_trains_each_seed_s_heads_and_the_finder_is_all_of_them(tmp_p
     record = json.loads((tmp_path / "finder.json").read_text())
     assert record["seeds"] == [5, 6] and set(record["leave_one_source_out"]) == {"made/0", "made/1"}
     assert set(record["each_seed"]) == {"5", "6"} and "pooled" in record["each_seed"]["5"]
-    assert "seed 5 alone, pooled" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "seed 5 alone, pooled" in printed and "one seed, on average" in printed
+    alone = [record["each_seed"][seed]["pooled"] for seed in ("5", "6")]
+    for name, average in record["one_seed_on_average"].items():
+        values = [seed[name] for seed in alone if seed[name] is not None]
+        assert average["least"] == min(values, default=None) and average["most"] == max(values, default=None)
+        if values:
+            assert average["least"] <= average["mean"] <= average["most"]
     heads = load_head(tmp_path / "finder.npz")
     assert len(heads.members) == 4  # two heads of each seed, the first seed's first
     # Each seed composed its own pages and trained its heads on them, two at a time in processes of their own: the

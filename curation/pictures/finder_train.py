@@ -502,6 +502,25 @@ def figures(t: Tally) -> dict:
             "counted": t.counted, "page_precision": _round(t.page_precision), "page_recall": _round(t.page_recall)}
 
 
+def on_average(pooled: list[dict]) -> dict:
+    """The mean of several seeds' pooled figures (as `figures` gives them), with their least and most: what one run
+    of the recipe is to be expected to give, and how far its chance moves it."""
+    names = ("precision", "recall", "clean_share", "page_precision", "page_recall")
+    return {name: {"mean": _round(np.nanmean([np.nan if p[name] is None else p[name] for p in pooled])),
+                   "least": min((p[name] for p in pooled if p[name] is not None), default=None),
+                   "most": max((p[name] for p in pooled if p[name] is not None), default=None)}
+            for name in names}
+
+
+def average_text(average: dict) -> str:
+    def one(name: str) -> str:
+        figure = average[name]
+        return "-" if figure["mean"] is None else f"{figure['mean']:.2f} ({figure['least']:.2f} - {figure['most']:.2f})"
+
+    return (f"precision {one('precision')}  recall {one('recall')}  clean {one('clean_share')}; pages precision "
+            f"{one('page_precision')} recall {one('page_recall')}")
+
+
 def _round(value: float) -> float | None:
     return None if value is None or np.isnan(value) else round(float(value), 3)
 
@@ -606,6 +625,8 @@ def main(argv: list[str] | None = None) -> None:
                 record["each_seed"][str(run.seed)] = {
                     "pooled": figures(alone), "mean_over_sources": {k: round(v, 3) for k, v in alone_mean.items()}}
                 print(f"  {'seed ' + str(run.seed) + ' alone, pooled':46s} {alone.line()}")
+            record["one_seed_on_average"] = on_average([seed["pooled"] for seed in record["each_seed"].values()])
+            print(f"  {'one seed, on average (least - most)':46s} {average_text(record['one_seed_on_average'])}")
         settings = choose_settings(held_out)
         record["settings"] = asdict(settings)
         record["settings_chosen_by"] = ("the best mean of picture precision, recall and clean share over every "
