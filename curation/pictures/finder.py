@@ -212,7 +212,7 @@ def _fitted(analysis, on: np.ndarray, cells: np.ndarray, shape: tuple[int, int],
     on_box = _ink_box(weight > 0)
     if on_box is None:
         return []
-    reach = round(2 * STRIDE * max(ah, aw) / SIDE)  # two cells around the picture's own
+    reach = round(2 * STRIDE * max(ah, aw) / SIDE)  # two cells at SIDE around the picture's own (four at LARGE_SIDE)
     x0, y0 = max(0, on_box[0] - reach), max(0, on_box[1] - reach)
     x1, y1 = min(aw, on_box[2] + reach), min(ah, on_box[3] + reach)
     region = np.s_[y0:y1, x0:x1]
