@@ -1,17 +1,11 @@
 """`python -m curation folders`: the allowed folders, added, listed and removed from the command line."""
 
-import pathlib
-import subprocess
-import sys
-
 import pytest
 from click.testing import CliRunner
 
 from curation import Manifest
 from curation.cli import cli
 from curation.sources import paths
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def invoke(*args):
@@ -67,13 +61,8 @@ def test_a_link_is_allowed_as_the_folder_it_leads_to(db, tmp_path):
         assert paths.configured_roots(manifest) == [str(real)]
 
 
-def test_the_help_is_the_documentation_and_the_old_module_still_works(db, tmp_path):
+def test_the_help_is_the_documentation():
     helped = invoke("folders", "--help").output
     assert "$CURATION_ROOTS" in helped and "folders add /srv/archives/harpers" in helped
     for command in ("add", "list", "remove"):
         assert invoke("folders", command, "--help").exit_code == 0
-    (tmp_path / "old").mkdir()
-    old = subprocess.run([sys.executable, "-W", "ignore", "-m", "curation.sources.paths", "add", str(tmp_path / "old"),
-                          "--db", str(db)], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert old.returncode == 0 and "python -m curation folders" in old.stderr
-    assert f"{tmp_path / 'old'}\t(added)" in old.stdout

@@ -2,9 +2,6 @@
 
 import io
 import os
-import runpy
-import sys
-import warnings
 
 import pytest
 
@@ -96,18 +93,6 @@ def test_allowed_roots_come_from_the_manifest_folder_the_environment_and_the_set
     assert configured not in paths.allowed_roots(manifest.path, manifest)
     with pytest.raises(PathRefused):
         paths.add_root(manifest, tmp_path / "not-there")
-
-
-def test_roots_command_line(manifest, tmp_path, capsys, monkeypatch):
-    folder = tmp_path / "scans"
-    folder.mkdir()
-    monkeypatch.setattr(sys, "argv", ["paths", "add", str(folder), "--db", str(manifest.path)])
-    with pytest.raises(SystemExit) as exited, warnings.catch_warnings():  # the old module, now `python -m curation folders`
-        warnings.simplefilter("ignore", RuntimeWarning)  # run as a script though already imported: as `-m` does
-        runpy.run_module("curation.sources.paths", run_name="__main__")
-    assert exited.value.code == 0
-    assert str(folder) in capsys.readouterr().out
-    assert str(folder) in paths.configured_roots(manifest)
 
 
 def test_sources_are_remembered_once_and_can_be_forgotten(manifest, tree):

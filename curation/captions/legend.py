@@ -33,8 +33,9 @@ import numpy as np
 from ..manifest.settings import DEFAULT_LEGEND_LANGUAGES as DEFAULT_LANGUAGES
 from ..manifest.settings import language_codes
 from ..scoring.scorer import decode_gray, full_page_jpeg, reference_size
-from . import recognizer, vertical
+from . import recognizer, type_lines, vertical
 from .best import LEGEND_CONFIDENCE_MIN
+from .type_lines import FIRST_GAP_IN, LINE_MAX_IN, LINE_MIN_IN
 
 LANGUAGE_NAMES = {"eng": "English", "deu": "German", "fra": "French", "frk": "German (Fraktur)", "rus": "Russian",
                   "ita": "Italian", "spa": "Spanish", "nld": "Dutch", "pol": "Polish", "lat": "Latin"}
@@ -47,7 +48,6 @@ REFERENCE_DPI = 144  # picture boxes are in pixels of the reference render
 OCR_DPI = 300  # 7-pt capitals are about 20 px tall here, where Tesseract reads best
 MIN_PICTURE_IN2 = 1.0  # square inches: smaller cuts (a manicule, a pair of boots) stand in advertisements' text
 SEARCH_DEPTH_IN = 1.2  # a legend lies within this distance of its picture
-FIRST_GAP_IN = 0.5  # and its first line starts at most this far from it
 SIDE_IN, SIDE_SHARE = 0.15, 0.3  # a legend's line may run past the picture's sides by this much at most
 GUTTER_IN = 0.25  # room beside a legend's widest line, for a neighbouring column's text to be seen
 GUTTER, GUTTER_MIN_IN = 1.6, 0.03  # under a picture, a gap narrower than this many line heights is a word space
@@ -55,7 +55,6 @@ WORD_SPACE = 0.8  # beside it, a plain word space is narrower than this many lin
 EDGE_INK = 0.5  # columns of ink, in line heights, by the strip's side that make a word cut by it
 CENTRE_SHARE = 0.12  # a legend's middle is this share of the picture's width from the picture's middle at most
 UPRIGHT_IN = 0.25  # an upright stroke this tall is a column rule or a frame's side, not a letter
-LINE_MIN_IN, LINE_MAX_IN = 0.035, 0.6  # heights of a line of type (dots and rules are thinner)
 LINE_GAP = 1.2  # a gap wider than this many line heights ends the legend
 SIZE_CHANGE = 1.8  # and so does a line this many times taller or shorter than its lines
 MAX_LINES = 4  # more lines than this close together are a paragraph of body text
@@ -219,7 +218,8 @@ def recognize(gray: np.ndarray, dpi: float) -> tuple[str, float, int]:
     found = _ink(gray, dpi)
     if found is None:
         return "", 0.0, 0
-    rows = [(top, bottom) for top, bottom in _bands(found[0].sum(axis=1)) if bottom - top >= LINE_MIN_IN * dpi]
+    bands = type_lines.bands(found[0].sum(axis=1))
+    rows = [(top, bottom) for top, bottom in bands if bottom - top >= LINE_MIN_IN * dpi]
     texts, weights = [], []
     for top, bottom in rows:
         pad = max(2, round(0.25 * (bottom - top)))
@@ -337,7 +337,7 @@ def _lines(ink: np.ndarray, dpi: float) -> tuple[list[tuple[int, int]], list[int
     the rules across it. Ink touching row 0 counts as a rule: it is the picture's own (its box hugs its
     strokes, found at a lower resolution), as a frame's rule is (frames are not part of its box)."""
     counts = ink.sum(axis=1)
-    bands = _bands(counts)
+    bands = type_lines.bands(counts)
     # Strokes that touch the picture's edge are its own (a ground line, a frame's corner, a numeral on the
     # frame); where they reach down to a line of type they would join it to the picture: type is looked
     # for without them.
@@ -347,8 +347,8 @@ def _lines(ink: np.ndarray, dpi: float) -> tuple[list[tuple[int, int]], list[int
         own[labels[0]] = True
         own[0] = False
         mine = own[labels]
-        apart = [band for band in _bands((ink & ~mine).sum(axis=1)) if band[0] > 0]
-        bands = _bands((ink & mine).sum(axis=1))[:1] + apart
+        apart = [band for band in type_lines.bands((ink & ~mine).sum(axis=1)) if band[0] > 0]
+        bands = type_lines.bands((ink & mine).sum(axis=1))[:1] + apart
     # A band inked all across in one row is a rule, however thick the scan made it: type leaves gaps.
     solid = [counts[top:bottom].max() >= SOLID_SHARE * ink.shape[1] for top, bottom in bands]
     thin = [(top == 0 or bottom - top < LINE_MIN_IN * dpi) and counts[top:bottom].max() >= RULE_SHARE * ink.shape[1]
@@ -402,7 +402,7 @@ def _span(line: np.ndarray, upright: np.ndarray, px0: int, px1: int, dpi: float)
     gaps = np.diff(cols)
     beside = (cols[1:] <= px0) | (cols[:-1] >= px1)
     walled = np.diff(np.searchsorted(np.flatnonzero(upright.all(axis=0)), cols)) > 0
-    groups = _runs(cols, (gaps > np.where(beside, plain, wide)) | walled)
+    groups = type_lines.runs(cols, (gaps > np.where(beside, plain, wide)) | walled)
     mine = [group for group in groups if group[0] < px1 and group[1] > px0]
     if not mine:
         return None
@@ -412,20 +412,6 @@ def _span(line: np.ndarray, upright: np.ndarray, px0: int, px1: int, dpi: float)
     if max(np.count_nonzero(inked < plain), np.count_nonzero(inked >= width - plain)) >= EDGE_INK * height:
         return None
     return left, right
-
-
-def _bands(counts: np.ndarray) -> list[tuple[int, int]]:
-    """Runs of rows (top, bottom) with ink in them."""
-    rows = np.flatnonzero(counts >= 2)
-    return _runs(rows, np.diff(rows) > 1)
-
-
-def _runs(positions: np.ndarray, breaks: np.ndarray) -> list[tuple[int, int]]:
-    """Sorted positions as (first, last + 1) runs, broken where `breaks` (one per gap) is true."""
-    if positions.size == 0:
-        return []
-    at = np.flatnonzero(breaks)
-    return [(int(positions[s]), int(positions[e]) + 1) for s, e in zip(np.r_[0, at + 1], np.r_[at, positions.size - 1])]
 
 
 # -- a page's legends -----------------------------------------------------------------------------

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from . import legend, recognizer
+from . import recognizer, type_lines
+from .type_lines import FIRST_GAP_IN, LINE_MAX_IN, LINE_MIN_IN
 
 TOP_IN = 0.5  # the column starts within this distance of the picture's top (over or under it), as close to
-# its side as a legend under a picture starts under it (legend.FIRST_GAP_IN)
+# its side as a legend under a picture starts under it (FIRST_GAP_IN)
 END_SHARE = 0.75  # and ends before this share of the picture's height
 COLUMN_GAP = 1.0  # an empty square (a character's width) after the column ends it
 MIN_SQUARES, MAX_SQUARES = 1.5, 12  # a title is a few characters: taller than wide, shorter than a column
@@ -62,17 +63,17 @@ def column_box(ink: np.ndarray, strip: Beside, scale: float, dpi: float) -> tupl
     """The box (x0, y0, x1, y1 in `ink`'s pixels) of the vertical legend in the strip's `ink` (read at
     `scale` pixels per reference pixel, upright rules taken out); None where it holds none."""
     ink = _without_rules(ink if strip.right else ink[:, ::-1], dpi)  # from the picture outwards
-    columns = legend._bands(ink.sum(axis=0))[:4]
-    if not columns or columns[0][0] > legend.FIRST_GAP_IN * dpi:
+    columns = type_lines.bands(ink.sum(axis=0))[:4]
+    if not columns or columns[0][0] > FIRST_GAP_IN * dpi:
         return None
     widest = max(b - a for a, b in columns)
     # The title: the first column a character wide (ruby beside it is narrower), next to the picture.
     a, b = next(c for c in columns if c[1] - c[0] >= RUBY_SHARE * widest)
     width = b - a
-    if a - columns[0][0] > 1.5 * widest or not legend.LINE_MIN_IN * dpi <= width <= legend.LINE_MAX_IN * dpi:
+    if a - columns[0][0] > 1.5 * widest or not LINE_MIN_IN * dpi <= width <= LINE_MAX_IN * dpi:
         return None
     inked = np.flatnonzero(ink[:, a:b].sum(axis=1) >= ROW_SHARE * width)  # a rule's remnants are not enough
-    rows = legend._runs(inked, np.diff(inked) > 1)
+    rows = type_lines.runs(inked, np.diff(inked) > 1)
     picture_top, picture_bottom = ((v - strip.box[1]) * scale for v in strip.picture)
     if not rows or abs(rows[0][0] - picture_top) > TOP_IN * dpi:
         return None

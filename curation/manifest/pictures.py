@@ -411,7 +411,7 @@ def write_found(conn: sqlite3.Connection, doc_id: int, page: int, text: str) -> 
 
 
 def refresh_pages(conn: sqlite3.Connection, keys: Iterable[tuple[int, int]]) -> None:
-    """PictureRows._refresh_pages for code that holds only a connection (undoing, in history)."""
+    """PictureRows._refresh_pages for code that holds only a connection (curation.manifest.undoing)."""
     holder = PictureRows()
     holder.conn = conn
     holder._refresh_pages(keys)

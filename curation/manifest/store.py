@@ -13,7 +13,7 @@ import os
 import pathlib
 import sqlite3
 
-from . import history
+from . import history, undoing
 from .caption_rows import CaptionRows
 from .document_rows import DocumentRows
 from .history import now
@@ -114,7 +114,7 @@ class Manifest(Settings, DocumentRows, PageRows, PageDecisionRows, CaptionRows, 
                     raise history.UndoError(f"{self.user} has nothing left to undo")
                 action = last["id"]
             with self.recording("undo") as undo:
-                left = history.undo(self.conn, undo, int(action), now())
+                left = undoing.undo(self.conn, undo, int(action), now())
             return history.action(self.conn, undo), left
 
 

@@ -327,15 +327,3 @@ def save_upload(folder: pathlib.Path, name: str, source: BinaryIO) -> pathlib.Pa
         if os.path.exists(handle.name):
             os.unlink(handle.name)
         raise
-
-
-# -- command line: `python -m curation folders` (curation/cli/folders.py); this module's own is kept for old scripts.
-# Run as a script this module is the top of the program, so it may hand over to the command line.
-
-if __name__ == "__main__":
-    import sys
-
-    from curation.cli import cli
-
-    print("python -m curation.sources.paths is now `python -m curation folders`", file=sys.stderr)
-    cli.main(["folders", *sys.argv[1:]], prog_name="python -m curation")
