@@ -89,6 +89,9 @@ def test_ingest_is_followed_by_the_picture_job_and_a_rescore_that_keeps_the_boxe
     ids, vectors = embedded(db)
     assert boxes and sorted(ids) == sorted(boxes)  # every picture, for the box it has
     assert np.all(np.isfinite(vectors)) and np.all(np.linalg.norm(vectors, axis=1) > 0)
+    with Manifest(db) as m:  # the pages they are on, though ingest's workers cut their inputs: none read again
+        pages = m.conn.execute("SELECT COUNT(*) FROM (SELECT DISTINCT doc_id, page FROM pictures)").fetchone()[0]
+    assert pages and f"{len(boxes)} pictures embedded from {pages} pages" in done.stdout, done.stdout
 
     again = curation("rescore", "--all", "--db", str(db), "--workers", "1")
     assert again.returncode == 0, again.stderr

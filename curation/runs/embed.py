@@ -56,7 +56,7 @@ class PictureReport:
     pictures: int = 0  # live pictures in the manifest
     already: int = 0  # embedded for their current box before this run
     embedded: int = 0  # by this run
-    pages: int = 0  # pages read
+    pages: int = 0  # pages the pictures embedded by this run are on
     failed: list[dict] = field(default_factory=list)  # pages that could not be read: document, page, reason
     device: str = ""
     seconds: float = 0.0
@@ -202,6 +202,8 @@ class PictureJob:
         self._network: NetworkProcess | InProcessNetwork | None = None
         self.on_progress = on_progress
         self.report = PictureReport()
+        self._page_of: dict[int, tuple[int, int]] = {}  # picture id: (doc_id, page), of the pictures asked for
+        self._pages: set[tuple[int, int]] = set()  # the pages of those embedded
         self.job_id: int | None = None
         self.progress = JobProgress(manifest, worked=lambda: self.report.embedded)
 
@@ -226,6 +228,7 @@ class PictureJob:
                 asked = set()
                 while todo:  # pictures an ingest saved meanwhile are asked for before the job ends
                     asked.update(row["id"] for row in todo)
+                    self._page_of.update((row["id"], (row["doc_id"], row["page"])) for row in todo)
                     for crops in _batches(self._crops(todo), self.batch):
                         if not self.progress.started:
                             self.report.device = network.loading.result()
@@ -288,7 +291,6 @@ class PictureJob:
                 if isinstance(crops, str):
                     self._skip(task.path, number, len(pictures), crops)
                     continue
-                self.report.pages += 1
                 for (picture_id, box), crop in zip(pictures, crops):
                     if crop is None:
                         self._skip(task.path, number, 1, "the picture's box lies outside its page")
@@ -321,6 +323,8 @@ class PictureJob:
             store_suggested_kinds(self.manifest.conn, ((crop.picture_id, kind) for crop, kind in zip(crops, kinds)))
             picture_inputs.remove(self.manifest.conn, (crop.picture_id for crop in crops))
         self.report.embedded += len(crops)
+        self._pages.update(self._page_of[crop.picture_id] for crop in crops)
+        self.report.pages = len(self._pages)  # not the pages read: most inputs come cut by ingest's workers
         self.progress.done += len(crops)
         self.on_progress(self.progress.done, self.progress.total)
         self.progress.beat()
