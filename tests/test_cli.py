@@ -49,6 +49,22 @@ def test_status_summarises_documents_pages_scores_and_the_last_job(tmp_path, arc
     assert "ingest job 1: done, 15/15 pages" in out
 
 
+def test_status_counts_each_job_in_what_it_counts(tmp_path):
+    from curation import Manifest
+
+    db = tmp_path / "m.sqlite"
+    with Manifest(db) as m:  # as the picture job leaves them: it counts pictures, not pages
+        embed = m.start_job("embed", {})
+        m.update_job(embed, done=149, total=149)
+        m.finish_job(embed, "done", "149 pictures embedded from 37 pages")
+    line = run("status", "--db", db).splitlines()[-1]
+    assert line == "embed job 1: done, 149/149 pictures (149 pictures embedded from 37 pages)"
+    with Manifest(db) as m:  # the model's learning counts a share of its work: no unit to name
+        learn = m.start_job("learn", {})
+        m.update_job(learn, done=40, total=100, rate=2.0, eta=30.0)
+    assert run("status", "--db", db).splitlines()[-1] == f"learn job {learn}: running, 40/100, 2.0 steps/s, 30 s left"
+
+
 def test_reading_commands_on_a_missing_manifest_fail_clearly(tmp_path):
     result = CliRunner().invoke(cli, ["status", "--db", str(tmp_path / "nothing.sqlite")])
     assert result.exit_code == 1

@@ -15,6 +15,9 @@ PAGE_COLUMNS = ["doc", "page", "sigma", "width", "height", "keep", "decided_by",
 PICTURE_COLUMNS = ["doc", "page", "picture", "x0", "y0", "x1", "y1", "area", "keep", "decided_by", "override", "found",
                    "caption", "kind", "kind_by", "legend", "legend_confidence", "no_legend", "auto_caption",
                    "auto_caption_model", "no_auto_caption", "score"]
+# What a job counts in its done/total, by kind; the other kinds count steps of their own (a share, the rules
+# counted, rows written), shown as bare numbers.
+JOB_UNITS = {"ingest": "pages", "sample": "pages", "embed": "pictures", "caption": "pictures", "export": "images"}
 
 
 @cli.command()
@@ -41,9 +44,10 @@ def status(db):
     )
     job = manifest.latest_job()
     if job is not None:
-        line = f"{job['kind']} job {job['id']}: {job['status']}, {job['done']}/{job['total']} pages"
+        unit = JOB_UNITS.get(job["kind"])
+        line = f"{job['kind']} job {job['id']}: {job['status']}, {job['done']}/{job['total']}{f' {unit}' if unit else ''}"
         if job["status"] == "running" and job["rate"]:
-            line += f", {job['rate']:.1f} pages/s, {job['eta'] or 0:.0f} s left"
+            line += f", {job['rate']:.1f} {unit or 'steps'}/s, {job['eta'] or 0:.0f} s left"
         if job["message"]:
             line += f" ({job['message']})"
         click.echo(line)
