@@ -295,6 +295,14 @@ def test_the_kind_is_suggested_and_the_curator_changes_it(db):
     assert any("is a cartoon" in str(t.value) for t in at.toast)
 
 
+def test_with_no_kind_suggested_the_kind_box_says_the_caption_uses_the_class_word(db):
+    engraving, _ = with_words(db)  # the picture job has not suggested a kind
+    at = open_picture(pictures_view(), engraving)
+    kind = next(s for s in at.selectbox if s.key.startswith(f"picture-kind-{engraving}-"))
+    assert kind.value is None
+    assert kind.format_func(None) == "None suggested: choose one, or the caption uses the export's class word"
+
+
 def test_a_failed_caption_job_is_said_once_above_start(db):
     with_pictures(db, pages=1)
     with Manifest(db) as manifest:

@@ -32,6 +32,7 @@ CLICK, DRAG_PROBLEM = "pictures_click", "pictures_drag_problem"  # the large vie
 PENDING_BOX = "pictures_pending_box"  # a drawn box that would exclude the picture, waiting for the curator's word
 FIT = f"{KEYBOARD}-fit"  # set: the large view shows the picture fitted (its value then the fit's own zoom)
 CAPTION_KEY = "picture-caption-"
+NO_KIND = "None suggested: choose one, or the caption uses the export's class word"  # the job was unsure or not run
 CAPTION_HELP = ("Your caption, saved when you press Enter or leave the box; it wins over the printed legend and the "
                 "model's caption.")
 MAX_CAPTION = 500
@@ -189,7 +190,7 @@ def kind_input(row: dict):
     """The picture's kind for the caption's {kind}: the analysis's suggestion until the curator says; the class
     word where neither says one."""
     suggested = row["kind_suggested"]
-    words = {None: f"{suggested.capitalize()} (suggested)" if suggested else "Not suggested: the class word", **KINDS}
+    words = {None: f"{suggested.capitalize()} (suggested)" if suggested else NO_KIND, **KINDS}
     key = f"picture-kind-{row['id']}-{row['kind']}"  # a change elsewhere (an undo) shows at once
     st.selectbox("Kind", list(words), format_func=words.get, index=list(words).index(row["kind"]), key=key,
                  on_change=kind_changed, args=(row["id"], key), disabled=auth.locked(),
