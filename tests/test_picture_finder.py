@@ -2,6 +2,7 @@
 the picture's own ink, ingest finds pictures with it, and its recipe trains deterministically and resumes."""
 
 import json
+import warnings
 
 import cv2
 import numpy as np
@@ -116,6 +117,16 @@ def test_ingest_runs_the_network_in_onnx_runtime_as_torch_does_without_importing
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                           env={**__import__("os").environ, "VET_MODELS_DIR": str(tmp_path / "models")})
     assert done.stdout.strip() == "False True", done.stderr
+
+
+def test_exporting_the_network_for_ingest_prints_no_warning():
+    from curation.pictures.finder_network import export_onnx, load_head
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exported = export_onnx(load_head(finder.WEIGHTS_FILE))
+    assert exported  # the graph, written all the same
+    assert [str(w.message) for w in caught if issubclass(w.category, UserWarning)] == []
 
 
 def test_the_network_reads_the_page_at_its_side_padded_with_paper():
