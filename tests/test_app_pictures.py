@@ -336,3 +336,24 @@ def test_a_shared_address_with_an_old_count_opens_on_its_filter_by_name(db, shar
     control = at.segmented_control(key="pic_decision")
     assert control.value == "kept", control.value
     assert "Kept · 5" in control.proto.options[list(pv.DECISIONS).index("kept")].content
+    assert at.query_params["pic_decision"] == "kept"  # named by what it is, so a reload keeps it
+
+
+def test_the_filter_is_kept_in_the_address_by_its_name_and_a_reload_opens_on_it(db):
+    """Choosing a filter writes its name to the address, not its label with a count ("Kept · 5"), so a
+    decision that changes the count leaves the address valid; a reload (a new session on that address)
+    opens on the same filter; All pictures, the default, leaves the address clean."""
+    with_pictures(db)
+    at = pictures_view()
+    assert "pic_decision" not in at.query_params
+    at.segmented_control(key="pic_decision").set_value("excluded")
+    ran(at)
+    assert at.query_params["pic_decision"] == "excluded"
+    reloaded = page("pages/review.py")
+    reloaded.query_params.update(view="Pictures", pic_decision="excluded")
+    ran(reloaded)
+    assert reloaded.segmented_control(key="pic_decision").value == "excluded"
+    assert reloaded.query_params["pic_decision"] == "excluded"
+    reloaded.segmented_control(key="pic_decision").set_value("all")
+    ran(reloaded)
+    assert "pic_decision" not in reloaded.query_params

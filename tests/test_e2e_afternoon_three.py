@@ -1,0 +1,55 @@
+"""A curator's afternoon, part three, in a real browser (Chromium at 1440 x 900): a filter of Review's
+Pictures view is kept in the address by its name, so a link shared with an old count, or a reload after a
+decision changed the count, opens on the same filter."""
+
+import os
+import urllib.parse
+
+import pytest
+
+from curation import Manifest, ingest
+from curation.sources.synthetic import PageSpec, write_pdf
+from server_support import CHROMIUM, chromium, go, settle, streamlit_server
+
+playwright = pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                reason="needs Debian's chromium (apt-get install chromium)")
+
+
+@pytest.fixture
+def page():
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.set_default_timeout(60_000)
+        yield page
+
+
+def address_filter(page) -> str | None:
+    values = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query).get("pic_decision")
+    return values[0] if values else None
+
+
+def pressed_filter(page) -> str:
+    return page.locator("[class*='st-key-pic_decision'] button[aria-checked='true']").inner_text()
+
+
+def test_a_filter_link_with_an_old_count_survives_a_reload(tmp_path, page):
+    db = tmp_path / "data" / "manifest.sqlite"
+    archive = tmp_path / "scans"
+    write_pdf(archive / "issue-1.pdf", [PageSpec(kind="engraving", seed=n, dpi=100, inches=(4.0, 5.0))
+                                        for n in range(2)])
+    with Manifest(db) as manifest:
+        ingest(manifest, [archive], workers=1)
+    env = {"CURATION_DB": str(db), "CURATION_ROOTS": ""}
+    with streamlit_server(tmp_path / "streamlit.log", env) as (_, port):
+        url = f"http://127.0.0.1:{port}"
+        go(page, url, "review?view=Pictures&pic_decision=Excluded+%C2%B7+87")  # shared when 87 were excluded
+        assert pressed_filter(page).startswith("Excluded · ")
+        assert address_filter(page) == "excluded"
+        page.reload()
+        settle(page)
+        assert pressed_filter(page).startswith("Excluded · ")
+        assert address_filter(page) == "excluded"
+        page.locator("[class*='st-key-pic_decision'] button").filter(has_text="All pictures").click()
+        settle(page)
+        assert address_filter(page) is None  # the default leaves the address clean
