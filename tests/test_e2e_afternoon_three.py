@@ -3,6 +3,7 @@ Pictures view is kept in the address by its name, so a link shared with an old c
 decision changed the count, opens on the same filter."""
 
 import os
+import re
 import urllib.parse
 
 import pytest
@@ -24,6 +25,14 @@ def page():
         yield page
 
 
+def pictured_archive(tmp_path):
+    """A folder with one PDF of two engravings."""
+    archive = tmp_path / "scans"
+    write_pdf(archive / "issue-1.pdf", [PageSpec(kind="engraving", seed=n, dpi=100, inches=(4.0, 5.0))
+                                        for n in range(2)])
+    return archive
+
+
 def address_filter(page) -> str | None:
     values = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query).get("pic_decision")
     return values[0] if values else None
@@ -35,11 +44,8 @@ def pressed_filter(page) -> str:
 
 def test_a_filter_link_with_an_old_count_survives_a_reload(tmp_path, page):
     db = tmp_path / "data" / "manifest.sqlite"
-    archive = tmp_path / "scans"
-    write_pdf(archive / "issue-1.pdf", [PageSpec(kind="engraving", seed=n, dpi=100, inches=(4.0, 5.0))
-                                        for n in range(2)])
     with Manifest(db) as manifest:
-        ingest(manifest, [archive], workers=1)
+        ingest(manifest, [pictured_archive(tmp_path)], workers=1)
     env = {"CURATION_DB": str(db), "CURATION_ROOTS": ""}
     with streamlit_server(tmp_path / "streamlit.log", env) as (_, port):
         url = f"http://127.0.0.1:{port}"
@@ -53,3 +59,54 @@ def test_a_filter_link_with_an_old_count_survives_a_reload(tmp_path, page):
         page.locator("[class*='st-key-pic_decision'] button").filter(has_text="All pictures").click()
         settle(page)
         assert address_filter(page) is None  # the default leaves the address clean
+
+
+def heading(dialog) -> str:
+    """"issue-1.pdf, page 1 · picture 1 of 2 · 6.1 sq in": which picture the large view shows."""
+    return dialog.locator("[data-testid='stMarkdown']").filter(has_text=re.compile(r"picture \d+ of")).first.inner_text()
+
+
+def drawing_mode(dialog) -> str | None:
+    """The drawing mode pressed in the large view, or None."""
+    pressed = dialog.locator("[class*='st-key-pictures_click'] button[aria-checked='true']")
+    return pressed.inner_text() if pressed.count() else None
+
+
+def test_drawing_mode_ends_on_the_next_picture_and_when_the_view_is_opened_again(tmp_path, page):
+    db = tmp_path / "data" / "manifest.sqlite"
+    with Manifest(db) as manifest:
+        ingest(manifest, [pictured_archive(tmp_path)], workers=1)
+        assert len(list(manifest.picture_rows())) >= 2
+    env = {"CURATION_DB": str(db), "CURATION_ROOTS": ""}
+    with streamlit_server(tmp_path / "streamlit.log", env) as (_, port):
+        go(page, f"http://127.0.0.1:{port}", "review?view=Pictures&pic_decision=all")
+        page.locator("[class*='st-key-picture-card-']").first.wait_for()
+        settle(page)
+        page.keyboard.press("Enter")
+        dialog = page.get_by_role("dialog")
+        dialog.get_by_text("Centred on this picture").wait_for()
+        settle(page)
+        first = heading(dialog)
+        dialog.get_by_text("Fix this picture's box").click()
+        dialog.get_by_text("white corner handles").wait_for()
+        settle(page)
+        assert drawing_mode(dialog) == "Fix this picture's box"
+
+        page.keyboard.press("ArrowRight")  # the next picture: a drag there must not redraw its box
+        settle(page)
+        assert heading(dialog) != first
+        assert drawing_mode(dialog) is None
+        dialog.get_by_text("Pick a way of drawing above").wait_for()
+
+        dialog.get_by_text("Add a missed picture").click()
+        settle(page)
+        assert drawing_mode(dialog) == "Add a missed picture"
+        page.keyboard.press("Escape")
+        page.get_by_role("dialog").wait_for(state="detached")
+        settle(page)
+        page.keyboard.press("Enter")  # opened again
+        dialog = page.get_by_role("dialog")
+        dialog.get_by_text("Centred on this picture").wait_for()
+        settle(page)
+        assert drawing_mode(dialog) is None
+        dialog.get_by_text("Pick a way of drawing above").wait_for()

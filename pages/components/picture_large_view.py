@@ -28,7 +28,7 @@ CHOICE_OF_OVERRIDE = {1: "include", None: "auto", 0: "exclude"}
 OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
 OPEN = "pictures_open"
 ON_SCREEN = "pictures_on_screen"  # the ids of the screen's pictures, for next and previous in the large view
-CLICK, DRAG_PROBLEM = "pictures_click", "pictures_drag_problem"  # the large view's drawing mode; why a drag drew no box
+CLICK, DRAG_PROBLEM = "pictures_click", "pictures_drag_problem"  # which drawing-mode widget is on; why a drag drew no box
 PENDING_BOX = "pictures_pending_box"  # a drawn box that would exclude the picture, waiting for the curator's word
 FIT = f"{KEYBOARD}-fit"  # set: the large view shows the picture fitted (its value then the fit's own zoom)
 CAPTION_KEY = "picture-caption-"
@@ -119,7 +119,9 @@ def close_picture():
 
 
 def leave_drawing():
-    st.session_state.pop(CLICK, None)
+    # A widget of a new key, not the old one's value dropped or set: the browser keeps the drawing mode it
+    # showed and sent it back on the next run, so the mode came back pressed on the next picture.
+    st.session_state[CLICK] = st.session_state.get(CLICK, 0) + 1
     st.session_state.pop(DRAG_PROBLEM, None)
     st.session_state.pop(PENDING_BOX, None)
 
@@ -213,7 +215,7 @@ def draw_on_page(row: dict, boxes: list[dict], image: bytes, drawn_from: str):
     """The page with its boxes, opened centred on the picture; in a drawing mode a drag draws a box (or, from a
     corner handle of this one, moves that corner)."""
     locked = auth.locked()
-    mode = st.segmented_control("Draw on the page", list(CLICK_MODES), format_func=CLICK_MODES.get, key=CLICK,
+    mode = st.segmented_control("Draw on the page", list(CLICK_MODES), format_func=CLICK_MODES.get, key=f"{CLICK}-{st.session_state.get(CLICK, 0)}",
                                 disabled=locked, help=auth.help_for("Drag across the picture, from one corner to the "
                                                                     "opposite one."))
     # Always one line here, empty or not: an element put in above the page moved the page's frame to a new place,
