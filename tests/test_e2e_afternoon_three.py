@@ -96,7 +96,7 @@ def test_drawing_mode_ends_on_the_next_picture_and_when_the_view_is_opened_again
         settle(page)
         assert heading(dialog) != first
         assert drawing_mode(dialog) is None
-        dialog.get_by_text("Pick a way of drawing above").wait_for()
+        dialog.get_by_text("Pick a way of drawing").wait_for()
 
         dialog.get_by_text("Add a missed picture").click()
         settle(page)
@@ -109,4 +109,47 @@ def test_drawing_mode_ends_on_the_next_picture_and_when_the_view_is_opened_again
         dialog.get_by_text("Centred on this picture").wait_for()
         settle(page)
         assert drawing_mode(dialog) is None
-        dialog.get_by_text("Pick a way of drawing above").wait_for()
+        dialog.get_by_text("Pick a way of drawing").wait_for()
+
+
+NEWSPAPER = (11.0, 22.0)  # inches: 1584 x 3168 reference pixels
+TALL = (700, 1900, 900, 2400)  # a tall cut low on the page, 1.4 x 3.5 inches: kept (the cutoff is 2 sq in)
+
+
+def test_a_tall_picture_is_whole_on_a_1440_by_900_screen_fitted_and_zoomed_out(tmp_path, page):
+    """The large view's page starts under one row of controls and is never taller than the screen has room
+    for, so a tall picture's whole box is in the viewport when it opens, a step out, and at the whole page."""
+    db = tmp_path / "data" / "manifest.sqlite"
+    archive = tmp_path / "scans"
+    write_pdf(archive / "gazette.pdf", [PageSpec(kind="text", seed=2, dpi=72, inches=NEWSPAPER)])
+    with Manifest(db) as manifest:
+        ingest(manifest, [archive], workers=1)
+        row = next(manifest.pages())
+        area = (TALL[2] - TALL[0]) * (TALL[3] - TALL[1]) / 144 / 144
+        manifest.set_pictures(row["doc_id"], 0, [(*TALL, area)])
+    env = {"CURATION_DB": str(db), "CURATION_ROOTS": ""}
+    with streamlit_server(tmp_path / "streamlit.log", env) as (_, port):
+        go(page, f"http://127.0.0.1:{port}", "review?view=Pictures&pic_decision=all")
+        page.locator("[class*='st-key-picture-card-']").first.wait_for()
+        settle(page)
+        page.keyboard.press("Enter")
+        dialog = page.get_by_role("dialog")
+        dialog.get_by_text("Centred on this picture").wait_for()
+        settle(page)
+        levels = []
+        for step in range(3):  # fitted, a step out, the whole page
+            page.wait_for_timeout(800)  # the new frame drawn
+            image = dialog.frame_locator("iframe").locator("img")
+            image.wait_for()
+            shown = image.bounding_box()
+            assert shown["y"] >= 0 and shown["y"] + shown["height"] <= 900, (step, shown)
+            if step == 0:
+                assert shown["y"] < 360, shown  # one row of controls above the page
+            levels.append(dialog.locator("[class*='st-key-picture-zoom-bar'] [data-testid='stText']").inner_text())
+            out = dialog.locator("[class*='st-key-picture-zoom-out'] button").first
+            if out.is_disabled():
+                break
+            out.click()
+            settle(page)
+        assert levels[0].startswith("fitted") and levels[-1] == "1×", levels
+        assert page.evaluate("window.scrollY") == 0
