@@ -2,6 +2,7 @@
 Pictures view is kept in the address by its name, so a link shared with an old count, or a reload after a
 decision changed the count, opens on the same filter."""
 
+import contextlib
 import os
 import re
 import urllib.parse
@@ -33,6 +34,24 @@ def pictured_archive(tmp_path):
     return archive
 
 
+@contextlib.contextmanager
+def served(tmp_path, db):
+    with streamlit_server(tmp_path / "streamlit.log", {"CURATION_DB": str(db), "CURATION_ROOTS": ""}) as (_, port):
+        yield port
+
+
+def first_picture_opened(page, port):
+    """Review's Pictures view, its first picture opened large (by its key); the large view."""
+    go(page, f"http://127.0.0.1:{port}", "review?view=Pictures&pic_decision=all")
+    page.locator("[class*='st-key-picture-card-']").first.wait_for()
+    settle(page)
+    page.keyboard.press("Enter")
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_text("Centred on this picture").wait_for()
+    settle(page)
+    return dialog
+
+
 def address_filter(page) -> str | None:
     values = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query).get("pic_decision")
     return values[0] if values else None
@@ -46,8 +65,7 @@ def test_a_filter_link_with_an_old_count_survives_a_reload(tmp_path, page):
     db = tmp_path / "data" / "manifest.sqlite"
     with Manifest(db) as manifest:
         ingest(manifest, [pictured_archive(tmp_path)], workers=1)
-    env = {"CURATION_DB": str(db), "CURATION_ROOTS": ""}
-    with streamlit_server(tmp_path / "streamlit.log", env) as (_, port):
+    with served(tmp_path, db) as port:
         url = f"http://127.0.0.1:{port}"
         go(page, url, "review?view=Pictures&pic_decision=Excluded+%C2%B7+87")  # shared when 87 were excluded
         assert pressed_filter(page).startswith("Excluded · ")
@@ -77,15 +95,8 @@ def test_drawing_mode_ends_on_the_next_picture_and_when_the_view_is_opened_again
     with Manifest(db) as manifest:
         ingest(manifest, [pictured_archive(tmp_path)], workers=1)
         assert len(list(manifest.picture_rows())) >= 2
-    env = {"CURATION_DB": str(db), "CURATION_ROOTS": ""}
-    with streamlit_server(tmp_path / "streamlit.log", env) as (_, port):
-        go(page, f"http://127.0.0.1:{port}", "review?view=Pictures&pic_decision=all")
-        page.locator("[class*='st-key-picture-card-']").first.wait_for()
-        settle(page)
-        page.keyboard.press("Enter")
-        dialog = page.get_by_role("dialog")
-        dialog.get_by_text("Centred on this picture").wait_for()
-        settle(page)
+    with served(tmp_path, db) as port:
+        dialog = first_picture_opened(page, port)
         first = heading(dialog)
         dialog.get_by_text("Fix this picture's box").click()
         dialog.get_by_text("white corner handles").wait_for()
@@ -127,15 +138,8 @@ def test_a_tall_picture_is_whole_on_a_1440_by_900_screen_fitted_and_zoomed_out(t
         row = next(manifest.pages())
         area = (TALL[2] - TALL[0]) * (TALL[3] - TALL[1]) / 144 / 144
         manifest.set_pictures(row["doc_id"], 0, [(*TALL, area)])
-    env = {"CURATION_DB": str(db), "CURATION_ROOTS": ""}
-    with streamlit_server(tmp_path / "streamlit.log", env) as (_, port):
-        go(page, f"http://127.0.0.1:{port}", "review?view=Pictures&pic_decision=all")
-        page.locator("[class*='st-key-picture-card-']").first.wait_for()
-        settle(page)
-        page.keyboard.press("Enter")
-        dialog = page.get_by_role("dialog")
-        dialog.get_by_text("Centred on this picture").wait_for()
-        settle(page)
+    with served(tmp_path, db) as port:
+        dialog = first_picture_opened(page, port)
         levels = []
         for step in range(3):  # fitted, a step out, the whole page
             page.wait_for_timeout(800)  # the new frame drawn
