@@ -31,7 +31,8 @@ from pages.components import auth, common
 
 # A download passes through the server's memory: beyond this the ZIP is fetched from the server's disk.
 DOWNLOAD_LIMIT = 500_000_000
-PREVIEW_COUNT = 4  # images a preview screen shows
+PREVIEW_COUNT = 12  # images a preview screen shows
+PREVIEW_COLUMNS = 3
 PREVIEW_SCREEN_KEY = "export_preview_screen"
 POLL_SECONDS = 1.0
 RUNNING_KEY = "export_job_was_running"
@@ -105,9 +106,9 @@ def main():
                              help="Written to the exports folder beside the manifest.")
         out = data_dir(db) / "exports" / safe_zip_name(name)
     with preview_column:
-        written = show_figures(selection, settings, rule)
-        if settings:
-            show_preview(items, settings)
+        written, counted = show_figures(selection, settings, rule)
+        if settings:  # counted: the images written alone; estimated, every one, those left out saying so
+            show_preview(counted.written(items) if counted else items, settings)
     if problem:
         st.error(problem)
     elif not running:
@@ -208,8 +209,8 @@ def show_preview(items: list[Item], settings: ExportSettings) -> None:
                     f"caption. Files go to `{image_folder(settings)}/`.")
     with st.spinner("Preparing the preview…"):
         results = previews_of(shown_items, settings)
-    for row_start in range(0, len(shown_items), 2):
-        for column, result in zip(st.columns(2), results[row_start:row_start + 2]):
+    for row_start in range(0, len(shown_items), PREVIEW_COLUMNS):
+        for column, result in zip(st.columns(PREVIEW_COLUMNS), results[row_start:row_start + PREVIEW_COLUMNS]):
             with column:
                 preview_card(result)
 
@@ -249,9 +250,9 @@ def counts_of(items: list[Item], settings: ExportSettings) -> Counted | None:
         return cached_counts(tuple(dataclasses.astuple(item) for item in items), key, roots)
 
 
-def show_figures(selection: Selection, settings: ExportSettings | None, rule: str) -> int:
+def show_figures(selection: Selection, settings: ExportSettings | None, rule: str) -> tuple[int, Counted | None]:
     """The figures of the export these settings write, each counted on the same selection the export takes;
-    returns how many images it writes."""
+    returns how many images it writes, and the figures where they were counted on every image."""
     items = selection.items
     overrides = len({(item.doc_id, item.page) for item in items if item.decided_by == "override"})  # pages
     counted = counts_of(items, settings) if settings else None
@@ -260,7 +261,9 @@ def show_figures(selection: Selection, settings: ExportSettings | None, rule: st
     about = "" if counted or (guess and guess.exact) else "about "
     written = counted.images if counted else guess.images if guess else len(items)
     too_small = counted.too_small if counted else guess.too_small if guess else 0
-    first, second, third, fourth = st.columns(4)
+    # Two a row: four to a row cut "Near-duplicates left out" short in the preview's column at 1440 px.
+    first, second = st.columns(2)
+    third, fourth = st.columns(2)
     unit = "pictures" if settings and settings.crop == "pictures" else "pages"
     source = (f" They are the pictures of {selection.pages:,} kept pages, one image per picture."
               if settings and settings.crop == "pictures" else f" One image per kept page.")
@@ -278,7 +281,7 @@ def show_figures(selection: Selection, settings: ExportSettings | None, rule: st
         third.metric("Near-duplicates kept", f"{selection.duplicates:,}",
                      help="Copies of another exported page's picture, exported too: one page per group is off.")
     if guess is None:
-        return written
+        return written, counted
     second.metric("Estimated size", human_size(guess.bytes) if guess.bytes else "—",
                   help=f"From {guess.sampled:,} of the images encoded exactly as exported, spread over all of them, "
                        f"times the {written:,} images written; within 15 % on our test archives.")
@@ -295,7 +298,7 @@ def show_figures(selection: Selection, settings: ExportSettings | None, rule: st
     if guess.bytes and guess.bytes > DOWNLOAD_LIMIT:
         st.caption(f"Larger than {human_size(DOWNLOAD_LIMIT)}: it will be on the server's disk rather than offered "
                    "as a browser download.")
-    return written
+    return written, counted
 
 
 def enlarged_help(counted: Counted) -> str:

@@ -491,8 +491,7 @@ STRIP_TITLES = {
 def show_borderline(manifest, draft: float, trying: dict):
     edge = views.borderline(manifest, draft, STRIP, rule=trying["rule"],
                             picture_area_min=trying["picture_area_min"])
-    keys = [(row["doc_id"], row["page"]) for row in edge.below + edge.above]
-    thumbs = views.thumbnails(manifest, keys, draw_missing=True)
+    thumbs = views.edge_thumbnails(manifest, edge.below + edge.above, edge.measure)
     st.subheader("At the edge", help="What this rule costs: the pages nearest its cut on each side, with what "
                  "decides them (an override, or the rule). Overrule them on Review.")
     below, above = STRIP_TITLES[edge.measure]

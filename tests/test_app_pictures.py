@@ -52,6 +52,11 @@ def choice(at, picture_id) -> str:
     return re.search(r'data-value="(\w+)" aria-pressed="true"', cards(at)[str(picture_id)]).group(1)
 
 
+def drawing_modes(at):
+    """The large view's drawing modes (their widget's key is new each time a picture opens)."""
+    return next(control for control in at.segmented_control if (control.key or "").startswith("pictures_click-"))
+
+
 def caption_on_card(at, picture_id) -> str:
     return html.unescape(re.search(r'class="cg-caption"[^>]* value="([^"]*)"', cards(at)[str(picture_id)]).group(1))
 
@@ -165,7 +170,7 @@ def test_the_large_view_shows_its_page_its_words_and_the_click_controls(db):
     assert "a lady, **bold** [x](http://example.com/a.png)" in texts(at)
     raw = " ".join(c.value for c in at.caption)
     assert "\\*\\*bold\\*\\* \\[x\\]" in raw and "\\<b\\>" in raw  # escaped: shown as read, never as Markdown
-    modes = at.segmented_control(key="pictures_click")
+    modes = drawing_modes(at)
     assert set(modes.options) == {"Fix this picture's box", "Add a missed picture"}
     assert not modes.disabled
     assert any("numbered" in c.value for c in at.caption)  # the page is drawn with its boxes (from the thumbnail)
@@ -198,7 +203,7 @@ def test_a_viewer_sees_no_enabled_control_and_cannot_change_a_picture(db):
     assert all(b.disabled for b in at.button if b.label in ("Include all", "Exclude all", "Caption all"))
     grid_event(at, "decide", engraving, "exclude")  # sent anyway, as a forged message would
     at = open_picture(at, engraving)
-    assert at.segmented_control(key="pictures_click").disabled
+    assert drawing_modes(at).disabled
     assert next(b for b in at.button if b.key == "picture-delete").disabled
     with Manifest(db) as manifest:
         assert manifest.picture(engraving)["keep"] is None and manifest.picture(engraving)["deleted"] == 0
@@ -336,3 +341,24 @@ def test_a_shared_address_with_an_old_count_opens_on_its_filter_by_name(db, shar
     control = at.segmented_control(key="pic_decision")
     assert control.value == "kept", control.value
     assert "Kept · 5" in control.proto.options[list(pv.DECISIONS).index("kept")].content
+    assert at.query_params["pic_decision"] == "kept"  # named by what it is, so a reload keeps it
+
+
+def test_the_filter_is_kept_in_the_address_by_its_name_and_a_reload_opens_on_it(db):
+    """Choosing a filter writes its name to the address, not its label with a count ("Kept · 5"), so a
+    decision that changes the count leaves the address valid; a reload (a new session on that address)
+    opens on the same filter; All pictures, the default, leaves the address clean."""
+    with_pictures(db)
+    at = pictures_view()
+    assert "pic_decision" not in at.query_params
+    at.segmented_control(key="pic_decision").set_value("excluded")
+    ran(at)
+    assert at.query_params["pic_decision"] == "excluded"
+    reloaded = page("pages/review.py")
+    reloaded.query_params.update(view="Pictures", pic_decision="excluded")
+    ran(reloaded)
+    assert reloaded.segmented_control(key="pic_decision").value == "excluded"
+    assert reloaded.query_params["pic_decision"] == "excluded"
+    reloaded.segmented_control(key="pic_decision").set_value("all")
+    ran(reloaded)
+    assert "pic_decision" not in reloaded.query_params

@@ -26,9 +26,9 @@ from curation.sources.synthetic import PageSpec, jpeg_bytes, page_image
 from conftest import ROOT, SMALL
 
 
-def repeated_scan_pdf(path: pathlib.Path, pages: int) -> pathlib.Path:
+def repeated_scan_pdf(path: pathlib.Path, pages: int, dpi: int = 150) -> pathlib.Path:
     """A PDF of `pages` pages, each one the same JPEG scan (one stream, so it is quick to make)."""
-    data = jpeg_bytes(page_image(PageSpec(kind="engraving", seed=2, dpi=150, inches=SMALL)))
+    data = jpeg_bytes(page_image(PageSpec(kind="engraving", seed=2, dpi=dpi, inches=SMALL)))
     doc = pymupdf.open()
     xref = 0
     for _ in range(pages):

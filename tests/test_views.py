@@ -397,6 +397,25 @@ def test_borderline_cuts_where_the_rule_cuts(featured):
     assert [r["page"] for r in below] == [9, 0] and [r["page"] for r in above] == [8, 5]
 
 
+def test_the_pages_at_the_edge_outline_the_picture_that_decides_them(manifest):
+    """Under the picture rule, each edge thumbnail shows its page's largest picture outlined (the one whose
+    square inches decide it), not the others; under σ only, the thumbnails are as stored."""
+    white = io.BytesIO()
+    Image.new("RGB", (306, 396), "white").save(white, "JPEG", quality=95)  # a page's thumbnail, a quarter across
+    (doc,) = sample.fill_manifest(manifest, documents=1, pages=1, sigmas=[30], thumbnails=[white.getvalue()])
+    manifest.set_pictures(doc, 0, [(100, 100, 500, 400, 5.8), (800, 1000, 1000, 1200, 1.9)])
+    manifest.conn.execute("UPDATE pages SET picture_area = 5.8, ink_tone = 0.6")
+    manifest.conn.commit()
+    edge = views.borderline(manifest, 45)
+    assert edge.measure == "picture_area" and [row["page"] for row in edge.above] == [0]
+    thumb = np.asarray(Image.open(io.BytesIO(views.edge_thumbnails(manifest, edge.above, edge.measure)[(doc, 0)])))
+    orange = lambda x, y: thumb[y, x, 2] < 120 < thumb[y, x, 0]  # noqa: E731 (OUTLINE_COLOUR, softened by JPEG)
+    assert orange(75, 26) and orange(26, 60) and orange(124, 60)  # the deciding picture's edges (x 25-125, y 25-100)
+    assert not orange(200, 250) and not orange(250, 275)  # the small one's are not drawn
+    plain = views.edge_thumbnails(manifest, edge.above, "sigma")[(doc, 0)]
+    assert plain == white.getvalue()
+
+
 def test_model_disagrees_with_the_rule_it_stands_beside(featured):
     manifest, doc = featured
     # Picture rule: 2 rejected, 4 kept, 5 kept, 9 rejected. σ only: 2 kept, 4 rejected, 5 kept, 9 rejected.

@@ -117,6 +117,12 @@ class Counted:
     twice: int  # of those, more than 2x
     smallest: float  # the least and the most enlarged (1.0 when none is)
     largest: float
+    left_out: tuple[int, ...] = ()  # the positions in the selection of the items not written
+
+    def written(self, items: list) -> list:
+        """Of `items` (the selection these figures were counted on), those the export writes."""
+        gone = set(self.left_out)
+        return [item for n, item in enumerate(items) if n not in gone]
 
 
 def count_export(items: list[Item], settings: ExportSettings, roots=None) -> Counted:
@@ -124,23 +130,28 @@ def count_export(items: list[Item], settings: ExportSettings, roots=None) -> Cou
     millisecond an image), each caption made. What the finished ZIP's export.json and manifest.csv say."""
     with _MUPDF:
         results = measure_all([page_task(item, settings, roots) for item in items])
-    factors, too_small, unreadable = [], 0, 0
-    for item, result in zip(items, results):
+    factors, too_small, unreadable, left_out = [], 0, 0, []
+    for n, (item, result) in enumerate(zip(items, results)):
         if isinstance(result, TooSmall):
             too_small += 1
+            left_out.append(n)
             continue
-        if not isinstance(result, Measured):
+        if not isinstance(result, Measured) or _caption_too_long(item, settings):
             unreadable += 1
-            continue
-        try:
-            caption_for(item, settings)
-        except CaptionTooLong:
-            unreadable += 1
+            left_out.append(n)
             continue
         factors.append(result.upscale)
     enlarged = [factor for factor in factors if factor >= ENLARGED]
     return Counted(len(factors), too_small, unreadable, len(enlarged), sum(f > 2 for f in enlarged),
-                   min(enlarged, default=1.0), max(enlarged, default=1.0))
+                   min(enlarged, default=1.0), max(enlarged, default=1.0), tuple(left_out))
+
+
+def _caption_too_long(item: Item, settings: ExportSettings) -> bool:
+    try:
+        caption_for(item, settings)
+    except CaptionTooLong:
+        return True
+    return False
 
 
 def estimate_items(items: list[Item], count: int = ESTIMATE_SAMPLE) -> list[Item]:

@@ -24,7 +24,7 @@ from .review import (CAPTIONED_SQL, SORTS, bulk_caption, bulk_caption_effect, bu
                      caption_counts, captions_for, documents_for_filter, last_undoable, latest_change, latest_changes,
                      page_changes, page_rows, reversed_order, view_note)
 from .images import (DRAWN_KEPT, OUTLINE_COLOUR, PICTURE_OVERRIDES, RENDER_LONG_SIDE, RENDER_MAX_ZOOM, draw_page,
-                     outline_pictures, PageUnavailable, picture_rows, pictures_for, render_page, thumbnails)
+                     edge_thumbnails, outline_pictures, PageUnavailable, picture_rows, pictures_for, render_page, thumbnails)
 from .model import (LEARN_JOB, learn_blocker, learn_from_overrides, learn_job, learned, LearnOutcome, model_state, ModelState,
                     override_labels, stop_using_model, use_model)
 from .threshold import (BORDERLINE_SQL, PICTURE_CEILING, PICTURE_FLOOR, Borderline, borderline, edge_measure,
@@ -44,7 +44,7 @@ __all__ = [
     "captions_for", "count", "decision_params", "document_rows", "documents_for_filter", "draw_page", "duration",
     "edge_measure", "elapsed", "has_scores", "score_histogram", "ScoreHistogram", "figures", "filter_counts", "has_features", "histogram", "job_outcome", "job_progress", "unreadable_documents",
     "LEARN_JOB", "last_undoable", "latest_change", "latest_changes", "learn_blocker", "learn_from_overrides", "learn_job", "learned", "missing_sources",
-    "model_state", "near_measure", "next_steps", "otsu", "outline_pictures", "override_count", "override_labels",
+    "model_state", "near_measure", "next_steps", "otsu", "outline_pictures", "edge_thumbnails", "override_count", "override_labels",
     "page_changes", "page_count", "picture_override_count", "page_rows", "picture_histogram", "picture_rows", "pictures_for", "render_page",
     "reversed_order", "rule_explanation", "rule_summary", "sigma_range", "sigma_beside", "square_inches", "stop_using_model",
     "suggest_threshold", "thumbnails", "unfeatured_count", "use_model", "view_note"

@@ -161,6 +161,19 @@ def outline_pictures(image: bytes, boxes: list[tuple], width: int | None) -> byt
     return _kept_outline(image, boxes, width) if len(image) <= OUTLINE_KEPT_BYTES else _outline(image, boxes, width)
 
 
+def edge_thumbnails(manifest: Manifest, rows: list[dict], measure: str) -> dict[tuple[int, int], bytes]:
+    """The thumbnails of Threshold's pages at the edge (`rows`, cut on `measure`). Where the cut is on the picture
+    area, each with the picture that decides its page outlined (its largest), so a page kept for "3.21 sq in"
+    shows which 3.21 square inches: a stain, a rule, an engraving."""
+    keys = [(row["doc_id"], row["page"]) for row in rows]
+    thumbs = thumbnails(manifest, keys, draw_missing=True)
+    if measure != "picture_area":
+        return thumbs
+    boxes, widths = pictures_for(manifest, keys), {key: row["width"] for key, row in zip(keys, rows)}
+    deciding = {key: [max(found, key=lambda box: box[4])] for key, found in boxes.items()}
+    return {key: outline_pictures(thumb, deciding.get(key), widths.get(key)) for key, thumb in thumbs.items()}
+
+
 OUTLINES_KEPT = 400  # outlined thumbnails kept in memory (about 10 kB each): ten screens of Review
 OUTLINE_KEPT_BYTES = 64_000  # a thumbnail's; a page drawn large is outlined afresh, not kept
 

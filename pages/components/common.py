@@ -85,21 +85,21 @@ def not_at_server() -> str | None:
         cors_origins=st.get_option("server.corsAllowedOrigins") or [], headers=request_headers())
 
 
-def bound_by_name(key: str, names: dict[str, str], separator: str = " · ") -> None:
-    """Before drawing a widget bound to the address (bind="query-params") whose labels carry a count that
-    changes ("Kept · 12"): the address holds the label, so an old count would match no option and Streamlit
-    would drop it for the default. Take the option by its name instead (the label before `separator`, or the
-    option's own key), once, when the session has no value for it yet."""
-    if key in st.session_state:
-        return
-    raw = st.query_params.get(key)
-    if not raw:
-        return
-    name = str(raw).split(separator)[0].strip().casefold()
-    for option, label in names.items():
-        if name in (str(option).casefold(), str(label).casefold()):
-            st.session_state[key] = option
-            return
+def named_in_address(key: str, names: dict[str, str], default: str, separator: str = " · ") -> None:
+    """Keep a widget whose labels carry a count that changes ("Kept · 12") in the address by the option's own
+    name (`?pic_decision=kept`), never by its label: Streamlit's bind="query-params" writes the label, and a
+    label with an old count matches no option, so the address dropped the filter and a reload lost it.
+    Call it before drawing the widget (keyed `key`, not bound): the first run takes the option from the
+    address (by name, by label with any count, or by label before `separator`); every run writes it back."""
+    if key not in st.session_state:
+        raw = st.query_params.get(key)
+        name = str(raw).split(separator)[0].strip().casefold() if raw else ""
+        st.session_state[key] = next((option for option, label in names.items()
+                                      if name in (str(option).casefold(), str(label).casefold())), default)
+    if st.session_state[key] == default:
+        st.query_params.pop(key, None)
+    else:
+        st.query_params[key] = str(st.session_state[key])
 
 
 def within_upload_limits(uploads, limits) -> list:

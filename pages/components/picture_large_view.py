@@ -28,7 +28,7 @@ CHOICE_OF_OVERRIDE = {1: "include", None: "auto", 0: "exclude"}
 OVERRIDE_OF_CHOICE = {"include": True, "auto": None, "exclude": False}
 OPEN = "pictures_open"
 ON_SCREEN = "pictures_on_screen"  # the ids of the screen's pictures, for next and previous in the large view
-CLICK, DRAG_PROBLEM = "pictures_click", "pictures_drag_problem"  # the large view's drawing mode; why a drag drew no box
+CLICK, DRAG_PROBLEM = "pictures_click", "pictures_drag_problem"  # which drawing-mode widget is on; why a drag drew no box
 PENDING_BOX = "pictures_pending_box"  # a drawn box that would exclude the picture, waiting for the curator's word
 FIT = f"{KEYBOARD}-fit"  # set: the large view shows the picture fitted (its value then the fit's own zoom)
 CAPTION_KEY = "picture-caption-"
@@ -40,6 +40,7 @@ UNDO_HINT = captions.UNDO_HINT
 CLICK_MODES = {"fix": "Fix this picture's box", "add": "Add a missed picture"}
 KINDS = {kind: kind.capitalize() for kind in pv.KINDS}
 VIEW_LONG_SIDE = 1400  # pixels: the page in the large view, sharp enough to place a corner
+FRAME_WIDTH, FRAME_HEIGHT = 731, 520  # pixels: the page's frame in the large view at most (its column at 1440 px)
 
 
 # -- one picture: its decision and caption, from a card or the large view ----------------------------
@@ -120,7 +121,9 @@ def close_picture():
 
 
 def leave_drawing():
-    st.session_state.pop(CLICK, None)
+    # A widget of a new key, not the old one's value dropped or set: the browser keeps the drawing mode it
+    # showed and sent it back on the next run, so the mode came back pressed on the next picture.
+    st.session_state[CLICK] = st.session_state.get(CLICK, 0) + 1
     st.session_state.pop(DRAG_PROBLEM, None)
     st.session_state.pop(PENDING_BOX, None)
 
@@ -214,21 +217,25 @@ def draw_on_page(row: dict, boxes: list[dict], image: bytes, drawn_from: str):
     """The page with its boxes, opened centred on the picture; in a drawing mode a drag draws a box (or, from a
     corner handle of this one, moves that corner)."""
     locked = auth.locked()
-    mode = st.segmented_control("Draw on the page", list(CLICK_MODES), format_func=CLICK_MODES.get, key=CLICK,
-                                disabled=locked, help=auth.help_for("Drag across the picture, from one corner to the "
-                                                                    "opposite one."))
-    # Always one line here, empty or not: an element put in above the page moved the page's frame to a new place,
-    # where its image was sized in a frame not yet as wide as the view and stayed cut off at about 200 px.
-    st.caption("" if locked else "Pick a way of drawing above to draw on the page." if not mode else
-               "Drag from one corner of the picture to the opposite one"
-               + (": a drag that starts on one of the blue box's white corner handles moves that corner, any "
-                  "other drag draws a new box." if mode == "fix" else "."))
     box = (row["bx0"], row["by0"], row["bx1"], row["by1"])
     fitted = st.session_state.get(FIT) is not None
     if fitted:
         region = pv.fit_region(box, row["width"], row["height"])
         st.session_state[FIT] = row["width"] / max(1, region[2] - region[0])  # + and − step from here
-    level = zoom_buttons(st.session_state.get(FIT))
+    # The drawing modes and the zoom share a row, so the page starts high enough for its frame to fit the screen.
+    with st.container(horizontal=True, vertical_alignment="center", gap="medium", key="picture-page-tools"):
+        mode = st.segmented_control("Draw on the page", list(CLICK_MODES), format_func=CLICK_MODES.get,
+                                    key=f"{CLICK}-{st.session_state.get(CLICK, 0)}", disabled=locked,
+                                    label_visibility="collapsed", help=auth.help_for(
+                                        "Draw on the page: drag across the picture, from one corner to the "
+                                        "opposite one."))
+        level = zoom_buttons(st.session_state.get(FIT))
+    # Always one line here, empty or not: an element put in above the page moved the page's frame to a new place,
+    # where its image was sized in a frame not yet as wide as the view and stayed cut off at about 200 px.
+    st.caption("" if locked else "Pick a way of drawing to draw on the page." if not mode else
+               "Drag from one corner of the picture to the opposite one"
+               + (": a drag that starts on one of the blue box's white corner handles moves that corner, any "
+                  "other drag draws a new box." if mode == "fix" else "."))
     if not fitted:
         region = pv.zoom_region(box, row["width"], row["height"], level)
     grab = pv.CORNER_GRAB * (region[2] - region[0])
@@ -236,7 +243,7 @@ def draw_on_page(row: dict, boxes: list[dict], image: bytes, drawn_from: str):
                                    handles=grab if mode == "fix" and not locked else None)
     page = pv.zoomed(outlined, region, row["width"])
     key = f"picture-page-{row['id']}"
-    streamlit_image_coordinates(page, key=key, width="stretch", image_format="JPEG", jpeg_quality=85,
+    streamlit_image_coordinates(page, key=key, width=frame_width(region), image_format="JPEG", jpeg_quality=85,
                                 cursor="crosshair" if mode else "auto", click_and_drag=bool(mode),
                                 on_click=functools.partial(dragged, row["id"], key, mode, region))
     where = ("Centred on this picture." if fitted else f"Zoomed {level:g}× around this picture." if level > 1 else "")
@@ -294,6 +301,12 @@ def dragged(picture_id: int, key: str, mode: str | None, region):
         st.session_state[PENDING_BOX] = {"id": picture_id, "box": box, "change": change}
         return
     drawn(row, mode, box)
+
+
+def frame_width(region) -> int:
+    """The page's width on screen: the view's column, or less for a tall part of a page, so that all of it (and
+    the picture in it, at any zoom) is on a 900-pixel-high screen under the view's controls."""
+    return round(min(FRAME_WIDTH, FRAME_HEIGHT * (region[2] - region[0]) / max(1, region[3] - region[1])))
 
 
 def zoom_buttons(fit: float | None = None) -> float:

@@ -122,10 +122,10 @@ def filters(manifest, documents: list[dict], threshold: float) -> tuple[pv.Pictu
                                    "together: pictures of pages that show the same picture, group by group. "
                                    "Reprints: pictures whose embeddings say they are the same picture printed again.")
     counts = count_keeper(str(common.db_path())).counts(manifest, threshold, doc_id or None)
-    common.bound_by_name("pic_decision", pv.DECISIONS)  # a shared "?pic_decision=Kept · 12" names Kept, whatever its count now
+    common.named_in_address("pic_decision", pv.DECISIONS, "all")  # "?pic_decision=kept", whatever its count now
     decision = top.segmented_control(
-        "Show", list(pv.DECISIONS), format_func=lambda d: f"{pv.DECISIONS[d]} · {counts[d]:,}", default="all",
-        required=True, key="pic_decision", bind="query-params", on_change=first_screen, help=pv.DECISION_HELP)
+        "Show", list(pv.DECISIONS), format_func=lambda d: f"{pv.DECISIONS[d]} · {counts[d]:,}",
+        required=True, key="pic_decision", on_change=first_screen, help=pv.DECISION_HELP)
     return pv.PictureFilter(decision, doc_id or None), sort, counts
 
 

@@ -1,0 +1,122 @@
+"""Is a found picture one a curator would export? The judge of each picture the finder keeps.
+
+The finder finds nearly every picture, and with them blocks of handwriting, a seal with the writing round it, bare
+paper, a masthead's letters. The judge reads what is at hand when a picture is found (the page analysis's ink map,
+which the finder fitted the box on, and the finder's cells) and measures the box (MEASURES): how sure the cells are
+over it, its size, shape and place on the page, how much ink it holds and how dark, and how much of that ink is in
+pieces the size of letters, in lines with paper between them, as type and handwriting are. A logistic head over the
+measures gives the probability that the box is a picture; at or above its cutoff the picture counts.
+
+The head is learned by `python -m curation.pictures.picture_judge_train` from the finder's own boxes on the measure's
+pages, each found by heads that learned from none of its source (picture_judge.json holds the head, what it learned
+from and its leave-one-source-out figures). About a millisecond a picture: the ink map is the analysis's own.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from ..scoring.features import REFERENCE_DPI, PageAnalysis, analyse_page
+
+HEAD_FILE = Path(__file__).with_name("picture_judge.json")
+MEASURES = ("score", "cell_mean", "cell_share", "log_area", "log_aspect", "page_share", "edge_margin",
+            "ink_share", "darkness", "letter_share", "letters_per_sq_in", "long_share", "empty_rows",
+            "ring_ink")
+LETTER_IN = (0.03, 0.3)  # inches: the height of a piece of ink that may be a letter, or a handwritten stroke
+LONG_IN = 0.5  # inches: a piece of ink this long on a side is a picture's stroke, hatching or fill, not a letter
+RING_IN = 0.25  # inches: the paper around a box measured as its surroundings
+
+
+@dataclass(frozen=True)
+class Head:
+    """A logistic head over the measures, standardised first (the recipe's scikit-learn fit, kept as numbers)."""
+
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray
+    intercept: float
+    cutoff: float
+
+    def probability(self, measured: np.ndarray) -> np.ndarray:
+        """The probability that each row of `measured` (MEASURES) is a picture."""
+        z = (np.asarray(measured, np.float64).reshape(-1, len(MEASURES)) - self.mean) / self.scale
+        return 1 / (1 + np.exp(-np.clip(z @ self.coef + self.intercept, -50, 50)))
+
+    def as_dict(self) -> dict:
+        return {"measures": list(MEASURES), "mean": self.mean.tolist(), "scale": self.scale.tolist(),
+                "coef": self.coef.tolist(), "intercept": self.intercept, "cutoff": self.cutoff}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Head":
+        if tuple(data["measures"]) != MEASURES:
+            raise ValueError("the judge's head was learned on other measures: train it again "
+                             "(python -m curation.pictures.picture_judge_train)")
+        return cls(np.array(data["mean"]), np.array(data["scale"]), np.array(data["coef"]),
+                   float(data["intercept"]), float(data["cutoff"]))
+
+
+def measures(gray: np.ndarray, cells: np.ndarray, box, dpi: float = REFERENCE_DPI,
+             analysis: PageAnalysis | None = None) -> np.ndarray:
+    """MEASURES of the picture `box` (x0, y0, x1, y1 in `gray`'s pixels; `gray` the page at `dpi`), with the
+    finder's `cells` over the page ((rows, columns), or (heads, rows, columns), their mean taken)."""
+    h, w = gray.shape
+    x0, y0, x1, y1 = (int(v) for v in box)
+    bw, bh = max(1, x1 - x0), max(1, y1 - y0)
+    grid = cells.mean(axis=0) if cells.ndim == 3 else cells
+    gy, gx = grid.shape
+    over = grid[min(gy - 1, y0 * gy // h):max(1, -(-y1 * gy // h)), min(gx - 1, x0 * gx // w):max(1, -(-x1 * gx // w))]
+    area = bw * bh / dpi / dpi
+    margin = min(x0, y0, w - x1, h - y1) / min(h, w)
+    if analysis is None:
+        analysis, _ = analyse_page(gray, dpi)
+    ink = _ink_measures(analysis, (x0, y0, x1, y1)) if analysis is not None else (0.0,) * 7
+    return np.array([float(over.max()), float(over.mean()), float((over >= 0.5).mean()), np.log(max(area, 1e-3)),
+                     np.log(bw / bh), bw * bh / (w * h), margin, *ink])
+
+
+def _ink_measures(analysis: PageAnalysis, box) -> tuple[float, ...]:
+    """The box's ink on the analysis's map: its share of the box, how dark it is, the share of it in pieces of a
+    letter's height and their count a square inch, the share in long pieces, the share of the box's rows
+    without ink (the paper between lines of type), and the ink's share of the ring of paper around the box."""
+    left, top = analysis.offset
+    s, dpi = analysis.scale, analysis.dpi
+    ah, aw = analysis.ink.shape
+    ax0, ay0 = max(0, round((box[0] - left) / s)), max(0, round((box[1] - top) / s))
+    ax1, ay1 = min(aw, round((box[2] - left) / s)), min(ah, round((box[3] - top) / s))
+    if ax1 - ax0 < 2 or ay1 - ay0 < 2:
+        return (0.0,) * 7
+    strength = analysis.ink[ay0:ay1, ax0:ax1]
+    ink = (strength >= analysis.threshold).astype(np.uint8)
+    share = float(ink.mean())
+    darkness = float(strength[ink > 0].mean()) / 255 if share else 0.0
+    count, _, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
+    stats = stats[1:]
+    tall, wide, pixels = stats[:, cv2.CC_STAT_HEIGHT] / dpi, stats[:, cv2.CC_STAT_WIDTH] / dpi, stats[:, cv2.CC_STAT_AREA]
+    total = max(1, int(pixels.sum()))
+    letters = (tall >= LETTER_IN[0]) & (tall <= LETTER_IN[1]) & (wide <= 2 * LETTER_IN[1])
+    long_pieces = np.maximum(tall, wide) >= LONG_IN
+    square_inches = ink.size / dpi / dpi
+    empty_rows = float((ink.mean(axis=1) < 0.01).mean())
+    reach = max(1, round(RING_IN * dpi))
+    rx0, ry0, rx1, ry1 = max(0, ax0 - reach), max(0, ay0 - reach), min(aw, ax1 + reach), min(ah, ay1 + reach)
+    ring = (analysis.ink[ry0:ry1, rx0:rx1] >= analysis.threshold)
+    ring_pixels = ring.size - ink.size
+    ring_ink = float(ring.sum() - ink.sum()) / ring_pixels if ring_pixels > 0 else 0.0
+    return (share, darkness, float(pixels[letters].sum()) / total, float(letters.sum()) / square_inches,
+            float(pixels[long_pieces].sum()) / total, empty_rows, ring_ink)
+
+
+_HEAD: Head | None = None
+
+
+def shipped_head() -> Head | None:
+    """The shipped judge (picture_judge.json), or None where none is shipped."""
+    global _HEAD
+    if _HEAD is None and HEAD_FILE.exists():
+        _HEAD = Head.from_dict(json.loads(HEAD_FILE.read_text(encoding="utf-8"))["head"])
+    return _HEAD

@@ -1,0 +1,159 @@
+"""A curator's afternoon, part three, in a real browser (Chromium at 1440 x 900): a filter of Review's
+Pictures view is kept in the address by its name, so a link shared with an old count, or a reload after a
+decision changed the count, opens on the same filter."""
+
+import contextlib
+import os
+import re
+import urllib.parse
+
+import pytest
+
+from curation import Manifest, ingest
+from curation.sources.synthetic import PageSpec, write_pdf
+from server_support import CHROMIUM, chromium, go, settle, streamlit_server
+
+playwright = pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                reason="needs Debian's chromium (apt-get install chromium)")
+
+
+@pytest.fixture
+def page():
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.set_default_timeout(60_000)
+        yield page
+
+
+def pictured_archive(tmp_path):
+    """A folder with one PDF of two engravings."""
+    archive = tmp_path / "scans"
+    write_pdf(archive / "issue-1.pdf", [PageSpec(kind="engraving", seed=n, dpi=100, inches=(4.0, 5.0))
+                                        for n in range(2)])
+    return archive
+
+
+@contextlib.contextmanager
+def served(tmp_path, db):
+    with streamlit_server(tmp_path / "streamlit.log", {"CURATION_DB": str(db), "CURATION_ROOTS": ""}) as (_, port):
+        yield port
+
+
+def first_picture_opened(page, port):
+    """Review's Pictures view, its first picture opened large (by its key); the large view."""
+    go(page, f"http://127.0.0.1:{port}", "review?view=Pictures&pic_decision=all")
+    page.locator("[class*='st-key-picture-card-']").first.wait_for()
+    settle(page)
+    page.keyboard.press("Enter")
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_text("Centred on this picture").wait_for()
+    settle(page)
+    return dialog
+
+
+def address_filter(page) -> str | None:
+    values = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query).get("pic_decision")
+    return values[0] if values else None
+
+
+def pressed_filter(page) -> str:
+    return page.locator("[class*='st-key-pic_decision'] button[aria-checked='true']").inner_text()
+
+
+def test_a_filter_link_with_an_old_count_survives_a_reload(tmp_path, page):
+    db = tmp_path / "data" / "manifest.sqlite"
+    with Manifest(db) as manifest:
+        ingest(manifest, [pictured_archive(tmp_path)], workers=1)
+    with served(tmp_path, db) as port:
+        url = f"http://127.0.0.1:{port}"
+        go(page, url, "review?view=Pictures&pic_decision=Excluded+%C2%B7+87")  # shared when 87 were excluded
+        assert pressed_filter(page).startswith("Excluded · ")
+        assert address_filter(page) == "excluded"
+        page.reload()
+        settle(page)
+        assert pressed_filter(page).startswith("Excluded · ")
+        assert address_filter(page) == "excluded"
+        page.locator("[class*='st-key-pic_decision'] button").filter(has_text="All pictures").click()
+        settle(page)
+        assert address_filter(page) is None  # the default leaves the address clean
+
+
+def heading(dialog) -> str:
+    """"issue-1.pdf, page 1 · picture 1 of 2 · 6.1 sq in": which picture the large view shows."""
+    return dialog.locator("[data-testid='stMarkdown']").filter(has_text=re.compile(r"picture \d+ of")).first.inner_text()
+
+
+def drawing_mode(dialog) -> str | None:
+    """The drawing mode pressed in the large view, or None."""
+    pressed = dialog.locator("[class*='st-key-pictures_click'] button[aria-checked='true']")
+    return pressed.inner_text() if pressed.count() else None
+
+
+def test_drawing_mode_ends_on_the_next_picture_and_when_the_view_is_opened_again(tmp_path, page):
+    db = tmp_path / "data" / "manifest.sqlite"
+    with Manifest(db) as manifest:
+        ingest(manifest, [pictured_archive(tmp_path)], workers=1)
+        assert len(list(manifest.picture_rows())) >= 2
+    with served(tmp_path, db) as port:
+        dialog = first_picture_opened(page, port)
+        first = heading(dialog)
+        dialog.get_by_text("Fix this picture's box").click()
+        dialog.get_by_text("white corner handles").wait_for()
+        settle(page)
+        assert drawing_mode(dialog) == "Fix this picture's box"
+
+        page.keyboard.press("ArrowRight")  # the next picture: a drag there must not redraw its box
+        settle(page)
+        assert heading(dialog) != first
+        assert drawing_mode(dialog) is None
+        dialog.get_by_text("Pick a way of drawing").wait_for()
+
+        dialog.get_by_text("Add a missed picture").click()
+        settle(page)
+        assert drawing_mode(dialog) == "Add a missed picture"
+        page.keyboard.press("Escape")
+        page.get_by_role("dialog").wait_for(state="detached")
+        settle(page)
+        page.keyboard.press("Enter")  # opened again
+        dialog = page.get_by_role("dialog")
+        dialog.get_by_text("Centred on this picture").wait_for()
+        settle(page)
+        assert drawing_mode(dialog) is None
+        dialog.get_by_text("Pick a way of drawing").wait_for()
+
+
+NEWSPAPER = (11.0, 22.0)  # inches: 1584 x 3168 reference pixels
+TALL = (700, 1900, 900, 2400)  # a tall cut low on the page, 1.4 x 3.5 inches: kept (the cutoff is 2 sq in)
+
+
+def test_a_tall_picture_is_whole_on_a_1440_by_900_screen_fitted_and_zoomed_out(tmp_path, page):
+    """The large view's page starts under one row of controls and is never taller than the screen has room
+    for, so a tall picture's whole box is in the viewport when it opens, a step out, and at the whole page."""
+    db = tmp_path / "data" / "manifest.sqlite"
+    archive = tmp_path / "scans"
+    write_pdf(archive / "gazette.pdf", [PageSpec(kind="text", seed=2, dpi=72, inches=NEWSPAPER)])
+    with Manifest(db) as manifest:
+        ingest(manifest, [archive], workers=1)
+        row = next(manifest.pages())
+        area = (TALL[2] - TALL[0]) * (TALL[3] - TALL[1]) / 144 / 144
+        manifest.set_pictures(row["doc_id"], 0, [(*TALL, area)])
+    with served(tmp_path, db) as port:
+        dialog = first_picture_opened(page, port)
+        levels = []
+        for step in range(3):  # fitted, a step out, the whole page
+            page.wait_for_timeout(800)  # the new frame drawn
+            image = dialog.frame_locator("iframe").locator("img")
+            image.wait_for()
+            shown = image.bounding_box()
+            assert shown["y"] >= 0 and shown["y"] + shown["height"] <= 900, (step, shown)
+            if step == 0:
+                assert shown["y"] < 360, shown  # one row of controls above the page
+            levels.append(dialog.locator("[class*='st-key-picture-zoom-bar'] [data-testid='stText']").inner_text())
+            out = dialog.locator("[class*='st-key-picture-zoom-out'] button").first
+            if out.is_disabled():
+                break
+            out.click()
+            settle(page)
+        assert levels[0].startswith("fitted") and levels[-1] == "1×", levels
+        assert page.evaluate("window.scrollY") == 0
