@@ -14,6 +14,7 @@ from streamlit_image_coordinates import streamlit_image_coordinates
 from curation import views
 from curation.captions.best import best_caption, counted_sources
 from curation.decisions import keyboard
+from curation.manifest.caption_rows import CAPTION_CHARS
 from curation.manifest.pictures import PictureError
 from curation.sources.page_numbers import page_number
 from curation.views import picture_views as pv
@@ -34,7 +35,7 @@ FIT = f"{KEYBOARD}-fit"  # set: the large view shows the picture fitted (its val
 CAPTION_KEY = "picture-caption-"
 CAPTION_HELP = ("Your caption, saved when you press Enter or leave the box; it wins over the printed legend and the "
                 "model's caption.")
-MAX_CAPTION = 500
+MAX_CAPTION = CAPTION_CHARS  # the bound the manifest holds every caption to
 UNDO_HINT = captions.UNDO_HINT
 CLICK_MODES = {"fix": "Fix this picture's box", "add": "Add a missed picture"}
 KINDS = {kind: kind.capitalize() for kind in pv.KINDS}
