@@ -11,7 +11,7 @@ import streamlit as st
 
 from curation import views
 from curation.decisions import keyboard
-from curation.manifest.caption_rows import CAPTION_CHARS
+from curation.manifest.caption_limit import CAPTION_CHARS
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
 from curation.views import bulk

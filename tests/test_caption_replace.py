@@ -256,7 +256,7 @@ def test_two_applies_cannot_grow_a_caption_past_the_limit(manifest, pics):
     """Before, two Applies of b -> 500 b's made one caption 10,000,000 characters long, which every visitor's
     Pictures view then downloaded. The limit holds where captions are written; the edit is refused whole,
     with the reason, in the preview as in Apply and on the command line."""
-    from curation.manifest.caption_rows import CAPTION_CHARS
+    from curation.manifest.caption_limit import CAPTION_CHARS
 
     manifest.set_picture_captions([(pics["lady"], "a b c")])
     before, done = captions(manifest), len(actions(manifest))
@@ -276,7 +276,7 @@ def test_two_applies_cannot_grow_a_caption_past_the_limit(manifest, pics):
 
 
 def test_every_write_of_a_caption_is_bounded(manifest, pics):
-    from curation.manifest.caption_rows import CaptionTooLong
+    from curation.manifest.caption_limit import CaptionTooLong
     from curation.views import PageFilter, bulk_caption, picture_bulk
     from curation.views.picture_views import PictureFilter
 

@@ -25,7 +25,7 @@ import regex
 
 from guards import patterns
 
-from ..manifest.caption_rows import CAPTION_CHARS
+from ..manifest.caption_limit import CAPTION_CHARS
 from ..manifest.rules import KEEP_SQL, PICTURE_KEEP_SQL
 from ..manifest.store import Manifest
 from ..sources.page_numbers import page_number

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 
 from ..pictures.kind import KINDS
 from . import history, page_figures
-from .caption_rows import stored_caption
+from .caption_limit import stored_caption
 from .history import now
 from .rules import (DECIDED_BY_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL, PICTURE_BOX_SQL,
                     OUTLINED_SQL, PICTURE_DECIDED_BY_SQL, PICTURE_KEEP_SQL, SAVED_SCORE_MIN_SQL,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 
 from ..manifest import history
-from ..manifest.caption_rows import stored_caption
+from ..manifest.caption_limit import stored_caption
 from ..manifest.store import Manifest, now
 from . import picture_views
 from .picture_views import PictureFilter, from_sql, override_counts

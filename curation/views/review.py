@@ -13,7 +13,7 @@ import numpy as np
 
 from ..manifest import aggregates, history
 from ..manifest.rules import LIVE_DOCUMENT_SQL
-from ..manifest.caption_rows import stored_caption
+from ..manifest.caption_limit import stored_caption
 from ..manifest.store import Manifest, now
 from ..sources.page_numbers import page_number
 from .filters import DECISIONS, PAGES_FROM, PageFilter, _by_keys, _where, decision_params, filter_counts

@@ -14,7 +14,7 @@ from streamlit_image_coordinates import streamlit_image_coordinates
 from curation import views
 from curation.captions.best import best_caption, counted_sources
 from curation.decisions import keyboard
-from curation.manifest.caption_rows import CAPTION_CHARS
+from curation.manifest.caption_limit import CAPTION_CHARS
 from curation.manifest.pictures import PictureError
 from curation.sources.page_numbers import page_number
 from curation.views import picture_views as pv
