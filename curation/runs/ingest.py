@@ -27,8 +27,8 @@ from ..scoring.features import FEATURES_VERSION
 from ..scoring.result import PageResult
 from ..sources.paths import REFUSAL, document_roots, reading_roots
 from ..views import cutoff_counts
-from ..sources.reader import (DocumentError, DocumentInfo, OutsideAllowedFolders, error_text, exists, file_sha256,
-                              file_stat, find_pdfs)
+from ..sources.reader import (MISNAMED, DocumentError, DocumentInfo, OutsideAllowedFolders, error_text, exists,
+                              file_sha256, file_stat, find_pdfs)
 from ..views.jobs import unreadable_documents
 from .embed import missing_parts
 from .ingest_task import Task, run_task
@@ -50,6 +50,7 @@ class IngestReport:
     pages_timed_out: int = 0  # of pages_failed: skipped for the time limit
     documents_failed: int = 0  # this run's documents that gave no page: not a PDF, empty, encrypted, broken
     refused: int = 0  # files not read: their real path is outside the allowed folders
+    misnamed: list[str] = field(default_factory=list)  # files not read: their names (escaped) are not UTF-8
     crashes: int = 0  # workers lost to a crash, each followed by retries
     timeouts: int = 0  # executors torn down because a task ran past the page time limit
     seconds: float = 0.0
@@ -82,6 +83,9 @@ class IngestReport:
         parts = []
         if self.refused:
             parts.append(f"{self.refused} file{'' if self.refused == 1 else 's'} refused: {REFUSAL}")
+        if self.misnamed:
+            names = ", ".join(self.misnamed[:3]) + (f" and {len(self.misnamed) - 3} more" if len(self.misnamed) > 3 else "")
+            parts.append(f"{len(self.misnamed)} file{'' if len(self.misnamed) == 1 else 's'} not read ({names}): {MISNAMED}")
         if self.crashes:
             parts.append(f"{self.crashes} worker crash{'' if self.crashes == 1 else 'es'} retried")
         if self.timeouts:
@@ -127,7 +131,8 @@ class Ingest:
         if roots is None:
             roots = reading_roots(manifest.path, manifest, paths)
         self.roots = tuple(str(root) for root in roots)
-        self.pdfs = find_pdfs(paths, self.roots, self._refuse)  # raises before any work when a path is missing
+        # Raises before any work when a path is missing; a file refused or misnamed is said, the run goes on.
+        self.pdfs = find_pdfs(paths, self.roots, self._refuse, self._misnamed)
         self.pages_per_task = pages_per_task
         self.page_timeout = (manifest.page_timeout if page_timeout is None else page_timeout) or None
         self.legend_languages = self._legend_languages(legend_languages)
@@ -304,6 +309,11 @@ class Ingest:
         """A file not read because it really lies outside the allowed folders: said in the job's summary."""
         self.report.refused += 1
         self.report.problems.append(f"{path}: not read, {REFUSAL}")
+
+    def _misnamed(self, name: str) -> None:
+        """A file not read because its name is not valid UTF-8: said, escaped, in the job's summary."""
+        self.report.misnamed.append(name)
+        self.report.problems.append(f"{name}: not read, {MISNAMED}")
 
     # -- results ------------------------------------------------------------------------------
 
