@@ -207,3 +207,39 @@ def test_a_file_name_that_is_not_utf8_is_refused_alone_and_the_run_goes_on(manif
                           "--workers", "1"], capture_output=True, cwd=ROOT)
     assert cli.returncode == 0 and b"Traceback" not in cli.stderr
     assert b"caf\\xe9.pdf: not read" in cli.stderr + cli.stdout
+
+
+def test_a_document_past_the_servers_page_bound_is_refused_and_the_run_goes_on(manifest, archive, monkeypatch):
+    """A 10 MB PDF of 100,000 tiny pages was half an hour of the workers' time from one upload: the server's
+    bound on pages per document (CURATION_MAX_PAGES, 10,000) refuses it when it is opened, before any page."""
+    from curation.runs.ingest import TOO_LONG
+    from curation.sources.hostile import many_pages
+    from guards import uploads
+
+    monkeypatch.delenv("CURATION_MAX_PAGES", raising=False)
+    assert uploads.max_pages() == 10_000
+    (archive / "many.pdf").write_bytes(many_pages(100_000))
+    started = time.monotonic()
+    report = ingest(manifest, [archive], workers=1)
+    assert time.monotonic() - started < 60  # its pages are never scored
+    assert report.pages_scored == 15 and report.documents_failed == 1
+    many = next(d for d in manifest.documents() if d["path"].endswith("many.pdf"))
+    assert many["status"] == TOO_LONG and many["error"] == (
+        "100,000 pages, over the server's limit of 10,000 pages per document (CURATION_MAX_PAGES); not read")
+    assert "many.pdf: 100,000 pages, over the server's limit" in manifest.latest_job("ingest")["message"]
+    assert manifest.conn.execute("SELECT COUNT(*) FROM pages WHERE doc_id = ?", (many["id"],)).fetchone()[0] == 0
+
+
+def test_the_page_bound_is_the_servers_setting_and_a_raised_bound_reads_the_document_next_time(manifest, archive,
+                                                                                               monkeypatch):
+    monkeypatch.setenv("CURATION_MAX_PAGES", "5")  # issue-2.pdf has 6 pages
+    report = ingest(manifest, [archive], workers=1)
+    assert report.pages_scored == 9
+    assert {pathlib.Path(d["path"]).name: d["status"] for d in manifest.documents()}["issue-2.pdf"] == "too-long"
+    cli = subprocess.run([sys.executable, "-m", "curation", "ingest", str(archive), "--db", str(manifest.path),
+                          "--workers", "1"], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "CURATION_MAX_PAGES": "5"})
+    assert cli.returncode == 0 and "6 pages, over the server's limit of 5 pages per document" in cli.stdout + cli.stderr
+    monkeypatch.setenv("CURATION_MAX_PAGES", "6")
+    assert ingest(manifest, [archive], workers=1).pages_scored == 6
+    assert {d["status"] for d in manifest.documents()} == {"ok"}

@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from guards import uploads as server_limits
+
 from ..captions.legend import check_languages, engine_note, installed_languages
 from ..decisions.duplicates import refresh_duplicates
 from ..manifest import finders
@@ -39,6 +41,7 @@ from .worker_pool import bounded_pool, default_workers, kill_executor, process_p
 # The picture stages other than the rules, each of which says before any page is read what it lacks.
 CHECKED_FINDERS = {"network": finder, "learned": verdict}
 PAGES_PER_TASK = 16
+TOO_LONG = "too-long"  # a document's status: more pages than the server's bound (guards.uploads.max_pages)
 
 
 @dataclass
@@ -117,7 +120,7 @@ class Ingest:
                  make_executor: Callable[[int], cf.Executor] = process_pool, task_fn: Callable = run_task,
                  page_timeout: float | None = None, worker_memory: int | None = None, cluster=None,
                  roots: Sequence[str | os.PathLike] | None = None, legend_languages: str | None = None,
-                 on_progress: Callable[[int, int], None] = lambda done, total: None,
+                 max_pages: int | None = None, on_progress: Callable[[int, int], None] = lambda done, total: None,
                  on_hash_progress: Callable[[int, int], None] = lambda done, total: None):
         """`page_timeout`: seconds a page may take (None: the manifest's setting; 0: no limit).
         `worker_memory`: bytes each pool worker may allocate (None: a fair share of the machine's).
@@ -125,8 +128,11 @@ class Ingest:
         `roots`: the folders every file read must really lie in, checked as it is opened (None: the
         allowed folders, and `paths` that lie outside them: see `paths.reading_roots`).
         `legend_languages`: Tesseract's languages for the pictures' legends, e.g. "eng+deu" (None: the
-        manifest's setting; "": none read). Without the OCR engine none are read (`report.legend_note`)."""
+        manifest's setting; "": none read). Without the OCR engine none are read (`report.legend_note`).
+        `max_pages`: the most pages a document may have (None: the server's, guards.uploads.max_pages);
+        a longer one is refused, status TOO_LONG, and looked at again by each later run."""
         self.manifest = manifest
+        self.max_pages = max_pages or server_limits.max_pages()
         self.report = IngestReport()
         if roots is None:
             roots = reading_roots(manifest.path, manifest, paths)
@@ -269,9 +275,10 @@ class Ingest:
         return read
 
     def _inspect_tasks(self, documents) -> list[Task]:
-        self._pending = [doc["id"] for doc in documents if doc["status"] == "pending"]
-        return [Task(doc["id"], doc["path"], roots=self.roots)
-                for doc in documents if doc["status"] == "pending" and doc["pages"] is None]
+        # A document refused for its length is opened again: the server's bound may have been raised since.
+        self._pending = [doc["id"] for doc in documents if doc["status"] in ("pending", TOO_LONG)]
+        return [Task(doc["id"], doc["path"], roots=self.roots) for doc in documents
+                if (doc["status"] == "pending" and doc["pages"] is None) or doc["status"] == TOO_LONG]
 
     def _plan_totals(self) -> None:
         for doc_id in self._pending:
@@ -329,6 +336,9 @@ class Ingest:
             self._save(task.doc_id, result)
 
     def _on_inspected(self, task: Task, result) -> None:
+        if isinstance(result, DocumentInfo) and result.pages > self.max_pages:
+            result = DocumentError(TOO_LONG, f"{result.pages:,} pages, over the server's limit of {self.max_pages:,} "
+                                             "pages per document (CURATION_MAX_PAGES); not read")
         if isinstance(result, DocumentInfo):
             self.manifest.set_document(task.doc_id, status="pending", error=result.note, pages=result.pages)
             return
