@@ -197,12 +197,12 @@ def test_a_file_name_that_is_not_utf8_is_refused_alone_and_the_run_goes_on(manif
     for _ in range(2):  # and the next run too
         report = ingest(manifest, [archive], workers=1)
         assert report.misnamed == [f"{archive}/caf\\xe9.pdf"]
-        assert any("caf\\xe9.pdf: not read, its name is not valid UTF-8" in p for p in report.problems)
+        assert any("caf\\xe9.pdf: not read, its path is not valid UTF-8" in p for p in report.problems)
     assert sorted(pathlib.Path(d["path"]).name for d in manifest.documents()) == [
         "issue-0.pdf", "issue-1.pdf", "issue-2.pdf", "later.pdf"]
     assert manifest.conn.execute("SELECT COUNT(*) FROM pages WHERE status = 'ok'").fetchone()[0] == 17
     job = manifest.latest_job("ingest")
-    assert job["status"] == "done" and "caf\\xe9.pdf" in job["message"] and "rename the file" in job["message"]
+    assert job["status"] == "done" and "caf\\xe9.pdf" in job["message"] and "rename it" in job["message"]
     cli = subprocess.run([sys.executable, "-m", "curation", "ingest", str(archive), "--db", str(manifest.path),
                           "--workers", "1"], capture_output=True, cwd=ROOT)
     assert cli.returncode == 0 and b"Traceback" not in cli.stderr

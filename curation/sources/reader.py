@@ -149,7 +149,7 @@ def _keep_inside(found: dict, path: pathlib.Path, roots: Roots, on_refused, on_m
         on_refused(path)
 
 
-MISNAMED = "its name is not valid UTF-8, which the manifest cannot store; rename the file and ingest again"
+MISNAMED = "its path is not valid UTF-8, which the manifest cannot store; rename it and ingest again"
 
 
 def storable(path: str | os.PathLike) -> bool:
