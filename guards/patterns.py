@@ -44,21 +44,17 @@ def checked(pattern: str, flags: int = 0) -> re.Pattern:
                              f"{MAX_PATTERN_CHARS:,}; search for a shorter part of the text")
     _refuse_loose_braces(pattern)
     try:
-        tree = sre_parse.parse(pattern, flags)
+        size = expanded_size(sre_parse.parse(pattern, flags))
+        if size > MAX_EXPANDED:
+            raise PatternRefused(f"the pattern's repeats ask for more than {MAX_EXPANDED:,} characters or groups "
+                                 "once written out; a caption is far shorter: use smaller counts, or + and * "
+                                 "instead of {n}")
+        return re.compile(pattern, flags)  # re compiles a repeat as a count: bounded by the pattern's length
     except re.error as exc:
-        raise PatternRefused(f"{pattern!r} is not a regular expression: {_re_message(exc)}; search for plain "
-                             "text instead, or escape the character with a backslash") from None
+        raise PatternRefused(f"{_shown(pattern)} is not a regular expression: {error_message(exc)}; search for "
+                             "plain text instead, or escape the character with a backslash") from None
     except RecursionError:
         raise PatternRefused("the pattern nests its groups too deeply to be read") from None
-    size = expanded_size(tree)
-    if size > MAX_EXPANDED:
-        raise PatternRefused(f"the pattern's repeats ask for more than {MAX_EXPANDED:,} characters or groups "
-                             "once written out; a caption is far shorter: use smaller "
-                             "counts, or + and * instead of {n}")
-    try:
-        return re.compile(pattern, flags)
-    except re.error as exc:
-        raise PatternRefused(f"{pattern!r} is not a regular expression: {_re_message(exc)}") from None
 
 
 def expanded_size(tree) -> int:
@@ -113,7 +109,12 @@ def _refuse_loose_braces(pattern: str) -> None:
         i += 1
 
 
-def _re_message(exc: Exception) -> str:
+def _shown(pattern: str) -> str:
+    return repr(pattern) if len(pattern) <= 60 else repr(pattern[:60]) + "…"
+
+
+def error_message(exc: Exception) -> str:
+    """An engine's error (`re`'s or `regex`'s) in words, with the character it points at counted from 1."""
     message = getattr(exc, "msg", None) or str(exc)
     position = getattr(exc, "pos", None)
     return f"{message} (at character {position + 1})" if position is not None else message

@@ -151,8 +151,8 @@ def _checked(find: str, replacement: str, flags: int) -> None:
     try:
         pattern.sub(replacement, "")  # the replacement's group references are checked here, before any caption
     except (re.error, IndexError) as exc:
-        raise CaptionEditError(f"the replacement {replacement!r} does not fit the pattern: {_re_message(exc)} "
-                               "(write \\\\ for a backslash)") from None
+        raise CaptionEditError(f"the replacement {replacement!r} does not fit the pattern: "
+                               f"{patterns.error_message(exc)} (write \\\\ for a backslash)") from None
 
 
 def _time_limited(find: str, replacement: str, flags: int) -> Callable[[str], str]:
@@ -163,7 +163,7 @@ def _time_limited(find: str, replacement: str, flags: int) -> Callable[[str], st
         pattern = regex.compile(find, regex.V0 | (regex.IGNORECASE if flags & re.IGNORECASE else 0),
                                 cache_pattern=False)
     except regex.error as exc:
-        raise CaptionEditError(f"{find!r} cannot be run here: {_re_message(exc)}") from None
+        raise CaptionEditError(f"{find!r} cannot be run here: {patterns.error_message(exc)}") from None
     deadline = time.monotonic() + EDIT_SECONDS
 
     def replace(text: str) -> str:
@@ -294,10 +294,3 @@ def _one_line(text: str) -> str | None:
 
 def _change(row, old: str | None, new: str | None, source: str | None) -> Change:
     return Change(row["id"], row["doc"], page_number(row["page"]), row["number"], old, new, source)
-
-
-def _re_message(exc: Exception) -> str:
-    message = getattr(exc, "msg", None) or str(exc)
-    position = getattr(exc, "pos", None)
-    return f"{message} (at character {position + 1})" if position is not None else message
-

@@ -86,9 +86,10 @@ class IngestReport:
         parts = []
         if self.refused:
             parts.append(f"{self.refused} file{'' if self.refused == 1 else 's'} refused: {REFUSAL}")
-        if self.misnamed:
-            names = ", ".join(self.misnamed[:3]) + (f" and {len(self.misnamed) - 3} more" if len(self.misnamed) > 3 else "")
-            parts.append(f"{len(self.misnamed)} file{'' if len(self.misnamed) == 1 else 's'} not read ({names}): {MISNAMED}")
+        if self.misnamed:  # named here, escaped: no listing of documents holds them
+            more = f" and {len(self.misnamed) - 3} more" if len(self.misnamed) > 3 else ""
+            parts.append(f"{plural(len(self.misnamed), 'file')} not read ({', '.join(self.misnamed[:3])}{more}): "
+                         f"{MISNAMED}")
         if self.crashes:
             parts.append(f"{self.crashes} worker crash{'' if self.crashes == 1 else 'es'} retried")
         if self.timeouts:
