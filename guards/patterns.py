@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - Python 3.10
 MAX_PATTERN_CHARS = 1_000  # longer than any caption a person would search for a part of
 MAX_EXPANDED = 10_000  # nodes once written out: about 3 MB in `regex`, compiled in milliseconds
 _REPEATS = {sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT, getattr(sre_constants, "POSSESSIVE_REPEAT", None)}
-_COUNTED_BRACE = re.compile(r"\{\d*(,\d*)?\}")
+_COUNTED_BRACE = re.compile(r"\{(\d+(,\d*)?|,\d+)\}")  # {3} {2,5} {1,} {,4}: not {} or {,}, read apart by the engines
 
 
 class PatternRefused(ValueError):

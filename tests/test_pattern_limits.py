@@ -40,6 +40,8 @@ NOT_OFFERED = [
     "(?:foo){e<=3}",  # fuzzy matching in `regex`, literal text in `re`
     "(?:foo){i<=1,d<=1}",
     "a{ 1}",
+    "a{}",
+    "a{,}",
     r"\p{L}+",  # `regex` only: `re` has no such escape
     r"\L<names>",
     r"(?V1)[[a-z]--[aeiou]]",
