@@ -210,3 +210,18 @@ def test_many_sessions_uploading_at_once_stay_under_the_servers_bound(tmp_path):
         session, token = sessions[-1]
         status, body = put_upload(port, session, token, size)  # told before it sends: the server is full
         assert status == 413 and "The server holds as many uploads as it takes at once" in body
+
+
+def test_a_closed_sessions_uploads_are_freed_when_it_goes(tmp_path):
+    """Streamlit keeps a closed session about two minutes for a reconnect, and its uploads with it: a few
+    throw-away sessions held the server's bound (2.5 MB here) and every new session got 413 until they expired.
+    A session's uploads are freed as its WebSocket closes."""
+    env = {"CURATION_UPLOAD_MAX_FILE_MB": "1", "CURATION_UPLOAD_MAX_SESSION_MB": "2",
+           "VET_UPLOAD_MAX_FILE_MB": "0.5", "VET_UPLOAD_MAX_SESSION_MB": "1", "CURATION_UPLOAD_MAX_SERVER_MB": "2.5"}
+    size = 900_000
+    with server_with(tmp_path, sign_in=False, **env) as (process, port):
+        with live_session(port) as (session, token):
+            assert [put_upload(port, session, token, size)[0] for _ in range(2)] == [204, 204]
+        with live_session(port) as (session, token):  # the first one closed a moment ago
+            answers = [put_upload(port, session, token, size) for _ in range(2)]
+    assert [status for status, _ in answers] == [204, 204], answers
