@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from curation.decisions import keyboard as keymap
+from pages.components import component_values
 
 # The listener lives in the page itself (components v2 are not in an iframe), on the window in the capture phase,
 # so a key reaches the grid before a focused widget sees it: after a click on a filter, the arrows still move the
@@ -344,7 +345,7 @@ def _act(items: list, screen: int, grid: keymap.Grid, screen_key: str, opened_ke
         return
     alone = in_parts and name in _LARGE_VIEWS  # the large view is a fragment of its own
     if action in keymap.MOVES:
-        columns = columns if isinstance(columns, int) and columns > 0 else grid.columns
+        columns = component_values.whole_number(columns, 1, component_values.MAX_COLUMNS) or grid.columns
         moved = keymap.move(cursor, action, keymap.Grid(grid.total, grid.per_screen, columns))
         st.session_state[f"{name}-cursor"] = moved
         if moved.screen != cursor.screen:
