@@ -87,6 +87,8 @@ def test_review_names_look_alike_documents_apart_and_never_draws_a_reordering_ch
     grid_event(at, "decide", picture, "exclude")  # a toast names the picture's document
     toasts = [str(toast.value) for toast in at.toast]
     assert any("bill⟨U+202E⟩fdp.exe" in shown(toast) for toast in toasts), toasts
+    undo_line = [str(text.value) for text in at.text if "Your last change" in str(text.value)]  # plain text
+    assert undo_line and not INVISIBLE_OR_REORDERING.search(undo_line[0]), [ascii(line) for line in undo_line]
     grid_event(at, "open", picture)  # the large view: "**name**, page 1 · picture 1 of 2 · 20.30 sq in"
     bodies = [str(e.value) for kind in ("markdown", "caption", "warning", "error") for e in getattr(at, kind)]
     assert any("bill⟨U+202E⟩fdp.exe" in shown(body) and "sq in" in body for body in bodies), bodies
