@@ -331,7 +331,7 @@ def launch_button(db: pathlib.Path, args: list[str], out: pathlib.Path, count: i
         latest = manifest.latest_job("export")
     if job is None and (latest is None or latest["pid"] != process.pid):
         st.error(f"The export process ended before it began (exit code {process.poll()}). "
-                 f"Its log is in `{db.parent / 'logs'}`.")
+                 f"Its log is in {common.code_span(db.parent / 'logs')}.")
         return
     st.session_state[RUNNING_KEY] = True
     st.rerun()
