@@ -60,16 +60,23 @@ def xsrf_cookie(port: int) -> str:
 
 
 @contextlib.contextmanager
-def live_session(port: int):
-    """(session id, XSRF token) of a session a browser would open: not signed in."""
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
+def browser_socket(port: int):
+    """(a WebSocket to the dashboard as a browser opens one: its XSRF cookie, its Origin; the XSRF token)."""
     token = xsrf_cookie(port)
     with websockets_sync.connect(f"ws://127.0.0.1:{port}/_stcore/stream", subprotocols=["streamlit", token],
                                  additional_headers={"Cookie": f"_streamlit_xsrf={token}",
                                                      "Origin": f"http://127.0.0.1:{port}"},
                                  max_size=None, open_timeout=30) as ws:
+        yield ws, token
+
+
+@contextlib.contextmanager
+def live_session(port: int):
+    """(session id, XSRF token) of a session a browser would open: not signed in."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    with browser_socket(port) as (ws, token):
         rerun = BackMsg()
         rerun.rerun_script.query_string = ""
         ws.send(rerun.SerializeToString())
