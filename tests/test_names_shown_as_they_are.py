@@ -139,3 +139,11 @@ def test_in_a_browser_a_reordering_name_leaves_the_large_views_own_words_in_orde
     assert order and all(first < last for first, last in order), order  # "s" left of "n": not drawn backwards
     assert "bill⟨U+202E⟩fdp.exe" in text.replace("\u2060", ""), text
     assert not INVISIBLE_OR_REORDERING.search(text.replace("\u2060", "")), ascii(text)
+
+
+def test_the_vet_scanners_model_list_shows_a_models_folder_name_as_it_is(models, demo_model):
+    (models / f"demo{OVERRIDE}tiv").symlink_to(demo_model, target_is_directory=True)
+    (models / f"demo{ZERO_WIDTH}").symlink_to(demo_model, target_is_directory=True)
+    at = ran(page("pages/vet_scanner.py"))
+    options = sorted(at.selectbox[0].options)
+    assert options == ["demo⟨U+200B⟩ (untrained demo)", "demo⟨U+202E⟩tiv (untrained demo)"], options
