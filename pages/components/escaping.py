@@ -56,7 +56,6 @@ def pictured(text) -> str:
     return text
 
 
-
 def pictured_table(table):
     """A table for st.dataframe (a pandas DataFrame, or rows as dicts) with every text in it, cells, column
     names and index labels, through `pictured`: a data frame draws its cells as plain text, and two file names
@@ -85,8 +84,9 @@ def escape_markdown(text) -> str:
     interpret. Bare addresses (`http://…`, `www.…`, `a@b.c`) and shortcodes (`:material_home:`, `:smile:`)
     are found in the text after parsing, whatever the escapes: an invisible word joiner (U+2060) after a
     colon that a word or `/` follows, after `www` and before `@` stops that. Line breaks and other control
-    characters are shown as their pictures (`pictured`): a blank line would end the paragraph, and what
-    follows it could begin a block of its own.
+    characters are shown as their pictures, invisible and reordering ones as their code points (`pictured`): a
+    blank line would end the paragraph, and what follows it could begin a block of its own; U+202E would turn
+    the page's own words after it around.
     """
     text = AFTER_COLON.sub(":\u2060", WWW.sub("\\1\u2060", pictured(text))).replace("@", "\u2060@")
     return MARKDOWN_SPECIAL.sub(r"\\\1", text)
