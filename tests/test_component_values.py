@@ -51,3 +51,21 @@ def test_a_forged_drag_on_the_large_views_page_draws_no_box_and_says_why(db, coo
     assert problem and "x2" in problem, problem
     with Manifest(db) as manifest:
         assert [tuple(row) for row in manifest.picture_rows(order="x.id")] == before  # nothing added
+
+
+@pytest.mark.parametrize("event", [None, [], {"type": "open"}, {"type": "open", "id": 12}, {"type": "run", "id": "1"},
+                                   {"type": "decide", "id": "1", "value": math.nan}, {"type": ["open"], "id": "1"}])
+def test_a_card_event_of_another_shape_does_nothing(event):
+    assert values.card_event({"event": event}, {"open", "decide"}) is None
+    good = {"type": "decide", "id": "12", "value": "exclude"}
+    assert values.card_event({"event": good}, {"open", "decide"}) == good
+
+
+def test_key_presses_of_another_shape_are_dropped_and_their_columns_checked():
+    presses = [{"key": "i", "n": 3, "columns": 4}, {"key": "e", "n": 4, "columns": math.nan},
+               {"key": "a", "n": math.inf}, {"key": 5, "n": 5}, {"key": "z", "n": True}, {"key": "j", "n": 2}, "x",
+               {"key": "k", "n": 10**30, "columns": 10**30}]
+    assert values.key_presses({"key": {"presses": presses}}, handled=2) == [
+        {"key": "i", "n": 3, "columns": 4}, {"key": "e", "n": 4, "columns": None}]  # k: no such number
+    assert values.key_presses({"key": {"presses": "iii"}}, handled=0) == []
+    assert values.key_presses(None, handled=0) == []

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from pages.components import component_values
 from pages.components.escaping import pictured
 
 # The grid lays the cards out (as many columns as fit, at most `columns`), draws a card again only when its HTML
@@ -170,10 +171,8 @@ def show(name: str, cards: Sequence[Card], *, min_width: int, columns: int,
 
 
 def _on_event(name: str, on_event: Callable[[dict], None]):
-    value = st.session_state.get(f"{name}-grid")
-    event = value.get("event") if isinstance(value, dict) else None
-    if (isinstance(event, dict) and event.get("type") in EVENT_TYPES and isinstance(event.get("id"), str)
-            and (event.get("value") is None or isinstance(event.get("value"), str))):
+    event = component_values.card_event(st.session_state.get(f"{name}-grid"), EVENT_TYPES)
+    if event is not None:
         on_event(event)  # anything else is not ours: a stale or forged message does nothing
 
 

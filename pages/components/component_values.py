@@ -22,7 +22,7 @@ def number(value, name: str, low: float, high: float) -> float:
     """`value` as a number within [low, high]; BadComponentValue when it is none or outside."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BadComponentValue(f"the {name} the browser sent is not a number")
-    if isinstance(value, int) and not low <= value <= high:  # before float(): 10**400 does not convert
+    if isinstance(value, int) and not low <= value <= high:  # before isfinite: 10**400 is no float
         raise BadComponentValue(f"the {name} the browser sent is out of range")
     if not math.isfinite(value) or not low <= value <= high:
         raise BadComponentValue(f"the {name} the browser sent is not a number within {low:g} to {high:g}")
@@ -34,6 +34,29 @@ def numbers(value, names: Iterable[str], low: float, high: float) -> dict[str, f
     if not isinstance(value, dict):
         raise BadComponentValue("the browser sent no numbers")
     return {name: number(value.get(name), name, low, high) for name in names}
+
+
+def card_event(value, types) -> dict | None:
+    """The event in a card grid's value ({"event": {"type", "id", "value"}}): a type of `types`, the card's id as
+    text, a value that is text or none; None for anything else (a stale or forged message does nothing)."""
+    event = value.get("event") if isinstance(value, dict) else None
+    if (isinstance(event, dict) and isinstance(event.get("type"), str) and event["type"] in types
+            and isinstance(event.get("id"), str)
+            and (event.get("value") is None or isinstance(event.get("value"), str))):
+        return event
+    return None
+
+
+def key_presses(value, handled: int) -> list[dict]:
+    """The key presses in a keyboard listener's value ({"key": {"presses": [...]}}) numbered after `handled`, in
+    order: each {"key": text, "n": its number, "columns": a whole number of cards in a row, or None}; a press of
+    any other shape is dropped."""
+    sent = value.get("key") if isinstance(value, dict) else None
+    presses = sent.get("presses") if isinstance(sent, dict) else None
+    return [{**press, "columns": whole_number(press.get("columns"), 1, MAX_COLUMNS)}
+            for press in (presses if isinstance(presses, list) else [])
+            if isinstance(press, dict) and isinstance(press.get("key"), str)
+            and whole_number(press.get("n"), handled + 1, 2**63) is not None]
 
 
 def whole_number(value, low: int, high: int) -> int | None:
