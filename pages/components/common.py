@@ -24,7 +24,8 @@ from curation.views import bulk
 from curation.views.cutoff_counts import COUNT_JOB
 from pages.components import auth
 # The pages read these as common.<name>, beside the rest of what they share.
-from pages.components.escaping import MAX_NAME_CHARS, MAX_PATH_CHARS, code_span, escape_markdown, pictured  # noqa: F401
+from pages.components.escaping import (MAX_NAME_CHARS, MAX_PATH_CHARS, code_span, escape_markdown, pictured,  # noqa: F401
+                                       pictured_table)
 
 DEFAULT_DB = "data/manifest.sqlite"
 JOB_KINDS = ("sample", "ingest")
@@ -184,7 +185,7 @@ def require_manifest() -> Manifest:
     """The manifest, or a message saying how to get one and the end of this script run."""
     manifest = open_manifest()
     if manifest is None:
-        st.info(f"There is no manifest at `{db_path()}` yet. Try the sample archive on Home, "
+        st.info(f"There is no manifest at {code_span(db_path())} yet. Try the sample archive on Home, "
                 "or add PDFs on the Ingest page.")
         link("pages/home.py", "Home", ":material/home:")
         link("pages/ingest.py", "Ingest", ":material/upload_file:")
@@ -360,7 +361,7 @@ def show_job(manifest: Manifest, job, show_finished: bool) -> None:
         st.warning(f"{title} did not finish: {message}. Press Start to resume.", icon=":material/warning:")
     else:
         st.error(f"{title} failed: {message or 'no reason was recorded'}. "
-                 f"The job's log is in `{db_path().parent / 'logs'}`. Press Start to try again.",
+                 f"The job's log is in {code_span(db_path().parent / 'logs')}. Press Start to try again.",
                  icon=":material/error:")
 
 
@@ -370,7 +371,7 @@ def job_progress_bar(job, text: str, stopping: str, note: str | None = None) -> 
     progress = views.job_progress(job)
     st.progress(progress["fraction"], text=text + (f" · {progress['eta']}" if progress["eta"] else ""))
     if note:
-        st.caption(note)
+        st.caption(escape_markdown(note))  # a job's own words may quote a file
     if job["stop_requested"]:
         st.caption(stopping)
     else:
@@ -444,4 +445,4 @@ def launch_and_wait(kind: str, launch) -> str | None:
                                                                              manifest.latest_job(kind))):
             return None  # it was quick: nothing new to do, and its outcome is shown with the job
         return (f"The {kind} process ended before it began (exit code {process.poll()}). "
-                f"Its log is in `{db_path().parent / 'logs'}`.")
+                f"Its log is in {code_span(db_path().parent / 'logs')}.")
