@@ -33,12 +33,13 @@ def _no_process_left_behind():
     yield
     _end_multiprocessing_helpers()
     survivors = _descendants_after(LEFT_BEHIND_GRACE)
+    described = [_described(process) for process in survivors]
     for process in survivors:
         with contextlib.suppress(psutil.Error):
             process.kill()
     _descendants_after(5.0)  # reaped
     if survivors:
-        pytest.fail("processes left behind by the tests (killed): " + "; ".join(map(_described, survivors)))
+        pytest.fail("processes left behind by the tests (killed): " + "; ".join(described))
 
 
 def _end_multiprocessing_helpers() -> None:

@@ -187,5 +187,20 @@ def test_a_dead_parent_takes_a_child_that_asked_to_die_with_it(tmp_path):
     kill_and_check(parent, pids)
 
 
-def test_orphans_come_back_to_a_subreaper():
-    assert lifeline.become_subreaper() == sys.platform.startswith("linux")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="orphans come back to a subreaper on Linux only")
+def test_the_suite_fails_on_a_process_it_leaves_behind_and_kills_it(tmp_path):
+    """The session check of tests/conftest.py, in a session of its own: a test whose child leaves an orphan."""
+    (tmp_path / "test_leak.py").write_text(
+        "import subprocess, sys\n"
+        "def test_leaves_an_orphan():\n"
+        "    code = 'import subprocess; print(subprocess.Popen([\"sleep\", \"60\"]).pid)'\n"
+        "    with open('orphan.pid', 'w') as out:\n"
+        "        subprocess.run([sys.executable, '-c', code], stdout=out, check=True)\n")
+    session = subprocess.run([sys.executable, "-m", "pytest", "-p", "conftest", "-n", "0", "-q", "-p", "no:cacheprovider",
+                              "--rootdir", str(tmp_path), str(tmp_path / "test_leak.py")],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=240,
+                             env={**os.environ, "PYTHONPATH": str(ROOT / "tests")})
+    assert session.returncode != 0 and "1 passed, 1 error" in session.stdout, session.stdout
+    orphan = int((tmp_path / "orphan.pid").read_text())
+    assert f"processes left behind by the tests (killed): pid {orphan}: sleep 60" in session.stdout
+    assert not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == psutil.STATUS_ZOMBIE
