@@ -24,21 +24,25 @@ GONE_WITHIN = 5.0  # seconds after its job's process ends
 
 
 def tree(process: subprocess.Popen, ready, timeout: float = 120.0) -> set[int]:
-    """The pids under `process` once `ready(processes under it)` holds (the job's workers started)."""
+    """The pids under `process` once `ready(processes under it, its pid)` holds (the job's workers started)."""
     root = psutil.Process(process.pid)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert process.poll() is None, f"the job ended before its workers were seen: {process.log_path.read_text()}"
         under = root.children(recursive=True)
-        if ready(under):
+        if ready(under, process.pid):
             return {child.pid for child in under}
         time.sleep(0.05)
     pytest.fail("the job's workers never started")
 
 
 def with_workers(count: int):
-    """A pool's forkserver with `count` workers forked (the pool's processes are the forkserver's children)."""
-    return lambda under: sum(child.ppid() != under[0].ppid() for child in under) >= count if under else False
+    """A pool's forkserver with `count` workers forked: processes under the job that are not its own children."""
+    def ready(under, pid):
+        with contextlib.suppress(psutil.Error):
+            return sum(child.ppid() != pid for child in under) >= count
+        return False
+    return ready
 
 
 def running(pids: set[int]) -> set[int]:
@@ -122,9 +126,7 @@ def test_a_stopped_ingest_leaves_no_process(tmp_path, monkeypatch):
     with Manifest(db) as manifest:
         job = manifest.running_job("ingest")
     top = psutil.Process(job["pid"])
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and sum(1 for c in top.children(recursive=True) if c.ppid() != top.pid) < 1:
-        time.sleep(0.05)
+    wait_for(lambda: with_workers(1)(top.children(recursive=True), top.pid), timeout=120, interval=0.05)
     pids = {child.pid for child in top.children(recursive=True)} | {top.pid}
     at = ran(page("pages/ingest.py"))
     next(b for b in at.button if b.label == "Stop").click()
@@ -196,8 +198,8 @@ def test_the_suite_fails_on_a_process_it_leaves_behind_and_kills_it(tmp_path):
         "    code = 'import subprocess; print(subprocess.Popen([\"sleep\", \"60\"]).pid)'\n"
         "    with open('orphan.pid', 'w') as out:\n"
         "        subprocess.run([sys.executable, '-c', code], stdout=out, check=True)\n")
-    session = subprocess.run([sys.executable, "-m", "pytest", "-p", "conftest", "-n", "0", "-q", "-p", "no:cacheprovider",
-                              "--rootdir", str(tmp_path), str(tmp_path / "test_leak.py")],
+    session = subprocess.run([sys.executable, "-m", "pytest", "-p", "conftest", "-n", "0", "-q",
+                              "-p", "no:cacheprovider", "--rootdir", str(tmp_path), str(tmp_path / "test_leak.py")],
                              cwd=tmp_path, capture_output=True, text=True, timeout=240,
                              env={**os.environ, "PYTHONPATH": str(ROOT / "tests")})
     assert session.returncode != 0 and "1 passed, 1 error" in session.stdout, session.stdout
