@@ -3,7 +3,7 @@
 A job holds the manifest while its process lives and writes a heartbeat; a job whose process died is
 marked interrupted when next looked at, so a killed run never blocks the next one. A job whose process lives
 on but has been silent past HUNG_SECONDS is ended with it: its process is killed (its workers die with it, see
-curation/runs/lifeline.py), so no process is left working for a job the manifest no longer knows as running.
+guards/lifeline.py), so no process is left working for a job the manifest no longer knows as running.
 """
 
 from __future__ import annotations

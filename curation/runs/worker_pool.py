@@ -22,7 +22,7 @@ from guards.lifeline import die_with_parent
 
 TASKS_PER_CHILD = 500  # a worker is replaced now and then so nothing it leaks can pile up
 MIN_WORKER_ROOM = 256 << 20  # bytes a worker may always allocate, whatever its memory limit
-# The forkserver dies with the job that started it, its workers with it (see lifeline); then the job's modules.
+# The forkserver dies with the job that started it, its workers with it (see guards/lifeline.py); then the job's modules.
 FORKSERVER_PRELOAD = ["guards.lifeline_forkserver", "curation.runs.ingest"]
 
 
