@@ -2,8 +2,9 @@
 its workers have scored pages for --after seconds (as the kernel's OOM killer, a crashed server or `kill -9` would);
 then each process its tree had that still runs, with its memory, after 1 s and after --wait seconds. Expected: 0.
 
-The workers and helpers (forkserver, resource tracker) die with the job (guards/lifeline.py); before they did,
-about 330 MB stayed behind per killed ingest, reparented to init, until killed by hand. What is left is killed here.
+The workers and helpers (forkserver, resource tracker) die with the job (guards/lifeline.py). Before they did, the forkserver,
+two workers and the resource tracker stayed, 310 MB with the defaults, reparented to init until killed by hand.
+What is left is killed here.
 
     python bench/bench_killed_job.py [--docs 2] [--pages 300] [--workers 2] [--after 8] [--wait 10]
 """

@@ -169,23 +169,27 @@ def test_a_job_silent_past_the_hung_limit_is_ended_with_its_process(tmp_path):
             process.wait()
 
 
-def test_a_dead_parent_takes_a_child_that_asked_to_die_with_it(tmp_path):
-    """lifeline.die_with_parent, as a pool's worker calls it: the child of a killed process ends."""
-    code = ("import multiprocessing as mp, time\n"
-            "from guards.lifeline import die_with_parent\n"
-            "def child():\n"
-            "    die_with_parent()\n"
+@pytest.mark.parametrize("watch", ["kernel", "pipe"])
+def test_a_dead_parent_takes_a_child_that_asked_to_die_with_it(tmp_path, watch):
+    """lifeline.die_with_parent, as a pool's worker calls it: the child of a killed process ends, told by the kernel
+    (Linux) or by the pipe from its parent (elsewhere; forced here)."""
+    code = ("import multiprocessing as mp, pathlib, sys, time\n"
+            "from guards import lifeline\n"
+            "def child(pipe_only):\n"
+            "    if pipe_only:\n"
+            "        lifeline._prctl = lambda option, value: False\n"
+            "    lifeline.die_with_parent()\n"
+            "    pathlib.Path('asked').touch()\n"
             "    time.sleep(60)\n"
             "if __name__ == '__main__':\n"
-            "    p = mp.get_context('spawn').Process(target=child); p.start(); print(p.pid, flush=True); p.join()\n")
-    script = tmp_path / "parent.py"
-    script.write_text(code)
-    parent = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+            "    p = mp.get_context('spawn').Process(target=child, args=(sys.argv[1] == 'pipe',))\n"
+            "    p.start(); p.join()\n")
+    (tmp_path / "parent.py").write_text(code)
+    parent = subprocess.Popen([sys.executable, "parent.py", watch], cwd=tmp_path,
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
-    pid = int(parent.stdout.readline())
+    wait_for(lambda: (tmp_path / "asked").exists(), timeout=60, interval=0.05)
     pids = {child.pid for child in psutil.Process(parent.pid).children(recursive=True)}
-    assert pid in pids
-    time.sleep(1.0)  # the child has asked by now
+    assert len(pids) == 2  # the child and multiprocessing's resource tracker
     kill_and_check(parent, pids)
 
 
