@@ -12,12 +12,12 @@ import pathlib
 import sqlite3
 from collections.abc import Callable
 
-import psutil
 import streamlit as st
 
 from curation import views
 from curation.manifest.picture_decisions import DECIDE_JOB
 from curation.manifest.store import Manifest, ManifestError
+from curation.manifest.store import pid_alive as process_alive  # noqa: F401  a launched job not registered yet
 from curation.runs import jobs
 from curation.runs.embed import KIND as PICTURE_JOB
 from curation.views import bulk
@@ -286,14 +286,6 @@ def running_job(manifest: Manifest):
 def latest_job(manifest: Manifest):
     jobs_ = [job for job in (manifest.latest_job(kind) for kind in JOB_KINDS) if job is not None]
     return max(jobs_, key=lambda job: job["id"]) if jobs_ else None
-
-
-def process_alive(pid: int) -> bool:
-    """Whether a job's process still runs (a launched job may not have registered yet)."""
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def job_title(job) -> str:
