@@ -182,3 +182,13 @@ def test_on_a_real_newspaper_page_the_cartoon_s_margin_holds_no_column(tmp_path,
     assert (luma(paper)[margin] < 100).sum() == 0
     x0, y0, x1, y1 = inside
     assert np.array_equal(paper[y0:y1, x0:x1], plain[y0:y1, x0:x1])
+
+
+def test_review_s_card_of_the_picture_has_the_paper_margin_too(tmp_path):
+    from curation.export.card import CARD_QUALITY, CARD_SETTINGS, picture_card
+
+    path = scan_pdf(tmp_path / "page.pdf", composed_page())
+    box = tuple(round(v * REF) for v in BOX)
+    _, paper, _, _ = cut_with_and_without_paper(path, picture_item(path, box, 1152, 1440), CARD_SETTINGS)
+    with pymupdf.open(path) as doc:
+        assert picture_card(doc, 0, box, 1152, 1440, known_scan=True) == encode_jpeg(paper, CARD_QUALITY)
