@@ -1,6 +1,7 @@
 """A picture's card in Review: its crop exactly as the export writes it (crop "pictures", square, padded with
-the paper's colour, its margin paper where the page around it is not), read and shaped by the export's own code at a card's size. (A picture's kind is suggested
-by the picture job, from the embedding's input: curation.pictures.kind.)
+the paper's colour, its margin paper where the page around it is not), read and shaped by the export's own code
+at a card's size. (A picture's kind is suggested by the picture job, from the embedding's input:
+curation.pictures.kind.)
 
 The export reads a picture's region of the page at the resolution its output needs (source.read_source), so
 a card made here is the exported image scaled down, whatever the picture's size: a one-square-inch cut is as

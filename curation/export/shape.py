@@ -34,7 +34,10 @@ PAPER_SHARE_PERCENT = 20
 # stay above it; the type and rules of a faded page fall below it.
 INK_SHARE = 1 / 3
 INK_DROP_MIN = 24
-INK_PIXELS_MIN = 3  # a side of the margin with fewer ink pixels (a speck of the scan) is left as it is
+# A side of the margin with fewer ink pixels than this, or than a 500th of its pixels (a speck, the scan's noise),
+# is left as it is.
+INK_PIXELS_MIN = 3
+INK_PIXELS_SHARE = 1 / 500
 JPEG_SUBSAMPLING = "420"  # Pillow's default, fixed so an upgrade cannot change the output
 LANCZOS3 = ResizeAlg.convolution(FilterType.lanczos3)
 BOX = ResizeAlg.convolution(FilterType.box)
@@ -72,8 +75,10 @@ def paper_margin(part: np.ndarray, picture: tuple[int, int, int, int]) -> None:
     the picture. Ink is what is darker than the margin's brightest fifth (paper, and the resize's bright halo
     beside dark strokes) by a third of the way to its darkest tone, and by at least INK_DROP_MIN levels; the
     paper's colour is the median of the rest (the halo would lighten the brightest fifth's; the picture's tones
-    would darken the whole part's). The top and bottom sides run the part's width (the corners are theirs), left and right lie between
-    them; a side is filled whole, so no grey fringe of a letter is left, and a side of paper is left as it is."""
+    would darken the whole part's). The top and bottom sides run the part's width (the corners are theirs),
+    left and right lie between them; a side is filled whole, so no grey fringe of a letter is left, and a side
+    of paper is left as it is. A picture whose box stops short of its own ink loses what lies past the box on a
+    side that is filled."""
     x0, y0, x1, y1 = picture
     sides = [side for side in (part[:y0], part[y1:], part[y0:y1, :x0], part[y0:y1, x1:]) if side.size]
     if not sides:
@@ -84,7 +89,7 @@ def paper_margin(part: np.ndarray, picture: tuple[int, int, int, int]) -> None:
     paper_luma, darkest = _level_at(levels, 1 - PAPER_SHARE_PERCENT / 100), _level_at(levels, 0.01)
     ink_below = paper_luma - max(INK_DROP_MIN, INK_SHARE * (paper_luma - darkest))
     inked = [side for side, luma in zip(sides, lumas)
-             if np.count_nonzero(luma < ink_below) >= max(INK_PIXELS_MIN, luma.size // 500)]
+             if np.count_nonzero(luma < ink_below) >= max(INK_PIXELS_MIN, INK_PIXELS_SHARE * luma.size)]
     if not inked:
         return
     pixels = np.concatenate([side.reshape(-1, side.shape[2]) for side in sides])[ring >= ink_below]
