@@ -56,7 +56,7 @@ from bench_ingest import enlarge  # noqa: E402
 from curation import Manifest  # noqa: E402
 from process_tree import watch_tree  # noqa: E402
 from curation.export import ExportSettings, export_page  # noqa: E402
-from curation.export.geometry import crop_region, plan_image  # noqa: E402
+from curation.export.geometry import crop_region, picture_region, plan_image  # noqa: E402
 from curation.export.selection import Item  # noqa: E402
 from curation.export.shape import encode_jpeg, lanczos_resize, paper_colour, shape_image  # noqa: E402
 from curation.export.source import _decode_scan as decode_scan  # noqa: E402
@@ -104,13 +104,14 @@ def timed(fn) -> tuple[float, float]:
 
 def as_ingested(doc: pymupdf.Document, number: int):
     """What the export job knows of a page from ingest: the part --crop picture exports (its picture box as
-    ingest scores it; None for the whole page), and whether ingest read it as one plain scan."""
+    ingest scores it, with the margin; None for the whole page), the picture's own box in it (its margin is made
+    paper where it holds ink), and whether ingest read it as one plain scan."""
     result = score_page(doc, number)
     f = result.features or {}
     box = tuple(f.get(k) for k in ("picture_x0", "picture_y0", "picture_x1", "picture_y1"))
     item = Item(0, number, "", "", 0, result.sigma or 0.0, "threshold", None, "", result.width, result.height,
                 None if None in box else box, f.get("picture_share"))
-    return crop_region(item, CROP_PICTURE), result.method == "jpeg"
+    return crop_region(item, CROP_PICTURE), picture_region(item, CROP_PICTURE), result.method == "jpeg"
 
 
 CROP_PICTURE = ExportSettings(crop="picture")
@@ -151,10 +152,11 @@ def per_image(corpus) -> dict[str, dict[int, list[tuple[float, float]]]]:
     for path, dpi in corpus:
         doc = open_document(path)  # as the export job opens it: a scan is read from the file itself (raw_stream)
         for number in range(doc.page_count):
-            region, known = as_ingested(doc, number)
+            region, picture, known = as_ingested(doc, number)
             calls = {"original": lambda: original_image(doc[number])}
             calls.update({name: (lambda s=s: export_page(doc, number, s, known_scan=known)) for name, s in SHAPES.items()})
-            calls["pad, crop picture"] = lambda: export_page(doc, number, CROP_PICTURE, region=region, known_scan=known)
+            calls["pad, crop picture"] = lambda: export_page(doc, number, CROP_PICTURE, region=region, known_scan=known,
+                                                             picture=picture)
             calls["pad, every page rendered"] = lambda: export_page(doc, number, ExportSettings(), use_scan=False)
             calls.update(floor_calls(doc, number))
             order = names if number % 2 == 0 else names[::-1]

@@ -194,7 +194,8 @@ def test_a_fake_pdf_is_counted_and_explained_in_the_colour_of_the_problem(db, tm
 def test_the_picture_finder_is_chosen_under_advanced_and_saved(db, archive):
     at = add_path(ran(page("pages/ingest.py")), str(archive))
     [finder] = [r for r in at.radio if r.key == "picture_finder"]
-    assert finder.value == "rules"  # the page analysis, until the learned verdict is better
+    assert finder.value == "network"  # a new manifest's pictures are found by the picture network
+    assert finder.options[0] == "The picture network (learned where pictures are; boxes fitted to their ink)"
     finder.set_value("learned")
     ran(at)
     with Manifest(db) as manifest:

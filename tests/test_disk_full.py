@@ -62,12 +62,13 @@ def test_export_on_a_full_disk_leaves_nothing_and_says_how_much_room(manifest, t
 
 @pytest.fixture
 def small_volume(tmp_path):
-    """A 6 MB tmpfs, as a nearly full disk. Needs mount rights (root); skipped elsewhere."""
+    """A 12 MB tmpfs, as a nearly full disk (room for the manifest of 120 pages, their pictures' cards
+    included). Needs mount rights (root); skipped elsewhere."""
     volume = tmp_path / "volume"
     volume.mkdir()
     if shutil.which("mount") is None or os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root")
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(volume)], capture_output=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", str(volume)], capture_output=True)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
     yield volume
@@ -85,7 +86,7 @@ def test_cli_on_a_really_full_disk_says_one_line_and_resumes(small_volume, tmp_p
         small_pdf(archive / f"issue-{n}.pdf", pages=40, seed=n, dpi=100)
     db = small_volume / "manifest.sqlite"
     filler = small_volume / "filler"
-    filler.write_bytes(b"\0" * (5_400_000))
+    filler.write_bytes(b"\0" * (shutil.disk_usage(small_volume).free - 900_000))
     run = cli("ingest", archive, "--db", db, "-q", "--workers", "1")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "Traceback" not in run.stderr

@@ -177,7 +177,10 @@ def test_a_one_square_inch_cut_has_a_sharp_card_that_is_the_exported_picture(tmp
         if not manifest.pictures(row["doc_id"], 0):  # the finder's business: the card is the same either way
             manifest.add_picture(row["doc_id"], 0, (left, top, left + side, top + side))
         manifest.picture_area_min = 0.5  # a one-square-inch cut is exported
-        (picture,) = manifest.picture_rows()
+        # The picture network (the default) also marks a few letters of the text here: deleted, as a curator would.
+        picture, *marks = sorted(manifest.picture_rows(), key=lambda row: -row["box_area"])
+        for mark in marks:
+            manifest.delete_picture(mark["id"])
         assert 0.6 < picture["box_area"] < 1.3  # the ink of a one-inch drawing
         export(manifest, tmp_path / "lora.zip", ExportSettings(crop="pictures"))
         thumb = views.thumbnails(manifest, [(row["doc_id"], 0)])[(row["doc_id"], 0)]

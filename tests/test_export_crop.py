@@ -117,7 +117,7 @@ def test_a_mixed_page_exports_only_its_plate(manifest, tmp_path, pages):
     assert not (text_ink & inside).any()  # and not a letter of the text below it
     # The image is that box of the scan, resized: nothing else.
     scan = Image.open(io.BytesIO(jpeg_bytes(pages["mixed"])))
-    expected = scan.resize((256, 256), Image.Resampling.LANCZOS, box=(x0, y0, x1, y1))
+    expected = scan.resize((256, 256), Image.Resampling.LANCZOS, box=tuple(v / REF for v in box_of(row)))
     assert image.size == (256, 256) and blurred_psnr(image, expected) > 45  # JPEG 92 apart
     whole = scan.resize((256, 256), Image.Resampling.LANCZOS)
     assert blurred_psnr(image, whole) < 20  # what the default (the whole page) would have shown

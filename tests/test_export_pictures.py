@@ -244,9 +244,9 @@ def test_the_export_page_says_which_images_are_enlarged_and_takes_a_minimum_sour
     figures = {m.label: m.value for m in at.metric}
     assert figures["Images"] == "3" and figures["Enlarged"] == "2"  # all three sampled: a count, not "about"
     notes = " ".join(c.value for c in at.caption)
-    assert notes.count("Enlarged ") == 2 and "Enlarged 2.5x from" in notes  # each enlarged preview says so
+    assert notes.count("Enlarged ") == 2 and "Enlarged 2.4x from" in notes  # each enlarged preview says so
     at.number_input(key="export_min_source").set_value(360).run()
     assert "--min-source 360" in " ".join(texts(at.code))
     assert "1 image left out" in " ".join(c.value for c in at.caption)
-    assert any("Left out:" in i.value and "322 px" in i.value for i in at.info)
+    assert any("Left out:" in i.value and "330 px" in i.value for i in at.info)  # the smaller drawing's box
     assert {m.label: m.value for m in at.metric}["Enlarged"] == "1"

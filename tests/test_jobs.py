@@ -45,6 +45,8 @@ def test_the_sample_command_writes_and_ingests(tmp_path):
     with Manifest(db) as manifest:
         assert manifest.summary()["scored"] == 2
         assert manifest.latest_job("sample")["status"] == "done"
+        # A newcomer's first pictures are found as the default finds them: by the picture network.
+        assert {row[0] for row in manifest.conn.execute("SELECT finder FROM pictures")} == {"network"}
     assert "sample: 2 pages scored" in process.log_path.read_text()
 
 

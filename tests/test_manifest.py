@@ -113,6 +113,50 @@ def test_an_older_manifest_counts_its_documents_pages_when_opened(tmp_path):
         assert [(d["scored"], d["failed"]) for d in m.documents()] == [(2, 1)]
 
 
+def older_manifest(path, finder: str | None = None, scored: bool = True):
+    """A manifest as the version before the picture network was the default left it: pages scored (by the
+    rules, the default then) unless not `scored`, and the picture finder saved only where a person chose one."""
+    version = schema.MIGRATIONS.index(schema.KEEP_RULES_MIGRATION)
+    conn = sqlite3.connect(path)
+    for script in MIGRATIONS[:version]:
+        for statement in schema.statements(script):
+            conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {version}")
+    if scored:
+        conn.execute("INSERT INTO documents (id, sha256, path, size, status, added_at, updated_at) "
+                     "VALUES (1, ?, '/a.pdf', 1, 'ok', '', '')", ("a" * 64,))
+        conn.execute("INSERT INTO pages (doc_id, page, status, scored_at) VALUES (1, 0, 'ok', '')")
+    if finder is not None:
+        conn.execute("INSERT INTO settings (key, value) VALUES ('picture_finder', ?)", (finder,))
+    conn.commit()
+    conn.close()
+    return path
+
+
+def test_a_new_manifest_finds_pictures_with_the_network_and_keeps_it_once_it_has_pages(tmp_path):
+    with Manifest(tmp_path / "m.sqlite") as m:
+        assert m.picture_finder == "network"
+        fake_document(m)
+    with Manifest(tmp_path / "m.sqlite") as m:
+        assert m.picture_finder == "network"
+
+
+@pytest.mark.parametrize("finder, scored, kept", [
+    (None, True, "rules"),  # scored by the rules when they were the default: its next ingest finds as before
+    ("network", True, "network"), ("learned", True, "learned"),  # a person's choice stays
+    (None, False, "network"),  # nothing scored yet: as a new manifest
+])
+def test_an_older_manifest_keeps_the_finder_its_pages_were_scored_with(tmp_path, finder, scored, kept):
+    path = older_manifest(tmp_path / "old.sqlite", finder, scored)
+    with Manifest(path) as m:
+        assert m.schema_version == len(MIGRATIONS)
+        assert m.picture_finder == kept
+        assert m.conn.execute("SELECT count(*) FROM history").fetchone()[0] == 0  # no person's change to undo
+        m.picture_finder = "network"  # until asked
+    with Manifest(path) as m:
+        assert m.picture_finder == "network"
+
+
 def test_overrides_survive_a_rescan_of_the_same_archive(tmp_path, archive):
     with Manifest(tmp_path / "m.sqlite") as m:
         ingest(m, [archive], workers=1)

@@ -346,10 +346,10 @@ def test_the_heads_cells_are_combined_by_their_mean_or_their_least():
         finder.combined(cells, "max")
 
 
-def test_ingest_finds_pictures_with_the_network_and_a_decision_survives_a_rescore(tmp_path):
+def test_ingest_finds_pictures_with_the_network_by_default_and_a_decision_survives_a_rescore(tmp_path):
     folder, page, drawing = drawing_archive(tmp_path, seed=43)
     db = str(tmp_path / "m.sqlite")
-    result = CliRunner().invoke(cli, ["ingest", str(folder), "--db", db, "-q", "--pictures", "network"])
+    result = CliRunner().invoke(cli, ["ingest", str(folder), "--db", db, "-q"])  # no --pictures: the default
     assert result.exit_code == 0, result.output
 
     def pictures():
@@ -363,6 +363,7 @@ def test_ingest_finds_pictures_with_the_network_and_a_decision_survives_a_rescor
     assert best["keep"] and finder.shipped_settings().score_cutoff <= best["score"] <= 1
     with Manifest(db) as manifest:
         assert manifest.picture_finder == "network"
+        assert {row[0] for row in manifest.conn.execute("SELECT finder FROM pictures")} == {"network"}
         picture_id = manifest.conn.execute("SELECT id FROM pictures WHERE number = ?", (best["picture"],)).fetchone()[0]
         manifest.set_picture_override(picture_id, False)
     assert CliRunner().invoke(cli, ["rescore", "--all", "--db", db, "-q"]).exit_code == 0

@@ -66,10 +66,11 @@ worker_memory_option = click.option(
          f"{default_worker_memory(default_workers()) / (1 << 30):.1f}G with one worker per core.")
 picture_finder_option = click.option(
     "--pictures", "picture_finder", type=click.Choice(PICTURE_FINDERS), default=None,
-    help="Who finds the pictures: rules (the page analysis alone, fast), network (the picture finder's network, "
-         "its boxes fitted to the pictures' ink; docs/picture-finder.md) or learned (the page analysis's candidates "
-         "checked by the learned verdict; about a second a page on a CPU). Default: the manifest's setting (rules "
-         "when never set); saved in the manifest.")
+    help="Who finds the pictures: network (the picture finder's network, its boxes fitted to the pictures' ink; "
+         "docs/picture-finder.md), rules (the page analysis alone, faster, finds fewer) or learned (the page "
+         "analysis's candidates checked by the learned verdict; about a second a page on a CPU). Default: the "
+         "manifest's setting (network when never set; rules on a manifest that scored pages before network was "
+         "the default); saved in the manifest.")
 thumbnails_option = click.option(
     "--thumbnails", type=click.Choice(list(thumbnail_store.STORES)), default=None,
     help="Where page thumbnails are kept, saved as the manifest's setting for later runs and the app: "

@@ -42,7 +42,7 @@ def learn(db, boxes, undo_boxes, steps, quiet):
     --boxes: the pages where a curator redrew, added or deleted a picture (in the app, or with `boxes
     --from`) teach the picture finder this archive's pictures. A quarter of them is held out; the finder in
     use is fine-tuned on the rest (a few minutes at most on a CPU) and both are judged on the held-out pages.
-    Only when the new one does better there is it kept, used by later ingests (with `--pictures network`),
+    Only when the new one does better there is it kept, used by later ingests (with the network, the default),
     and the pictures of every page no curator touched are found again with it; a curator's boxes and
     decisions stay as they are. The held-out figures before and after are printed. One action in the
     history: `learn --boxes --undo` (or `undo`) puts the previous finder and pictures back.

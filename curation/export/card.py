@@ -1,6 +1,7 @@
 """A picture's card in Review: its crop exactly as the export writes it (crop "pictures", square, padded with
-the paper's colour), read and shaped by the export's own code at a card's size. (A picture's kind is suggested
-by the picture job, from the embedding's input: curation.pictures.kind.)
+the paper's colour, its margin paper where the page around it is not), read and shaped by the export's own code
+at a card's size. (A picture's kind is suggested by the picture job, from the embedding's input:
+curation.pictures.kind.)
 
 The export reads a picture's region of the page at the resolution its output needs (source.read_source), so
 a card made here is the exported image scaled down, whatever the picture's size: a one-square-inch cut is as
@@ -17,7 +18,7 @@ from types import SimpleNamespace
 import pymupdf
 
 from ..scoring.result import PageResult
-from .geometry import crop_region
+from .geometry import crop_region, picture_region
 from .settings import ExportSettings
 from .shape import encode_jpeg, shape_image
 from .source import read_source
@@ -33,7 +34,7 @@ def picture_card(doc: pymupdf.Document, number: int, box: Sequence[float], width
     `height`) on page `number` of `doc`. `known_scan`: see source.read_source."""
     item = SimpleNamespace(picture_box=tuple(box[:4]), width=width, height=height, picture=1)
     source = read_source(doc, number, CARD_SETTINGS, region=crop_region(item, CARD_SETTINGS), known_scan=known_scan)
-    return encode_jpeg(shape_image(source, CARD_SETTINGS), CARD_QUALITY)
+    return encode_jpeg(shape_image(source, CARD_SETTINGS, picture_region(item, CARD_SETTINGS)), CARD_QUALITY)
 
 
 def with_picture_cards(result: PageResult, doc: pymupdf.Document) -> PageResult:

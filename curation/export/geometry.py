@@ -7,11 +7,13 @@ embedded scan, or points of a page to render.
 With `crop="picture"` the part shaped is the page's illustration, not the whole page: the bounding
 box ingest found (in reference pixels, 144 dpi) with a small margin, clamped to the page. With
 `crop="pictures"` each picture of the page is such a part, an image of its own. It travels
-to the reader as a `Region`, fractions of the page, so it means the same on a scan and on a render.
+to the reader as a `Region`, fractions of the page, so it means the same on a scan and on a render;
+the picture's own box travels with it, so the margin around it can be made paper (shape.paper_margin).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -35,6 +37,7 @@ class Plan:
     box: tuple[float, float, float, float]  # the part of the source that is kept (x0, y0, x1, y1)
     size: tuple[int, int]  # what that part is resized to
     canvas: tuple[int, int]  # the final image; larger than `size` only when padding
+    page: tuple[float, float] | None = None  # the whole source's width and height, in the box's units
 
     @property
     def offset(self) -> tuple[int, int]:
@@ -81,14 +84,36 @@ def crop_region(item, settings: ExportSettings) -> Region | None:
     return box[0] / item.width, box[1] / item.height, box[2] / item.width, box[3] / item.height
 
 
+def picture_region(item, settings: ExportSettings) -> Region | None:
+    """The picture's own box (`crop_box` without its margin) as fractions of the page; None where the whole
+    page is exported."""
+    if crop_box(item, settings) is None:
+        return None
+    x0, y0, x1, y1 = item.picture_box
+    return (max(0, x0) / item.width, max(0, y0) / item.height,
+            min(item.width, x1) / item.width, min(item.height, y1) / item.height)
+
+
 def plan_image(width: float, height: float, settings: ExportSettings, region: Region | None = None) -> Plan:
     """The plan for a source `width` x `height` under `settings`; with `region`, for that part of it."""
+    page = (float(width), float(height))
     if region is None:
-        return _plan(width, height, settings)
+        return dataclasses.replace(_plan(width, height, settings), page=page)
     left, top = region[0] * width, region[1] * height
     plan = _plan((region[2] - region[0]) * width, (region[3] - region[1]) * height, settings)
     x0, y0, x1, y1 = plan.box
-    return Plan((left + x0, top + y0, left + x1, top + y1), plan.size, plan.canvas)
+    return Plan((left + x0, top + y0, left + x1, top + y1), plan.size, plan.canvas, page)
+
+
+def picture_in_part(plan: Plan, picture: Region) -> tuple[int, int, int, int]:
+    """Where `picture` (fractions of the page) lies in the plan's resized part (pixels of `plan.size`), rounded
+    outwards (every pixel the picture reaches is in it) and clamped to the part."""
+    (width, height), (x0, y0, x1, y1), (part_width, part_height) = plan.page, plan.box, plan.size
+    scale_x, scale_y = part_width / (x1 - x0), part_height / (y1 - y0)
+    left, right = (picture[0] * width - x0) * scale_x, (picture[2] * width - x0) * scale_x
+    top, bottom = (picture[1] * height - y0) * scale_y, (picture[3] * height - y0) * scale_y
+    return (min(part_width, max(0, math.floor(left))), min(part_height, max(0, math.floor(top))),
+            max(0, min(part_width, math.ceil(right))), max(0, min(part_height, math.ceil(bottom))))
 
 
 def _plan(width: float, height: float, settings: ExportSettings) -> Plan:

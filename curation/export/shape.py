@@ -23,20 +23,31 @@ from cykooz_resizer import CropBox, FilterType, ResizeAlg, Resizer, ResizeOption
 from cykooz_resizer.alpha import set_image_mode
 from PIL import Image
 
+from .geometry import Region, picture_in_part
 from .settings import ExportSettings
 from .source import Source
 
 PAPER_SAMPLE_SIDE = 64  # the paper colour is judged on a thumbnail about this big
 PAPER_SHARE_PERCENT = 20
+# Ink in the margin around a picture (paper_margin): darker than the paper by a third of the way to the margin's
+# darkest tone (its first percentile), and by at least INK_DROP_MIN levels. Show-through and the paper's grain
+# stay above it; the type and rules of a faded page fall below it.
+INK_SHARE = 1 / 3
+INK_DROP_MIN = 24
+# A side of the margin with fewer ink pixels than this, or than a 500th of its pixels (a speck, the scan's noise),
+# is left as it is.
+INK_PIXELS_MIN = 3
+INK_PIXELS_SHARE = 1 / 500
 JPEG_SUBSAMPLING = "420"  # Pillow's default, fixed so an upgrade cannot change the output
 LANCZOS3 = ResizeAlg.convolution(FilterType.lanczos3)
 BOX = ResizeAlg.convolution(FilterType.box)
 RESIZER = Resizer()  # no thread pool: the export's parallelism is its pool of processes
 
 
-def shape_image(source: Source, settings: ExportSettings) -> np.ndarray:
+def shape_image(source: Source, settings: ExportSettings, picture: Region | None = None) -> np.ndarray:
     """The exported image (height x width x RGB): the plan's box resized with Lanczos-3, centred on a
-    margin when padded."""
+    margin when padded. With `picture` (the picture's own box in the plan's box, fractions of the page), the
+    margin around it is paper (`paper_margin`)."""
     plan = source.plan
     bands = 1 if source.image.shape[2] == 1 else 4
     (width, height), (part_width, part_height), (left, top) = plan.canvas, plan.size, plan.offset
@@ -44,16 +55,63 @@ def shape_image(source: Source, settings: ExportSettings) -> np.ndarray:
     canvas = np.empty((height, width, bands), np.uint8)
     part = canvas[top:top + part_height, left:left + part_width]
     _resize_into(source.image, source.box, part)
+    if picture is not None:
+        paper_margin(part, picture_in_part(plan, picture))
     if plan.padded:
-        fill = _pad_fill(part, settings.pad_colour)
-        # As one 32-bit word per pixel: NumPy fills those ten times faster than a 4-byte tuple.
-        pixels, fill = (canvas[..., 0], fill) if bands == 1 else (canvas.view(np.uint32)[..., 0],
-                                                                  np.array(fill, np.uint8).view(np.uint32)[0])
+        pixels, fill = _pixel_words(canvas, _pad_fill(part, settings.pad_colour))
         pixels[:top], pixels[top + part_height:] = fill, fill
         pixels[top:top + part_height, :left], pixels[top:top + part_height, left + part_width:] = fill, fill
     if bands == 1:
         canvas = cv2.cvtColor(canvas, cv2.COLOR_GRAY2RGBA)
     return canvas[..., :3]
+
+
+def paper_margin(part: np.ndarray, picture: tuple[int, int, int, int]) -> None:
+    """Each side of the margin around `picture` (x0, y0, x1, y1 in `part`'s pixels; `part`: gray or RGBX) that
+    holds ink made the paper's colour, in place; the picture's own pixels are left as they are.
+
+    The margin is cut from the page around the picture's box, and on a page set close (a newspaper, a plate set
+    into text) it reaches a neighbouring column, a headline or a rule: a trainer would learn those as part of
+    the picture. Ink is what is darker than the margin's brightest fifth (paper, and the resize's bright halo
+    beside dark strokes) by a third of the way to its darkest tone, and by at least INK_DROP_MIN levels; the
+    paper's colour is the median of the rest (the halo would lighten the brightest fifth's; the picture's tones
+    would darken the whole part's). The top and bottom sides run the part's width (the corners are theirs),
+    left and right lie between them; a side is filled whole, so no grey fringe of a letter is left, and a side
+    of paper is left as it is. A picture whose box stops short of its own ink loses what lies past the box on a
+    side that is filled."""
+    x0, y0, x1, y1 = picture
+    sides = [side for side in (part[:y0], part[y1:], part[y0:y1, :x0], part[y0:y1, x1:]) if side.size]
+    if not sides:
+        return
+    lumas = [side[..., 0] if side.shape[2] == 1 else cv2.cvtColor(side, cv2.COLOR_RGBA2GRAY) for side in sides]
+    ring = np.concatenate([luma.ravel() for luma in lumas])
+    levels = np.cumsum(np.bincount(ring, minlength=256))
+    paper_luma, darkest = _level_at(levels, 1 - PAPER_SHARE_PERCENT / 100), _level_at(levels, 0.01)
+    ink_below = paper_luma - max(INK_DROP_MIN, INK_SHARE * (paper_luma - darkest))
+    inked = [side for side, luma in zip(sides, lumas)
+             if np.count_nonzero(luma < ink_below) >= max(INK_PIXELS_MIN, INK_PIXELS_SHARE * luma.size)]
+    if not inked:
+        return
+    pixels = np.concatenate([side.reshape(-1, side.shape[2]) for side in sides])[ring >= ink_below]
+    paper = tuple(_level_at(np.cumsum(np.bincount(pixels[:, band], minlength=256)), 0.5)
+                  for band in range(min(3, pixels.shape[1])))
+    for side in inked:
+        pixels, fill = _pixel_words(side, paper[0] if len(paper) == 1 else (*paper[:3], 0))
+        pixels[...] = fill
+
+
+def _level_at(cumulative: np.ndarray, share: float) -> int:
+    """The level under which `share` of the pixels lie, from their levels' cumulative counts (a histogram's
+    percentile: no sort of the pixels themselves)."""
+    return int(np.searchsorted(cumulative, share * cumulative[-1]))
+
+
+def _pixel_words(image: np.ndarray, fill) -> tuple[np.ndarray, object]:
+    """`image` (gray or RGBX) as one value a pixel, and `fill` (a level, or an RGBX tuple) as such a value: NumPy
+    fills 32-bit words ten times faster than 4-byte tuples."""
+    if image.shape[2] == 1:
+        return image[..., 0], fill
+    return image.view(np.uint32)[..., 0], np.array(fill, np.uint8).view(np.uint32)[0]
 
 
 def lanczos_resize(image: np.ndarray, size: tuple[int, int], box: tuple[float, float, float, float]) -> np.ndarray:

@@ -10,7 +10,7 @@ from PIL import Image
 
 from ..runs.ingest_task import memory_message, out_of_memory
 from ..sources.reader import DocumentError, error_text, open_document
-from .geometry import Region, crop_region
+from .geometry import Region, crop_region, picture_region
 from .settings import ExportSettings
 from .shape import encode_jpeg, shape_image
 from .source import measure_source, read_source
@@ -25,12 +25,14 @@ class PageTask:
     region: Region | None = None  # the part of the page exported (crop="picture"); None: all of it
     roots: tuple[str, ...] | None = None  # the folders the PDF must really lie in when opened (None: no check)
     known_scan: bool = False  # ingest read the page as one plain JPEG covering it (its method "jpeg")
+    picture: Region | None = None  # the picture's own box in `region`, whose margin is made paper (None: none)
 
 
 def page_task(item, settings: ExportSettings, roots=None) -> PageTask:
     """The task of exporting one selected page (an `Item`) under `settings`, read only under `roots`."""
     return PageTask(item.doc, item.doc_size, item.page, settings, crop_region(item, settings),
-                    None if roots is None else tuple(str(root) for root in roots), item.method == "jpeg")
+                    None if roots is None else tuple(str(root) for root in roots), item.method == "jpeg",
+                    picture_region(item, settings))
 
 
 @dataclass(frozen=True)
@@ -56,15 +58,17 @@ class TooSmall(NotExported):
 
 
 def export_page(doc: pymupdf.Document, number: int, settings: ExportSettings, *, use_scan: bool = True,
-                region: Region | None = None, known_scan: bool = False) -> Exported | TooSmall:
+                region: Region | None = None, known_scan: bool = False,
+                picture: Region | None = None) -> Exported | TooSmall:
     """The training image of one page, or of its `region`: read at the size it needs, shaped, encoded
-    (`known_scan`: see source.read_source); TooSmall when the source has fewer pixels on its short side than
+    (`known_scan`: see source.read_source; `picture`: the picture's box in `region`, its margin made paper,
+    shape.paper_margin); TooSmall when the source has fewer pixels on its short side than
     `settings.min_source_side` (an enlarged small cut comes out soft)."""
     source = read_source(doc, number, settings, use_scan=use_scan, region=region, known_scan=known_scan)
     side = source.native_side
     if side is not None and side < settings.min_source_side:
         return TooSmall(f"{side} px on its short side, under the minimum of {settings.min_source_side} px", side)
-    image = shape_image(source, settings)
+    image = shape_image(source, settings, picture)
     return Exported(encode_jpeg(image, settings.quality), image.shape[1], image.shape[0], source.method,
                     round(source.upscale, 2), side)
 
@@ -78,9 +82,10 @@ class Measured:
 
 
 def measure_page(doc: pymupdf.Document, number: int, settings: ExportSettings, *, region: Region | None = None,
-                 known_scan: bool = False) -> Measured | TooSmall:
+                 known_scan: bool = False, picture: Region | None = None) -> Measured | TooSmall:
     """`export_page`'s outcome for the figures (enlarged, left out under the minimum source size), from the
-    source's header and the page's layout alone: milliseconds, no pixel decoded."""
+    source's header and the page's layout alone: milliseconds, no pixel decoded (the paper margin around
+    `picture` changes neither)."""
     side, factor = measure_source(doc, number, settings, region=region, known_scan=known_scan)
     if side is not None and side < settings.min_source_side:
         return TooSmall(f"{side} px on its short side, under the minimum of {settings.min_source_side} px", side)
@@ -135,7 +140,8 @@ def export_one(task: PageTask) -> Exported | NotExported:
 
 def _exported_or_reason(task: PageTask, document, make=export_page) -> Exported | NotExported:
     try:
-        return make(document(), task.page, task.settings, region=task.region, known_scan=task.known_scan)
+        return make(document(), task.page, task.settings, region=task.region, known_scan=task.known_scan,
+                    picture=task.picture)
     except (DocumentError, FileChanged) as exc:
         return NotExported(str(exc))
     except FileNotFoundError:

@@ -8,6 +8,12 @@ from collections.abc import Iterator
 from . import finders, picture_decisions, picture_embeddings, picture_inputs, picture_thumbnails, pictures
 from .rules import DEFAULT_THRESHOLD, UNSCORED_EXPORTED_SQL
 
+KEEP_RULES_MIGRATION = """
+    INSERT INTO settings (key, value)
+    SELECT 'picture_finder', 'rules'
+    WHERE EXISTS (SELECT 1 FROM pages) AND NOT EXISTS (SELECT 1 FROM settings WHERE key = 'picture_finder');
+"""
+
 # Each entry moves the schema one version up. Never edit a released entry: append a new one.
 MIGRATIONS: list[str] = [
     """
@@ -309,6 +315,9 @@ MIGRATIONS: list[str] = [
     # Which finder found each picture, and the finders a manifest learned from its curator's boxes
     # (curation.manifest.finders).
     finders.MIGRATION,
+    # The picture network became the default finder; a manifest that scored pages with the rules, the default
+    # before, keeps them until a person chooses (settings.DEFAULT_PICTURE_FINDER).
+    KEEP_RULES_MIGRATION,
 ]
 
 

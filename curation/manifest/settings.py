@@ -14,7 +14,10 @@ from .rules import DEFAULT_PICTURE_SCORE_MIN, DEFAULT_RULE, DEFAULT_THRESHOLD, I
 
 DEFAULT_PAGE_TIMEOUT = 60.0  # seconds; a page past it is skipped (a pathological pattern can take hours)
 PICTURE_FINDERS = ("rules", "network", "learned")
-DEFAULT_PICTURE_FINDER = "rules"  # the learned verdict costs about a second a page on a CPU (README, Pictures)
+# The network finds more of the pictures than the rules on every source it did not learn from
+# (docs/picture-finder.md). A manifest that scored pages before it was the default keeps "rules" (schema.py's
+# KEEP_RULES_MIGRATION saved it there), so its next ingest finds pictures as its earlier ones did.
+DEFAULT_PICTURE_FINDER = "network"
 # Whether the picture job (curation.runs.embed) follows ingest and rescore where the manifest never said: this
 # variable's on/off, else on. A server whose CPU should not embed pictures sets it off for every manifest.
 PICTURE_JOB_VARIABLE = "CURATION_PICTURE_JOB"
@@ -120,7 +123,7 @@ class Settings:
     def picture_finder(self) -> str:
         """Who finds a page's pictures at ingest: "rules" (the page analysis alone), "network" (the picture
         finder's network, curation.pictures.finder) or "learned" (the page analysis's candidates checked by the
-        learned verdict, curation.pictures.verdict; slower)."""
+        learned verdict, curation.pictures.verdict; slower). Never set: the network."""
         return self.get_setting("picture_finder", DEFAULT_PICTURE_FINDER)
 
     @picture_finder.setter
