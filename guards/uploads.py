@@ -75,6 +75,16 @@ PDF_UPLOADS = UploadLimits.from_env("CURATION_UPLOAD", file_mb=200, session_mb=5
 PHOTO_UPLOADS = UploadLimits.from_env("VET_UPLOAD", file_mb=50, session_mb=200, files=20, noun="photo")
 MULTIPART_MARGIN = 64 * 1024  # a request's form framing around its one file
 
+# The most pages one PDF may have to be ingested ($CURATION_MAX_PAGES), uploaded or in a server folder: a 10 MB
+# PDF can hold 100,000 tiny pages, half an hour of the workers' time from one upload. Counted when the
+# document is opened, before any page is read; a longer one is refused with the reason.
+MAX_PAGES = 10_000
+
+
+def max_pages() -> int:
+    """The server's bound on pages per document: $CURATION_MAX_PAGES, else MAX_PAGES."""
+    return max(1, int(env_number("CURATION_MAX_PAGES", MAX_PAGES)))
+
 
 # What every session's uploads together may hold in the server's memory at once, those arriving included
 # ($CURATION_UPLOAD_MAX_SERVER_MB): each session is bounded by its uploaders' limits, but a team's sessions

@@ -14,7 +14,7 @@ from curation.runs import cluster_config, jobs
 from curation.sources import paths
 from pages.components import auth, common, picture_job
 
-STATUS_LABELS = {"not-pdf": "not a PDF", "replaced": "replaced (file changed)"}
+STATUS_LABELS = {"not-pdf": "not a PDF", "replaced": "replaced (file changed)", "too-long": "too many pages"}
 
 
 def main():

@@ -11,6 +11,7 @@ import streamlit as st
 
 from curation import views
 from curation.decisions import keyboard
+from curation.manifest.caption_limit import CAPTION_CHARS
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
 from curation.views import bulk
@@ -29,7 +30,7 @@ BULK_OF_CHOICE = {"include": "include", "auto": "clear", "exclude": "exclude"}
 BULK, OPEN, CAPTION, USE_MODEL = "review_bulk", "review_open", "review_caption", "review_use_model"  # open dialogs
 NOTICE, LEARNED, LEARNING = "review_notice", "review_learned", "review_learning"
 LEARN_POLL_SECONDS = 1.0
-MAX_CAPTION = 500
+MAX_CAPTION = CAPTION_CHARS  # the bound the manifest holds every caption to
 NO_THUMBNAIL_WORDS = "No thumbnail: none is kept (see Ingest) and the PDF is not at hand to draw one."
 CAPTION_HELP = "Saved when you press Enter or leave the box; the export puts it where its template says {caption}."
 

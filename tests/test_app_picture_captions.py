@@ -181,6 +181,19 @@ def test_a_bad_regular_expression_is_a_message(db):
     assert not any(b.key == "pictures-replace-apply" for b in at.button)
 
 
+def test_a_pattern_bounded_when_compiled_and_a_caption_bounded_when_written_are_said_in_the_preview(db):
+    with_pictures(db, pages=1)
+    with Manifest(db) as manifest:
+        manifest.set_picture_captions([(row["id"], "a b c") for row in manifest.picture_rows()])
+    at = replace_form(pictures_view(), "(?:(?:(?:a{100}){100}){100}){6}", "x", regex=True)
+    assert "repeats ask for more than 10,000" in shown(next(e.value for e in at.error))
+    at = replace_form(pictures_view(), "b", "b" * 500)
+    message = shown(next(e.value for e in at.error))
+    assert "would pass the limit of 500 characters" in message and "nothing was changed" in message
+    assert not any(b.key == "pictures-replace-apply" for b in at.button)
+    assert set(captions(db).values()) == {"a b c"}
+
+
 def test_the_legends_become_the_views_captions_and_a_typed_caption_is_kept(db):
     with_pictures(db, pages=2)
     first, second = picture_ids(db, 0, 1)[0], picture_ids(db, 1, 1)[0]

@@ -111,3 +111,34 @@ def test_a_line_that_fails_while_it_is_set_leaves_its_page_as_it_was(ingested, d
     assert pictures(db) == before
     with Manifest(db) as manifest:
         assert manifest.conn.execute("SELECT COUNT(*) FROM history WHERE kind = 'picture'").fetchone()[0] == 0
+
+
+def test_every_bad_line_is_refused_alone_even_those_that_used_to_end_the_command(ingested, db, tmp_path):
+    """A page number of 10**23, JSON nested 100,000 deep and bytes that are not UTF-8 each ended the command
+    with a traceback and rolled back the good lines before them; now each is refused with its line number."""
+    drawing = fractions(ingested)
+    good = json.dumps({"doc": "issue.pdf", "page": 1, "pictures": [{"box": drawing, "counts": True}]}).encode()
+    last = json.dumps({"doc": "issue.pdf", "page": 1, "pictures": [
+        {"box": drawing, "counts": True}, {"box": [0.05, 0.05, 0.2, 0.12], "counts": False}]}).encode()
+    lines = [
+        good,
+        json.dumps({"doc": "issue.pdf", "page": 10**23, "pictures": []}).encode(),
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"doc": "caf\xe9.pdf", "page": 1, "pictures": []}',
+        b'{"doc": "issue.pdf", "page": 1' + b"0" * 5000 + b', "pictures": []}',
+        json.dumps({"doc": 10**23, "page": 1, "pictures": []}).encode(),
+        json.dumps({"doc": "issue.pdf", "page": 1, "pictures": [{"box": drawing}] * 1001}).encode(),
+        last,
+    ]
+    file = tmp_path / "boxes.jsonl"
+    file.write_bytes(b"\n".join(lines) + b"\n")
+    result = CliRunner().invoke(cli, ["boxes", "--from", str(file), "--db", db])
+    assert result.exit_code == 1
+    for line, words in ((2, "page 100000000000000000000000 is not a page number"), (3, "its JSON is nested too deeply"), (4, "not UTF-8 text (byte 13"),
+                        (5, "not JSON that can be read (a number too long)"), (6, "no document '100000000000000000000000'"),
+                        (7, "1,001 pictures on one page, over the limit of 1,000")):
+        assert f"line {line}: {words}" in result.output, result.output[-3000:]
+    assert "Traceback" not in result.output
+    assert "2 page(s) set" in result.output and "6 line(s) refused" in result.output
+    live = [p for p in pictures(db) if p["decided_by"] != "deleted"]
+    assert len(live) == 2  # the last good line is set, after every bad one

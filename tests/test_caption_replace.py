@@ -250,3 +250,53 @@ def test_the_command_line_refuses_with_one_clear_line(manifest, pics, tmp_path, 
     manifest.close()
     result = run_captions(*args, "--db", tmp_path / "m.sqlite")
     assert result.returncode in (1, 2) and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_two_applies_cannot_grow_a_caption_past_the_limit(manifest, pics):
+    """Before, two Applies of b -> 500 b's made one caption 10,000,000 characters long, which every visitor's
+    Pictures view then downloaded. The limit holds where captions are written; the edit is refused whole,
+    with the reason, in the preview as in Apply and on the command line."""
+    from curation.manifest.caption_limit import CAPTION_CHARS
+
+    manifest.set_picture_captions([(pics["lady"], "a b c")])
+    before, done = captions(manifest), len(actions(manifest))
+    for run in (edit.preview, edit.apply, edit.apply):
+        with pytest.raises(CaptionEditError, match=r"1 caption would pass the limit of 500 characters "
+                                                   r"\(picture 1 on p. 1 of b.pdf: 504\), so nothing was changed"):
+            run(manifest, "b", "b" * 500)
+    assert captions(manifest) == before and len(actions(manifest)) == done
+    edit.apply(manifest, "b", "b" * 490)  # within the limit: written
+    assert len(captions(manifest)[pics["lady"]]) == 494 <= CAPTION_CHARS
+    with pytest.raises(CaptionEditError, match="over the limit of 500"):
+        edit.preview(manifest, "b", "b" * 501)  # a replacement that can never fit
+    cli = subprocess.run([sys.executable, "-m", "curation", "captions", "replace", "b", "bb",
+                          "--db", str(manifest.path)], capture_output=True, text=True, cwd=ROOT)
+    assert cli.returncode == 2 and "would pass the limit of 500" in cli.stderr and "Traceback" not in cli.stderr
+    assert len(captions(manifest)[pics["lady"]]) == 494
+
+
+def test_every_write_of_a_caption_is_bounded(manifest, pics):
+    from curation.manifest.caption_limit import CaptionTooLong
+    from curation.views import PageFilter, bulk_caption, picture_bulk
+    from curation.views.picture_views import PictureFilter
+
+    before = captions(manifest)
+    with pytest.raises(CaptionTooLong, match="a caption of 501 characters is over the limit of 500"):
+        manifest.set_picture_captions([(pics["morn"], "ok"), (pics["cut"], "x" * 501)])
+    with pytest.raises(CaptionTooLong):
+        picture_bulk.bulk_caption(manifest, None, PictureFilter(), "x" * 501)
+    assert captions(manifest) == before  # none of either was written
+    doc = manifest.picture(pics["lady"])["doc_id"]
+    with pytest.raises(CaptionTooLong):
+        manifest.set_caption(doc, 0, "y" * 501)
+    with pytest.raises(CaptionTooLong):
+        bulk_caption(manifest, None, PageFilter(doc_id=doc), "y" * 501)
+    assert manifest.caption(doc, 0) is None
+    manifest.set_picture_captions([(pics["cut"], "  " + "x" * 500 + "  ")])  # trimmed first: fits
+    assert captions(manifest)[pics["cut"]] == "x" * 500
+
+
+def test_a_plain_text_edit_is_bounded_in_time_too(manifest, pics, monkeypatch):
+    monkeypatch.setattr(edit, "EDIT_SECONDS", 0.0)
+    with pytest.raises(CaptionEditError, match=r"took too long \(more than 0 s in all"):
+        edit.preview(manifest, "orning", "x")

@@ -1,6 +1,7 @@
 """Ingest scores every page once, skips what it has, resumes after a kill and survives engine crashes."""
 
 import os
+import pathlib
 import shutil
 import signal
 import subprocess
@@ -184,3 +185,61 @@ def test_task_sizes_start_at_one_page_per_worker_and_grow_to_the_largest():
     assert list(islice(task_sizes(10_000, 2, 16), 10)) == [1, 1, 2, 2, 4, 4, 8, 8, 16, 16]
     assert set(islice(task_sizes(26, 2, 16), 20)) == {1, 2, 3}  # a few pages: at least four tasks a worker
     assert list(islice(task_sizes(3, 4, 16), 3)) == [1, 1, 1]
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_alone_and_the_run_goes_on(manifest, archive, tmp_path):
+    """Before, one such name stopped every ingest: the history's write raised UnicodeEncodeError, each later
+    run ended before it began, until the file was removed. Now it is left out, named escaped, with its reason."""
+    bad = os.fsdecode(archive) + os.fsdecode(b"/caf\xe9.pdf")  # as the file system hands it: bytes as surrogates
+    shutil.copy(archive / "issue-0.pdf", bad)
+    small_pdf(tmp_path / "later.pdf", pages=2, seed=7)
+    shutil.copy(tmp_path / "later.pdf", archive / "later.pdf")
+    for _ in range(2):  # and the next run too
+        report = ingest(manifest, [archive], workers=1)
+        assert report.misnamed == [f"{archive}/caf\\xe9.pdf"]
+        assert any("caf\\xe9.pdf: not read, its path is not valid UTF-8" in p for p in report.problems)
+    assert sorted(pathlib.Path(d["path"]).name for d in manifest.documents()) == [
+        "issue-0.pdf", "issue-1.pdf", "issue-2.pdf", "later.pdf"]
+    assert manifest.conn.execute("SELECT COUNT(*) FROM pages WHERE status = 'ok'").fetchone()[0] == 17
+    job = manifest.latest_job("ingest")
+    assert job["status"] == "done" and "caf\\xe9.pdf" in job["message"] and "rename it" in job["message"]
+    cli = subprocess.run([sys.executable, "-m", "curation", "ingest", str(archive), "--db", str(manifest.path),
+                          "--workers", "1"], capture_output=True, cwd=ROOT)
+    assert cli.returncode == 0 and b"Traceback" not in cli.stderr
+    assert b"caf\\xe9.pdf: not read" in cli.stderr + cli.stdout
+
+
+def test_a_document_past_the_servers_page_bound_is_refused_and_the_run_goes_on(manifest, archive, monkeypatch):
+    """A 10 MB PDF of 100,000 tiny pages was half an hour of the workers' time from one upload: the server's
+    bound on pages per document (CURATION_MAX_PAGES, 10,000) refuses it when it is opened, before any page."""
+    from curation.runs.ingest import TOO_LONG
+    from curation.sources.hostile import many_pages
+    from guards import uploads
+
+    monkeypatch.delenv("CURATION_MAX_PAGES", raising=False)
+    assert uploads.max_pages() == 10_000
+    (archive / "many.pdf").write_bytes(many_pages(100_000))
+    started = time.monotonic()
+    report = ingest(manifest, [archive], workers=1)
+    assert time.monotonic() - started < 60  # its pages are never scored
+    assert report.pages_scored == 15 and report.documents_failed == 1
+    many = next(d for d in manifest.documents() if d["path"].endswith("many.pdf"))
+    assert many["status"] == TOO_LONG and many["error"] == (
+        "100,000 pages, over the server's limit of 10,000 pages per document (CURATION_MAX_PAGES); not read")
+    assert "many.pdf: 100,000 pages, over the server's limit" in manifest.latest_job("ingest")["message"]
+    assert manifest.conn.execute("SELECT COUNT(*) FROM pages WHERE doc_id = ?", (many["id"],)).fetchone()[0] == 0
+
+
+def test_the_page_bound_is_the_servers_setting_and_a_raised_bound_reads_the_document_next_time(manifest, archive,
+                                                                                               monkeypatch):
+    monkeypatch.setenv("CURATION_MAX_PAGES", "5")  # issue-2.pdf has 6 pages
+    report = ingest(manifest, [archive], workers=1)
+    assert report.pages_scored == 9
+    assert {pathlib.Path(d["path"]).name: d["status"] for d in manifest.documents()}["issue-2.pdf"] == "too-long"
+    cli = subprocess.run([sys.executable, "-m", "curation", "ingest", str(archive), "--db", str(manifest.path),
+                          "--workers", "1"], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "CURATION_MAX_PAGES": "5"})
+    assert cli.returncode == 0 and "6 pages, over the server's limit of 5 pages per document" in cli.stdout + cli.stderr
+    monkeypatch.setenv("CURATION_MAX_PAGES", "6")
+    assert ingest(manifest, [archive], workers=1).pages_scored == 6
+    assert {d["status"] for d in manifest.documents()} == {"ok"}

@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 
 import regex
 
+from guards import patterns
+
+from ..manifest.caption_limit import CAPTION_CHARS
 from ..manifest.rules import KEEP_SQL, PICTURE_KEEP_SQL
 from ..manifest.store import Manifest
 from ..sources.page_numbers import page_number
@@ -118,40 +121,49 @@ class Changes:
 
 def replacer(find: str, replacement: str, *, regex: bool = False, ignore_case: bool = False) -> Callable[[str], str]:
     """A function that makes the replacement in a text. Plain text is taken literally (the replacement
-    too); a regular expression is Python's, its replacement may name groups (\\1, \\g<name>), and it runs
-    with a time limit (CaptionEditError past it)."""
+    too); a regular expression is Python's, bounded when compiled (guards.patterns), its replacement may
+    name groups (\\1, \\g<name>). Both run with a time limit over the whole edit, a regular expression with
+    one a caption too (CaptionEditError past either)."""
     if not find:
         raise CaptionEditError("give the text to find: it is empty")
+    if len(replacement) > CAPTION_CHARS:
+        raise CaptionEditError(f"the replacement is {len(replacement):,} characters long, over the limit of "
+                               f"{CAPTION_CHARS:,} of a caption")
     flags = re.IGNORECASE if ignore_case else 0
     if not regex:
-        pattern = re.compile(re.escape(find), flags)  # a literal: linear time, no limit needed
-        return lambda text: pattern.sub(lambda _: replacement, text)
+        if len(find) > patterns.MAX_PATTERN_CHARS:
+            raise CaptionEditError(f"the text to find is {len(find):,} characters long, over the limit of "
+                                   f"{patterns.MAX_PATTERN_CHARS:,}")
+        pattern = re.compile(re.escape(find), flags)  # a literal: linear time a caption
+        return _within_edit_time(find, lambda text: pattern.sub(lambda _: replacement, text))
     _checked(find, replacement, flags)
     return _time_limited(find, replacement, flags)
 
 
 def _checked(find: str, replacement: str, flags: int) -> None:
-    """Raise CaptionEditError when `find` is not a regular expression, or `replacement` does not fit it.
-    Python's own parser judges both, so a pattern means what Python's documentation says it means."""
+    """Raise CaptionEditError when `find` is not a regular expression or not bounded (guards.patterns), or
+    `replacement` does not fit it. Python's own parser judges both, so a pattern means what Python's
+    documentation says it means."""
     try:
-        pattern = re.compile(find, flags)
-    except re.error as exc:
-        raise CaptionEditError(f"{find!r} is not a regular expression: {_re_message(exc)}; search for plain "
-                               "text instead, or escape the character with a backslash") from None
+        pattern = patterns.checked(find, flags)
+    except patterns.PatternRefused as exc:
+        raise CaptionEditError(str(exc)) from None
     try:
         pattern.sub(replacement, "")  # the replacement's group references are checked here, before any caption
     except (re.error, IndexError) as exc:
-        raise CaptionEditError(f"the replacement {replacement!r} does not fit the pattern: {_re_message(exc)} "
-                               "(write \\\\ for a backslash)") from None
+        raise CaptionEditError(f"the replacement {replacement!r} does not fit the pattern: "
+                               f"{patterns.error_message(exc)} (write \\\\ for a backslash)") from None
 
 
 def _time_limited(find: str, replacement: str, flags: int) -> Callable[[str], str]:
     """The replacement run by the `regex` engine (Python's syntax, version 0), which stops a match past its
-    `timeout` and lets other threads (other people's pages) run meanwhile."""
+    `timeout` and lets other threads (other people's pages) run meanwhile. Only a pattern guards.patterns
+    passed gets here; it is not kept in the engine's cache, so no pattern stays in memory past its edit."""
     try:
-        pattern = regex.compile(find, regex.V0 | (regex.IGNORECASE if flags & re.IGNORECASE else 0))
+        pattern = regex.compile(find, regex.V0 | (regex.IGNORECASE if flags & re.IGNORECASE else 0),
+                                cache_pattern=False)
     except regex.error as exc:
-        raise CaptionEditError(f"{find!r} cannot be run here: {_re_message(exc)}") from None
+        raise CaptionEditError(f"{find!r} cannot be run here: {patterns.error_message(exc)}") from None
     deadline = time.monotonic() + EDIT_SECONDS
 
     def replace(text: str) -> str:
@@ -164,6 +176,20 @@ def _time_limited(find: str, replacement: str, flags: int) -> Callable[[str], st
             raise CaptionEditError(_too_slow(find, text)) from None
 
     return replace
+
+
+def _within_edit_time(find: str, replace: Callable[[str], str]) -> Callable[[str], str]:
+    """`replace`, stopped with CaptionEditError once the whole edit has run EDIT_SECONDS: a literal is
+    linear in each caption, but an archive has many."""
+    deadline = time.monotonic() + EDIT_SECONDS
+
+    def within(text: str) -> str:
+        if time.monotonic() > deadline:
+            raise CaptionEditError(f"the edit took too long (more than {EDIT_SECONDS:g} s in all; it stopped at "
+                                   f"{text[:60]!r}), so nothing was changed: narrow the pictures it searches")
+        return replace(text)
+
+    return within
 
 
 def _too_slow(find: str, text: str) -> str:
@@ -187,7 +213,7 @@ def preview(manifest: Manifest, find: str, replacement: str, pictures: Pictures 
         new = (edited.strip() or None) if source == "caption" else _one_line(edited)
         if new != row["caption"] and not (new is None and source != "caption"):  # a blank cannot hide a legend
             changes.append(_change(row, old, new, source))
-    return Changes(changes, searched)
+    return _within_bound(Changes(changes, searched))
 
 
 def apply(manifest: Manifest, find: str, replacement: str, pictures: Pictures = Pictures(), **options) -> Changes:
@@ -212,7 +238,7 @@ def preview_copy(manifest: Manifest, source: str, pictures: Pictures, *, overwri
         if new is None or new == row["caption"] or (row["caption"] is not None and not overwrite):
             continue
         changes.append(_change(row, row[source], new, source))
-    return Changes(changes, searched)
+    return _within_bound(Changes(changes, searched))
 
 
 def copy(manifest: Manifest, source: str, picture_ids: Iterable[int], *, overwrite: bool = False) -> Changes:
@@ -247,6 +273,20 @@ def _write(manifest: Manifest, changes: Changes, action: int) -> Changes:
     return Changes(changes.changes, changes.searched, action if changes.count else None)
 
 
+def _within_bound(changes: Changes) -> Changes:
+    """`changes`, or CaptionEditError when any would write a caption past CAPTION_CHARS: the edit is refused
+    whole (cutting a caption would write what nobody asked for), and the message says which and how long."""
+    over = [change for change in changes.changes if change.new is not None and len(change.new) > CAPTION_CHARS]
+    if not over:
+        return changes
+    first = over[0]
+    where = f"picture {first.number} on p. {first.page} of {first.doc.replace(chr(92), '/').rsplit('/', 1)[-1]}"
+    others = f" and {len(over) - 1:,} more" if len(over) > 1 else ""
+    raise CaptionEditError(f"{len(over):,} caption{'s' if len(over) > 1 else ''} would pass the limit of "
+                           f"{CAPTION_CHARS:,} characters ({where}: {len(first.new):,}{others}), so nothing was "
+                           "changed; shorten the replacement or narrow the pictures")
+
+
 def _one_line(text: str) -> str | None:
     """A legend or model caption as a caption: printed lines joined by a space, trimmed, None if blank."""
     return " ".join(text.split()) or None
@@ -254,10 +294,3 @@ def _one_line(text: str) -> str | None:
 
 def _change(row, old: str | None, new: str | None, source: str | None) -> Change:
     return Change(row["id"], row["doc"], page_number(row["page"]), row["number"], old, new, source)
-
-
-def _re_message(exc: Exception) -> str:
-    message = getattr(exc, "msg", None) or str(exc)
-    position = getattr(exc, "pos", None)
-    return f"{message} (at character {position + 1})" if position is not None else message
-

@@ -16,6 +16,8 @@ from ..sources.page_numbers import page_index
 from .common import cli, db_option, find_document, open_manifest, page_bar, run_job
 
 DECISIONS = {"include": True, "exclude": False, "auto": None}
+MAX_PICTURES_PER_PAGE = 1_000  # a line's boxes are matched pairwise against the page's pictures
+MAX_PAGE_NUMBER = 2**31 - 1  # past any PDF's pages, within SQLite's integers (10**23 would not reach the query)
 # What a labels file may say for a decision, beside include/exclude/auto: the `keep` column of `pages`.
 DECISION_WORDS = {**DECISIONS, "true": True, "1": True, "keep": True, "yes": True,
                   "false": False, "0": False, "reject": False, "no": False, "": None}
@@ -274,7 +276,7 @@ def _find_picture(manifest: Manifest, label: Label, doc_id: int, index: int) -> 
 
 @cli.command()
 @db_option
-@click.option("--from", "lines", type=click.File("r", encoding="utf-8-sig"), required=True,
+@click.option("--from", "lines", type=click.File("rb"), required=True,
               help="JSON lines, one a page: {\"doc\": DOC, \"page\": N, \"pictures\": [{\"box\": [x0, y0, x1, y1], "
                    "\"counts\": true}]}. '-' reads standard input.")
 def boxes(db, lines):
@@ -289,8 +291,8 @@ def boxes(db, lines):
     decision to the rule. An empty list deletes every picture of the page.
 
     The whole file is one action in the history, by you: `undo` takes it back. A line that cannot be read
-    (bad JSON, no such document or page, a box off the page) is reported with its number and changes
-    nothing; the other lines are set. The pages set are what `learn --boxes` learns from (a page given
+    (not UTF-8, bad JSON or JSON nested too deep, no such document or page, a box off the page) is reported
+    with its number and changes nothing; the other lines are set. The pages set are what `learn --boxes` learns from (a page given
     without a picture too), and it never finds their pictures again.
 
     \b
@@ -300,11 +302,11 @@ def boxes(db, lines):
     manifest = open_manifest(db)
     totals, refused = {"pages": 0, "kept": 0, "added": 0, "deleted": 0}, 0
     with manifest.recording("picture"):  # one action: `undo` takes the whole file back
-        for number, text in enumerate(lines, start=1):
-            if not text.strip():
+        for number, raw in enumerate(lines, start=1):
+            if not raw.strip():
                 continue
             try:
-                doc_id, index, wanted = _page_boxes(manifest, number, text)
+                doc_id, index, wanted = _page_boxes(manifest, number, _line_text(number, raw))
                 manifest.conn.execute("SAVEPOINT boxes_line")  # a line is set whole or not at all
                 try:
                     counts = manifest.set_page_pictures(doc_id, index, wanted)
@@ -327,6 +329,15 @@ def boxes(db, lines):
         raise SystemExit(1)
 
 
+def _line_text(line: int, raw: bytes) -> str:
+    """A line of a boxes file as text (a byte-order mark before the first is dropped); a ClickException
+    when it is not UTF-8, so that one bad line is refused alone."""
+    try:
+        return raw.decode("utf-8-sig" if line == 1 else "utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(f"line {line}: not UTF-8 text (byte {exc.start + 1} of the line)") from None
+
+
 def _page_boxes(manifest: Manifest, line: int, text: str) -> tuple[int, int, list]:
     """(doc_id, stored page index, [(box in reference pixels, counts)]) of one line of a boxes file; a
     ClickException saying what is wrong with it otherwise."""
@@ -334,13 +345,21 @@ def _page_boxes(manifest: Manifest, line: int, text: str) -> tuple[int, int, lis
         item = json.loads(text)
     except json.JSONDecodeError as exc:
         raise click.ClickException(f"line {line}: not JSON ({exc.msg})") from None
+    except RecursionError:  # Python's parser follows nesting on its own stack
+        raise click.ClickException(f"line {line}: its JSON is nested too deeply to be read") from None
+    except ValueError:  # a number of more digits than Python converts (4,300)
+        raise click.ClickException(f"line {line}: not JSON that can be read (a number too long)") from None
     if not isinstance(item, dict) or not isinstance(item.get("doc"), (str, int)) or isinstance(item.get("doc"), bool):
         raise click.ClickException(f"line {line}: give an object with doc, page and pictures")
     page, pictures = item.get("page"), item.get("pictures")
-    if not isinstance(page, int) or isinstance(page, bool) or page < 1:
-        raise click.ClickException(f"line {line}: page {page!r} is not a page number (from 1)")
+    if not isinstance(page, int) or isinstance(page, bool) or not 1 <= page <= MAX_PAGE_NUMBER:
+        shown = f"{page!r}"[:40]  # a number of a million digits is not printed whole
+        raise click.ClickException(f"line {line}: page {shown} is not a page number (from 1)")
     if not isinstance(pictures, list):
         raise click.ClickException(f"line {line}: pictures must be a list of {{\"box\": [x0, y0, x1, y1], \"counts\": true}}")
+    if len(pictures) > MAX_PICTURES_PER_PAGE:
+        raise click.ClickException(f"line {line}: {len(pictures):,} pictures on one page, over the limit of "
+                                   f"{MAX_PICTURES_PER_PAGE:,}")
     doc_id, index = _find_page(manifest, line, str(item["doc"]), page, always=True)
     width, height = manifest.conn.execute("SELECT width, height FROM pages WHERE doc_id = ? AND page = ?",
                                           (doc_id, index)).fetchone()

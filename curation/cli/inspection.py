@@ -58,7 +58,7 @@ def status(db):
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 def docs(db, fmt):
     """One row per document: path, pages, status (ok, partial, failed, encrypted, empty,
-    not-pdf, pending, replaced) and error, the reason for a person to read."""
+    not-pdf, too-long, outside, pending, replaced) and error, the reason for a person to read."""
     manifest = open_manifest(db)
     write_rows((dict(row) for row in manifest.documents()), DOC_COLUMNS, fmt)
 

@@ -7,8 +7,8 @@ import sqlite3
 from collections.abc import Iterable
 
 from . import history
+from .caption_limit import stored_caption
 from .history import now
-
 
 class CaptionRows:
     """The page captions of a Manifest (mixed into it: uses its `conn` and `recording`)."""
@@ -24,11 +24,12 @@ class CaptionRows:
         self.set_captions([(doc_id, page, text)])
 
     def set_captions(self, items: Iterable[tuple[int, int, str | None]]) -> int:
-        """Set many captions in one transaction (bulk editing); returns how many were given."""
+        """Set many captions in one transaction (bulk editing); returns how many were given. CaptionTooLong
+        for a caption past CAPTION_CHARS, and none is written."""
         stamp, count = now(), 0
         with self.recording("caption") as action:
             for doc_id, page, text in items:
-                text = (text or "").strip()
+                text = stored_caption(text) or ""
                 history.record(self.conn, action, "caption", self.caption(doc_id, page), text or None,
                                doc_id=doc_id, page=page)
                 if text:

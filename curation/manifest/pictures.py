@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 
 from ..pictures.kind import KINDS
 from . import history, page_figures
+from .caption_limit import stored_caption
 from .history import now
 from .rules import (DECIDED_BY_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL, PICTURE_BOX_SQL,
                     OUTLINED_SQL, PICTURE_DECIDED_BY_SQL, PICTURE_KEEP_SQL, SAVED_SCORE_MIN_SQL,
@@ -237,8 +238,9 @@ class PictureRows:
         return self._edit("picture_override", ((pid, None if keep is None else int(bool(keep))) for pid, keep in items))
 
     def set_picture_captions(self, items: Iterable[tuple[int, str | None]]) -> int:
-        """The curator's captions of many pictures as one action (blank removes); returns how many."""
-        return self._edit("picture_caption", ((pid, (text or "").strip() or None) for pid, text in items))
+        """The curator's captions of many pictures as one action (blank removes); returns how many.
+        CaptionTooLong for a caption past CAPTION_CHARS, and none is written."""
+        return self._edit("picture_caption", ((pid, stored_caption(text)) for pid, text in items))
 
     def set_picture_kinds(self, items: Iterable[tuple[int, str | None]]) -> int:
         """The curator's kind of many pictures as one action (None: back to the suggestion)."""

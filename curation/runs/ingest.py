@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from guards import uploads as server_limits
+
 from ..captions.legend import check_languages, engine_note, installed_languages
 from ..decisions.duplicates import refresh_duplicates
 from ..manifest import finders
@@ -27,8 +29,8 @@ from ..scoring.features import FEATURES_VERSION
 from ..scoring.result import PageResult
 from ..sources.paths import REFUSAL, document_roots, reading_roots
 from ..views import cutoff_counts
-from ..sources.reader import (DocumentError, DocumentInfo, OutsideAllowedFolders, error_text, exists, file_sha256,
-                              file_stat, find_pdfs)
+from ..sources.reader import (MISNAMED, DocumentError, DocumentInfo, OutsideAllowedFolders, error_text, exists,
+                              file_sha256, file_stat, find_pdfs)
 from ..views.jobs import unreadable_documents
 from .embed import missing_parts
 from .ingest_task import Task, run_task
@@ -39,6 +41,7 @@ from .worker_pool import bounded_pool, default_workers, kill_executor, process_p
 # The picture stages other than the rules, each of which says before any page is read what it lacks.
 CHECKED_FINDERS = {"network": finder, "learned": verdict}
 PAGES_PER_TASK = 16
+TOO_LONG = "too-long"  # a document's status: more pages than the server's bound (guards.uploads.max_pages)
 
 
 @dataclass
@@ -50,6 +53,7 @@ class IngestReport:
     pages_timed_out: int = 0  # of pages_failed: skipped for the time limit
     documents_failed: int = 0  # this run's documents that gave no page: not a PDF, empty, encrypted, broken
     refused: int = 0  # files not read: their real path is outside the allowed folders
+    misnamed: list[str] = field(default_factory=list)  # files not read: their names (escaped) are not UTF-8
     crashes: int = 0  # workers lost to a crash, each followed by retries
     timeouts: int = 0  # executors torn down because a task ran past the page time limit
     seconds: float = 0.0
@@ -82,6 +86,10 @@ class IngestReport:
         parts = []
         if self.refused:
             parts.append(f"{self.refused} file{'' if self.refused == 1 else 's'} refused: {REFUSAL}")
+        if self.misnamed:  # named here, escaped: no listing of documents holds them
+            more = f" and {len(self.misnamed) - 3} more" if len(self.misnamed) > 3 else ""
+            parts.append(f"{plural(len(self.misnamed), 'file')} not read ({', '.join(self.misnamed[:3])}{more}): "
+                         f"{MISNAMED}")
         if self.crashes:
             parts.append(f"{self.crashes} worker crash{'' if self.crashes == 1 else 'es'} retried")
         if self.timeouts:
@@ -113,7 +121,7 @@ class Ingest:
                  make_executor: Callable[[int], cf.Executor] = process_pool, task_fn: Callable = run_task,
                  page_timeout: float | None = None, worker_memory: int | None = None, cluster=None,
                  roots: Sequence[str | os.PathLike] | None = None, legend_languages: str | None = None,
-                 on_progress: Callable[[int, int], None] = lambda done, total: None,
+                 max_pages: int | None = None, on_progress: Callable[[int, int], None] = lambda done, total: None,
                  on_hash_progress: Callable[[int, int], None] = lambda done, total: None):
         """`page_timeout`: seconds a page may take (None: the manifest's setting; 0: no limit).
         `worker_memory`: bytes each pool worker may allocate (None: a fair share of the machine's).
@@ -121,13 +129,17 @@ class Ingest:
         `roots`: the folders every file read must really lie in, checked as it is opened (None: the
         allowed folders, and `paths` that lie outside them: see `paths.reading_roots`).
         `legend_languages`: Tesseract's languages for the pictures' legends, e.g. "eng+deu" (None: the
-        manifest's setting; "": none read). Without the OCR engine none are read (`report.legend_note`)."""
+        manifest's setting; "": none read). Without the OCR engine none are read (`report.legend_note`).
+        `max_pages`: the most pages a document may have (None: the server's, guards.uploads.max_pages);
+        a longer one is refused, status TOO_LONG, and looked at again by each later run."""
         self.manifest = manifest
+        self.max_pages = max_pages or server_limits.max_pages()
         self.report = IngestReport()
         if roots is None:
             roots = reading_roots(manifest.path, manifest, paths)
         self.roots = tuple(str(root) for root in roots)
-        self.pdfs = find_pdfs(paths, self.roots, self._refuse)  # raises before any work when a path is missing
+        # Raises before any work when a path is missing; a file refused or misnamed is said, the run goes on.
+        self.pdfs = find_pdfs(paths, self.roots, self._refuse, self._misnamed)
         self.pages_per_task = pages_per_task
         self.page_timeout = (manifest.page_timeout if page_timeout is None else page_timeout) or None
         self.legend_languages = self._legend_languages(legend_languages)
@@ -264,9 +276,10 @@ class Ingest:
         return read
 
     def _inspect_tasks(self, documents) -> list[Task]:
-        self._pending = [doc["id"] for doc in documents if doc["status"] == "pending"]
-        return [Task(doc["id"], doc["path"], roots=self.roots)
-                for doc in documents if doc["status"] == "pending" and doc["pages"] is None]
+        # A document refused for its length is opened again: the server's bound may have been raised since.
+        self._pending = [doc["id"] for doc in documents if doc["status"] in ("pending", TOO_LONG)]
+        return [Task(doc["id"], doc["path"], roots=self.roots) for doc in documents
+                if (doc["status"] == "pending" and doc["pages"] is None) or doc["status"] == TOO_LONG]
 
     def _plan_totals(self) -> None:
         for doc_id in self._pending:
@@ -305,6 +318,11 @@ class Ingest:
         self.report.refused += 1
         self.report.problems.append(f"{path}: not read, {REFUSAL}")
 
+    def _misnamed(self, name: str) -> None:
+        """A file not read because its name is not valid UTF-8: said, escaped, in the job's summary."""
+        self.report.misnamed.append(name)
+        self.report.problems.append(f"{name}: not read, {MISNAMED}")
+
     # -- results ------------------------------------------------------------------------------
 
     def _on_result(self, task: Task, result) -> None:
@@ -319,6 +337,9 @@ class Ingest:
             self._save(task.doc_id, result)
 
     def _on_inspected(self, task: Task, result) -> None:
+        if isinstance(result, DocumentInfo) and result.pages > self.max_pages:
+            result = DocumentError(TOO_LONG, f"{result.pages:,} pages, over the server's limit of {self.max_pages:,} "
+                                             "pages per document (CURATION_MAX_PAGES); not read")
         if isinstance(result, DocumentInfo):
             self.manifest.set_document(task.doc_id, status="pending", error=result.note, pages=result.pages)
             return

@@ -112,10 +112,12 @@ def find_urls(url: str) -> list[str]:
 
 
 def find_pdfs(paths: Iterable[str | os.PathLike], roots: Roots = None,
-              on_refused: Callable[[pathlib.Path], None] = lambda path: None) -> list:
+              on_refused: Callable[[pathlib.Path], None] = lambda path: None,
+              on_misnamed: Callable[[str], None] = lambda name: None) -> list:
     """Every PDF named or found (recursively) under the given paths, each once, in a stable order.
     Local files come as resolved `pathlib.Path`s, URLs as strings. With `roots`, a file whose real
     path lies outside them is left out and handed to `on_refused` as found (a link, not its target).
+    A file whose path is not valid UTF-8 (MISNAMED) is left out and handed to `on_misnamed`, escaped.
 
     Raises FileNotFoundError naming every path that does not exist, before anything is read.
     """
@@ -130,18 +132,39 @@ def find_pdfs(paths: Iterable[str | os.PathLike], roots: Roots = None,
         elif path.is_dir():
             for child in sorted(path.rglob("*")):
                 if child.suffix.lower() == ".pdf" and child.is_file():
-                    _keep_inside(found, child, roots, on_refused)
+                    _keep_inside(found, child, roots, on_refused, on_misnamed)
         else:
-            _keep_inside(found, path, roots, on_refused)
+            _keep_inside(found, path, roots, on_refused, on_misnamed)
     return list(found)
 
 
-def _keep_inside(found: dict, path: pathlib.Path, roots: Roots, on_refused) -> None:
+def _keep_inside(found: dict, path: pathlib.Path, roots: Roots, on_refused, on_misnamed) -> None:
+    if not storable(path):
+        on_misnamed(escaped_name(path))
+        return
     real = path.resolve()
     if roots is None or inside(real, roots):
         found[real] = None
     else:
         on_refused(path)
+
+
+MISNAMED = "its path is not valid UTF-8, which the manifest cannot store; rename it and ingest again"
+
+
+def storable(path: str | os.PathLike) -> bool:
+    """Whether a path can be stored and shown as text: a name that is not valid UTF-8 comes from the file
+    system with its bad bytes as surrogates, which the manifest (SQLite's UTF-8) cannot hold."""
+    try:
+        str(path).encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def escaped_name(path: str | os.PathLike) -> str:
+    """A path as text that can be stored and shown: each byte that is not UTF-8 written as \\xe9."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def file_sha256(path: pathlib.Path, on_bytes: Callable[[int], None] | None = None, roots: Roots = None) -> str:

@@ -30,7 +30,7 @@ def missing_sources(manifest: Manifest) -> list[str]:
     return [row[0] for row in rows if not os.path.exists(row[0])]
 
 
-UNREADABLE = ("failed", "not-pdf", "empty", "encrypted", "outside")  # document statuses that give no page
+UNREADABLE = ("failed", "not-pdf", "empty", "encrypted", "outside", "too-long")  # document statuses that give no page
 
 
 def unreadable_documents(manifest: Manifest, paths) -> list[sqlite3.Row]:

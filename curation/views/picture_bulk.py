@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 
 from ..manifest import history
+from ..manifest.caption_limit import stored_caption
 from ..manifest.store import Manifest, now
 from . import picture_views
 from .picture_views import PictureFilter, from_sql, override_counts
@@ -85,7 +86,7 @@ def caption_condition(replace: bool) -> str:
 
 def write_captions(manifest: Manifest, action: int, keys: str, text: str | None) -> None:
     """Give the pictures of the table `keys` the caption `text` (blank removes), recorded under `action`."""
-    text = (text or "").strip() or None
+    text = stored_caption(text)
     _record(manifest, action, keys, "picture_caption", "caption", text)
     manifest.conn.execute(f"UPDATE pictures SET caption = ?, updated_at = ? WHERE id IN (SELECT id FROM {keys})",
                           (text, now()))

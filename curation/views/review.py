@@ -13,6 +13,7 @@ import numpy as np
 
 from ..manifest import aggregates, history
 from ..manifest.rules import LIVE_DOCUMENT_SQL
+from ..manifest.caption_limit import stored_caption
 from ..manifest.store import Manifest, now
 from ..sources.page_numbers import page_number
 from .filters import DECISIONS, PAGES_FROM, PageFilter, _by_keys, _where, decision_params, filter_counts
@@ -267,7 +268,7 @@ def caption_condition(replace: bool) -> str:
 
 def write_captions(manifest: Manifest, action: int, keys: str, text: str | None) -> None:
     """Give the pages of the table `keys` (doc_id, page) the caption `text` (blank removes), under `action`."""
-    text = (text or "").strip() or None
+    text = stored_caption(text)
     history.record_pages(manifest.conn, action, "caption", keys, text)
     if text is None:
         manifest.conn.execute(f"DELETE FROM captions WHERE (doc_id, page) IN (SELECT doc_id, page FROM {keys})")

@@ -14,6 +14,7 @@ from streamlit_image_coordinates import streamlit_image_coordinates
 from curation import views
 from curation.captions.best import best_caption, counted_sources
 from curation.decisions import keyboard
+from curation.manifest.caption_limit import CAPTION_CHARS
 from curation.manifest.pictures import PictureError
 from curation.sources.page_numbers import page_number
 from curation.views import picture_views as pv
@@ -35,7 +36,7 @@ CAPTION_KEY = "picture-caption-"
 NO_KIND = "None suggested: choose one, or the caption uses the export's class word"  # the job was unsure or not run
 CAPTION_HELP = ("Your caption, saved when you press Enter or leave the box; it wins over the printed legend and the "
                 "model's caption.")
-MAX_CAPTION = 500
+MAX_CAPTION = CAPTION_CHARS  # the bound the manifest holds every caption to
 UNDO_HINT = captions.UNDO_HINT
 CLICK_MODES = {"fix": "Fix this picture's box", "add": "Add a missed picture"}
 KINDS = {kind: kind.capitalize() for kind in pv.KINDS}
