@@ -67,3 +67,22 @@ def _role(process: psutil.Process, root: psutil.Process) -> str:
     if "forkserver" in command:  # pool workers are forked by the forkserver and keep its command line
         return "worker" if process.ppid() != root.pid else "forkserver"
     return command[:40]
+
+
+def left_behind(pids: set[int], seconds: float) -> dict[int, tuple[str, int]]:
+    """{pid: (role, RSS)} of `pids` (a job's tree, seen before its process ended) still running `seconds` from now;
+    a zombie is not. The role: 'resource tracker', 'forkserver', 'worker' (a forkserver's child), else the command."""
+    time.sleep(seconds)
+    left = {}
+    for pid in pids:
+        try:
+            process = psutil.Process(pid)
+            if process.status() == psutil.STATUS_ZOMBIE:
+                continue
+            command = " ".join(process.cmdline())
+            role = ("resource tracker" if "resource_tracker" in command else "worker" if process.ppid() in pids
+                    else "forkserver" if "forkserver" in command else command[:60])
+            left[pid] = (role, process.memory_info().rss)
+        except psutil.Error:
+            pass
+    return left

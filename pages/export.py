@@ -206,7 +206,7 @@ def show_preview(items: list[Item], settings: ExportSettings) -> None:
     first = (screen - 1) * PREVIEW_COUNT
     heading.caption(f"Images {first + 1:,}–{first + len(shown_items):,} of {len(items):,}, exactly as exported and "
                     f"in the order written: the size, margins and crops the trainer will see, each file's name and "
-                    f"caption. Files go to `{image_folder(settings)}/`.")
+                    f"caption. Files go to {common.code_span(f'{image_folder(settings)}/')}.")
     with st.spinner("Preparing the preview…"):
         results = previews_of(shown_items, settings)
     for row_start in range(0, len(shown_items), PREVIEW_COLUMNS):
@@ -334,7 +334,7 @@ def launch_button(db: pathlib.Path, args: list[str], out: pathlib.Path, count: i
         latest = manifest.latest_job("export")
     if job is None and (latest is None or latest["pid"] != process.pid):
         st.error(f"The export process ended before it began (exit code {process.poll()}). "
-                 f"Its log is in `{db.parent / 'logs'}`.")
+                 f"Its log is in {common.code_span(db.parent / 'logs')}.")
         return
     st.session_state[RUNNING_KEY] = True
     st.rerun()
@@ -388,7 +388,7 @@ def show_job(job) -> None:
                    icon=":material/warning:")
     else:
         st.error(f"The export failed: {message or 'no reason was recorded'}. Nothing was written. The log is in "
-                 f"`{common.db_path().parent / 'logs'}`.", icon=":material/error:")
+                 f"{common.code_span(common.db_path().parent / 'logs')}.", icon=":material/error:")
 
 
 def offer_download(out: pathlib.Path) -> None:

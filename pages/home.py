@@ -79,7 +79,7 @@ def welcome(running: bool = False):
         st.markdown("**No PDFs at hand?**")
         st.caption(f"Writes {sample.DOCUMENTS} synthetic periodical issues ({sample.DOCUMENTS * sample.PAGES} pages: "
                    "text columns, engravings, mixed pages and a few hard cases) into "
-                   f"`{sample.sample_folder(common.db_path())}` and ingests them. About half a minute.")
+                   f"{common.code_span(sample.sample_folder(common.db_path()))} and ingests them. About half a minute.")
         sample_button(running)
     with right, st.container(border=True):
         st.markdown("**Your own archive**")
@@ -105,7 +105,7 @@ def latest_changes(rows: list[dict]):
     if not rows:
         return
     st.subheader("Latest changes")
-    st.dataframe(rows, hide_index=True)
+    st.dataframe(common.pictured_table(rows), hide_index=True)
     st.caption("All of them, and who made each: `python -m curation history`; take one back with "
                "`python -m curation undo`, or Undo on Review.")
 

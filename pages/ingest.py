@@ -56,9 +56,9 @@ def add_archives(db: pathlib.Path, roots: list[pathlib.Path]) -> list:
     with by_path:
         with st.form("add-path", clear_on_submit=False, border=False):
             text = st.text_input(
-                "Path", placeholder=str(roots[0] / "archive"), max_chars=common.MAX_PATH_CHARS,
+                "Path", placeholder=common.pictured(roots[0] / "archive"), max_chars=common.MAX_PATH_CHARS,
                 help="A folder (searched recursively for PDFs) or one PDF. Relative paths start in "
-                     f"{roots[0]}.",
+                     f"{common.code_span(roots[0])}.",
             )
             added = st.form_submit_button("Add", icon=":material/add:", disabled=auth.locked(),
                                           help=auth.help_for())
@@ -76,8 +76,8 @@ def add_archives(db: pathlib.Path, roots: list[pathlib.Path]) -> list:
                                    help=auth.help_for(limits.help()))
         uploads = common.within_upload_limits(uploads, limits)
         st.caption("Uploads travel through the browser and are held in the server's memory until saved, "
-                   f"so big archives go by path: copy them under `{roots[0]}` on the server instead. "
-                   f"Start saves the chosen files to `{paths.uploads_dir(db)}` and ingests them.")
+                   f"so big archives go by path: copy them under {common.code_span(roots[0])} on the server instead. "
+                   f"Start saves the chosen files to {common.code_span(paths.uploads_dir(db))} and ingests them.")
         if uploads:
             st.markdown(f"{len(uploads)} file(s) chosen, {uploads_guard.megabytes(sum(map(uploads_guard.upload_size, uploads)))}: "
                         "**Start** saves and ingests them.")
@@ -220,7 +220,7 @@ def thumbnails_input(running: bool):
         key="thumbnails", on_change=save_setting, args=("thumbnails", "thumbnail_store"), disabled=running or auth.locked(),
         help=auth.help_for(f"Where each page's thumbnail is kept. A thumbnail is about 10 kB, four fifths of a "
                            f"page's size in the manifest: on millions of pages, folder or none keeps the manifest "
-                           f"small. The folder is `{folder}`. {thumbnail_store.CHANGE_NOTE}"))
+                           f"small. The folder is {common.code_span(folder)}. {thumbnail_store.CHANGE_NOTE}"))
 
 
 def legend_languages_input(running: bool):
@@ -340,7 +340,7 @@ def documents_table(manifest):
         for row in rows
     ]
     st.dataframe(
-        table, hide_index=True, width="stretch",
+        common.pictured_table(table), hide_index=True, width="stretch",
         column_config={
             "done": st.column_config.ProgressColumn("scored", format="percent", min_value=0.0, max_value=1.0),
             # The folder before the reason, and wide: last, at the table's edge, it was cut ("…/uploac").

@@ -106,7 +106,7 @@ def next_screen(screen: int):
 
 
 def filters(manifest, documents: list[dict], rule: str, threshold: float) -> tuple[views.PageFilter, str, bool]:
-    names = {0: "All documents", **{doc["id"]: pathlib.Path(doc["path"]).name for doc in documents}}
+    names = {0: "All documents", **{doc["id"]: common.pictured(pathlib.Path(doc["path"]).name) for doc in documents}}
     decision = st.segmented_control(
         "Show", list(views.DECISIONS), format_func=views.DECISIONS.get, default="all", required=True,
         key="decision", bind="query-params", on_change=first_screen, label_visibility="collapsed")
@@ -240,12 +240,12 @@ def learning_progress():
             st.rerun()
         if job is not None and job["pid"] == pid:
             done = views.job_progress(job)
-            st.progress(done["fraction"], text=f"Learning… {done['done']} % · {job['message'] or 'starting'}")
+            st.progress(done["fraction"], text=f"Learning… {done['done']} % · {common.escape_markdown(job['message'] or 'starting')}")
         elif common.process_alive(pid):
             st.progress(0.0, text="Learning… starting")
         else:
             st.session_state.pop(LEARNING, None)
-            st.error(f"Learning ended before it began. Its log is in `{common.db_path().parent / 'logs'}`.")
+            st.error(f"Learning ended before it began. Its log is in {common.code_span(common.db_path().parent / 'logs')}.")
 
     progress()
 

@@ -235,7 +235,7 @@ def counting_progress():
                 if not cutoff_counts.needs_count(manifest):
                     st.rerun()  # counted: the figures are a lookup now
                 st.caption(f"The pictures kept are not counted yet: the counting job ended without them (its log "
-                           f"is in `{common.db_path().parent / 'logs'}`). Reload the page to count again.")
+                           f"is in {common.code_span(common.db_path().parent / 'logs')}). Reload the page to count again.")
                 return
         done = views.job_progress(job) if job is not None else {"fraction": 0.0, "done": 0, "total": 6}
         st.progress(done["fraction"], text="Counting the pictures each rule keeps at every cutoff (a job, seconds a "

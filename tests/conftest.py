@@ -1,12 +1,15 @@
 """Fixtures are generated here, small enough to keep the suite fast: 3x4 inch pages at 150-200 dpi."""
 
 import contextlib
+import os
 import pathlib
 import sqlite3
 import sys
+import time
 
 import cv2
 import numpy as np
+import psutil
 import pytest
 from PIL import Image
 
@@ -14,9 +17,66 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from curation import Manifest  # noqa: E402
+from guards import lifeline  # noqa: E402
 from curation.sources.synthetic import PageSpec, periodical_specs, write_pdf  # noqa: E402
 
 SMALL = (3.0, 4.0)
+LEFT_BEHIND_GRACE = 10.0  # seconds the session's processes get to end once its tests and fixtures are done
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_process_left_behind():
+    """The suite leaves no process behind: set up first, torn down last, this fails the session (each xdist worker
+    is one) if a process it started, however deep, still runs after a short grace; each is killed and named.
+    Orphans (a killed job's workers) come back to this process as to a subreaper on Linux, so they are seen too."""
+    lifeline.become_subreaper()
+    yield
+    _end_multiprocessing_helpers()
+    survivors = _descendants_after(LEFT_BEHIND_GRACE)
+    described = [_described(process) for process in survivors]
+    for process in survivors:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    _descendants_after(5.0)  # reaped
+    if survivors:
+        pytest.fail("processes left behind by the tests (killed): " + "; ".join(described))
+
+
+def _end_multiprocessing_helpers() -> None:
+    """This process keeps its forkserver and resource tracker for the next pool, until it exits; they end once
+    their pipes close, so close them now (private names: there is no public way before Python 3.14)."""
+    from multiprocessing import forkserver, resource_tracker
+
+    server, tracker = forkserver._forkserver, resource_tracker._resource_tracker
+    if server._forkserver_alive_fd is not None:
+        os.close(server._forkserver_alive_fd)
+        server._forkserver_alive_fd = server._forkserver_pid = server._forkserver_address = None
+    if tracker._fd is not None:
+        os.close(tracker._fd)
+        tracker._fd = tracker._pid = None
+
+
+def _descendants_after(grace: float) -> list:
+    """The processes under this one still running after up to `grace` seconds; the ended ones reaped."""
+    deadline = time.monotonic() + grace
+    while True:
+        running = []
+        for process in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if process.status() != psutil.STATUS_ZOMBIE:
+                    running.append(process)
+                elif process.ppid() == os.getpid():
+                    with contextlib.suppress(ChildProcessError):
+                        os.waitpid(process.pid, os.WNOHANG)
+        if not running or time.monotonic() > deadline:
+            return running
+        time.sleep(0.1)
+
+
+def _described(process: psutil.Process) -> str:
+    with contextlib.suppress(psutil.Error):
+        return f"pid {process.pid}: {' '.join(process.cmdline())[:160]}"
+    return f"pid {process.pid}"
 
 
 @pytest.fixture(autouse=True)

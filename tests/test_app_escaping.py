@@ -264,6 +264,15 @@ def test_the_find_and_replace_preview_shows_names_and_captions_literally(db):
         assert not re.search(r"(?<!\\)[*_`#>\[\]()!|~:$=-]", cell), cell  # every special character escaped
 
 
+def watched_page(browser):
+    """A new page of `browser`, and the list of the address of every request it makes."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(30_000)
+    fetched = []
+    page.on("request", lambda request: fetched.append(request.url))
+    return page, fetched
+
+
 def test_in_a_browser_a_hostile_caption_and_file_name_fetch_nothing_and_link_nowhere(db, tmp_path):
     """Chromium against `streamlit run`: Review's cards and its page dialog, and Home."""
     pytest.importorskip("playwright.sync_api")
@@ -272,10 +281,7 @@ def test_in_a_browser_a_hostile_caption_and_file_name_fetch_nothing_and_link_now
     hostile_document(db)
     with streamlit_server(tmp_path / "streamlit.log", {"CURATION_DB": str(db)}) as (_, port), chromium() as browser:
         url = f"http://127.0.0.1:{port}"
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(30_000)
-        fetched = []
-        page.on("request", lambda request: fetched.append(request.url))
+        page, fetched = watched_page(browser)
         page.goto(f"{url}/review")
         settle(page)
         page.locator("[class*='st-key-review-card-']").first.get_by_role("button", name="Open").click()
@@ -331,10 +337,7 @@ def test_in_a_browser_a_blank_line_file_name_renders_no_image_and_no_markdown(db
     seen = {}
     with streamlit_server(tmp_path / "streamlit.log", {"CURATION_DB": str(db)}) as (_, port), chromium() as browser:
         url = f"http://127.0.0.1:{port}"
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(30_000)
-        fetched = []
-        page.on("request", lambda request: fetched.append(request.url))
+        page, fetched = watched_page(browser)
 
         def look(where: str, scope) -> None:
             hostile = page.locator(MARKDOWN).filter(has_text=re.compile("127\\.0\\.0\\.1:\u2060?8798|evil"))
@@ -378,3 +381,71 @@ def test_in_a_browser_a_blank_line_file_name_renders_no_image_and_no_markdown(db
     assert f"Drawn from {pictured(tmp_path / 'archive' / name)}.pdf" in seen["review"]["text"]
     table = seen["find and replace"]["text"]
     assert '"quoted"␊=x lady' in table and "**bold** :red[red] $x^2$" in table and "# heading | cell" in table
+
+
+def allowed_hostile_folder(db, tmp_path, tracker: str):
+    """An allowed folder (as `python -m curation folders add` adds one) whose name closes a code span and
+    opens an image: the Vet scanner listed it in plain backticks."""
+    folder = tmp_path / f"q` ![i]({tracker}) `"
+    folder.mkdir()
+    with Manifest(db, create=True) as manifest:
+        paths.add_root(manifest, folder)
+    return folder
+
+
+def test_vet_scanner_lists_allowed_folders_literally(db, models, demo_model, tmp_path):
+    (models / "demo-vit").symlink_to(demo_model, target_is_directory=True)
+    folder = allowed_hostile_folder(db, tmp_path, f"https:{TRACKER}")
+    at = ran(page("pages/vet_scanner.py"))
+    listed = [str(caption.value) for caption in at.caption if str(caption.value).startswith("Allowed folders")]
+    assert len(listed) == 2  # the Folder tab's and the Train tab's
+    for body in listed:
+        assert code_span(folder) in body, body  # whole, in a fence its backticks cannot close
+        assert not interpreted(body), body
+        assert not re.search(r"(?<!\\)!\[", CODE_SPAN.sub("", body)), body  # no image outside a code span
+
+
+def test_in_a_browser_the_vet_scanners_folder_list_fetches_nothing(db, models, demo_model, tmp_path):
+    """Chromium against `streamlit run`: the Folder and Train tabs list an allowed folder named
+    ``q` ![i](https:127.0.0.1:PORT) ` ``; nothing listens there but a socket that counts who connects, and no one
+    may (an image's https: address, unlike the page's http:, names a host of its own)."""
+    import socket
+    import threading
+
+    pytest.importorskip("playwright.sync_api")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("needs Debian's chromium (apt-get install chromium)")
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    address, hits, done = f"127.0.0.1:{listener.getsockname()[1]}", [], threading.Event()
+
+    def count():
+        while not done.is_set():
+            try:
+                hits.append(listener.accept()[0].close())
+            except OSError:  # the timeout: look again
+                pass
+
+    threading.Thread(target=count, daemon=True).start()
+    (models / "demo-vit").symlink_to(demo_model, target_is_directory=True)
+    folder = allowed_hostile_folder(db, tmp_path, f"https:{address}")
+    env = {"CURATION_DB": str(db), "VET_MODELS_DIR": str(models)}
+    try:
+        with streamlit_server(tmp_path / "streamlit.log", env) as (_, port), chromium() as browser:
+            page_, fetched = watched_page(browser)
+            page_.goto(f"http://127.0.0.1:{port}/vet_scanner")
+            settle(page_)
+            texts, images = [], []
+            for tab in ("Folder on the server (batch)", "Train a triage head"):
+                page_.get_by_role("tab", name=tab).click()
+                settle(page_)
+                page_.wait_for_timeout(500)
+                texts.append(page_.locator("[data-testid='stMain']").inner_text())
+                images += page_.locator("img").evaluate_all("images => images.map(i => i.src)")
+            page_.screenshot(path=str(tmp_path / "vet-scanner-train.png"))
+    finally:
+        done.set()
+        listener.close()
+    assert not [url for url in fetched + images if address in url], fetched + images
+    assert not hits, len(hits)
+    assert all(str(folder) in text.replace("\u2060", "") for text in texts), texts  # listed, as it is written

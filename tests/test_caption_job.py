@@ -5,6 +5,7 @@ import gc
 import shutil
 import warnings
 
+import psutil
 import pytest
 from click.testing import CliRunner
 from streamlit.testing.v1 import AppTest
@@ -84,6 +85,17 @@ def test_each_kept_picture_gets_the_models_caption_and_the_model_is_unloaded(man
     assert (job["status"], job["done"], job["total"]) == ("done", 5, 5) and job["rate"] > 0
     assert "s per picture" in job["message"]
     assert models_alive() == 0 and not queue_status()["busy"]
+
+
+def test_the_job_starts_no_process_so_none_outlives_it(manifest, tiny_captioner):
+    """The captioner runs in the job's own process: killed, the job leaves nothing behind (tests/test_process_tree.py
+    kills the jobs that have workers)."""
+    before = {child.pid for child in psutil.Process().children(recursive=True)}
+    started = set()
+    on_progress = lambda done, total: started.update(
+        child.pid for child in psutil.Process().children(recursive=True) if child.pid not in before)
+    report = caption_pictures(manifest, tiny_captioner, batch=1, on_progress=on_progress)
+    assert report.captioned == 6 and started == set()
 
 
 def test_all_takes_the_pictures_that_are_not_kept_too(manifest, tiny_captioner):

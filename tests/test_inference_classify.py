@@ -7,6 +7,7 @@ import math
 import threading
 import time
 
+import psutil
 import pytest
 
 import inference
@@ -227,3 +228,16 @@ def test_classify_folder_without_photos_is_a_clear_error(demo_model, tmp_path):
         inference.classify_folder(tmp_path, demo_model)
     with pytest.raises(inference.BadImageError, match="no such folder"):
         inference.classify_folder(tmp_path / "missing", demo_model)
+
+
+def test_the_scanner_starts_no_process_so_none_outlives_the_server(demo_model, tmp_path):
+    """The model loads, predicts and unloads in the server's own process: no helper process to leave behind."""
+    for n in range(3):
+        make_photo(seed=n).save(tmp_path / f"{n}.png")
+    before = {child.pid for child in psutil.Process().children(recursive=True)}
+    started = set()
+    on_progress = lambda done, total: started.update(
+        child.pid for child in psutil.Process().children(recursive=True) if child.pid not in before)
+    inference.classify_folder(tmp_path, demo_model, on_progress=on_progress)
+    inference.classify(make_photo(), demo_model, top_k=3)
+    assert started == set() and {child.pid for child in psutil.Process().children(recursive=True)} <= before

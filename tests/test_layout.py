@@ -15,7 +15,7 @@ PACKAGES = ("guards", "inference", "curation", "pages", "bench")
 # floor is that of the longest name below that starts its name. Within a floor modules import one another
 # freely, as long as no circle closes.
 FLOORS = [
-    ("guards", ["guards"]),  # what the server lets in, standard library only
+    ("guards", ["guards"]),  # what the server lets in, processes that die with their job: standard library only
     ("inference", ["inference"]),  # the veterinary classifier and the captioning model
     ("sources", ["curation.sources"]),  # where pages come from
     ("scoring", ["curation.scoring"]),  # one page in, its scores out

@@ -60,16 +60,23 @@ def xsrf_cookie(port: int) -> str:
 
 
 @contextlib.contextmanager
-def live_session(port: int):
-    """(session id, XSRF token) of a session a browser would open: not signed in."""
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
+def browser_socket(port: int):
+    """(a WebSocket to the dashboard as a browser opens one: its XSRF cookie, its Origin; the XSRF token)."""
     token = xsrf_cookie(port)
     with websockets_sync.connect(f"ws://127.0.0.1:{port}/_stcore/stream", subprotocols=["streamlit", token],
                                  additional_headers={"Cookie": f"_streamlit_xsrf={token}",
                                                      "Origin": f"http://127.0.0.1:{port}"},
                                  max_size=None, open_timeout=30) as ws:
+        yield ws, token
+
+
+@contextlib.contextmanager
+def live_session(port: int):
+    """(session id, XSRF token) of a session a browser would open: not signed in."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    with browser_socket(port) as (ws, token):
         rerun = BackMsg()
         rerun.rerun_script.query_string = ""
         ws.send(rerun.SerializeToString())
@@ -210,3 +217,18 @@ def test_many_sessions_uploading_at_once_stay_under_the_servers_bound(tmp_path):
         session, token = sessions[-1]
         status, body = put_upload(port, session, token, size)  # told before it sends: the server is full
         assert status == 413 and "The server holds as many uploads as it takes at once" in body
+
+
+def test_a_closed_sessions_uploads_are_freed_when_it_goes(tmp_path):
+    """Streamlit keeps a closed session about two minutes for a reconnect, and its uploads with it: a few
+    throw-away sessions held the server's bound (2.5 MB here) and every new session got 413 until they expired.
+    A session's uploads are freed as its WebSocket closes."""
+    env = {"CURATION_UPLOAD_MAX_FILE_MB": "1", "CURATION_UPLOAD_MAX_SESSION_MB": "2",
+           "VET_UPLOAD_MAX_FILE_MB": "0.5", "VET_UPLOAD_MAX_SESSION_MB": "1", "CURATION_UPLOAD_MAX_SERVER_MB": "2.5"}
+    size = 900_000
+    with server_with(tmp_path, sign_in=False, **env) as (process, port):
+        with live_session(port) as (session, token):
+            assert [put_upload(port, session, token, size)[0] for _ in range(2)] == [204, 204]
+        with live_session(port) as (session, token):  # the first one closed a moment ago
+            answers = [put_upload(port, session, token, size) for _ in range(2)]
+    assert [status for status, _ in answers] == [204, 204], answers

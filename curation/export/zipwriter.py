@@ -15,7 +15,7 @@ import re
 import unicodedata
 import zipfile
 
-from ..manifest.store import _pid_alive
+from ..manifest.store import pid_alive
 
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest time a ZIP can hold
 UNIX = 3  # "made by" system: Unix, so the permissions below are honoured on unpacking
@@ -119,7 +119,7 @@ def remove_stale_parts(path: pathlib.Path) -> None:
         return
     for entry in path.parent.iterdir():
         match = pattern.match(entry.name)
-        if match and (int(match.group(1)) == os.getpid() or not _pid_alive(int(match.group(1)))):
+        if match and (int(match.group(1)) == os.getpid() or not pid_alive(int(match.group(1)))):
             entry.unlink(missing_ok=True)
 
 

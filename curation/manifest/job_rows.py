@@ -1,7 +1,9 @@
 """The manifest's jobs table: which job holds the manifest, its progress and its stop request.
 
 A job holds the manifest while its process lives and writes a heartbeat; a job whose process died is
-marked interrupted when next looked at, so a killed run never blocks the next one.
+marked interrupted when next looked at, so a killed run never blocks the next one. A job whose process lives
+on but has been silent past HUNG_SECONDS is ended with it: its process is killed (its workers die with it, see
+guards/lifeline.py), so no process is left working for a job the manifest no longer knows as running.
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ class JobRows:
         for row in rows:
             if _job_alive(row):
                 return row
+            message = ("the job stopped answering and its process was ended" if _end_hung_process(row)
+                       else "the job's process ended without finishing")
             self.conn.execute(
                 "UPDATE jobs SET status = 'interrupted', finished_at = ?, message = ? WHERE id = ? AND status = 'running'",
-                (now(), "the job's process ended without finishing; run it again to resume", row["id"]),
+                (now(), f"{message}; run it again to resume", row["id"]),
             )
         return None
 
@@ -81,7 +85,7 @@ class JobRunning(Exception):
 
 
 def _job_alive(row: sqlite3.Row) -> bool:
-    if not _pid_alive(row["pid"]):
+    if not pid_alive(row["pid"]):
         return False
     silent = (dt.datetime.now(dt.timezone.utc) - dt.datetime.fromisoformat(row["heartbeat_at"])).total_seconds()
     if silent < HEARTBEAT_STALE_SECONDS:
@@ -89,6 +93,21 @@ def _job_alive(row: sqlite3.Row) -> bool:
     # A busy machine can hold a live job's heartbeat back (its workers starting, one slow page): the job
     # holds the manifest while its own process lives; a process that took over its pid since does not.
     return silent < HUNG_SECONDS and _process_started_by(row["pid"], dt.datetime.fromisoformat(row["started_at"]))
+
+
+def _end_hung_process(row: sqlite3.Row) -> bool:
+    """Kill a job's own process, silent past HUNG_SECONDS (SIGKILL: a hung process may not answer SIGTERM). Only a
+    job process (`python -m curation ...`) that was running when the job started is killed; whether it was."""
+    if not pid_alive(row["pid"]) or not _process_started_by(row["pid"], dt.datetime.fromisoformat(row["started_at"])):
+        return False
+    try:
+        process = psutil.Process(row["pid"])
+        if process.cmdline()[1:3] != ["-m", "curation"]:
+            return False
+        process.kill()
+    except psutil.Error:
+        return False
+    return True
 
 
 def _process_started_by(pid: int, when: dt.datetime) -> bool:
@@ -99,13 +118,13 @@ def _process_started_by(pid: int, when: dt.datetime) -> bool:
     return created <= when.timestamp() + 1  # started_at is kept to the second
 
 
-def _pid_alive(pid: int | None) -> bool:
+def pid_alive(pid: int | None) -> bool:
+    """Whether a process runs as `pid` (a zombie, ended but not yet reaped, does not)."""
     if not pid:
         return False
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:
+    except psutil.Error:  # another user's process: it exists
         return True
-    return True

@@ -17,7 +17,7 @@ from . import history, undoing
 from .caption_rows import CaptionRows
 from .document_rows import DocumentRows
 from .history import now
-from .job_rows import HEARTBEAT_STALE_SECONDS, HUNG_SECONDS, JobRows, JobRunning, _pid_alive  # noqa: F401 (imported from here)
+from .job_rows import HEARTBEAT_STALE_SECONDS, HUNG_SECONDS, JobRows, JobRunning, pid_alive  # noqa: F401 (imported from here)
 from .page_decisions import PageDecisionRows
 from .page_rows import PageRows
 from .pictures import PictureRows

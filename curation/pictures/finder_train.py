@@ -410,11 +410,13 @@ def train_all(jobs: list[HeadJob], workers: int, progress=None) -> None:
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from multiprocessing import get_context
 
+    from guards.lifeline import die_with_parent
+
     if workers <= 1:
         return  # trained_heads trains each where it is needed
     order = sorted(jobs, key=lambda job: -job.steps)
     started = time.perf_counter()
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=die_with_parent) as pool:
         futures = {pool.submit(_train_job, job): job for job in order}
         for done, future in enumerate(as_completed(futures), 1):
             future.result()

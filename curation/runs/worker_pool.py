@@ -18,11 +18,17 @@ import cv2
 import psutil
 import pymupdf
 
+from guards.lifeline import die_with_parent
+
 TASKS_PER_CHILD = 500  # a worker is replaced now and then so nothing it leaks can pile up
 MIN_WORKER_ROOM = 256 << 20  # bytes a worker may always allocate, whatever its memory limit
+# The forkserver dies with the job that started it, its workers with it (see guards/lifeline.py); then the job's modules.
+FORKSERVER_PRELOAD = ["guards.lifeline_forkserver", "curation.runs.ingest"]
 
 
 def _init_worker(memory_limit: int | None = None) -> None:
+    # A worker never outlives its job: not even a job killed with SIGKILL.
+    die_with_parent()
     # Ctrl-C is the coordinator's to handle; workers are shut down by it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # MuPDF's messages would garble the progress bar; the reasons are recorded per document instead.
@@ -41,7 +47,7 @@ def _init_worker(memory_limit: int | None = None) -> None:
 
 def process_pool(workers: int, memory_limit: int | None = None) -> cf.Executor:
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["curation.runs.ingest"])
+    context.set_forkserver_preload(FORKSERVER_PRELOAD)
     return cf.ProcessPoolExecutor(
         max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(memory_limit,),
         max_tasks_per_child=TASKS_PER_CHILD,
@@ -52,7 +58,7 @@ def network_process() -> cf.ProcessPoolExecutor:
     """One process for the network a job runs beside its own work (the picture job's embedding): torch and the
     network's memory come and go with it, and it is never replaced between tasks (loading takes seconds)."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["curation.runs.ingest"])
+    context.set_forkserver_preload(FORKSERVER_PRELOAD)
     return cf.ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_init_worker)
 
 

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 
 import streamlit as st
 
-from pages.components.escaping import escape_markdown
+from pages.components.escaping import code_span, escape_markdown
 
 CURATOR, VIEWER = "curator", "viewer"
 LOCKED_HELP = "Only curators can change this; you may look."
@@ -283,13 +283,13 @@ def access_notice() -> None:
         return
     if listens_on_loopback_only():
         st.info(f"**Sign-in is off.** The server listens on {st.get_option('server.address')} only, so only "
-                f"people on this machine can open the dashboard; they act as **{_os_login()}**, a curator. "
+                f"people on this machine can open the dashboard; they act as **{_shown(_os_login())}**, a curator. "
                 "To serve a team, turn on sign-in (an `[auth]` table in `.streamlit/secrets.toml`) or put a "
                 "reverse proxy with its own authentication in front: see the README, *Serving a team*.",
                 icon=":material/lock:")
     else:
         st.warning("**Sign-in is off, and the server listens beyond this machine** (`server.address` is "
-                   f"`{st.get_option('server.address') or 'every interface'}`): anyone who reaches it can "
+                   f"{code_span(st.get_option('server.address') or 'every interface')}): anyone who reaches it can "
                    "change and export everything. Turn on sign-in or bind it to 127.0.0.1 behind a reverse "
                    "proxy with its own authentication: see the README, *Serving a team*.",
                    icon=":material/lock_open:")

@@ -65,7 +65,7 @@ def progress() -> None:
             st.progress(0.0, text="Bulk action: starting…")
         else:
             st.session_state.pop(LAUNCHED, None)
-            st.error(f"The bulk action ended before it began. Its log is in `{common.db_path().parent / 'logs'}`.")
+            st.error(f"The bulk action ended before it began. Its log is in {common.code_span(common.db_path().parent / 'logs')}.")
 
     panel()
 
@@ -89,4 +89,4 @@ def show_outcome(job: dict) -> None:
         st.info(f"Bulk action stopped: {message}.", icon=":material/pause_circle:")
     else:
         st.error(f"Bulk action failed: {message or 'no reason was recorded'}. The log is in "
-                 f"`{common.db_path().parent / 'logs'}`.", icon=":material/error:")
+                 f"{common.code_span(common.db_path().parent / 'logs')}.", icon=":material/error:")

@@ -90,4 +90,4 @@ def show_job(job) -> None:
                 icon=":material/pause_circle:")
     else:
         st.error(f"Captioning failed: {message or 'no reason was recorded'}. The log is in "
-                 f"`{common.db_path().parent / 'logs'}`.", icon=":material/error:")
+                 f"{common.code_span(common.db_path().parent / 'logs')}.", icon=":material/error:")

@@ -2,7 +2,8 @@
 by one component in the page itself, which sends back only what the person did (a card clicked or opened, a
 decision, a caption). A browser draws a screen of these far faster than a screen of Streamlit widgets, and
 redraws only the cards that changed. Streamlit only; what a card says is the page's (pages/review.py,
-pages/components/pictures_view.py), built here with `html.escape` on every word, since many come from files.
+pages/components/pictures_view.py), built here with `html.escape` on every word, since many come from files, and
+each shown as escaping.pictured shows plain text (invisible and reordering characters as their code points).
 
 A grid uses it so:
 
@@ -22,6 +23,9 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import streamlit as st
+
+from pages.components import component_values
+from pages.components.escaping import pictured
 
 # The grid lays the cards out (as many columns as fit, at most `columns`), draws a card again only when its HTML
 # changed, and turns a click or a caption's Enter into one event. The cards live in the page's own DOM (no shadow
@@ -167,10 +171,8 @@ def show(name: str, cards: Sequence[Card], *, min_width: int, columns: int,
 
 
 def _on_event(name: str, on_event: Callable[[dict], None]):
-    value = st.session_state.get(f"{name}-grid")
-    event = value.get("event") if isinstance(value, dict) else None
-    if (isinstance(event, dict) and event.get("type") in EVENT_TYPES and isinstance(event.get("id"), str)
-            and (event.get("value") is None or isinstance(event.get("value"), str))):
+    event = component_values.card_event(st.session_state.get(f"{name}-grid"), EVENT_TYPES)
+    if event is not None:
         on_event(event)  # anything else is not ours: a stale or forged message does nothing
 
 
@@ -180,6 +182,12 @@ def item_of(event: dict, items: Sequence[Hashable]) -> Hashable | None:
 
 
 # -- the HTML of a card: every word escaped -----------------------------------------------------------
+
+
+def _escaped(words: str) -> str:
+    """`words` as HTML text that shows them as they are (see escaping.pictured): a name can neither reorder
+    the card's own words nor look like another."""
+    return html.escape(pictured(words))
 
 
 def media_url(data: bytes, where: str) -> str:
@@ -195,26 +203,26 @@ def media_url(data: bytes, where: str) -> str:
 
 def image(url: str, words: str) -> str:
     """The card's picture; a click on it opens the large view."""
-    return (f'<div class="cg-image"><img src="{html.escape(url)}" alt="{html.escape(words)}" '
+    return (f'<div class="cg-image"><img src="{html.escape(url)}" alt="{_escaped(words)}" '
             f'data-event="open" title="Open: see it large"></div>')
 
 
 def note(words: str, css: str = "cg-empty") -> str:
-    return f'<div class="{css}">{html.escape(words)}</div>'
+    return f'<div class="{css}">{_escaped(words)}</div>'
 
 
 def line(*parts: str, title: str | None = None, css: str = "cg-line") -> str:
     """A muted line, cut with "…" where the card is narrow; `parts` are HTML already (see text, bold, badge)."""
-    tip = f' title="{html.escape(title)}"' if title else ""
+    tip = f' title="{_escaped(title)}"' if title else ""
     return f'<div class="{css}"{tip}>{"".join(parts) or "&#8203;"}</div>'
 
 
 def text(words: str) -> str:
-    return html.escape(words)
+    return _escaped(words)
 
 
 def bold(words: str) -> str:
-    return f"<b>{html.escape(words)}</b>"
+    return f"<b>{_escaped(words)}</b>"
 
 
 def badge(words: str, colour: str) -> str:

@@ -12,19 +12,20 @@ import pathlib
 import sqlite3
 from collections.abc import Callable
 
-import psutil
 import streamlit as st
 
 from curation import views
 from curation.manifest.picture_decisions import DECIDE_JOB
 from curation.manifest.store import Manifest, ManifestError
+from curation.manifest.store import pid_alive as process_alive  # noqa: F401  a launched job not registered yet
 from curation.runs import jobs
 from curation.runs.embed import KIND as PICTURE_JOB
 from curation.views import bulk
 from curation.views.cutoff_counts import COUNT_JOB
 from pages.components import auth
 # The pages read these as common.<name>, beside the rest of what they share.
-from pages.components.escaping import MAX_NAME_CHARS, MAX_PATH_CHARS, code_span, escape_markdown, pictured  # noqa: F401
+from pages.components.escaping import (MAX_NAME_CHARS, MAX_PATH_CHARS, code_span, escape_markdown, pictured,  # noqa: F401
+                                       pictured_table)
 
 DEFAULT_DB = "data/manifest.sqlite"
 JOB_KINDS = ("sample", "ingest")
@@ -184,7 +185,7 @@ def require_manifest() -> Manifest:
     """The manifest, or a message saying how to get one and the end of this script run."""
     manifest = open_manifest()
     if manifest is None:
-        st.info(f"There is no manifest at `{db_path()}` yet. Try the sample archive on Home, "
+        st.info(f"There is no manifest at {code_span(db_path())} yet. Try the sample archive on Home, "
                 "or add PDFs on the Ingest page.")
         link("pages/home.py", "Home", ":material/home:")
         link("pages/ingest.py", "Ingest", ":material/upload_file:")
@@ -287,14 +288,6 @@ def latest_job(manifest: Manifest):
     return max(jobs_, key=lambda job: job["id"]) if jobs_ else None
 
 
-def process_alive(pid: int) -> bool:
-    """Whether a job's process still runs (a launched job may not have registered yet)."""
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def job_title(job) -> str:
     titles = {"sample": "Sample archive", "ingest": "Ingest", "caption": "Captioning",
               DECIDE_JOB: "Deciding the pictures under the new rule", bulk.JOB: "Bulk action",
@@ -360,7 +353,7 @@ def show_job(manifest: Manifest, job, show_finished: bool) -> None:
         st.warning(f"{title} did not finish: {message}. Press Start to resume.", icon=":material/warning:")
     else:
         st.error(f"{title} failed: {message or 'no reason was recorded'}. "
-                 f"The job's log is in `{db_path().parent / 'logs'}`. Press Start to try again.",
+                 f"The job's log is in {code_span(db_path().parent / 'logs')}. Press Start to try again.",
                  icon=":material/error:")
 
 
@@ -370,7 +363,7 @@ def job_progress_bar(job, text: str, stopping: str, note: str | None = None) -> 
     progress = views.job_progress(job)
     st.progress(progress["fraction"], text=text + (f" · {progress['eta']}" if progress["eta"] else ""))
     if note:
-        st.caption(note)
+        st.caption(escape_markdown(note))  # a job's own words may quote a file
     if job["stop_requested"]:
         st.caption(stopping)
     else:
@@ -444,4 +437,4 @@ def launch_and_wait(kind: str, launch) -> str | None:
                                                                              manifest.latest_job(kind))):
             return None  # it was quick: nothing new to do, and its outcome is shown with the job
         return (f"The {kind} process ended before it began (exit code {process.poll()}). "
-                f"Its log is in `{db_path().parent / 'logs'}`.")
+                f"Its log is in {code_span(db_path().parent / 'logs')}.")

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from curation.decisions import keyboard as keymap
+from pages.components import component_values
 
 # The listener lives in the page itself (components v2 are not in an iframe), on the window in the capture phase,
 # so a key reaches the grid before a focused widget sees it: after a click on a filter, the arrows still move the
@@ -217,12 +218,7 @@ def keyboard(name: str, *, large_view: bool = False, cards: str | None = None, p
 def pressed(name: str) -> list[dict]:
     """The presses not handled yet, in the order pressed ({"key": KeyboardEvent.key, "columns": cards in the
     grid's first row or None, "n": its number}), in the listener's `on_press` callback."""
-    value = st.session_state.get(name)
-    sent = value.get("key") if isinstance(value, dict) else None
-    presses = sent.get("presses") if isinstance(sent, dict) else None
-    handled = st.session_state.get(f"{name}-handled", 0)
-    return [press for press in presses if isinstance(press, dict) and isinstance(press.get("key"), str)
-            and isinstance(press.get("n"), int) and press["n"] > handled] if isinstance(presses, list) else []
+    return component_values.key_presses(st.session_state.get(name), st.session_state.get(f"{name}-handled", 0))
 
 
 def review_grid(name: str, items: Sequence[Hashable], *, screen: int, screen_key: str, grid: keymap.Grid,
@@ -344,7 +340,7 @@ def _act(items: list, screen: int, grid: keymap.Grid, screen_key: str, opened_ke
         return
     alone = in_parts and name in _LARGE_VIEWS  # the large view is a fragment of its own
     if action in keymap.MOVES:
-        columns = columns if isinstance(columns, int) and columns > 0 else grid.columns
+        columns = columns or grid.columns  # as the browser lays the grid out now, checked in key_presses
         moved = keymap.move(cursor, action, keymap.Grid(grid.total, grid.per_screen, columns))
         st.session_state[f"{name}-cursor"] = moved
         if moved.screen != cursor.screen:

@@ -55,7 +55,7 @@ def show_job(job, where: str) -> None:
     elif job["status"] in ("stopped", "interrupted"):
         st.info(f"Learn from my boxes stopped {finished} UTC: {message}.", icon=":material/pause_circle:")
     else:
-        st.error(f"Learn from my boxes failed: {message}. The log is in `{common.db_path().parent / 'logs'}`.",
+        st.error(f"Learn from my boxes failed: {message}. The log is in {common.code_span(common.db_path().parent / 'logs')}.",
                  icon=":material/error:")
     if learned is not None and auth.can_curate() and st.button(
             "Undo learning", icon=":material/undo:", key=f"learn-boxes-undo-{where}-{learned['id']}",

@@ -51,7 +51,7 @@ def show_job(job, can_resume: bool) -> None:
         st.info(f"Embedding the pictures stopped {finished} UTC: {message}.", icon=":material/pause_circle:")
     else:
         st.error(f"Embedding the pictures failed: {message or 'no reason was recorded'}. The log is in "
-                 f"`{common.db_path().parent / 'logs'}`.", icon=":material/error:")
+                 f"{common.code_span(common.db_path().parent / 'logs')}.", icon=":material/error:")
     if can_resume and st.button("Resume", icon=":material/play_arrow:", key="embed-resume",
                                 disabled=auth.locked(), help=auth.help_for(
                                     "Embeds the pictures that have no embedding yet; those done are kept.")):

@@ -18,7 +18,7 @@ from curation.manifest.caption_limit import CAPTION_CHARS
 from curation.manifest.pictures import PictureError
 from curation.sources.page_numbers import page_number
 from curation.views import picture_views as pv
-from pages.components import auth, common
+from pages.components import auth, component_values, common
 from pages.components import keys as hotkeys
 from pages.components import picture_captions as captions
 from pages.components import undo as undo_
@@ -282,7 +282,12 @@ def dragged(picture_id: int, key: str, mode: str | None, region):
     redrawn box that would exclude the picture (under the picture cutoff) waits for the curator's word."""
     st.session_state.pop(PENDING_BOX, None)
     drag = st.session_state.get(key)
-    if not mode or not drag or "x1" not in drag or not auth.require_curator():
+    if not mode or not drag or not auth.require_curator():
+        return
+    try:  # a forged drag (NaN, infinity, a string...) draws nothing and says why
+        drag = component_values.numbers(drag, ("x1", "y1", "x2", "y2", "width"), 0, component_values.MAX_PIXELS)
+    except component_values.BadComponentValue as exc:
+        st.session_state[DRAG_PROBLEM] = str(exc)
         return
     with common.open_manifest() as manifest:
         row = manifest.picture(picture_id)

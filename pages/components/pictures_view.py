@@ -109,7 +109,7 @@ def show():
 
 
 def filters(manifest, documents: list[dict], threshold: float) -> tuple[pv.PictureFilter, str, dict]:
-    names = {0: "All documents", **{doc["id"]: pathlib.Path(doc["path"]).name for doc in documents}}
+    names = {0: "All documents", **{doc["id"]: common.pictured(pathlib.Path(doc["path"]).name) for doc in documents}}
     top = st.container()
     document_col, sort_col = st.columns([3, 2], vertical_alignment="bottom")
     doc_id = document_col.selectbox("Document", list(names), format_func=names.get, key="pic_doc",

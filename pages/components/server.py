@@ -11,12 +11,18 @@ middleware, outermost first):
   (its Origin names the Host it connects to), or one listed in `server.corsAllowedOrigins`. Streamlit's own
   check lets in a page from any port on localhost: any local web server, or a page it serves, could drive
   the dashboard.
+- `RefusedBackMessages`: what a browser sends on the WebSocket (Streamlit's BackMsg) is Streamlit's to handle,
+  but for `clear_cache`, which empties the caches every session shares (Streamlit's "Clear cache" menu entry, shown
+  in development mode only): any session could send it by hand, even one on the sign-in screen. It is dropped, and
+  the server log says so; restarting the server clears them.
 - `UploadGate`: Streamlit's upload route (`PUT /_stcore/upload_file/SESSION/FILE`) takes files for any live
   session, including one still on the sign-in screen, and holds them in memory until the session ends; the
   uploaders' limits apply only to what a drawn uploader reports. So the route itself takes files only for a
   curator's session, and at most `guards.uploads.ROUTE_LIMITS` bytes per request, per session and for every
   session together (held and arriving), counted as the bytes arrive: a refused request is answered before its
-  body is read.
+  body is read. A session's uploads are freed as soon as its WebSocket closes: Streamlit keeps a closed session
+  about two minutes for a reconnect, its uploads with it, which held the server's bound for everyone else (a
+  session that reconnects after a dropped connection uploads its files again).
 
 The session's sign-in state is the one Streamlit keeps for its WebSocket connection (the user info of its
 AppSession, read from the signed cookie when the connection opened), judged by the roles of pages/components/auth.py.
@@ -24,6 +30,7 @@ AppSession, read from the signed cookie when the connection opened), judged by t
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from urllib.parse import urlsplit
@@ -41,6 +48,8 @@ SELF_FRAMED_ROUTES = ("component/", "_stcore/bidi-components/")
 SELF_FRAME_HEADERS = [(b"content-security-policy", b"frame-ancestors 'self'"), (b"x-frame-options", b"SAMEORIGIN")]
 UPLOAD_PATH = re.compile(r"/_stcore/upload_file/(?P<session>[^/]+)/[^/]+/?$")
 WEBSOCKET_PATH = re.compile(r"/_stcore/stream/?$")
+REFUSED_BACK_MESSAGES = {"clear_cache"}  # BackMsg types no browser may send (see RefusedBackMessages)
+log = logging.getLogger("curation.dashboard")
 
 
 class NoFraming:
@@ -99,6 +108,39 @@ def origin_allowed(origin: str | None, host: str | None) -> bool:
     return origin.rstrip("/") in {str(entry).rstrip("/") for entry in allowed}
 
 
+class RefusedBackMessages:
+    """Drop the messages of the dashboard's WebSocket whose BackMsg type is in REFUSED_BACK_MESSAGES."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "websocket" or not WEBSOCKET_PATH.search(scope.get("path", "")):
+            return await self.app(scope, receive, send)
+
+        async def allowed():
+            while True:
+                message = await receive()
+                kind = back_message_type(message.get("bytes")) if message["type"] == "websocket.receive" else None
+                if kind not in REFUSED_BACK_MESSAGES:
+                    return message
+                log.warning("Refused a %s message from a browser: it would empty every session's caches", kind)
+
+        await self.app(scope, allowed, send)
+
+
+def back_message_type(data: bytes | None) -> str | None:
+    """The type of the BackMsg in a WebSocket frame, None when it holds none (Streamlit refuses such a frame)."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    message = BackMsg()
+    try:
+        message.ParseFromString(data or b"")
+    except Exception:  # noqa: BLE001 - not a BackMsg: Streamlit closes the connection itself
+        return None
+    return message.WhichOneof("type")
+
+
 class UploadTooLarge(Exception):
     """Raised from the request's body as it arrives, once it passes a limit."""
 
@@ -111,6 +153,11 @@ class UploadGate:
         self.arriving: dict[str, int] = {}  # bytes of requests still arriving, by session (one event loop)
 
     async def __call__(self, scope, receive, send):
+        if scope["type"] == "websocket" and WEBSOCKET_PATH.search(scope.get("path", "")):
+            try:
+                return await self.app(scope, receive, send)
+            finally:  # Streamlit has disconnected the session by now: its uploads go with it
+                free_closed_sessions_uploads()
         match = UPLOAD_PATH.search(scope.get("path", "")) if scope["type"] == "http" else None
         if match is None or scope["method"] != "PUT":
             return await self.app(scope, receive, send)
@@ -130,6 +177,7 @@ class UploadGate:
 
     def refusal(self, session: str, length: str | None) -> tuple[int, str] | None:
         """(status, why) when the request is refused before its body is read; None to let it in."""
+        free_closed_sessions_uploads()  # whatever closed without this middleware seeing it
         user = _session_user(session)
         if user is None:
             return None  # no live session: Streamlit answers that itself, before reading the body
@@ -182,6 +230,20 @@ def _session_user(session_id: str) -> Mapping | None:
         return None
     user = getattr(session, "_user_info", None)
     return dict(user) if isinstance(user, Mapping) else {}
+
+
+def free_closed_sessions_uploads() -> None:
+    """Drop the uploads Streamlit holds for sessions whose WebSocket is closed (Streamlit keeps such a session,
+    and its uploads, for a reconnect that may never come)."""
+    from streamlit.runtime import Runtime
+
+    if not Runtime.exists():
+        return
+    runtime = Runtime.instance()
+    manager = runtime.uploaded_file_mgr
+    for session_id in list(getattr(manager, "file_storage", {})):
+        if not runtime.is_active_session(session_id):
+            manager.remove_session_files(session_id)
 
 
 def _held(session_id: str | None = None) -> int:

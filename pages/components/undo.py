@@ -14,7 +14,7 @@ def bar(last: dict | None, where: str = ""):
     if last is None or not auth.can_curate():
         return
     line = st.container(horizontal=True, vertical_alignment="center", key=f"undo_bar{where}")
-    line.text(f"Your last change: {last['description']}", width="stretch")
+    line.text(f"Your last change: {common.pictured(last['description'])}", width="stretch")  # it may name a file
     line.button("Undo", icon=":material/undo:", key=f"undo-{where}{last['id']}", type="tertiary", on_click=undo,
                 args=(last["id"],), help="Puts back the overrides and captions it replaced, in one step.")
 
