@@ -18,7 +18,8 @@ real engine, and the figures are read from the manifest:
 - the learned verdict's pictures (curation.pictures), leave one source out: for each source, trained and
   tuned on the others and judged on it; per source and pooled;
 - the picture finder's pictures (curation.pictures.finder), leave one source out, and leave one collection out
-  on `../shared/boxed` (its recipe's measure: curation.pictures.finder_train);
+  on `../shared/boxed` (its recipe's measure: curation.pictures.finder_train), alone and with its judge
+  (curation.pictures.picture_judge_train);
 - the pictures' printed legends (bench/legend_quality.py), leave one source out: character accuracy and
   legends read where none is printed, from the labelled boxes and from the boxes the finder finds, and the
   target's figures (characters pooled over legends of two or more characters);
@@ -224,6 +225,23 @@ def network(folder: pathlib.Path, boxed: pathlib.Path) -> None:
         print(f"pictures of the picture finder at the default size, {title} (trained on pages holding none of the "
               f"source's material, settings chosen on the other sources):")
         print("\n".join(lines))
+        judged(held_out, title)
+
+
+def judged(held_out: list, title: str) -> None:
+    """The finder's pictures on the same held-out cells with its judge (curation.pictures.picture_judge_train),
+    the judge fitted and its cutoff chosen on the other sources' boxes."""
+    from curation.pictures import finder_train as recipe, picture_judge_train
+
+    results = picture_judge_train.leave_one_source_out(held_out, lambda message: None)
+    print(f"pictures of the picture finder with its judge, {title} (the judge learned on the other sources' boxes):")
+    pooled = {"alone": recipe.Tally(), "judged": recipe.Tally()}
+    for source, result in results.items():
+        for way in pooled:
+            pooled[way] += result[way]
+        print(f"  {source[:46]:46s} {result['judged'].line()}")
+    for way, tally in pooled.items():
+        print(f"  {'pooled, ' + ('the finder alone' if way == 'alone' else 'with its judge'):46s} {tally.line()}")
 
 
 def kinds(folder: pathlib.Path) -> None:

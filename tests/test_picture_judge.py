@@ -86,3 +86,35 @@ def test_leave_one_source_out_the_judge_drops_the_boxes_on_type_and_keeps_the_pi
     assert alone.wrong >= 6, alone.line()  # the finder's boxes on type, on nearly every page
     assert judged.wrong < alone.wrong / 3, judged.line()
     assert judged.found >= alone.found - 1 and judged.precision > alone.precision
+
+
+def test_a_stored_score_counts_at_the_manifest_s_default_cutoff_where_the_judge_s_own_cutoff_falls():
+    from curation.manifest.rules import DEFAULT_PICTURE_SCORE_MIN
+
+    assert picture_judge.STORED_CUTOFF == DEFAULT_PICTURE_SCORE_MIN
+    head = Head(np.zeros(len(MEASURES)), np.ones(len(MEASURES)), np.linspace(-1, 1, len(MEASURES)), 0.25, 0.6)
+    rows = np.random.default_rng(1).normal(size=(200, len(MEASURES)))
+    probability, score = head.probability(rows), head.score(rows)
+    assert np.array_equal(probability >= 0.6, score >= DEFAULT_PICTURE_SCORE_MIN)  # the same pictures count
+    assert np.array_equal(np.argsort(probability), np.argsort(score))  # in the same order
+
+
+def test_the_judge_scores_the_finder_s_box_on_type_under_the_cutoff_and_its_engraving_over_it(tmp_path, monkeypatch):
+    """A head learned (as the recipe learns it) on three sources of pages where the cells mark type too, then used
+    as ingest uses it on a page of a fourth: the engraving counts, the block of type does not."""
+    monkeypatch.setattr(finder_train, "SETTINGS_GRID", [finder.Settings(cell_cutoff=0.5, score_cutoff=0.5)])
+    held = held_out_measure(tmp_path)
+    settings = finder.Settings(cell_cutoff=0.5, score_cutoff=0.0)
+    boxes = picture_judge_train.boxes_of(held, settings)
+    cutoff = picture_judge_train.chosen_cutoff(held, boxes, ["source-0", "source-1", "source-2"])
+    head = picture_judge_train.fitted(boxes, cutoff)
+    gray, pictures = gray_page("mixed", 77)
+    block = text_block(gray, pictures)
+    cells = cells_over(gray, [*pictures, block])
+    found = picture_judge.judged(finder.pictures_from_cells(cells, gray, REFERENCE_DPI, settings), gray, cells,
+                                 REFERENCE_DPI, head)
+    on_type = [p for p in found if p.box[1] >= block[1] - 40]
+    on_picture = [p for p in found if p.box[1] < block[1] - 40]
+    assert on_type and on_picture
+    assert all(p.score < picture_judge.STORED_CUTOFF for p in on_type), on_type
+    assert all(p.score >= picture_judge.STORED_CUTOFF for p in on_picture), on_picture

@@ -274,6 +274,19 @@ def test_a_card_says_what_happened_to_its_picture(manifest, doc):
     assert words[picture[(0, 1)]] == ""
 
 
+def test_a_picture_judged_not_a_picture_says_so_with_its_score_until_a_curator_decides(manifest, doc):
+    """A picture scored under the score cutoff (by the picture judge) is kept in the manifest, does not count,
+    and its card says why; once a curator includes it, it counts and the words go."""
+    scored(manifest, doc, 4, [(*ENGRAVING, None, None, 0.97), (*NEAR_CUT, None, None, 0.04)])
+    rows = {r["number"]: dict(r) for r in manifest.picture_rows(where="x.page = 4")}
+    assert pv.status_words(rows[1]) == ""
+    assert pv.status_words(rows[2]) == "judged not a picture (score 0.04)"
+    assert not rows[2]["keep_picture"] and rows[1]["keep_picture"]
+    manifest.set_picture_override(rows[2]["id"], True)
+    again = dict(manifest.picture(rows[2]["id"]))
+    assert again["keep_picture"] and pv.status_words(again) == ""
+
+
 TRIED = 30.0  # a σ cutoff other than the saved one
 
 

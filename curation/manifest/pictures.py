@@ -201,14 +201,16 @@ class PictureRows:
                      order: str = "d.path, x.page, x.number", limit: int | None = None, rule: str | None = None,
                      deleted: bool = True) -> Iterable[sqlite3.Row]:
         """Pictures of live documents with their decision: `keep` (exported when its page is kept), `page_keep`,
-        `decided_by` (deleted, page, override, added, threshold), the box as the curator left it (bx0..by1)
+        `decided_by` (deleted, page, override, added, threshold), `under_score` (its score under the score cutoff:
+        judged not a picture, it does not count unless a curator includes it), the box as the curator left it (bx0..by1)
         and its square inches (`box_area`), beside the page's width and height. `where` is SQL over the
         aliases x (pictures), p, d, o as in Manifest.pages(); deleted pictures are left out unless asked."""
         sql = (
             f"SELECT x.*, d.path AS doc, d.sha256, p.width, p.height, p.sigma, "
             f"{PICTURE_BOX_SQL}, {PICTURE_AREA_SQL} AS box_area, "
             f"{PICTURE_KEEP_SQL} AS keep_picture, {PICTURE_DECIDED_BY_SQL} AS picture_decided_by, "
-            f"{KEEP_SQL} AS page_keep, {DECIDED_BY_SQL} AS page_decided_by, o.keep AS page_override "
+            f"{KEEP_SQL} AS page_keep, {DECIDED_BY_SQL} AS page_decided_by, o.keep AS page_override, "
+            f"NOT {score_admits('x')} AS under_score "
             f"FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page "
             f"JOIN documents d ON d.id = x.doc_id LEFT JOIN overrides o ON o.doc_id = x.doc_id AND o.page = x.page "
             f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' {'' if deleted else 'AND NOT x.deleted'} "

@@ -36,6 +36,7 @@ import cv2
 import numpy as np
 
 from ..scoring.features import REFERENCE_DPI, analyse_page
+from . import picture_judge
 from .onnx_network import OnnxNetwork
 from .verdict import picture_columns
 
@@ -122,8 +123,16 @@ class Finder:
         return probability[..., :max(1, round(h * scale / STRIDE)), :max(1, round(w * scale / STRIDE))]
 
     def find(self, gray: np.ndarray, dpi: float = REFERENCE_DPI) -> list[FoundPicture]:
-        """The pictures of a grayscale page at `dpi`, largest first."""
-        return pictures_from_cells(self.cells(gray, dpi), gray, dpi, self.settings)
+        """The pictures of a grayscale page at `dpi`, largest first, each scored by the picture judge where one is
+        shipped (curation.pictures.picture_judge), else by its cells' certainty."""
+        cells = self.cells(gray, dpi)
+        return picture_judge.judged(pictures_from_cells(cells, gray, dpi, self.settings), gray, cells, dpi)
+
+    @property
+    def score_cutoff(self) -> float:
+        """The score a found picture counts at: the judge's stored cutoff, else the settings' for the cells."""
+        head = picture_judge.shipped_head()
+        return head.stored_cutoff if head is not None else self.settings.score_cutoff
 
 
 class TorchNetwork:
@@ -383,7 +392,7 @@ def found_columns(gray: np.ndarray, box_scale: float = 1.0, weights: bytes | Non
     `box_scale`), legends not yet read."""
     dpi = REFERENCE_DPI / box_scale
     found = finder_for(weights)
-    return picture_columns(found.find(gray, dpi), found.settings.score_cutoff, gray.size / dpi / dpi, box_scale)
+    return picture_columns(found.find(gray, dpi), found.score_cutoff, gray.size / dpi / dpi, box_scale)
 
 
 def shipped_settings() -> Settings:

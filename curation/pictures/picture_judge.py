@@ -15,7 +15,7 @@ from and its leave-one-source-out figures). About a millisecond a picture: the i
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import cv2
@@ -30,6 +30,9 @@ MEASURES = ("score", "cell_mean", "cell_share", "log_area", "log_aspect", "page_
 LETTER_IN = (0.03, 0.3)  # inches: the height of a piece of ink that may be a letter, or a handwritten stroke
 LONG_IN = 0.5  # inches: a piece of ink this long on a side is a picture's stroke, hatching or fill, not a letter
 RING_IN = 0.25  # inches: the paper around a box measured as its surroundings
+# Where the judge's cutoff falls on the scores it stores: the manifest's default picture score cutoff
+# (curation.manifest.rules.DEFAULT_PICTURE_SCORE_MIN), so a new manifest counts what the recipe counted.
+STORED_CUTOFF = 0.2
 
 
 @dataclass(frozen=True)
@@ -40,16 +43,27 @@ class Head:
     scale: np.ndarray
     coef: np.ndarray
     intercept: float
-    cutoff: float
+    cutoff: float  # the recipe's: a box this probable or more is a picture
+    stored_cutoff: float = STORED_CUTOFF
 
     def probability(self, measured: np.ndarray) -> np.ndarray:
         """The probability that each row of `measured` (MEASURES) is a picture."""
+        return 1 / (1 + np.exp(-np.clip(self._logit(measured), -50, 50)))
+
+    def score(self, measured: np.ndarray) -> np.ndarray:
+        """The score a picture is stored with: the probability moved so that the recipe's cutoff falls on
+        `stored_cutoff`, the manifest's default picture score cutoff, which a curator moves on Threshold."""
+        shift = np.log(self.stored_cutoff / (1 - self.stored_cutoff)) - np.log(self.cutoff / (1 - self.cutoff))
+        return 1 / (1 + np.exp(-np.clip(self._logit(measured) + shift, -50, 50)))
+
+    def _logit(self, measured: np.ndarray) -> np.ndarray:
         z = (np.asarray(measured, np.float64).reshape(-1, len(MEASURES)) - self.mean) / self.scale
-        return 1 / (1 + np.exp(-np.clip(z @ self.coef + self.intercept, -50, 50)))
+        return z @ self.coef + self.intercept
 
     def as_dict(self) -> dict:
         return {"measures": list(MEASURES), "mean": self.mean.tolist(), "scale": self.scale.tolist(),
-                "coef": self.coef.tolist(), "intercept": self.intercept, "cutoff": self.cutoff}
+                "coef": self.coef.tolist(), "intercept": self.intercept, "cutoff": self.cutoff,
+                "stored_cutoff": self.stored_cutoff}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Head":
@@ -57,7 +71,7 @@ class Head:
             raise ValueError("the judge's head was learned on other measures: train it again "
                              "(python -m curation.pictures.picture_judge_train)")
         return cls(np.array(data["mean"]), np.array(data["scale"]), np.array(data["coef"]),
-                   float(data["intercept"]), float(data["cutoff"]))
+                   float(data["intercept"]), float(data["cutoff"]), float(data.get("stored_cutoff", STORED_CUTOFF)))
 
 
 def measures(gray: np.ndarray, cells: np.ndarray, box, dpi: float = REFERENCE_DPI,
@@ -109,6 +123,18 @@ def _ink_measures(analysis: PageAnalysis, box) -> tuple[float, ...]:
     ring_ink = float(ring.sum() - ink.sum()) / ring_pixels if ring_pixels > 0 else 0.0
     return (share, darkness, float(pixels[letters].sum()) / total, float(letters.sum()) / square_inches,
             float(pixels[long_pieces].sum()) / total, empty_rows, ring_ink)
+
+
+def judged(pictures: list, gray: np.ndarray, cells: np.ndarray, dpi: float = REFERENCE_DPI,
+           head: Head | None = None) -> list:
+    """The finder's `pictures` (finder.FoundPicture) each with the judge's score (Head.score) in place of the
+    cells' certainty: at or above STORED_CUTOFF it is a picture. As they were where no judge is shipped."""
+    head = head or shipped_head()
+    if head is None or not pictures:
+        return pictures
+    analysis, _ = analyse_page(gray, dpi)
+    scores = head.score(np.array([measures(gray, cells, p.box, dpi, analysis) for p in pictures]))
+    return [replace(p, score=float(s)) for p, s in zip(pictures, scores)]
 
 
 _HEAD: Head | None = None

@@ -14,7 +14,8 @@ beside the recipe's cache. Then, for each source of the measure:
    (handwriting, a seal, a masthead, bare paper) is not; a box on a picture that does not count is left out;
 3. the judge's head is fitted on the other sources' boxes, and its cutoff on their boxes judged by heads fitted
    without their own source (the best mean of picture precision, recall and clean share, as the settings are chosen);
-4. the held-out source's boxes the finder counts and the judge passes are kept, and judged.
+4. the held-out source's boxes the judge passes are kept, and judged (the judge alone decides: the cells'
+   certainty, which the finder alone counts a picture by, is one of its measures).
 
 Per source and pooled, beside the finder alone on the same cells; with several seeds, each seed's figures and their
 mean. The shipped head is fitted on every source's boxes (the shipped finder settings, the last seed's cells), its
@@ -115,8 +116,9 @@ def out_of_fold(held: list[recipe.HeldOut], boxes: list[Box], sources: list[str]
     return probability
 
 
-def chosen_cutoff(held: list[recipe.HeldOut], boxes: list[Box], sources: list[str], score_cutoff: float) -> float:
-    """The judge's cutoff with the best merit on `sources`' boxes, each judged by a head fitted without its source."""
+def chosen_cutoff(held: list[recipe.HeldOut], boxes: list[Box], sources: list[str], score_cutoff: float = 0.0) -> float:
+    """The judge's cutoff with the best merit on `sources`' boxes (those the finder scores at least `score_cutoff`),
+    each judged by a head fitted without its source."""
     probability = out_of_fold(held, boxes, sources)
     pages = [i for i, seen in enumerate(held) if seen.page.source in sources]
     inside = [b for b in boxes if held[b.page].page.source in sources]
@@ -156,12 +158,14 @@ def leave_one_source_out(held: list[recipe.HeldOut], say) -> dict:
             boxes_by_settings[making] = boxes_of(held, making)
         boxes = boxes_by_settings[making]
         others = [s for s in sources if s != source]
-        cutoff = chosen_cutoff(held, boxes, others, settings.score_cutoff)
+        cutoff = chosen_cutoff(held, boxes, others)
         head = fitted([b for b in boxes if held[b.page].page.source in others])
         pages = [i for i, seen in enumerate(held) if seen.page.source == source]
         inside = [b for b in boxes if b.page in set(pages)]
+        # The finder alone counts a picture its cells are sure of; with the judge, the judge alone decides (the
+        # cells' certainty is one of its measures), as ingest stores it.
         counted = lambda b: b.score >= settings.score_cutoff  # noqa: E731
-        judged_in = (lambda b: counted(b) and (head is None or head.probability(b.measured)[0] >= cutoff))
+        judged_in = lambda b: head is None or head.probability(b.measured)[0] >= cutoff  # noqa: E731
         results[source] = {"alone": tally(held, pages, inside, counted),
                            "judged": tally(held, pages, inside, judged_in),
                            "alone_export": export_sized_recall(held, pages, inside, counted),
@@ -177,7 +181,7 @@ def shipped(held: list[recipe.HeldOut]) -> tuple[Head, int]:
     settings = finder.shipped_settings()
     boxes = boxes_of(held, replace(settings, score_cutoff=0.0))
     sources = sorted({seen.page.source for seen in held})
-    cutoff = chosen_cutoff(held, boxes, sources, settings.score_cutoff)
+    cutoff = chosen_cutoff(held, boxes, sources)
     head = fitted(boxes, cutoff)
     return head, sum(b.verdict != "neither" for b in boxes)
 

@@ -388,7 +388,8 @@ def page_boxes(manifest: Manifest, doc_id: int, page: int) -> list[dict]:
 
 def status_words(row: dict, *, badge: bool = False) -> str:
     """What a card says beside its decision, one line: deleted, its page excluded, not found any more,
-    added, redrawn. With `badge`, "deleted" is left to the decision badge beside it."""
+    added, redrawn, judged not a picture (its score under the score cutoff: the judge's, curation.pictures.
+    picture_judge, or the learned verdict's). With `badge`, "deleted" is left to the decision badge beside it."""
     words = []
     if row["deleted"]:
         words += [] if badge else ["deleted"]
@@ -400,6 +401,8 @@ def status_words(row: dict, *, badge: bool = False) -> str:
         words.append("added by a curator")
     if row["fx0"] is not None:
         words.append("box redrawn")
+    if row.get("under_score") and row["picture_decided_by"] == "threshold":
+        words.append(f"judged not a picture (score {row['score']:.2f})")
     return " · ".join(words)
 
 
