@@ -109,6 +109,8 @@ def main():
         written, counted = show_figures(selection, settings, rule)
         if settings:  # counted: the images written alone; estimated, every one, those left out saying so
             show_preview(counted.written(items) if counted else items, settings)
+            if counted:
+                show_left_out(items, counted)
     if problem:
         st.error(problem)
     elif not running:
@@ -213,6 +215,23 @@ def show_preview(items: list[Item], settings: ExportSettings) -> None:
         for column, result in zip(st.columns(PREVIEW_COLUMNS), results[row_start:row_start + PREVIEW_COLUMNS]):
             with column:
                 preview_card(result)
+
+
+LEFT_OUT_SHOWN = 20  # images left out named under the preview; the ZIP's export.json lists every one
+
+
+def show_left_out(items: list[Item], counted: Counted) -> None:
+    """The images the export leaves out (a source under the minimum size, a page that cannot be read, a caption
+    too long), each named with why: they are not in the preview."""
+    if not counted.left_out:
+        return
+    with st.expander(f"{views.count(len(counted.left_out), 'image')} left out of the ZIP, and why"):
+        for n, why in counted.left_out[:LEFT_OUT_SHOWN]:
+            item = items[n]
+            st.caption(f"{common.code_span(item.name + '.jpg')} ({common.escape_markdown(pathlib.Path(item.doc).name)}, "
+                       f"page {page_number(item.page)}): {common.escape_markdown(why)}")
+        if len(counted.left_out) > LEFT_OUT_SHOWN:
+            st.caption(f"and {len(counted.left_out) - LEFT_OUT_SHOWN:,} more (the ZIP's export.json lists them all).")
 
 
 def preview_card(result: Preview) -> None:

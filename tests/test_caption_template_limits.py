@@ -17,6 +17,10 @@ from apptest_support import ROOT, page, ran, shown
 from test_export_cli import record_scores, repeated_scan_pdf
 
 WIDE = "{trigger}, {caption:x>100000000}"
+# A stored caption is at most 500 characters (curation.manifest.caption_limit): a template that takes it five times
+# makes a caption past the export's limit.
+LONG_CAPTION = "a lady " * 70
+FIVE_TIMES = "{trigger}, " + ", ".join(["{caption}"] * 5)
 
 
 def peak_bytes(call) -> int:
@@ -72,8 +76,8 @@ def test_the_export_leaves_out_an_image_whose_caption_is_too_long_and_says_why(t
     pdf = repeated_scan_pdf(tmp_path / "issue.pdf", 2)
     with Manifest(tmp_path / "manifest.sqlite") as manifest:
         record_scores(manifest, pdf, [60, 70])
-        manifest.set_caption(1, 1, "a lady " * 1_000)
-        report = export(manifest, tmp_path / "lora.zip", ExportSettings(size=256, template="{trigger}, {caption}"))
+        manifest.set_caption(1, 1, LONG_CAPTION)
+        report = export(manifest, tmp_path / "lora.zip", ExportSettings(size=256, template=FIVE_TIMES))
     assert report.images == 1
     [skipped] = report.skipped
     assert skipped["page"] == 2 and "characters long, more than the limit" in skipped["reason"]
@@ -86,13 +90,13 @@ def test_the_export_page_says_why_as_a_viewer_types_the_width_template(tmp_path,
     pdf = repeated_scan_pdf(tmp_path / "issue.pdf", 2)
     with Manifest(tmp_path / "data" / "manifest.sqlite") as manifest:
         record_scores(manifest, pdf, [60, 70])
-        manifest.set_caption(1, 0, "a lady " * 1_000)
+        manifest.set_caption(1, 0, LONG_CAPTION)
     monkeypatch.setenv("CURATION_DB", str(tmp_path / "data" / "manifest.sqlite"))
     at = ran(page("pages/export.py"))
     at.text_input(key="export_template").set_value(WIDE)
     ran(at)
     assert any("placeholders take a name only" in shown(e.value) for e in at.error)
-    at.text_input(key="export_template").set_value("{trigger}, {caption}")
+    at.text_input(key="export_template").set_value(FIVE_TIMES)
     ran(at)  # the preview of the page whose caption is too long says so, as a message
     assert "more than the limit of 2,000" in " ".join(shown(str(e.value)) for kind in ("error", "warning", "caption",
                                                                                         "markdown") for e in at.get(kind))

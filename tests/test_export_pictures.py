@@ -248,5 +248,6 @@ def test_the_export_page_says_which_images_are_enlarged_and_takes_a_minimum_sour
     at.number_input(key="export_min_source").set_value(360).run()
     assert "--min-source 360" in " ".join(texts(at.code))
     assert "1 image left out" in " ".join(c.value for c in at.caption)
-    assert any("Left out:" in i.value and "330 px" in i.value for i in at.info)  # the smaller drawing's box
+    assert any("Images 1–2 of 2" in c.value for c in at.caption)  # the preview holds the two images written...
+    assert not [i for i in at.info if "Left out:" in i.value]  # ...and not the smaller drawing's
     assert {m.label: m.value for m in at.metric}["Enlarged"] == "1"

@@ -67,6 +67,8 @@ def test_the_preview_counts_and_shows_only_the_images_written(tmp_path, monkeypa
     assert any("Images 1–3 of 3" in shown(c.value) for c in at.caption)
     assert all("large.pdf" in shown(caption) for caption in image_captions(at)) and len(image_captions(at)) == 3
     assert not [info for info in at.info if "Left out" in info.value]
+    [left_out] = [e for e in at.expander if "2 images left out of the ZIP" in e.label]
+    assert sum("small.pdf" in shown(c.value) for c in left_out.caption) == 2  # each named, with why
 
 
 def test_a_screen_past_the_end_after_the_selection_shrank_shows_the_last_one(db):

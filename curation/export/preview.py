@@ -117,11 +117,11 @@ class Counted:
     twice: int  # of those, more than 2x
     smallest: float  # the least and the most enlarged (1.0 when none is)
     largest: float
-    left_out: tuple[int, ...] = ()  # the positions in the selection of the items not written
+    left_out: tuple[tuple[int, str], ...] = ()  # the items not written: their positions in the selection, and why
 
     def written(self, items: list) -> list:
         """Of `items` (the selection these figures were counted on), those the export writes."""
-        gone = set(self.left_out)
+        gone = {n for n, _ in self.left_out}
         return [item for n, item in enumerate(items) if n not in gone]
 
 
@@ -134,11 +134,12 @@ def count_export(items: list[Item], settings: ExportSettings, roots=None) -> Cou
     for n, (item, result) in enumerate(zip(items, results)):
         if isinstance(result, TooSmall):
             too_small += 1
-            left_out.append(n)
+            left_out.append((n, result.reason))
             continue
-        if not isinstance(result, Measured) or _caption_too_long(item, settings):
+        why = result.reason if not isinstance(result, Measured) else _caption_too_long(item, settings)
+        if why:
             unreadable += 1
-            left_out.append(n)
+            left_out.append((n, why))
             continue
         factors.append(result.upscale)
     enlarged = [factor for factor in factors if factor >= ENLARGED]
@@ -146,12 +147,13 @@ def count_export(items: list[Item], settings: ExportSettings, roots=None) -> Cou
                    min(enlarged, default=1.0), max(enlarged, default=1.0), tuple(left_out))
 
 
-def _caption_too_long(item: Item, settings: ExportSettings) -> bool:
+def _caption_too_long(item: Item, settings: ExportSettings) -> str | None:
+    """Why the item's caption cannot be written (the message of CaptionTooLong), or None."""
     try:
         caption_for(item, settings)
-    except CaptionTooLong:
-        return True
-    return False
+    except CaptionTooLong as exc:
+        return str(exc)
+    return None
 
 
 def estimate_items(items: list[Item], count: int = ESTIMATE_SAMPLE) -> list[Item]:
