@@ -118,3 +118,15 @@ def test_the_judge_scores_the_finder_s_box_on_type_under_the_cutoff_and_its_engr
     assert on_type and on_picture
     assert all(p.score < picture_judge.STORED_CUTOFF for p in on_type), on_type
     assert all(p.score >= picture_judge.STORED_CUTOFF for p in on_picture), on_picture
+
+
+def test_without_a_judge_the_cells_score_counts_where_the_finder_s_recipe_counted_it():
+    """The finder's settings count a picture at its cells' certainty of 0.97 (chosen leave one source out); stored,
+    that falls on the manifest's default score cutoff, so the manifest counts what the recipe measured."""
+    from curation.manifest.rules import DEFAULT_PICTURE_SCORE_MIN
+
+    scores = [0.0, 0.5, 0.96, 0.97, 0.99, 1.0]
+    stored = [picture_judge.cells_stored(s, 0.97) for s in scores]
+    assert [s >= DEFAULT_PICTURE_SCORE_MIN for s in stored] == [s >= 0.97 for s in scores]
+    assert stored == sorted(stored) and stored[0] == 0.0 and stored[-1] == pytest.approx(1.0)
+    assert finder.Finder.score_cutoff == DEFAULT_PICTURE_SCORE_MIN

@@ -123,16 +123,14 @@ class Finder:
         return probability[..., :max(1, round(h * scale / STRIDE)), :max(1, round(w * scale / STRIDE))]
 
     def find(self, gray: np.ndarray, dpi: float = REFERENCE_DPI) -> list[FoundPicture]:
-        """The pictures of a grayscale page at `dpi`, largest first, each scored by the picture judge where one is
-        shipped (curation.pictures.picture_judge), else by its cells' certainty."""
+        """The pictures of a grayscale page at `dpi`, largest first, each with the score it is stored with
+        (curation.pictures.picture_judge.judged): it counts at or above the manifest's default score cutoff where
+        the finder's recipe counted it (its settings' cutoff), or where the judge, if one is shipped, passes it."""
         cells = self.cells(gray, dpi)
-        return picture_judge.judged(pictures_from_cells(cells, gray, dpi, self.settings), gray, cells, dpi)
+        return picture_judge.judged(pictures_from_cells(cells, gray, dpi, self.settings), gray, cells, dpi,
+                                    cells_cutoff=self.settings.score_cutoff)
 
-    @property
-    def score_cutoff(self) -> float:
-        """The score a found picture counts at: the judge's stored cutoff, else the settings' for the cells."""
-        head = picture_judge.shipped_head()
-        return head.stored_cutoff if head is not None else self.settings.score_cutoff
+    score_cutoff = picture_judge.STORED_CUTOFF  # what a found picture's stored score counts at
 
 
 class TorchNetwork:

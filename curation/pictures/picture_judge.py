@@ -126,15 +126,26 @@ def _ink_measures(analysis: PageAnalysis, box) -> tuple[float, ...]:
 
 
 def judged(pictures: list, gray: np.ndarray, cells: np.ndarray, dpi: float = REFERENCE_DPI,
-           head: Head | None = None) -> list:
-    """The finder's `pictures` (finder.FoundPicture) each with the judge's score (Head.score) in place of the
-    cells' certainty: at or above STORED_CUTOFF it is a picture. As they were where no judge is shipped."""
+           head: Head | None = None, cells_cutoff: float | None = None) -> list:
+    """The finder's `pictures` (finder.FoundPicture) each with the score it is stored with: at or above
+    STORED_CUTOFF it is a picture. The judge's (Head.score) where one is shipped; else the cells' certainty moved
+    so that the finder's own cutoff (`cells_cutoff`, its settings') falls on STORED_CUTOFF (cells_stored)."""
     head = head or shipped_head()
     if head is None or not pictures:
-        return pictures
+        return pictures if cells_cutoff is None else [replace(p, score=cells_stored(p.score, cells_cutoff))
+                                                      for p in pictures]
     analysis, _ = analyse_page(gray, dpi)
     scores = head.score(np.array([measures(gray, cells, p.box, dpi, analysis) for p in pictures]))
     return [replace(p, score=float(s)) for p, s in zip(pictures, scores)]
+
+
+def cells_stored(score: float, cutoff: float) -> float:
+    """The cells' certainty `score` as stored, moved (piecewise linearly, in order) so that the finder's `cutoff`
+    falls on STORED_CUTOFF: the manifest counts what the finder's recipe counted and measured (its settings'
+    cutoff was chosen leave one source out), and a picture under it stays in the manifest, not counted."""
+    if score >= cutoff:
+        return STORED_CUTOFF + (1 - STORED_CUTOFF) * (score - cutoff) / max(1e-9, 1 - cutoff)
+    return STORED_CUTOFF * score / max(1e-9, cutoff)
 
 
 _HEAD: Head | None = None
