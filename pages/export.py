@@ -17,7 +17,7 @@ import shlex
 
 import streamlit as st
 
-from curation.export import (Counted, ExportSettings, Preview, SettingsError, count_export, estimate, estimate_items,
+from curation.export import (Counted, ExportSettings, Preview, SettingsError, count_export, estimate_export,
                              image_folder, preview, safe_zip_name, screen_items, screens, select)
 from curation import views
 from curation.export.captions import MAX_TEMPLATE_CHARS
@@ -275,8 +275,7 @@ def show_figures(selection: Selection, settings: ExportSettings | None, rule: st
     items = selection.items
     overrides = len({(item.doc_id, item.page) for item in items if item.decided_by == "override"})  # pages
     counted = counts_of(items, settings) if settings else None
-    guess = (estimate(previews_of(estimate_items(items), settings), len(items),
-                      counted.images if counted else None) if settings else None)
+    guess = estimate_export(items, counted, lambda chosen: previews_of(chosen, settings)) if settings else None
     about = "" if counted or (guess and guess.exact) else "about "
     written = counted.images if counted else guess.images if guess else len(items)
     too_small = counted.too_small if counted else guess.too_small if guess else 0

@@ -4,7 +4,8 @@ exactly as the export encodes them, and the estimate lands within 15 % of the ZI
 import pytest
 
 from curation import Manifest, ingest
-from curation.export import ExportSettings, estimate, estimate_items, export, preview, select
+from curation.export import (ExportSettings, count_export, estimate, estimate_export, estimate_items, export, preview,
+                             select)
 
 from curation.sources.synthetic import PageSpec, write_pdf
 
@@ -54,3 +55,25 @@ def test_the_first_screen_alone_would_have_been_far_off(scored):
         first_screen = estimate([preview(item, settings) for item in items[:4]], len(items))
         spread = estimate([preview(item, settings) for item in estimate_items(items)], len(items))
     assert first_screen.bytes < 0.8 * spread.bytes
+
+
+def test_under_a_minimum_source_size_the_estimate_samples_only_the_images_written(tmp_path):
+    """Half the pages scanned too small to export: a sample spread over all of them spent half itself on images
+    left out; spread over those written, its estimate lands near the ZIP."""
+    folder = tmp_path / "archive"
+    for n, dpi in enumerate((60, 150, 60, 150)):
+        write_pdf(folder / f"issue-{n}.pdf", [PageSpec(kind=("engraving", "mixed")[page % 2], seed=10 * n + page,
+                                                       dpi=dpi, inches=SMALL) for page in range(8)])
+    settings = ExportSettings(crop="page", min_source_side=400)
+    with Manifest(tmp_path / "manifest.sqlite") as manifest:
+        ingest(manifest, [folder], workers=1)
+        manifest.rule, manifest.threshold = "sigma", 0.0
+        items = select(manifest, crop="page").items
+        counted = count_export(items, settings)
+        chosen = []
+        guess = estimate_export(items, counted, lambda sample: chosen.extend(sample) or [preview(i, settings)
+                                                                                        for i in sample])
+        report = export(manifest, tmp_path / "lora.zip", settings)
+    assert counted.images == report.images == 16 and counted.too_small == 16
+    assert chosen and all(item in counted.written(items) for item in chosen)
+    assert guess.images == 16 and abs(guess.bytes - report.bytes) <= TOLERANCE * report.bytes, (guess.bytes, report.bytes)

@@ -14,8 +14,8 @@ for the app) and `card` (a picture's card in Review: its exported crop at a card
 from .geometry import crop_box, nearest_bucket, plan_image, sdxl_buckets
 from .job import Export, ExportError, ExportReport, export
 from .layouts import image_folder
-from .preview import (Counted, Estimate, Preview, count_export, estimate, estimate_items, preview, sample_items,
-                      screen_items, screens)
+from .preview import (Counted, Estimate, Preview, count_export, estimate, estimate_export, estimate_items, preview,
+                      sample_items, screen_items, screens)
 from .selection import Item, LeftOut, Selection, select, select_items
 from .settings import CROPS, DUPLICATES, FITS, LAYOUTS, MODES, ExportSettings, SettingsError
 from .worker import export_page
@@ -23,7 +23,7 @@ from .zipwriter import safe_zip_name
 
 __all__ = [
     "CROPS", "Counted", "DUPLICATES", "FITS", "LAYOUTS", "MODES", "Export", "ExportError", "ExportReport", "ExportSettings",
-    "Estimate", "Item", "LeftOut", "Preview", "Selection", "SettingsError", "count_export", "crop_box", "estimate", "estimate_items",
+    "Estimate", "Item", "LeftOut", "Preview", "Selection", "SettingsError", "count_export", "crop_box", "estimate", "estimate_export", "estimate_items",
     "export",
     "export_page", "image_folder", "nearest_bucket", "plan_image", "preview", "safe_zip_name", "sample_items",
     "screen_items", "screens", "sdxl_buckets", "select", "select_items",

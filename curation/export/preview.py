@@ -162,6 +162,15 @@ def estimate_items(items: list[Item], count: int = ESTIMATE_SAMPLE) -> list[Item
     return _spread(items, count)
 
 
+def estimate_export(items: list[Item], counted: Counted | None, previews) -> "Estimate":
+    """The estimate of the export of `items`: `previews` (a callable, items to their Preview) of estimate_items'
+    images, spread over the images the export writes where each was counted (`counted`), else over all. Spread over
+    all under a minimum source size, the sample was spent on images left out: 13 written of 45 real pictures were
+    estimated 38 % over the ZIP, and 2 % over sampled among the written."""
+    pool = counted.written(items) if counted else items
+    return estimate(previews(estimate_items(pool)), len(pool), counted.images if counted else None)
+
+
 @dataclass(frozen=True)
 class Estimate:
     """What the whole export will be, from `sampled` images encoded exactly as it encodes them."""
