@@ -8,8 +8,10 @@ pieces the size of letters, in lines with paper between them, as type and handwr
 measures gives the probability that the box is a picture; at or above its cutoff the picture counts.
 
 The head is learned by `python -m curation.pictures.picture_judge_train` from the finder's own boxes on the measure's
-pages, each found by heads that learned from none of its source (picture_judge.json holds the head, what it learned
-from and its leave-one-source-out figures). About a millisecond a picture: the ink map is the analysis's own.
+pages, each found by heads that learned from none of its source; where it is shipped, picture_judge.json holds the
+head, what it learned from and its leave-one-source-out figures. None is shipped: on the measure it did not beat the
+finder alone (docs/picture-finder.md), and pictures are stored with their cells' certainty (`cells_stored`). About a
+millisecond a picture: the ink map is the analysis's own.
 """
 
 from __future__ import annotations
