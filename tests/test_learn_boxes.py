@@ -225,7 +225,43 @@ def test_a_viewer_cannot_start_learning_from_the_boxes(tmp_path, monkeypatch, sc
     ran(at)
     with Manifest(db) as manifest:
         assert manifest.latest_job("learn_boxes") is None
-    assert not button(as_user(CURATOR), "Learn from my boxes").disabled
+    curator = as_user(CURATOR)
+    assert button(curator, "Learn from my boxes").disabled, "nothing fixed yet: the page says so before the click"
+    assert any("Nothing to learn from yet" in c.value and "0 pages with boxes a curator corrected" in c.value
+               for c in curator.caption)
+
+
+def test_the_page_says_before_the_click_what_learning_will_use_and_what_it_needs(archive, db, tmp_path, monkeypatch):
+    from apptest_support import page, ran
+    from curation.runs.learn_boxes import ENOUGH_PAGES, readiness
+    from curation.sources import paths
+    from test_auth import button
+
+    with Manifest(db) as manifest:
+        assert readiness(manifest).why_not == ("0 pages with boxes a curator corrected; at least 2 are needed (one to "
+                                               "learn from, one to check on)")
+    give_boxes(db, tmp_path, {1: archive[1][0]})
+    with Manifest(db) as manifest:
+        assert readiness(manifest).why_not.startswith("1 page with boxes a curator corrected")
+    give_boxes(db, tmp_path, {page: archive[1][page - 1] for page in range(1, 4)})
+    with Manifest(db) as manifest:
+        ready = readiness(manifest)
+    assert (ready.pages, ready.illustrated, ready.trained + ready.held_out) == (3, 3, 3) and ready.why_not is None
+    assert ready.held_out >= 1 and ready.trained >= 1
+    assert f"fewer than {ENOUGH_PAGES} fixed pages" in ready.summary, "three fixed pages: the page warns beforehand"
+
+    monkeypatch.setenv("CURATION_DB", db)
+    monkeypatch.setenv(paths.ROOTS_ENV, str(archive[0].parent / "archive"))
+    at = ran(page("pages/threshold.py"))
+    assert not button(at, "Learn from my boxes").disabled
+    shown = " ".join(c.value for c in at.caption)
+    assert f"Learns from your boxes on {ready.trained} page" in shown and "fix a few more first" in shown
+
+    # The job, with the same three pages, says why it kept the finder and what would change that.
+    result = learn(db)
+    assert result.exit_code == 0, result.output
+    if "kept the finder as it was" in result.output:
+        assert f"fix the boxes of {ENOUGH_PAGES} or more and learn again" in result.output
 
 
 def test_the_held_out_pages_hold_a_picture_and_a_head_that_finds_less_is_not_better():

@@ -48,6 +48,9 @@ LEARNING_RATE = 1e-3  # a third of the recipe's: the head is tuned, not learned 
 SEED = 37
 HELD_OUT = 0.25
 MIN_PAGES = 2  # one to learn from, one to check on
+# Fixed pages holding a picture that counts, from which the check on the held-out quarter rests on two pages or more:
+# on one page a new finder seldom does better (it finds its one or two pictures as well as before), and is not kept.
+ENOUGH_PAGES = 6
 # Corrected pages read at most (drawn from SEED where there are more): reading, encoding and judging them stays
 # within about a minute on one core, beside the training's steps.
 MAX_PAGES = 120
@@ -121,6 +124,61 @@ def truth(manifest: Manifest, doc_id: int, page: int) -> list[dict]:
     return [{"box": [r[0] / width, r[1] / height, r[2] / width, r[3] / height], "counts": r[4] != 0} for r in rows]
 
 
+@dataclass(frozen=True)
+class Readiness:
+    """What the job would learn from, said before it is started: the pages with corrected boxes (up to MAX_PAGES),
+    those holding a picture that counts, how many it learns from and checks on, and why it cannot start yet."""
+
+    pages: int
+    illustrated: int
+    trained: int
+    held_out: int
+
+    @property
+    def why_not(self) -> str | None:
+        if self.pages < MIN_PAGES:
+            return (f"{plural(self.pages, 'page')} with boxes a curator corrected; at least {MIN_PAGES} are needed (one "
+                    "to learn from, one to check on)")
+        if self.illustrated < MIN_PAGES:
+            return (f"{plural(self.illustrated, 'page')} of the {self.pages} corrected "
+                    f"{'holds' if self.illustrated == 1 else 'hold'} a picture that counts; at least {MIN_PAGES} are "
+                    "needed (one to learn from, one to check that it still finds pictures on)")
+        return None
+
+    @property
+    def summary(self) -> str:
+        """The pages in words, and what a curator can do to make the check surer."""
+        if self.why_not:
+            return f"Nothing to learn from yet: {self.why_not}. Redraw, add or delete boxes on more pages first."
+        said = (f"Learns from your boxes on {plural(self.trained, 'page')} and checks on "
+                f"{plural(self.held_out, 'page')} it did not learn from ({self.illustrated} of the {self.pages} "
+                "hold a picture that counts); the new finder is kept only if it finds their pictures better.")
+        if self.illustrated < ENOUGH_PAGES:
+            said += (f" With fewer than {ENOUGH_PAGES} fixed pages holding pictures the check rests on a page or two, "
+                     "and a finder that does no better there is not kept: fix a few more first.")
+        return said
+
+
+def readiness(manifest: Manifest) -> Readiness:
+    """What `learn --boxes` would learn from now (the pages it reads, as LearnBoxes chooses them)."""
+    corrected = _corrected(manifest, SEED)
+    illustrated = np.array([any(p["counts"] for p in truth(manifest, doc_id, page)) for doc_id, page, _ in corrected],
+                           bool)
+    if len(corrected) < MIN_PAGES or illustrated.sum() < MIN_PAGES:
+        return Readiness(len(corrected), int(illustrated.sum()), 0, 0)
+    held = held_out_split(illustrated, SEED)
+    return Readiness(len(corrected), int(illustrated.sum()), int((~held).sum()), int(held.sum()))
+
+
+def _corrected(manifest: Manifest, seed: int) -> list[tuple]:
+    """The corrected pages (doc_id, page, path) the job reads: all of them, or MAX_PAGES drawn from `seed`."""
+    corrected = [tuple(row) for row in manifest.conn.execute(CORRECTED_SQL)]
+    if len(corrected) > MAX_PAGES:
+        chosen = np.sort(np.random.default_rng(seed).permutation(len(corrected))[:MAX_PAGES])
+        corrected = [corrected[i] for i in chosen]
+    return corrected
+
+
 class LearnBoxes:
     """One "learn from my boxes" over a manifest. Use `run()`; progress goes to `on_progress(done, total)`."""
 
@@ -178,21 +236,13 @@ class LearnBoxes:
         from ..pictures.finder_network import head_bytes, head_from_bytes
 
         report = self.report
-        corrected = [tuple(row) for row in self.manifest.conn.execute(CORRECTED_SQL)]
-        if len(corrected) > MAX_PAGES:
-            chosen = np.sort(np.random.default_rng(self.seed).permutation(len(corrected))[:MAX_PAGES])
-            corrected = [corrected[i] for i in chosen]
+        corrected = _corrected(self.manifest, self.seed)
         report.pages = len(corrected)
-        if report.pages < MIN_PAGES:
-            report.message = (f"nothing learned: {plural(report.pages, 'page')} with boxes a curator corrected; at least "
-                              f"{MIN_PAGES} are needed (one to learn from, one to check on)")
-            return
         truths = [truth(self.manifest, doc_id, page) for doc_id, page, _ in corrected]
-        illustrated = np.array([any(p["counts"] for p in labelled) for labelled in truths])
-        if illustrated.sum() < MIN_PAGES:
-            report.message = (f"nothing learned: {plural(int(illustrated.sum()), 'page')} of the {report.pages} corrected "
-                              f"hold a picture that counts; at least {MIN_PAGES} are needed (one to learn from, one to "
-                              "check that it still finds pictures on)")
+        illustrated = np.array([any(p["counts"] for p in labelled) for labelled in truths], bool)
+        why_not = Readiness(report.pages, int(illustrated.sum()), 0, 0).why_not
+        if why_not:
+            report.message = f"nothing learned: {why_not}"
             return
         held = held_out_split(illustrated, self.seed)
         report.held_out, report.trained = int(held.sum()), int((~held).sum())
@@ -236,6 +286,9 @@ class LearnBoxes:
         if not better(report.after, report.before):
             report.message = (f"kept the finder as it was: the one learned from {plural(report.trained, 'page')} did no "
                               f"better on the {plural(report.held_out, 'page')} it did not learn from ({_figures(report)})")
+            if int(illustrated.sum()) < ENOUGH_PAGES:
+                report.message += (f"; with {plural(int(illustrated.sum()), 'fixed page')} holding pictures the check is "
+                                   f"narrow: fix the boxes of {ENOUGH_PAGES} or more and learn again")
             return
         weights = head_bytes(head)
         with self.manifest.recording("finder") as action:

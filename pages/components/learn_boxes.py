@@ -11,7 +11,7 @@ import streamlit as st
 
 from curation import views
 from curation.manifest import finders, history
-from curation.runs.learn_boxes import KIND, undo_last
+from curation.runs.learn_boxes import KIND, readiness, undo_last
 from pages.components import auth
 from pages.components import common
 
@@ -26,9 +26,10 @@ def panel(where: str) -> None:
     """The button, and the latest job's progress or outcome; `where` tells the pages' widgets apart."""
     with common.open_manifest() as manifest:
         running = manifest.running_job(KIND) is not None
-    # Which pages were corrected is read by the job, not here: on a large manifest that is a pass over its pictures.
+        ready = readiness(manifest)
+    st.caption(common.escape_markdown(ready.summary))
     if st.button("Learn from my boxes", icon=":material/model_training:", key=f"learn-boxes-{where}",
-                 disabled=running or auth.locked(), help=auth.help_for(HELP)):
+                 disabled=running or auth.locked() or ready.why_not is not None, help=auth.help_for(HELP)):
         common.start_job(KIND, "--boxes", running_key=RUNNING_KEY, command="learn")
     common.latest_job_panel(KIND, RUNNING_KEY, running, lambda job: show_job(job, where))
 
