@@ -97,6 +97,49 @@ def test_figures_side_by_side_are_pictures_of_their_own_and_a_keying_letter_is_l
     assert all(p.box[3] < letter[1] for p in parted), "the letter keying a figure is not part of it"
 
 
+def cells_over(page: np.ndarray, boxes: list) -> np.ndarray:
+    """Cells as the network gives them, sure over each of `boxes` (page pixels) and nowhere else."""
+    h, w = page.shape
+    scale = finder.SIDE / max(h, w) / finder.STRIDE
+    cells = np.zeros((round(h * scale), round(w * scale)), np.float32)
+    for x0, y0, x1, y1 in boxes:
+        cells[int(y0 * scale):int(np.ceil(y1 * scale)), int(x0 * scale):int(np.ceil(x1 * scale))] = 0.99
+    return cells
+
+
+def masthead_page() -> tuple[np.ndarray, list[tuple[int, int, int, int]]]:
+    """A newspaper's masthead: a title in letters an inch tall across the top of a page; each letter's box."""
+    page = np.full((2000, 1600), 245, np.uint8)
+    cv2.putText(page, "EVENING STAR", (120, 300), cv2.FONT_HERSHEY_TRIPLEX, 4.6, 20, 14, cv2.LINE_AA)
+    ink = (page < 128).astype(np.uint8)
+    count, _, stats, _ = cv2.connectedComponentsWithStats(ink)
+    letters = [(x, y, x + w, y + h) for x, y, w, h, _ in stats[1:] if h > 60]
+    return page, sorted(letters)
+
+
+def test_a_letter_of_a_masthead_the_network_marks_is_no_picture():
+    """The cells of a black-letter masthead's S: the letters beside it, as tall and off the cells, make it type."""
+    page, letters = masthead_page()
+    assert len(letters) >= 8
+    marked = letters[len(letters) // 2]
+    grown = (marked[0] - 10, marked[1] - 10, marked[2] + 10, marked[3] + 10)
+    assert finder.pictures_from_cells(cells_over(page, [grown]), page, REFERENCE_DPI, finder.Settings()) == []
+
+
+def test_pictures_in_a_row_that_the_network_marks_stay_pictures():
+    """Three drawings of one height side by side, all on the cells: a row of pictures, not a line of letters."""
+    page = np.full((2000, 2200), 245, np.uint8)
+    boxes = []
+    for i, seed in enumerate((31, 32, 33)):
+        drawing_source, drawing = drawing_page(seed=seed)
+        cut = drawing_source[drawing[1]:drawing[1] + 300, drawing[0]:drawing[0] + 560]
+        x = 100 + i * 640
+        page[400:700, x:x + 560] = cut
+        boxes.append((x, 400, x + 560, 700))
+    found = finder.pictures_from_cells(cells_over(page, boxes), page, REFERENCE_DPI, finder.Settings())
+    assert len(found) == 3, found
+
+
 def test_ingest_runs_the_network_in_onnx_runtime_as_torch_does_without_importing_torch(tmp_path, monkeypatch):
     monkeypatch.setenv("VET_MODELS_DIR", str(tmp_path / "models"))
     page, _ = drawing_page(seed=11)

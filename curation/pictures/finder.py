@@ -56,6 +56,10 @@ PART_SHARE = 0.25  # a group of ink this share of the largest group's size is a 
 TYPE_SIZE = 0.3  # inches: ink beyond a gutter no longer than this is a few letters, not a picture's
 PIECE_SHARE = 0.5  # a piece belongs to a picture when this share of its ink lies on the picture's cells
 FAINT = 0.5  # ink down to this share of the page's ink threshold counts: faint hatching is a picture's too
+LETTER_MAX_IN = 3.0  # inches: no letter of display type is taller (a broadsheet's masthead: some 2)
+LETTERS = 2  # pieces of ink beside a box, as tall as it, that make it a letter of a line of display type
+LETTER_LINE = 0.25  # ... their tops and bottoms within this share of its height of its own
+LETTER_GAP = 0.6  # ... each closer to the next than this share of its height, as a word's letters stand
 MARGIN = 0.005  # paper around the fitted box, a share of the page's shorter side
 PAPER = 255  # what the input is padded with
 
@@ -174,11 +178,12 @@ def pictures_from_cells(cells: np.ndarray, gray: np.ndarray, dpi: float,
     if count <= 1:
         return []
     analysis, _ = analyse_page(gray, dpi)
+    sure = _at_analysis(labels > 0, analysis, gray.shape) if analysis is not None else None
     found = []
     for label in range(1, count):
         on = labels == label
-        boxes = _fitted(analysis, on, cells, gray.shape, settings) if analysis is not None else []
-        for box in boxes or [_cell_box(on, cells.shape, gray.shape)]:
+        boxes = _fitted(analysis, on, cells, gray.shape, settings, sure) if analysis is not None else None
+        for box in [_cell_box(on, cells.shape, gray.shape)] if boxes is None else boxes:
             box = _with_margin(box, gray.shape)
             area = (box[2] - box[0]) * (box[3] - box[1]) / dpi / dpi
             found.append(FoundPicture(box, area, float(cells[on].max())))
@@ -202,30 +207,25 @@ def _cell_box(on: np.ndarray, grid: tuple[int, int], shape: tuple[int, int]) -> 
     return (int(xs.min() * sx), int(ys.min() * sy), min(w, int((xs.max() + 1) * sx)), min(h, int((ys.max() + 1) * sy)))
 
 
-def _fitted(analysis, on: np.ndarray, cells: np.ndarray, shape: tuple[int, int], settings: Settings) -> list:
+def _fitted(analysis, on: np.ndarray, cells: np.ndarray, shape: tuple[int, int], settings: Settings,
+            sure: np.ndarray) -> list | None:
     """The boxes (page pixels) of the pictures on the cells `on`: the pieces of ink lying mostly on those cells,
-    as one picture or, where `settings.gutter` is set, one picture per large group of pieces (`_parts`)."""
+    as one picture or, where `settings.gutter` is set, one picture per large group of pieces (`_parts`); a box that
+    is a letter of a line of display type (`_is_lettering`; `sure`: every picture's cells at the analysis's
+    resolution) is none. None where no ink lies on the cells: the cells' own box is the picture's then."""
     ink = analysis.ink
     ah, aw = ink.shape
-    left, top = analysis.offset
-    scale = analysis.scale  # analysis pixels to page pixels
-    # The picture's cells and their certainty over the content at the analysis resolution.
-    page_size = (max(1, round(shape[1] / scale)), max(1, round(shape[0] / scale)))
-    weight = cv2.resize(np.where(on, cells, 0).astype(np.float32), page_size, interpolation=cv2.INTER_NEAREST)
-    ox, oy = round(left / scale), round(top / scale)
-    weight = weight[oy:oy + ah, ox:ox + aw]
-    if weight.shape != ink.shape:
-        weight = cv2.resize(weight, (aw, ah), interpolation=cv2.INTER_NEAREST)
+    weight = _at_analysis(np.where(on, cells, 0), analysis, shape)  # the picture's cells and their certainty
     on_box = _ink_box(weight > 0)
     if on_box is None:
-        return []
+        return None
     reach = round(2 * STRIDE * max(ah, aw) / SIDE)  # two cells at SIDE around the picture's own (four at LARGE_SIDE)
     x0, y0 = max(0, on_box[0] - reach), max(0, on_box[1] - reach)
     x1, y1 = min(aw, on_box[2] + reach), min(ah, on_box[3] + reach)
     region = np.s_[y0:y1, x0:x1]
     strokes = (ink[region] >= analysis.threshold * FAINT).astype(np.uint8)
     if not strokes.any():
-        return []
+        return None
     count, pieces = cv2.connectedComponents(cv2.dilate(strokes, _square(JOIN_IN * analysis.dpi)), connectivity=8)
     held = pieces[strokes > 0]
     on_picture = np.bincount(held, weights=(weight[region][strokes > 0] >= settings.cell_cutoff), minlength=count)
@@ -233,10 +233,65 @@ def _fitted(analysis, on: np.ndarray, cells: np.ndarray, shape: tuple[int, int],
     wanted = np.flatnonzero(on_picture >= PIECE_SHARE * np.maximum(total, 1))
     wanted = wanted[wanted > 0]
     if not len(wanted):
-        return []
+        return None
     kept = (np.isin(pieces, wanted) & (strokes > 0)).view(np.uint8)
     boxes = _parts(kept, analysis.dpi, settings) if settings.gutter else [_ink_box(kept)]
-    return [analysis.to_page((x0 + b[0], y0 + b[1], x0 + b[2], y0 + b[3])) for b in boxes]
+    boxes = [(x0 + b[0], y0 + b[1], x0 + b[2], y0 + b[3]) for b in boxes]
+    return [analysis.to_page(b) for b in boxes if not _is_lettering(analysis, b, sure)]
+
+
+def _at_analysis(grid: np.ndarray, analysis, shape: tuple[int, int]) -> np.ndarray:
+    """A grid of cells over the page (`shape`, page pixels) brought to the analysis's pixels over its content."""
+    ah, aw = analysis.ink.shape
+    scale = analysis.scale
+    left, top = analysis.offset
+    page_size = (max(1, round(shape[1] / scale)), max(1, round(shape[0] / scale)))
+    spread = cv2.resize(grid.astype(np.float32), page_size, interpolation=cv2.INTER_NEAREST)
+    ox, oy = round(left / scale), round(top / scale)
+    spread = spread[oy:oy + ah, ox:ox + aw]
+    return spread if spread.shape == (ah, aw) else cv2.resize(spread, (aw, ah), interpolation=cv2.INTER_NEAREST)
+
+
+def _is_lettering(analysis, box: tuple[int, int, int, int], sure: np.ndarray) -> bool:
+    """Whether `box` (analysis pixels) is a letter or two of a line of display type: a masthead's black letter, a
+    headline's. Beside it at its height stand LETTERS or more pieces of ink about as tall (LETTER_HEIGHTS of its
+    height, top and bottom within LETTER_LINE of its own), each closer than LETTER_GAP of that height to the next,
+    and off every picture's cells (`sure`): a row of pictures stands on cells, a column of text is taller.
+    On the real pages' held-out cells this took a masthead's letter and a headline's out, and no picture."""
+    x0, y0, x1, y1 = box
+    height = y1 - y0
+    if height > LETTER_MAX_IN * analysis.dpi:
+        return False
+    ah, aw = analysis.ink.shape
+    left, top = max(0, x0 - 6 * height), max(0, y0 - height)
+    window = np.s_[top:min(ah, y1 + height), left:min(aw, x1 + 6 * height)]
+    strokes = (analysis.ink[window] >= analysis.threshold * FAINT).astype(np.uint8)
+    count, pieces, stats, _ = cv2.connectedComponentsWithStats(
+        cv2.dilate(strokes, _square(JOIN_IN * analysis.dpi)), connectivity=8)
+    on_cells = np.bincount(pieces[strokes > 0], weights=sure[window][strokes > 0] > 0, minlength=count)
+    ink = np.bincount(pieces[strokes > 0], minlength=count)
+    px0, py0 = stats[:, cv2.CC_STAT_LEFT] + left, stats[:, cv2.CC_STAT_TOP] + top
+    px1, py1 = px0 + stats[:, cv2.CC_STAT_WIDTH], py0 + stats[:, cv2.CC_STAT_HEIGHT]
+    line = LETTER_LINE * height
+    letters = ((abs(py0 - y0) <= line) & (abs(py1 - y1) <= line) & (on_cells < 0.5 * np.maximum(ink, 1))
+               & ((px1 <= x0) | (px0 >= x1)))
+    letters[0] = False
+    return _in_a_row(x0, x1, px0[letters], px1[letters], LETTER_GAP * height) >= LETTERS
+
+
+def _in_a_row(x0: int, x1: int, lefts: np.ndarray, rights: np.ndarray, gap: float) -> int:
+    """How many of the pieces (their lefts and rights) stand in a row with the box from x0 to x1, each within `gap`
+    of the next, on either side."""
+    count = 0
+    for edge, step in ((x0, -1), (x1, 1)):
+        while True:
+            near = (edge - rights <= gap) & (rights <= edge) if step < 0 else (lefts - edge <= gap) & (lefts >= edge)
+            if not near.any():
+                break
+            edge = lefts[near].min() if step < 0 else rights[near].max()
+            count += int(near.sum())
+            lefts, rights = lefts[~near], rights[~near]
+    return count
 
 
 def _parts(kept: np.ndarray, dpi: float, settings: Settings) -> list[tuple[int, int, int, int]]:
