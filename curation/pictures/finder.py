@@ -29,14 +29,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import cv2
 import numpy as np
 
 from ..scoring.features import REFERENCE_DPI, analyse_page
-from . import picture_judge
+from . import picture_judge, region
 from .onnx_network import OnnxNetwork
 from .verdict import picture_columns
 
@@ -77,6 +77,9 @@ class FoundPicture:
     box: tuple[int, int, int, int]  # x0, y0, x1, y1 in the page's pixels
     area: float  # square inches
     score: float  # the most certain cell's probability that it lies on a picture
+    # Which cells of the box are the picture (curation.pictures.region): a bitmap stretched over the box; None where
+    # the box was not fitted to ink.
+    region: np.ndarray | None = field(default=None, compare=False, repr=False)
 
 
 def network_side(shape: tuple[int, int], dpi: float) -> int:
@@ -177,12 +180,40 @@ def pictures_from_cells(cells: np.ndarray, gray: np.ndarray, dpi: float,
     found = []
     for label in range(1, count):
         on = labels == label
-        boxes = _fitted(analysis, on, cells, gray.shape, settings) if analysis is not None else []
-        for box in boxes or [_cell_box(on, cells.shape, gray.shape)]:
+        fitted = _fitted(analysis, on, cells, gray.shape, settings) if analysis is not None else None
+        boxes = fitted.boxes if fitted else [_cell_box(on, cells.shape, gray.shape)]
+        for box in boxes:
             box = _with_margin(box, gray.shape)
             area = (box[2] - box[0]) * (box[3] - box[1]) / dpi / dpi
-            found.append(FoundPicture(box, area, float(cells[on].max())))
+            found.append(FoundPicture(box, area, float(cells[on].max()), fitted.region(box) if fitted else None))
     return sorted(found, key=lambda p: p.area, reverse=True)
+
+
+@dataclass(frozen=True)
+class _Fitted:
+    """The boxes (page pixels) fitted to a region of cells, and the picture's ink they were fitted to (`kept`, at
+    the analysis's resolution, its top left at `origin` there)."""
+
+    boxes: list
+    kept: np.ndarray
+    origin: tuple[int, int]
+    analysis: object
+
+    def region(self, box) -> np.ndarray:
+        """The picture's region over `box` (page pixels) at the analysis's resolution
+        (curation.pictures.region.region_of): the picture's ink in it, holes closed, a little paper round."""
+        analysis = self.analysis
+        left, top = analysis.offset
+        x0, y0, x1, y1 = (round((v - o) / analysis.scale) for v, o in zip(box, (left, top, left, top)))
+        x1, y1 = max(x1, x0 + 1), max(y1, y0 + 1)
+        ink = np.zeros((y1 - y0, x1 - x0), np.uint8)
+        ox, oy = self.origin
+        kh, kw = self.kept.shape
+        cx0, cy0 = max(x0, ox), max(y0, oy)
+        cx1, cy1 = min(x1, ox + kw), min(y1, oy + kh)
+        if cx1 > cx0 and cy1 > cy0:
+            ink[cy0 - y0:cy1 - y0, cx0 - x0:cx1 - x0] = self.kept[cy0 - oy:cy1 - oy, cx0 - ox:cx1 - ox]
+        return region.region_of(ink > 0, analysis.dpi)
 
 
 def combined(cells: np.ndarray, how: str) -> np.ndarray:
@@ -202,9 +233,10 @@ def _cell_box(on: np.ndarray, grid: tuple[int, int], shape: tuple[int, int]) -> 
     return (int(xs.min() * sx), int(ys.min() * sy), min(w, int((xs.max() + 1) * sx)), min(h, int((ys.max() + 1) * sy)))
 
 
-def _fitted(analysis, on: np.ndarray, cells: np.ndarray, shape: tuple[int, int], settings: Settings) -> list:
+def _fitted(analysis, on: np.ndarray, cells: np.ndarray, shape: tuple[int, int], settings: Settings) -> _Fitted | None:
     """The boxes (page pixels) of the pictures on the cells `on`: the pieces of ink lying mostly on those cells,
-    as one picture or, where `settings.gutter` is set, one picture per large group of pieces (`_parts`)."""
+    as one picture or, where `settings.gutter` is set, one picture per large group of pieces (`_parts`); None
+    where no ink lies on them."""
     ink = analysis.ink
     ah, aw = ink.shape
     left, top = analysis.offset
@@ -218,14 +250,14 @@ def _fitted(analysis, on: np.ndarray, cells: np.ndarray, shape: tuple[int, int],
         weight = cv2.resize(weight, (aw, ah), interpolation=cv2.INTER_NEAREST)
     on_box = _ink_box(weight > 0)
     if on_box is None:
-        return []
+        return None
     reach = round(2 * STRIDE * max(ah, aw) / SIDE)  # two cells at SIDE around the picture's own (four at LARGE_SIDE)
     x0, y0 = max(0, on_box[0] - reach), max(0, on_box[1] - reach)
     x1, y1 = min(aw, on_box[2] + reach), min(ah, on_box[3] + reach)
     region = np.s_[y0:y1, x0:x1]
     strokes = (ink[region] >= analysis.threshold * FAINT).astype(np.uint8)
     if not strokes.any():
-        return []
+        return None
     count, pieces = cv2.connectedComponents(cv2.dilate(strokes, _square(JOIN_IN * analysis.dpi)), connectivity=8)
     held = pieces[strokes > 0]
     on_picture = np.bincount(held, weights=(weight[region][strokes > 0] >= settings.cell_cutoff), minlength=count)
@@ -233,10 +265,11 @@ def _fitted(analysis, on: np.ndarray, cells: np.ndarray, shape: tuple[int, int],
     wanted = np.flatnonzero(on_picture >= PIECE_SHARE * np.maximum(total, 1))
     wanted = wanted[wanted > 0]
     if not len(wanted):
-        return []
+        return None
     kept = (np.isin(pieces, wanted) & (strokes > 0)).view(np.uint8)
     boxes = _parts(kept, analysis.dpi, settings) if settings.gutter else [_ink_box(kept)]
-    return [analysis.to_page((x0 + b[0], y0 + b[1], x0 + b[2], y0 + b[3])) for b in boxes]
+    return _Fitted([analysis.to_page((x0 + b[0], y0 + b[1], x0 + b[2], y0 + b[3])) for b in boxes], kept, (x0, y0),
+                   analysis)
 
 
 def _parts(kept: np.ndarray, dpi: float, settings: Settings) -> list[tuple[int, int, int, int]]:
