@@ -42,6 +42,7 @@ JPEG_SUBSAMPLING = "420"  # Pillow's default, fixed so an upgrade cannot change 
 LANCZOS3 = ResizeAlg.convolution(FilterType.lanczos3)
 BOX = ResizeAlg.convolution(FilterType.box)
 RESIZER = Resizer()  # no thread pool: the export's parallelism is its pool of processes
+MASK_RIPPLE = 16  # a mask's weight under this (of 255) is the resize's ripple, not the picture: made 0
 MASK_PNG_LEVEL = 1  # a mask is large runs of one level: zlib's fastest level is nearly as small as its best
 
 
@@ -85,6 +86,8 @@ def shape_mask(mask: np.ndarray | None, region: Region | None, plan: Plan) -> np
     if box[2] - box[0] <= 0 or box[3] - box[1] <= 0:
         return canvas[..., 0]
     _resize_into((mask.view(np.uint8) * np.uint8(255))[..., None], box, part)
+    # Lanczos' second lobe leaves faint ripples a few pixels out on the unlearned side: they are made 0.
+    cv2.threshold(part, MASK_RIPPLE, 0, cv2.THRESH_TOZERO, dst=part)
     return canvas[..., 0]
 
 
