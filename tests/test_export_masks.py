@@ -213,12 +213,14 @@ def test_a_picture_without_a_region_is_masked_by_its_box():
     assert np.array_equal(unreadable, mask)
 
 
-def test_a_region_closes_the_picture_s_holes_and_keeps_a_little_paper():
+def test_a_region_closes_the_picture_s_holes_keeps_a_little_paper_and_leaves_the_legend_out():
     ink = np.zeros((200, 250), bool)
     ink[40:160, 50:230:6] = True  # hatching: strokes with paper between
+    ink[178:182, 70:76], ink[178:182, 80:86], ink[178:182, 92:97] = True, True, True  # a legend's letters under it
     found = region.region_of(ink, dpi=72)
     assert found[40:160, 50:225].all()  # the paper between the strokes and inside is the picture's
-    assert not found[:30].any() and not found[175:].any() and not found[:, :40].any()
+    assert found[37:163, 47:228].all()  # and a little paper round it
+    assert not found[:30].any() and not found[170:].any() and not found[:, :40].any()  # not the legend
     text = region.encode(found)
     assert len(text) < 400 and np.array_equal(region.decode(text), found)
     big = np.ones((1000, 700), bool)
