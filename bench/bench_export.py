@@ -436,6 +436,8 @@ def with_pictures(db: pathlib.Path) -> None:
                      [w // 4, h * 6 // 10, w * 3 // 4, h * 9 // 10, 8.0, None, None, 0.9, encode(cut)]]
             with m.transaction():
                 m.set_pictures(row["doc_id"], row["page"], found, "network")
+        # Included, whatever the rule: every picture is an image of its own.
+        m.set_picture_overrides([(picture_id, True) for (picture_id,) in m.conn.execute("SELECT id FROM pictures")])
 
 
 def mask_runs(db: pathlib.Path, out: pathlib.Path, pages: int) -> None:
