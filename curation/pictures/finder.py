@@ -18,7 +18,9 @@ than JOIN_IN are one piece, hatching and what it shades) that lie mostly on the 
 and its box is theirs, with a margin of paper (MARGIN of the page's shorter side). A legend's letters, the next
 column's words and a frame's far side are pieces of their own, off the picture's cells, and fall out. Pieces in
 groups across gutters (the settings' gutter) are as many pictures as there are large groups: figures printed side by
-side make one region of cells but are pictures of their own, and a letter keying a figure is left out.
+side make one region of cells but are pictures of their own, and a letter keying a figure is left out. Each picture
+keeps the ink its box was fitted to as its region (curation.pictures.region: which pixels of the box are the
+picture), which the export's masks for masked loss are made from.
 
 The settings (cell cutoff, gutter, a group's least size, the score a picture counts at) are chosen by the recipe,
 leave one source out, and shipped in finder.json.
