@@ -43,7 +43,9 @@ LANCZOS3 = ResizeAlg.convolution(FilterType.lanczos3)
 BOX = ResizeAlg.convolution(FilterType.box)
 RESIZER = Resizer()  # no thread pool: the export's parallelism is its pool of processes
 MASK_RIPPLE = 16  # a mask's weight under this (of 255) is the resize's ripple, not the picture: made 0
-MASK_PNG_LEVEL = 1  # a mask is large runs of one level: zlib's fastest level is nearly as small as its best
+# A mask is long runs of one level: zlib's fastest level, unfiltered, is nearly as small as its best and a fifth of
+# the default's time (1.5 ms against 6.5 for 1024 x 1024; PNG's row filters find nothing to gain in runs).
+MASK_PNG_LEVEL = 1
 
 
 def shape_image(source: Source, settings: ExportSettings, picture: Region | None = None) -> np.ndarray:
@@ -101,7 +103,8 @@ def _canvas(plan: Plan, bands: int, make) -> tuple[np.ndarray, np.ndarray]:
 def encode_mask(mask: np.ndarray) -> bytes:
     """A mask (height x width, 0..255) as a gray PNG: what sd-scripts and OneTrainer read (each reads a gray
     image as its own weight: 255 learned, 0 not)."""
-    ok, data = cv2.imencode(".png", mask, [cv2.IMWRITE_PNG_COMPRESSION, MASK_PNG_LEVEL])
+    ok, data = cv2.imencode(".png", mask, [cv2.IMWRITE_PNG_COMPRESSION, MASK_PNG_LEVEL,
+                                           cv2.IMWRITE_PNG_FILTER, cv2.IMWRITE_PNG_FILTER_NONE])
     if not ok:
         raise ValueError("the mask could not be encoded as PNG")
     return data.tobytes()
