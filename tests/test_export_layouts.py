@@ -141,7 +141,7 @@ def test_dataset_toml_reads_back_the_same_words_in_kohya_s_parser(trigger, class
 def test_settings_round_trip_through_the_command_line():
     settings = ExportSettings(mode="bucket", size=768, quality=85, layout="diffusers", trigger="a b",
                               class_word="plate", template="{trigger}; {caption}", repeats=3, pad_colour="#102030",
-                              crop="picture", duplicates="all")
+                              crop="picture", duplicates="all", masks=True)
     context = cli.commands["export"].make_context("export", ["--out", "x.zip", *settings.cli_args()])
     params = {k: v for k, v in context.params.items() if k in settings.as_dict()}
     assert ExportSettings(**params) == settings

@@ -187,12 +187,17 @@ def test_a_mask_turned_off_or_painted_out_changes_the_export_and_undo_takes_it_b
     stamped = next(i for i in select_items(manifest, crop="pictures") if i.picture == 1)
     cut = stamped.mask.mask(span, stamped.picture_box)
     assert not cut[stamp[1] - span[1]:stamp[3] - span[1], stamp[0] - span[0]:stamp[2] - span[0]].any()
-    manifest.undo()
+    manifest.clear_mask_stamps(picture["id"])
+    assert manifest.picture(picture["id"])["mask_stamps"] is None
+    manifest.undo()  # the stamp is back, then undone itself
+    assert manifest.picture(picture["id"])["mask_stamps"] is not None
+    manifest.undo(history.actions(manifest.conn, limit=4)[2]["id"])
     again = next(i for i in select_items(manifest, crop="pictures") if i.picture == 1)
     assert np.array_equal(again.mask.mask(span, again.picture_box), before)
-    said = [row["description"] for row in history.actions(manifest.conn, limit=4)]
+    said = [row["description"] for row in history.actions(manifest.conn, limit=10)]
     assert any("painted out part of the mask of picture 1" in text for text in said)
     assert any("turned off the mask of picture 1" in text for text in said)
+    assert any("took back the painted-out parts of the mask of picture 1" in text for text in said)
 
 
 def test_a_redrawn_box_bounds_the_mask(manifest):

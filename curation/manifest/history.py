@@ -371,6 +371,9 @@ def _describe_pictures(conn: sqlite3.Connection, action: int, field: str) -> str
     verb = verbs.get(values.pop(), verbs.get(None, "changed")) if len(values) == 1 else "changed"
     if field == "picture_caption" and any(row["new"] is not None for row in rows):  # many texts: still captions
         verb = "captioned"
+    if field == "picture_mask_stamps":  # each picture's own list: a new one painted out, or none left
+        verb = ("painted out part of the mask of" if any(row["new"] is not None for row in rows)
+                else "took back the painted-out parts of the mask of")
     if field == "picture_deleted" and rows[0]["old"] == 0 and rows[0]["new"] == 1:
         verb = "deleted"
     elif field == "picture_deleted" and rows[0]["old"] == 1 and rows[0]["new"] == 0:
