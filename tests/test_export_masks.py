@@ -230,3 +230,21 @@ def test_a_region_closes_the_picture_s_holes_keeps_a_little_paper_and_leaves_the
     assert len(text) < 400 and np.array_equal(region.decode(text), found)
     big = np.ones((1000, 700), bool)
     assert region.decode(region.encode(big)).shape == (256, 179)  # kept small: at most MAX_SIDE a side
+
+
+def test_the_export_page_writes_masks_where_the_trainer_reads_them_unless_told(manifest, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from test_export_page import PAGE, texts
+
+    manifest.close()
+    monkeypatch.setenv("CURATION_DB", str(tmp_path / "manifest.sqlite"))
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.run()
+    assert at.checkbox(key="export_masks_kohya").value  # kohya: on, and the command says so
+    assert any("--masks" in text for text in texts(at.code))
+    at.checkbox(key="export_masks_kohya").uncheck().run()
+    assert any("--no-masks" in text for text in texts(at.code))
+    at.radio(key="export_layout").set_value("folder").run()
+    assert not at.checkbox(key="export_masks_folder").value  # ai-toolkit would take OneTrainer's masks for images
+    assert not at.exception
