@@ -30,7 +30,13 @@ included) against the original loop over the same pages, twice and interleaved,
 as images/s and as CPU seconds per image of the whole process tree, and the peak RSS of every
 process when exporting a third of the pages and all of them (flat memory: the two are the same).
 
+Masks (--masks: this part alone): the same pages, each given two pictures with a region as the finder stores one
+(curation.pictures.region), exported end to end with --crop pictures with masks (the kohya default: each image's
+mask shaped as its image and written as PNG) and without (--no-masks), twice and interleaved, 1 worker: CPU seconds
+per image of the whole process tree and images/s, and the ratio (masks may cost at most 25 % more).
+
     python bench/bench_export.py [--docs 4] [--pages 6] [--copies 4] [--out bench/out/export] [--no-end-to-end]
+    python bench/bench_export.py --masks [--docs 2] [--pages 6] [--copies 2]
 """
 
 from __future__ import annotations
@@ -370,19 +376,21 @@ def resize_fidelity(corpus) -> None:
         print(f"{name:52} {statistics.median(psnrs):6.1f} {min(psnrs):6.1f} {max(v[1] for v in values):4d}")
 
 
-def export_run(db: pathlib.Path, out: pathlib.Path, workers: int, threshold: float) -> dict:
-    """One `python -m curation export`: images/s by the wall clock, CPU seconds of its whole process
-    tree per image, and the peak RSS of any of its processes."""
+def export_run(db: pathlib.Path, out: pathlib.Path, workers: int, threshold: float, *options: str) -> dict:
+    """One `python -m curation export` (with `options`): images/s by the wall clock, CPU seconds of its whole
+    process tree per image, and the peak RSS of any of its processes."""
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "curation", "export", "--db", str(db), "--out", str(out),
-                             "--workers", str(workers), "--threshold", str(threshold), "--quiet"],
+                             "--workers", str(workers), "--threshold", str(threshold), "--quiet", *options],
                             cwd=ROOT, stdout=subprocess.DEVNULL)
     rss, cpu = watch_tree(proc)
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"export failed with exit code {proc.returncode}")
-    with Manifest(db) as m:
-        images = len(m.export_pages(threshold))
+    import zipfile
+
+    with zipfile.ZipFile(out) as z:
+        images = sum(name.endswith(".jpg") for name in z.namelist())
     return {"rate": images / seconds, "cpu": cpu / images, "rss": rss, "images": images}
 
 
@@ -410,6 +418,47 @@ def scored_manifest(db: pathlib.Path, paths) -> None:
                                                 method="jpeg") for n in range(pages)])
 
 
+def with_pictures(db: pathlib.Path) -> None:
+    """Give every page two pictures with regions, as the finder stores them: the top half of the page's content
+    (a plate, its legend line left out of its region) and a smaller cut below."""
+    from curation.pictures.region import encode
+
+    plate = np.ones((120, 160), bool)
+    plate[108:, :] = False  # a legend line under the plate: outside its region
+    cut = np.ones((60, 60), bool)
+    cut[:, :6] = False  # a neighbouring column's letters at its left
+    with Manifest(db) as m:
+        with m.transaction():  # scored_manifest records no size: a letter page at the reference 144 dpi
+            m.conn.execute("UPDATE pages SET width = 1224, height = 1584 WHERE width IS NULL")
+        for row in m.pages():
+            w, h = row["width"], row["height"]
+            found = [[w // 10, h // 10, w * 9 // 10, h // 2, 20.0, None, None, 0.9, encode(plate)],
+                     [w // 4, h * 6 // 10, w * 3 // 4, h * 9 // 10, 8.0, None, None, 0.9, encode(cut)]]
+            with m.transaction():
+                m.set_pictures(row["doc_id"], row["page"], found, "network")
+        # Included, whatever the rule: every picture is an image of its own.
+        m.set_picture_overrides([(picture_id, True) for (picture_id,) in m.conn.execute("SELECT id FROM pictures")])
+
+
+def mask_runs(db: pathlib.Path, out: pathlib.Path, pages: int) -> None:
+    """The export with masks against without, end to end, twice and interleaved (see the module)."""
+    with_pictures(db)
+    runs = {"without masks": [], "with masks": []}
+    for _ in range(2):
+        runs["without masks"].append(export_run(db, out / "no-masks.zip", 1, -1.0, "--no-masks"))
+        runs["with masks"].append(export_run(db, out / "masks.zip", 1, -1.0, "--masks"))
+    best = {name: {"rate": max(r["rate"] for r in results), "cpu": min(r["cpu"] for r in results),
+                   "images": results[0]["images"]} for name, results in runs.items()}
+    print(f"\nmasks, end to end: {best['with masks']['images']} images (two pictures a page, --crop pictures, square "
+          "pad 1024), 1 worker; best of 2 interleaved runs")
+    for name, figures in best.items():
+        print(f"{name:16} {figures['rate']:7.2f} images/s   {figures['cpu'] * 1e3:7.1f} CPU ms/image")
+    cost = best["with masks"]["cpu"] / best["without masks"]["cpu"] - 1
+    wall = best["without masks"]["rate"] / best["with masks"]["rate"] - 1
+    print(f"masks cost {cost:+.1%} CPU per image, {wall:+.1%} wall time (target: at most +25 %: "
+          f"{'met' if cost <= 0.25 else 'not met'})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=int, default=4)
@@ -418,7 +467,16 @@ def main() -> None:
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "bench" / "out" / "export")
     parser.add_argument("--no-end-to-end", dest="end_to_end", action="store_false",
                         help="Per-image figures and the resize experiments only.")
+    parser.add_argument("--masks", action="store_true", help="The export with masks against without, alone.")
     args = parser.parse_args()
+    if args.masks:
+        corpus = make_corpus(args.out / "corpus", args.docs, args.pages)
+        copies = args.out / f"copies-{args.docs}x{args.pages}x{args.copies}"
+        enlarge([p for p, _ in corpus], copies, args.copies)
+        db = args.out / "bench-masks.sqlite"
+        scored_manifest(db, sorted(copies.glob("*.pdf")))
+        mask_runs(db, args.out, args.pages)
+        return
 
     corpus = make_corpus(args.out / "corpus", args.docs, args.pages)
     dpis = sorted({dpi for _, dpi in corpus})

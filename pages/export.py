@@ -23,7 +23,7 @@ from curation import views
 from curation.export.captions import MAX_TEMPLATE_CHARS
 from curation.export.job import ENLARGED
 from curation.export.selection import Item, Selection
-from curation.export.settings import DEFAULT_TEMPLATE, MAX_WORD_CHARS
+from curation.export.settings import DEFAULT_TEMPLATE, MASKED_LAYOUTS, MAX_WORD_CHARS
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
 from curation.sources.paths import data_dir
@@ -126,6 +126,14 @@ def main():
 
 # -- options ----------------------------------------------------------------------------------
 
+MASK_HELP = {  # where each layout's masks go and what its trainer needs (docs/export.md)
+    "kohya": "White where the picture is, black on the paper, legend and type round it and on the padding: "
+             "mask/ is dataset.toml's conditioning_data_dir; train with --config_file training.toml (masked loss).",
+    "folder": "OneTrainer: <name>-masklabel.png beside each image (turn on Masked Training). Leave it off for "
+              "ai-toolkit, which would take them for training images.",
+    "diffusers": "masks/<name>.png beside train/, for a training script that reads masks (diffusers' own do not).",
+}
+
 
 def options(duplicates: str) -> tuple[ExportSettings | None, str | None]:
     """The chosen settings, or None and the reason they cannot work."""
@@ -166,6 +174,8 @@ def options(duplicates: str) -> tuple[ExportSettings | None, str | None]:
                 help="The same plate reprinted across issues is one picture: the trainer would see it several "
                      "times as often as the others. Kept: the page where the picture covers most of the page. "
                      "The others are listed in the ZIP's export.json.")
+    masks = st.checkbox("A mask with each image, for masked loss", value=layout in MASKED_LAYOUTS,
+                        key=f"export_masks_{layout}", help=MASK_HELP[layout])
     repeats = 10
     if layout == "kohya":
         repeats = st.number_input("Repeats per epoch", 1, 10_000, 10, key="export_repeats",
@@ -174,7 +184,7 @@ def options(duplicates: str) -> tuple[ExportSettings | None, str | None]:
         return ExportSettings(mode=mode, fit=fit, size=int(size), quality=int(quality), layout=layout,
                               trigger=trigger.strip(), class_word=class_word.strip(), template=template,
                               repeats=int(repeats), pad_colour=pad_colour, crop=crop, duplicates=duplicates,
-                              min_source_side=int(min_source)), None
+                              min_source_side=int(min_source), masks=masks), None
     except SettingsError as exc:
         return None, f"These settings cannot be exported: {common.escape_markdown(exc)}."
 

@@ -171,7 +171,7 @@ def test_the_large_view_shows_its_page_its_words_and_the_click_controls(db):
     raw = " ".join(c.value for c in at.caption)
     assert "\\*\\*bold\\*\\* \\[x\\]" in raw and "\\<b\\>" in raw  # escaped: shown as read, never as Markdown
     modes = drawing_modes(at)
-    assert set(modes.options) == {"Fix this picture's box", "Add a missed picture"}
+    assert set(modes.options) == {"Fix this picture's box", "Add a missed picture", "Paint out of the mask"}
     assert not modes.disabled
     assert any("numbered" in c.value for c in at.caption)  # the page is drawn with its boxes (from the thumbnail)
     next(b for b in at.button if b.key == "picture-next").click()

@@ -12,7 +12,7 @@ from curation import Manifest
 from curation.cli import cli
 from curation.export import ExportSettings, SettingsError, image_folder, safe_zip_name
 from curation.export.captions import render_caption
-from curation.export.layouts import Record, kohya_toml, metadata_jsonl, provenance_csv
+from curation.export.layouts import Record, kohya_toml, mask_folder, metadata_jsonl, provenance_csv
 from curation.export.selection import Item, safe_stem
 from curation.export.zipwriter import UnsafeName, check_name
 
@@ -24,7 +24,8 @@ def record(name="issue-0-abcdef12-p0004", caption="ohwx, engraving, a hat", fold
 
 
 def test_kohya_folder_and_dataset_toml_agree():
-    settings = ExportSettings(trigger="bzr1890", class_word="fashion plate", repeats=20, mode="bucket", size=1024)
+    settings = ExportSettings(trigger="bzr1890", class_word="fashion plate", repeats=20, mode="bucket", size=1024,
+                              masks=False)
     assert image_folder(settings) == "img/20_bzr1890 fashion plate"
     toml = tomllib.loads(kohya_toml(settings))
     dataset = toml["datasets"][0]
@@ -60,10 +61,10 @@ def test_provenance_table_says_where_each_image_came_from():
     lines = provenance_csv([record(), cut, second]).decode().splitlines()
     assert lines[0] == ("file,document,sha256,page,sigma,decided_by,caption,width,height,source,"
                         "duplicate_group,crop,crop_x0,crop_y0,crop_x1,crop_y1,picture,"
-                        "curator_caption,legend,auto_caption,auto_caption_model,caption_source")
+                        "curator_caption,legend,auto_caption,auto_caption_model,caption_source,mask,mask_share")
     # page index 3 in the manifest is page 4, in the file name and the page column alike
     assert lines[1].startswith("train/issue-0-abcdef12-p0004.jpg,/archive/issue-0.pdf,abcdef12")
-    captions = ",a hat,,,,caption"  # the curator's caption, no legend, no model caption: the caption won
+    captions = ",a hat,,,,caption,,"  # the curator's caption, no legend, no model caption: the caption won; no mask
     assert lines[1].endswith(',4,61.250,override,"ohwx, engraving, a hat",1024,1024,jpeg,,page,0,0,1224,1584,' + captions)
     assert lines[2].endswith(",jpeg,7,picture,88,68,912,712," + captions)  # its group, and the part of the page it shows
     assert lines[3].endswith(",jpeg,,picture,0,7,103,113,2" + captions)  # crop "pictures": the second picture of its page
@@ -125,18 +126,22 @@ def test_the_command_line_says_why_a_control_character_is_refused(tmp_path):
     ("\\u0041", '"""'),
 ])
 def test_dataset_toml_reads_back_the_same_words_in_kohya_s_parser(trigger, class_word):
-    settings = ExportSettings(trigger=trigger, class_word=class_word)
-    text = kohya_toml(settings)
-    for loads in (tomllib.loads, kohya_toml_parser.loads):  # the standard, and the `toml` package sd-scripts uses
-        subset = loads(text)["datasets"][0]["subsets"][0]
-        assert subset["class_tokens"] == f"{trigger} {class_word}"
-        assert subset["image_dir"] == image_folder(settings)
+    for masks in (False, True):  # without masks the class tokens; with them the masks' folder (mask_folder)
+        settings = ExportSettings(trigger=trigger, class_word=class_word, masks=masks)
+        text = kohya_toml(settings)
+        for loads in (tomllib.loads, kohya_toml_parser.loads):  # the standard, and the `toml` package sd-scripts uses
+            subset = loads(text)["datasets"][0]["subsets"][0]
+            if masks:
+                assert subset["conditioning_data_dir"] == mask_folder(settings) and "class_tokens" not in subset
+            else:
+                assert subset["class_tokens"] == f"{trigger} {class_word}"
+            assert subset["image_dir"] == image_folder(settings)
 
 
 def test_settings_round_trip_through_the_command_line():
     settings = ExportSettings(mode="bucket", size=768, quality=85, layout="diffusers", trigger="a b",
                               class_word="plate", template="{trigger}; {caption}", repeats=3, pad_colour="#102030",
-                              crop="picture", duplicates="all")
+                              crop="picture", duplicates="all", masks=True)
     context = cli.commands["export"].make_context("export", ["--out", "x.zip", *settings.cli_args()])
     params = {k: v for k, v in context.params.items() if k in settings.as_dict()}
     assert ExportSettings(**params) == settings

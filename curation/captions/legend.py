@@ -420,7 +420,7 @@ def _span(line: np.ndarray, upright: np.ndarray, px0: int, px1: int, dpi: float)
 def with_legends(result, doc, languages: str, scan: np.ndarray | None = None):
     """A scored page (`PageResult`) with each picture's legend and its confidence appended to its entry
     in `features["pictures"]`: [x0, y0, x1, y1, area, legend or null, confidence or null, score where the
-    learned verdict gave one]. A legend
+    learned verdict gave one, region where the finder gave one]. A legend
     that cannot be read leaves the page's score as it is. `scan`: the page's scan in gray at full size,
     where scoring decoded it (scorer.score_page_and_scan)."""
     pictures = json.loads((result.features or {}).get("pictures") or "[]")
@@ -430,7 +430,7 @@ def with_legends(result, doc, languages: str, scan: np.ndarray | None = None):
         found = read_legends(doc, result.page, [p[:4] for p in pictures], languages, scan)
     except Exception:  # MuPDF on a damaged part, the engine, memory: a legend is an extra, the score stands
         return result
-    entries = [[*p[:5], f.text if f else None, f.confidence if f else None, *p[7:8]] for p, f in zip(pictures, found)]
+    entries = [[*p[:5], f.text if f else None, f.confidence if f else None, *p[7:]] for p, f in zip(pictures, found)]
     return replace(result, features={**result.features, "pictures": json.dumps(entries)})
 
 

@@ -68,6 +68,12 @@ from .common import cli, db_option, open_manifest, page_timeout_option, run_job,
                    "cut enlarged 2.5-3.5 times to --size comes out soft; 512 keeps what --size 1024 enlarges at most "
                    "2x. The export says how many images are enlarged and by how much; export.json lists those left "
                    "out.")
+@click.option("--masks/--no-masks", default=None,
+              help="Write each image's mask (white: the picture, learned; black: the paper, legend and type round "
+                   "it and the padding), where the layout's trainer reads it: kohya, mask/ as dataset.toml's "
+                   "conditioning_data_dir, with training.toml setting sd-scripts' masked_loss; folder, "
+                   "<stem>-masklabel.png beside each image (OneTrainer; not for ai-toolkit); diffusers, masks/. "
+                   "Default: on for kohya, off for the others.")
 @click.option("--threshold", type=float, default=None, help="Decide at this sigma instead of the saved threshold.")
 @click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
               help=f"Worker processes reading pages (default: one per core, here {default_workers()}).")
@@ -75,7 +81,7 @@ from .common import cli, db_option, open_manifest, page_timeout_option, run_job,
 @worker_memory_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def export(db, out, layout, mode, fit, size, quality, trigger, class_word, template, repeats, pad_colour, crop,
-           duplicates, min_source, threshold, workers, page_timeout, worker_memory, quiet):
+           duplicates, min_source, masks, threshold, workers, page_timeout, worker_memory, quiet):
     """Write the kept pages to a LoRA training ZIP that kohya_ss, ai-toolkit and diffusers take as it is.
 
     The kept pages are the curator's overrides, else the decision rule (see `settings`), one page
@@ -95,7 +101,7 @@ def export(db, out, layout, mode, fit, size, quality, trigger, class_word, templ
     try:
         settings = ExportSettings(mode=mode, fit=fit, size=size, quality=quality, layout=layout, trigger=trigger,
                                   class_word=class_word, template=template, repeats=repeats, pad_colour=pad_colour,
-                                  crop=crop, duplicates=duplicates, min_source_side=min_source)
+                                  crop=crop, duplicates=duplicates, min_source_side=min_source, masks=masks)
     except SettingsError as exc:
         raise click.UsageError(str(exc)) from exc
     bar = None
@@ -123,6 +129,9 @@ def export(db, out, layout, mode, fit, size, quality, trigger, class_word, templ
                "pictures": f", {plural(report.cropped, 'picture')} cut apart"}[settings.crop]
     click.echo(f"{plural(report.images, 'image')} ({settings.layout} layout, {settings.shape} {settings.size}{cropped}) "
                f"written to {report.path}: {report.bytes / 1e6:.1f} MB, {report.images_per_second:.1f} images/s")
+    if settings.writes_masks:
+        click.echo(f"each image with its mask ({settings.layout} layout"
+                   + ("; train with --config_file training.toml: masked loss)" if settings.layout == "kohya" else ")"))
     if report.enlarged:
         click.echo(f"{report.enlarged}" + ("" if settings.min_source_side else
                                            "; --min-source PIXELS leaves out sources smaller than that"))

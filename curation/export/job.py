@@ -26,7 +26,7 @@ from ..sources.page_numbers import page_number
 from ..sources.reader import error_text
 from .captions import CaptionTooLong, caption_for
 from .geometry import crop_box
-from .layouts import Record, dataset_files, export_json, image_folder, provenance_csv
+from .layouts import Record, dataset_files, export_json, image_folder, mask_file, provenance_csv
 from .selection import Item, LeftOut, select
 from .settings import ExportSettings
 from .worker import Exported, NotExported, TooSmall, close_document, page_task, run_page_task
@@ -179,10 +179,14 @@ class Export:
         self._image_bytes += len(image.jpeg)
         target.add(file, image.jpeg)
         target.add(f"{folder}/{item.name}.txt", caption.encode(), compress=True)
+        mask = None
+        if image.mask_png is not None:
+            mask = mask_file(self.settings, item.name)
+            target.add(mask, image.mask_png)
         self.report.images += 1
         crop = crop_box(item, self.settings)
         self.report.cropped += crop is not None
-        return Record(item, file, caption, image.width, image.height, image.method, crop)
+        return Record(item, file, caption, image.width, image.height, image.method, crop, mask, image.mask_share)
 
     def _write_tables(self, target: ZipTarget, records: list[Record]) -> None:
         for name, data in dataset_files(self.settings, records):

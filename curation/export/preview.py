@@ -15,6 +15,7 @@ from .worker import Exported, Measured, TooSmall, export_one, measure_all, page_
 
 # Per image: two local headers, two central-directory entries (names twice each) and the caption.
 MEMBER_OVERHEAD = 2 * (30 + 46) + 4 * 64 + 120
+MASK_MEMBER_OVERHEAD = (30 + 46) + 2 * 64  # its mask, where masks are written: one more member
 ESTIMATE_SAMPLE = 12  # images encoded for the estimate: a few seconds' work, kept per image and settings
 # MuPDF is not thread-safe and the app runs each browser session in a thread of one process.
 _MUPDF = threading.Lock()
@@ -205,7 +206,9 @@ def estimate(previews: list[Preview], images: int, written: int | None = None) -
     factors = [image.upscale for image in made if image.upscale >= ENLARGED]
     too_small = scaled(measured - len(made))
     written = images - too_small if written is None else written
-    per_image = sum(len(p.image.jpeg) + len(p.caption.encode()) for p in shown) / max(1, len(shown))
-    size = round(written * (per_image + MEMBER_OVERHEAD)) + 4096 if made else None
+    per_image = sum(len(p.image.jpeg) + len(p.caption.encode()) + len(p.image.mask_png or b"") for p in shown
+                    ) / max(1, len(shown))
+    members = MEMBER_OVERHEAD + (MASK_MEMBER_OVERHEAD if any(p.image.mask_png for p in shown) else 0)
+    size = round(written * (per_image + members)) + 4096 if made else None
     return Estimate(size, written, scaled(len(factors)), max(factors, default=1.0), scaled(sum(f > 2 for f in factors)),
                     too_small, measured)

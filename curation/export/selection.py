@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ..captions.best import counted_sources, kind_of
 from ..manifest.store import Manifest
+from ..pictures.region import MaskSource
 from ..sources.page_numbers import page_number
 
 MAX_STEM = 48
@@ -46,6 +47,7 @@ class Item:
     auto_caption_model: str | None = None
     kind: str | None = None  # the picture's kind (the curator's, else suggested), for the template's {kind}
     method: str | None = None  # how ingest read the page: "jpeg" (one plain JPEG covering it) or a render
+    mask: MaskSource | None = None  # what the picture's mask is made from; None: a whole page (all of it learned)
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,7 @@ def one_per_picture(items: list[Item], pictures: dict[tuple[int, int], list]) ->
             continue
         expanded.extend(dataclasses.replace(
             item, name=f"{item.name}_pic{row['number']}", picture_box=(row["bx0"], row["by0"], row["bx1"], row["by1"]),
-            picture=row["number"], caption=row["caption"] or item.caption) for row in rows)
+            picture=row["number"], caption=row["caption"] or item.caption, mask=MaskSource.of_row(row)) for row in rows)
     return expanded
 
 
@@ -150,14 +152,16 @@ def largest_picture(items: list[Item], manifest: Manifest, threshold: float | No
     (an included or added one, a redrawn box), then the others; never one the curator deleted or excluded.
     A page whose every picture is deleted or excluded exports whole; a page without picture rows (scored
     before pictures were rows) keeps the scorer's box."""
-    best: dict[tuple[int, int], tuple | None] = {}
+    best: dict[tuple[int, int], tuple] = {}
     for row in manifest.picture_rows(threshold, order="x.doc_id, x.page, (x.deleted OR x.keep IS 0), "
                                                        "keep_picture DESC, box_area DESC, x.number"):
         key = (row["doc_id"], row["page"])
         if key not in best:
             refused = row["deleted"] or row["keep"] == 0
-            best[key] = None if refused else (row["bx0"], row["by0"], row["bx1"], row["by1"])
-    return [dataclasses.replace(item, picture_box=best[(item.doc_id, item.page)])
+            best[key] = (None, None) if refused else ((row["bx0"], row["by0"], row["bx1"], row["by1"]),
+                                                      MaskSource.of_row(row))
+    return [dataclasses.replace(item, picture_box=best[(item.doc_id, item.page)][0],
+                                mask=best[(item.doc_id, item.page)][1])
             if (item.doc_id, item.page) in best else item for item in items]
 
 

@@ -13,6 +13,9 @@ from .captions import (MAX_CAPTION_CHARS, PLACEHOLDERS, CaptionTooLong, Template
 MODES = ("square", "bucket")
 FITS = ("pad", "crop", "stretch")
 LAYOUTS = ("kohya", "folder", "diffusers")
+# The layouts whose trainer reads masks as the export writes them, unasked: sd-scripts (kohya) with --masked_loss.
+# The folder layout serves ai-toolkit too, which would take OneTrainer's -masklabel.png files for training images.
+MASKED_LAYOUTS = ("kohya",)
 # page: the whole page; picture: cut to the illustration's bounding box; pictures: each picture of a page
 # its own image
 CROPS = ("page", "picture", "pictures")
@@ -58,6 +61,9 @@ class ExportSettings:
     # Images whose source has fewer pixels than this on its short side are left out (0: none): enlarged 2.5-3.5
     # times to 1024 px, a small cut comes out soft.
     min_source_side: int = 0
+    # Each image's mask (curation.export.layouts.mask_file): None writes them where the layout's trainer reads
+    # them unasked (MASKED_LAYOUTS).
+    masks: bool | None = None
 
     def __post_init__(self):
         self.check()
@@ -96,6 +102,11 @@ class ExportSettings:
         _check_template(self.template, self.trigger, self.class_word)
 
     @property
+    def writes_masks(self) -> bool:
+        """Whether each image gets a mask beside it (see `masks`)."""
+        return self.layout in MASKED_LAYOUTS if self.masks is None else bool(self.masks)
+
+    @property
     def shape(self) -> str:
         """A short name for the image shape, as people say it: 'square pad', 'bucket'."""
         return "bucket" if self.mode == "bucket" else f"square {self.fit}"
@@ -105,7 +116,8 @@ class ExportSettings:
         return ["--layout", self.layout, "--mode", self.mode, "--fit", self.fit, "--size", str(self.size),
                 "--quality", str(self.quality), "--trigger", self.trigger, "--class", self.class_word,
                 "--template", self.template, "--repeats", str(self.repeats), "--pad-colour", self.pad_colour,
-                "--crop", self.crop, "--duplicates", self.duplicates, "--min-source", str(self.min_source_side)]
+                "--crop", self.crop, "--duplicates", self.duplicates, "--min-source", str(self.min_source_side),
+                *([] if self.masks is None else ["--masks" if self.masks else "--no-masks"])]
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)

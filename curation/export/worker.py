@@ -5,15 +5,30 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import numpy as np
 import pymupdf
 from PIL import Image
 
+from ..pictures.region import Box, MaskSource
 from ..runs.ingest_task import memory_message, out_of_memory
 from ..sources.reader import DocumentError, error_text, open_document
-from .geometry import Region, crop_region, picture_region
+from .geometry import Region, crop_box, crop_region, picture_region
 from .settings import ExportSettings
-from .shape import encode_jpeg, shape_image
+from .shape import encode_jpeg, encode_mask, shape_image, shape_mask
 from .source import measure_source, read_source
+
+
+@dataclass(frozen=True)
+class MaskTask:
+    """What an image's mask is made of: the picture's mask (`source`, None: its box) over `span`, the part of the
+    page the image shows, bounded by `box`, the picture's box as the curator left it (reference pixels both)."""
+
+    span: Box
+    box: Box
+    source: MaskSource | None = None
+
+    def mask(self) -> np.ndarray:
+        return (self.source or MaskSource()).mask(self.span, self.box)
 
 
 @dataclass(frozen=True)
@@ -26,13 +41,21 @@ class PageTask:
     roots: tuple[str, ...] | None = None  # the folders the PDF must really lie in when opened (None: no check)
     known_scan: bool = False  # ingest read the page as one plain JPEG covering it (its method "jpeg")
     picture: Region | None = None  # the picture's own box in `region`, whose margin is made paper (None: none)
+    mask: MaskTask | None = None  # the picture's mask, where the export writes masks (None: all of `region`)
 
 
 def page_task(item, settings: ExportSettings, roots=None) -> PageTask:
     """The task of exporting one selected page (an `Item`) under `settings`, read only under `roots`."""
     return PageTask(item.doc, item.doc_size, item.page, settings, crop_region(item, settings),
                     None if roots is None else tuple(str(root) for root in roots), item.method == "jpeg",
-                    picture_region(item, settings))
+                    picture_region(item, settings), mask_task(item, settings))
+
+
+def mask_task(item, settings: ExportSettings) -> MaskTask | None:
+    """The mask of an item's image where the export writes masks and the image is cut to a picture; None where
+    the whole image is learned (a page exported whole) or no mask is written."""
+    span = crop_box(item, settings) if settings.writes_masks else None
+    return None if span is None else MaskTask(span, item.picture_box, item.mask)
 
 
 @dataclass(frozen=True)
@@ -43,6 +66,8 @@ class Exported:
     method: str  # "jpeg" (the embedded scan, decoded reduced) or "render"
     upscale: float = 1.0  # times the source's own pixels were enlarged (1.0: not enlarged)
     source_side: int | None = None  # the kept part's shorter side in the source's pixels (None: drawn)
+    mask_png: bytes | None = None  # its mask, where the export writes masks (shape.shape_mask)
+    mask_share: float | None = None  # the share of the image its mask learns (its mean weight)
 
 
 @dataclass(frozen=True)
@@ -59,18 +84,23 @@ class TooSmall(NotExported):
 
 def export_page(doc: pymupdf.Document, number: int, settings: ExportSettings, *, use_scan: bool = True,
                 region: Region | None = None, known_scan: bool = False,
-                picture: Region | None = None) -> Exported | TooSmall:
+                picture: Region | None = None, mask: MaskTask | None = None) -> Exported | TooSmall:
     """The training image of one page, or of its `region`: read at the size it needs, shaped, encoded
     (`known_scan`: see source.read_source; `picture`: the picture's box in `region`, its margin made paper,
-    shape.paper_margin); TooSmall when the source has fewer pixels on its short side than
+    shape.paper_margin), with its mask where `settings` writes masks (`mask`: the picture's; None: all of
+    `region` learned); TooSmall when the source has fewer pixels on its short side than
     `settings.min_source_side` (an enlarged small cut comes out soft)."""
     source = read_source(doc, number, settings, use_scan=use_scan, region=region, known_scan=known_scan)
     side = source.native_side
     if side is not None and side < settings.min_source_side:
         return TooSmall(f"{side} px on its short side, under the minimum of {settings.min_source_side} px", side)
     image = shape_image(source, settings, picture)
+    png = share = None
+    if settings.writes_masks:
+        shaped = shape_mask(None if mask is None else mask.mask(), region, source.plan)
+        png, share = encode_mask(shaped), round(float(shaped.mean()) / 255, 4)
     return Exported(encode_jpeg(image, settings.quality), image.shape[1], image.shape[0], source.method,
-                    round(source.upscale, 2), side)
+                    round(source.upscale, 2), side, png, share)
 
 
 @dataclass(frozen=True)
@@ -82,7 +112,7 @@ class Measured:
 
 
 def measure_page(doc: pymupdf.Document, number: int, settings: ExportSettings, *, region: Region | None = None,
-                 known_scan: bool = False, picture: Region | None = None) -> Measured | TooSmall:
+                 known_scan: bool = False, picture: Region | None = None, mask: MaskTask | None = None) -> Measured | TooSmall:
     """`export_page`'s outcome for the figures (enlarged, left out under the minimum source size), from the
     source's header and the page's layout alone: milliseconds, no pixel decoded (the paper margin around
     `picture` changes neither)."""
@@ -141,7 +171,7 @@ def export_one(task: PageTask) -> Exported | NotExported:
 def _exported_or_reason(task: PageTask, document, make=export_page) -> Exported | NotExported:
     try:
         return make(document(), task.page, task.settings, region=task.region, known_scan=task.known_scan,
-                    picture=task.picture)
+                    picture=task.picture, mask=task.mask)
     except (DocumentError, FileChanged) as exc:
         return NotExported(str(exc))
     except FileNotFoundError:

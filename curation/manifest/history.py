@@ -28,7 +28,7 @@ ISSUER_VARIABLE, SUBJECT_VARIABLE = "CURATION_USER_ISSUER", "CURATION_USER_SUBJE
 PAGE_FIELDS = ("override", "caption")
 # A picture's changes carry its page (doc_id, page) and its id as `name` (curation.manifest.pictures).
 PICTURE_FIELDS = ("picture_override", "picture_caption", "picture_deleted", "picture_box", "picture_kind",
-                  "picture_no_legend", "picture_no_auto_caption")
+                  "picture_no_legend", "picture_no_auto_caption", "picture_mask_off", "picture_mask_stamps")
 # A page's pictures as its finder left them (FOUND_SQL), when a finder learned from the curator's boxes found them
 # again (curation.runs.learn_boxes); undone, the page gets back what the finder before it found.
 FOUND_FIELD = "found"
@@ -131,6 +131,8 @@ CURRENT_SQL = {
     "picture_kind": "(SELECT x.kind FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
     "picture_no_legend": "(SELECT x.no_legend FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
     "picture_no_auto_caption": "(SELECT x.no_auto_caption FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
+    "picture_mask_off": "(SELECT x.mask_off FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
+    "picture_mask_stamps": "(SELECT x.mask_stamps FROM pictures x WHERE x.id = CAST(k.name AS INTEGER))",
 }
 # What a finder left on a page (aliased k): its pictures, a curator's marks on them (a page a curator touched
 # since is not as the finder left it), and the page's picture figures.
@@ -153,7 +155,8 @@ def found_state(conn: sqlite3.Connection, doc_id: int, page: int) -> str | None:
 
 PICTURE_COLUMNS = {"picture_override": "keep", "picture_caption": "caption", "picture_deleted": "deleted",
                    "picture_kind": "kind", "picture_no_legend": "no_legend",
-                   "picture_no_auto_caption": "no_auto_caption"}
+                   "picture_no_auto_caption": "no_auto_caption", "picture_mask_off": "mask_off",
+                   "picture_mask_stamps": "mask_stamps"}
 
 
 def record_pages(conn: sqlite3.Connection, action: int, field: str, keys_table: str, new) -> None:
@@ -206,7 +209,7 @@ def _value(field: str, value):
         return {1: "include", 0: "exclude"}.get(value, "auto")
     if field == "picture_deleted":
         return {1: "deleted", 0: "present"}.get(value)
-    if field in ("picture_no_legend", "picture_no_auto_caption"):
+    if field in ("picture_no_legend", "picture_no_auto_caption", "picture_mask_off"):
         return {1: "switched off", 0: "used"}.get(value)
     if field == FOUND_FIELD and value is not None:
         return f"{len(json.loads(value)['pictures'])} picture(s) found"
@@ -352,6 +355,8 @@ PICTURE_VERBS = {  # field: {new value (None: any): (verb for one, verb for many
     "picture_kind": {None: "set the kind of"},
     "picture_no_legend": {1: "switched off the legend of", 0: "switched on the legend of"},
     "picture_no_auto_caption": {1: "switched off the model's caption of", 0: "switched on the model's caption of"},
+    "picture_mask_off": {1: "turned off the mask of", 0: "turned on the mask of"},
+    "picture_mask_stamps": {None: "painted out part of the mask of"},
 }
 
 
@@ -366,6 +371,9 @@ def _describe_pictures(conn: sqlite3.Connection, action: int, field: str) -> str
     verb = verbs.get(values.pop(), verbs.get(None, "changed")) if len(values) == 1 else "changed"
     if field == "picture_caption" and any(row["new"] is not None for row in rows):  # many texts: still captions
         verb = "captioned"
+    if field == "picture_mask_stamps":  # each picture's own list: a new one painted out, or none left
+        verb = ("painted out part of the mask of" if any(row["new"] is not None for row in rows)
+                else "took back the painted-out parts of the mask of")
     if field == "picture_deleted" and rows[0]["old"] == 0 and rows[0]["new"] == 1:
         verb = "deleted"
     elif field == "picture_deleted" and rows[0]["old"] == 1 and rows[0]["new"] == 0:

@@ -17,6 +17,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 
 from ..pictures.kind import KINDS
+from ..pictures.region import stamps_of, stamps_text
 from . import history, page_figures
 from .caption_limit import stored_caption
 from .history import now
@@ -74,7 +75,7 @@ MATCH_IOU = 0.5  # a new box is the same picture as an old one when they overlap
 REFERENCE_DPI = 144  # boxes are measured at the scorer's reference resolution (curation.scoring.features)
 # What makes a picture a person's work, kept when the scorer no longer finds it.
 TOUCHED_SQL = ("(keep IS NOT NULL OR caption IS NOT NULL OR fx0 IS NOT NULL OR added OR deleted OR kind IS NOT NULL "
-               "OR no_legend OR no_auto_caption)")
+               "OR no_legend OR no_auto_caption OR mask_off OR mask_stamps IS NOT NULL)")
 # A page's decision reads its pictures when one is decided, added, deleted or redrawn, or no longer found.
 PICTURE_FIELDS = history.PICTURE_COLUMNS
 
@@ -85,6 +86,15 @@ MIGRATION_KINDS = """
     ALTER TABLE pictures ADD COLUMN kind_suggested TEXT;  -- the analysis's, from the picture's crop
     ALTER TABLE pictures ADD COLUMN no_legend INTEGER NOT NULL DEFAULT 0;        -- the curator: the legend is wrong
     ALTER TABLE pictures ADD COLUMN no_auto_caption INTEGER NOT NULL DEFAULT 0;  -- ... the model's caption is
+"""
+
+
+# Schema 22: a picture's region from the finder (curation.pictures.region), NULL where none was fitted, and the
+# curator's mask: switched off (the whole box is learned) or rectangles painted out of it (JSON, reference pixels).
+MIGRATION_MASKS = """
+    ALTER TABLE pictures ADD COLUMN region TEXT;
+    ALTER TABLE pictures ADD COLUMN mask_off INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE pictures ADD COLUMN mask_stamps TEXT;
 """
 
 
@@ -132,8 +142,9 @@ class PictureRows:
 
     def set_pictures(self, doc_id: int, page: int, found: Iterable[Sequence], finder: str | None = None) -> None:
         """The scorer's pictures of one page, largest first: (x0, y0, x1, y1, square inches[, legend,
-        legend confidence[, the learned verdict's score]]), found by `finder` (curation.manifest.finders.label).
-        Matched to the page's pictures by overlap (see the module's docstring)."""
+        legend confidence[, the learned verdict's score[, region (curation.pictures.region)]]]), found by `finder`
+        (curation.manifest.finders.label). Matched to the page's pictures by overlap (see the module's docstring);
+        a matched picture takes the new region with the new box."""
         found = [list(picture) for picture in found]
         old = self.conn.execute("SELECT * FROM pictures WHERE doc_id = ? AND page = ? AND NOT added",
                                 (doc_id, page)).fetchall()
@@ -148,16 +159,17 @@ class PictureRows:
                 self.conn.execute("DELETE FROM pictures WHERE id = ?", (row["id"],))
         number = self._last_number(doc_id, page)
         for rank, picture in enumerate(found):
-            legend, confidence, score = (picture[5:8] + [None] * 3)[:3]
-            values = (rank, *picture[:5], legend, confidence, score, finder)
+            legend, confidence, score, region = (picture[5:9] + [None] * 4)[:4]
+            values = (rank, *picture[:5], legend, confidence, score, finder, region)
             if rank in matched:
                 self.conn.execute("UPDATE pictures SET rank = ?, x0 = ?, y0 = ?, x1 = ?, y1 = ?, area = ?, legend = ?, "
-                                  "legend_confidence = ?, score = ?, finder = ? WHERE id = ?",
+                                  "legend_confidence = ?, score = ?, finder = ?, region = ? WHERE id = ?",
                                   (*values, old[matched[rank]]["id"]))
             else:
                 number += 1
                 self.conn.execute("INSERT INTO pictures (doc_id, page, number, rank, x0, y0, x1, y1, area, legend, "
-                                  "legend_confidence, score, finder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                  "legend_confidence, score, finder, region) "
+                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                   (doc_id, page, number, *values))
         self._refresh_pages([(doc_id, page)])
 
@@ -259,6 +271,26 @@ class PictureRows:
     def set_no_auto_caption(self, items: Iterable[tuple[int, bool]]) -> int:
         """Switch a picture's model caption off (True) or on again; one action."""
         return self._edit("picture_no_auto_caption", ((pid, int(bool(off))) for pid, off in items))
+
+    def set_mask_off(self, items: Iterable[tuple[int, bool]]) -> int:
+        """Turn a picture's mask off (True: its whole box is learned) or on again; one action."""
+        return self._edit("picture_mask_off", ((pid, int(bool(off))) for pid, off in items))
+
+    def add_mask_stamp(self, picture_id: int, stamp: Sequence[int]) -> None:
+        """Paint a rectangle (reference pixels: a library stamp, a mark) out of a picture's mask; one action.
+        PictureError for a rectangle that misses the picture's box or is a line."""
+        row = self._picture_row(picture_id)
+        box = _box(row)
+        x0, y0, x1, y1 = (int(round(v)) for v in stamp)
+        x0, x1 = sorted((max(box[0], min(x0, box[2])), max(box[0], min(x1, box[2]))))
+        y0, y1 = sorted((max(box[1], min(y0, box[3])), max(box[1], min(y1, box[3]))))
+        if x1 - x0 < 2 or y1 - y0 < 2:
+            raise PictureError("the rectangle to paint out needs two corners apart, inside the picture's box")
+        self._edit("picture_mask_stamps", [(picture_id, stamps_text([*stamps_of(row["mask_stamps"]), (x0, y0, x1, y1)]))])
+
+    def clear_mask_stamps(self, picture_id: int) -> None:
+        """Take every rectangle painted out of a picture's mask away; one action."""
+        self._edit("picture_mask_stamps", [(picture_id, None)])
 
     def delete_picture(self, picture_id: int, deleted: bool = True) -> None:
         """Say a picture is not one (it is never exported); deleted=False brings it back."""
@@ -394,7 +426,8 @@ def write_box(conn: sqlite3.Connection, picture_id: int, box: Sequence[int] | No
 
 def write_found(conn: sqlite3.Connection, doc_id: int, page: int, text: str) -> bool:
     """Give a page back the pictures a finder left on it (history.FOUND_SQL's `text`): the same rows, ids and
-    numbers, and the page's picture figures; the caller refreshes the page. A picture whose id another page's
+    numbers, and the page's picture figures (not their regions: a picture given back is masked by its box); the
+    caller refreshes the page. A picture whose id another page's
     picture took since (SQLite hands a deleted row's id to the next insert) comes back under a new id; returns
     whether one did, as the page's state then differs from `text` in that id."""
     state = json.loads(text)
@@ -406,7 +439,7 @@ def write_found(conn: sqlite3.Connection, doc_id: int, page: int, text: str) -> 
     columns = ("number", "rank", "x0", "y0", "x1", "y1", "area", "legend", "legend_confidence", "score", "finder")
     conn.executemany(
         f"INSERT INTO pictures (id, doc_id, page, {', '.join(columns)}) VALUES (?, ?, ?, {', '.join('?' * len(columns))}) "
-        f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in columns)}",
+        f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in columns)}, region = NULL",
         [(None if row[0] in taken else row[0], doc_id, page, *row[1:1 + len(columns)]) for row in rows])
     conn.execute("UPDATE pages SET picture_area = ?, picture_count = ?, picture_share = ?, picture_x0 = ?, "
                  "picture_y0 = ?, picture_x1 = ?, picture_y1 = ? WHERE doc_id = ? AND page = ?",
@@ -428,7 +461,7 @@ def _scorer_box(row: sqlite3.Row) -> tuple:
 def _touched(row: sqlite3.Row) -> bool:
     return (row["keep"] is not None or row["caption"] is not None or row["fx0"] is not None
             or bool(row["added"]) or bool(row["deleted"]) or row["kind"] is not None or bool(row["no_legend"])
-            or bool(row["no_auto_caption"]))
+            or bool(row["no_auto_caption"]) or bool(row["mask_off"]) or row["mask_stamps"] is not None)
 
 
 def _box(row: sqlite3.Row) -> tuple:

@@ -318,6 +318,9 @@ MIGRATIONS: list[str] = [
     # The picture network became the default finder; a manifest that scored pages with the rules, the default
     # before, keeps them until a person chooses (settings.DEFAULT_PICTURE_FINDER).
     KEEP_RULES_MIGRATION,
+    # Each picture's region (which pixels of its box are the picture, as the finder fitted it), and the curator's
+    # mask: turned off, or rectangles painted out (curation.manifest.pictures, curation.pictures.region).
+    pictures.MIGRATION_MASKS,
 ]
 
 

@@ -18,7 +18,9 @@ than JOIN_IN are one piece, hatching and what it shades) that lie mostly on the 
 and its box is theirs, with a margin of paper (MARGIN of the page's shorter side). A legend's letters, the next
 column's words and a frame's far side are pieces of their own, off the picture's cells, and fall out. Pieces in
 groups across gutters (the settings' gutter) are as many pictures as there are large groups: figures printed side by
-side make one region of cells but are pictures of their own, and a letter keying a figure is left out.
+side make one region of cells but are pictures of their own, and a letter keying a figure is left out. Each picture
+keeps the ink its box was fitted to as its region (curation.pictures.region: which pixels of the box are the
+picture), which the export's masks for masked loss are made from.
 
 The settings (cell cutoff, gutter, a group's least size, the score a picture counts at) are chosen by the recipe,
 leave one source out, and shipped in finder.json.
@@ -29,14 +31,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import cv2
 import numpy as np
 
 from ..scoring.features import REFERENCE_DPI, analyse_page
-from . import picture_judge
+from . import picture_judge, region
 from .onnx_network import OnnxNetwork
 from .verdict import picture_columns
 
@@ -81,6 +83,9 @@ class FoundPicture:
     box: tuple[int, int, int, int]  # x0, y0, x1, y1 in the page's pixels
     area: float  # square inches
     score: float  # the most certain cell's probability that it lies on a picture
+    # Which cells of the box are the picture (curation.pictures.region): a bitmap stretched over the box; None where
+    # the box was not fitted to ink.
+    region: np.ndarray | None = field(default=None, compare=False, repr=False)
 
 
 def network_side(shape: tuple[int, int], dpi: float) -> int:
@@ -182,12 +187,41 @@ def pictures_from_cells(cells: np.ndarray, gray: np.ndarray, dpi: float,
     found = []
     for label in range(1, count):
         on = labels == label
-        boxes = _fitted(analysis, on, cells, gray.shape, settings, sure) if analysis is not None else None
-        for box in [_cell_box(on, cells.shape, gray.shape)] if boxes is None else boxes:
+        fitted = _fitted(analysis, on, cells, gray.shape, settings, sure) if analysis is not None else None
+        boxes = fitted.boxes if fitted is not None else [_cell_box(on, cells.shape, gray.shape)]
+        for box in boxes:
             box = _with_margin(box, gray.shape)
             area = (box[2] - box[0]) * (box[3] - box[1]) / dpi / dpi
-            found.append(FoundPicture(box, area, float(cells[on].max())))
+            shape = fitted.region(box) if fitted is not None else None
+            found.append(FoundPicture(box, area, float(cells[on].max()), shape))
     return sorted(found, key=lambda p: p.area, reverse=True)
+
+
+@dataclass(frozen=True)
+class _Fitted:
+    """The boxes (page pixels) fitted to a region of cells, and the picture's ink they were fitted to (`kept`, at
+    the analysis's resolution, its top left at `origin` there)."""
+
+    boxes: list
+    kept: np.ndarray
+    origin: tuple[int, int]
+    analysis: object
+
+    def region(self, box) -> np.ndarray:
+        """The picture's region over `box` (page pixels) at the analysis's resolution
+        (curation.pictures.region.region_of): the picture's ink in it, holes closed, a little paper round."""
+        analysis = self.analysis
+        left, top = analysis.offset
+        x0, y0, x1, y1 = (round((v - o) / analysis.scale) for v, o in zip(box, (left, top, left, top)))
+        x1, y1 = max(x1, x0 + 1), max(y1, y0 + 1)
+        ink = np.zeros((y1 - y0, x1 - x0), np.uint8)
+        ox, oy = self.origin
+        kh, kw = self.kept.shape
+        cx0, cy0 = max(x0, ox), max(y0, oy)
+        cx1, cy1 = min(x1, ox + kw), min(y1, oy + kh)
+        if cx1 > cx0 and cy1 > cy0:
+            ink[cy0 - y0:cy1 - y0, cx0 - x0:cx1 - x0] = self.kept[cy0 - oy:cy1 - oy, cx0 - ox:cx1 - ox]
+        return region.region_of(ink > 0, analysis.dpi)
 
 
 def combined(cells: np.ndarray, how: str) -> np.ndarray:
@@ -208,7 +242,7 @@ def _cell_box(on: np.ndarray, grid: tuple[int, int], shape: tuple[int, int]) -> 
 
 
 def _fitted(analysis, on: np.ndarray, cells: np.ndarray, shape: tuple[int, int], settings: Settings,
-            sure: np.ndarray) -> list | None:
+            sure: np.ndarray) -> _Fitted | None:
     """The boxes (page pixels) of the pictures on the cells `on`: the pieces of ink lying mostly on those cells,
     as one picture or, where `settings.gutter` is set, one picture per large group of pieces (`_parts`); a box that
     is a letter of a line of display type (`_is_lettering`; `sure`: every picture's cells at the analysis's
@@ -237,7 +271,8 @@ def _fitted(analysis, on: np.ndarray, cells: np.ndarray, shape: tuple[int, int],
     kept = (np.isin(pieces, wanted) & (strokes > 0)).view(np.uint8)
     boxes = _parts(kept, analysis.dpi, settings) if settings.gutter else [_ink_box(kept)]
     boxes = [(x0 + b[0], y0 + b[1], x0 + b[2], y0 + b[3]) for b in boxes]
-    return [analysis.to_page(b) for b in boxes if not _is_lettering(analysis, b, sure)]
+    return _Fitted([analysis.to_page(b) for b in boxes if not _is_lettering(analysis, b, sure)], kept, (x0, y0),
+                   analysis)
 
 
 def _at_analysis(grid: np.ndarray, analysis, shape: tuple[int, int]) -> np.ndarray:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..scoring.features import REFERENCE_DPI, PageAnalysis, analyse_page
-from . import boxes, embedding, text
+from . import boxes, embedding, region, text
 from .candidates import MEASURES, Candidate, propose, text_over_content
 
 HEAD_FILE = Path(__file__).with_name("verdict.npz")
@@ -212,10 +212,10 @@ def checked_columns(gray: np.ndarray, box_scale: float = 1.0, head: Head | None 
 def picture_columns(pictures: list, cutoff: float, content: float, box_scale: float) -> dict:
     """The picture columns of a page's scored `pictures` (largest first; each with `box` in the page's pixels,
     `area` in square inches and `score`): every entry [x0, y0, x1, y1 (times `box_scale`), square inches,
-    legend, legend confidence, score], and the page's figures from those scored at or above `cutoff`, over
+    legend, legend confidence, score[, region where the picture has one (curation.pictures.region)]], and the page's figures from those scored at or above `cutoff`, over
     `content` square inches of page."""
-    entries = [[*(round(v * box_scale) for v in p.box), round(p.area, 3), None, None, round(p.score, 4)]
-               for p in pictures]
+    entries = [[*(round(v * box_scale) for v in p.box), round(p.area, 3), None, None, round(p.score, 4),
+                *_region_entry(p)] for p in pictures]
     counted = [(p, entry) for p, entry in zip(pictures, entries) if p.score >= cutoff]
     largest = counted[0][1][:4] if counted else [None] * 4
     return {
@@ -225,3 +225,9 @@ def picture_columns(pictures: list, cutoff: float, content: float, box_scale: fl
         "picture_share": min(1.0, sum(p.area for p, _ in counted) / content) if content else 0.0,
         **dict(zip(("picture_x0", "picture_y0", "picture_x1", "picture_y1"), largest)),
     }
+
+
+def _region_entry(picture) -> list:
+    """The picture's stored region (curation.pictures.region.encode), as the last of its entry, where it has one."""
+    found = getattr(picture, "region", None)
+    return [] if found is None else [region.encode(found)]

@@ -21,6 +21,7 @@ import PIL.ImageDraw
 
 from ..manifest.pictures import PictureError
 from ..manifest.store import Manifest
+from ..pictures.region import MaskSource
 from .images import OUTLINE_COLOUR, draw_cards, open_jpeg, thumbnails
 
 CROP_SIDE = 200  # pixels: a card's square crop, enough for the widest card of the grid
@@ -28,6 +29,7 @@ CROP_MARGIN = 0.03  # of the page's width: a little of the page around the box, 
 PAPER = (243, 238, 228)  # the theme's secondary background: the letterbox around a crop
 OUTLINE_MIN_WIDTH = 800  # pixels: a smaller page image is enlarged before its boxes are drawn
 SELECTED_COLOUR = (0, 114, 178)  # the open picture's box: a blue no scan is printed in
+MASK_VEIL_COLOUR, MASK_VEIL_ALPHA = (213, 94, 0), 140  # what the mask leaves out, veiled: an orange-red, half seen
 
 
 # -- crops and the page with its boxes ----------------------------------------------------------
@@ -114,6 +116,32 @@ def numbered_outline(image: bytes, boxes: list[dict], page_width: int, selected:
             draw.rectangle([cx - reach, cy - reach, cx + reach, cy + reach], fill=(255, 255, 255),
                            outline=SELECTED_COLOUR, width=max(2, line))
     return picture
+
+
+def with_mask(picture: PIL.Image.Image, row, page_width: int) -> PIL.Image.Image:
+    """`picture` (the page as numbered_outline draws it, `page_width` reference pixels wide) with the open picture's
+    mask shown (`row`: its picture row): what of its box the export's mask does not learn (the paper, a legend or
+    type the box took in, a stamp painted out) veiled in red; the learned part as it is."""
+    box = tuple(int(row[k]) for k in ("bx0", "by0", "bx1", "by1"))
+    mask = MaskSource.of_row(row).mask(box, box)
+    if mask.all() or not mask.size:
+        return picture
+    scale = picture.width / page_width
+    x0, y0, x1, y1 = (round(v * scale) for v in box)
+    if x1 <= x0 or y1 <= y0:
+        return picture
+    veil = PIL.Image.fromarray(((~mask).view("uint8") * MASK_VEIL_ALPHA)).resize((x1 - x0, y1 - y0), PIL.Image.NEAREST)
+    shown = picture.copy()
+    shown.paste(PIL.Image.new("RGB", veil.size, MASK_VEIL_COLOUR), (x0, y0), veil)
+    return shown
+
+
+def mask_words(row) -> str:
+    """What a picture's mask is made of, in words (`row`: its picture row)."""
+    source = MaskSource.of_row(row)
+    made = ("the whole box (turned off)" if source.off else "the picture's own region" if source.kind == "region"
+            else "its box (no region found)")
+    return made + (f"; {len(source.stamps)} part(s) painted out" if source.stamps and not source.off else "")
 
 
 def _dashed_rectangle(draw: PIL.ImageDraw.ImageDraw, box: tuple, colour: tuple, width: int, dash: int = 12) -> None:

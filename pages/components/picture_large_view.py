@@ -1,6 +1,7 @@
 """A picture of Review's Pictures view opened large, on its page: its decision, kind and captions, and its box
-fixed, a missed picture added by dragging on the page, or the picture deleted; with what a card does to one
-picture too (decide, caption). Streamlit only; curation.views.picture_views computes what it shows."""
+fixed, a missed picture added by dragging on the page, or the picture deleted; its mask for masked loss shown over
+it, turned off, or a stamp painted out of it by dragging; with what a card does to one picture too (decide,
+caption). Streamlit only; curation.views.picture_views computes what it shows."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ CAPTION_HELP = ("Your caption, saved when you press Enter or leave the box; it w
                 "model's caption.")
 MAX_CAPTION = CAPTION_CHARS  # the bound the manifest holds every caption to
 UNDO_HINT = captions.UNDO_HINT
-CLICK_MODES = {"fix": "Fix this picture's box", "add": "Add a missed picture"}
+CLICK_MODES = {"fix": "Fix this picture's box", "add": "Add a missed picture", "stamp": "Paint out of the mask"}
+MASK_SHOWN = "pictures_mask_shown"  # set: the large view shows the open picture's mask over it
 KINDS = {kind: kind.capitalize() for kind in pv.KINDS}
 VIEW_LONG_SIDE = 1400  # pixels: the page in the large view, sharp enough to place a corner
 FRAME_WIDTH, FRAME_HEIGHT = 731, 520  # pixels: the page's frame in the large view at most (its column at 1440 px)
@@ -179,6 +181,7 @@ def large_view(threshold: float):
     page_col, side_col = st.columns([3, 2])
     with side_col:
         kind_input(row)
+        mask_inputs(row)
         caption_input(row, "dialog")
         captions.other_captions(row, "dialog")
         if last is not None:
@@ -214,6 +217,45 @@ def kind_changed(picture_id: int, key: str):
     common.notify(f"{picture_words(row).capitalize()} is {'a ' + kind if kind else 'as suggested'} · {UNDO_HINT}")
 
 
+def mask_inputs(row: dict):
+    """The picture's mask for masked loss: shown over the page (a switch), on or off (off: its whole box is
+    learned), and the rectangles painted out of it taken back."""
+    with st.container(horizontal=True, vertical_alignment="center", key="picture-mask"):
+        st.toggle("Show the mask", key=MASK_SHOWN,
+                  help="Veil what of the picture's box the export's mask leaves out (a trainer with masked loss "
+                       "does not learn it): the paper, a legend or type the box took in, a stamp painted out.")
+        key = f"picture-mask-on-{row['id']}-{row['mask_off']}"  # an undo elsewhere shows at once
+        st.toggle("Mask on", value=not row["mask_off"], key=key, on_change=mask_switched, args=(row["id"], key),
+                  disabled=auth.locked(), help=auth.help_for("Off: the picture's whole box is learned."))
+    st.caption(f"Mask: {pv.mask_words(row)}. Paint out a stamp or a mark: pick “Paint out of the mask” under the "
+               "page and drag over it.")
+    if row["mask_stamps"]:
+        st.button("Take back the painted-out parts", key="picture-mask-clear", on_click=stamps_cleared,
+                  args=(row["id"],), disabled=auth.locked(), help=auth.help_for())
+
+
+def mask_switched(picture_id: int, key: str):
+    if not auth.require_curator():
+        st.session_state.pop(key, None)
+        return
+    on = bool(st.session_state[key])
+    with common.open_manifest() as manifest:
+        manifest.set_mask_off([(picture_id, not on)])
+        row = manifest.picture(picture_id)
+    st.session_state[MASK_SHOWN] = True
+    common.notify(f"Turned {'on' if on else 'off'} the mask of {picture_words(row)}"
+                  + ("" if on else ": its whole box is learned") + f" · {UNDO_HINT}")
+
+
+def stamps_cleared(picture_id: int):
+    if not auth.require_curator():
+        return
+    with common.open_manifest() as manifest:
+        manifest.clear_mask_stamps(picture_id)
+        row = manifest.picture(picture_id)
+    common.notify(f"Took back the parts painted out of the mask of {picture_words(row)} · {UNDO_HINT}")
+
+
 def draw_on_page(row: dict, boxes: list[dict], image: bytes, drawn_from: str):
     """The page with its boxes, opened centred on the picture; in a drawing mode a drag draws a box (or, from a
     corner handle of this one, moves that corner)."""
@@ -234,6 +276,7 @@ def draw_on_page(row: dict, boxes: list[dict], image: bytes, drawn_from: str):
     # Always one line here, empty or not: an element put in above the page moved the page's frame to a new place,
     # where its image was sized in a frame not yet as wide as the view and stayed cut off at about 200 px.
     st.caption("" if locked else "Pick a way of drawing to draw on the page." if not mode else
+               "Drag across the stamp or mark to leave it out of the mask (veiled)." if mode == "stamp" else
                "Drag from one corner of the picture to the opposite one"
                + (": a drag that starts on one of the blue box's white corner handles moves that corner, any "
                   "other drag draws a new box." if mode == "fix" else "."))
@@ -242,6 +285,8 @@ def draw_on_page(row: dict, boxes: list[dict], image: bytes, drawn_from: str):
     grab = pv.CORNER_GRAB * (region[2] - region[0])
     outlined = pv.numbered_outline(image, boxes, row["width"], selected=row["id"],
                                    handles=grab if mode == "fix" and not locked else None)
+    if st.session_state.get(MASK_SHOWN) or mode == "stamp":
+        outlined = pv.with_mask(outlined, row, row["width"])
     page = pv.zoomed(outlined, region, row["width"])
     key = f"picture-page-{row['id']}"
     streamlit_image_coordinates(page, key=key, width=frame_width(region), image_format="JPEG", jpeg_quality=85,
@@ -299,6 +344,10 @@ def dragged(picture_id: int, key: str, mode: str | None, region):
             start = pv.page_point((drag["x1"], drag["y1"]), drag["width"], region)
             end = pv.page_point((drag["x2"], drag["y2"]), drag["width"], region)
             box = pv.dragged_box(own, start, end, pv.CORNER_GRAB * (region[2] - region[0]))
+            if mode == "stamp":
+                manifest.add_mask_stamp(picture_id, box)
+                common.notify(f"Painted a part out of the mask of {picture_words(row)} · {UNDO_HINT}.")
+                return
             change = pv.box_change(manifest, picture_id, box) if mode == "fix" else None
         except PictureError as exc:
             st.session_state[DRAG_PROBLEM] = str(exc)  # shown by the run that follows, in the large view
