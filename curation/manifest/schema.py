@@ -318,6 +318,9 @@ MIGRATIONS: list[str] = [
     # The picture network became the default finder; a manifest that scored pages with the rules, the default
     # before, keeps them until a person chooses (settings.DEFAULT_PICTURE_FINDER).
     KEEP_RULES_MIGRATION,
+    # The pictures a curator set a kind on, read without a walk over every picture: the kinds learned per archive
+    # start from them (curation.decisions.picture_kinds).
+    "CREATE INDEX pictures_kind_set ON pictures(id) WHERE kind IS NOT NULL;",
 ]
 
 
