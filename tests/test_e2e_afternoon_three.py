@@ -3,15 +3,20 @@ Pictures view is kept in the address by its name, so a link shared with an old c
 decision changed the count, opens on the same filter."""
 
 import contextlib
+import csv
+import io
+import json
 import os
 import re
 import urllib.parse
+import zipfile
 
 import pytest
 
 from curation import Manifest, ingest
 from curation.sources.synthetic import PageSpec, write_pdf
-from server_support import CHROMIUM, chromium, go, settle, streamlit_server
+from server_support import CHROMIUM, chromium, go, no_exception, settle, streamlit_server
+from test_e2e_afternoon_two import metric, wait_job
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
@@ -157,3 +162,87 @@ def test_a_tall_picture_is_whole_on_a_1440_by_900_screen_fitted_and_zoomed_out(t
             settle(page)
         assert levels[0].startswith("fitted") and levels[-1] == "1×", levels
         assert page.evaluate("window.scrollY") == 0
+
+
+# -- every figure of the Export page against the finished ZIP ----------------------------------------------------
+
+PLATE = PageSpec(kind="engraving", seed=12, dpi=150, inches=(6.0, 8.0))  # reprinted: a near-duplicate left out
+UNITS = {"bytes": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+
+
+def size_of(words: str) -> float:
+    """Bytes of the page's "4.3 MB"."""
+    number, unit = re.fullmatch(r"([\d,.]+) (bytes|KB|MB|GB)", words.strip()).groups()
+    return float(number.replace(",", "")) * UNITS[unit]
+
+
+def number_in(pattern: str, text: str) -> int:
+    found = re.search(pattern, text)
+    assert found, (pattern, text)
+    return int(found[1].replace(",", ""))
+
+
+CUT_OFF_JS = """selector => [...document.querySelectorAll(selector)].flatMap(figure =>
+    [figure, ...figure.querySelectorAll('*')].filter(e => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1)
+        .map(e => `${figure.innerText} (${e.tagName}: ${e.scrollWidth} > ${e.clientWidth})`))"""
+
+
+def cut_off(page, selector: str) -> list[str]:
+    """The texts under `selector` that do not fit their box (cut, or ending in "…")."""
+    return page.evaluate(CUT_OFF_JS, selector)
+
+
+def test_every_figure_of_the_export_page_is_the_finished_zips_and_none_is_cut_off(tmp_path, page):
+    """Pictures scanned at 72 to 200 dpi, one plate reprinted, a 512 px minimum source size: the page's Images,
+    Estimated size (within 6 %), Enlarged, Near-duplicates left out, the images left out under the minimum, the
+    preview's count, the button's and the download's size are what the ZIP holds, and every figure's label and
+    value fits its box at 1440 x 900."""
+    db = tmp_path / "data" / "manifest.sqlite"
+    archive = tmp_path / "data" / "archive"
+    for n, dpi in enumerate((72, 110, 150, 200, 200)):
+        write_pdf(archive / f"issue-{n}.pdf", [PageSpec(kind=("engraving", "mixed")[p % 2], seed=10 * n + p, dpi=dpi,
+                                                        inches=(6.0, 8.0)) for p in range(5)])
+    write_pdf(archive / "reprint.pdf", [PLATE, PLATE])
+    with Manifest(db) as manifest:
+        ingest(manifest, [archive], workers=1)
+        manifest.rule, manifest.threshold = "sigma", 0.0  # every page kept
+    with served(tmp_path, db) as port:
+        go(page, f"http://127.0.0.1:{port}", "export")
+        minimum = page.get_by_role("spinbutton", name="Minimum source size (pixels, short side)")
+        minimum.fill("512")
+        minimum.press("Enter")
+        page.get_by_text(re.compile(r"\d+ images? left out: their source is under")).wait_for()
+        settle(page)
+        main = page.locator("[data-testid='stMain']")
+        text = main.inner_text()
+        shown = {label: metric(page, label) for label in ("Images", "Estimated size", "Near-duplicates left out",
+                                                            "Enlarged")}
+        too_small = number_in(r"([\d,]+) images? left out: their source is under", text)
+        written_words = number_in(r"minimum source size\. ([\d,]+) images? written", text)
+        preview = number_in(r"Images 1–\d+ of ([\d,]+), exactly as exported", text)
+        left_out_listed = number_in(r"([\d,]+) images? left out of the ZIP, and why", text)
+        button = page.get_by_role("button", name=re.compile(r"^Export [\d,]+ images"))
+        on_button = number_in(r"Export ([\d,]+) images", button.inner_text())
+        assert cut_off(page, "[data-testid='stMetric']") == []
+        assert cut_off(page, "[data-testid='stCaptionContainer']") == []
+        button.click()
+        wait_job(db, "export")
+        page.get_by_role("button", name=re.compile(r"^Download lora\.zip")).wait_for()
+        settle(page)
+        download = page.get_by_role("button", name=re.compile(r"^Download lora\.zip")).inner_text()
+        finished = page.locator("[data-testid='stAlertContentSuccess']").inner_text()
+        no_exception(page)
+    zip_path = tmp_path / "data" / "exports" / "lora.zip"
+    with zipfile.ZipFile(zip_path) as zipped:
+        images = [name for name in zipped.namelist() if name.endswith(".jpg")]
+        rows = list(csv.DictReader(io.StringIO(zipped.read("manifest.csv").decode())))
+        record = json.loads(zipped.read("export.json"))
+    written, size = len(images), zip_path.stat().st_size
+    assert len(rows) == written > 12  # more than the estimate samples: the size is an estimate
+    assert shown["Images"] == f"{written:,}" == f"{written_words:,}" == f"{preview:,}" == f"{on_button:,}"
+    assert abs(size_of(shown["Estimated size"]) - size) <= 0.06 * size, (shown["Estimated size"], size)
+    assert shown["Enlarged"] == f"{record['sources']['enlarged_images']:,}"
+    assert too_small == left_out_listed == len(record["sources"]["too_small"]) > 0
+    assert shown["Near-duplicates left out"] == f"{len(record['duplicates']['left_out']):,}" == "1"
+    assert abs(size_of(re.search(r"\((.+)\)$", download)[1]) - size) <= 0.05e6  # "Download lora.zip (4.3 MB)"
+    assert f"{written} images, {size / 1e6:.1f} MB" in finished
