@@ -246,3 +246,59 @@ def test_every_figure_of_the_export_page_is_the_finished_zips_and_none_is_cut_of
     assert shown["Near-duplicates left out"] == f"{len(record['duplicates']['left_out']):,}" == "1"
     assert abs(size_of(re.search(r"\((.+)\)$", download)[1]) - size) <= 0.05e6  # "Download lora.zip (4.3 MB)"
     assert f"{written} images, {size / 1e6:.1f} MB" in finished
+
+
+# -- kinds learned per archive -----------------------------------------------------------------------------------
+
+
+def kind_box(dialog) -> str:
+    """What the large view's Kind box reads; it fits the box whole."""
+    box = dialog.locator("[class*='st-key-picture-kind-'] [data-testid='stSelectbox'] input")
+    assert box.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), box.input_value()
+    return box.input_value()
+
+
+def test_a_kind_marked_in_the_large_view_is_suggested_for_the_like_pictures_and_says_so(tmp_path, page):
+    """Four pictures of one look and others of another (their embeddings stored as the picture job would): two of
+    the four marked halftone, the third marked in the browser says one like it is now suggested halftone, and the
+    fourth's Kind box says where its suggestion came from."""
+    import numpy as np
+    from curation.manifest import picture_embeddings
+    from curation.views import picture_views as pv
+
+    db = tmp_path / "data" / "manifest.sqlite"
+    archive = tmp_path / "scans"
+    write_pdf(archive / "issue-1.pdf", [PageSpec(kind="engraving", seed=n, dpi=100, inches=(4.0, 5.0))
+                                        for n in range(5)])
+    with Manifest(db) as manifest:
+        ingest(manifest, [archive], workers=1)
+        order = [row["id"] for row in pv.screen(manifest, None, pv.PictureFilter("all"), limit=100).rows]
+        assert len(order) >= 5
+        looks = {1: np.random.default_rng(1).normal(size=picture_embeddings.DIMENSIONS),
+                 2: np.random.default_rng(2).normal(size=picture_embeddings.DIMENSIONS)}
+        rows = picture_embeddings.missing(manifest.conn)
+        with manifest.transaction():
+            picture_embeddings.store(manifest.conn, [
+                (row["id"], (row["bx0"], row["by0"], row["bx1"], row["by1"]),
+                 looks[1 if row["id"] in order[:4] else 2] + 0.3 * np.random.default_rng(row["id"]).normal(
+                     size=picture_embeddings.DIMENSIONS)) for row in rows])
+        manifest.set_picture_kinds([(order[0], "halftone"), (order[1], "halftone")])
+    with served(tmp_path, db) as port:
+        dialog = first_picture_opened(page, port)
+        page.keyboard.press("ArrowRight")
+        settle(page)
+        page.keyboard.press("ArrowRight")  # the third picture, not marked yet
+        settle(page)
+        assert "Halftone (suggested: like 2 you marked)" in kind_box(dialog)
+        dialog.locator("[class*='st-key-picture-kind-'] [data-testid='stSelectbox']").get_by_role(
+            "button", name="Open").click()
+        page.get_by_role("option", name="Halftone", exact=True).click()
+        page.get_by_text("1 like it is now suggested halftone").first.wait_for()  # the toast
+        settle(page)
+        page.keyboard.press("ArrowRight")
+        settle(page)
+        assert "Halftone (suggested: like 3 you marked)" in kind_box(dialog)
+        page.keyboard.press("ArrowRight")
+        settle(page)
+        assert "like" not in kind_box(dialog)  # another look: the shipped model's, or none
+        no_exception(page)
