@@ -1,6 +1,9 @@
 """A curator's afternoon, part three, in a real browser (Chromium at 1440 x 900): a filter of Review's
 Pictures view is kept in the address by its name, so a link shared with an old count, or a reload after a
-decision changed the count, opens on the same filter."""
+decision changed the count, opens on the same filter; drawing mode ends on the next picture and when the view is
+opened again; a tall picture is whole on the screen; every figure of the Export page is the finished ZIP's (the
+size within 6 %) and none is cut off; a kind marked in the large view is suggested for the like pictures, saying
+so; a page kept at the edge shows the picture that decides it outlined."""
 
 import contextlib
 import csv
@@ -302,3 +305,47 @@ def test_a_kind_marked_in_the_large_view_is_suggested_for_the_like_pictures_and_
         settle(page)
         assert "like" not in kind_box(dialog)  # another look: the shipped model's, or none
         no_exception(page)
+
+
+# -- Threshold's pages at the edge ---------------------------------------------------------------------------------
+
+PIXELS_JS = """([width, points]) => {
+    const img = [...document.querySelectorAll("[data-testid='stMain'] img")].find(i => i.naturalWidth === width);
+    if (!img) return null;
+    const canvas = document.createElement('canvas');
+    canvas.width = img.naturalWidth; canvas.height = img.naturalHeight;
+    const context = canvas.getContext('2d');
+    context.drawImage(img, 0, 0);
+    return points.map(([x, y]) => [...context.getImageData(x, y, 1, 1).data.slice(0, 3)]);
+}"""
+
+
+def test_a_page_kept_at_the_edge_shows_the_picture_that_decides_it_outlined(tmp_path, page):
+    """A blank page kept for "5.8 sq in": its thumbnail at the edge, as the browser shows it, has that picture's
+    box outlined and not the small one beside it."""
+    import io as bytes_io
+
+    from PIL import Image
+
+    from curation.runs import sample
+
+    white = bytes_io.BytesIO()
+    Image.new("RGB", (306, 396), "white").save(white, "JPEG", quality=95)  # a page's thumbnail, a quarter across
+    db = tmp_path / "data" / "manifest.sqlite"
+    with Manifest(db) as manifest:
+        (doc,) = sample.fill_manifest(manifest, documents=1, pages=1, sigmas=[30], thumbnails=[white.getvalue()])
+        manifest.set_pictures(doc, 0, [(100, 100, 500, 400, 5.8), (800, 1000, 1000, 1200, 1.9)])
+        manifest.conn.execute("UPDATE pages SET picture_area = 5.8, ink_tone = 0.6")
+        manifest.conn.commit()
+    with served(tmp_path, db) as port:
+        go(page, f"http://127.0.0.1:{port}", "threshold")
+        page.get_by_role("heading", name="At the edge").wait_for()
+        page.get_by_text(re.compile(r"5\.8 sq in")).first.wait_for()
+        settle(page)
+        edges = [(75, 26), (26, 60), (124, 60)]  # the deciding picture's box: x 25-125, y 25-100
+        inside = [(200, 250), (250, 275)]  # the small one's
+        pixels = page.evaluate(PIXELS_JS, [306, edges + inside])
+        no_exception(page)
+    assert pixels is not None, "no thumbnail at the edge"
+    orange = [red > 120 > blue for red, _, blue in pixels]  # OUTLINE_COLOUR, softened by JPEG
+    assert orange == [True] * len(edges) + [False] * len(inside), pixels
