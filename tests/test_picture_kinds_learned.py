@@ -8,6 +8,7 @@ import pytest
 
 from curation import Manifest
 from curation.captions.best import kind_of, kind_source
+from curation.decisions import picture_kinds
 from curation.decisions.picture_kinds import KIND_LIKE, learned_kinds, suggested_like
 from curation.decisions.picture_similarity import EmbeddingKeeper
 from curation.manifest import history, picture_embeddings
@@ -114,3 +115,21 @@ def test_the_export_captions_a_picture_with_the_kind_learned_from_the_like_one(e
     assert kinds_in(m, tmp_path / "a.zip") == ["halftone", "halftone"]
     m.set_picture_kinds([(first["id"], "woodcut")])
     assert kinds_in(m, tmp_path / "b.zip") == ["woodcut", "woodcut"]  # the curator's, and learned from it
+
+
+def test_many_pictures_learn_from_the_embeddings_held_in_memory_alike_and_a_new_mark_counts_at_once(
+        archive, monkeypatch):
+    """Past a screen's worth (FEW) the pictures are compared with the manifest's embeddings held in memory, and
+    what they learned is kept: the same kinds as read by id, and a mark set since is not missed."""
+    m, halftones, engravings = archive
+    monkeypatch.setattr(picture_kinds, "FEW", 0)
+    monkeypatch.setattr(picture_kinds, "KEEPER", EmbeddingKeeper())
+    m.set_picture_kinds([(i, "halftone") for i in halftones[:2]])
+    assert {i: (k.kind, k.like) for i, k in learned_kinds(m, halftones + engravings).items()} == {
+        i: ("halftone", 2) for i in halftones[2:]}
+    m.set_picture_kinds([(engravings[0], "woodcut")])
+    learned = learned_kinds(m, halftones + engravings)
+    assert {i: k.kind for i, k in learned.items()} == {**{i: "halftone" for i in halftones[2:]},
+                                                       **{i: "woodcut" for i in engravings[1:]}}
+    m.set_picture_kinds([(engravings[0], None)])
+    assert set(learned_kinds(m, halftones + engravings)) == set(halftones[2:])

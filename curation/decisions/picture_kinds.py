@@ -8,15 +8,17 @@ learned kind comes before the shipped model's suggestion, and the curator's own 
 (curation.captions.best.kind_of). A picture with no marked picture that close, or whose close ones disagree,
 keeps the shipped model's suggestion (or none).
 
-Nothing is stored: the learned kinds are read from the marked pictures' embeddings and the asked pictures'
-ones each time, so an undo, a redrawn box (its embedding is stale until the picture job runs again) or a
+Nothing is stored in the manifest: the learned kinds are read from the marked pictures' embeddings and the
+asked pictures' ones, so an undo, a redrawn box (its embedding is stale until the picture job runs again) or a
 kind set back to the suggestion counts at once. The marked pictures are few (a curator marks dozens, not
-millions) and found through their own index.
+millions) and found through their own index; an export's many pictures are compared with the embeddings held
+in memory, and what they learned kept until the marks or the embeddings change.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -24,7 +26,7 @@ import numpy as np
 
 from ..manifest import picture_embeddings
 from ..manifest.store import Manifest
-from .picture_similarity import KEEPER
+from .picture_similarity import KEEPER, stamp
 
 # How alike a picture must be to one the curator marked to take its kind. Measured leave one source out on the
 # shared real pages and ../shared/boxed (bench/kind_neighbours.py: each source's pictures as one archive, a
@@ -35,7 +37,8 @@ from .picture_similarity import KEEPER
 # honest: two pictures of one kind in one source measure 0.45 at the median, and two of different kinds up to
 # 0.69 at the 99th percentile.
 KIND_LIKE = 0.75
-CHUNK = 4096  # asked pictures compared at once: 20 MB of float32 embeddings, whatever the archive's size
+CHUNK = 4096  # pictures compared at once: 20 MB of float32 embeddings, whatever the archive's size
+FEW = 512  # asked pictures read by id (a screen, a picture); more are compared with the embeddings held in memory
 
 
 @dataclass(frozen=True)
@@ -58,26 +61,74 @@ def marked_kinds(manifest: Manifest) -> dict[int, str]:
 
 def learned_kinds(manifest: Manifest, ids: Iterable[int], similarity: float = KIND_LIKE) -> dict[int, LearnedKind]:
     """The learned kind of each of `ids` that has one (a picture the curator marked itself has its own kind and
-    none here)."""
+    none here). A few pictures (a screen, one picture) are read by id; more (an export's) are compared with the
+    manifest's embeddings held in memory (picture_similarity.KEEPER), and what they learn is kept until the
+    marks or the embeddings change, so a page that asks on every run reads them once."""
     marked = marked_kinds(manifest)
     wanted = [int(i) for i in ids if int(i) not in marked]
     if not marked or not wanted:
         return {}
-    marked_ids, marked_vectors = picture_embeddings.read(manifest.conn, marked)
-    if not len(marked_ids):
+    marks = _Marks.read(manifest, marked)
+    if marks is None:
         return {}
-    marked_unit = _unit(marked_vectors)
-    marked_kind = np.array([marked[int(i)] for i in marked_ids], object)
-    learned = {}
-    for start in range(0, len(wanted), CHUNK):
-        found, vectors = picture_embeddings.read(manifest.conn, wanted[start:start + CHUNK])
-        if not len(found):
-            continue
-        close = (_unit(vectors) @ marked_unit.T) >= similarity
-        for picture_id, row in zip(found, close):
-            kind = agreed_kind(marked_kind[row])
-            if kind is not None:
+    if len(wanted) > FEW:
+        every = _every_learned(manifest, marks, similarity)
+        return {i: every[i] for i in wanted if i in every}
+    found, vectors = picture_embeddings.read(manifest.conn, wanted)
+    return marks.agreed(found, _unit(vectors), similarity)
+
+
+@dataclass(frozen=True)
+class _Marks:
+    """The marked pictures' kinds and unit embeddings (as their boxes are now)."""
+
+    ids: tuple[int, ...]
+    kinds: np.ndarray
+    unit: np.ndarray
+
+    @classmethod
+    def read(cls, manifest: Manifest, marked: dict[int, str]) -> _Marks | None:
+        ids, vectors = picture_embeddings.read(manifest.conn, marked)
+        if not len(ids):
+            return None
+        return cls(tuple(int(i) for i in ids), np.array([marked[int(i)] for i in ids], object), _unit(vectors))
+
+    def key(self) -> tuple:
+        return self.ids, tuple(self.kinds)
+
+    def agreed(self, ids: np.ndarray, unit: np.ndarray, similarity: float) -> dict[int, LearnedKind]:
+        """The learned kind of each of `ids` (their unit embeddings `unit`) that has one."""
+        learned = {}
+        close = (unit @ self.unit.T) >= similarity
+        for picture_id, row in zip(ids, close):
+            kind = agreed_kind(self.kinds[row]) if row.any() else None
+            if kind is not None and int(picture_id) not in self.ids:
                 learned[int(picture_id)] = kind
+        return learned
+
+
+_LEARNED: OrderedDict[tuple, dict[int, LearnedKind]] = OrderedDict()
+_LEARNED_LOCK = threading.Lock()
+LEARNED_KEPT = 2  # manifests (or mark sets) whose every learned kind is kept
+
+
+def _every_learned(manifest: Manifest, marks: _Marks, similarity: float) -> dict[int, LearnedKind]:
+    """Every embedded picture's learned kind, kept for these marks and these embeddings."""
+    key = (str(manifest.path), stamp(manifest), marks.key(), similarity)
+    with _LEARNED_LOCK:
+        if key in _LEARNED:
+            _LEARNED.move_to_end(key)
+            return _LEARNED[key]
+    found = KEEPER.embeddings(manifest)
+    learned = {}
+    for start in range(0, len(found), CHUNK):
+        unit = found.vectors[start:start + CHUNK].astype(np.float32) / np.maximum(
+            found.norms[start:start + CHUNK, None], 1e-12)
+        learned.update(marks.agreed(found.ids[start:start + CHUNK], unit, similarity))
+    with _LEARNED_LOCK:
+        _LEARNED[key] = learned
+        while len(_LEARNED) > LEARNED_KEPT:
+            _LEARNED.popitem(last=False)
     return learned
 
 
