@@ -349,3 +349,36 @@ def test_a_page_kept_at_the_edge_shows_the_picture_that_decides_it_outlined(tmp_
     assert pixels is not None, "no thumbnail at the edge"
     orange = [red > 120 > blue for red, _, blue in pixels]  # OUTLINE_COLOUR, softened by JPEG
     assert orange == [True] * len(edges) + [False] * len(inside), pixels
+
+
+# -- Ingest's Documents table ---------------------------------------------------------------------------------------
+
+COLUMN = 400  # pixels: Streamlit's "large" column, the folder's
+TEXT_WIDTH_JS = """text => {
+    const context = document.createElement('canvas').getContext('2d');
+    context.font = `14px ${getComputedStyle(document.body).fontFamily}`;  // the table's cells: 0.875rem
+    return context.measureText(text).width;
+}"""
+
+
+def test_a_long_folder_in_the_documents_table_shows_its_end_whole(tmp_path, page):
+    """A document in a folder whose path is longer than the folder column: the table shows the folder's end (what
+    tells it apart), whole within the column, not its head cut at the column's edge ("…/uploac")."""
+    from curation.views.jobs import FOLDER_CHARS
+
+    db = tmp_path / "data" / "manifest.sqlite"
+    archive = tmp_path / "data" / "uploads" / "a-rather-long-folder-name-for-the-harpers-bazar-scans"
+    write_pdf(archive / "issue-1.pdf", [PageSpec(kind="text", seed=1, dpi=72, inches=(4.0, 5.0))])
+    with Manifest(db) as manifest:
+        ingest(manifest, [archive], workers=1)
+    assert len(str(archive)) > FOLDER_CHARS
+    with served(tmp_path, db) as port:
+        go(page, f"http://127.0.0.1:{port}", "ingest")
+        page.locator("[data-testid='stDataFrame'] td").first.wait_for(state="attached")  # the grid's hidden cells
+        settle(page)
+        cells = page.evaluate("() => [...document.querySelectorAll(\"[data-testid='stDataFrame'] td\")]"
+                              ".map(cell => cell.innerText)")
+        folder = next(cell for cell in cells if "harpers" in cell)
+        width = page.evaluate(TEXT_WIDTH_JS, folder)
+    assert folder == "…/a-rather-long-folder-name-for-the-harpers-bazar-scans"
+    assert width <= COLUMN - 2 * 8, width  # the cell's padding on each side
