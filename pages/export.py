@@ -312,7 +312,8 @@ def show_figures(selection: Selection, settings: ExportSettings | None, rule: st
         return written, counted
     second.metric("Estimated size", human_size(guess.bytes) if guess.bytes else "—",
                   help=f"From {guess.sampled:,} of the images encoded exactly as exported, spread over all of them, "
-                       f"times the {written:,} images written; within 15 % on our test archives.")
+                       f"times the {written:,} images written: a sample, so it can miss (by up to 6.6 % on our generated "
+                       f"archives, 7.6 % under on 103 real pictures).")
     if counted:
         fourth.metric("Enlarged", f"{counted.enlarged:,}", help=enlarged_help(counted))
     else:

@@ -334,7 +334,7 @@ def documents_table(manifest):
             "done": (row["scored"] + row["failed"]) / row["pages"] if row["pages"] else 0.0,
             "failed": row["failed"],
             "status": STATUS_LABELS.get(row["status"], row["status"]) + (" · file missing" if row["missing"] else ""),
-            "folder": str(pathlib.Path(row["path"]).parent),
+            "folder": views.folder_words(row["path"]),
             "reason": row["error"] or "",
         }
         for row in rows
@@ -343,7 +343,8 @@ def documents_table(manifest):
         common.pictured_table(table), hide_index=True, width="stretch",
         column_config={
             "done": st.column_config.ProgressColumn("scored", format="percent", min_value=0.0, max_value=1.0),
-            # The folder before the reason, and wide: last, at the table's edge, it was cut ("…/uploac").
+            # The folder before the reason, wide, and its head cut where it is long: last, at the table's edge, it
+            # was cut ("…/uploac"); a long one was cut at the column's edge, where its end is what tells it apart.
             "folder": st.column_config.TextColumn("folder", width="large"),
             "reason": st.column_config.TextColumn("reason", width="large"),
         },

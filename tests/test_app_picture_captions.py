@@ -300,7 +300,7 @@ def test_the_kind_is_suggested_and_the_curator_changes_it(db):
         manifest.conn.commit()
     at = open_picture(pictures_view(), engraving)
     kind = next(s for s in at.selectbox if s.key.startswith(f"picture-kind-{engraving}-"))
-    assert kind.value is None and kind.format_func(None) == "Engraving (suggested)"
+    assert kind.value is None and kind.format_func(None) == "Engraving (suggested from its look)"
     kind.set_value("cartoon")
     at = ran(at)
     with Manifest(db) as manifest:

@@ -1,17 +1,25 @@
 """A curator's afternoon, part three, in a real browser (Chromium at 1440 x 900): a filter of Review's
 Pictures view is kept in the address by its name, so a link shared with an old count, or a reload after a
-decision changed the count, opens on the same filter."""
+decision changed the count, opens on the same filter; drawing mode ends on the next picture and when the view is
+opened again; a tall picture is whole on the screen; every figure of the Export page is the finished ZIP's (the
+size within 6 %) and none is cut off; a kind marked in the large view is suggested for the like pictures, saying
+so; a page kept at the edge shows the picture that decides it outlined."""
 
 import contextlib
+import csv
+import io
+import json
 import os
 import re
 import urllib.parse
+import zipfile
 
 import pytest
 
 from curation import Manifest, ingest
 from curation.sources.synthetic import PageSpec, write_pdf
-from server_support import CHROMIUM, chromium, go, settle, streamlit_server
+from server_support import CHROMIUM, chromium, go, no_exception, settle, streamlit_server
+from test_e2e_afternoon_two import metric, wait_job
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
@@ -157,3 +165,220 @@ def test_a_tall_picture_is_whole_on_a_1440_by_900_screen_fitted_and_zoomed_out(t
             settle(page)
         assert levels[0].startswith("fitted") and levels[-1] == "1×", levels
         assert page.evaluate("window.scrollY") == 0
+
+
+# -- every figure of the Export page against the finished ZIP ----------------------------------------------------
+
+PLATE = PageSpec(kind="engraving", seed=12, dpi=150, inches=(6.0, 8.0))  # reprinted: a near-duplicate left out
+UNITS = {"bytes": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+
+
+def size_of(words: str) -> float:
+    """Bytes of the page's "4.3 MB"."""
+    number, unit = re.fullmatch(r"([\d,.]+) (bytes|KB|MB|GB)", words.strip()).groups()
+    return float(number.replace(",", "")) * UNITS[unit]
+
+
+def number_in(pattern: str, text: str) -> int:
+    found = re.search(pattern, text)
+    assert found, (pattern, text)
+    return int(found[1].replace(",", ""))
+
+
+CUT_OFF_JS = """selector => [...document.querySelectorAll(selector)].flatMap(figure =>
+    [figure, ...figure.querySelectorAll('*')].filter(e => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1)
+        .map(e => `${figure.innerText} (${e.tagName}: ${e.scrollWidth} > ${e.clientWidth})`))"""
+
+
+def cut_off(page, selector: str) -> list[str]:
+    """The texts under `selector` that do not fit their box (cut, or ending in "…")."""
+    return page.evaluate(CUT_OFF_JS, selector)
+
+
+def test_every_figure_of_the_export_page_is_the_finished_zips_and_none_is_cut_off(tmp_path, page):
+    """Pictures scanned at 72 to 200 dpi, one plate reprinted, a 512 px minimum source size: the page's Images,
+    Estimated size (within 6 %), Enlarged, Near-duplicates left out, the images left out under the minimum, the
+    preview's count, the button's and the download's size are what the ZIP holds, and every figure's label and
+    value fits its box at 1440 x 900."""
+    db = tmp_path / "data" / "manifest.sqlite"
+    archive = tmp_path / "data" / "archive"
+    for n, dpi in enumerate((72, 110, 150, 200, 200)):
+        write_pdf(archive / f"issue-{n}.pdf", [PageSpec(kind=("engraving", "mixed")[p % 2], seed=10 * n + p, dpi=dpi,
+                                                        inches=(6.0, 8.0)) for p in range(5)])
+    write_pdf(archive / "reprint.pdf", [PLATE, PLATE])
+    with Manifest(db) as manifest:
+        ingest(manifest, [archive], workers=1)
+        manifest.rule, manifest.threshold = "sigma", 0.0  # every page kept
+    with served(tmp_path, db) as port:
+        go(page, f"http://127.0.0.1:{port}", "export")
+        minimum = page.get_by_role("spinbutton", name="Minimum source size (pixels, short side)")
+        minimum.fill("512")
+        minimum.press("Enter")
+        page.get_by_text(re.compile(r"\d+ images? left out: their source is under")).wait_for()
+        settle(page)
+        main = page.locator("[data-testid='stMain']")
+        text = main.inner_text()
+        shown = {label: metric(page, label) for label in ("Images", "Estimated size", "Near-duplicates left out",
+                                                            "Enlarged")}
+        too_small = number_in(r"([\d,]+) images? left out: their source is under", text)
+        written_words = number_in(r"minimum source size\. ([\d,]+) images? written", text)
+        preview = number_in(r"Images 1–\d+ of ([\d,]+), exactly as exported", text)
+        left_out_listed = number_in(r"([\d,]+) images? left out of the ZIP, and why", text)
+        button = page.get_by_role("button", name=re.compile(r"^Export [\d,]+ images"))
+        on_button = number_in(r"Export ([\d,]+) images", button.inner_text())
+        assert cut_off(page, "[data-testid='stMetric']") == []
+        assert cut_off(page, "[data-testid='stCaptionContainer']") == []
+        button.click()
+        wait_job(db, "export")
+        page.get_by_role("button", name=re.compile(r"^Download lora\.zip")).wait_for()
+        settle(page)
+        download = page.get_by_role("button", name=re.compile(r"^Download lora\.zip")).inner_text()
+        finished = page.locator("[data-testid='stAlertContentSuccess']").inner_text()
+        no_exception(page)
+    zip_path = tmp_path / "data" / "exports" / "lora.zip"
+    with zipfile.ZipFile(zip_path) as zipped:
+        images = [name for name in zipped.namelist() if name.endswith(".jpg")]
+        rows = list(csv.DictReader(io.StringIO(zipped.read("manifest.csv").decode())))
+        record = json.loads(zipped.read("export.json"))
+    written, size = len(images), zip_path.stat().st_size
+    assert len(rows) == written > 12  # more than the estimate samples: the size is an estimate
+    assert shown["Images"] == f"{written:,}" == f"{written_words:,}" == f"{preview:,}" == f"{on_button:,}"
+    assert abs(size_of(shown["Estimated size"]) - size) <= 0.06 * size, (shown["Estimated size"], size)
+    assert shown["Enlarged"] == f"{record['sources']['enlarged_images']:,}"
+    assert too_small == left_out_listed == len(record["sources"]["too_small"]) > 0
+    assert shown["Near-duplicates left out"] == f"{len(record['duplicates']['left_out']):,}" == "1"
+    assert abs(size_of(re.search(r"\((.+)\)$", download)[1]) - size) <= 0.05e6  # "Download lora.zip (4.3 MB)"
+    assert f"{written} images, {size / 1e6:.1f} MB" in finished
+
+
+# -- kinds learned per archive -----------------------------------------------------------------------------------
+
+
+def kind_box(dialog) -> str:
+    """What the large view's Kind box reads; it fits the box whole."""
+    box = dialog.locator("[class*='st-key-picture-kind-'] [data-testid='stSelectbox'] input")
+    assert box.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), box.input_value()
+    return box.input_value()
+
+
+def test_a_kind_marked_in_the_large_view_is_suggested_for_the_like_pictures_and_says_so(tmp_path, page):
+    """Four pictures of one look and others of another (their embeddings stored as the picture job would): two of
+    the four marked halftone, the third marked in the browser says one like it is now suggested halftone, and the
+    fourth's Kind box says where its suggestion came from."""
+    import numpy as np
+    from curation.manifest import picture_embeddings
+    from curation.views import picture_views as pv
+
+    db = tmp_path / "data" / "manifest.sqlite"
+    archive = tmp_path / "scans"
+    write_pdf(archive / "issue-1.pdf", [PageSpec(kind="engraving", seed=n, dpi=100, inches=(4.0, 5.0))
+                                        for n in range(5)])
+    with Manifest(db) as manifest:
+        ingest(manifest, [archive], workers=1)
+        order = [row["id"] for row in pv.screen(manifest, None, pv.PictureFilter("all"), limit=100).rows]
+        assert len(order) >= 5
+        looks = {1: np.random.default_rng(1).normal(size=picture_embeddings.DIMENSIONS),
+                 2: np.random.default_rng(2).normal(size=picture_embeddings.DIMENSIONS)}
+        rows = picture_embeddings.missing(manifest.conn)
+        with manifest.transaction():
+            picture_embeddings.store(manifest.conn, [
+                (row["id"], (row["bx0"], row["by0"], row["bx1"], row["by1"]),
+                 looks[1 if row["id"] in order[:4] else 2] + 0.3 * np.random.default_rng(row["id"]).normal(
+                     size=picture_embeddings.DIMENSIONS)) for row in rows])
+        manifest.set_picture_kinds([(order[0], "halftone"), (order[1], "halftone")])
+    with served(tmp_path, db) as port:
+        dialog = first_picture_opened(page, port)
+        page.keyboard.press("ArrowRight")
+        settle(page)
+        page.keyboard.press("ArrowRight")  # the third picture, not marked yet
+        settle(page)
+        assert "Halftone (suggested: like 2 you marked)" in kind_box(dialog)
+        dialog.locator("[class*='st-key-picture-kind-'] [data-testid='stSelectbox']").get_by_role(
+            "button", name="Open").click()
+        page.get_by_role("option", name="Halftone", exact=True).click()
+        page.get_by_text("1 like it is now suggested halftone").first.wait_for()  # the toast
+        settle(page)
+        page.keyboard.press("ArrowRight")
+        settle(page)
+        assert "Halftone (suggested: like 3 you marked)" in kind_box(dialog)
+        page.keyboard.press("ArrowRight")
+        settle(page)
+        assert "like" not in kind_box(dialog)  # another look: the shipped model's, or none
+        no_exception(page)
+
+
+# -- Threshold's pages at the edge ---------------------------------------------------------------------------------
+
+PIXELS_JS = """([width, points]) => {
+    const img = [...document.querySelectorAll("[data-testid='stMain'] img")].find(i => i.naturalWidth === width);
+    if (!img) return null;
+    const canvas = document.createElement('canvas');
+    canvas.width = img.naturalWidth; canvas.height = img.naturalHeight;
+    const context = canvas.getContext('2d');
+    context.drawImage(img, 0, 0);
+    return points.map(([x, y]) => [...context.getImageData(x, y, 1, 1).data.slice(0, 3)]);
+}"""
+
+
+def test_a_page_kept_at_the_edge_shows_the_picture_that_decides_it_outlined(tmp_path, page):
+    """A blank page kept for "5.8 sq in": its thumbnail at the edge, as the browser shows it, has that picture's
+    box outlined and not the small one beside it."""
+    import io as bytes_io
+
+    from PIL import Image
+
+    from curation.runs import sample
+
+    white = bytes_io.BytesIO()
+    Image.new("RGB", (306, 396), "white").save(white, "JPEG", quality=95)  # a page's thumbnail, a quarter across
+    db = tmp_path / "data" / "manifest.sqlite"
+    with Manifest(db) as manifest:
+        (doc,) = sample.fill_manifest(manifest, documents=1, pages=1, sigmas=[30], thumbnails=[white.getvalue()])
+        manifest.set_pictures(doc, 0, [(100, 100, 500, 400, 5.8), (800, 1000, 1000, 1200, 1.9)])
+        manifest.conn.execute("UPDATE pages SET picture_area = 5.8, ink_tone = 0.6")
+        manifest.conn.commit()
+    with served(tmp_path, db) as port:
+        go(page, f"http://127.0.0.1:{port}", "threshold")
+        page.get_by_role("heading", name="At the edge").wait_for()
+        page.get_by_text(re.compile(r"5\.8 sq in")).first.wait_for()
+        settle(page)
+        edges = [(75, 26), (26, 60), (124, 60)]  # the deciding picture's box: x 25-125, y 25-100
+        inside = [(200, 250), (250, 275)]  # the small one's
+        pixels = page.evaluate(PIXELS_JS, [306, edges + inside])
+        no_exception(page)
+    assert pixels is not None, "no thumbnail at the edge"
+    orange = [red > 120 > blue for red, _, blue in pixels]  # OUTLINE_COLOUR, softened by JPEG
+    assert orange == [True] * len(edges) + [False] * len(inside), pixels
+
+
+# -- Ingest's Documents table ---------------------------------------------------------------------------------------
+
+COLUMN = 400  # pixels: Streamlit's "large" column, the folder's
+TEXT_WIDTH_JS = """text => {
+    const context = document.createElement('canvas').getContext('2d');
+    context.font = `14px ${getComputedStyle(document.body).fontFamily}`;  // the table's cells: 0.875rem
+    return context.measureText(text).width;
+}"""
+
+
+def test_a_long_folder_in_the_documents_table_shows_its_end_whole(tmp_path, page):
+    """A document in a folder whose path is longer than the folder column: the table shows the folder's end (what
+    tells it apart), whole within the column, not its head cut at the column's edge ("…/uploac")."""
+    from curation.views.jobs import FOLDER_CHARS
+
+    db = tmp_path / "data" / "manifest.sqlite"
+    archive = tmp_path / "data" / "uploads" / "a-rather-long-folder-name-for-the-harpers-bazar-scans"
+    write_pdf(archive / "issue-1.pdf", [PageSpec(kind="text", seed=1, dpi=72, inches=(4.0, 5.0))])
+    with Manifest(db) as manifest:
+        ingest(manifest, [archive], workers=1)
+    assert len(str(archive)) > FOLDER_CHARS
+    with served(tmp_path, db) as port:
+        go(page, f"http://127.0.0.1:{port}", "ingest")
+        page.locator("[data-testid='stDataFrame'] td").first.wait_for(state="attached")  # the grid's hidden cells
+        settle(page)
+        cells = page.evaluate("() => [...document.querySelectorAll(\"[data-testid='stDataFrame'] td\")]"
+                              ".map(cell => cell.innerText)")
+        folder = next(cell for cell in cells if "harpers" in cell)
+        width = page.evaluate(TEXT_WIDTH_JS, folder)
+    assert folder == "…/a-rather-long-folder-name-for-the-harpers-bazar-scans"
+    assert width <= COLUMN - 2 * 8, width  # the cell's padding on each side

@@ -41,6 +41,22 @@ def counted_sources(row) -> tuple[str | None, str | None, str | None]:
     return row["caption"], legend, auto_caption
 
 
-def kind_of(row) -> str | None:
-    """A picture's kind: the curator's, else the analysis's suggestion (None before pictures had kinds)."""
-    return _get(row, "kind") or _get(row, "kind_suggested")
+def kind_of(row, learned=None) -> str | None:
+    """A picture's kind: the curator's, else the kind learned from the pictures like it that the curator marked
+    (`learned`, else the row's `kind_learned`: a curation.decisions.picture_kinds.LearnedKind), else the shipped
+    model's suggestion (None where none is sure)."""
+    learned = learned or _get(row, "kind_learned")
+    return _get(row, "kind") or (learned.kind if learned else None) or _get(row, "kind_suggested")
+
+
+def kind_source(row) -> str | None:
+    """Where a picture's kind came from, in words for Review ("suggested: engraving, like 3 you marked"), None
+    where it has none."""
+    learned = _get(row, "kind_learned")
+    if _get(row, "kind"):
+        return f"{row['kind']}, set by a curator"
+    if learned:
+        return f"suggested: {learned.kind}, {learned.words()}"
+    if _get(row, "kind_suggested"):
+        return f"suggested: {row['kind_suggested']}, from its look"
+    return None

@@ -90,8 +90,8 @@ def pictures(db, fmt, threshold, rule):
     (whether `export --crop pictures` writes it: its page is kept and so is the picture), decided_by
     (override, page: its page is excluded, added, deleted or threshold), override (the curator's decision
     on it: include, exclude or auto), found (whether the scorer still finds it), caption (the curator's),
-    kind (engraving, woodcut, halftone, cartoon, map or diagram; kind_by: "curator", or "suggested" by the
-    analysis, a suggestion only), legend (the printed legend read by OCR) with legend_confidence (0-1),
+    kind (engraving, woodcut, halftone, cartoon, map or diagram; kind_by: "curator", "learned" from the
+    pictures like it that a curator marked, or "suggested" by the analysis: the last two suggestions only), legend (the printed legend read by OCR) with legend_confidence (0-1),
     no_legend (the curator switched it off: never shown nor exported), auto_caption and auto_caption_model
     (a captioning model's caption and its name), no_auto_caption (switched off likewise) and score (the
     learned verdict's probability that it is a picture, where `ingest --pictures learned` found it)."""

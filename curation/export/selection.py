@@ -11,6 +11,7 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from ..captions.best import counted_sources, kind_of
+from ..decisions.picture_kinds import learned_kinds
 from ..manifest.store import Manifest
 from ..pictures.region import MaskSource
 from ..sources.page_numbers import page_number
@@ -45,7 +46,7 @@ class Item:
     legend: str | None = None
     auto_caption: str | None = None
     auto_caption_model: str | None = None
-    kind: str | None = None  # the picture's kind (the curator's, else suggested), for the template's {kind}
+    kind: str | None = None  # the picture's kind (the curator's, else learned or suggested), for the template's {kind}
     method: str | None = None  # how ingest read the page: "jpeg" (one plain JPEG covering it) or a render
     mask: MaskSource | None = None  # what the picture's mask is made from; None: a whole page (all of it learned)
 
@@ -99,7 +100,8 @@ def select(manifest: Manifest, threshold: float | None = None, duplicates: str =
         selection = dataclasses.replace(selection, items=largest_picture(selection.items, manifest, threshold))
     if crop == "pictures":
         selection = dataclasses.replace(selection, items=one_per_picture(selection.items, pictures))
-    return dataclasses.replace(selection, items=with_caption_sources(selection.items, pictures))
+    learned = learned_kinds(manifest, (row["id"] for rows in pictures.values() for row in rows if not row["kind"]))
+    return dataclasses.replace(selection, items=with_caption_sources(selection.items, pictures, learned))
 
 
 def select_items(manifest: Manifest, threshold: float | None = None, duplicates: str = "one",
@@ -125,10 +127,13 @@ def one_per_picture(items: list[Item], pictures: dict[tuple[int, int], list]) ->
     return expanded
 
 
-def with_caption_sources(items: list[Item], pictures: dict[tuple[int, int], list]) -> list[Item]:
-    """Each item with its picture's legend and model caption (`Manifest.kept_pictures` rows). A whole page
+def with_caption_sources(items: list[Item], pictures: dict[tuple[int, int], list],
+                         learned: dict | None = None) -> list[Item]:
+    """Each item with its picture's legend, model caption and kind (`Manifest.kept_pictures` rows; `learned`:
+    the kinds learned from the curator's marks, by picture id, curation.decisions.picture_kinds). A whole page
     takes those of its largest kept picture, and that picture's caption where the page has none of its own;
     a page without a kept picture has none."""
+    learned = learned or {}
     filled = []
     for item in items:
         rows = pictures.get((item.doc_id, item.page)) or []
@@ -142,7 +147,7 @@ def with_caption_sources(items: list[Item], pictures: dict[tuple[int, int], list
         _, legend, auto_caption = counted_sources(row)  # a legend switched off is never exported
         filled.append(dataclasses.replace(
             item, legend=legend, auto_caption=auto_caption,
-            auto_caption_model=row["auto_caption_model"] if auto_caption else None, kind=kind_of(row),
+            auto_caption_model=row["auto_caption_model"] if auto_caption else None, kind=kind_of(row, learned.get(row["id"])),
             caption=item.caption if item.picture is not None else item.caption or row["caption"]))
     return filled
 

@@ -321,6 +321,9 @@ MIGRATIONS: list[str] = [
     # Each picture's region (which pixels of its box are the picture, as the finder fitted it), and the curator's
     # mask: turned off, or rectangles painted out (curation.manifest.pictures, curation.pictures.region).
     pictures.MIGRATION_MASKS,
+    # The pictures a curator set a kind on, read without a walk over every picture: the kinds learned per archive
+    # start from them (curation.decisions.picture_kinds).
+    "CREATE INDEX pictures_kind_set ON pictures(id) WHERE kind IS NOT NULL;",
 ]
 
 

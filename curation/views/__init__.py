@@ -32,8 +32,8 @@ from .threshold import (BORDERLINE_SQL, PICTURE_CEILING, PICTURE_FLOOR, Borderli
                         has_scores, score_histogram, ScoreHistogram, sigma_range,
                         sigma_beside, square_inches, suggest_threshold, Suggestion)
 from .cutoff_counts import figures
-from .jobs import (count, document_rows, duration, elapsed, job_outcome, job_progress, missing_sources, next_steps, Step,
-                   unreadable_documents)
+from .jobs import (count, document_rows, duration, elapsed, folder_words, job_outcome, job_progress, missing_sources,
+                   next_steps, Step, unreadable_documents)
 
 __all__ = [
     "BORDERLINE_SQL", "Borderline", "CAPTIONED_SQL", "DECISIONS", "DECISION_SQL", "DISAGREES_FILTER_SQL",
@@ -41,7 +41,7 @@ __all__ = [
     "PAGES_FROM", "PICTURE_CEILING", "PICTURE_FLOOR", "PICTURE_OVERRIDES", "PageFilter", "PageUnavailable",
     "RENDER_LONG_SIDE", "RENDER_MAX_ZOOM", "RULE_LABELS", "SORTS", "Step", "Suggestion", "base_rule", "borderline",
     "bulk_caption", "bulk_caption_effect", "bulk_override", "bulk_override_effect", "caption_counts",
-    "captions_for", "count", "decision_params", "document_rows", "documents_for_filter", "draw_page", "duration",
+    "captions_for", "count", "decision_params", "document_rows", "documents_for_filter", "draw_page", "duration", "folder_words",
     "edge_measure", "elapsed", "has_scores", "score_histogram", "ScoreHistogram", "figures", "filter_counts", "has_features", "histogram", "job_outcome", "job_progress", "unreadable_documents",
     "LEARN_JOB", "last_undoable", "latest_change", "latest_changes", "learn_blocker", "learn_from_overrides", "learn_job", "learned", "missing_sources",
     "model_state", "near_measure", "next_steps", "otsu", "outline_pictures", "edge_thumbnails", "override_count", "override_labels",

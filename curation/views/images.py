@@ -15,6 +15,8 @@ import PIL.Image
 import PIL.ImageDraw
 import pymupdf
 
+from ..captions.best import kind_of
+from ..decisions.picture_kinds import learned_kinds
 from ..manifest import thumbnail_store
 from ..scoring.scorer import THUMBNAIL_QUALITY, THUMBNAIL_SIDE
 from ..sources.page_numbers import page_number
@@ -102,6 +104,7 @@ def pictures_for(manifest: Manifest, keys: Iterable[tuple[int, int]]) -> dict[tu
 
 
 PICTURE_OVERRIDES = {1: "include", 0: "exclude", None: "auto"}
+LEARNED_BATCH = 2048  # pictures whose learned kinds are read at once, as the rows stream
 
 
 def picture_rows(manifest: Manifest, threshold: float | None = None, *, rule: str | None = None,
@@ -111,33 +114,39 @@ def picture_rows(manifest: Manifest, threshold: float | None = None, *, rule: st
     as fractions of the page (the curator's where redrawn), `area` its square inches; `keep` whether
     `export --crop pictures` writes it (its page is kept and so is the picture), `decided_by` who decided it
     (override, page, added, deleted or threshold), `override` the curator's decision on it (include,
-    exclude or auto), `found` whether the scorer still finds it, `kind` (the curator's, else the analysis's
-    suggestion; `kind_by` says which), the printed `legend` with its OCR `legend_confidence`, the model's
+    exclude or auto), `found` whether the scorer still finds it, `kind` (the curator's, else the kind learned from
+    the pictures like it the curator marked, else the shipped model's suggestion; `kind_by` says which), the printed `legend` with its OCR `legend_confidence`, the model's
     `auto_caption` and `auto_caption_model`, and whether the curator switched the legend or the model's
     caption off (`no_legend`, `no_auto_caption`: the export then leaves it out), and `score`, the learned
     verdict's probability that it is a picture (None where the rule-based finder found it or a curator drew
     it). One query, streamed."""
     bound = decision_params(manifest, threshold, rule, picture_area_min)
     rows = manifest.conn.execute(
-        f"SELECT d.path AS doc, x.page, x.number AS picture, {PICTURE_BOX_SQL}, p.width, p.height, "
+        f"SELECT x.id, d.path AS doc, x.page, x.number AS picture, {PICTURE_BOX_SQL}, p.width, p.height, "
         f"{PICTURE_AREA_SQL} AS area, ({KEEP_SQL}) AND ({PICTURE_KEEP_SQL}) AS keep, "
         f"{PICTURE_DECIDED_BY_SQL} AS decided_by, x.keep AS override, x.rank IS NOT NULL OR x.added AS found, "
-        f"x.caption, x.kind AS kind_set, x.kind_suggested, x.legend, x.legend_confidence, x.auto_caption, "
+        f"x.caption, x.kind, x.kind_suggested, x.legend, x.legend_confidence, x.auto_caption, "
         f"x.auto_caption_model, x.no_legend, x.no_auto_caption, x.score "
         f"FROM pictures x JOIN pages p ON p.doc_id = x.doc_id AND p.page = x.page "
         f"JOIN documents d ON d.id = p.doc_id LEFT JOIN overrides o ON o.doc_id = p.doc_id AND o.page = p.page "
         f"WHERE {LIVE_DOCUMENT_SQL} AND p.status = 'ok' ORDER BY d.path, x.page, x.number", bound)
-    for row in rows:
-        box = {k: round(row[b] / row[size], 4) for k, b, size in
-               (("x0", "bx0", "width"), ("y0", "by0", "height"), ("x1", "bx1", "width"), ("y1", "by1", "height"))}
-        yield {"doc": row["doc"], "page": row["page"], "picture": row["picture"], **box,
-               "area": round(row["area"], 3), "keep": bool(row["keep"]), "decided_by": row["decided_by"],
-               "override": PICTURE_OVERRIDES[row["override"]], "found": bool(row["found"]), "caption": row["caption"],
-               "kind": row["kind_set"] or row["kind_suggested"], "kind_by": _kind_by(row),
-               "legend": row["legend"], "legend_confidence": row["legend_confidence"],
-               "auto_caption": row["auto_caption"], "auto_caption_model": row["auto_caption_model"],
-               "no_legend": bool(row["no_legend"]), "no_auto_caption": bool(row["no_auto_caption"]),
-               "score": row["score"]}
+    for batch in iter(lambda: rows.fetchmany(LEARNED_BATCH), []):
+        learned = learned_kinds(manifest, (row["id"] for row in batch if not row["kind"]))
+        yield from (_picture_row(row, learned.get(row["id"])) for row in batch)
+
+
+def _picture_row(row, learned) -> dict:
+    """One of picture_rows' rows; `learned` the kind learned from the curator's marks, or None."""
+    box = {k: round(row[b] / row[size], 4) for k, b, size in
+           (("x0", "bx0", "width"), ("y0", "by0", "height"), ("x1", "bx1", "width"), ("y1", "by1", "height"))}
+    return {"doc": row["doc"], "page": row["page"], "picture": row["picture"], **box,
+            "area": round(row["area"], 3), "keep": bool(row["keep"]), "decided_by": row["decided_by"],
+            "override": PICTURE_OVERRIDES[row["override"]], "found": bool(row["found"]), "caption": row["caption"],
+            "kind": kind_of(row, learned), "kind_by": _kind_by(row, learned),
+            "legend": row["legend"], "legend_confidence": row["legend_confidence"],
+            "auto_caption": row["auto_caption"], "auto_caption_model": row["auto_caption_model"],
+            "no_legend": bool(row["no_legend"]), "no_auto_caption": bool(row["no_auto_caption"]),
+            "score": row["score"]}
 
 
 def open_jpeg(image: bytes) -> PIL.Image.Image:
@@ -147,9 +156,11 @@ def open_jpeg(image: bytes) -> PIL.Image.Image:
     return PIL.Image.open(io.BytesIO(image), formats=("JPEG",))
 
 
-def _kind_by(row) -> str | None:
-    """Who said the picture's kind: the curator, the analysis (a suggestion), or nobody yet."""
-    return "curator" if row["kind_set"] else "suggested" if row["kind_suggested"] else None
+def _kind_by(row, learned) -> str | None:
+    """Who said the picture's kind: the curator, the curator's marks on pictures like it ("learned"), the
+    shipped model (a suggestion), or nobody yet."""
+    return ("curator" if row["kind"] else "learned" if learned else "suggested" if row["kind_suggested"]
+            else None)
 
 
 def outline_pictures(image: bytes, boxes: list[tuple], width: int | None) -> bytes:

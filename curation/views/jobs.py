@@ -24,6 +24,19 @@ def document_rows(manifest: Manifest) -> list[dict]:
     return [{**dict(row), "missing": not os.path.exists(row["path"])} for row in manifest.documents()]
 
 
+FOLDER_CHARS = 56  # what the Documents table's folder column (400 px wide) shows whole at 1440 px
+
+
+def folder_words(path: str, chars: int = FOLDER_CHARS) -> str:
+    """A document's folder as the Documents table shows it: whole where it fits, else its head cut ("…" then
+    its end), since the end is what tells two folders apart ("…/data/uploads", not "/home/ana/cur…")."""
+    folder = os.path.dirname(path) or path
+    if len(folder) <= chars:
+        return folder
+    tail = folder[len(folder) - chars + 1:]
+    return "…" + (tail[tail.index(os.sep):] if os.sep in tail[1:] else tail)  # from a folder's start
+
+
 def missing_sources(manifest: Manifest) -> list[str]:
     """Paths of live documents whose PDF is gone: their pages can be reviewed but not opened or exported."""
     rows = manifest.conn.execute(f"SELECT d.path FROM documents d WHERE {LIVE_DOCUMENT_SQL} ORDER BY d.path")

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ..decisions.picture_kinds import with_learned_kinds
 from ..manifest import history, picture_decisions
 from .picture_images import (CROP_SIDE, OUTLINE_COLOUR, OUTLINE_MIN_WIDTH, SELECTED_COLOUR, box_from_clicks,  # noqa: F401
                              CORNER_GRAB, box_of_corners, crop, crops, dragged_box, fit_region, numbered_outline,
@@ -229,7 +230,7 @@ def override_counts(manifest: Manifest, threshold: float | None, flt: PictureFil
 
 @dataclass(frozen=True)
 class Screen:
-    rows: list[dict]  # as Manifest.picture_rows gives them, plus duplicate_group
+    rows: list[dict]  # as Manifest.picture_rows gives them, plus duplicate_group and kind_learned (picture_kinds)
     next_after: tuple | None  # the key to pass as `after` for the next screen; None: this is the last
 
 
@@ -269,7 +270,7 @@ def screen(manifest: Manifest, threshold: float | None, flt: PictureFilter = Pic
         f"SELECT x.id, g.group_id FROM pictures x JOIN duplicates g ON g.doc_id = x.doc_id AND g.page = x.page "
         f"WHERE x.id IN ({', '.join(map(str, ids))})").fetchall())
     rows = [{**found[i], "duplicate_group": groups.get(i)} for i in ids if i in found]
-    return Screen(rows, keys[-1][:-1] if more else None)
+    return Screen(with_learned_kinds(manifest, rows), keys[-1][:-1] if more else None)
 
 
 def ordered_screen(manifest: Manifest, threshold: float | None, flt: PictureFilter, order: Sequence[int],
@@ -294,7 +295,7 @@ def ordered_screen(manifest: Manifest, threshold: float | None, flt: PictureFilt
     found = {row["id"]: dict(row) for row in manifest.picture_rows(
         threshold, where=f"x.id IN ({', '.join(str(i) for _, i in taken)})", rule=rule)}
     rows = [{**found[i], "duplicate_group": None} for _, i in taken if i in found]
-    return Screen(rows, (taken[-1][0],) if more else None)
+    return Screen(with_learned_kinds(manifest, rows), (taken[-1][0],) if more else None)
 
 
 NO_GROUP = 9e18  # the group key of a picture on no near-duplicate page: after every group

@@ -15,6 +15,7 @@ from streamlit_image_coordinates import streamlit_image_coordinates
 from curation import views
 from curation.captions.best import best_caption, counted_sources
 from curation.decisions import keyboard
+from curation.decisions.picture_kinds import suggested_like, with_learned_kinds
 from curation.manifest.caption_limit import CAPTION_CHARS
 from curation.manifest.pictures import PictureError
 from curation.sources.page_numbers import page_number
@@ -142,7 +143,7 @@ def large_view(threshold: float):
         if row is None:
             st.error("This picture is no longer in the manifest.")
             return
-        row = dict(row)
+        row = with_learned_kinds(manifest, [dict(row)])[0]
         boxes = pv.page_boxes(manifest, row["doc_id"], row["page"])
         try:
             image = common.rendered_page(row["doc_id"], row["page"], row["doc"], VIEW_LONG_SIDE)
@@ -194,16 +195,20 @@ def large_view(threshold: float):
 
 
 def kind_input(row: dict):
-    """The picture's kind for the caption's {kind}: the analysis's suggestion until the curator says; the class
-    word where neither says one."""
-    suggested = row["kind_suggested"]
-    words = {None: f"{suggested.capitalize()} (suggested)" if suggested else NO_KIND, **KINDS}
+    """The picture's kind for the caption's {kind}: until the curator says, the kind of the pictures like it that
+    the curator marked, else the shipped model's suggestion, each saying where it came from; the class word where
+    none says one."""
+    learned, suggested = row.get("kind_learned"), row["kind_suggested"]
+    suggestion = (f"{learned.kind.capitalize()} (suggested: {learned.words()})" if learned else
+                  f"{suggested.capitalize()} (suggested from its look)" if suggested else NO_KIND)
+    words = {None: suggestion, **KINDS}
     key = f"picture-kind-{row['id']}-{row['kind']}"  # a change elsewhere (an undo) shows at once
     st.selectbox("Kind", list(words), format_func=words.get, index=list(words).index(row["kind"]), key=key,
                  on_change=kind_changed, args=(row["id"], key), disabled=auth.locked(),
-                 help=auth.help_for("What the picture is, for the caption's {kind}. The picture job suggests one "
-                                    "from the picture's look only where it is fairly sure, and is often wrong "
-                                    "all the same; with none, {kind} is the export's class word."))
+                 help=auth.help_for("What the picture is, for the caption's {kind}. A kind you set is suggested "
+                                    "for the pictures of this archive that look like it; elsewhere the picture "
+                                    "job suggests one from the picture's look only where it is fairly sure, and "
+                                    "is often wrong all the same; with none, {kind} is the export's class word."))
 
 
 def kind_changed(picture_id: int, key: str):
@@ -214,7 +219,10 @@ def kind_changed(picture_id: int, key: str):
     with common.open_manifest() as manifest:
         manifest.set_picture_kinds([(picture_id, kind)])
         row = manifest.picture(picture_id)
-    common.notify(f"{picture_words(row).capitalize()} is {'a ' + kind if kind else 'as suggested'} · {UNDO_HINT}")
+        like = len(suggested_like(manifest, picture_id)) if kind else 0
+    taught = f"; {like} like it {'is' if like == 1 else 'are'} now suggested {kind}" if like else ""
+    common.notify(f"{picture_words(row).capitalize()} is {'a ' + kind if kind else 'as suggested'}{taught} · "
+                  f"{UNDO_HINT}")
 
 
 def mask_inputs(row: dict):

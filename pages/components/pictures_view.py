@@ -11,7 +11,7 @@ import pathlib
 
 import streamlit as st
 
-from curation.captions.best import best_caption, counted_sources, kind_of
+from curation.captions.best import best_caption, counted_sources, kind_of, kind_source
 from curation.decisions import keyboard
 from curation.views import bulk
 from curation.views import picture_bulk
@@ -322,7 +322,8 @@ def card(row: dict, crop: bytes | None, document: dict | None, words: tuple[str,
     # height; one too long for a narrow card ends in "…", whole in its tooltip and in the large view.
     lines = [card_grid.line(card_grid.bold(f"#{row['number']}"),
                             card_grid.text(f" · p. {page_number(row['page'])}{total}")),
-             card_grid.line(card_grid.text(f"{views.square_inches(row['box_area'])}{' · ' + kind if kind else ''}")),
+             card_grid.line(card_grid.text(f"{views.square_inches(row['box_area'])}{' · ' + kind if kind else ''}"),
+                            title=kind_source(row)),
              card_grid.line(card_grid.text(name), title=name),
              card_grid.line(card_grid.text(pv.status_words(row)))]
     if note is not None:
