@@ -22,7 +22,7 @@ from curation.export import (Counted, ExportSettings, Preview, SettingsError, co
 from curation import views
 from curation.export.captions import MAX_TEMPLATE_CHARS
 from curation.export.job import ENLARGED
-from curation.export.selection import Item, Selection
+from curation.export.selection import Item, Selection, selection_stamp
 from curation.export.settings import DEFAULT_TEMPLATE, MAX_WORD_CHARS
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
@@ -87,7 +87,7 @@ def main():
     with common.require_manifest() as manifest:
         threshold = manifest.threshold
         rule = manifest.rule
-        selection = select(manifest, threshold, duplicates, crop)
+        selection = kept_selection(str(db), selection_stamp(manifest, threshold), threshold, duplicates, crop)
         running = manifest.running_job("export") is not None
         scoring = common.running_job(manifest) is not None
     items = selection.items
@@ -122,6 +122,15 @@ def main():
         with st.expander("The same export from the command line"):
             st.code(shlex.join(["python", "-m", "curation", "export", "--db", str(db), *args]), language="bash")
     export_panel(running)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Listing the pictures the export takes…")
+def kept_selection(db: str, stamp: tuple, threshold: float, duplicates: str, crop: str) -> Selection:
+    """The export's selection (`select`) as the manifest is now (`stamp`: selection_stamp), shared by every
+    session and run until the manifest changes: a widget moved on this page does not list 100,000 pictures
+    again. Never changed by its readers."""
+    with common.require_manifest() as manifest:
+        return select(manifest, threshold, duplicates, crop)
 
 
 # -- options ----------------------------------------------------------------------------------
