@@ -159,3 +159,23 @@ def test_a_control_character_in_the_trigger_is_refused_with_the_reason(db):
     assert any("trigger word must not hold control characters" in shown(e) and "U+007F" in shown(e)
                for e in texts(at.error))
     assert not [b for b in at.button if b.label.startswith("Export")]
+
+
+def test_the_selection_kept_between_runs_follows_every_change_to_the_manifest(db):
+    """Export keeps its selection between script runs (listing 100,000 pictures takes a second), never past a
+    change: a curator's decision, the cutoff, a rescored page."""
+    at = page()
+    assert {m.label: m.value for m in at.metric}["Images"] == "4"
+    with Manifest(db) as m:
+        doc_id = m.conn.execute("SELECT id FROM documents").fetchone()[0]
+        m.set_override(doc_id, 1, True)  # scored 20: kept by the curator
+    at.run()
+    assert {m.label: m.value for m in at.metric}["Images"] == "5"
+    with Manifest(db) as m:
+        m.threshold = 75.0  # keeps 80 and 90, and the page included
+    at.run()
+    assert {m.label: m.value for m in at.metric}["Images"] == "3"
+    with Manifest(db) as m:  # a scoring moves a page over the cutoff, as a rescore's job writes it
+        m.conn.execute("UPDATE pages SET sigma = 95 WHERE doc_id = ? AND page = 0", (doc_id,))
+    at.run()
+    assert {m.label: m.value for m in at.metric}["Images"] == "4"
