@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..manifest import history, picture_decisions
 from .picture_images import (CROP_SIDE, OUTLINE_COLOUR, OUTLINE_MIN_WIDTH, SELECTED_COLOUR, box_from_clicks,  # noqa: F401
                              CORNER_GRAB, box_of_corners, crop, crops, dragged_box, fit_region, numbered_outline,
-                             page_point, zoom_region, zoomed)
+                             page_point, screen_crops, zoom_region, zoomed)
 from ..manifest.pictures import PictureError  # noqa: F401 (the view's callers use it)
 from ..pictures.kind import KINDS  # noqa: F401 (the view's callers use it)
 from ..manifest.page_rows import scoring_stamp
