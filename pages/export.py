@@ -23,6 +23,7 @@ from curation import views
 from curation.export.captions import MAX_TEMPLATE_CHARS
 from curation.export.job import ENLARGED
 from curation.export.selection import Item, Selection, selection_stamp
+from curation.export.source import scans_decoded_once
 from curation.export.settings import DEFAULT_TEMPLATE, MAX_WORD_CHARS
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
@@ -87,7 +88,8 @@ def main():
     with common.require_manifest() as manifest:
         threshold = manifest.threshold
         rule = manifest.rule
-        selection = kept_selection(str(db), selection_stamp(manifest, threshold), threshold, duplicates, crop)
+        listed = (str(db), selection_stamp(manifest, threshold), threshold, duplicates, crop)  # names the selection
+        selection = kept_selection(*listed)
         running = manifest.running_job("export") is not None
         scoring = common.running_job(manifest) is not None
     items = selection.items
@@ -106,7 +108,7 @@ def main():
                              help="Written to the exports folder beside the manifest.")
         out = data_dir(db) / "exports" / safe_zip_name(name)
     with preview_column:
-        written, counted = show_figures(selection, settings, rule)
+        written, counted = show_figures(selection, listed, settings, rule)
         if settings:  # counted: the images written alone; estimated, every one, those left out saying so
             show_preview(counted.written(items) if counted else items, settings)
             if counted:
@@ -202,7 +204,8 @@ def previews_of(items: list[Item], settings: ExportSettings) -> list[Preview]:
     # Which pages go does not change how one looks: the preview cache ignores the near-duplicate choice.
     key = json.dumps({k: v for k, v in settings.as_dict().items() if k != "duplicates"}, sort_keys=True)
     roots = tuple(str(root) for root in common.allowed_roots([item.doc for item in items]))
-    return [cached_preview(dataclasses.astuple(item), key, roots) for item in items]
+    with scans_decoded_once():  # a page's pictures, side by side on a screen, decode its scan once
+        return [cached_preview(dataclasses.astuple(item), key, roots) for item in items]
 
 
 def show_preview(items: list[Item], settings: ExportSettings) -> None:
@@ -263,27 +266,30 @@ def preview_card(result: Preview) -> None:
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def cached_counts(items: tuple, settings_json: str, roots: tuple[str, ...]) -> Counted:
-    """The export's figures counted on every image: what its ZIP will say."""
-    return count_export([Item(*item) for item in items], ExportSettings.from_dict(json.loads(settings_json)), roots)
+def cached_counts(listed: tuple, _items: list[Item], settings_json: str, roots: tuple[str, ...]) -> Counted:
+    """The export's figures counted on every image of the selection `listed` names (kept_selection's arguments;
+    its `_items`, not hashed on every run: 5,000 items took a fifth of a second): what its ZIP will say."""
+    return count_export(_items, ExportSettings.from_dict(json.loads(settings_json)), roots)
 
 
-def counts_of(items: list[Item], settings: ExportSettings) -> Counted | None:
-    """Exact figures for the selection the export writes; None past COUNTED_LIMIT images (then estimated)."""
+def counts_of(items: list[Item], listed: tuple, settings: ExportSettings) -> Counted | None:
+    """Exact figures for the selection the export writes (`items`, named by `listed`); None past COUNTED_LIMIT
+    images (then estimated)."""
     if len(items) > COUNTED_LIMIT:
         return None
     key = json.dumps({k: v for k, v in settings.as_dict().items() if k != "duplicates"}, sort_keys=True)
     roots = tuple(str(root) for root in common.allowed_roots([item.doc for item in items]))
     with st.spinner("Counting the images…"):
-        return cached_counts(tuple(dataclasses.astuple(item) for item in items), key, roots)
+        return cached_counts(listed, items, key, roots)
 
 
-def show_figures(selection: Selection, settings: ExportSettings | None, rule: str) -> tuple[int, Counted | None]:
+def show_figures(selection: Selection, listed: tuple, settings: ExportSettings | None,
+                 rule: str) -> tuple[int, Counted | None]:
     """The figures of the export these settings write, each counted on the same selection the export takes;
     returns how many images it writes, and the figures where they were counted on every image."""
     items = selection.items
     overrides = len({(item.doc_id, item.page) for item in items if item.decided_by == "override"})  # pages
-    counted = counts_of(items, settings) if settings else None
+    counted = counts_of(items, listed, settings) if settings else None
     guess = estimate_export(items, counted, lambda chosen: previews_of(chosen, settings)) if settings else None
     about = "" if counted or (guess and guess.exact) else "about "
     written = counted.images if counted else guess.images if guess else len(items)
