@@ -7,6 +7,9 @@ import subprocess
 import sys
 
 from conftest import ROOT
+from curation import Manifest
+from curation.export.selection import selection_stamp
+from curation.views.cutoff_counts import COUNT_JOB
 from pages.components import warm_up
 
 
@@ -26,3 +29,18 @@ def test_warming_imports_them_outside_a_script_run_without_a_streamlit_call():
     assert done.stdout.split()[-1] == "True"
     assert "ScriptRunContext" not in done.stderr and "Traceback" not in done.stderr
 
+
+
+def test_exports_selection_is_listed_again_for_a_scoring_not_for_the_counting_job(tmp_path):
+    """Export keeps its selection under selection_stamp: the picture job's or an ingest's progress (kinds,
+    pictures) moves it; the Threshold page's counting job, which writes nothing Export reads, does not."""
+    with Manifest(tmp_path / "manifest.sqlite") as manifest:
+        counting = manifest.start_job(COUNT_JOB)
+        before = selection_stamp(manifest)
+        manifest.update_job(counting, done=3, total=6)
+        manifest.finish_job(counting, "done")
+        assert selection_stamp(manifest) == before
+        embedding = manifest.start_job("embed")
+        started = selection_stamp(manifest)
+        manifest.update_job(embedding, done=32, total=100)
+        assert selection_stamp(manifest) != started

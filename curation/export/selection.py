@@ -15,8 +15,10 @@ from ..manifest import aggregates, history
 from ..manifest.page_rows import scoring_stamp
 from ..manifest.store import Manifest
 from ..sources.page_numbers import page_number
+from ..views.cutoff_counts import COUNT_JOB
 
 MAX_STEM = 48
+EXPORT_JOB = "export"  # the job kind of `python -m curation export`, which the Export page launches
 # The scorer's largest picture of a page, as `pages` stores it (crop "picture" prefers the curator's: see
 # largest_picture).
 BOX_COLUMNS = ("picture_x0", "picture_y0", "picture_x1", "picture_y1")
@@ -106,13 +108,18 @@ def select(manifest: Manifest, threshold: float | None = None, duplicates: str =
     return dataclasses.replace(selection, items=with_caption_sources(selection.items, pictures))
 
 
+UNREAD_JOBS = (COUNT_JOB, EXPORT_JOB)
+
+
 def selection_stamp(manifest: Manifest, threshold: float | None = None) -> tuple:
     """What `select` reads, in a few milliseconds: it changes whenever the selection may (a scoring or any job's
     progress, a person's change, the counters the manifest's triggers move, the rule's settings), so a selection
     kept under it is the one `select` would make now (Export keeps one between script runs: at 100,000 pictures
     it takes a second to make)."""
     params = manifest.decision_params(threshold)
-    return (str(manifest.path), scoring_stamp(manifest), history.latest_id(manifest.conn),
+    # Not the progress of a job that writes nothing `select` reads (the Threshold page's counting job, an export):
+    # one running beside Export would have it list everything again on every run.
+    return (str(manifest.path), scoring_stamp(manifest, UNREAD_JOBS), history.latest_id(manifest.conn),
             aggregates.version(manifest.conn), tuple(sorted(params.items())))
 
 
