@@ -19,6 +19,7 @@ import streamlit as st
 
 from curation.export import (Counted, ExportSettings, Preview, SettingsError, count_export, estimate_export,
                              image_folder, preview, safe_zip_name, screen_items, screens, select)
+from curation.export.preview import ESTIMATE_SAMPLE
 from curation import views
 from curation.export.captions import MAX_TEMPLATE_CHARS
 from curation.export.job import ENLARGED
@@ -201,8 +202,7 @@ def cached_preview(item: tuple, settings_json: str, roots: tuple[str, ...]) -> P
 
 def previews_of(items: list[Item], settings: ExportSettings) -> list[Preview]:
     """These images exactly as the export makes them (read only inside the allowed folders)."""
-    # Which pages go does not change how one looks: the preview cache ignores the near-duplicate choice.
-    key = json.dumps({k: v for k, v in settings.as_dict().items() if k != "duplicates"}, sort_keys=True)
+    key = settings_key(settings)  # which pages go does not change how one looks
     roots = tuple(str(root) for root in common.allowed_roots([item.doc for item in items]))
     with scans_decoded_once():  # a page's pictures, side by side on a screen, decode its scan once
         return [cached_preview(dataclasses.astuple(item), key, roots) for item in items]
@@ -277,7 +277,7 @@ def counts_of(items: list[Item], listed: tuple, settings: ExportSettings) -> Cou
     images (then estimated)."""
     if len(items) > COUNTED_LIMIT:
         return None
-    key = json.dumps({k: v for k, v in settings.as_dict().items() if k != "duplicates"}, sort_keys=True)
+    key = settings_key(settings)
     roots = tuple(str(root) for root in common.allowed_roots([item.doc for item in items]))
     with st.spinner("Counting the images…"):
         return cached_counts(listed, items, key, roots)
@@ -290,7 +290,10 @@ def show_figures(selection: Selection, listed: tuple, settings: ExportSettings |
     items = selection.items
     overrides = len({(item.doc_id, item.page) for item in items if item.decided_by == "override"})  # pages
     counted = counts_of(items, listed, settings) if settings else None
-    guess = estimate_export(items, counted, lambda chosen: previews_of(chosen, settings)) if settings else None
+    estimated = (listed, settings_key(settings)) if settings else None  # names the estimate
+    guess = st.session_state.get(ESTIMATES, {}).get(estimated) if settings else None
+    if settings and guess is None and common.waited(ESTIMATE_WAITED):  # drawn once without it: made now
+        guess = make_estimate(estimated, items, counted, settings)
     about = "" if counted or (guess and guess.exact) else "about "
     written = counted.images if counted else guess.images if guess else len(items)
     too_small = counted.too_small if counted else guess.too_small if guess else 0
@@ -313,7 +316,14 @@ def show_figures(selection: Selection, listed: tuple, settings: ExportSettings |
     else:
         third.metric("Near-duplicates kept", f"{selection.duplicates:,}",
                      help="Copies of another exported page's picture, exported too: one page per group is off.")
-    if guess is None:
+    if settings is None:
+        return written, counted
+    if guess is None:  # made a moment after this run: the page is drawn first
+        second.metric("Estimated size", "estimating…", help=f"{ESTIMATE_SAMPLE} of the images are being encoded "
+                      "exactly as exported, spread over all of them; the size follows in a moment.")
+        if counted:
+            fourth.metric("Enlarged", f"{counted.enlarged:,}", help=enlarged_help(counted))
+        estimate_after(estimated, items, counted, settings)
         return written, counted
     second.metric("Estimated size", human_size(guess.bytes) if guess.bytes else "—",
                   help=f"From {guess.sampled:,} of the images encoded exactly as exported, spread over all of them, "
@@ -332,6 +342,34 @@ def show_figures(selection: Selection, listed: tuple, settings: ExportSettings |
         st.caption(f"Larger than {human_size(DOWNLOAD_LIMIT)}: it will be on the server's disk rather than offered "
                    "as a browser download.")
     return written, counted
+
+
+def settings_key(settings: ExportSettings) -> str:
+    """The settings as the previews' cache knows them: which pages go does not change how one looks."""
+    return json.dumps({k: v for k, v in settings.as_dict().items() if k != "duplicates"}, sort_keys=True)
+
+
+ESTIMATES = "export_estimates"  # this session's size estimates, by selection and settings
+ESTIMATES_KEPT = 8
+ESTIMATE_WAITED = "export_estimate_waited"
+ESTIMATE_RERUN_SECONDS = 0.1
+
+
+def estimate_after(estimated: tuple, items: list[Item], counted: Counted | None, settings: ExportSettings) -> None:
+    """The size estimate encodes ESTIMATE_SAMPLE images spread over the export, besides the preview's screen (a
+    second on real scans, more on a loaded server): it is made a moment after the page is drawn, which says so,
+    and the page is drawn again with it."""
+    common.after_this_run(ESTIMATE_WAITED, ESTIMATE_RERUN_SECONDS,
+                          lambda: make_estimate(estimated, items, counted, settings))
+
+
+def make_estimate(estimated: tuple, items: list[Item], counted: Counted | None, settings: ExportSettings):
+    """The estimate, kept for the session under `estimated` (the selection and settings)."""
+    estimates = st.session_state.setdefault(ESTIMATES, {})
+    estimates[estimated] = estimate_export(items, counted, lambda chosen: previews_of(chosen, settings))
+    while len(estimates) > ESTIMATES_KEPT:
+        estimates.pop(next(iter(estimates)))
+    return estimates[estimated]
 
 
 def enlarged_help(counted: Counted) -> str:

@@ -119,14 +119,7 @@ def cards_being_cut(done: int, total: int) -> None:
     at once on the click: the screen says so, shows the others from their page's thumbnail, and runs again."""
     st.caption(f":material/hourglass_top: Cutting this screen's cards from their PDFs: {done} of {total}; the "
                "others show their page's thumbnail until then.")
-
-    @st.fragment(run_every=CARD_RERUN_SECONDS)
-    def next_cards():
-        if st.session_state.pop(CARDS_WAITED, False):
-            st.rerun()  # the whole view: the next cards, and the grid that shows them
-        st.session_state[CARDS_WAITED] = True  # the fragment's first run is this script run's own
-
-    next_cards()
+    common.after_this_run(CARDS_WAITED, CARD_RERUN_SECONDS)  # the view again: the next cards, and their grid
 
 
 # -- filters ------------------------------------------------------------------------------------
