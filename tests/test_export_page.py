@@ -184,3 +184,18 @@ def test_the_selection_kept_between_runs_follows_every_change_to_the_manifest(db
         m.conn.execute("UPDATE pages SET sigma = 95 WHERE doc_id = ? AND page = 0", (doc_id,))
     at.run()
     assert {m.label: m.value for m in at.metric}["Images"] == "4"
+
+
+def test_an_estimate_that_fails_is_a_message(db, monkeypatch):
+    import curation.export
+
+    at = page()
+    assert {m.label: m.value for m in at.metric}["Estimated size"] == "estimating…"
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the sample could not be encoded")
+
+    monkeypatch.setattr(curation.export, "estimate_export", broken)
+    at.run()
+    assert not at.exception
+    assert any("the sample could not be encoded" in shown(e) for e in texts(at.error))
