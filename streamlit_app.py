@@ -6,13 +6,15 @@ every response forbids framing; every request, HTTP and WebSocket alike, must na
 whose domain was rebound to this server's address, DNS rebinding, would get the rest); a WebSocket must
 come from a page of the dashboard's own origin, and may not empty the caches every session shares; the upload
 route takes files only for a curator's session, within the server's limits, and a closed session's uploads are
-freed at once.
+freed at once. What the pages import is imported once the server is up, in the background
+(pages/components/warm_up.py), not on a curator's first click.
 """
 
 import streamlit as st
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+from pages.components import warm_up
 from pages.components.server import NoFraming, RefusedBackMessages, SameOriginWebSocket, UploadGate
 
 ALLOWED_HOSTS = st.get_option("server.allowedHosts") or ["*"]  # empty: Streamlit's own default, any host
@@ -24,3 +26,4 @@ app = st.App("dashboard.py", middleware=[  # outermost first: a refused request'
     Middleware(RefusedBackMessages),
     Middleware(UploadGate),
 ])
+warm_up.start()  # what the pages import, imported before the first click (pages/components/warm_up.py)

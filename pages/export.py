@@ -19,10 +19,12 @@ import streamlit as st
 
 from curation.export import (Counted, ExportSettings, Preview, SettingsError, count_export, estimate_export,
                              image_folder, preview, safe_zip_name, screen_items, screens, select)
+from curation.export.preview import ESTIMATE_SAMPLE
 from curation import views
 from curation.export.captions import MAX_TEMPLATE_CHARS
 from curation.export.job import ENLARGED
-from curation.export.selection import Item, Selection
+from curation.export.selection import Item, Selection, selection_stamp
+from curation.export.source import scans_decoded_once
 from curation.export.settings import DEFAULT_TEMPLATE, MASKED_LAYOUTS, MAX_WORD_CHARS
 from curation.runs import jobs
 from curation.sources.page_numbers import page_number
@@ -87,7 +89,8 @@ def main():
     with common.require_manifest() as manifest:
         threshold = manifest.threshold
         rule = manifest.rule
-        selection = select(manifest, threshold, duplicates, crop)
+        listed = (str(db), selection_stamp(manifest, threshold), threshold, duplicates, crop)  # names the selection
+        selection = kept_selection(*listed)
         running = manifest.running_job("export") is not None
         scoring = common.running_job(manifest) is not None
     items = selection.items
@@ -106,7 +109,7 @@ def main():
                              help="Written to the exports folder beside the manifest.")
         out = data_dir(db) / "exports" / safe_zip_name(name)
     with preview_column:
-        written, counted = show_figures(selection, settings, rule)
+        written, counted = show_figures(selection, listed, settings, rule)
         if settings:  # counted: the images written alone; estimated, every one, those left out saying so
             show_preview(counted.written(items) if counted else items, settings)
             if counted:
@@ -122,6 +125,15 @@ def main():
         with st.expander("The same export from the command line"):
             st.code(shlex.join(["python", "-m", "curation", "export", "--db", str(db), *args]), language="bash")
     export_panel(running)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Listing the pictures the export takes…")
+def kept_selection(db: str, stamp: tuple, threshold: float, duplicates: str, crop: str) -> Selection:
+    """The export's selection (`select`) as the manifest is now (`stamp`: selection_stamp), shared by every
+    session and run until the manifest changes: a widget moved on this page does not list 100,000 pictures
+    again. Never changed by its readers."""
+    with common.require_manifest() as manifest:
+        return select(manifest, threshold, duplicates, crop)
 
 
 # -- options ----------------------------------------------------------------------------------
@@ -200,10 +212,10 @@ def cached_preview(item: tuple, settings_json: str, roots: tuple[str, ...]) -> P
 
 def previews_of(items: list[Item], settings: ExportSettings) -> list[Preview]:
     """These images exactly as the export makes them (read only inside the allowed folders)."""
-    # Which pages go does not change how one looks: the preview cache ignores the near-duplicate choice.
-    key = json.dumps({k: v for k, v in settings.as_dict().items() if k != "duplicates"}, sort_keys=True)
+    key = settings_key(settings)  # which pages go does not change how one looks
     roots = tuple(str(root) for root in common.allowed_roots([item.doc for item in items]))
-    return [cached_preview(dataclasses.astuple(item), key, roots) for item in items]
+    with scans_decoded_once():  # a page's pictures, side by side on a screen, decode its scan once
+        return [cached_preview(dataclasses.astuple(item), key, roots) for item in items]
 
 
 def show_preview(items: list[Item], settings: ExportSettings) -> None:
@@ -264,28 +276,34 @@ def preview_card(result: Preview) -> None:
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def cached_counts(items: tuple, settings_json: str, roots: tuple[str, ...]) -> Counted:
-    """The export's figures counted on every image: what its ZIP will say."""
-    return count_export([Item(*item) for item in items], ExportSettings.from_dict(json.loads(settings_json)), roots)
+def cached_counts(listed: tuple, _items: list[Item], settings_json: str, roots: tuple[str, ...]) -> Counted:
+    """The export's figures counted on every image of the selection `listed` names (kept_selection's arguments;
+    its `_items`, not hashed on every run: 5,000 items took a fifth of a second): what its ZIP will say."""
+    return count_export(_items, ExportSettings.from_dict(json.loads(settings_json)), roots)
 
 
-def counts_of(items: list[Item], settings: ExportSettings) -> Counted | None:
-    """Exact figures for the selection the export writes; None past COUNTED_LIMIT images (then estimated)."""
+def counts_of(items: list[Item], listed: tuple, settings: ExportSettings) -> Counted | None:
+    """Exact figures for the selection the export writes (`items`, named by `listed`); None past COUNTED_LIMIT
+    images (then estimated)."""
     if len(items) > COUNTED_LIMIT:
         return None
-    key = json.dumps({k: v for k, v in settings.as_dict().items() if k != "duplicates"}, sort_keys=True)
+    key = settings_key(settings)
     roots = tuple(str(root) for root in common.allowed_roots([item.doc for item in items]))
     with st.spinner("Counting the images…"):
-        return cached_counts(tuple(dataclasses.astuple(item) for item in items), key, roots)
+        return cached_counts(listed, items, key, roots)
 
 
-def show_figures(selection: Selection, settings: ExportSettings | None, rule: str) -> tuple[int, Counted | None]:
+def show_figures(selection: Selection, listed: tuple, settings: ExportSettings | None,
+                 rule: str) -> tuple[int, Counted | None]:
     """The figures of the export these settings write, each counted on the same selection the export takes;
     returns how many images it writes, and the figures where they were counted on every image."""
     items = selection.items
     overrides = len({(item.doc_id, item.page) for item in items if item.decided_by == "override"})  # pages
-    counted = counts_of(items, settings) if settings else None
-    guess = estimate_export(items, counted, lambda chosen: previews_of(chosen, settings)) if settings else None
+    counted = counts_of(items, listed, settings) if settings else None
+    estimated = (listed, settings_key(settings)) if settings else None  # names the estimate
+    guess = st.session_state.get(ESTIMATES, {}).get(estimated) if settings else None
+    if settings and guess is None and common.waited(ESTIMATE_WAITED):  # drawn once without it: made now
+        guess = make_estimate(estimated, items, counted, settings)
     about = "" if counted or (guess and guess.exact) else "about "
     written = counted.images if counted else guess.images if guess else len(items)
     too_small = counted.too_small if counted else guess.too_small if guess else 0
@@ -308,7 +326,14 @@ def show_figures(selection: Selection, settings: ExportSettings | None, rule: st
     else:
         third.metric("Near-duplicates kept", f"{selection.duplicates:,}",
                      help="Copies of another exported page's picture, exported too: one page per group is off.")
-    if guess is None:
+    if settings is None:
+        return written, counted
+    if guess is None:  # made a moment after this run: the page is drawn first
+        second.metric("Estimated size", "estimating…", help=f"{ESTIMATE_SAMPLE} of the images are being encoded "
+                      "exactly as exported, spread over all of them; the size follows in a moment.")
+        if counted:
+            fourth.metric("Enlarged", f"{counted.enlarged:,}", help=enlarged_help(counted))
+        estimate_after(estimated, items, counted, settings)
         return written, counted
     second.metric("Estimated size", human_size(guess.bytes) if guess.bytes else "—",
                   help=f"From {guess.sampled:,} of the images encoded exactly as exported, spread over all of them, "
@@ -328,6 +353,34 @@ def show_figures(selection: Selection, settings: ExportSettings | None, rule: st
         st.caption(f"Larger than {human_size(DOWNLOAD_LIMIT)}: it will be on the server's disk rather than offered "
                    "as a browser download.")
     return written, counted
+
+
+def settings_key(settings: ExportSettings) -> str:
+    """The settings as the previews' cache knows them: which pages go does not change how one looks."""
+    return json.dumps({k: v for k, v in settings.as_dict().items() if k != "duplicates"}, sort_keys=True)
+
+
+ESTIMATES = "export_estimates"  # this session's size estimates, by selection and settings
+ESTIMATES_KEPT = 8
+ESTIMATE_WAITED = "export_estimate_waited"
+ESTIMATE_RERUN_SECONDS = 0.1
+
+
+def estimate_after(estimated: tuple, items: list[Item], counted: Counted | None, settings: ExportSettings) -> None:
+    """The size estimate encodes ESTIMATE_SAMPLE images spread over the export, besides the preview's screen (a
+    second on real scans, more on a loaded server): it is made a moment after the page is drawn, which says so,
+    and the page is drawn again with it."""
+    common.after_this_run(ESTIMATE_WAITED, ESTIMATE_RERUN_SECONDS,
+                          lambda: make_estimate(estimated, items, counted, settings))
+
+
+def make_estimate(estimated: tuple, items: list[Item], counted: Counted | None, settings: ExportSettings):
+    """The estimate, kept for the session under `estimated` (the selection and settings)."""
+    estimates = st.session_state.setdefault(ESTIMATES, {})
+    estimates[estimated] = estimate_export(items, counted, lambda chosen: previews_of(chosen, settings))
+    while len(estimates) > ESTIMATES_KEPT:
+        estimates.pop(next(iter(estimates)))
+    return estimates[estimated]
 
 
 def enlarged_help(counted: Counted) -> str:

@@ -40,6 +40,11 @@ def texts(elements) -> list[str]:
 def test_shows_the_count_the_size_and_a_preview_as_exported(db):
     at = page()
     metrics = {m.label: m.value for m in at.metric}
+    # The size is estimated a moment after the page is drawn (encoding images besides the preview's): it says so.
+    assert metrics["Images"] == "4" and metrics["Estimated size"] == "estimating…"
+    at.run()  # the run the page asks for once drawn
+    assert not at.exception, at.exception
+    metrics = {m.label: m.value for m in at.metric}
     assert metrics["Images"] == "4" and metrics["Estimated size"].endswith("MB")
     captions = [image.proto.imgs[0].caption for image in at.get("image")]
     assert len(captions) == 4 and all(c.startswith("1024×1024") for c in captions)
@@ -159,3 +164,38 @@ def test_a_control_character_in_the_trigger_is_refused_with_the_reason(db):
     assert any("trigger word must not hold control characters" in shown(e) and "U+007F" in shown(e)
                for e in texts(at.error))
     assert not [b for b in at.button if b.label.startswith("Export")]
+
+
+def test_the_selection_kept_between_runs_follows_every_change_to_the_manifest(db):
+    """Export keeps its selection between script runs (listing 100,000 pictures takes a second), never past a
+    change: a curator's decision, the cutoff, a rescored page."""
+    at = page()
+    assert {m.label: m.value for m in at.metric}["Images"] == "4"
+    with Manifest(db) as m:
+        doc_id = m.conn.execute("SELECT id FROM documents").fetchone()[0]
+        m.set_override(doc_id, 1, True)  # scored 20: kept by the curator
+    at.run()
+    assert {m.label: m.value for m in at.metric}["Images"] == "5"
+    with Manifest(db) as m:
+        m.threshold = 75.0  # keeps 80 and 90, and the page included
+    at.run()
+    assert {m.label: m.value for m in at.metric}["Images"] == "3"
+    with Manifest(db) as m:  # a scoring moves a page over the cutoff, as a rescore's job writes it
+        m.conn.execute("UPDATE pages SET sigma = 95 WHERE doc_id = ? AND page = 0", (doc_id,))
+    at.run()
+    assert {m.label: m.value for m in at.metric}["Images"] == "4"
+
+
+def test_an_estimate_that_fails_is_a_message(db, monkeypatch):
+    import curation.export
+
+    at = page()
+    assert {m.label: m.value for m in at.metric}["Estimated size"] == "estimating…"
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the sample could not be encoded")
+
+    monkeypatch.setattr(curation.export, "estimate_export", broken)
+    at.run()
+    assert not at.exception
+    assert any("the sample could not be encoded" in shown(e) for e in texts(at.error))

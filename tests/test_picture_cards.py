@@ -117,3 +117,33 @@ def test_without_its_pdf_a_redrawn_box_is_cut_from_the_page_thumbnail(manifest, 
     assert Image.open(io.BytesIO(card)).size == (pv.CROP_SIDE, pv.CROP_SIDE)
     assert manifest.picture_cards([redrawn]) == {}  # and none kept: drawn from the PDF once it is back
     pathlib.Path(moved).rename(row["doc"])
+
+
+def test_missing_cards_are_cut_a_few_a_run_and_the_screen_says_so(manifest, monkeypatch):
+    """A screen whose cards are not kept (a manifest ingested before cards were kept, boxes redrawn elsewhere) is
+    drawn at once, each card cut from its page's thumbnail meanwhile, saying it waits for the cards, which the
+    runs after cut from the PDFs and keep; never a whole screen of PDF pages on the click."""
+    from apptest_support import page as app_page, ran, texts
+    from pages.components import pictures_view
+
+    rows = pictures_of(manifest)
+    manifest.conn.execute("DELETE FROM picture_thumbnails")
+    monkeypatch.setenv("CURATION_DB", str(manifest.path))
+    monkeypatch.setattr(pictures_view, "CARD_SECONDS", 0.0)  # a run's time spent before the first card
+    at = ran(app_page("pages/review.py"))
+    at.segmented_control(key="view").set_value("pictures")
+    ran(at)
+    assert f"Cutting this screen's cards from their PDFs: 0 of {len(rows)}" in texts(at)
+    assert len(grid_images(at)) == len(rows)  # every card shown, from its page's thumbnail
+    assert manifest.picture_cards(rows) == {}
+
+    monkeypatch.setattr(pictures_view, "CARD_SECONDS", 30.0)
+    ran(at)  # what the fragment's rerun does
+    assert "Cutting this screen's cards" not in texts(at)
+    assert set(manifest.picture_cards(rows)) == {row["id"] for row in rows}  # cut from the PDFs, and kept
+
+
+def grid_images(at) -> list[str]:
+    from apptest_support import grid_cards
+
+    return [html for html in grid_cards(at).values() if "<img" in html]

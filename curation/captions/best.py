@@ -27,7 +27,12 @@ def best_caption(caption: str | None, legend: str | None, auto_caption: str | No
 
 
 def _get(row, name: str):
-    return row[name] if name in row.keys() else None
+    """The row's column `name`, None where it has none (a row read before the column was asked for); a lookup,
+    not a list of the row's 50 names each time (the export's selection asks four a picture)."""
+    try:
+        return row[name]
+    except (IndexError, KeyError):  # sqlite3.Row's missing name, a dict's
+        return None
 
 
 def counted_sources(row) -> tuple[str | None, str | None, str | None]:

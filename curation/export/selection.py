@@ -12,11 +12,15 @@ from dataclasses import dataclass, field
 
 from ..captions.best import counted_sources, kind_of
 from ..decisions.picture_kinds import learned_kinds
+from ..manifest import aggregates, history
+from ..manifest.page_rows import scoring_stamp
 from ..manifest.store import Manifest
 from ..pictures.region import MaskSource
 from ..sources.page_numbers import page_number
+from ..views.cutoff_counts import COUNT_JOB
 
 MAX_STEM = 48
+EXPORT_JOB = "export"  # the job kind of `python -m curation export`, which the Export page launches
 # The scorer's largest picture of a page, as `pages` stores it (crop "picture" prefers the curator's: see
 # largest_picture).
 BOX_COLUMNS = ("picture_x0", "picture_y0", "picture_x1", "picture_y1")
@@ -51,6 +55,9 @@ class Item:
     mask: MaskSource | None = None  # what the picture's mask is made from; None: a whole page (all of it learned)
 
 
+_ITEM_FIELDS = frozenset(f.name for f in dataclasses.fields(Item))
+
+
 @dataclass(frozen=True)
 class LeftOut:
     """A kept page not exported because a near-identical page of its group is."""
@@ -83,9 +90,10 @@ def select(manifest: Manifest, threshold: float | None = None, duplicates: str =
     the one whose picture covers most of it, ties to the first by document path and page. With
     `crop="pictures"` each page then gives one item per picture (see `one_per_picture`). Rows are
     small; no image is read here."""
-    items, used = [], set()
+    items, used, stems = [], set(), {}
     for row in manifest.export_pages(threshold):
-        name = f"{safe_stem(row['doc'])}-{row['sha256'][:8]}-p{page_number(row['page']):04d}"  # p0001: page 1
+        stem = stems.get(row["doc"]) or stems.setdefault(row["doc"], safe_stem(row["doc"]))  # once a document
+        name = f"{stem}-{row['sha256'][:8]}-p{page_number(row['page']):04d}"  # p0001: page 1
         while name in used:  # two documents sharing a name and a hash prefix: vanishingly rare
             name += "x"
         used.add(name)
@@ -102,6 +110,21 @@ def select(manifest: Manifest, threshold: float | None = None, duplicates: str =
         selection = dataclasses.replace(selection, items=one_per_picture(selection.items, pictures))
     learned = learned_kinds(manifest, (row["id"] for rows in pictures.values() for row in rows if not row["kind"]))
     return dataclasses.replace(selection, items=with_caption_sources(selection.items, pictures, learned))
+
+
+UNREAD_JOBS = (COUNT_JOB, EXPORT_JOB)
+
+
+def selection_stamp(manifest: Manifest, threshold: float | None = None) -> tuple:
+    """What `select` reads, in a few milliseconds: it changes whenever the selection may (a scoring or any job's
+    progress, a person's change, the counters the manifest's triggers move, the rule's settings), so a selection
+    kept under it is the one `select` would make now (Export keeps one between script runs: at 100,000 pictures
+    it takes a second to make)."""
+    params = manifest.decision_params(threshold)
+    # Not the progress of a job that writes nothing `select` reads (the Threshold page's counting job, an export):
+    # one running beside Export would have it list everything again on every run.
+    return (str(manifest.path), scoring_stamp(manifest, UNREAD_JOBS), history.latest_id(manifest.conn),
+            aggregates.version(manifest.conn), tuple(sorted(params.items())))
 
 
 def select_items(manifest: Manifest, threshold: float | None = None, duplicates: str = "one",
@@ -121,10 +144,22 @@ def one_per_picture(items: list[Item], pictures: dict[tuple[int, int], list]) ->
         if not rows:
             expanded.append(item)
             continue
-        expanded.extend(dataclasses.replace(
+        expanded.extend(replaced(
             item, name=f"{item.name}_pic{row['number']}", picture_box=(row["bx0"], row["by0"], row["bx1"], row["by1"]),
             picture=row["number"], caption=row["caption"] or item.caption, mask=MaskSource.of_row(row)) for row in rows)
     return expanded
+
+
+def replaced(item: Item, **changes) -> Item:
+    """`dataclasses.replace(item, **changes)` without its work per field (a copy of the fields, the changes over
+    them): a selection of 100,000 pictures makes two per picture, which took most of Export's first second."""
+    unknown = changes.keys() - _ITEM_FIELDS
+    if unknown:
+        raise TypeError(f"Item has no field {', '.join(sorted(unknown))}")
+    copy = object.__new__(Item)
+    copy.__dict__.update(item.__dict__)
+    copy.__dict__.update(changes)
+    return copy
 
 
 def with_caption_sources(items: list[Item], pictures: dict[tuple[int, int], list],
@@ -145,7 +180,7 @@ def with_caption_sources(items: list[Item], pictures: dict[tuple[int, int], list
             filled.append(item)
             continue
         _, legend, auto_caption = counted_sources(row)  # a legend switched off is never exported
-        filled.append(dataclasses.replace(
+        filled.append(replaced(
             item, legend=legend, auto_caption=auto_caption,
             auto_caption_model=row["auto_caption_model"] if auto_caption else None, kind=kind_of(row, learned.get(row["id"])),
             caption=item.caption if item.picture is not None else item.caption or row["caption"]))
@@ -165,8 +200,7 @@ def largest_picture(items: list[Item], manifest: Manifest, threshold: float | No
             refused = row["deleted"] or row["keep"] == 0
             best[key] = (None, None) if refused else ((row["bx0"], row["by0"], row["bx1"], row["by1"]),
                                                       MaskSource.of_row(row))
-    return [dataclasses.replace(item, picture_box=best[(item.doc_id, item.page)][0],
-                                mask=best[(item.doc_id, item.page)][1])
+    return [replaced(item, picture_box=best[(item.doc_id, item.page)][0], mask=best[(item.doc_id, item.page)][1])
             if (item.doc_id, item.page) in best else item for item in items]
 
 

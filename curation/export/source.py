@@ -15,7 +15,9 @@ before the resolution is worked out: a plate is read at the resolution its own o
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,13 +131,42 @@ def _decode_scan(jpeg: bytes, settings: ExportSettings, region: Region | None = 
     reduction = _reduction(width, height, (math.ceil(width * plan.scale), math.ceil(height * plan.scale)))
     shape = (-(-height // reduction), -(-width // reduction))
     try:
-        # The smallest of libjpeg's scales giving at least this size is exactly 1 / reduction.
-        decoded = simplejpeg.decode_jpeg(jpeg, DECODED_COLOURS[colours], min_height=shape[0], min_width=shape[1])
+        decoded = _decoded(jpeg, DECODED_COLOURS[colours], shape)
     except ValueError:  # truncated or corrupt: MuPDF may still draw what it can
         return None
     if decoded.shape[:2] != shape:
         return None
     return Source(decoded, _scaled_box(plan, 1 / reduction, shape), plan, "jpeg")
+
+
+_LAST_SCAN = threading.local()  # within scans_decoded_once: (jpeg, colours, shape) and its pixels
+
+
+@contextlib.contextmanager
+def scans_decoded_once():
+    """Within it, the scan last decoded (in this thread) is kept for the next image read from the same page at
+    the same reduction: a page's pictures come one after another in the export's order, and each decoded it
+    whole again (a screen of the Export preview holding seven pictures of one page decoded it seven times).
+    The pixels are the same; one scan is held, and none once it is left."""
+    _LAST_SCAN.kept, _LAST_SCAN.on = None, True
+    try:
+        yield
+    finally:
+        _LAST_SCAN.kept, _LAST_SCAN.on = None, False
+
+
+def _decoded(jpeg: bytes, colours: str, shape: tuple[int, int]) -> np.ndarray:
+    """The scan decoded at the smallest of libjpeg's scales giving at least `shape` (exactly 1 / reduction); read
+    only by its callers, so that scans_decoded_once may hand the same pixels out again."""
+    key = (jpeg, colours, shape)
+    kept = getattr(_LAST_SCAN, "kept", None) if getattr(_LAST_SCAN, "on", False) else None
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    decoded = simplejpeg.decode_jpeg(jpeg, colours, min_height=shape[0], min_width=shape[1])
+    if getattr(_LAST_SCAN, "on", False):
+        decoded.flags.writeable = False  # a reader that wrote into it would change the next image cut from it
+        _LAST_SCAN.kept = (key, decoded)
+    return decoded
 
 
 def _reduction(width: int, height: int, needed: tuple[int, int]) -> int:

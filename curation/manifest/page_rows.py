@@ -173,11 +173,13 @@ class PageRows:
         ).fetchall()
 
 
-def scoring_stamp(manifest) -> tuple:
+def scoring_stamp(manifest, unread_jobs: Sequence[str] = ()) -> tuple:
     """Changes whenever the pictures or pages change other than by a person (whose every change is an
     action of the history): a scoring (ingest and rescore run as jobs: a job's start, progress and end; the
-    pages' latest time), a new picture, new near-duplicate groups, a replaced document. Milliseconds."""
+    pages' latest time), a new picture, new near-duplicate groups, a replaced document. Milliseconds.
+    `unread_jobs`: kinds of job whose writes the caller does not read (their progress changes nothing)."""
     return (*manifest.conn.execute(
         "SELECT (SELECT MAX(id) FROM pictures), (SELECT MAX(scored_at) FROM pages), (SELECT COUNT(*) FROM duplicates), "
         "(SELECT COUNT(*) FROM documents WHERE status = 'replaced')").fetchone(),
-        *manifest.conn.execute("SELECT MAX(id), MAX(finished_at), SUM(done) FROM jobs").fetchone())
+        *manifest.conn.execute("SELECT MAX(id), MAX(finished_at), SUM(done) FROM jobs "
+                               f"WHERE kind NOT IN ({', '.join('?' * len(unread_jobs))})", tuple(unread_jobs)).fetchone())

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import functools
 import io
+import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import PIL.Image
 import PIL.ImageDraw
@@ -61,9 +63,31 @@ def crop(image: bytes, box: Sequence[float], page_width: int, page_height: int, 
 def crops(manifest: Manifest, rows: Iterable[dict]) -> dict[int, bytes]:
     """Each picture's card by id: the kept one cut for its box as it is now, else drawn from the PDF (and
     kept), else cut from its page's thumbnail; pictures whose page has no image are absent."""
+    return screen_crops(manifest, rows).cards
+
+
+@dataclass(frozen=True)
+class ScreenCards:
+    """A screen's cards by picture id, and those of its pictures still to be drawn from their PDF (each shown
+    cut from its page's thumbnail meanwhile)."""
+
+    cards: dict[int, bytes]
+    to_draw: tuple[int, ...] = ()
+
+
+def screen_crops(manifest: Manifest, rows: Iterable[dict], seconds: float | None = None) -> ScreenCards:
+    """`crops`, drawing missing cards from their PDFs for at most about `seconds` (None: all): past it a card
+    is cut from its page's thumbnail for now and named in `to_draw`, for the next run to draw."""
     rows = list(rows)
     cut = manifest.picture_cards(rows)
-    cut.update(draw_cards(manifest, [row for row in rows if row["id"] not in cut]))
+    missing = [row for row in rows if row["id"] not in cut]
+    if seconds is None:
+        cut.update(draw_cards(manifest, missing))
+        missing = []
+    deadline = time.monotonic() + (seconds or 0)
+    while missing and time.monotonic() < deadline:  # one at a time, each kept as it is drawn
+        cut.update(draw_cards(manifest, [missing.pop(0)]))
+    to_draw = tuple(row["id"] for row in missing)
     rows = [row for row in rows if row["id"] not in cut]
     pages = thumbnails(manifest, {(row["doc_id"], row["page"]) for row in rows}, draw_missing=True)
     for row in rows:
@@ -71,7 +95,7 @@ def crops(manifest: Manifest, rows: Iterable[dict]) -> dict[int, bytes]:
         if thumb and row["width"] and row["height"]:
             cut[row["id"]] = _kept_crop(thumb, (row["bx0"], row["by0"], row["bx1"], row["by1"]), row["width"],
                                         row["height"])
-    return cut
+    return ScreenCards(cut, to_draw)
 
 
 CROPS_KEPT = 1000  # crops kept in memory (about 10 kB each, and their thumbnail's 10 kB): twenty screens

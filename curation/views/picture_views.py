@@ -18,7 +18,7 @@ from ..decisions.picture_kinds import with_learned_kinds
 from ..manifest import history, picture_decisions
 from .picture_images import (CROP_SIDE, OUTLINE_COLOUR, OUTLINE_MIN_WIDTH, SELECTED_COLOUR, box_from_clicks,  # noqa: F401
                              CORNER_GRAB, box_of_corners, crop, crops, dragged_box, fit_region, numbered_outline,
-                             mask_words, page_point, with_mask, zoom_region, zoomed)
+                             mask_words, page_point, screen_crops, with_mask, zoom_region, zoomed)
 from ..manifest.pictures import PictureError  # noqa: F401 (the view's callers use it)
 from ..pictures.kind import KINDS  # noqa: F401 (the view's callers use it)
 from ..manifest.page_rows import scoring_stamp

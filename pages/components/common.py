@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Callable
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from curation import views
 from curation.manifest.picture_decisions import DECIDE_JOB
@@ -106,8 +107,6 @@ def named_in_address(key: str, names: dict[str, str], default: str, separator: s
 def within_upload_limits(uploads, limits) -> list:
     """The uploads within `limits` (a guards.uploads.UploadLimits); each refused one gets a message
     and is dropped from the server's memory at once (Streamlit keeps uploads until the session ends)."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
     kept, refused = limits.sort(uploads or [])
     context = get_script_run_ctx()
     for upload, reason in refused:
@@ -223,6 +222,42 @@ def confirm_buttons(label: str, key: str, question: str, notice: str, act: Calla
     if right.button("Cancel", key=f"{key}-cancel"):
         st.session_state.pop(question, None)
         st.rerun()
+
+
+AFTER_RUN_FAILED = "after_run_failed"  # the keys whose work after a run failed: not tried again every poll
+
+
+def after_this_run(key: str, seconds: float, work=lambda: None) -> None:
+    """`work()` a moment (`seconds`) after this script run, then the whole page again: what a first open would
+    otherwise wait for (a size estimate, cards cut from PDFs) is made once the page is drawn, which says so. A
+    fragment polling every `seconds` does it in a run of its own; a run of the whole page that comes first (a
+    click) finds `key` set (`waited`) and may do the work itself: a click is never lost to the fragment's rerun.
+    Work that failed is not tried again in this session: its message stays instead."""
+    failed = st.session_state.setdefault(AFTER_RUN_FAILED, {})
+    if key in failed:
+        st.error(f"Something went wrong: {escape_markdown(failed[key])}. The details are in the server log; reload "
+                 "to try again.")
+        return
+    st.session_state[key] = True
+
+    def later():
+        context = get_script_run_ctx()
+        if context is None or not context.fragment_ids_this_run:  # the page's own run: the fragment's comes later
+            return
+        st.session_state.pop(key, None)
+        try:  # a fragment's run happens outside run_page
+            work()
+        except Exception as exc:
+            log.exception("work after a page's run failed")
+            failed[key] = str(exc)
+        st.rerun()
+
+    st.fragment(later, run_every=seconds)()
+
+
+def waited(key: str) -> bool:
+    """Whether an earlier run left `key`'s work (after_this_run) undone: this run does it."""
+    return bool(st.session_state.pop(key, False))
 
 
 def link(page: str, label: str, icon: str | None = None) -> None:

@@ -40,6 +40,11 @@ SCREEN_NUMBER, NEXT_AFTER = "pictures_screen", "pictures_next_after"  # the scre
 SCREENS = "pictures_screens"  # (view, the keys its screens so far start after: [None, screen 1's last, ...])
 CAPTION_KEY, MAX_CAPTION, UNDO_HINT = large.CAPTION_KEY, large.MAX_CAPTION, large.UNDO_HINT
 KEYBOARD = large.KEYBOARD
+# A screen's missing cards are cut from their PDFs about this long a script run (30 ms a card on a 300-dpi page,
+# far more on a newspaper's front page): the screen is drawn, and the run after cuts the next.
+CARD_SECONDS = 0.5
+CARD_RERUN_SECONDS = 0.3
+CARDS_WAITED = "pictures_cards_waited"
 
 
 def show():
@@ -77,7 +82,8 @@ def show():
             notes[picture_id] = " · ".join(filter(None, words))
         st.session_state[SCREEN_NUMBER] = len(screens)
         st.session_state[NEXT_AFTER] = ((flt, named), shown.next_after)
-        crops = pv.crops(manifest, shown.rows)
+        cards = pv.screen_crops(manifest, shown.rows, seconds=CARD_SECONDS)
+        crops = cards.cards
     if large.OPEN not in st.session_state:
         undo_.bar(last)
     captions.caption_tools(flt, threshold)
@@ -99,10 +105,21 @@ def show():
         decide=decide_by_key, open=large.open_picture, close=large.close_picture,
         undo=undo_.undo_latest if auth.can_curate() else None, version=undo_.latest_change),
         lambda _: large.large_view(threshold))
+    if cards.to_draw:
+        cards_being_cut(len(shown.rows) - len(cards.to_draw), len(shown.rows))
     grid(shown.rows, crops, {doc["id"]: doc for doc in documents}, notes, sort)
     pager(len(screens), shown.next_after)
     # Under the cards: it is for the whole archive, and the first screen is the cards'.
     learn_boxes.panel("pictures")
+
+
+def cards_being_cut(done: int, total: int) -> None:
+    """Cards missing from the manifest (a manifest ingested before cards were kept, the store `none`, boxes
+    redrawn elsewhere) are cut from their PDFs about CARD_SECONDS a run, not a whole screen of newspaper pages
+    at once on the click: the screen says so, shows the others from their page's thumbnail, and runs again."""
+    st.caption(f":material/hourglass_top: Cutting this screen's cards from their PDFs: {done} of {total}; the "
+               "others show their page's thumbnail until then.")
+    common.after_this_run(CARDS_WAITED, CARD_RERUN_SECONDS)  # the view again: the next cards, and their grid
 
 
 # -- filters ------------------------------------------------------------------------------------
