@@ -86,8 +86,9 @@ def main() -> None:
         for name, value in (("rule-based analysis (reference)", reference), ("page analysis", analysis_ms),
                             ("text detector", text_ms), ("candidates and measures", candidates_ms)):
             costs.setdefault(name, []).append(value)
-        for device in devices:
-            embedding._backbone = embedding._network().to(device)
+        for device in devices:  # ONNX Runtime on the CPU, as the picture job runs it there; torch on the GPU
+            embedding.release()
+            embedding._backbone = embedding._torch_network(device) if device == "cuda" else embedding._network()
             _, embed_ms = timed(embedding.embed, crops)
             if found:
                 costs.setdefault(f"picture job: embedding a crop ({device})", []).append(embed_ms / len(found))
