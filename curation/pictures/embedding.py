@@ -34,8 +34,7 @@ def _network():
     its process holds about a third of torch's memory."""
     global _backbone
     if _backbone is None:
-        from .finder import gpu_visible
-        from .onnx_network import OnnxNetwork
+        from .onnx_network import OnnxNetwork, gpu_visible
 
         _backbone = _torch_network("cuda") if gpu_visible() else OnnxNetwork(exported())
     return _backbone
