@@ -2,8 +2,6 @@
 the picture's own ink, ingest finds pictures with it, and its recipe trains deterministically and resumes."""
 
 import json
-import subprocess
-import sys
 import warnings
 
 import cv2
@@ -18,7 +16,6 @@ from curation.pictures import compose, finder, finder_train
 from curation.scoring.features import REFERENCE_DPI
 from curation.sources.synthetic import PageSpec, page_image_and_pictures
 
-from conftest import ROOT
 from test_picture_verdict import drawing_archive, drawing_page, shared
 
 
@@ -377,36 +374,10 @@ def test_ingest_finds_pictures_with_the_network_by_default_and_a_decision_surviv
 
 
 @pytest.mark.skipif(finder.gpu_visible(), reason="on a GPU the finder runs in torch")
-def test_a_newspaper_page_read_at_the_large_side_gives_its_memory_back():
-    """A page read at the finder's large side takes some 80 MB of activations: they go back to the system when the
-    run ends (no arena keeps them, and blocks that large are mapped apart from the heap), so a worker reading
-    newspaper pages goes back to what it held between pages, where the runtime's arena kept 256 MB."""
-    code = """
-import numpy as np
-from curation.pictures import finder
-
-def resident():
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) // 1024 for line in status if line.startswith("VmRSS:"))
-
-network = finder.shipped_finder().network
-network(np.ones((64, 48), np.float32))  # the runtime's kernels made ready on a small page
-before = resident()
-for _ in range(3):
-    network(np.ones((1024, 688), np.float32))
-print(before, resident())
-"""
-    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
-    before, after = map(int, run.stdout.split())
-    assert after - before < 20, (before, after)
-
-
-@pytest.mark.skipif(finder.gpu_visible(), reason="on a GPU the finder runs in torch")
-def test_the_finder_without_the_runtimes_arena_finds_the_same_boxes():
-    """The finder's network runs without ONNX Runtime's arena and packed weights (its memory given back): its cells
-    are those the runtime gives with its defaults, bit for bit, so every picture's box and score is as before, on
-    letter pages and on a newspaper-sized page (read at the large side)."""
+def test_the_finder_without_packed_weights_finds_the_same_boxes():
+    """The finder's network runs without ONNX Runtime's packed copy of its weights (memory kept for nothing): its
+    cells are those the runtime gives with its defaults, bit for bit, so every picture's box and score is as before,
+    on letter pages and on a newspaper-sized page (read at the large side)."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()

@@ -59,7 +59,7 @@ def _network() -> OnnxNetwork:
     if path is None:
         raise RuntimeError(f"the text recognizer ({MODEL_FILE}) comes with the rapidocr package, which is not "
                            "installed here: pip install -r requirements.txt")
-    return OnnxNetwork(path)
+    return OnnxNetwork(path, varying_inputs=True)
 
 
 def read_line(gray: np.ndarray) -> tuple[str, float]:

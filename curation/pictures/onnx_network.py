@@ -8,7 +8,6 @@ a core, and a network that started threads of its own would run them against the
 
 from __future__ import annotations
 
-import ctypes
 from pathlib import Path
 
 import numpy as np
@@ -17,24 +16,26 @@ import numpy as np
 class OnnxNetwork:
     """The ONNX file at `path`, loaded once; called with its input, it gives its first output.
 
-    Each run's memory goes back when it ends, instead of staying in the runtime's arena (which keeps what the
-    largest input seen needed, in blocks of powers of two: 256 MB for a newspaper page read at the finder's large
-    side, 64 for a legend's long line); the large blocks a run takes are mapped apart from the heap
-    (`large_blocks_mapped`), so they neither stay nor leave the heap in pieces, and a worker's memory goes back to
-    what it was between pages. Weights are not packed again beside the model's own (a copy: 25 MB for the
-    recogniser), in the same time.
+    `varying_inputs`: its inputs come in many sizes (the legends' lines). The runtime's memory arena keeps what
+    the largest input seen needed, so there each run's memory goes back instead: in a worker reading legends over
+    400 pages the blocks mapped apart from its heap stay at 48 MB where the arena took them to 96, and its peak is
+    352-363 MB instead of 377 (bench/bench_worker_memory.py). A network whose inputs are about one size (the
+    finder's page, the picture job's crops) keeps its arena: without one each run asks the system for its
+    activations again, and the finder took 1.7 times as long on a newspaper page (205 ms from 120); an arena grown
+    by what each run asks and no more (the runtime's kSameAsRequested) held more, not less, over pages of several
+    sizes (262 MB against 147 after five newspaper pages). No network keeps a packed copy of its weights beside the
+    model's own (25 MB for the recogniser), for the same time.
     """
 
-    def __init__(self, path):
+    def __init__(self, path, *, varying_inputs: bool = False):
         import onnxruntime
 
-        large_blocks_mapped()
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = options.inter_op_num_threads = 1
         # Pages and lines change size from one input to the next, so a memory plan kept for the last size is no
         # help: without it the finder's process holds about 8 MB less, in the same time.
         options.enable_mem_pattern = False
-        options.enable_cpu_mem_arena = False
+        options.enable_cpu_mem_arena = not varying_inputs
         options.add_session_config_entry("session.disable_prepacking", "1")
         self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.input = self.session.get_inputs()[0].name
@@ -57,19 +58,31 @@ def gpu_visible() -> bool:
     return torch.cuda.is_available()
 
 
-LARGE_BLOCK = 1 << 20  # bytes: a block this large is mapped apart from the heap, and unmapped when freed
+
+def gpu_visible() -> bool:
+    """Whether torch sees a GPU, asked only where a GPU's device file exists: torch is not imported otherwise."""
+    if not any(Path(p).exists() for p in ("/dev/nvidia0", "/dev/nvidiactl", "/dev/kfd")):
+        return False
+    import torch
+
+    return torch.cuda.is_available()
 
 
-def large_blocks_mapped() -> None:
-    """From now on every block of LARGE_BLOCK bytes or more this process allocates (a page's image, a network's
-    activations) is mapped apart and given back to the system when freed (glibc's M_MMAP_THRESHOLD, fixed: by
-    default it rises to the largest block freed, after which such blocks come from the heap and leave it in
-    pieces, 100 MB and more held free in a worker reading newspaper pages). Elsewhere than glibc, nothing."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(M_MMAP_THRESHOLD, LARGE_BLOCK)
-    except (OSError, AttributeError):
-        pass
+_arena_registered = False
 
 
-M_MMAP_THRESHOLD = -3  # glibc's malloc.h
+def _shared_arena() -> None:
+    """The process's one arena for the networks that keep one, grown by what a run asks for and no more: the
+    runtime's own doubles its size each time it grows, and a newspaper page read at the finder's large side took it to
+    256 MB where the run needs about 110 (bench/bench_worker_memory.py --real)."""
+    global _arena_registered
+    if _arena_registered:
+        return
+    import onnxruntime
+
+    same_as_requested = 1  # arena_extend_strategy: kNextPowerOfTwo 0, kSameAsRequested 1
+    memory = onnxruntime.OrtMemoryInfo("Cpu", onnxruntime.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0,
+                                       onnxruntime.OrtMemType.DEFAULT)
+    onnxruntime.create_and_register_allocator(memory, onnxruntime.OrtArenaCfg(0, same_as_requested, -1, -1))
+    _arena_registered = True
+

@@ -20,8 +20,6 @@ import pymupdf
 
 from guards.lifeline import die_with_parent
 
-from ..pictures.onnx_network import large_blocks_mapped
-
 TASKS_PER_CHILD = 500  # a worker is replaced now and then so nothing it leaks can pile up
 MIN_WORKER_ROOM = 256 << 20  # bytes a worker may always allocate, whatever its memory limit
 # The forkserver dies with the job that started it, its workers with it (see guards/lifeline.py); then the job's modules.
@@ -38,8 +36,6 @@ def _init_worker(memory_limit: int | None = None) -> None:
     pymupdf.TOOLS.mupdf_display_warnings(False)
     # One process per core already: OpenCV's own threads would only compete (and each reserves memory).
     cv2.setNumThreads(1)
-    # A page's images and the networks' activations go back to the system when freed, not into a heap in pieces.
-    large_blocks_mapped()
     if memory_limit:
         # Past its share an allocation fails in the worker (MuPDF and NumPy raise, the page fails with a
         # message); the kernel's OOM killer never has to choose, so the coordinator is never its victim.
