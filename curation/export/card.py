@@ -37,18 +37,14 @@ def picture_card(doc: pymupdf.Document, number: int, box: Sequence[float], width
     return encode_jpeg(shape_image(source, CARD_SETTINGS, picture_region(item, CARD_SETTINGS)), CARD_QUALITY)
 
 
-def with_picture_cards(result: PageResult, doc: pymupdf.Document, score_min: float | None = None) -> PageResult:
+def with_picture_cards(result: PageResult, doc: pymupdf.Document) -> PageResult:
     """A scored page with the cards of the pictures it found (ingest's worker, while the page is open and its
-    scan in MuPDF's cache). A picture whose card cannot be cut has none: its page is scored all the same. Nor has
-    one scored under `score_min` (judged not a picture): Review cuts its card if it shows it."""
+    scan in MuPDF's cache). A picture whose card cannot be cut has none: its page is scored all the same."""
     found = json.loads((result.features or {}).get("pictures", "[]"))
     if result.status != "ok" or not found:
         return result
     cards = []
     for picture in found:
-        if score_min is not None and len(picture) > 7 and picture[7] is not None and picture[7] < score_min:
-            cards.append(None)
-            continue
         try:
             cards.append(picture_card(doc, result.page, picture[:4], result.width, result.height,
                                       known_scan=result.method == "jpeg"))

@@ -151,7 +151,7 @@ class Ingest:
         # The picture job follows where it is on and can run here: the workers cut its inputs from the pages
         # they decode, so it never reads a page again (curation.runs.embed).
         self.embedding_inputs = manifest.picture_job and missing_parts() is None
-        # A picture scored under the score cutoff is judged not a picture: its legend and card wait until wanted.
+        # A picture scored under the score cutoff is judged not a picture: its legend waits until it is wanted.
         self.score_min = manifest.picture_score_min
         if self.picture_finder in CHECKED_FINDERS:
             # The network's ONNX export is made here, for this manifest's head, before any worker needs it.

@@ -31,8 +31,8 @@ class Task:
     its own (curation.manifest.finders; None: the shipped head). `embedding_inputs`: each picture's input to the picture job's network is cut
     from the decoded page and kept (the picture job follows this ingest, and need not read the page again).
     `score_min`: the manifest's score cutoff; a picture the finder scored under it (judged not a picture) gets no
-    legend read (curation.captions.unread reads it when the picture is wanted) and no card cut (Review cuts one
-    when it shows it)."""
+    legend read (curation.captions.unread reads it when the picture is wanted). It gets its card all the same:
+    Review's Pictures view shows such pictures, and a card cut on the click is a wait."""
 
     doc_id: int | None
     path: str
@@ -79,7 +79,7 @@ def _score_and_shrink(doc, number: int, legend_languages: str | None = None, che
             result = with_legends(result, doc, legend_languages, scan, score_min)
         # Imported here: the export's package imports this module (its workers share the memory words).
         from ..export.card import with_picture_cards
-        result = with_picture_cards(result, doc, score_min)
+        result = with_picture_cards(result, doc)
     finally:
         # MuPDF caches every image it touched (up to 256 MB per process); a page is never needed twice.
         pymupdf.TOOLS.store_shrink(100)
