@@ -9,9 +9,12 @@ the verdict, what the picture job pays for each picture it embeds (curation.pict
 the candidates' crops (CPU, and the GPU where torch sees one). Then the picture network's stages
 (curation.pictures.finder), on one core as in an ingest worker (torch on one thread): the page brought to the
 network's input, the network (encoder and head), the boxes fitted to the pictures' ink (which includes the page
-analysis the fitting reads). Prints median and mean milliseconds.
+analysis the fitting reads). Prints median and mean milliseconds of CPU.
 
-    python bench/bench_pictures.py [--pages 20] [--real ../shared/realdata] [--finder-only]
+With --newspapers, only the real pages at least the finder's LARGE_IN long (newspapers, read at its large side):
+the finder's mean cost on an archive of newspaper pages.
+
+    python bench/bench_pictures.py [--pages 20] [--real ../shared/realdata] [--newspapers] [--finder-only]
 """
 
 from __future__ import annotations
@@ -46,25 +49,37 @@ def generated(count: int) -> list[np.ndarray]:
     return pages
 
 
-def real(folder: pathlib.Path, count: int) -> list[np.ndarray]:
+def real(folder: pathlib.Path, count: int, newspapers: bool = False) -> list[np.ndarray]:
+    """The first `count` real pages at the reference resolution (`newspapers`: of those at least LARGE_IN long)."""
+    from curation.pictures.finder import LARGE_IN
+
     labels = [json.loads(line) for line in (folder / "labels.jsonl").read_text().splitlines() if line.strip()]
-    return [at_reference(cv2.imread(str(folder / "pages" / label["file"]), cv2.IMREAD_GRAYSCALE), label["dpi"])
-            for label in labels[:count]]
+    pages = []
+    for label in labels:
+        gray = cv2.imread(str(folder / "pages" / label["file"]), cv2.IMREAD_GRAYSCALE)
+        if not newspapers or max(gray.shape) / label["dpi"] >= LARGE_IN:
+            pages.append(at_reference(gray, label["dpi"]))
+        if len(pages) == count:
+            break
+    return pages
 
 
 def timed(function, *args):
-    start = time.perf_counter()
+    """The value and the milliseconds of CPU this process spent on it (on one thread: a page's cost, whatever
+    else the machine runs)."""
+    start = time.process_time()
     value = function(*args)
-    return value, 1000 * (time.perf_counter() - start)
+    return value, 1000 * (time.process_time() - start)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=20)
     parser.add_argument("--real", type=pathlib.Path, default=None, help="a folder like ../shared/realdata")
+    parser.add_argument("--newspapers", action="store_true", help="with --real: its newspaper-sized pages only")
     parser.add_argument("--finder-only", action="store_true", help="the rules and the picture network only")
     args = parser.parse_args()
-    pages = real(args.real, args.pages) if args.real else generated(args.pages)
+    pages = real(args.real, args.pages, args.newspapers) if args.real else generated(args.pages)
     network(pages)
     if args.finder_only:
         return
@@ -86,8 +101,9 @@ def main() -> None:
         for name, value in (("rule-based analysis (reference)", reference), ("page analysis", analysis_ms),
                             ("text detector", text_ms), ("candidates and measures", candidates_ms)):
             costs.setdefault(name, []).append(value)
-        for device in devices:
-            embedding._backbone = embedding._network().to(device)
+        for device in devices:  # ONNX Runtime on the CPU, as the picture job runs it there; torch on the GPU
+            embedding.release()
+            embedding._backbone = embedding._torch_network(device) if device == "cuda" else embedding._network()
             _, embed_ms = timed(embedding.embed, crops)
             if found:
                 costs.setdefault(f"picture job: embedding a crop ({device})", []).append(embed_ms / len(found))
@@ -130,7 +146,7 @@ def network(pages: list[np.ndarray]) -> None:
     counts = []
     for page in pages:
         _, reference = timed(page_features, page)
-        _, input_ms = timed(finder.network_input, page)
+        _, input_ms = timed(finder.network_input, page, finder.network_side(page.shape, 144))
         _, torch_ms = timed(in_torch.cells, page)
         cells, cells_ms = timed(found.cells, page)
         pictures, fit_ms = timed(finder.pictures_from_cells, cells, page, 144)

@@ -11,9 +11,14 @@ a fresh process, one after another, so the figures do not mix:
 - network: the picture finder;
 - each again with legends read (where Tesseract and its languages are installed).
 
-The archive is bench_ingest's (as bench_archive.py makes it: JPEG scans of text columns, engravings, mixed pages).
+The archive is bench_ingest's (as bench_archive.py makes it: JPEG scans of text columns, engravings, mixed pages),
+and after it a newspaper-sized issue (--broadsheets pages of 22.5 x 31 inches at 150 dpi, as the real front pages:
+the finder reads such a page at its large side, and its legends' lines run long). With --real, the real newspaper
+pages of a folder laid out like ../shared/realdata instead (those at least the finder's LARGE_IN long, one PDF a page,
+read --repeat times over): what a worker holds on an archive of newspapers.
 
-    python bench/bench_worker_memory.py [--dpi 300] [--docs 4] [--pages 100] [--every 50]
+    python bench/bench_worker_memory.py [--dpi 300] [--docs 4] [--pages 100] [--every 50] [--broadsheets 4]
+        [--real ../shared/realdata --repeat 3]
 """
 
 from __future__ import annotations
@@ -27,6 +32,10 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+
+
+BROADSHEET_IN = (22.5, 31.0)  # a newspaper's front page (the Evening Star's, 1859-1870)
+BROADSHEET_DPI = 150
 
 
 class HeapInfo(ctypes.Structure):
@@ -43,12 +52,15 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=100, help="pages per document")
     parser.add_argument("--every", type=int, default=50, help="pages between readings")
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "bench" / "out" / "archive")
+    parser.add_argument("--broadsheets", type=int, default=4, help="newspaper-sized pages after the archive")
+    parser.add_argument("--real", type=pathlib.Path, default=None,
+                        help="a folder like ../shared/realdata: its newspaper pages instead of generated ones")
+    parser.add_argument("--repeat", type=int, default=3, help="passes over the real pages")
     parser.add_argument("--child", nargs=2, metavar=("PICTURES", "LEGENDS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    from bench_ingest import legend_languages, make_corpus
+    from bench_ingest import legend_languages
 
-    corpus = make_corpus(args.out / f"corpus-{args.dpi}dpi-{args.docs}x{args.pages}", args.docs, args.pages,
-                         dpis=(args.dpi,))
+    corpus = real_newspapers(args.real, args.out) * args.repeat if args.real else generated(args)
     if args.child:
         run_worker(corpus, *args.child, args.every)
         return
@@ -56,16 +68,20 @@ def main() -> None:
 
     finder.check_installed()  # as ingest does before its workers start: the finder's ONNX export is made here
     languages = legend_languages()
-    print(f"{args.dpi} dpi: {len(corpus)} PDFs of {args.pages} pages; legends: {languages or 'not installed'}")
+    what = (f"{len(corpus) // args.repeat} real newspaper pages, {args.repeat} times over" if args.real else
+            f"{args.dpi} dpi: {args.docs} PDFs of {args.pages} pages, then {args.broadsheets} newspaper-sized pages")
+    print(f"{what}; legends: {languages or 'not installed'}")
     peaks = {}
     for legends in ("none", languages):
         if legends is None:
             continue
         for pictures in ("rules", "network"):
             print(f"\n{pictures}, legends {legends}:", flush=True)
-            lines = subprocess.run([sys.executable, __file__, "--dpi", str(args.dpi), "--docs", str(args.docs),
-                                    "--pages", str(args.pages), "--every", str(args.every), "--out", str(args.out),
-                                    "--child", pictures, legends], check=True, capture_output=True, text=True)
+            options = ["--dpi", str(args.dpi), "--docs", str(args.docs), "--pages", str(args.pages), "--every",
+                       str(args.every), "--out", str(args.out), "--broadsheets", str(args.broadsheets),
+                       "--repeat", str(args.repeat)] + (["--real", str(args.real)] if args.real else [])
+            lines = subprocess.run([sys.executable, __file__, *options, "--child", pictures, legends], check=True,
+                                   capture_output=True, text=True)
             print(lines.stdout, end="")
             peaks[pictures, legends] = float(lines.stdout.split()[-1])
     print()
@@ -76,12 +92,49 @@ def main() -> None:
                   f"({network / rules:.2f}x, {network - rules:+.0f} MB)")
 
 
+def generated(args) -> list[pathlib.Path]:
+    """bench_ingest's archive, then a newspaper-sized issue."""
+    from bench_ingest import make_corpus
+
+    from curation.sources.synthetic import periodical_specs, write_pdf
+
+    corpus = make_corpus(args.out / f"corpus-{args.dpi}dpi-{args.docs}x{args.pages}", args.docs, args.pages,
+                         dpis=(args.dpi,))
+    if args.broadsheets:
+        issue = args.out / f"broadsheets-{BROADSHEET_DPI}dpi-{args.broadsheets}.pdf"
+        if not issue.exists():
+            write_pdf(issue, periodical_specs(args.broadsheets, seed=77, dpi=BROADSHEET_DPI, inches=BROADSHEET_IN))
+        corpus.append(issue)
+    return corpus
+
+
+def real_newspapers(folder: pathlib.Path, out: pathlib.Path) -> list[pathlib.Path]:
+    """The real pages of `folder` at least the finder's LARGE_IN long, one PDF each."""
+    import realdata
+
+    from curation.pictures.finder import LARGE_IN
+
+    labels = realdata.build(folder, out / "realdata")
+    return [pathlib.Path(pdf) for pdf, label in sorted(labels.items())
+            if _long_side_in(folder / "pages" / label["file"], label["dpi"]) >= LARGE_IN]
+
+
+def _long_side_in(image: pathlib.Path, dpi: float) -> float:
+    import PIL.Image
+
+    with PIL.Image.open(image) as picture:  # the header only
+        return max(picture.size) / dpi
+
+
 def run_worker(corpus: list[pathlib.Path], pictures: str, legends: str, every: int) -> None:
     import pymupdf
 
+    from curation.manifest.rules import DEFAULT_PICTURE_SCORE_MIN
     from curation.runs.ingest import PAGES_PER_TASK
     from curation.runs.ingest_task import Task, run_task
+    from curation.runs.worker_pool import _init_worker
 
+    _init_worker()  # as a pool's worker starts (its malloc's settings, OpenCV on one thread), without a memory cap
     libc = ctypes.CDLL("libc.so.6")
     libc.mallinfo2.restype = HeapInfo
     done = 0
@@ -90,7 +143,8 @@ def run_worker(corpus: list[pathlib.Path], pictures: str, legends: str, every: i
         for first in range(0, count, PAGES_PER_TASK):
             pages = tuple(range(first, min(count, first + PAGES_PER_TASK)))
             run_task(Task(doc_id=1, path=str(path), pages=pages, picture_finder=pictures,
-                          legend_languages=None if legends == "none" else legends, embedding_inputs=True))
+                          legend_languages=None if legends == "none" else legends, embedding_inputs=True,
+                          score_min=DEFAULT_PICTURE_SCORE_MIN))
             before, done = done, done + len(pages)
             if done // every > before // every or (path == corpus[-1] and pages[-1] == count - 1):
                 heap = libc.mallinfo2()

@@ -414,3 +414,32 @@ def test_ingest_finds_pictures_with_the_network_by_default_and_a_decision_surviv
     assert CliRunner().invoke(cli, ["rescore", "--all", "--db", db, "-q"]).exit_code == 0
     again = next(r for r in pictures() if r["picture"] == best["picture"])
     assert again["override"] == "exclude" and not again["keep"]
+
+
+@pytest.mark.skipif(finder.gpu_visible(), reason="on a GPU the finder runs in torch")
+def test_the_finder_without_packed_weights_finds_the_same_boxes():
+    """The finder's network runs without ONNX Runtime's packed copy of its weights (memory kept for nothing): its
+    cells are those the runtime gives with its defaults, bit for bit, so every picture's box and score is as before,
+    on letter pages and on a newspaper-sized page (read at the large side)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    defaults = onnxruntime.InferenceSession(str(finder.exported(finder.shipped_weights())), options,
+                                            providers=["CPUExecutionProvider"])
+    found = finder.shipped_finder()
+    specs = [PageSpec(kind=kind, seed=seed, dpi=144) for seed, kind in enumerate(("engraving", "mixed", "text"))]
+    specs.append(PageSpec(kind="mixed", seed=5, dpi=72, inches=(22.5, 31.0)))
+    for spec in specs:
+        gray = cv2.cvtColor(page_image_and_pictures(spec)[0], cv2.COLOR_RGB2GRAY)
+        dpi = spec.dpi
+        pixels = finder.network_input(gray, finder.network_side(gray.shape, dpi))
+        assert np.array_equal(found.network(pixels), defaults.run(None, {"page": pixels[None, None]})[0][0])
+        cells = found.cells(gray, dpi)
+        assert finder.pictures_from_cells(cells, gray, dpi) == finder.pictures_from_cells(
+            _cut(defaults.run(None, {"page": pixels[None, None]})[0][0], cells.shape), gray, dpi)
+
+
+def _cut(probability: np.ndarray, shape) -> np.ndarray:
+    """The cells over the page's own extent, as Finder.cells cuts them."""
+    return probability[..., :shape[-2], :shape[-1]]

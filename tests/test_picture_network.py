@@ -2,6 +2,8 @@
 transformers network built from the same wheel gives (inference.install, the vet scanner's), so embeddings stored
 before and after it, and the learned verdict trained on them, agree; and it loads without importing transformers."""
 
+import io
+import os
 import subprocess
 import sys
 
@@ -54,3 +56,36 @@ def test_more_crops_than_a_batch_are_embedded_each_as_alone():
     rows = embedding.embed(crops)
     assert rows.shape == (len(crops), embedding.DIMENSIONS)
     assert np.allclose(rows[-1], embedding.embed(crops[-1:])[0], atol=1e-3)
+
+
+def test_on_a_cpu_the_job_embeds_with_the_networks_onnx_export_the_same_features_without_torch():
+    """Without a GPU the picture job's process runs Lite0's ONNX export in ONNX Runtime on one thread (faster than
+    torch beside other work, a third of its memory): the features are torch's, and once the export is made a
+    process that embeds never imports torch."""
+    import torch
+
+    from curation.pictures import embedding
+
+    rng = np.random.default_rng(2)
+    inputs = [rng.integers(0, 256, (embedding.SIDE, embedding.SIDE), np.uint8) for _ in range(3)]
+    paper = np.full((embedding.SIDE, embedding.SIDE), 255, np.uint8)
+    paper[40:180, 60:150] = 20
+    inputs.append(paper)
+    embedding.exported()  # made once, kept in the models folder
+    code = ("import io, sys, numpy as np; from curation.pictures import embedding; "
+            "rows = embedding.embed_inputs(list(np.load(io.BytesIO(sys.stdin.buffer.read())))); "
+            "print(embedding.device(), 'torch' in sys.modules); np.save(sys.stdout.buffer, rows)")
+    blob = io.BytesIO()
+    np.save(blob, np.stack(inputs))
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, input=blob.getvalue(), capture_output=True,
+                         timeout=300, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert run.returncode == 0, run.stderr.decode()
+    first_line, _, saved = run.stdout.partition(b"\n")
+    # Where a GPU's device file exists torch is asked whether it sees the GPU (here told it does not).
+    gpu_files = any(os.path.exists(path) for path in ("/dev/nvidia0", "/dev/nvidiactl", "/dev/kfd"))
+    assert first_line.decode().split() == ["cpu", str(gpu_files)]
+    rows = np.load(io.BytesIO(saved))
+    with torch.inference_mode():
+        expected = embedding._torch_network("cpu")(torch.from_numpy(embedding._scaled(inputs))).numpy()
+    assert rows.shape == (4, embedding.DIMENSIONS)
+    assert np.abs(rows - expected).max() < 1e-4

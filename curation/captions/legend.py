@@ -78,6 +78,7 @@ CJK_LANGUAGES = {"jpn", "jpn_vert", "chi_sim", "chi_tra", "chi_sim_vert", "chi_t
 # or none (whether it does is chosen leave one source out).
 BODY_ENDS_LEGEND, BODY_SIZE = True, 1.25
 PAD_IN = 0.06  # paper around a legend, for the OCR
+UNREAD = -1.0  # a picture's legend confidence while its legend is left to be read when wanted (captions.unread)
 
 
 @dataclass(frozen=True)
@@ -417,31 +418,37 @@ def _span(line: np.ndarray, upright: np.ndarray, px0: int, px1: int, dpi: float)
 # -- a page's legends -----------------------------------------------------------------------------
 
 
-def with_legends(result, doc, languages: str, scan: np.ndarray | None = None):
+def with_legends(result, doc, languages: str, scan: np.ndarray | None = None, score_min: float | None = None):
     """A scored page (`PageResult`) with each picture's legend and its confidence appended to its entry
     in `features["pictures"]`: [x0, y0, x1, y1, area, legend or null, confidence or null, score where the
-    learned verdict gave one, region where the finder gave one]. A legend
+    learned verdict or the finder gave one, region where the finder gave one]. A picture scored under `score_min`
+    (judged not a picture) is not read: its confidence is UNREAD, and its legend is read when it is wanted
+    (curation.captions.unread). A legend
     that cannot be read leaves the page's score as it is. `scan`: the page's scan in gray at full size,
     where scoring decoded it (scorer.score_page_and_scan)."""
     pictures = json.loads((result.features or {}).get("pictures") or "[]")
     if not pictures:
         return result
+    wanted = [score_min is None or len(p) < 8 or p[7] is None or p[7] >= score_min for p in pictures]
     try:
-        found = read_legends(doc, result.page, [p[:4] for p in pictures], languages, scan)
+        found = read_legends(doc, result.page, [p[:4] for p in pictures], languages, scan, wanted)
     except Exception:  # MuPDF on a damaged part, the engine, memory: a legend is an extra, the score stands
         return result
-    entries = [[*p[:5], f.text if f else None, f.confidence if f else None, *p[7:]] for p, f in zip(pictures, found)]
+    entries = [[*p[:5], f.text if f else None, f.confidence if f else (None if read else UNREAD), *p[7:]]
+               for p, f, read in zip(pictures, found, wanted)]
     return replace(result, features={**result.features, "pictures": json.dumps(entries)})
 
 
 def read_legends(doc, number: int, boxes, languages: str = DEFAULT_LANGUAGES,
-                 scan: np.ndarray | None = None) -> list[Legend | None]:
+                 scan: np.ndarray | None = None, wanted: list[bool] | None = None) -> list[Legend | None]:
     """The legend of each picture of page `number` (`boxes`: x0, y0, x1, y1 in reference pixels), in
     the order given: under or over each picture, then, for those still without one, set vertically beside
-    it (where the recognizer is installed). The page is read at OCR resolution around the pictures only,
-    once for each (`scan`: the page's scan in gray at full size, if already decoded)."""
+    it (where the recognizer is installed); only of those `wanted` says (None: all), the others None. The page is
+    read at OCR resolution around the pictures only, once for each (`scan`: the page's scan in gray at full size,
+    if already decoded)."""
     width, height = reference_size(doc[number])
-    read = [box if _area(box) >= MIN_PICTURE_IN2 else None for box in boxes]
+    wanted = [True] * len(boxes) if wanted is None else wanted
+    read = [box if want and _area(box) >= MIN_PICTURE_IN2 else None for box, want in zip(boxes, wanted)]
     if scan is None and any(read):  # decoded once for every part read
         scan = _scan_gray(doc, number)
     found = _read_places(doc, number, [box and strips(box, boxes, width, height) for box in read], languages, scan)

@@ -91,7 +91,9 @@ def pictures(db, fmt, threshold, rule):
     (override, page: its page is excluded, added, deleted or threshold), override (the curator's decision
     on it: include, exclude or auto), found (whether the scorer still finds it), caption (the curator's),
     kind (engraving, woodcut, halftone, cartoon, map or diagram; kind_by: "curator", "learned" from the
-    pictures like it that a curator marked, or "suggested" by the analysis: the last two suggestions only), legend (the printed legend read by OCR) with legend_confidence (0-1),
+    pictures like it that a curator marked, or "suggested" by the analysis: the last two suggestions only), legend
+    (the printed legend read by OCR) with legend_confidence (0-1; -1: not read yet, the picture judged not a
+    picture at ingest: the export reads it if it writes the picture),
     no_legend (the curator switched it off: never shown nor exported), auto_caption and auto_caption_model
     (a captioning model's caption and its name), no_auto_caption (switched off likewise) and score (the
     learned verdict's probability that it is a picture, where `ingest --pictures learned` found it)."""

