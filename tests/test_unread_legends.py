@@ -75,6 +75,27 @@ def test_a_picture_under_the_cutoff_that_a_curator_includes_is_exported_with_its
         assert legend == written["legend"] and 0 < confidence <= 1  # kept: read once
 
 
+@needs_engine
+def test_a_picture_a_curator_includes_in_review_has_its_legend_read_then(tmp_path):
+    from curation.captions.unread import read_when_included
+
+    folder = ingest_folder(tmp_path, [as_scan(legend_page(["SEPTEMBER MORN."], "tiro", 10.0))])
+    with Manifest(tmp_path / "m.sqlite") as manifest:
+        manifest.picture_finder = "rules"
+        ingest(manifest, [folder], workers=1, legend_languages="eng")
+        [row] = manifest.picture_rows()
+        manifest.conn.execute("UPDATE pictures SET score = 0.1, legend = NULL, legend_confidence = ? WHERE id = ?",
+                              (UNREAD, row["id"]))
+        assert not read_when_included(manifest, row["id"]), "not included: nothing is read"
+        manifest.set_picture_override(row["id"], False)
+        assert not read_when_included(manifest, row["id"])
+        manifest.set_picture_override(row["id"], True)
+        assert read_when_included(manifest, row["id"])
+        included = manifest.picture(row["id"])
+        assert accuracy(included["legend"], "SEPTEMBER MORN.") >= 0.9 and 0 < included["legend_confidence"] <= 1
+        assert not read_when_included(manifest, row["id"]), "read once"
+
+
 @pytest.mark.skipif(bool(installed_languages()), reason="the engine is installed here")
 def test_without_the_engine_an_unread_legend_stays_unread_and_the_export_goes_on(tmp_path):
     from curation.captions.unread import read_unread

@@ -2,8 +2,9 @@
 
 Ingest reads the legends of the pictures that count (curation.runs.ingest_task): one scored under the manifest's
 score cutoff is judged not a picture, and its legend waits (its confidence stored as legend.UNREAD). When a
-curator includes such a picture, or lowers the cutoff, the export reads the legends still unread of the pictures
-it writes before it writes them (`read_unread`), and keeps them in the manifest like ingest's.
+curator includes such a picture, Review reads its legend then (`read_when_included`: one picture, a moment), and
+the export reads the legends still unread of the pictures it writes before it writes them (`read_unread`: those a
+bulk include or a lower cutoff brought in), and keeps them in the manifest like ingest's.
 """
 
 from __future__ import annotations
@@ -49,6 +50,12 @@ def read_unread(manifest: Manifest, rows: Iterable) -> int:
     with manifest.transaction():
         manifest.conn.executemany("UPDATE pictures SET legend = ?, legend_confidence = ? WHERE id = ?", found)
     return len(found)
+
+
+def read_when_included(manifest: Manifest, picture_id: int) -> bool:
+    """Read the legend of a picture a curator has just included, where ingest left it unread; whether it was read."""
+    row = manifest.picture(picture_id)
+    return bool(row is not None and row["keep"] == 1 and read_unread(manifest, [row]))
 
 
 def _box(row) -> tuple[float, float, float, float]:

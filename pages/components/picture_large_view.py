@@ -14,6 +14,7 @@ from streamlit_image_coordinates import streamlit_image_coordinates
 
 from curation import views
 from curation.captions.best import best_caption, counted_sources
+from curation.captions.unread import read_when_included
 from curation.decisions import keyboard
 from curation.decisions.picture_kinds import suggested_like, with_learned_kinds
 from curation.manifest.caption_limit import CAPTION_CHARS
@@ -88,6 +89,8 @@ def decided(picture_id: int, key: str):
 def set_override(picture_id: int, keep):
     with common.open_manifest() as manifest:
         manifest.set_picture_override(picture_id, keep)
+        if keep:
+            read_when_included(manifest, picture_id)  # a picture judged not a picture had its legend left unread
         row = manifest.picture(picture_id)
     word = {True: "Included", False: "Excluded", None: "Gave back to the rule"}[keep]
     page = "kept" if row["page_keep"] else "not kept"
