@@ -2,6 +2,7 @@
 legend for it (the work after a picture is found goes to the pictures that count). When a curator includes it, the
 export reads its legend and keeps it, and writes it with the picture."""
 
+import contextlib
 import json
 
 import pytest
@@ -51,17 +52,24 @@ def test_without_a_cutoff_every_pictures_legend_is_read_as_before():
     assert accuracy(entry[5], "SEPTEMBER MORN.") >= 0.9
 
 
-@needs_engine
-def test_a_picture_under_the_cutoff_that_a_curator_includes_is_exported_with_its_legend(tmp_path):
+@contextlib.contextmanager
+def ingested_unread(tmp_path):
+    """A manifest of one page whose picture's legend was read at ingest, then left unread as ingest with the finder
+    leaves a picture it scores under the cutoff; the manifest and the picture's row."""
     folder = ingest_folder(tmp_path, [as_scan(legend_page(["SEPTEMBER MORN."], "tiro", 10.0))])
     with Manifest(tmp_path / "m.sqlite") as manifest:
         manifest.picture_finder = "rules"
         ingest(manifest, [folder], workers=1, legend_languages="eng")
         [row] = manifest.picture_rows()
         assert accuracy(row["legend"], "SEPTEMBER MORN.") >= 0.9
-        # As ingest with the finder leaves a picture it scores under the cutoff: its legend not read.
         manifest.conn.execute("UPDATE pictures SET score = 0.1, legend = NULL, legend_confidence = ? WHERE id = ?",
                               (UNREAD, row["id"]))
+        yield manifest, row
+
+
+@needs_engine
+def test_a_picture_under_the_cutoff_that_a_curator_includes_is_exported_with_its_legend(tmp_path):
+    with ingested_unread(tmp_path) as (manifest, row):
         settings = ExportSettings(crop="pictures", size=64, template="{trigger}, {legend}")
         rows, _, _ = exported(manifest, tmp_path / "a.zip", settings)
         assert not [r for r in rows if r["picture"]]  # judged not a picture: not exported, its legend not read
@@ -79,13 +87,7 @@ def test_a_picture_under_the_cutoff_that_a_curator_includes_is_exported_with_its
 def test_a_picture_a_curator_includes_in_review_has_its_legend_read_then(tmp_path):
     from curation.captions.unread import read_when_included
 
-    folder = ingest_folder(tmp_path, [as_scan(legend_page(["SEPTEMBER MORN."], "tiro", 10.0))])
-    with Manifest(tmp_path / "m.sqlite") as manifest:
-        manifest.picture_finder = "rules"
-        ingest(manifest, [folder], workers=1, legend_languages="eng")
-        [row] = manifest.picture_rows()
-        manifest.conn.execute("UPDATE pictures SET score = 0.1, legend = NULL, legend_confidence = ? WHERE id = ?",
-                              (UNREAD, row["id"]))
+    with ingested_unread(tmp_path) as (manifest, row):
         assert not read_when_included(manifest, row["id"]), "not included: nothing is read"
         manifest.set_picture_override(row["id"], False)
         assert not read_when_included(manifest, row["id"])
