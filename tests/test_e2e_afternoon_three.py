@@ -19,7 +19,7 @@ import pytest
 from curation import Manifest, ingest
 from curation.sources.synthetic import PageSpec, write_pdf
 from server_support import CHROMIUM, chromium, go, no_exception, settle, streamlit_server
-from test_e2e_afternoon_two import metric, wait_job
+from test_e2e_afternoon_two import export_with_minimum, metric, scanned_archive, wait_job
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
@@ -202,20 +202,13 @@ def test_every_figure_of_the_export_page_is_the_finished_zips_and_none_is_cut_of
     value fits its box at 1440 x 900."""
     db = tmp_path / "data" / "manifest.sqlite"
     archive = tmp_path / "data" / "archive"
-    for n, dpi in enumerate((72, 110, 150, 200, 200)):
-        write_pdf(archive / f"issue-{n}.pdf", [PageSpec(kind=("engraving", "mixed")[p % 2], seed=10 * n + p, dpi=dpi,
-                                                        inches=(6.0, 8.0)) for p in range(5)])
+    scanned_archive(archive, (72, 110, 150, 200, 200), pages=5)
     write_pdf(archive / "reprint.pdf", [PLATE, PLATE])
     with Manifest(db) as manifest:
         ingest(manifest, [archive], workers=1)
         manifest.rule, manifest.threshold = "sigma", 0.0  # every page kept
     with served(tmp_path, db) as port:
-        go(page, f"http://127.0.0.1:{port}", "export")
-        minimum = page.get_by_role("spinbutton", name="Minimum source size (pixels, short side)")
-        minimum.fill("512")
-        minimum.press("Enter")
-        page.get_by_text(re.compile(r"\d+ images? left out: their source is under")).wait_for()
-        settle(page)
+        export_with_minimum(page, port, 512)
         main = page.locator("[data-testid='stMain']")
         text = main.inner_text()
         shown = {label: metric(page, label) for label in ("Images", "Estimated size", "Near-duplicates left out",

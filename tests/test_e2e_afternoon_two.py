@@ -263,22 +263,32 @@ def test_the_large_view_opens_on_the_picture_and_a_drag_inside_the_old_box_draws
 # -- Export figures that agree -----------------------------------------------------------------------------------
 
 
+def scanned_archive(folder, dpis, pages: int) -> None:
+    """A PDF of `pages` engravings and mixed pages (6 x 8 in) scanned at each of `dpis`, in `folder`."""
+    for n, dpi in enumerate(dpis):
+        write_pdf(folder / f"issue-{n}.pdf", [PageSpec(kind=("engraving", "mixed")[p % 2], seed=10 * n + p, dpi=dpi,
+                                                       inches=(6.0, 8.0)) for p in range(pages)])
+
+
+def export_with_minimum(page, port: int, pixels: int) -> None:
+    """The Export page, its minimum source size set to `pixels`, once it says what that leaves out."""
+    go(page, f"http://127.0.0.1:{port}", "export")
+    minimum = page.get_by_role("spinbutton", name="Minimum source size (pixels, short side)")
+    minimum.fill(str(pixels))
+    minimum.press("Enter")
+    page.get_by_text(re.compile(r"\d+ images? left out: their source is under")).wait_for()
+    settle(page)
+
+
 def test_the_export_pages_figures_equal_the_finished_zips(tmp_path, page):
     db = tmp_path / "data" / "manifest.sqlite"
     archive = tmp_path / "data" / "archive"
-    for n, dpi in enumerate((72, 110, 150, 200)):
-        write_pdf(archive / f"issue-{n}.pdf", [PageSpec(kind=("engraving", "mixed")[p % 2], seed=10 * n + p, dpi=dpi,
-                                                        inches=(6.0, 8.0)) for p in range(4)])
+    scanned_archive(archive, (72, 110, 150, 200), pages=4)
     with Manifest(db) as manifest:
         ingest(manifest, [archive], workers=1)
         manifest.rule, manifest.threshold = "sigma", 0.0
     with served(tmp_path, db) as (_, port):
-        go(page, f"http://127.0.0.1:{port}", "export")
-        minimum = page.get_by_role("spinbutton", name="Minimum source size (pixels, short side)")
-        minimum.fill("512")
-        minimum.press("Enter")
-        page.get_by_text(re.compile(r"\d+ images? left out: their source is under")).wait_for()
-        settle(page)
+        export_with_minimum(page, port, 512)
         shot(page, "export-figures")
         images, enlarged = metric(page, "Images"), metric(page, "Enlarged")
         left_out = int(re.search(r"(\d+) images? left out", main_text(page))[1])

@@ -293,7 +293,7 @@ def sidebar_figures() -> None:
         with open_manifest() as manifest:
             pages = views.page_count(manifest)
             rule = views.rule_summary(manifest.rule, manifest.threshold, manifest.picture_area_min)
-            st.caption(f"{pages:,} pages · {rule}")
+            st.caption(f"{pages:,} page{'' if pages == 1 else 's'} · {rule}")
             for job in running_jobs(manifest):
                 unit = OTHER_JOBS.get(job["kind"], "pages")
                 done = f"{job['done']:,}/{job['total']:,} {unit}" if job["total"] else "starting"
