@@ -9,7 +9,7 @@ import pytest
 from curation import Manifest
 from curation.captions.best import kind_of, kind_source
 from curation.decisions import picture_kinds
-from curation.decisions.picture_kinds import KIND_LIKE, learned_kinds, suggested_like
+from curation.decisions.picture_kinds import KIND_LIKE, KindRule, learned_kinds, suggested_like
 from curation.decisions.picture_similarity import EmbeddingKeeper
 from curation.manifest import history, picture_embeddings
 from curation.manifest.pictures import store_suggested_kinds
@@ -67,6 +67,24 @@ def test_a_kind_set_on_three_pictures_is_suggested_for_the_like_ones_before_the_
     listed = list(picture_rows(m))
     assert [row["kind_by"] for row in listed] == ["curator"] * 3 + ["learned"] * 3 + ["suggested"] * 4
     assert [row["kind"] for row in listed] == ["halftone"] * 6 + ["engraving"] * 4
+
+
+def test_five_pictures_marked_halftone_teach_the_like_ones_and_not_the_other_look(archive):
+    """A curator who sets "halftone" on five pictures gets it suggested on the like ones (the issue's example)."""
+    m, halftones, engravings = archive
+    m.set_picture_kinds([(i, "halftone") for i in halftones[:5]])
+    learned = learned_kinds(m, halftones + engravings)
+    assert {i: (k.kind, k.like) for i, k in learned.items()} == {halftones[5]: ("halftone", 5)}
+
+
+def test_a_mark_of_another_kind_nearly_as_close_leaves_the_picture_unsuggested_under_a_margin():
+    """The rule's margin: the suggested kind's nearest mark must be that much nearer than any other kind's."""
+    kinds = np.array(["woodcut", "woodcut", "engraving"], object)
+    near_pair = np.array([0.80, 0.74, 0.78])  # two woodcuts close, an engraving nearly as close
+    assert KindRule(0.725, 0.0).learned(near_pair, kinds).kind == "woodcut"  # two of three close agree
+    assert KindRule(0.725, 0.05).learned(near_pair, kinds) is None  # 0.80 against 0.78: not 0.05 apart
+    assert KindRule(0.725, 0.05).learned(np.array([0.80, 0.74, 0.70]), kinds).kind == "woodcut"
+    assert KindRule(0.725, 0.0).learned(np.array([0.72, 0.70, 0.10]), kinds) is None  # none close enough
 
 
 def test_marking_one_picture_says_how_many_like_it_it_taught(archive, monkeypatch):
