@@ -18,7 +18,7 @@ import shlex
 import streamlit as st
 
 from curation.export import (Counted, ExportSettings, Preview, SettingsError, count_export, estimate_export,
-                             image_folder, preview, safe_zip_name, screen_items, screens, select)
+                             image_folder, preview, safe_zip_name, screen_items, screens, select, thumbnail_sizes)
 from curation.export.preview import ESTIMATE_SAMPLE
 from curation import views
 from curation.export.captions import MAX_TEMPLATE_CHARS
@@ -377,7 +377,9 @@ def estimate_after(estimated: tuple, items: list[Item], counted: Counted | None,
 def make_estimate(estimated: tuple, items: list[Item], counted: Counted | None, settings: ExportSettings):
     """The estimate, kept for the session under `estimated` (the selection and settings)."""
     estimates = st.session_state.setdefault(ESTIMATES, {})
-    estimates[estimated] = estimate_export(items, counted, lambda chosen: previews_of(chosen, settings))
+    with common.require_manifest() as manifest:  # the thumbnails the estimate weighs the images by
+        estimates[estimated] = estimate_export(items, counted, lambda chosen: previews_of(chosen, settings),
+                                               lambda chosen: thumbnail_sizes(manifest, chosen))
     while len(estimates) > ESTIMATES_KEPT:
         estimates.pop(next(iter(estimates)))
     return estimates[estimated]

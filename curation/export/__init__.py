@@ -16,7 +16,7 @@ from .job import Export, ExportError, ExportReport, export
 from .layouts import image_folder
 from .preview import (Counted, Estimate, Preview, count_export, estimate, estimate_export, estimate_items, preview,
                       sample_items, screen_items, screens)
-from .selection import Item, LeftOut, Selection, select, select_items
+from .selection import Item, LeftOut, Selection, select, select_items, thumbnail_sizes
 from .settings import CROPS, DUPLICATES, FITS, LAYOUTS, MODES, ExportSettings, SettingsError
 from .worker import export_page
 from .zipwriter import safe_zip_name
@@ -26,5 +26,5 @@ __all__ = [
     "Estimate", "Item", "LeftOut", "Preview", "Selection", "SettingsError", "count_export", "crop_box", "estimate", "estimate_export", "estimate_items",
     "export",
     "export_page", "image_folder", "nearest_bucket", "plan_image", "preview", "safe_zip_name", "sample_items",
-    "screen_items", "screens", "sdxl_buckets", "select", "select_items",
+    "screen_items", "screens", "sdxl_buckets", "select", "select_items", "thumbnail_sizes",
 ]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..captions.best import counted_sources, kind_of
 from ..decisions.picture_kinds import learned_kinds
-from ..manifest import aggregates, history
+from ..manifest import aggregates, history, picture_thumbnails
 from ..manifest.page_rows import scoring_stamp
 from ..manifest.store import Manifest
 from ..pictures.region import MaskSource
@@ -131,6 +131,13 @@ def select_items(manifest: Manifest, threshold: float | None = None, duplicates:
                  crop: str = "page") -> list[Item]:
     """The images an export writes (see `select`)."""
     return select(manifest, threshold, duplicates, crop).items
+
+
+def thumbnail_sizes(manifest: Manifest, items: list[Item]) -> list[int | None]:
+    """The bytes of each item's kept thumbnail (its picture's; its page's where it shows a page), None where none
+    is kept: what the export's size estimate weighs each image by (preview.estimate_export)."""
+    return picture_thumbnails.sizes(manifest.conn, manifest.thumbnail_folder, [
+        (item.doc_id, item.sha256, item.page, item.picture, item.picture_box) for item in items])
 
 
 def one_per_picture(items: list[Item], pictures: dict[tuple[int, int], list]) -> list[Item]:

@@ -71,3 +71,31 @@ def read(conn: sqlite3.Connection, folder: pathlib.Path, rows: Iterable) -> dict
                 if jpeg is not None:
                     found[row["id"]] = jpeg
     return found
+
+
+def sizes(conn: sqlite3.Connection, folder: pathlib.Path, wanted: Sequence[tuple]) -> list[int | None]:
+    """The bytes of the kept thumbnail of each of `wanted`: (doc_id, sha256, page, number, box) for a picture
+    (the thumbnail cut for that box, as the curator left it), (doc_id, sha256, page, None, None) for a page; None
+    where none is kept. Their lengths only: no thumbnail is read (the export's size estimate weighs each image by
+    its thumbnail's bytes)."""
+    pictures, pages = {}, {}
+    docs = sorted({int(w[0]) for w in wanted})
+    for start in range(0, len(docs), 500):
+        chosen = ", ".join(str(d) for d in docs[start:start + 500])
+        pictures.update({(doc_id, page, number, box): length for doc_id, page, number, box, length in conn.execute(
+            "SELECT p.doc_id, p.page, p.number, t.box, length(t.jpeg) FROM picture_thumbnails t "
+            f"JOIN pictures p ON p.id = t.picture_id WHERE p.doc_id IN ({chosen})")})
+        pages.update({(doc_id, page): length for doc_id, page, length in conn.execute(
+            f"SELECT doc_id, page, length(jpeg) FROM thumbnails WHERE doc_id IN ({chosen})")})
+    found = []
+    for doc_id, sha256, page, number, box in wanted:
+        if number is None:
+            size = pages.get((doc_id, page))
+            if size is None and sha256 and folder.is_dir():
+                size = thumbnail_store.file_size(thumbnail_store.file_of(folder, sha256, page))
+        else:
+            size = pictures.get((doc_id, page, number, box_key(box)))
+            if size is None and sha256 and folder.is_dir():
+                size = thumbnail_store.file_size(file_of(folder, sha256, page, number, box))
+        found.append(size)
+    return found

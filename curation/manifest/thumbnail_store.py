@@ -83,3 +83,10 @@ def remove_orphans(folder: pathlib.Path, known_sha256: Iterable[str]) -> int:
             shutil.rmtree(child, ignore_errors=True)
             removed += 1
     return removed
+
+
+def file_size(path: pathlib.Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
