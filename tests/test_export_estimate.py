@@ -105,3 +105,48 @@ def test_weighed_by_their_thumbnails_the_estimate_holds_where_the_sample_falls_o
     assert report.images == len(items) == 47 and [item.page for item in items] == list(range(47))
     assert abs(weighed.bytes - report.bytes) <= 0.06 * report.bytes, (weighed.bytes, report.bytes)
     assert unweighed.bytes > 1.2 * report.bytes and before.bytes > 1.2 * report.bytes, (unweighed.bytes, before.bytes)
+
+
+def test_each_image_is_weighed_by_its_own_thumbnail_and_without_kept_thumbnails_the_estimate_is_the_samples_mean(
+        scored):
+    """A picture's weight is its picture's thumbnail (cut for its box), a whole page's its page's; where the manifest
+    keeps none, nothing is weighed and the estimate is the sample's mean image."""
+    settings = ExportSettings()
+    with Manifest(scored / "manifest.sqlite") as manifest:
+        items = select(manifest, crop="pictures").items
+        sizes = thumbnail_sizes(manifest, items)
+        pages = thumbnail_sizes(manifest, select(manifest, crop="page").items)
+        kept = {(doc_id, page, number): length for doc_id, page, number, length in manifest.conn.execute(
+            "SELECT p.doc_id, p.page, p.number, length(t.jpeg) FROM picture_thumbnails t "
+            "JOIN pictures p ON p.id = t.picture_id")}
+        page_kept = {(doc_id, page): length for doc_id, page, length in manifest.conn.execute(
+            "SELECT doc_id, page, length(jpeg) FROM thumbnails")}
+        assert sizes == [kept[(item.doc_id, item.page, item.picture)] if item.picture is not None
+                         else page_kept[(item.doc_id, item.page)] for item in items]
+        assert any(item.picture is not None for item in items) and all(sizes) and all(pages)
+
+        counted = count_export(items, settings)
+        shown = {}
+
+        def previews(chosen):
+            return [shown.setdefault(item.name, preview(item, settings)) for item in chosen]
+
+        unweighed = estimate_export(items, counted, previews)
+        none_kept = estimate_export(items, counted, previews, lambda chosen: [None] * len(chosen))
+        weighed = estimate_export(items, counted, previews, lambda chosen: thumbnail_sizes(manifest, chosen))
+    assert none_kept == unweighed and weighed.bytes != unweighed.bytes and weighed.images == unweighed.images
+
+
+def test_thumbnails_kept_as_files_weigh_the_images_alike(tmp_path):
+    """The folder store: each image weighs its thumbnail file's bytes (its picture's, its page's)."""
+    write_pdf(tmp_path / "archive" / "issue.pdf", [PageSpec(kind="engraving", seed=n, dpi=100, inches=SMALL)
+                                                   for n in range(3)])
+    with Manifest(tmp_path / "manifest.sqlite") as manifest:
+        manifest.thumbnail_store = "folder"
+        ingest(manifest, [tmp_path / "archive"], workers=1)
+        manifest.rule, manifest.threshold = "sigma", 0.0
+        items = select(manifest, crop="pictures").items + select(manifest, crop="page").items
+        sizes = thumbnail_sizes(manifest, items)
+        files = [path.stat().st_size for path in manifest.thumbnail_folder.rglob("*.jpg")]
+        assert not manifest.conn.execute("SELECT COUNT(*) FROM picture_thumbnails").fetchone()[0]
+    assert all(sizes) and set(sizes) <= set(files) and len(set(sizes)) == len(items)
