@@ -195,11 +195,43 @@ def cut_off(page, selector: str) -> list[str]:
     return page.evaluate(CUT_OFF_JS, selector)
 
 
+PREVIEW_JS = """() => {
+    const cards = [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stColumn']")]
+        .filter(column => column.querySelector("[data-testid='stImage']")  // a card: the innermost column
+                          && !column.querySelector("[data-testid='stColumn']")
+                          && !column.closest("[data-testid='stExpander']"));
+    return cards.map(card => ({
+        name: [...card.querySelectorAll("[data-testid='stCaptionContainer'] code")].map(c => c.innerText)
+            .find(text => text.endsWith('.jpg')),
+        drawn: [...card.querySelectorAll("[data-testid='stImage'] img")]
+            .every(i => i.complete && i.naturalWidth > 0)}));
+}"""
+
+
+def preview_screens(page) -> list[tuple[str, list[str]]]:
+    """The Export preview as a person pages through it with its Next page button: each screen's heading
+    ("Images 13–24 of 29, ...") and the file names of the images it draws, each image loaded."""
+    screens = []
+    while True:
+        page.wait_for_function("() => [...document.querySelectorAll(\"[data-testid='stImage'] img\")]"
+                               ".every(i => i.complete)")
+        heading = page.get_by_text(re.compile(r"^Images [\d,]+–[\d,]+ of [\d,]+, exactly as exported")).inner_text()
+        cards = page.evaluate(PREVIEW_JS)
+        assert all(card["drawn"] for card in cards), cards
+        screens.append((heading, [card["name"] for card in cards]))
+        following = page.get_by_role("button", name="Next page")
+        if not following.count() or following.is_disabled():
+            return screens
+        following.click()
+        settle(page)
+
+
 def test_every_figure_of_the_export_page_is_the_finished_zips_and_none_is_cut_off(tmp_path, page):
     """Pictures scanned at 72 to 200 dpi, one plate reprinted, a 512 px minimum source size: the page's Images,
     Estimated size (within 6 %), Enlarged, Near-duplicates left out, the images left out under the minimum, the
     preview's count, the button's and the download's size are what the ZIP holds, and every figure's label and
-    value fits its box at 1440 x 900."""
+    value fits its box at 1440 x 900. The preview draws twelve images a screen, and paging through it with Next
+    page reaches every image the ZIP holds, once each, in the order written."""
     db = tmp_path / "data" / "manifest.sqlite"
     archive = tmp_path / "data" / "archive"
     scanned_archive(archive, (72, 110, 150, 200, 200), pages=5)
@@ -221,6 +253,7 @@ def test_every_figure_of_the_export_page_is_the_finished_zips_and_none_is_cut_of
         on_button = number_in(r"Export ([\d,]+) images", button.inner_text())
         assert cut_off(page, "[data-testid='stMetric']") == []
         assert cut_off(page, "[data-testid='stCaptionContainer']") == []
+        screens = preview_screens(page)
         button.click()
         wait_job(db, "export")
         page.get_by_role("button", name=re.compile(r"^Download lora\.zip")).wait_for()
@@ -242,6 +275,12 @@ def test_every_figure_of_the_export_page_is_the_finished_zips_and_none_is_cut_of
     assert shown["Near-duplicates left out"] == f"{len(record['duplicates']['left_out']):,}" == "1"
     assert abs(size_of(re.search(r"\((.+)\)$", download)[1]) - size) <= 0.05e6  # "Download lora.zip (4.3 MB)"
     assert f"{written} images, {size / 1e6:.1f} MB" in finished
+    assert [len(names) for _, names in screens] == [12] * (written // 12) + [written % 12] * (written % 12 > 0)
+    first = 1
+    for heading, names in screens:
+        assert heading.startswith(f"Images {first}–{first + len(names) - 1} of {written}, "), heading
+        first += len(names)
+    assert [name for _, names in screens for name in names] == [name.rsplit("/", 1)[-1] for name in images]
 
 
 # -- kinds learned per archive -----------------------------------------------------------------------------------
@@ -257,7 +296,8 @@ def kind_box(dialog) -> str:
 def test_a_kind_marked_in_the_large_view_is_suggested_for_the_like_pictures_and_says_so(tmp_path, page):
     """Four pictures of one look and others of another (their embeddings stored as the picture job would): two of
     the four marked halftone, the third marked in the browser says one like it is now suggested halftone, and the
-    fourth's Kind box says where its suggestion came from."""
+    fourth's Kind box says where its suggestion came from; a picture of the other look, with no kind suggested,
+    says in words, whole in its box, that its caption takes the export's class word."""
     import numpy as np
     from curation.manifest import picture_embeddings
     from curation.views import picture_views as pv
@@ -296,7 +336,8 @@ def test_a_kind_marked_in_the_large_view_is_suggested_for_the_like_pictures_and_
         assert "Halftone (suggested: like 3 you marked)" in kind_box(dialog)
         page.keyboard.press("ArrowRight")
         settle(page)
-        assert "like" not in kind_box(dialog)  # another look: the shipped model's, or none
+        # Another look, and no picture job has run: no kind suggested, and the box says what the caption gets.
+        assert kind_box(dialog) == "None suggested: choose one, or the caption uses the export's class word"
         no_exception(page)
 
 
@@ -354,17 +395,28 @@ TEXT_WIDTH_JS = """text => {
 }"""
 
 
-def test_a_long_folder_in_the_documents_table_shows_its_end_whole(tmp_path, page):
+def test_the_ingest_page_shows_a_long_folders_end_whole_and_the_pages_the_picture_job_embedded_from(tmp_path,
+                                                                                                        page):
     """A document in a folder whose path is longer than the folder column: the table shows the folder's end (what
-    tells it apart), whole within the column, not its head cut at the column's edge ("…/uploac")."""
+    tells it apart), whole within the column, not its head cut at the column's edge ("…/uploac"). Ingested with
+    the picture job on, its workers cut the pictures' inputs, so the job reads no page: its outcome still names
+    the pages its pictures are on ("2 pictures embedded from 2 pages", not "from 0 pages")."""
+    from curation.runs.embed import InProcessNetwork, embed_pictures
+    from curation.runs.jobs import plural
     from curation.views.jobs import FOLDER_CHARS
 
     db = tmp_path / "data" / "manifest.sqlite"
     archive = tmp_path / "data" / "uploads" / "a-rather-long-folder-name-for-the-harpers-bazar-scans"
-    write_pdf(archive / "issue-1.pdf", [PageSpec(kind="text", seed=1, dpi=72, inches=(4.0, 5.0))])
+    write_pdf(archive / "issue-1.pdf", [PageSpec(kind="engraving", seed=n, dpi=72, inches=(4.0, 5.0))
+                                        for n in range(2)])
     with Manifest(db) as manifest:
+        manifest.picture_job = True
         ingest(manifest, [archive], workers=1)
+        cut = manifest.conn.execute("SELECT COUNT(*) FROM picture_inputs").fetchone()[0]
+        report = embed_pictures(manifest, workers=1, network=InProcessNetwork)
+        pages = manifest.conn.execute("SELECT COUNT(DISTINCT page) FROM pictures WHERE NOT deleted").fetchone()[0]
     assert len(str(archive)) > FOLDER_CHARS
+    assert report.embedded == cut >= pages > 0 and not report.failed  # every input cut at ingest: no page read
     with served(tmp_path, db) as port:
         go(page, f"http://127.0.0.1:{port}", "ingest")
         page.locator("[data-testid='stDataFrame'] td").first.wait_for(state="attached")  # the grid's hidden cells
@@ -373,5 +425,9 @@ def test_a_long_folder_in_the_documents_table_shows_its_end_whole(tmp_path, page
                               ".map(cell => cell.innerText)")
         folder = next(cell for cell in cells if "harpers" in cell)
         width = page.evaluate(TEXT_WIDTH_JS, folder)
+        outcome = page.locator("[data-testid='stAlertContentSuccess']").filter(
+            has_text="Pictures embedded").inner_text()
     assert folder == "…/a-rather-long-folder-name-for-the-harpers-bazar-scans"
     assert width <= COLUMN - 2 * 8, width  # the cell's padding on each side
+    said = f"UTC: {plural(report.embedded, 'picture')} embedded from {plural(pages, 'page')}, "
+    assert re.search(rf"{said}[\d.]+ pictures/s on the [CG]PU\.$", outcome), outcome
