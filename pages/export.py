@@ -14,6 +14,7 @@ import json
 import os
 import pathlib
 import shlex
+import threading
 
 import streamlit as st
 
@@ -23,7 +24,7 @@ from curation.export.preview import ESTIMATE_SAMPLE
 from curation import views
 from curation.export.captions import MAX_TEMPLATE_CHARS
 from curation.export.job import ENLARGED
-from curation.export.selection import Item, Selection, selection_stamp
+from curation.export.selection import Item, Selection, quick_to_select, selection_stamp
 from curation.export.source import scans_decoded_once
 from curation.export.settings import DEFAULT_TEMPLATE, MASKED_LAYOUTS, MAX_WORD_CHARS
 from curation.runs import jobs
@@ -43,6 +44,9 @@ CROP_KEY = "export_crop"
 # Up to this many images the figures are counted on every one (about a millisecond each, no pixel decoded);
 # past it they are estimated from ESTIMATE_SAMPLE images and say "about".
 COUNTED_LIMIT = 5_000
+LISTINGS_KEPT = 8  # selections kept between runs, every session's
+LIST_WAITED = "export_list_waited"
+LIST_RERUN_SECONDS = 0.1
 
 LAYOUT_LABELS = {
     "kohya": "kohya_ss / sd-scripts",
@@ -90,9 +94,14 @@ def main():
         threshold = manifest.threshold
         rule = manifest.rule
         listed = (str(db), selection_stamp(manifest, threshold), threshold, duplicates, crop)  # names the selection
-        selection = kept_selection(*listed)
+        selection = listed_selection(listed)
+        if selection is None and (quick_to_select(manifest) or common.waited(LIST_WAITED)):
+            selection = kept_selection(listed)
         running = manifest.running_job("export") is not None
         scoring = common.running_job(manifest) is not None
+    if selection is None:  # a large manifest not listed as it is now: the page is drawn first
+        list_after(listed, duplicates, running)
+        return
     items = selection.items
     if not items:
         st.info(f"No page is kept by the {rule} rule: there is nothing to export yet. Change the rule or its "
@@ -105,9 +114,7 @@ def main():
     options_column, preview_column = st.columns([2, 3], gap="large")
     with options_column:
         settings, problem = options(duplicates)
-        name = st.text_input("File name", value="lora.zip", max_chars=common.MAX_NAME_CHARS,
-                             help="Written to the exports folder beside the manifest.")
-        out = data_dir(db) / "exports" / safe_zip_name(name)
+        out = data_dir(db) / "exports" / safe_zip_name(file_name())
     with preview_column:
         written, counted = show_figures(selection, listed, settings, rule)
         if settings:  # counted: the images written alone; estimated, every one, those left out saying so
@@ -127,13 +134,59 @@ def main():
     export_panel(running)
 
 
-@st.cache_resource(max_entries=8, show_spinner="Listing the pictures the export takes…")
-def kept_selection(db: str, stamp: tuple, threshold: float, duplicates: str, crop: str) -> Selection:
-    """The export's selection (`select`) as the manifest is now (`stamp`: selection_stamp), shared by every
-    session and run until the manifest changes: a widget moved on this page does not list 100,000 pictures
-    again. Never changed by its readers."""
-    with common.require_manifest() as manifest:
-        return select(manifest, threshold, duplicates, crop)
+@st.cache_resource
+def listings() -> tuple[dict[tuple, Selection], threading.Lock]:
+    """The export's selections listed so far, every session's, by what names each (`listed`: the manifest, its
+    selection_stamp, the cutoff, the duplicates and crop chosen), oldest first; and the lock they are changed
+    under."""
+    return {}, threading.Lock()
+
+
+def listed_selection(listed: tuple) -> Selection | None:
+    """The selection `listed` names if it was listed before, by any session; else None."""
+    selections, lock = listings()
+    with lock:
+        return selections.get(listed)
+
+
+def kept_selection(listed: tuple) -> Selection:
+    """The export's selection (`select`) as the manifest is now, kept for every session and run until the
+    manifest changes (`listed` names it): a widget moved on this page does not list 100,000 pictures again.
+    The newest LISTINGS_KEPT are kept; never changed by their readers."""
+    selection = listed_selection(listed)
+    if selection is not None:
+        return selection
+    _, _, threshold, duplicates, crop = listed
+    with st.spinner("Listing the pictures the export takes…"), common.require_manifest() as manifest:
+        selection = select(manifest, threshold, duplicates, crop)
+    selections, lock = listings()
+    with lock:
+        selections[listed] = selection
+        while len(selections) > LISTINGS_KEPT:
+            selections.pop(next(iter(selections)))
+    return selection
+
+
+def list_after(listed: tuple, duplicates: str, running: bool) -> None:
+    """A large manifest's selection not yet listed as the manifest is now (a second or more at 100,000 pictures,
+    a new one while the picture job runs): the options are drawn at once, and the figures and preview a moment
+    later (common.after_this_run), the page saying what it waits for."""
+    options_column, preview_column = st.columns([2, 3], gap="large")
+    with options_column:
+        _, problem = options(duplicates)
+        file_name()
+    with preview_column:
+        st.info("Listing the pictures the export takes… Its figures and preview follow in a moment.",
+                icon=":material/hourglass_top:")
+    if problem:
+        st.error(problem)
+    common.after_this_run(LIST_WAITED, LIST_RERUN_SECONDS, lambda: kept_selection(listed))
+    export_panel(running)
+
+
+def file_name() -> str:
+    return st.text_input("File name", value="lora.zip", max_chars=common.MAX_NAME_CHARS,
+                         help="Written to the exports folder beside the manifest.")
 
 
 # -- options ----------------------------------------------------------------------------------
@@ -277,8 +330,8 @@ def preview_card(result: Preview) -> None:
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def cached_counts(listed: tuple, _items: list[Item], settings_json: str, roots: tuple[str, ...]) -> Counted:
-    """The export's figures counted on every image of the selection `listed` names (kept_selection's arguments;
-    its `_items`, not hashed on every run: 5,000 items took a fifth of a second): what its ZIP will say."""
+    """The export's figures counted on every image of the selection `listed` names (see `listings`; its
+    `_items`, not hashed on every run: 5,000 items took a fifth of a second): what its ZIP will say."""
     return count_export(_items, ExportSettings.from_dict(json.loads(settings_json)), roots)
 
 
