@@ -15,13 +15,14 @@ import os
 import pathlib
 import shlex
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import streamlit as st
 
 from curation.export import (Counted, ExportSettings, Preview, SettingsError, count_export, estimate_export,
                              image_folder, preview, safe_zip_name, screen_items, screens, select)
 from curation.export.preview import ESTIMATE_SAMPLE
-from curation import views
+from curation import Manifest, views
 from curation.export.captions import MAX_TEMPLATE_CHARS
 from curation.export.job import ENLARGED
 from curation.export.selection import Item, Selection, quick_to_select, selection_stamp
@@ -94,14 +95,14 @@ def main():
         threshold = manifest.threshold
         rule = manifest.rule
         listed = (str(db), selection_stamp(manifest, threshold), threshold, duplicates, crop)  # names the selection
-        selection = listed_selection(listed)
-        if selection is None and (quick_to_select(manifest) or common.waited(LIST_WAITED)):
-            selection = kept_selection(listed)
+        listed_now = listing(listed)  # in the background, while the page is drawn
+        quick = listed_now.done() or quick_to_select(manifest)
         running = manifest.running_job("export") is not None
         scoring = common.running_job(manifest) is not None
-    if selection is None:  # a large manifest not listed as it is now: the page is drawn first
+    if not quick and not common.waited(LIST_WAITED):  # a large manifest not listed as it is now: drawn first
         list_after(listed, duplicates, running)
         return
+    selection = kept_selection(listed)
     items = selection.items
     if not items:
         st.info(f"No page is kept by the {rule} rule: there is nothing to export yet. Change the rule or its "
@@ -135,42 +136,47 @@ def main():
 
 
 @st.cache_resource
-def listings() -> tuple[dict[tuple, Selection], threading.Lock]:
-    """The export's selections listed so far, every session's, by what names each (`listed`: the manifest, its
-    selection_stamp, the cutoff, the duplicates and crop chosen), oldest first; and the lock they are changed
-    under."""
-    return {}, threading.Lock()
+def listings() -> tuple[dict[tuple, Future], threading.Lock, ThreadPoolExecutor]:
+    """The export's selections, listed or being listed, every session's, by what names each (`listed`: the
+    manifest, its selection_stamp, the cutoff, the duplicates and crop chosen), the newest LISTINGS_KEPT; the
+    lock they are changed under, and the threads that list them."""
+    return {}, threading.Lock(), ThreadPoolExecutor(max_workers=2, thread_name_prefix="export-listing")
 
 
-def listed_selection(listed: tuple) -> Selection | None:
-    """The selection `listed` names if it was listed before, by any session; else None."""
-    selections, lock = listings()
+def listing(listed: tuple) -> Future:
+    """The listing of the selection `listed` names (`select` as the manifest is now): begun now, in the
+    background, unless a session began it before; one that failed is begun again. Kept for every session and
+    run until the manifest changes: a widget moved on this page does not list 100,000 pictures again."""
+    futures, lock, lister = listings()
     with lock:
-        return selections.get(listed)
+        future = futures.get(listed)
+        if future is None or (future.done() and future.exception() is not None):
+            future = futures[listed] = lister.submit(select_listed, listed)
+            while len(futures) > LISTINGS_KEPT:
+                futures.pop(next(iter(futures)))
+        return future
+
+
+def select_listed(listed: tuple) -> Selection:
+    db, _, threshold, duplicates, crop = listed
+    with Manifest(pathlib.Path(db)) as manifest:
+        return select(manifest, threshold, duplicates, crop)
 
 
 def kept_selection(listed: tuple) -> Selection:
-    """The export's selection (`select`) as the manifest is now, kept for every session and run until the
-    manifest changes (`listed` names it): a widget moved on this page does not list 100,000 pictures again.
-    The newest LISTINGS_KEPT are kept; never changed by their readers."""
-    selection = listed_selection(listed)
-    if selection is not None:
-        return selection
-    _, _, threshold, duplicates, crop = listed
-    with st.spinner("Listing the pictures the export takes…"), common.require_manifest() as manifest:
-        selection = select(manifest, threshold, duplicates, crop)
-    selections, lock = listings()
-    with lock:
-        selections[listed] = selection
-        while len(selections) > LISTINGS_KEPT:
-            selections.pop(next(iter(selections)))
-    return selection
+    """The selection `listed` names, waited for where it is being listed. Never changed by its readers."""
+    future = listing(listed)
+    if future.done():
+        return future.result()
+    with st.spinner("Listing the pictures the export takes…"):
+        return future.result()
 
 
 def list_after(listed: tuple, duplicates: str, running: bool) -> None:
     """A large manifest's selection not yet listed as the manifest is now (a second or more at 100,000 pictures,
     a new one while the picture job runs): the options are drawn at once, and the figures and preview a moment
-    later (common.after_this_run), the page saying what it waits for."""
+    later (common.after_this_run: the listing, begun before the page was drawn, is waited for), the page saying
+    what it waits for."""
     options_column, preview_column = st.columns([2, 3], gap="large")
     with options_column:
         _, problem = options(duplicates)

@@ -205,9 +205,17 @@ def test_a_large_manifest_is_listed_after_the_page_is_drawn_which_says_so(db, mo
     """Past QUICK_ROWS pages and pictures, listing what the export takes is a second or more: the first open
     draws the options and says what it waits for, and the figures follow in the run it asks for. A selection
     listed before is drawn at once in any session, until the manifest changes."""
+    import curation.export
     from curation.export import selection
 
+    listed = curation.export.select
+
+    def slowly(*args, **kwargs):  # as at 100,000 pictures: the first run is over before the listing
+        time.sleep(0.5)
+        return listed(*args, **kwargs)
+
     monkeypatch.setattr(selection, "QUICK_ROWS", 0)
+    monkeypatch.setattr(curation.export, "select", slowly)
     at = page()
     assert not at.metric and at.radio(key="export_layout").value == "kohya"
     assert any("Listing the pictures the export takes" in shown(e) for e in texts(at.info))
