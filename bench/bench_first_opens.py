@@ -14,7 +14,10 @@ under 2 s each, on a quiet machine. Two manifests:
 
 Each open is a click on the page's link in the sidebar (Home: the address itself), timed from the click to the
 page's own content drawn (its title, or the Pictures view's model bar), its script run over and every image
-loaded, with the server process's CPU time beside it, which a loaded machine changes less.
+loaded, with the server process's CPU time beside it, which a loaded machine changes less; and to the end of the
+runs the page asks for once drawn (`complete`: what a page makes after it is drawn, saying so, such as Export's
+list of a large manifest's pictures and its size estimate; "-" where a running job's progress never lets the
+page rest).
 
     python bench/bench_first_opens.py [--manifests large ingest] [--archive generated|real] [--pages 100]
                                       [--keep] [--out bench/out/first-opens]
@@ -81,11 +84,13 @@ DRAWN_JS = """() => document.querySelector('[data-test-script-state]')?.getAttri
     && [...document.images].every(img => !img.isConnected || img.complete)"""
 
 
-def open_page(browser: Browser, label: str, link: str | None) -> tuple[float, float]:
+def open_page(browser: Browser, label: str, link: str | None) -> tuple[float, float, float | None]:
     """Open one page as a curator does (its link in the sidebar; Home by its address): (ms from the click to the
-    page's own content being drawn, its script run over and every image loaded; the server's CPU ms meanwhile)."""
+    page's own content being drawn, its script run over and every image loaded; the server's CPU ms meanwhile;
+    ms from the click to the end of the runs it asks for once drawn, None where it never rests)."""
     page = browser.page
     cpu = browser.server_cpu()
+    clicked = 0.0 if link is None else page.evaluate("performance.now()")  # the page's clock: a new one at goto
     started = time.perf_counter()
     if link is None:
         page.goto(browser.url)
@@ -100,13 +105,14 @@ def open_page(browser: Browser, label: str, link: str | None) -> tuple[float, fl
     page.wait_for_function(DRAWN_JS, timeout=300_000, polling=20)
     elapsed = (time.perf_counter() - started) * 1000
     spent = (browser.server_cpu() - cpu) * 1000
-    quiet_for(page, 1000)  # what the page makes once drawn (a size estimate, cards), and its rerun, are over
-    return elapsed, spent
+    rested = quiet_for(page, 1000)  # what the page makes once drawn (a size estimate, cards), and its rerun, are over
+    complete = max(elapsed, page.evaluate("window.__benchQuietSince") - clicked) if rested else None
+    return elapsed, spent, complete
 
 
-def quiet_for(page, ms: int, limit_ms: int = 15_000) -> None:
+def quiet_for(page, ms: int, limit_ms: int = 15_000) -> bool:
     """Until no script has run for `ms` (the runs a page asks for once drawn: a component's first value, a size
-    estimate, the next cards), so that they are not charged to the next open."""
+    estimate, the next cards), so that they are not charged to the next open; False where it never rests."""
     page.evaluate("""() => {
         window.__benchQuietSince = performance.now();
         const note = () => {
@@ -122,16 +128,25 @@ def quiet_for(page, ms: int, limit_ms: int = 15_000) -> None:
     try:
         page.wait_for_function(f"() => performance.now() - window.__benchQuietSince > {ms}", timeout=limit_ms,
                                polling=50)
+        return True
     except PlaywrightTimeout:  # a running job's progress reruns a fragment every second: never quiet that long
-        pass
+        return False
 
 
 def go_through(browser: Browser, title: str, results: dict) -> None:
     print(f"{title}:", flush=True)
     for label, link in OPENS:
-        settled, cpu = open_page(browser, label, link)
-        results.setdefault(title, []).append((label, settled, cpu))
-        print(f"  {label:24s} {settled:7.0f} ms  (server CPU {cpu:6.0f} ms)", flush=True)
+        timed(browser, title, label, link, results)
+
+
+def timed(browser: Browser, title: str, label: str, link: str | None, results: dict) -> None:
+    settled, cpu, complete = open_page(browser, label, link)
+    results.setdefault(title, []).append((label, settled, cpu, complete))
+    print(f"  {label:24s} {settled:7.0f} ms  (server CPU {cpu:6.0f} ms, complete {shown_ms(complete)})", flush=True)
+
+
+def shown_ms(ms: float | None) -> str:
+    return "-" if ms is None else f"{ms:,.0f} ms"
 
 
 def job_states(db: pathlib.Path) -> dict[str, str]:
@@ -187,9 +202,7 @@ def go_through_from_ingest(browser: Browser, results: dict) -> None:
     title = "right after an app ingest (same tab)"
     print(f"{title}:", flush=True)
     for label, link in [("Home", "Home"), *OPENS[2:], ("Ingest", "Ingest")]:
-        settled, cpu = open_page(browser, label, link)
-        results.setdefault(title, []).append((label, settled, cpu))
-        print(f"  {label:24s} {settled:7.0f} ms  (server CPU {cpu:6.0f} ms)", flush=True)
+        timed(browser, title, label, link, results)
 
 
 class browsing:
@@ -218,10 +231,11 @@ def report(results: dict) -> bool:
     ok = True
     for title, rows in results.items():
         print(f"  {title}")
-        for label, settled, cpu in rows:
+        for label, settled, cpu, complete in rows:
             over = settled > TARGET_MS
             ok &= not over
-            print(f"    {label:24s} {settled:7.0f} ms   server CPU {cpu:6.0f} ms{'  OVER' if over else ''}")
+            print(f"    {label:24s} {settled:7.0f} ms   server CPU {cpu:6.0f} ms   complete {shown_ms(complete):>9s}"
+                  f"{'  OVER' if over else ''}")
     return ok
 
 

@@ -14,16 +14,18 @@ import json
 import os
 import pathlib
 import shlex
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import streamlit as st
 
 from curation.export import (Counted, ExportSettings, Preview, SettingsError, count_export, estimate_export,
                              image_folder, preview, safe_zip_name, screen_items, screens, select, thumbnail_sizes)
 from curation.export.preview import ESTIMATE_SAMPLE
-from curation import views
+from curation import Manifest, views
 from curation.export.captions import MAX_TEMPLATE_CHARS
 from curation.export.job import ENLARGED
-from curation.export.selection import Item, Selection, selection_stamp
+from curation.export.selection import Item, Selection, quick_to_select, selection_stamp
 from curation.export.source import scans_decoded_once
 from curation.export.settings import DEFAULT_TEMPLATE, MASKED_LAYOUTS, MAX_WORD_CHARS
 from curation.runs import jobs
@@ -43,6 +45,9 @@ CROP_KEY = "export_crop"
 # Up to this many images the figures are counted on every one (about a millisecond each, no pixel decoded);
 # past it they are estimated from ESTIMATE_SAMPLE images and say "about".
 COUNTED_LIMIT = 5_000
+LISTINGS_KEPT = 8  # selections kept between runs, every session's
+LIST_WAITED = "export_list_waited"
+LIST_RERUN_SECONDS = 0.1
 
 LAYOUT_LABELS = {
     "kohya": "kohya_ss / sd-scripts",
@@ -90,9 +95,14 @@ def main():
         threshold = manifest.threshold
         rule = manifest.rule
         listed = (str(db), selection_stamp(manifest, threshold), threshold, duplicates, crop)  # names the selection
-        selection = kept_selection(*listed)
+        listed_now = listing(listed)  # in the background, while the page is drawn
+        quick = listed_now.done() or quick_to_select(manifest)
         running = manifest.running_job("export") is not None
         scoring = common.running_job(manifest) is not None
+    if not quick and not common.waited(LIST_WAITED):  # a large manifest not listed as it is now: drawn first
+        list_after(listed, duplicates, running)
+        return
+    selection = kept_selection(listed)
     items = selection.items
     if not items:
         st.info(f"No page is kept by the {rule} rule: there is nothing to export yet. Change the rule or its "
@@ -105,9 +115,7 @@ def main():
     options_column, preview_column = st.columns([2, 3], gap="large")
     with options_column:
         settings, problem = options(duplicates)
-        name = st.text_input("File name", value="lora.zip", max_chars=common.MAX_NAME_CHARS,
-                             help="Written to the exports folder beside the manifest.")
-        out = data_dir(db) / "exports" / safe_zip_name(name)
+        out = data_dir(db) / "exports" / safe_zip_name(file_name())
     with preview_column:
         written, counted = show_figures(selection, listed, settings, rule)
         if settings:  # counted: the images written alone; estimated, every one, those left out saying so
@@ -127,13 +135,64 @@ def main():
     export_panel(running)
 
 
-@st.cache_resource(max_entries=8, show_spinner="Listing the pictures the export takes…")
-def kept_selection(db: str, stamp: tuple, threshold: float, duplicates: str, crop: str) -> Selection:
-    """The export's selection (`select`) as the manifest is now (`stamp`: selection_stamp), shared by every
-    session and run until the manifest changes: a widget moved on this page does not list 100,000 pictures
-    again. Never changed by its readers."""
-    with common.require_manifest() as manifest:
+@st.cache_resource
+def listings() -> tuple[dict[tuple, Future], threading.Lock, ThreadPoolExecutor]:
+    """The export's selections, listed or being listed, every session's, by what names each (`listed`: the
+    manifest, its selection_stamp, the cutoff, the duplicates and crop chosen), the newest LISTINGS_KEPT; the
+    lock they are changed under, and the threads that list them."""
+    return {}, threading.Lock(), ThreadPoolExecutor(max_workers=2, thread_name_prefix="export-listing")
+
+
+def listing(listed: tuple) -> Future:
+    """The listing of the selection `listed` names (`select` as the manifest is now): begun now, in the
+    background, unless a session began it before; one that failed is begun again. Kept for every session and
+    run until the manifest changes: a widget moved on this page does not list 100,000 pictures again."""
+    futures, lock, lister = listings()
+    with lock:
+        future = futures.get(listed)
+        if future is None or (future.done() and future.exception() is not None):
+            future = futures[listed] = lister.submit(select_listed, listed)
+            while len(futures) > LISTINGS_KEPT:
+                futures.pop(next(iter(futures)))
+        return future
+
+
+def select_listed(listed: tuple) -> Selection:
+    db, _, threshold, duplicates, crop = listed
+    with Manifest(pathlib.Path(db)) as manifest:
         return select(manifest, threshold, duplicates, crop)
+
+
+def kept_selection(listed: tuple) -> Selection:
+    """The selection `listed` names, waited for where it is being listed. Never changed by its readers."""
+    future = listing(listed)
+    if future.done():
+        return future.result()
+    with st.spinner("Listing the pictures the export takes…"):
+        return future.result()
+
+
+def list_after(listed: tuple, duplicates: str, running: bool) -> None:
+    """A large manifest's selection not yet listed as the manifest is now (a second or more at 100,000 pictures,
+    a new one while the picture job runs): the options are drawn at once, and the figures and preview a moment
+    later (common.after_this_run: the listing, begun before the page was drawn, is waited for), the page saying
+    what it waits for."""
+    options_column, preview_column = st.columns([2, 3], gap="large")
+    with options_column:
+        _, problem = options(duplicates)
+        file_name()
+    with preview_column:
+        st.info("Listing the pictures the export takes… Its figures and preview follow in a moment.",
+                icon=":material/hourglass_top:")
+    if problem:
+        st.error(problem)
+    common.after_this_run(LIST_WAITED, LIST_RERUN_SECONDS, lambda: kept_selection(listed))
+    export_panel(running)
+
+
+def file_name() -> str:
+    return st.text_input("File name", value="lora.zip", max_chars=common.MAX_NAME_CHARS,
+                         help="Written to the exports folder beside the manifest.")
 
 
 # -- options ----------------------------------------------------------------------------------
@@ -277,8 +336,8 @@ def preview_card(result: Preview) -> None:
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def cached_counts(listed: tuple, _items: list[Item], settings_json: str, roots: tuple[str, ...]) -> Counted:
-    """The export's figures counted on every image of the selection `listed` names (kept_selection's arguments;
-    its `_items`, not hashed on every run: 5,000 items took a fifth of a second): what its ZIP will say."""
+    """The export's figures counted on every image of the selection `listed` names (see `listings`; its
+    `_items`, not hashed on every run: 5,000 items took a fifth of a second): what its ZIP will say."""
     return count_export(_items, ExportSettings.from_dict(json.loads(settings_json)), roots)
 
 

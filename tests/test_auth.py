@@ -116,7 +116,7 @@ def test_not_signed_in_sees_only_the_sign_in_screen(db):
     at = as_user("dashboard.py", None)
     assert [b.label for b in at.button] == ["Sign in"]
     assert "Sign in to use the dashboard" in texts(at)
-    assert str(db) not in " ".join(str(c.value) for c in at.sidebar.code)  # no manifest, no pages
+    assert str(db) not in " ".join(str(c.value) for c in at.sidebar.caption)  # no manifest, no pages
     assert not at.metric and len(at.title) == 1
 
 

@@ -199,3 +199,37 @@ def test_an_estimate_that_fails_is_a_message(db, monkeypatch):
     at.run()
     assert not at.exception
     assert any("the sample could not be encoded" in shown(e) for e in texts(at.error))
+
+
+def test_a_large_manifest_is_listed_after_the_page_is_drawn_which_says_so(db, monkeypatch):
+    """Past QUICK_ROWS pages and pictures, listing what the export takes is a second or more: the first open
+    draws the options and says what it waits for, and the figures follow in the run it asks for. A selection
+    listed before is drawn at once in any session, until the manifest changes."""
+    import curation.export
+    from curation.export import selection
+
+    listed = curation.export.select
+
+    def slowly(*args, **kwargs):  # as at 100,000 pictures: the first run is over before the listing
+        time.sleep(0.5)
+        return listed(*args, **kwargs)
+
+    monkeypatch.setattr(selection, "QUICK_ROWS", 0)
+    monkeypatch.setattr(curation.export, "select", slowly)
+    at = page()
+    assert not at.metric and at.radio(key="export_layout").value == "kohya"
+    assert any("Listing the pictures the export takes" in shown(e) for e in texts(at.info))
+    assert not [b for b in at.button if b.label.startswith("Export")]
+    at.run()  # the run the page asks for once drawn
+    assert not at.exception, at.exception
+    assert {m.label: m.value for m in at.metric}["Images"] == "4"
+    assert not any("Listing the pictures" in shown(e) for e in texts(at.info))
+
+    assert {m.label: m.value for m in page().metric}["Images"] == "4"  # a new session: listed already
+    with Manifest(db) as m:
+        doc_id = m.conn.execute("SELECT id FROM documents").fetchone()[0]
+        m.set_override(doc_id, 1, True)
+    at = page()
+    assert not at.metric and any("Listing the pictures" in shown(e) for e in texts(at.info))
+    at.run()
+    assert {m.label: m.value for m in at.metric}["Images"] == "5"

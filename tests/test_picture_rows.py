@@ -197,3 +197,22 @@ def test_a_manifest_of_the_last_version_keeps_its_pictures(tmp_path):
         rows = list(m.picture_rows())
         assert [(r["number"], r["rank"], r["keep_picture"]) for r in rows] == [(1, 0, 1), (2, 1, 0)]
         assert next(m.pages())["keep"] == 1
+
+
+def test_the_exported_pictures_are_the_kept_pictures_of_kept_pages_stored_or_at_a_draft_cutoff(manifest, doc):
+    """What the export cuts apart: read from the stored decisions under the saved settings, evaluated at any
+    other cutoff; a picture included on a page the curator excluded is not exported."""
+    def exported(threshold=None):
+        return {key: [row["number"] for row in rows] for key, rows in manifest.exported_pictures(threshold).items()}
+
+    stock_cut = numbered(manifest, doc, 1)[1]["id"]
+    manifest.set_picture_override(stock_cut, True)  # page 1 kept by its included picture
+    assert exported() == {(doc, 0): [1], (doc, 1): [1]}
+    manifest.set_override(doc, 1, False)  # the page excluded: its included picture stays out
+    assert exported() == {(doc, 0): [1]}
+    manifest.rule = "sigma"
+    assert exported(threshold=70) == {}  # a draft cutoff over every page's σ (60), evaluated, not stored
+    draft = exported(threshold=10)
+    assert draft == {(doc, 0): [1, 2]}  # under σ a picture follows its page
+    manifest.threshold = 10
+    assert exported() == draft

@@ -103,12 +103,12 @@ def select(manifest: Manifest, threshold: float | None = None, duplicates: str =
                           None if None in box else box, row["picture_share"], row["duplicate_group"],
                           method=row["method"]))
     selection = one_per_group(items) if duplicates == "one" else Selection(items, [], _duplicates(items))
-    pictures = manifest.kept_pictures(threshold)
+    pictures = manifest.exported_pictures(threshold)
+    learned = learned_kinds(manifest, (row["id"] for rows in pictures.values() for row in rows if not row["kind"]))
+    if crop == "pictures":  # each picture's item is made with its caption sources: one copy of each, not two
+        return dataclasses.replace(selection, items=one_per_picture(selection.items, pictures, learned))
     if crop == "picture":
         selection = dataclasses.replace(selection, items=largest_picture(selection.items, manifest, threshold))
-    if crop == "pictures":
-        selection = dataclasses.replace(selection, items=one_per_picture(selection.items, pictures))
-    learned = learned_kinds(manifest, (row["id"] for rows in pictures.values() for row in rows if not row["kind"]))
     return dataclasses.replace(selection, items=with_caption_sources(selection.items, pictures, learned))
 
 
@@ -127,6 +127,19 @@ def selection_stamp(manifest: Manifest, threshold: float | None = None) -> tuple
             aggregates.version(manifest.conn), tuple(sorted(params.items())))
 
 
+# Rows (pages and pictures) up to which `select` lists in a fraction of a second: at 40,000 pages and 100,000
+# pictures it takes about a second, more on a busy server (docs/scale.md, first opens).
+QUICK_ROWS = 20_000
+
+
+def quick_to_select(manifest: Manifest) -> bool:
+    """Whether `select` takes a fraction of a second here: the manifest's pages and pictures (their largest row
+    ids, never fewer than the rows) under QUICK_ROWS. Milliseconds."""
+    rows = manifest.conn.execute("SELECT IFNULL((SELECT MAX(rowid) FROM pages), 0) "
+                                 "+ IFNULL((SELECT MAX(id) FROM pictures), 0)").fetchone()[0]
+    return rows < QUICK_ROWS
+
+
 def select_items(manifest: Manifest, threshold: float | None = None, duplicates: str = "one",
                  crop: str = "page") -> list[Item]:
     """The images an export writes (see `select`)."""
@@ -140,11 +153,13 @@ def thumbnail_sizes(manifest: Manifest, items: list[Item]) -> list[int | None]:
         (item.doc_id, item.sha256, item.page, item.picture, item.picture_box) for item in items])
 
 
-def one_per_picture(items: list[Item], pictures: dict[tuple[int, int], list]) -> list[Item]:
-    """Each page with kept pictures (`Manifest.kept_pictures`) as one item per picture, in number order,
+def one_per_picture(items: list[Item], pictures: dict[tuple[int, int], list], learned: dict | None = None) -> list[Item]:
+    """Each page with kept pictures (`Manifest.exported_pictures`) as one item per picture, in number order,
     named `<page's name>_pic<n>` after the picture's number on its page, which stays the same whatever the
-    cutoff and across re-scoring; its caption is the picture's, else the page's. A kept page without a kept
-    picture (the curator included the page itself) stays one item: it exports whole."""
+    cutoff and across re-scoring; its caption is the picture's, else the page's; its legend, model caption and
+    kind as `with_caption_sources` gives them. A kept page without a kept picture (the curator included the
+    page itself) stays one item: it exports whole."""
+    learned = learned or {}
     expanded = []
     for item in items:
         rows = pictures.get((item.doc_id, item.page))
@@ -153,7 +168,8 @@ def one_per_picture(items: list[Item], pictures: dict[tuple[int, int], list]) ->
             continue
         expanded.extend(replaced(
             item, name=f"{item.name}_pic{row['number']}", picture_box=(row["bx0"], row["by0"], row["bx1"], row["by1"]),
-            picture=row["number"], caption=row["caption"] or item.caption, mask=MaskSource.of_row(row)) for row in rows)
+            picture=row["number"], caption=row["caption"] or item.caption, mask=MaskSource.of_row(row),
+            **caption_sources(row, learned)) for row in rows)
     return expanded
 
 
@@ -171,7 +187,7 @@ def replaced(item: Item, **changes) -> Item:
 
 def with_caption_sources(items: list[Item], pictures: dict[tuple[int, int], list],
                          learned: dict | None = None) -> list[Item]:
-    """Each item with its picture's legend, model caption and kind (`Manifest.kept_pictures` rows; `learned`:
+    """Each item with its picture's legend, model caption and kind (`Manifest.exported_pictures` rows; `learned`:
     the kinds learned from the curator's marks, by picture id, curation.decisions.picture_kinds). A whole page
     takes those of its largest kept picture, and that picture's caption where the page has none of its own;
     a page without a kept picture has none."""
@@ -186,12 +202,18 @@ def with_caption_sources(items: list[Item], pictures: dict[tuple[int, int], list
         if row is None:
             filled.append(item)
             continue
-        _, legend, auto_caption = counted_sources(row)  # a legend switched off is never exported
-        filled.append(replaced(
-            item, legend=legend, auto_caption=auto_caption,
-            auto_caption_model=row["auto_caption_model"] if auto_caption else None, kind=kind_of(row, learned.get(row["id"])),
-            caption=item.caption if item.picture is not None else item.caption or row["caption"]))
+        filled.append(replaced(item, caption=item.caption if item.picture is not None else item.caption or row["caption"],
+                               **caption_sources(row, learned)))
     return filled
+
+
+def caption_sources(row, learned: dict) -> dict:
+    """A picture row's legend, model caption (and its model's name) and kind, as an item takes them: a legend
+    switched off is never exported."""
+    _, legend, auto_caption = counted_sources(row)
+    return {"legend": legend, "auto_caption": auto_caption,
+            "auto_caption_model": row["auto_caption_model"] if auto_caption else None,
+            "kind": kind_of(row, learned.get(row["id"]))}
 
 
 def largest_picture(items: list[Item], manifest: Manifest, threshold: float | None = None) -> list[Item]:

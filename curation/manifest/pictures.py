@@ -18,10 +18,10 @@ from collections.abc import Iterable, Sequence
 
 from ..pictures.kind import KINDS
 from ..pictures.region import stamps_of, stamps_text
-from . import history, page_figures
+from . import history, page_figures, picture_decisions
 from .caption_limit import stored_caption
 from .history import now
-from .rules import (DECIDED_BY_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL, PICTURE_BOX_SQL,
+from .rules import (DECIDED_BY_SQL, EXPORTED_SQL, KEEP_SQL, LIVE_DOCUMENT_SQL, PICTURE_AREA_SQL, PICTURE_BOX_SQL,
                     OUTLINED_SQL, PICTURE_DECIDED_BY_SQL, PICTURE_KEEP_SQL, SAVED_SCORE_MIN_SQL,
                     score_admits)
 
@@ -240,6 +240,17 @@ class PictureRows:
                                      order="x.doc_id, x.page, x.number"):
             kept.setdefault((row["doc_id"], row["page"]), []).append(row)
         return kept
+
+    def exported_pictures(self, threshold: float | None = None) -> dict[tuple[int, int], list[sqlite3.Row]]:
+        """What `export --crop pictures` writes: the kept pictures of the kept pages, by page, in number order, as
+        picture_rows gives them. Under the saved settings the stored decisions say which (an index: at 100,000
+        pictures a third of the time that deciding each one again takes)."""
+        exported = ("x.exported = 1" if picture_decisions.is_saved(self, self.decision_params(threshold))
+                    else f"({EXPORTED_SQL}) = 1")
+        pictures: dict[tuple[int, int], list[sqlite3.Row]] = {}
+        for row in self.picture_rows(threshold, where=exported, deleted=False, order="x.doc_id, x.page, x.number"):
+            pictures.setdefault((row["doc_id"], row["page"]), []).append(row)
+        return pictures
 
     # -- a curator's edits --------------------------------------------------------------------------
 
