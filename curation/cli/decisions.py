@@ -90,7 +90,7 @@ def _learn_boxes(db: str, undo: bool, steps: int | None, quiet: bool) -> None:
         report = run_job(job)
     for problem in report.unread:
         click.echo(f"not read: {problem}", err=True)
-    if not report.before and not report.stopped:  # nothing to learn from, or to check on
+    if not report.before and not report.judge and not report.stopped:  # nothing to learn from, or to check on
         raise click.ClickException(report.message)
     click.echo(f"{report.message} in {report.seconds:.0f} s")
 

@@ -19,7 +19,9 @@ RUNNING_KEY = "learn_boxes_was_running"
 HELP = ("Teaches the picture finder this archive's pictures from the boxes you fixed, added and deleted: it learns "
         "from three quarters of those pages and is checked on the rest. Only if it finds their pictures better is "
         "it kept, and the pictures of the pages nobody touched are found again with it; your boxes and decisions "
-        "stay. A few minutes at most; Undo puts the previous finder back.")
+        "stay. It also learns this archive's judge from the pictures you kept and the boxes you deleted or "
+        "excluded, kept only if it decides them better than the finder alone; a box it judges not a picture stays, "
+        "not counted, with its score. A few minutes at most; Undo puts the previous finder and scores back.")
 
 
 def panel(where: str) -> None:
@@ -29,7 +31,7 @@ def panel(where: str) -> None:
         ready = readiness(manifest)
     st.caption(common.escape_markdown(ready.summary))
     if st.button("Learn from my boxes", icon=":material/model_training:", key=f"learn-boxes-{where}",
-                 disabled=running or auth.locked() or ready.why_not is not None, help=auth.help_for(HELP)):
+                 disabled=running or auth.locked() or ready.blocked, help=auth.help_for(HELP)):
         common.start_job(KIND, "--boxes", running_key=RUNNING_KEY, command="learn")
     common.latest_job_panel(KIND, RUNNING_KEY, running, lambda job: show_job(job, where))
 
@@ -48,8 +50,8 @@ def show_job(job, where: str) -> None:
     finished = (job["finished_at"] or "")[:19].replace("T", " ")
     with common.open_manifest() as manifest:
         learned = history.last_undoable(manifest.conn, None, ("finder",))
-        version = finders.current_version(manifest.conn)
-    if job["status"] == "done" and learned is not None and version is not None:
+        in_use = finders.current_version(manifest.conn) is not None or finders.judge(manifest.conn) is not None
+    if job["status"] == "done" and learned is not None and in_use:
         st.success(f"Learned from your boxes {finished} UTC: {message}.", icon=":material/check_circle:")
     elif job["status"] == "done":
         st.info(f"Learn from my boxes {finished} UTC: {message}.", icon=":material/info:")
