@@ -20,9 +20,9 @@ from curation.views.picture_views import page_boxes, status_words
 from conftest import manifest_copy
 from test_picture_verdict import drawing_page
 
-PAGES = 9
-BOXED = (1, 2, 3)  # a third of the pages, boxed by the curator
-INCLUDED_SEAL_PAGE = 9  # where the curator includes a seal's box: their decision wins
+PAGES = 12
+BOXED = (1, 2, 3, 4)  # a third of the pages, boxed by the curator
+INCLUDED_SEAL_PAGE = 12  # where the curator includes a seal's box: their decision wins
 
 
 def sealed_page(seed: int) -> tuple[np.ndarray, list[float]]:
@@ -116,7 +116,7 @@ def test_the_seal_the_curator_deleted_on_a_third_of_the_pages_is_judged_not_a_pi
     box_drawings(db, tmp_path, drawings, BOXED)
     with Manifest(db) as manifest:
         ready = learn_judge.readiness(manifest, 37)
-        assert (ready.pages, ready.pictures) == (4, 4) and ready.not_pictures >= 4 and ready.why_not is None
+        assert (ready.pages, ready.pictures) == (5, 5) and ready.not_pictures >= 4 and ready.why_not is None
         assert f"learns from {ready.pictures} pictures you kept" in ready.summary
         untouched_scores = {row[0]: row[1] for row in scores(manifest)}
     result = learn(db)
