@@ -110,7 +110,7 @@ def one_source(source: str, pages: list[tuple[str, dict, list[dict]]], work: pat
     cli("boxes", "--from", work / "boxes.jsonl", "--db", db)
     before = judged(db, rest)
     started = time.perf_counter()
-    said = subprocess.run([sys.executable, "-m", "curation", "learn", "--boxes", "--db", db, "-q"], cwd=ROOT,
+    said = subprocess.run([sys.executable, "-m", "curation", "learn", "--boxes", "--judge", "--db", db, "-q"], cwd=ROOT,
                           capture_output=True, text=True)
     seconds = time.perf_counter() - started
     after = judged(db, rest)

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from curation import Manifest
 from curation.cli import cli
 from curation.manifest import finders
-from curation.runs import learn_judge
+from curation.runs import learn_boxes, learn_judge
 from curation.views.picture_views import page_boxes, status_words
 
 from conftest import manifest_copy
@@ -85,6 +85,10 @@ def learn(db, *more):
     return CliRunner().invoke(cli, ["learn", "--boxes", "--steps", "1", "--db", str(db), *more])
 
 
+def learn_judge_too(db):
+    return learn(db, "--judge")
+
+
 def on_drawing(row, drawing, width, height) -> bool:
     """The picture's box lies mostly on the drawing."""
     x0, y0, x1, y1 = row["x0"] / width, row["y0"] / height, row["x1"] / width, row["y1"] / height
@@ -118,8 +122,10 @@ def test_the_seal_the_curator_deleted_on_a_third_of_the_pages_is_judged_not_a_pi
         ready = learn_judge.readiness(manifest, 37)
         assert (ready.pages, ready.pictures) == (5, 5) and ready.not_pictures >= 4 and ready.why_not is None
         assert f"learns from {ready.pictures} pictures you kept" in ready.summary
+        assert ready.summary in learn_boxes.readiness(manifest, judge=True).summary  # what the panel would say
+        assert learn_boxes.readiness(manifest).judge is None
         untouched_scores = {row[0]: row[1] for row in scores(manifest)}
-    result = learn(db)
+    result = learn_judge_too(db)
     assert result.exit_code == 0, result.output
     assert "learned a judge" in result.output and "nobody touched again" in result.output, result.output
     with Manifest(db) as manifest:
@@ -146,7 +152,9 @@ def test_too_few_decisions_say_why_and_change_nothing(archive, db, tmp_path):
     with Manifest(db) as manifest:
         assert learn_judge.readiness(manifest, 37).why_not.startswith("1 page with pictures you decided")
         before = scores(manifest)
-    result = learn(db)
+    alone = learn(db)  # the judge is learned only when asked for
+    assert alone.exit_code == 1 and "judge" not in alone.output
+    result = learn_judge_too(db)
     assert result.exit_code == 1 and "kept no judge: 1 page with pictures you decided; at least 2" in result.output
     with Manifest(db) as manifest:
         assert scores(manifest) == before and finders.judge(manifest.conn) is None

@@ -174,12 +174,13 @@ class Readiness:
         return said + judge
 
 
-def readiness(manifest: Manifest) -> Readiness:
-    """What `learn --boxes` would learn from now (the pages it reads, as LearnBoxes chooses them)."""
+def readiness(manifest: Manifest, judge: bool = False) -> Readiness:
+    """What `learn --boxes` would learn from now (the pages it reads, as LearnBoxes chooses them); with `judge`,
+    what `learn --boxes --judge` would learn the archive's judge from too."""
     corrected = _corrected(manifest, SEED)
     illustrated = np.array([any(p["counts"] for p in truth(manifest, doc_id, page)) for doc_id, page, _ in corrected],
                            bool)
-    judge = learn_judge.readiness(manifest, SEED)
+    judge = learn_judge.readiness(manifest, SEED) if judge else None
     if len(corrected) < MIN_PAGES or illustrated.sum() < MIN_PAGES:
         return Readiness(len(corrected), int(illustrated.sum()), 0, 0, judge)
     held = held_out_split(illustrated, SEED)
@@ -198,10 +199,11 @@ def _corrected(manifest: Manifest, seed: int) -> list[tuple]:
 class LearnBoxes:
     """One "learn from my boxes" over a manifest. Use `run()`; progress goes to `on_progress(done, total)`."""
 
-    def __init__(self, manifest: Manifest, *, steps: int = STEPS, seed: int = SEED,
+    def __init__(self, manifest: Manifest, *, steps: int = STEPS, seed: int = SEED, judge: bool = False,
                  on_progress=lambda done, total: None):
         self.manifest = manifest
         self.steps, self.seed = steps, seed
+        self.judge = judge  # also learn the archive's judge (curation.runs.learn_judge): not the default
         self.on_progress = on_progress
         self.report = LearnReport()
         self.progress = JobProgress(manifest)
@@ -251,11 +253,11 @@ class LearnBoxes:
         better on what it did not learn from; what is kept is one action, and the untouched pages found again."""
         report = self.report
         untouched = [tuple(row) for row in self.manifest.conn.execute(UNTOUCHED_SQL)]
-        decided = learn_judge.decisions(self.manifest, self.seed)
+        decided = learn_judge.decisions(self.manifest, self.seed) if self.judge else []
         weights = self._learn_finder(len({(d.doc_id, d.page) for d in decided}) + len(untouched))
         version = finders.current_version(self.manifest.conn)
         in_use = weights or finders.weights(self.manifest.conn, version)
-        judged = self._learn_judge(decided, in_use)
+        judged = self._learn_judge(decided, in_use) if self.judge else learn_judge.Outcome(None, "")
         said = [m for m in (report.message, judged.message) if m]
         report.message = "; ".join(said)
         if weights is None and judged.head is None:

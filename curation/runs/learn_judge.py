@@ -1,4 +1,5 @@
-"""The judge of one archive, learned from its curator's picture decisions: part of Learn from my boxes.
+"""The judge of one archive, learned from its curator's picture decisions: `learn --boxes --judge` (not the default:
+on the real pages measured it was never kept, docs/picture-finder.md).
 
 Within one archive (one periodical's layout) the finder's wrong boxes repeat: blocks of handwriting, a seal, the
 masthead's letters, an ornament. The global judge (curation.pictures.picture_judge) had too few of them across
@@ -107,8 +108,8 @@ class Readiness:
             return (f"{plural(self.pages, 'page')} with pictures you decided; at least {MIN_PAGES} are needed (it "
                     "learns from the others and checks on each)")
         if self.not_pictures < MIN_EACH:
-            return (f"{plural(self.not_pictures, 'found box')} you deleted or excluded; at least {MIN_EACH} are needed "
-                    "to learn what is not a picture here")
+            return (f"{self.not_pictures:,} found box{'' if self.not_pictures == 1 else 'es'} you deleted or excluded; "
+                    f"at least {MIN_EACH} are needed to learn what is not a picture here")
         if self.pictures < MIN_EACH:
             return (f"{plural(self.pictures, 'found picture')} you kept, included or redrew; at least {MIN_EACH} "
                     "are needed to learn what is a picture here")

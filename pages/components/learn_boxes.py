@@ -19,9 +19,7 @@ RUNNING_KEY = "learn_boxes_was_running"
 HELP = ("Teaches the picture finder this archive's pictures from the boxes you fixed, added and deleted: it learns "
         "from three quarters of those pages and is checked on the rest. Only if it finds their pictures better is "
         "it kept, and the pictures of the pages nobody touched are found again with it; your boxes and decisions "
-        "stay. It also learns this archive's judge from the pictures you kept and the boxes you deleted or "
-        "excluded, kept only if it decides them better than the finder alone; a box it judges not a picture stays, "
-        "not counted, with its score. A few minutes at most; Undo puts the previous finder and scores back.")
+        "stay. A few minutes at most; Undo puts the previous finder back.")
 
 
 def panel(where: str) -> None:
