@@ -43,23 +43,29 @@ def sealed_page(seed: int) -> tuple[np.ndarray, list[float]]:
     return page, [(drawing[0] - 4) / w, (drawing[1] - 4) / h, (drawing[2] + 4) / w, (drawing[3] + 4) / h]
 
 
-@pytest.fixture(scope="module")
-def archive(tmp_path_factory):
-    """A manifest of one scanned PDF of PAGES sealed pages found by the network; each page's drawing box."""
+def sealed_pdf(path, seeds) -> list[list[float]]:
+    """A scanned PDF of sealed pages, one a seed; each page's drawing box."""
     import pymupdf
 
-    tmp_path = tmp_path_factory.mktemp("judge")
-    folder = tmp_path / "archive"
-    folder.mkdir()
     drawings = []
     with pymupdf.open() as doc:
-        for seed in range(300, 300 + PAGES):
+        for seed in seeds:
             page, box = sealed_page(seed)
             drawings.append(box)
             jpeg = cv2.imencode(".jpg", page)[1].tobytes()
             doc.new_page(width=page.shape[1] / 2, height=page.shape[0] / 2).insert_image(
                 pymupdf.Rect(0, 0, page.shape[1] / 2, page.shape[0] / 2), stream=jpeg)
-        doc.save(folder / "seals.pdf")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        doc.save(path)
+    return drawings
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    """A manifest of one scanned PDF of PAGES sealed pages found by the network; each page's drawing box."""
+    tmp_path = tmp_path_factory.mktemp("judge")
+    folder = tmp_path / "archive"
+    drawings = sealed_pdf(folder / "seals.pdf", range(300, 300 + PAGES))
     db = tmp_path / "m.sqlite"
     result = CliRunner().invoke(cli, ["ingest", str(folder), "--db", str(db), "-q", "--pictures", "network"])
     assert result.exit_code == 0, result.output
@@ -140,11 +146,22 @@ def test_the_seal_the_curator_deleted_on_a_third_of_the_pages_is_judged_not_a_pi
         assert kept[seal["id"]]["keep_picture"] and kept[seal["id"]]["picture_decided_by"] == "override"
         for page in BOXED:  # the curator's pages as they left them
             assert [(on, row["id"], row["keep_picture"]) for on, row in after[page]] == [(True, after[page][0][1]["id"], 1)]
+    more = sealed_pdf(tmp_path / "more" / "later.pdf", (400, 401))  # a later issue of the archive, ingested
+    result = CliRunner().invoke(cli, ["ingest", str(tmp_path / "more"), "--db", str(db), "-q"])
+    assert result.exit_code == 0, result.output
+    with Manifest(db) as manifest:
+        doc_id = manifest.conn.execute("SELECT id FROM documents WHERE path LIKE '%later.pdf'").fetchone()[0]
+        width, height = manifest.conn.execute("SELECT width, height FROM pages WHERE doc_id = ?", (doc_id,)).fetchone()
+        for page, drawing in enumerate(more):
+            rows = [row for row in page_boxes(manifest, doc_id, page) if not row["deleted"]]
+            assert all(bool(row["keep_picture"]) == on_drawing(row, drawing, width, height) for row in rows), rows
+            assert any(not on_drawing(row, drawing, width, height) for row in rows), "the seal is there, judged"
     undone = learn(db, "--undo")
     assert undone.exit_code == 0, undone.output
     with Manifest(db) as manifest:
         assert finders.judge(manifest.conn) is None
-        assert {row[0]: row[1] for row in scores(manifest)} == untouched_scores, "undo puts the scores back"
+        now = {row[0]: row[1] for row in scores(manifest)}
+        assert {i: now[i] for i in untouched_scores} == untouched_scores, "undo puts the scores back"
 
 
 def test_too_few_decisions_say_why_and_change_nothing(archive, db, tmp_path):
