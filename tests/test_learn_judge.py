@@ -18,6 +18,7 @@ from curation.runs import learn_boxes, learn_judge
 from curation.views.picture_views import page_boxes, status_words
 
 from conftest import manifest_copy
+from test_learn_boxes import scanned_pdf
 from test_picture_verdict import drawing_page
 
 PAGES = 12
@@ -45,19 +46,7 @@ def sealed_page(seed: int) -> tuple[np.ndarray, list[float]]:
 
 def sealed_pdf(path, seeds) -> list[list[float]]:
     """A scanned PDF of sealed pages, one a seed; each page's drawing box."""
-    import pymupdf
-
-    drawings = []
-    with pymupdf.open() as doc:
-        for seed in seeds:
-            page, box = sealed_page(seed)
-            drawings.append(box)
-            jpeg = cv2.imencode(".jpg", page)[1].tobytes()
-            doc.new_page(width=page.shape[1] / 2, height=page.shape[0] / 2).insert_image(
-                pymupdf.Rect(0, 0, page.shape[1] / 2, page.shape[0] / 2), stream=jpeg)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        doc.save(path)
-    return drawings
+    return scanned_pdf(path, [sealed_page(seed) for seed in seeds])
 
 
 @pytest.fixture(scope="module")
