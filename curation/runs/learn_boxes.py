@@ -15,8 +15,12 @@ only where it finds their pictures better, then used to find again the pictures 
    added, deleted, captioned; no override; not boxed) are found again with it as ingest finds them. A curator's
    decision and box always win: their pages are not found again, and elsewhere a picture found again keeps its
    number and decision (Manifest.set_pictures).
-4. All of it is one action in the history: undoing it puts the previous finder and the pages' previous
-   pictures back (a page changed since keeps that change).
+4. With `judge` (`learn --boxes --judge`, not the default), the archive's judge is learned from the curator's
+   picture decisions too (curation.runs.learn_judge), kept only where it decides them better than the finder
+   alone, each page judged by what it learned from the others; where kept, the untouched pages are found again
+   with it (and with the new head where that was kept too).
+5. All of it is one action in the history: undoing it puts the previous finder, judge and the pages' previous
+   pictures and scores back (a page changed since keeps that change).
 
 Runs as a job of the manifest, with its progress; stopped, it keeps nothing, unless it was already finding
 pages again: those stay found, in the action, which undo takes back.
