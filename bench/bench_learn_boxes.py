@@ -1,20 +1,22 @@
-"""Learn from my boxes on real pages: does the finder learned from a curator's boxes on a third of a collection's
-pages find the pictures of the rest of it better?
+"""Learn from my boxes on real pages: do the finder and the judge learned from a curator's boxes on a third of a
+collection's pages find and count the pictures of the rest of it better?
 
-For every source of FOLDER (laid out like ../shared/realdata) with at least MIN_PAGES pages: its pages become
-one-page PDFs (as bench/quality_real.py makes them) ingested into a manifest of their own with `--pictures
-network`; the true boxes of every third page (the first, the fourth, ...) are given through `boxes --from` (every
-boxed picture, `counts` as labelled; --stratified: every third page holding a picture that counts and every third
-of the others); `learn --boxes` runs; the pictures the manifest holds on the other pages
-(those not deleted: what the finder found) are judged against their true boxes (curation.pictures.judge), before
-and after. Printed per source and as the mean over sources: clean share and recall before and after, what learn
-said, and its wall time.
+For every source of FOLDER (laid out like ../shared/realdata; in ../shared/boxed, every collection) with at least
+MIN_PAGES pages: its pages become one-page PDFs (as bench/quality_real.py makes them) ingested into a manifest of
+their own with `--pictures network`; the true boxes of every third page (the first, the fourth, ...) are given
+through `boxes --from` (every boxed picture, `counts` as labelled; --stratified: every third page holding a picture
+that counts and every third of the others); `learn --boxes` runs (the finder's heads, then the archive's judge,
+curation.runs.learn_judge); the pictures the manifest holds on the other pages are judged against their true boxes
+(curation.pictures.judge), before and after: those that count (what an export takes: the judge moves them) and
+every one not deleted (what the finder found). Printed per source, pooled and as the mean over sources: precision,
+recall and clean share before and after, what learn said, and its wall time (busy or quiet: say which).
 
-Note: the shipped head (curation/pictures/finder.npz) was trained on every page of ../shared/realdata, these
-included, so "before" is measured on pages the shipped finder learned from: it is optimistic, and leaves learn
-less to correct than a collection nobody trained on would.
+This is learning within a source from the curator's marks on its other pages, the product's situation, not leave
+one source out. And the shipped head (curation/pictures/finder.npz) was trained on every page of
+../shared/realdata, these included, so "before" is measured on pages the shipped finder learned from: it flatters
+the finder, and leaves learn less to correct than a collection nobody trained on would.
 
-    python bench/bench_learn_boxes.py [FOLDER] [--out bench/out/learn_boxes]
+    python bench/bench_learn_boxes.py [FOLDER] [--stratified] [--out bench/out/learn_boxes]
 """
 
 from __future__ import annotations
@@ -50,17 +52,30 @@ def cli(*args) -> str:
     return result.stdout
 
 
-def judged(db: pathlib.Path, pages: dict[str, tuple[dict, list[dict]]]) -> Tally:
-    """The pictures the manifest holds on `pages` ({PDF name: (label, true boxes)}), judged."""
-    held: dict[str, list] = {name: [] for name in pages}
+def judged(db: pathlib.Path, pages: dict[str, tuple[dict, list[dict]]]) -> dict[str, Tally]:
+    """The pictures the manifest holds on `pages` ({PDF name: (label, true boxes)}), judged: every one not deleted
+    ("held": what the finder found), and those that count ("counted": at or above the score cutoff, or kept by a
+    curator), what an export takes."""
+    held: dict[str, dict[str, list]] = {"held": {name: [] for name in pages}, "counted": {name: [] for name in pages}}
     for row in map(json.loads, cli("pictures", "--db", db, "--format", "jsonl").splitlines()):
         name = pathlib.Path(row["doc"]).name
-        if name in held and row["decided_by"] != "deleted":
-            held[name].append((row["x0"], row["y0"], row["x1"], row["y1"]))
-    tally = Tally()
-    for name, (label, truth) in pages.items():
-        tally.add(judge(held[name], truth, label["aspect"]))
-    return tally
+        if name in pages and row["decided_by"] != "deleted":
+            box = (row["x0"], row["y0"], row["x1"], row["y1"])
+            held["held"][name].append(box)
+            if row["keep"]:
+                held["counted"][name].append(box)
+    tallies = {}
+    for which, boxes in held.items():
+        tallies[which] = Tally()
+        for name, (label, truth) in pages.items():
+            tallies[which].add(judge(boxes[name], truth, label["aspect"]))
+    return tallies
+
+
+def figures(tally: Tally) -> dict:
+    return {"precision": tally.precision, "recall": tally.recall, "clean_share": tally.clean_share,
+            "right": tally.right, "wrong": tally.wrong, "clean": tally.clean, "found": tally.found,
+            "counted": tally.counted}
 
 
 def boxed_pages(pages: list[tuple[str, dict, list[dict]]], stratified: bool) -> list[bool]:
@@ -95,16 +110,20 @@ def one_source(source: str, pages: list[tuple[str, dict, list[dict]]], work: pat
     cli("boxes", "--from", work / "boxes.jsonl", "--db", db)
     before = judged(db, rest)
     started = time.perf_counter()
-    said = subprocess.run([sys.executable, "-m", "curation", "learn", "--boxes", "--db", db, "-q"], cwd=ROOT,
+    said = subprocess.run([sys.executable, "-m", "curation", "learn", "--boxes", "--judge", "--db", db, "-q"], cwd=ROOT,
                           capture_output=True, text=True)
     seconds = time.perf_counter() - started
     after = judged(db, rest)
     return {"source": source, "pages": len(pages), "boxed": len(boxed), "judged": len(rest),
-            "before": {"clean_share": before.clean_share, "recall": before.recall, "precision": before.precision,
-                       "counted": before.counted},
-            "after": {"clean_share": after.clean_share, "recall": after.recall, "precision": after.precision,
-                      "counted": after.counted},
+            **{f"{when}_{which}": figures(tally[which]) for when, tally in (("before", before), ("after", after))
+               for which in ("held", "counted")},
+            "tallies": {when: tally for when, tally in (("before", before), ("after", after))},
             "learn_seconds": round(seconds, 1), "learn_said": (said.stdout + said.stderr).strip().splitlines()[-1:]}
+
+
+def line(name: str, before: dict, after: dict) -> str:
+    return " ".join(f"{label} {before[key]:.2f} -> {after[key]:.2f}," for key, label in (
+        ("precision", "precision"), ("recall", "recall"), ("clean_share", "clean")))[:-1]
 
 
 def main() -> None:
@@ -126,7 +145,8 @@ def main() -> None:
             continue
         with PIL.Image.open(args.folder / "pages" / label["file"]) as image:
             label = {**label, "aspect": image.size[0] / image.size[1]}
-        sources.setdefault(repository(label["source"]), []).append((pdf, label, truth))
+        # ../shared/boxed names each page's collection; ../shared/realdata its source's repository.
+        sources.setdefault(label.get("collection") or repository(label["source"]), []).append((pdf, label, truth))
     results = []
     for source, pages in sorted(sources.items()):
         if len(pages) < MIN_PAGES:
@@ -134,17 +154,29 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="learn-boxes-bench-") as work:
             result = one_source(source, sorted(pages), pathlib.Path(work), args.stratified)
         results.append(result)
-        b, a = result["before"], result["after"]
         print(f"{source[:40]:40s} {result['pages']:3d} pages, {result['boxed']} boxed, {result['judged']} judged "
-              f"({b['counted']} counted): clean {b['clean_share']:.2f} -> {a['clean_share']:.2f}, recall "
-              f"{b['recall']:.2f} -> {a['recall']:.2f}, precision {b['precision']:.2f} -> {a['precision']:.2f}; "
-              f"learn {result['learn_seconds']:.0f} s: {' '.join(result['learn_said'])}", flush=True)
-    mean = {when: {name: float(np.nanmean([r[when][name] for r in results])) for name in ("clean_share", "recall")}
-            for when in ("before", "after")}
-    print(f"{'mean over sources':40s} clean {mean['before']['clean_share']:.2f} -> {mean['after']['clean_share']:.2f}, "
-          f"recall {mean['before']['recall']:.2f} -> {mean['after']['recall']:.2f}; learn "
-          f"{np.mean([r['learn_seconds'] for r in results]):.0f} s on average")
-    (args.out / f"results{'-stratified' if args.stratified else ''}.json").write_text(json.dumps({"sources": results, "mean": mean}, indent=1) + "\n")
+              f"({result['before_counted']['counted']} counted pictures): counted: "
+              f"{line(source, result['before_counted'], result['after_counted'])}; every box held: "
+              f"{line(source, result['before_held'], result['after_held'])}; learn {result['learn_seconds']:.0f} s: "
+              f"{' '.join(result['learn_said'])}", flush=True)
+    summary = {}
+    for which in ("counted", "held"):
+        pooled = {}
+        for when in ("before", "after"):
+            pooled[when] = Tally()
+            for result in results:
+                pooled[when] += result["tallies"][when][which]
+        mean = {when: {name: float(np.nanmean([r[f"{when}_{which}"][name] for r in results]))
+                       for name in ("precision", "recall", "clean_share")} for when in ("before", "after")}
+        summary[which] = {"pooled": {when: figures(t) for when, t in pooled.items()}, "mean": mean}
+        print(f"{'pooled, ' + which:40s} {line('', figures(pooled['before']), figures(pooled['after']))}")
+        print(f"{'mean over sources, ' + which:40s} {line('', mean['before'], mean['after'])}")
+    print(f"learn: {np.mean([r['learn_seconds'] for r in results]):.0f} s on average, "
+          f"{max(r['learn_seconds'] for r in results):.0f} s at most")
+    for result in results:
+        del result["tallies"]
+    name = f"results{'-stratified' if args.stratified else ''}.json"
+    (args.out / name).write_text(json.dumps({"folder": str(args.folder), "sources": results, **summary}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -35,19 +35,21 @@ def legended_page(seed: int):
 
 def legended_pdf(path, seeds) -> list[list[float]]:
     """A scanned PDF of a legended drawing a page, one a seed; each page's box as the curator draws it."""
+    return scanned_pdf(path, [legended_page(seed) for seed in seeds])
+
+
+def scanned_pdf(path, pages) -> list:
+    """A PDF of `pages` ((page image, box) each) scanned at 144 dpi, a JPEG a page; their boxes."""
     import pymupdf
 
-    truths = []
     with pymupdf.open() as doc:
-        for seed in seeds:
-            page, box = legended_page(seed)
-            truths.append(box)
+        for page, _ in pages:
             jpeg = cv2.imencode(".jpg", page)[1].tobytes()
             doc.new_page(width=page.shape[1] / 2, height=page.shape[0] / 2).insert_image(
                 pymupdf.Rect(0, 0, page.shape[1] / 2, page.shape[0] / 2), stream=jpeg)
         path.parent.mkdir(parents=True, exist_ok=True)
         doc.save(path)
-    return truths
+    return [box for _, box in pages]
 
 
 @pytest.fixture(scope="module")

@@ -30,8 +30,11 @@ DECISION_WORDS = {**DECISIONS, "true": True, "1": True, "keep": True, "yes": Tru
                    "the overrides.")
 @click.option("--undo", "undo_boxes", is_flag=True, help="With --boxes: put the previous finder and pictures back.")
 @click.option("--steps", type=click.IntRange(min=1), default=None, hidden=True, help="Training steps (--boxes).")
+@click.option("--judge", is_flag=True,
+              help="With --boxes: also learn this archive's judge from your picture decisions (not the default: on "
+                   "the real pages measured it was never kept; docs/picture-finder.md).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the result.")
-def learn(db, boxes, undo_boxes, steps, quiet):
+def learn(db, boxes, undo_boxes, steps, judge, quiet):
     """Fit the model on the curator's overrides and store its suggestion for every page; with --boxes, learn the
     picture finder from the curator's boxes ("Learn from my boxes").
 
@@ -47,6 +50,10 @@ def learn(db, boxes, undo_boxes, steps, quiet):
     decisions stay as they are. The held-out figures before and after are printed. One action in the
     history: `learn --boxes --undo` (or `undo`) puts the previous finder and pictures back.
 
+    --boxes --judge: also learns the archive's judge from the pictures a curator kept and the boxes they deleted
+    or excluded, kept only where it decides them better than the finder alone, each page judged by what it
+    learned from the others; where kept, a box it judges not a picture stays, not counted, with its score.
+
     \b
         python -m curation boxes --from boxes.jsonl
         python -m curation learn --boxes
@@ -54,8 +61,10 @@ def learn(db, boxes, undo_boxes, steps, quiet):
     """
     if undo_boxes and not boxes:
         raise click.UsageError("--undo goes with --boxes: learn --boxes --undo")
+    if judge and not boxes:
+        raise click.UsageError("--judge goes with --boxes: learn --boxes --judge")
     if boxes:
-        return _learn_boxes(db, undo_boxes, steps, quiet)
+        return _learn_boxes(db, undo_boxes, steps, quiet, judge)
     from ..decisions.learn import MIN_LABELS
     from .. import views
 
@@ -73,7 +82,7 @@ def learn(db, boxes, undo_boxes, steps, quiet):
                f"disagrees with the {rule} rule on {state.disagrees} pages you have not decided")
 
 
-def _learn_boxes(db: str, undo: bool, steps: int | None, quiet: bool) -> None:
+def _learn_boxes(db: str, undo: bool, steps: int | None, quiet: bool, judge: bool = False) -> None:
     from ..manifest.history import UndoError
     from ..runs import learn_boxes
 
@@ -86,11 +95,12 @@ def _learn_boxes(db: str, undo: bool, steps: int | None, quiet: bool) -> None:
         click.echo(f"#{done['id']} {done['description']}")
         return
     with page_bar("learning from the boxes", quiet, unit="step") as progress:
-        job = learn_boxes.LearnBoxes(manifest, steps=steps or learn_boxes.STEPS, on_progress=progress)
+        job = learn_boxes.LearnBoxes(manifest, steps=steps or learn_boxes.STEPS, judge=judge,
+                                     on_progress=progress)
         report = run_job(job)
     for problem in report.unread:
         click.echo(f"not read: {problem}", err=True)
-    if not report.before and not report.stopped:  # nothing to learn from, or to check on
+    if not report.before and not report.judge and not report.stopped:  # nothing to learn from, or to check on
         raise click.ClickException(report.message)
     click.echo(f"{report.message} in {report.seconds:.0f} s")
 

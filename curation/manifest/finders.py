@@ -8,6 +8,10 @@ recorded in the history, so undoing a "learn from my boxes" puts the previous fi
 "network:<version>"; NULL where a curator drew it or where it was found before the manifest kept this. A page's
 `boxed` is 1 where a curator gave all its boxes (`boxes --from`): even a page with no picture then teaches the
 finder, and is not found again.
+
+Beside the heads, the judges a manifest learned from its curator's picture decisions (curation.runs.learn_judge):
+each a logistic head over picture_judge.MEASURES, with its leave-one-page-out figures; JUDGE_SETTING names the
+one in use, recorded in the history as the finder's is.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import sqlite3
 from .history import now
 
 FINDER_SETTING = "picture_finder_version"
+JUDGE_SETTING = "picture_judge_version"  # the judge in use (curation.runs.learn_judge); none: the shipped one, if any
 SHIPPED = "network"
 
 # Adding a column without a default rewrites nothing: the migration costs the same on any manifest.
@@ -30,6 +35,16 @@ MIGRATION = """
         parent INTEGER,             -- the version it was fine-tuned from; NULL: the shipped head
         weights BLOB NOT NULL,      -- the head, as curation.pictures.finder_network.save_head writes it
         held_out TEXT NOT NULL      -- JSON: the held-out pages' figures before and after, the pages used
+    );
+"""
+
+
+JUDGE_MIGRATION = """
+    CREATE TABLE judges (
+        version INTEGER PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        head TEXT NOT NULL,         -- JSON: curation.pictures.picture_judge.Head.as_dict
+        held_out TEXT NOT NULL      -- JSON: what it learned from, its leave-one-page-out figures and the finder's
     );
 """
 
@@ -65,3 +80,18 @@ def record(conn: sqlite3.Connection, version: int) -> dict:
     row = conn.execute("SELECT version, created_at, parent, held_out FROM finders WHERE version = ?",
                        (version,)).fetchone()
     return {**dict(row), "held_out": json.loads(row["held_out"])} if row else {}
+
+
+def add_judge(conn: sqlite3.Connection, head: dict, held_out: dict) -> int:
+    """Keep a judge learned from the curator's decisions (`head`: Head.as_dict); its version."""
+    return conn.execute("INSERT INTO judges (created_at, head, held_out) VALUES (?, ?, ?)",
+                        (now(), json.dumps(head), json.dumps(held_out))).lastrowid
+
+
+def judge(conn: sqlite3.Connection) -> dict | None:
+    """The judge in use (Head.as_dict), or None where the manifest learned none (or its learn was undone)."""
+    row = conn.execute("SELECT value FROM settings WHERE key = ?", (JUDGE_SETTING,)).fetchone()
+    if not row or row[0] in (None, "", "none", "None"):
+        return None
+    found = conn.execute("SELECT head FROM judges WHERE version = ?", (int(row[0]),)).fetchone()
+    return json.loads(found[0]) if found else None

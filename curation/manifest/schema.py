@@ -324,6 +324,8 @@ MIGRATIONS: list[str] = [
     # The pictures a curator set a kind on, read without a walk over every picture: the kinds learned per archive
     # start from them (curation.decisions.picture_kinds).
     "CREATE INDEX pictures_kind_set ON pictures(id) WHERE kind IS NOT NULL;",
+    # The judges a manifest learned from its curator's picture decisions (curation.manifest.finders).
+    finders.JUDGE_MIGRATION,
 ]
 
 

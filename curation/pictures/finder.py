@@ -131,13 +131,15 @@ class Finder:
         scale = side / max(h, w)
         return probability[..., :max(1, round(h * scale / STRIDE)), :max(1, round(w * scale / STRIDE))]
 
-    def find(self, gray: np.ndarray, dpi: float = REFERENCE_DPI) -> list[FoundPicture]:
+    def find(self, gray: np.ndarray, dpi: float = REFERENCE_DPI,
+             judge: picture_judge.Head | None = None) -> list[FoundPicture]:
         """The pictures of a grayscale page at `dpi`, largest first, each with the score it is stored with
         (curation.pictures.picture_judge.judged): it counts at or above the manifest's default score cutoff where
-        the finder's recipe counted it (its settings' cutoff), or where the judge, if one is shipped, passes it."""
+        the finder's recipe counted it (its settings' cutoff), or where the judge passes it: `judge`, the one the
+        manifest learned from its curator's decisions (curation.runs.learn_judge), else the shipped one if any."""
         cells = self.cells(gray, dpi)
         return picture_judge.judged(pictures_from_cells(cells, gray, dpi, self.settings), gray, cells, dpi,
-                                    cells_cutoff=self.settings.score_cutoff)
+                                    head=judge, cells_cutoff=self.settings.score_cutoff)
 
     score_cutoff = picture_judge.STORED_CUTOFF  # what a found picture's stored score counts at
 
@@ -465,13 +467,16 @@ def check_installed(weights: bytes | None = None) -> None:
         raise ValueError(f"the picture finder cannot run here: {exc}") from None
 
 
-def found_columns(gray: np.ndarray, box_scale: float = 1.0, weights: bytes | None = None) -> dict:
+def found_columns(gray: np.ndarray, box_scale: float = 1.0, weights: bytes | None = None,
+                  judge: dict | None = None) -> dict:
     """The page's picture columns (as curation.scoring.features writes them) from the pictures the finder with the
     head `weights` (None: the shipped one) finds on `gray` (a page at the reference resolution times 1 /
-    `box_scale`), legends not yet read."""
+    `box_scale`), judged by `judge` (picture_judge.Head.as_dict: the manifest's own; None: the shipped one, if
+    any), legends not yet read."""
     dpi = REFERENCE_DPI / box_scale
     found = finder_for(weights)
-    return picture_columns(found.find(gray, dpi), found.score_cutoff, gray.size / dpi / dpi, box_scale)
+    head = picture_judge.Head.from_dict(judge) if judge is not None else None
+    return picture_columns(found.find(gray, dpi, head), found.score_cutoff, gray.size / dpi / dpi, box_scale)
 
 
 def shipped_settings() -> Settings:

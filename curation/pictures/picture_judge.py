@@ -76,6 +76,21 @@ class Head:
                    float(data["intercept"]), float(data["cutoff"]), float(data.get("stored_cutoff", STORED_CUTOFF)))
 
 
+def fit(inputs: np.ndarray, labels: np.ndarray, cutoff: float = 0.5, strength: float = 1.0) -> Head | None:
+    """A logistic head over `inputs` (rows of MEASURES) and `labels` (True: a picture), standardised, the two kinds
+    weighed alike, regularised by `strength` (scikit-learn's C: few boxes, so a firm prior); None without both."""
+    from sklearn.linear_model import LogisticRegression
+
+    labels = np.asarray(labels, bool)
+    if len(set(labels.tolist())) < 2:
+        return None
+    inputs = np.asarray(inputs, np.float64)
+    mean, scale = inputs.mean(axis=0), inputs.std(axis=0) + 1e-9
+    model = LogisticRegression(C=strength, class_weight="balanced", max_iter=5000)
+    model.fit((inputs - mean) / scale, labels)
+    return Head(mean, scale, model.coef_[0].astype(np.float64), float(model.intercept_[0]), cutoff)
+
+
 def measures(gray: np.ndarray, cells: np.ndarray, box, dpi: float = REFERENCE_DPI,
              analysis: PageAnalysis | None = None) -> np.ndarray:
     """MEASURES of the picture `box` (x0, y0, x1, y1 in `gray`'s pixels; `gray` the page at `dpi`), with the

@@ -39,7 +39,7 @@ from ..scoring.pictures import DEFAULT_PICTURE_AREA_MIN
 from . import finder
 from . import finder_train as recipe
 from .judge import Tally, judge
-from .picture_judge import HEAD_FILE, MEASURES, Head, measures
+from .picture_judge import HEAD_FILE, MEASURES, Head, fit, measures
 
 CUTOFFS = tuple(round(c, 2) for c in np.arange(0.05, 0.96, 0.05))
 C = 1.0  # the logistic head's inverse regularisation: few boxes a fold, so a firm prior
@@ -73,17 +73,10 @@ def boxes_of(held: list[recipe.HeldOut], settings: finder.Settings) -> list[Box]
 
 def fitted(boxes: list[Box], cutoff: float = 0.5) -> Head | None:
     """The logistic head over the right (pictures) and wrong (not) boxes; None without both."""
-    from sklearn.linear_model import LogisticRegression
-
     taught = [b for b in boxes if b.verdict != "neither"]
-    labels = np.array([b.verdict == "right" for b in taught])
-    if len(set(labels)) < 2:
+    if not taught:
         return None
-    inputs = np.array([b.measured for b in taught])
-    mean, scale = inputs.mean(axis=0), inputs.std(axis=0) + 1e-9
-    model = LogisticRegression(C=C, class_weight="balanced", max_iter=5000)
-    model.fit((inputs - mean) / scale, labels)
-    return Head(mean, scale, model.coef_[0].astype(np.float64), float(model.intercept_[0]), cutoff)
+    return fit(np.array([b.measured for b in taught]), np.array([b.verdict == "right" for b in taught]), cutoff, C)
 
 
 def tally(held: list[recipe.HeldOut], pages: list[int], boxes: list[Box], keep) -> Tally:

@@ -148,6 +148,8 @@ class Ingest:
         version = finders.current_version(manifest.conn) if self.picture_finder == finders.SHIPPED else None
         self.finder_weights = finders.weights(manifest.conn, version)
         self.finder_label = finders.label(self.picture_finder, version)
+        # ... and judges its pictures with the judge it learned from its curator's decisions, where it learned one.
+        self.picture_judge = finders.judge(manifest.conn) if self.picture_finder == finders.SHIPPED else None
         # The picture job follows where it is on and can run here: the workers cut its inputs from the pages
         # they decode, so it never reads a page again (curation.runs.embed).
         self.embedding_inputs = manifest.picture_job and missing_parts() is None
@@ -313,6 +315,7 @@ class Ingest:
                 yield Task(doc_id, path, tuple(pages[start:end]), roots=self.roots,
                            legend_languages=self.legend_languages, picture_finder=self.picture_finder,
                            embedding_inputs=self.embedding_inputs, finder_weights=self.finder_weights,
+                           picture_judge=self.picture_judge,
                            score_min=self.score_min)
                 start = end
 

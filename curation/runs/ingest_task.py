@@ -28,7 +28,8 @@ class Task:
     `picture_finder`: who finds the pictures: "rules" (the page analysis, part of scoring), "network" (the
     picture finder's network, curation.pictures.finder) or "learned" (the page analysis's candidates checked by
     the learned verdict, curation.pictures.verdict); `finder_weights`: the network's head where the manifest learned
-    its own (curation.manifest.finders; None: the shipped head). `embedding_inputs`: each picture's input to the picture job's network is cut
+    its own (curation.manifest.finders; None: the shipped head); `picture_judge`: the judge the manifest learned from its
+    curator's decisions (picture_judge.Head.as_dict; None: the shipped one, if any). `embedding_inputs`: each picture's input to the picture job's network is cut
     from the decoded page and kept (the picture job follows this ingest, and need not read the page again).
     `score_min`: the manifest's score cutoff; a picture the finder scored under it (judged not a picture) gets no
     legend read (curation.captions.unread reads it when the picture is wanted). It gets its card all the same:
@@ -43,6 +44,7 @@ class Task:
     picture_finder: str = "rules"
     embedding_inputs: bool = False
     finder_weights: bytes | None = None
+    picture_judge: dict | None = None
     score_min: float | None = None
 
 
@@ -58,8 +60,8 @@ def run_task(task: Task):
     doc = open_document(task.path, task.roots)
     try:
         check = PICTURE_CHECKS.get(task.picture_finder)
-        if task.finder_weights is not None and task.picture_finder == "network":
-            check = partial(found_columns, weights=task.finder_weights)
+        if (task.finder_weights is not None or task.picture_judge is not None) and task.picture_finder == "network":
+            check = partial(found_columns, weights=task.finder_weights, judge=task.picture_judge)
         inputs = encoded_inputs if task.embedding_inputs else None
         return [_score_and_shrink(doc, number, task.legend_languages, check, inputs, task.score_min)
                 for number in task.pages]

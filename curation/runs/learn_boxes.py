@@ -15,8 +15,12 @@ only where it finds their pictures better, then used to find again the pictures 
    added, deleted, captioned; no override; not boxed) are found again with it as ingest finds them. A curator's
    decision and box always win: their pages are not found again, and elsewhere a picture found again keeps its
    number and decision (Manifest.set_pictures).
-4. All of it is one action in the history: undoing it puts the previous finder and the pages' previous
-   pictures back (a page changed since keeps that change).
+4. With `judge` (`learn --boxes --judge`, not the default), the archive's judge is learned from the curator's
+   picture decisions too (curation.runs.learn_judge), kept only where it decides them better than the finder
+   alone, each page judged by what it learned from the others; where kept, the untouched pages are found again
+   with it (and with the new head where that was kept too).
+5. All of it is one action in the history: undoing it puts the previous finder, judge and the pages' previous
+   pictures and scores back (a page changed since keeps that change).
 
 Runs as a job of the manifest, with its progress; stopped, it keeps nothing, unless it was already finding
 pages again: those stay found, in the action, which undo takes back.
@@ -40,6 +44,7 @@ from ..sources.paths import document_roots
 from ..sources.page_numbers import page_number
 from ..sources.reader import DocumentError, error_text, open_document
 from ..views import cutoff_counts
+from . import learn_judge
 from .jobs import DiskFull, JobProgress, Stopped, claim_manifest, is_disk_full, plural, stop_on_sigterm
 
 KIND = "learn_boxes"
@@ -79,6 +84,9 @@ class LearnReport:
     after: dict = field(default_factory=dict)  # ... and the fine-tuned head
     learned: bool = False  # the new head scored better and is in use
     version: int | None = None
+    judge: dict = field(default_factory=dict)  # the judge's check, leave one page out (learn_judge.learned)
+    judge_kept: bool = False  # the judge learned from the curator's decisions decided better and is in use
+    judge_version: int | None = None
     refound: int = 0  # untouched pages found again
     untouched: int = 0
     seconds: float = 0.0
@@ -133,9 +141,16 @@ class Readiness:
     illustrated: int
     trained: int
     held_out: int
+    judge: learn_judge.Readiness | None = None  # what the archive's judge would learn from
+
+    @property
+    def blocked(self) -> bool:
+        """Neither the finder nor the judge has enough to learn from: the button is off."""
+        return self.why_not is not None and (self.judge is None or self.judge.why_not is not None)
 
     @property
     def why_not(self) -> str | None:
+        """Why the finder's heads cannot learn yet (None: they can)."""
         if self.pages < MIN_PAGES:
             return (f"{plural(self.pages, 'page')} with boxes a curator corrected; at least {MIN_PAGES} are needed (one "
                     "to learn from, one to check on)")
@@ -148,26 +163,32 @@ class Readiness:
     @property
     def summary(self) -> str:
         """The pages in words, and what a curator can do to make the check surer."""
+        judge = f" {self.judge.summary}" if self.judge is not None else ""
+        if self.blocked:
+            return (f"Nothing to learn from yet: {self.why_not}. Redraw, add or delete boxes on more pages first."
+                    + judge)
         if self.why_not:
-            return f"Nothing to learn from yet: {self.why_not}. Redraw, add or delete boxes on more pages first."
+            return f"The finder has too little to learn from: {self.why_not}.{judge}"
         said = (f"Learns from your boxes on {plural(self.trained, 'page')} and checks on "
                 f"{plural(self.held_out, 'page')} it did not learn from ({self.illustrated} of the {self.pages} "
                 "hold a picture that counts); the new finder is kept only if it finds their pictures better.")
         if self.illustrated < ENOUGH_PAGES:
             said += (f" With fewer than {ENOUGH_PAGES} fixed pages holding pictures the check rests on a page or two, "
                      "and a finder that does no better there is not kept: fix a few more first.")
-        return said
+        return said + judge
 
 
-def readiness(manifest: Manifest) -> Readiness:
-    """What `learn --boxes` would learn from now (the pages it reads, as LearnBoxes chooses them)."""
+def readiness(manifest: Manifest, judge: bool = False) -> Readiness:
+    """What `learn --boxes` would learn from now (the pages it reads, as LearnBoxes chooses them); with `judge`,
+    what `learn --boxes --judge` would learn the archive's judge from too."""
     corrected = _corrected(manifest, SEED)
     illustrated = np.array([any(p["counts"] for p in truth(manifest, doc_id, page)) for doc_id, page, _ in corrected],
                            bool)
+    judge = learn_judge.readiness(manifest, SEED) if judge else None
     if len(corrected) < MIN_PAGES or illustrated.sum() < MIN_PAGES:
-        return Readiness(len(corrected), int(illustrated.sum()), 0, 0)
+        return Readiness(len(corrected), int(illustrated.sum()), 0, 0, judge)
     held = held_out_split(illustrated, SEED)
-    return Readiness(len(corrected), int(illustrated.sum()), int((~held).sum()), int(held.sum()))
+    return Readiness(len(corrected), int(illustrated.sum()), int((~held).sum()), int(held.sum()), judge)
 
 
 def _corrected(manifest: Manifest, seed: int) -> list[tuple]:
@@ -182,10 +203,11 @@ def _corrected(manifest: Manifest, seed: int) -> list[tuple]:
 class LearnBoxes:
     """One "learn from my boxes" over a manifest. Use `run()`; progress goes to `on_progress(done, total)`."""
 
-    def __init__(self, manifest: Manifest, *, steps: int = STEPS, seed: int = SEED,
+    def __init__(self, manifest: Manifest, *, steps: int = STEPS, seed: int = SEED, judge: bool = False,
                  on_progress=lambda done, total: None):
         self.manifest = manifest
         self.steps, self.seed = steps, seed
+        self.judge = judge  # also learn the archive's judge (curation.runs.learn_judge): not the default
         self.on_progress = on_progress
         self.report = LearnReport()
         self.progress = JobProgress(manifest)
@@ -231,6 +253,46 @@ class LearnBoxes:
         self.progress.beat()
 
     def _learn(self) -> None:
+        """The finder's heads, then the archive's judge (curation.runs.learn_judge), each kept only where it does
+        better on what it did not learn from; what is kept is one action, and the untouched pages found again."""
+        report = self.report
+        untouched = [tuple(row) for row in self.manifest.conn.execute(UNTOUCHED_SQL)]
+        decided = learn_judge.decisions(self.manifest, self.seed) if self.judge else []
+        weights = self._learn_finder(len({(d.doc_id, d.page) for d in decided}) + len(untouched))
+        version = finders.current_version(self.manifest.conn)
+        in_use = weights or finders.weights(self.manifest.conn, version)
+        judged = self._learn_judge(decided, in_use) if self.judge else learn_judge.Outcome(None, "")
+        said = [m for m in (report.message, judged.message) if m]
+        report.message = "; ".join(said)
+        if weights is None and judged.head is None:
+            return
+        with self.manifest.recording("finder") as action:
+            if weights is not None:
+                report.version = version = finders.add(self.manifest.conn, version, weights, {
+                    "before": report.before, "after": report.after, "trained": report.trained,
+                    "held_out": report.held_out, "steps": self.steps, "seed": self.seed})
+                self.manifest.set_setting(finders.FINDER_SETTING, report.version)
+                report.learned = True
+            if judged.head is not None:
+                report.judge_version = finders.add_judge(self.manifest.conn, judged.head.as_dict(), judged.figures)
+                self.manifest.set_setting(finders.JUDGE_SETTING, report.judge_version)
+                report.judge_kept = True
+        report.untouched = len(untouched)
+        self._say(f"finding the pictures of {plural(len(untouched), 'page')} nobody touched again")
+        try:
+            self._find_again(untouched, action, weights, finders.label(finders.SHIPPED, version),
+                             finders.judge(self.manifest.conn))
+        finally:
+            with self.manifest.transaction():
+                history.finish(self.manifest.conn, action)
+        cutoff_counts.counted_after_job(self.manifest)  # Threshold's tables, for the pictures found again
+        report.message += (f"; found the pictures of {plural(report.refound, 'page')} nobody touched again"
+                           + (f" (finder {report.version})" if report.learned else ""))
+
+    def _learn_finder(self, more_work: int) -> bytes | None:
+        """The heads fine-tuned on the corrected pages, kept (their weights returned) only where they find the
+        held-out pages' pictures better; report.message says what came of it. `more_work`: the pages the judge
+        and the finding again will read, for the progress."""
         from ..pictures import finder, finder_train
         from ..pictures.compose import COUNTED, IGNORED, Composed, at_work_side
         from ..pictures.finder_network import head_bytes, head_from_bytes
@@ -240,19 +302,19 @@ class LearnBoxes:
         report.pages = len(corrected)
         truths = [truth(self.manifest, doc_id, page) for doc_id, page, _ in corrected]
         illustrated = np.array([any(p["counts"] for p in labelled) for labelled in truths], bool)
+        self.progress.total = more_work
         why_not = Readiness(report.pages, int(illustrated.sum()), 0, 0).why_not
         if why_not:
-            report.message = f"nothing learned: {why_not}"
-            return
+            report.message = f"kept the finder as it was: {why_not}"
+            return None
         held = held_out_split(illustrated, self.seed)
         report.held_out, report.trained = int(held.sum()), int((~held).sum())
-        untouched = [tuple(row) for row in self.manifest.conn.execute(UNTOUCHED_SQL)]
-        self.progress.total = len(corrected) + self.steps + 2 * report.held_out + len(untouched)
+        self.progress.total += len(corrected) + self.steps + 2 * report.held_out
         self._say(f"reading {plural(report.pages, 'corrected page')}")
         training, measured, grays = [], [], {}
         for (doc_id, page, path), labelled, is_held in zip(corrected, truths, held):
             try:
-                gray = self._page(path, page)
+                gray = self._page(path, page)[0]
             except DocumentError as exc:  # its file is gone or unreadable now: learnt without it, and said
                 report.unread.append(f"{Path(path).name} p. {page_number(page)}: {exc}")
                 self._advance()
@@ -267,9 +329,9 @@ class LearnBoxes:
                 training.append(Composed(at_work_side(gray), boxes, {"manifest"}))
             self._advance()
         if not training or not measured:
-            report.message = (f"nothing learned: {plural(len(report.unread), 'corrected page')} could not be read, "
-                              "and too few were left to learn from and check on")
-            return
+            report.message = (f"kept the finder as it was: {plural(len(report.unread), 'corrected page')} could not be "
+                              "read, and too few were left to learn from and check on")
+            return None
         version = finders.current_version(self.manifest.conn)
         current = finder.Finder.with_head(head_from_bytes(finders.weights(self.manifest.conn, version)
                                                           or finder.shipped_weights()))
@@ -289,25 +351,38 @@ class LearnBoxes:
             if int(illustrated.sum()) < ENOUGH_PAGES:
                 report.message += (f"; with {plural(int(illustrated.sum()), 'fixed page')} holding pictures the check is "
                                    f"narrow: fix the boxes of {ENOUGH_PAGES} or more and learn again")
-            return
-        weights = head_bytes(head)
-        with self.manifest.recording("finder") as action:
-            report.version = finders.add(self.manifest.conn, version, weights, {
-                "before": report.before, "after": report.after, "trained": report.trained,
-                "held_out": report.held_out, "steps": self.steps, "seed": self.seed})
-            self.manifest.set_setting(finders.FINDER_SETTING, report.version)
-        report.learned = True
-        report.untouched = len(untouched)
-        self._say(f"finding the pictures of {plural(len(untouched), 'page')} nobody touched again")
-        try:
-            self._find_again(untouched, action, weights, finders.label(finders.SHIPPED, report.version))
-        finally:
-            with self.manifest.transaction():
-                history.finish(self.manifest.conn, action)
-        cutoff_counts.counted_after_job(self.manifest)  # Threshold's tables, for the pictures found again
+            return None
         report.message = (f"learned from {plural(report.trained, 'page')}: {_figures(report)} on the "
-                          f"{plural(report.held_out, 'page')} it did not learn from; found the pictures of "
-                          f"{plural(report.refound, 'page')} nobody touched again (finder {report.version})")
+                          f"{plural(report.held_out, 'page')} it did not learn from")
+        return head_bytes(head)
+
+    def _learn_judge(self, decided: list, weights: bytes | None) -> learn_judge.Outcome:
+        """The archive's judge learned from the curator's decisions, measured with the finder `weights` in use
+        (None: the shipped one); its outcome, kept or not, with why."""
+        from ..pictures import finder
+
+        ready = learn_judge.readiness_of(decided)
+        if ready.why_not:
+            return learn_judge.Outcome(None, f"kept no judge: {ready.why_not}")
+        found = finder.finder_for(weights)
+        by_page: dict[tuple, list] = {}
+        for d in decided:
+            by_page.setdefault((d.doc_id, d.page, d.path), []).append(d)
+        self._say(f"measuring your decisions on {plural(len(by_page), 'page')}")
+        examples = learn_judge.Examples()
+        for index, ((doc_id, page, path), page_decisions) in enumerate(by_page.items()):
+            try:
+                gray, factor = self._page(path, page)
+            except DocumentError as exc:
+                self.report.unread.append(f"{Path(path).name} p. {page_number(page)}: {exc}")
+                self._advance()
+                continue
+            dpi = REFERENCE_DPI / factor
+            learn_judge.measure_page(examples, index, page_decisions, gray, factor, found.cells(gray, dpi), dpi)
+            self._advance()
+        outcome = learn_judge.learned(examples, self.manifest.picture_score_min)
+        self.report.judge = outcome.figures
+        return outcome
 
     def _judged(self, found, measured: list, grays: dict):
         """The pictures `found` finds on the held-out pages, judged as the recipe judges, with its settings."""
@@ -320,18 +395,20 @@ class LearnBoxes:
             self._advance()
         return finder_train.judged(held_out, found.settings)
 
-    def _page(self, path: str, page: int) -> np.ndarray:
+    def _page(self, path: str, page: int) -> tuple[np.ndarray, float]:
+        """The page as ingest reads it, and the factor from its pixels to the manifest's reference pixels."""
         from ..scoring.scorer import page_at_reference
 
         doc = open_document(path, self.roots)
         try:
-            return page_at_reference(doc, page)[0]
+            return page_at_reference(doc, page)
         finally:
             doc.close()
 
-    def _find_again(self, untouched: list, action: int, weights: bytes, label: str) -> None:
-        """Each untouched page found again with the new head as ingest finds it, a document's pages a few at a time,
-        each page's pictures before and after recorded in `action`."""
+    def _find_again(self, untouched: list, action: int, weights: bytes | None, label: str, judge: dict | None) -> None:
+        """Each untouched page found again as ingest finds it, with the head `weights` (None: the one in use) and
+        the `judge` in use, a document's pages a few at a time, each page's pictures before and after recorded in
+        `action`."""
         from ..captions.legend import check_languages, installed_languages
         from .ingest_task import Task, run_task
 
@@ -344,7 +421,8 @@ class LearnBoxes:
             for at in range(0, len(numbers), REFIND_CHUNK):
                 chunk = tuple(numbers[at:at + REFIND_CHUNK])
                 results = run_task(Task(doc_id, path, chunk, roots=self.roots, legend_languages=languages,
-                                        picture_finder=finders.SHIPPED, finder_weights=weights))
+                                        picture_finder=finders.SHIPPED, picture_judge=judge,
+                                        finder_weights=weights or finders.weights(conn, finders.current_version(conn))))
                 if isinstance(results, Exception):
                     self._advance(len(chunk))
                     continue

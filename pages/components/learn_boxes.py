@@ -29,7 +29,7 @@ def panel(where: str) -> None:
         ready = readiness(manifest)
     st.caption(common.escape_markdown(ready.summary))
     if st.button("Learn from my boxes", icon=":material/model_training:", key=f"learn-boxes-{where}",
-                 disabled=running or auth.locked() or ready.why_not is not None, help=auth.help_for(HELP)):
+                 disabled=running or auth.locked() or ready.blocked, help=auth.help_for(HELP)):
         common.start_job(KIND, "--boxes", running_key=RUNNING_KEY, command="learn")
     common.latest_job_panel(KIND, RUNNING_KEY, running, lambda job: show_job(job, where))
 
@@ -48,8 +48,8 @@ def show_job(job, where: str) -> None:
     finished = (job["finished_at"] or "")[:19].replace("T", " ")
     with common.open_manifest() as manifest:
         learned = history.last_undoable(manifest.conn, None, ("finder",))
-        version = finders.current_version(manifest.conn)
-    if job["status"] == "done" and learned is not None and version is not None:
+        in_use = finders.current_version(manifest.conn) is not None or finders.judge(manifest.conn) is not None
+    if job["status"] == "done" and learned is not None and in_use:
         st.success(f"Learned from your boxes {finished} UTC: {message}.", icon=":material/check_circle:")
     elif job["status"] == "done":
         st.info(f"Learn from my boxes {finished} UTC: {message}.", icon=":material/info:")
