@@ -106,3 +106,16 @@ def test_vet_scanner_refuses_a_bomb_with_a_message():
     jpeg[frame:frame + 4] = (24000).to_bytes(2, "big") * 2  # declares 24000 x 24000
     with pytest.raises(BadImageError, match="too large.*decompression bombs"):
         open_image(bytes(jpeg), name="cow.jpg")
+
+
+def test_a_worker_lets_a_page_go_before_it_reads_the_next(tmp_path):
+    """A page's analysis (and the page's pixels it holds) is not kept once the page is scored: the next page of a
+    newspaper archive is not decoded beside it. Its pictures, boxes and scores are those of a page read alone."""
+    from curation.runs.ingest_task import Task, run_task
+    from curation.scoring import features
+
+    pdf = small_pdf(tmp_path / "two.pdf", pages=2)
+    both = run_task(Task(doc_id=1, path=str(pdf), pages=(0, 1), picture_finder="network"))
+    assert features._last is None
+    alone = run_task(Task(doc_id=1, path=str(pdf), pages=(1,), picture_finder="network"))
+    assert both[1].features == alone[0].features and both[1].sigma == alone[0].sigma

@@ -189,7 +189,7 @@ def pictures_from_cells(cells: np.ndarray, gray: np.ndarray, dpi: float,
     found = []
     for label in range(1, count):
         on = labels == label
-        fitted = _fitted(analysis, on, cells, gray.shape, settings, sure) if analysis is not None else None
+        fitted = _fitted(analysis, on, gray.shape, settings, sure) if analysis is not None else None
         boxes = fitted.boxes if fitted is not None else [_cell_box(on, cells.shape, gray.shape)]
         for box in boxes:
             box = _with_margin(box, gray.shape)
@@ -243,16 +243,15 @@ def _cell_box(on: np.ndarray, grid: tuple[int, int], shape: tuple[int, int]) -> 
     return (int(xs.min() * sx), int(ys.min() * sy), min(w, int((xs.max() + 1) * sx)), min(h, int((ys.max() + 1) * sy)))
 
 
-def _fitted(analysis, on: np.ndarray, cells: np.ndarray, shape: tuple[int, int], settings: Settings,
-            sure: np.ndarray) -> _Fitted | None:
+def _fitted(analysis, on: np.ndarray, shape: tuple[int, int], settings: Settings, sure: np.ndarray) -> _Fitted | None:
     """The boxes (page pixels) of the pictures on the cells `on`: the pieces of ink lying mostly on those cells,
     as one picture or, where `settings.gutter` is set, one picture per large group of pieces (`_parts`); a box that
     is a letter of a line of display type (`_is_lettering`; `sure`: every picture's cells at the analysis's
     resolution) is none. None where no ink lies on the cells: the cells' own box is the picture's then."""
     ink = analysis.ink
     ah, aw = ink.shape
-    weight = _at_analysis(np.where(on, cells, 0), analysis, shape)  # the picture's cells and their certainty
-    on_box = _ink_box(weight > 0)
+    on_cells = _at_analysis(on, analysis, shape)  # the picture's cells, every one at or above the cutoff
+    on_box = _ink_box(on_cells > 0)
     if on_box is None:
         return None
     reach = round(2 * STRIDE * max(ah, aw) / SIDE)  # two cells at SIDE around the picture's own (four at LARGE_SIDE)
@@ -264,7 +263,7 @@ def _fitted(analysis, on: np.ndarray, cells: np.ndarray, shape: tuple[int, int],
         return None
     count, pieces = cv2.connectedComponents(cv2.dilate(strokes, _square(JOIN_IN * analysis.dpi)), connectivity=8)
     held = pieces[strokes > 0]
-    on_picture = np.bincount(held, weights=(weight[region][strokes > 0] >= settings.cell_cutoff), minlength=count)
+    on_picture = np.bincount(held, weights=on_cells[region][strokes > 0] > 0, minlength=count)
     total = np.bincount(held, minlength=count)
     wanted = np.flatnonzero(on_picture >= PIECE_SHARE * np.maximum(total, 1))
     wanted = wanted[wanted > 0]
@@ -278,12 +277,15 @@ def _fitted(analysis, on: np.ndarray, cells: np.ndarray, shape: tuple[int, int],
 
 
 def _at_analysis(grid: np.ndarray, analysis, shape: tuple[int, int]) -> np.ndarray:
-    """A grid of cells over the page (`shape`, page pixels) brought to the analysis's pixels over its content."""
+    """A grid of cells over the page (`shape`, page pixels), True where marked, brought to the analysis's pixels over
+    its content: 1 where marked. In bytes: a broadsheet's page at the analysis's resolution is 20 MB in float32, and
+    a worker's peak on newspaper pages was there (the same pixels: OpenCV's nearest neighbours are the same in
+    either)."""
     ah, aw = analysis.ink.shape
     scale = analysis.scale
     left, top = analysis.offset
     page_size = (max(1, round(shape[1] / scale)), max(1, round(shape[0] / scale)))
-    spread = cv2.resize(grid.astype(np.float32), page_size, interpolation=cv2.INTER_NEAREST)
+    spread = cv2.resize(grid.astype(np.uint8), page_size, interpolation=cv2.INTER_NEAREST)
     ox, oy = round(left / scale), round(top / scale)
     spread = spread[oy:oy + ah, ox:ox + aw]
     return spread if spread.shape == (ah, aw) else cv2.resize(spread, (aw, ah), interpolation=cv2.INTER_NEAREST)

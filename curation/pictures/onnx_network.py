@@ -23,8 +23,9 @@ class OnnxNetwork:
     finder's page, the picture job's crops) keeps its arena: without one each run asks the system for its
     activations again, and the finder took 1.7 times as long on a newspaper page (205 ms from 120); an arena grown
     by what each run asks and no more (the runtime's kSameAsRequested) held more, not less, over pages of several
-    sizes (262 MB against 147 after five newspaper pages). No network keeps a packed copy of its weights beside the
-    model's own (25 MB for the recogniser), for the same time.
+    sizes (262 MB against 147 after five newspaper pages). That arena is the process's one, one large block from its
+    first run (`_register_arena`). No network keeps a packed copy of its weights beside the model's own (25 MB for the
+    recogniser), for the same time.
     """
 
     def __init__(self, path, *, varying_inputs: bool = False):
@@ -36,6 +37,9 @@ class OnnxNetwork:
         # help: without it the finder's process holds about 8 MB less, in the same time.
         options.enable_mem_pattern = False
         options.enable_cpu_mem_arena = not varying_inputs
+        if not varying_inputs:
+            _register_arena()
+            options.add_session_config_entry("session.use_env_allocators", "1")
         options.add_session_config_entry("session.disable_prepacking", "1")
         self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.input = self.session.get_inputs()[0].name
@@ -58,31 +62,27 @@ def gpu_visible() -> bool:
     return torch.cuda.is_available()
 
 
-
-def gpu_visible() -> bool:
-    """Whether torch sees a GPU, asked only where a GPU's device file exists: torch is not imported otherwise."""
-    if not any(Path(p).exists() for p in ("/dev/nvidia0", "/dev/nvidiactl", "/dev/kfd")):
-        return False
-    import torch
-
-    return torch.cuda.is_available()
-
-
+ARENA_BYTES = 256 << 20
 _arena_registered = False
 
 
-def _shared_arena() -> None:
-    """The process's one arena for the networks that keep one, grown by what a run asks for and no more: the
-    runtime's own doubles its size each time it grows, and a newspaper page read at the finder's large side took it to
-    256 MB where the run needs about 110 (bench/bench_worker_memory.py --real)."""
+def _register_arena() -> None:
+    """The process's one arena for the networks that keep one: one block of ARENA_BYTES from its first run.
+
+    A session's own arena starts at 1 MB and adds blocks of twice the size each time it grows (1 + 2 + ... + 128 MB);
+    newspaper pages read at the finder's large side spread their activations (about 110 MB) over all of those blocks,
+    and a worker held the whole 256 MB. One block is reserved whole but resident only where written: over the 20 real
+    newspaper pages the finder's runs held 112 MB instead of 174 (203 over six widths of page: the test), for the
+    same cells and the same time (bench/bench_worker_memory.py --newspapers). A first block of 160 or 192 MB held
+    180-190 MB (not looked into further); this size is the address space the session's own arena reached.
+    """
     global _arena_registered
     if _arena_registered:
         return
     import onnxruntime
 
-    same_as_requested = 1  # arena_extend_strategy: kNextPowerOfTwo 0, kSameAsRequested 1
+    next_power_of_two = 0  # arena_extend_strategy; kSameAsRequested (1) held 260-350 MB on the same pages
     memory = onnxruntime.OrtMemoryInfo("Cpu", onnxruntime.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0,
                                        onnxruntime.OrtMemType.DEFAULT)
-    onnxruntime.create_and_register_allocator(memory, onnxruntime.OrtArenaCfg(0, same_as_requested, -1, -1))
+    onnxruntime.create_and_register_allocator(memory, onnxruntime.OrtArenaCfg(0, next_power_of_two, ARENA_BYTES, -1))
     _arena_registered = True
-

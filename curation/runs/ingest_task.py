@@ -14,6 +14,7 @@ from ..captions.legend import with_legends
 from ..pictures.embedding import encoded_inputs
 from ..pictures.finder import found_columns
 from ..pictures.verdict import checked_columns
+from ..scoring.features import forget_page
 from ..scoring.result import PageResult
 from ..scoring.scorer import score_page_and_scan
 from ..sources.reader import DocumentError, file_sha256, inspect_document, open_document, readable
@@ -85,6 +86,7 @@ def _score_and_shrink(doc, number: int, legend_languages: str | None = None, che
     finally:
         # MuPDF caches every image it touched (up to 256 MB per process); a page is never needed twice.
         pymupdf.TOOLS.store_shrink(100)
+        forget_page()
     if result.status == "failed":
         return replace(result, error=memory_message() if out_of_memory(result.error) else readable(result.error))
     return result

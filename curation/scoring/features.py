@@ -99,9 +99,17 @@ def analyse_page(gray: np.ndarray, dpi: float = REFERENCE_DPI) -> tuple[PageAnal
     key = (gray.shape, dpi, zlib.crc32(np.ascontiguousarray(gray)))
     if _last is not None and _last[0] == key:
         return _last[1]
+    forget_page()  # the page before's pixels go before this one's analysis is made beside them
     analysed = _analyse(gray, dpi)
     _last = (key, analysed)
     return analysed
+
+
+def forget_page() -> None:
+    """Let the analysis of the page in hand go, and the page's pixels it holds (its content): a worker is done with
+    a page before it decodes the next, which need not be made beside them (a newspaper's: 20-30 MB)."""
+    global _last
+    _last = None
 
 
 def _analyse(gray: np.ndarray, dpi: float) -> tuple[PageAnalysis | None, np.ndarray]:

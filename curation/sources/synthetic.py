@@ -17,6 +17,7 @@ import numpy as np
 import pymupdf
 
 LETTER_IN = (8.5, 11.0)
+NEWSPAPER_IN = (23.0, 35.0)  # a broadsheet's page (the Evening Star's and the Omaha Bee's are 22-24 x 31-35 in)
 ILLUSTRATION_KINDS = frozenset({"engraving", "mixed", "faded_engraving"})
 TEXT_KINDS = frozenset({"text", "ornament", "blank"})
 
@@ -75,6 +76,8 @@ def page_image_and_pictures(spec: PageSpec) -> tuple[np.ndarray, list[tuple[int,
                                        (mid + int(20 * scale), y0, x1, split), rng, scale))
             _text_columns(ink, (mid + int(20 * scale), y0, x1, split) if left else (x0, y0, mid - int(20 * scale), split), rng, scale)
         _text_columns(ink, (x0, split + int(20 * scale), x1, y1), rng, scale)
+    elif spec.kind == "newspaper":
+        pictures = _newspaper(ink, _heading(ink, body, rng, scale), rng, scale)
     elif spec.kind != "blank":
         raise ValueError(f"unknown page kind {spec.kind!r}")
     strength = rng.uniform(0.3, 0.45) if spec.kind == "faded_engraving" else rng.uniform(0.8, 0.95)
@@ -111,6 +114,44 @@ def _text_columns(ink, box, rng, scale):
             y += line_h
             if rng.random() < 0.08:
                 y += line_h  # paragraph break
+
+
+def _newspaper(ink, box, rng, scale, cuts: int = 3):
+    """A broadsheet's body: columns of type two by two, and `cuts` halftone cuts a column or two wide, each with a
+    line of capitals under it; the cuts' boxes."""
+    x0, y0, x1, y1 = box
+    bands = max(1, (x1 - x0) // int(1200 * scale))
+    band_w = (x1 - x0) // bands
+    cut_bands = set(rng.choice(bands, min(cuts, bands), replace=False).tolist())
+    pictures = []
+    for b in range(bands):
+        bx0, bx1 = x0 + b * band_w + int(20 * scale), x0 + (b + 1) * band_w - int(20 * scale)
+        top = y0
+        if b in cut_bands:
+            cut_h = int((bx1 - bx0) * rng.uniform(0.6, 1.0))
+            cy0 = y0 + int((y1 - y0 - cut_h) * rng.uniform(0.1, 0.6))
+            pictures.append(_halftone(ink, (bx0, cy0, bx1, cy0 + cut_h), rng, scale))
+            legend_y = cy0 + cut_h + int(45 * scale)
+            words = " ".join("".join(rng.choice(list("ABCDEFGHILMNOPRSTUW"), int(rng.integers(3, 9))))
+                             for _ in range(4))
+            cv2.putText(ink, words, (bx0, legend_y), cv2.FONT_HERSHEY_SIMPLEX, 1.1 * scale, 255, max(1, round(2 * scale)),
+                        cv2.LINE_AA)
+            _text_columns(ink, (bx0, top, bx1, cy0 - int(40 * scale)), rng, scale)
+            top = legend_y + int(30 * scale)
+        _text_columns(ink, (bx0, top, bx1, y1), rng, scale)
+    return pictures
+
+
+def _halftone(ink, box, rng, scale):
+    """A photograph printed through a screen: dots whose size follows a smooth random scene; its box."""
+    x0, y0, x1, y1 = box
+    h, w = y1 - y0, x1 - x0
+    scene = cv2.resize(rng.random((6, 6)).astype(np.float32), (w, h), interpolation=cv2.INTER_CUBIC)
+    pitch = max(3, round(8 * scale))  # a coarse newspaper screen
+    yy, xx = np.mgrid[0:h, 0:w]
+    screen = (np.cos(2 * np.pi * xx / pitch) * np.cos(2 * np.pi * yy / pitch) + 1) / 2
+    ink[y0:y1, x0:x1] = np.where(screen < np.clip(scene, 0.05, 0.95), 255, 0).astype(np.uint8)
+    return x0, y0, x1, y1
 
 
 def _heading(ink, box, rng, scale):
