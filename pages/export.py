@@ -277,9 +277,16 @@ def previews_of(items: list[Item], settings: ExportSettings) -> list[Preview]:
         return [cached_preview(dataclasses.astuple(item), key, roots) for item in items]
 
 
+PREVIEW_WAITED = "export_preview_waited"
+PREVIEW_DRAWN = "export_preview_drawn"  # this session has seen a preview: later screens are made in the run
+
+
 def show_preview(items: list[Item], settings: ExportSettings) -> None:
     """Every image the export writes, a screen at a time, in the order written: each with its file name,
-    size, source, enlargement and caption. Only the screen shown is drawn."""
+    size, source, enlargement and caption. Only the screen shown is drawn. On the session's first visit its
+    images, each cut and shaped as exported (about 50 ms each on a busy server), are made a moment after the
+    page is drawn, which says so meanwhile: the first open waits for the options and figures alone."""
+    waited = common.waited(PREVIEW_WAITED)
     count = screens(items, PREVIEW_COUNT)
     if st.session_state.get(PREVIEW_SCREEN_KEY, 1) > count:  # the selection shrank (a setting, a decision)
         st.session_state[PREVIEW_SCREEN_KEY] = count
@@ -290,8 +297,14 @@ def show_preview(items: list[Item], settings: ExportSettings) -> None:
     heading.caption(f"Images {first + 1:,}–{first + len(shown_items):,} of {len(items):,}, exactly as exported and "
                     f"in the order written: the size, margins and crops the trainer will see, each file's name and "
                     f"caption. Files go to {common.code_span(f'{image_folder(settings)}/')}.")
+    if not waited and not st.session_state.get(PREVIEW_DRAWN):  # the first visit: the page drawn first
+        st.info("Preparing the preview… Its images follow in a moment, each made exactly as exported.",
+                icon=":material/hourglass_top:")
+        common.after_this_run(PREVIEW_WAITED, ESTIMATE_RERUN_SECONDS, lambda: previews_of(shown_items, settings))
+        return
     with st.spinner("Preparing the preview…"):
         results = previews_of(shown_items, settings)
+    st.session_state[PREVIEW_DRAWN] = True
     for row_start in range(0, len(shown_items), PREVIEW_COLUMNS):
         for column, result in zip(st.columns(PREVIEW_COLUMNS), results[row_start:row_start + PREVIEW_COLUMNS]):
             with column:

@@ -49,6 +49,12 @@ def ran(at: AppTest) -> AppTest:
     return at
 
 
+def drawn(at: AppTest) -> AppTest:
+    """Run the page, then the run it asks for once drawn (common.after_this_run: a size estimate, the Export
+    preview's images), which AppTest's timed fragments never trigger; fail on any exception element."""
+    return ran(ran(at))
+
+
 def texts(at: AppTest) -> str:
     """Everything a person reads on the page, for assertions that do not care where it is."""
     parts = [e.value for kind in ("markdown", "caption", "info", "success", "warning", "error", "title", "subheader")

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from apptest_support import filled_db, grid_cards, grid_event, page, ran, shown
+from apptest_support import drawn, filled_db, grid_cards, grid_event, page, ran, shown
 from curation import Manifest
 from curation.sources import paths
 from pages.components.common import code_span, escape_markdown, pictured
@@ -162,7 +162,7 @@ def test_export_shows_file_names_and_job_messages_literally(db, tmp_path):
     with Manifest(db) as manifest:
         record_scores(manifest, pdf, [60, 70])
     finished_job(db, "export", "done", f"2 images; skipped {HOSTILE}", {"out": str(tmp_path / f"{NAME}.zip")})
-    at = ran(page("pages/export.py"))
+    at = drawn(page("pages/export.py"))
     assert_shown_literally(at, f"{HOSTILE}.pdf", f"skipped {HOSTILE}", str(tmp_path / f"{NAME}.zip"))
 
 
@@ -232,7 +232,7 @@ def test_export_shows_blank_line_paths_as_one_line(db, tmp_path, name):
     with Manifest(db) as manifest:
         record_scores(manifest, pdf, [60, 70])
     finished_job(db, "export", "done", "2 images", {"out": str(tmp_path / f"{name}.zip")})
-    at = ran(page("pages/export.py"))
+    at = drawn(page("pages/export.py"))
     assert_no_blank_line_markdown(at, str(tmp_path / f"{name}.zip"))  # "... is no longer there"
     assert_no_blank_line_markdown(at, f"{name}.pdf")  # each preview's source
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from apptest_support import grid_cards, grid_event, page, ran, shown, signed_in_as, texts
+from apptest_support import drawn, grid_cards, grid_event, page, ran, shown, signed_in_as, texts
 from curation import Manifest
 from curation.captions.job import KIND
 from inference.captioner import MODEL_DIR_ENV
@@ -271,7 +271,7 @@ def test_the_export_preview_shows_the_caption_each_picture_gets(tmp_path, monkey
         manifest.set_picture_override(engraving, True)  # exported, whatever the rule makes of this test page
 
     def previewed_captions():
-        return [str(code.value) for code in ran(page("pages/export.py")).code][:2]
+        return [str(code.value) for code in drawn(page("pages/export.py")).code][:2]
 
     assert previewed_captions() == ["ohwx, engraving, A WET DAY.", "ohwx, engraving"]  # the legend first
     grid_event(pictures_view(), "copy", engraving, "auto_caption")

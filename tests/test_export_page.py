@@ -57,6 +57,19 @@ def test_shows_the_count_the_size_and_a_preview_as_exported(db):
     assert texts(at.code)[0] == "bzr1890, engraving"
 
 
+def test_the_first_open_draws_the_options_and_figures_before_the_previews_images(db):
+    """The preview's images, each cut and shaped as exported, are made once the page is drawn (a first open
+    waits for none of them), which says so meanwhile; later screens and settings are made in their own run."""
+    at = page()
+    assert {m.label: m.value for m in at.metric}["Images"] == "4"
+    assert not at.get("image") and any("Preparing the preview" in i.value for i in at.info)
+    at.run()  # the run the page asks for once drawn
+    assert len(at.get("image")) == 4 and not [i for i in at.info if "Preparing the preview" in i.value]
+    at.radio(key="export_shape").set_value("SDXL buckets").run()
+    captions = [image.proto.imgs[0].caption for image in at.get("image")]
+    assert len(captions) == 4 and all(c.startswith("896×1152") for c in captions)
+
+
 def test_settings_that_cannot_work_are_an_error_message(db):
     at = page()
     at.text_input(key="export_template").set_value("{caption} {oops}").run()

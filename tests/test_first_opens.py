@@ -23,7 +23,8 @@ def test_the_pages_imports_are_warmed_but_not_the_pages_or_components():
 
 def test_warming_imports_them_outside_a_script_run_without_a_streamlit_call():
     script = ("import sys; from pages.components import warm_up; warm_up.warm(); "
-              "print(all(m in sys.modules for m in ('altair', 'curation.export.preview', 'curation.views.threshold')))")
+              "print(all(m in sys.modules for m in ('altair', 'curation.export.preview', 'curation.views.threshold', "
+              "'streamlit.emojis')))")  # the emoji catalog: Threshold's σ label compiled it on the first open
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-1] == "True"
