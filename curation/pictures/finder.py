@@ -177,8 +177,8 @@ class ExportedNetwork:
     bands of BAND_ROWS rows with BAND_REACH rows of the page either side, of which only the band's own features are
     kept; then the rest over the whole page's features. BAND_REACH is more than those blocks' reach (their
     receptive field is 35 pixels), so each band's features are the whole page's, bit for bit; the two parts give
-    the whole graph's cells within 3e-6. Over the 20 real newspaper pages the runtime's arena holds 60 MB instead
-    of 124, in the same time (bench/bench_worker_memory.py --newspapers)."""
+    the whole graph's cells within 3e-6. Over the 20 real newspaper pages the runtime's arena holds 61 MB instead
+    of 124, for about 2% more time (the bands' extra rows; docs/picture-finder.md)."""
 
     def __init__(self, onnx_file: Path):
         self.front = OnnxNetwork(part_file(onnx_file, "front"))
