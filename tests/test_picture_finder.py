@@ -179,8 +179,9 @@ def test_the_finder_finds_each_halftone_cut_of_a_generated_broadsheet():
 
 def test_a_worker_holds_a_newspaper_pages_activations_once_with_the_same_cells(tmp_path):
     """Newspaper pages of six widths read at the large side, in a fresh process as a worker reads them: the cells are
-    those of the runtime's own arena, and the process holds under 150 MB more (94 MB; the runtime's own arena,
-    grown block by block, held 203)."""
+    the whole network's in the runtime's own arena (within 1e-5: the network runs in two parts, its first blocks in
+    bands), and the process holds under 80 MB more (the whole network in one arena block held 94 MB; the runtime's
+    own arena, grown block by block, 203)."""
     import subprocess
     import sys
 
@@ -202,13 +203,13 @@ own = onnxruntime.InferenceSession(str(finder.exported(finder.shipped_weights())
 for page, got in zip(pages, cells):
     blob = finder.network_input(page, finder.LARGE_SIDE)[None, None]
     expected = own.run(None, {own.get_inputs()[0].name: blob})[0][0][..., :got.shape[-2], :got.shape[-1]]
-    assert np.array_equal(got, expected)
+    assert np.abs(got - expected).max() < 1e-5
 print(round(rise))
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
                           env={**__import__("os").environ, "PYTHONPATH": str(pathlib.Path(__file__).parent.parent)})
     assert done.returncode == 0, done.stderr
-    assert int(done.stdout) < 150, done.stdout
+    assert int(done.stdout) < 80, done.stdout
 
 
 def test_exporting_the_network_for_ingest_prints_no_warning():
@@ -473,19 +474,56 @@ def test_the_finder_without_packed_weights_finds_the_same_boxes():
 
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1
-    defaults = onnxruntime.InferenceSession(str(finder.exported(finder.shipped_weights())), options,
-                                            providers=["CPUExecutionProvider"])
+    exported = finder.exported(finder.shipped_weights())
+    defaults = finder.ExportedNetwork(exported)  # its two parts, run in the runtime's defaults
+    for name in ("front", "back"):
+        getattr(defaults, name).session = onnxruntime.InferenceSession(
+            str(finder.part_file(exported, name)), options, providers=["CPUExecutionProvider"])
     found = finder.shipped_finder()
-    specs = [PageSpec(kind=kind, seed=seed, dpi=144) for seed, kind in enumerate(("engraving", "mixed", "text"))]
-    specs.append(PageSpec(kind="mixed", seed=5, dpi=72, inches=(22.5, 31.0)))
-    for spec in specs:
+    for spec in _letter_and_newspaper_pages():
         gray = cv2.cvtColor(page_image_and_pictures(spec)[0], cv2.COLOR_RGB2GRAY)
         dpi = spec.dpi
         pixels = finder.network_input(gray, finder.network_side(gray.shape, dpi))
-        assert np.array_equal(found.network(pixels), defaults.run(None, {"page": pixels[None, None]})[0][0])
+        assert np.array_equal(found.network(pixels), defaults(pixels))
         cells = found.cells(gray, dpi)
         assert finder.pictures_from_cells(cells, gray, dpi) == finder.pictures_from_cells(
-            _cut(defaults.run(None, {"page": pixels[None, None]})[0][0], cells.shape), gray, dpi)
+            _cut(defaults(pixels), cells.shape), gray, dpi)
+
+
+def _letter_and_newspaper_pages() -> list[PageSpec]:
+    specs = [PageSpec(kind=kind, seed=seed, dpi=144) for seed, kind in enumerate(("engraving", "mixed", "text"))]
+    return specs + [PageSpec(kind="mixed", seed=5, dpi=72, inches=(22.5, 31.0)),
+                    PageSpec(kind="newspaper", seed=2, dpi=50, inches=(23.0, 35.0))]
+
+
+@pytest.mark.skipif(finder.gpu_visible(), reason="on a GPU the finder runs in torch")
+def test_the_finder_run_in_bands_gives_the_whole_networks_cells_and_boxes(monkeypatch):
+    """The finder's first blocks run over bands of the page (the rows either side they read too: more than their
+    reach): the cells are those of the two parts run over the whole page, bit for bit, and the whole network's within
+    1e-5, and every page's pictures are the same (their scores within 1e-5; the manifest keeps four places); on letter
+    pages (read in two bands) and newspaper pages (four)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    whole = onnxruntime.InferenceSession(str(finder.exported(finder.shipped_weights())), options,
+                                         providers=["CPUExecutionProvider"])
+    banded = finder.shipped_finder()
+    for spec in _letter_and_newspaper_pages():
+        gray = cv2.cvtColor(page_image_and_pictures(spec)[0], cv2.COLOR_RGB2GRAY)
+        pixels = finder.network_input(gray, finder.network_side(gray.shape, spec.dpi))
+        assert pixels.shape[0] > finder.BAND_ROWS
+        cells = banded.network(pixels)
+        with monkeypatch.context() as unbanded:
+            unbanded.setattr(finder, "BAND_ROWS", pixels.shape[0])
+            assert np.array_equal(cells, banded.network(pixels))
+        expected = whole.run(None, {"page": pixels[None, None]})[0][0]
+        assert np.abs(cells - expected).max() < 1e-5
+        kept = banded.cells(gray, spec.dpi)
+        found = finder.pictures_from_cells(kept, gray, spec.dpi)
+        alone = finder.pictures_from_cells(_cut(expected, kept.shape), gray, spec.dpi)
+        assert [(p.box, p.area) for p in found] == [(p.box, p.area) for p in alone]
+        assert np.allclose([p.score for p in found], [p.score for p in alone], rtol=0, atol=1e-5)
 
 
 def _cut(probability: np.ndarray, shape) -> np.ndarray:

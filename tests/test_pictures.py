@@ -277,3 +277,23 @@ def test_pictures_command_lists_every_picture_with_its_box_and_decision(tmp_path
     assert "False,page,auto" in result.output  # its page is excluded by the curator; the picture itself is not
     for fmt in ("table",):
         assert "decided_by" in CliRunner().invoke(cli, ["pictures", "--db", db, "--format", fmt]).output
+
+
+@pytest.mark.parametrize("dots", [40, 300])  # 1,600 dark pieces; 90,000, past what 2 bytes a label can number
+def test_a_component_is_dark_throughout_as_its_darkest_ink_says_however_many_pieces_it_holds(dots):
+    """Which large components stay large in their darkest ink is found with the pieces labelled in 2 bytes a pixel
+    where they are few enough, and in 4 where they are not: the answer is the same either way, and the one the
+    labels give looked up at once."""
+    from curation.scoring.pictures import _dark_throughout
+
+    side = 2 * dots
+    ink = np.zeros((side + 40, side + 40), np.uint8)
+    ink[10:10 + side, 10:10 + side] = 120  # a component of light ink, dotted with isolated dark pixels
+    ink[10:10 + side:2, 10:10 + side:2] = 250
+    ink[20:24, 20:10 + side] = 250  # and a dark bar across it: a piece far larger than a letter
+    _, labels, stats, _ = cv2.connectedComponentsWithStats((ink >= 100).astype(np.uint8), connectivity=8)
+    chosen = np.ones(len(stats) - 1, bool)
+    still = _dark_throughout(ink, 200, labels, stats, chosen, text_height=2, dpi=40)
+    assert still.tolist() == [True]
+    ink[20:24] = 120  # without the bar, only dots: no piece stays large
+    assert _dark_throughout(ink, 200, labels, stats, chosen, text_height=2, dpi=40).tolist() == [False]

@@ -119,3 +119,27 @@ def test_a_worker_lets_a_page_go_before_it_reads_the_next(tmp_path):
     assert features._last is None
     alone = run_task(Task(doc_id=1, path=str(pdf), pages=(1,), picture_finder="network"))
     assert both[1].features == alone[0].features and both[1].sigma == alone[0].sigma
+
+
+def test_a_worker_reading_no_legend_loads_no_reader_and_no_library_it_does_not_use(tmp_path):
+    """A worker (a fresh process, as a pool starts one) that scores pages with the picture finder and reads no
+    legend has loaded neither Tesseract nor the recogniser's network, and none of the libraries the dashboard and the
+    training use (each tens of MB a worker: torch, onnx, pandas, scipy, Streamlit, Altair)."""
+    from curation.pictures import finder
+
+    finder.check_installed()  # the finder's ONNX export, made before the workers start as ingest makes it
+    pdf = small_pdf(tmp_path / "two.pdf", pages=2)
+    script = f"""
+import sys
+from curation.captions import recognizer
+from curation.runs.ingest_task import Task, run_task
+from curation.runs.worker_pool import _init_worker
+_init_worker()
+results = run_task(Task(doc_id=1, path={str(pdf)!r}, pages=(0, 1), picture_finder="network", embedding_inputs=True))
+assert [r.status for r in results] == ["ok", "ok"], results
+unused = ("torch", "onnx", "pandas", "pyarrow", "scipy", "sklearn", "streamlit", "altair", "tesserocr")
+print([name for name in unused if name in sys.modules], recognizer._network.cache_info().currsize)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[]", "0"], done.stdout

@@ -109,9 +109,13 @@ def load_head(path: Path | io.BytesIO) -> Head | Heads:
     return head
 
 
+FRONT_BLOCKS = 4  # the encoder's blocks run in bands of the page (finder.ExportedNetwork): they end at stride 8
+
+
 def export_onnx(head: Head | Heads) -> bytes:
     """The encoder and `head` as one ONNX graph, a page (1, 1, H, W) in and each cell's probability out (one
-    map a head), for ONNX Runtime (curation.pictures.finder.ExportedNetwork); any H and W that are multiples of 16."""
+    map a head); any H and W that are multiples of 16. What ingest runs is the same network in two parts
+    (`export_parts`); this whole is what they are checked against."""
     class Whole(nn.Module):
         def __init__(self):
             super().__init__()
@@ -120,16 +124,54 @@ def export_onnx(head: Head | Heads) -> bytes:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return torch.sigmoid(self.head(*self.encoder(x)))
 
+    return _onnx(Whole(), torch.zeros(1, 1, 512, 368), "page", _cells_axes(head))
+
+
+def export_parts(head: Head | Heads) -> tuple[bytes, bytes]:
+    """The network as two ONNX graphs for ONNX Runtime (curation.pictures.finder.ExportedNetwork): the front, a page
+    (1, 1, H, W) to the features after the encoder's first FRONT_BLOCKS blocks (stride 8), which can be run a band
+    of the page at a time; and the back, those features to each cell's probability (one map a head)."""
+    whole = encoder()
+    stem, blocks = whole.stem, whole.blocks
+
+    class Front(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem, self.blocks = stem, blocks[:FRONT_BLOCKS]
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.blocks(self.stem(x.contiguous(memory_format=torch.channels_last)))
+
+    class Back(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fine, self.deep, self.head = blocks[FRONT_BLOCKS:TAPS[0]], blocks[TAPS[0]:], head.eval()
+
+        def forward(self, features: torch.Tensor) -> torch.Tensor:
+            fine = self.fine(features)
+            return torch.sigmoid(self.head(fine, self.deep(fine)))
+
+    page = torch.zeros(1, 1, 512, 368)
+    with torch.no_grad():
+        features = Front()(page)
+    front = _onnx(Front(), page, "page", {"features": {2: "rows", 3: "columns"}}, output="features")
+    return front, _onnx(Back(), features, "features", _cells_axes(head))
+
+
+def _cells_axes(head: Head | Heads) -> dict:
     rows = 2 if isinstance(head, Heads) else 1
+    return {"cells": {rows: "rows", rows + 1: "columns"}}
+
+
+def _onnx(network: nn.Module, example: torch.Tensor, input_name: str, output_axes: dict,
+          output: str = "cells") -> bytes:
     written = io.BytesIO()
     with torch.no_grad(), warnings.catch_warnings():
         # The encoder's strided slices cannot be folded into constants; the graph is right all the same, and the
         # exporter's notice about it is no news to a person running ingest.
         warnings.filterwarnings("ignore", message="Constant folding - Only steps=1", category=UserWarning)
-        torch.onnx.export(Whole(), (torch.zeros(1, 1, 512, 368),), written, dynamo=False, opset_version=17,
-                          input_names=["page"], output_names=["cells"],
-                          dynamic_axes={"page": {2: "height", 3: "width"},
-                                        "cells": {rows: "rows", rows + 1: "columns"}})
+        torch.onnx.export(network, (example,), written, dynamo=False, opset_version=17, input_names=[input_name],
+                          output_names=[output], dynamic_axes={input_name: {2: "height", 3: "width"}, **output_axes})
     return written.getvalue()
 
 

@@ -72,9 +72,10 @@ def _register_arena() -> None:
     A session's own arena starts at 1 MB and adds blocks of twice the size each time it grows (1 + 2 + ... + 128 MB);
     newspaper pages read at the finder's large side spread their activations (about 110 MB) over all of those blocks,
     and a worker held the whole 256 MB. One block is reserved whole but resident only where written: over the 20 real
-    newspaper pages the finder's runs held 112 MB instead of 174 (203 over six widths of page: the test), for the
-    same cells and the same time (bench/bench_worker_memory.py --newspapers). A first block of 160 or 192 MB held
-    180-190 MB (not looked into further); this size is the address space the session's own arena reached.
+    newspaper pages the finder's runs held 112 MB instead of 174, for the same cells and the same time
+    (bench/bench_worker_memory.py --newspapers); since the finder's first blocks run in bands of the page
+    (finder.ExportedNetwork) they hold about 60 MB. A first block of 160 or 192 MB held 180-190 MB (not looked into
+    further); this size is the address space the session's own arena reached.
     """
     global _arena_registered
     if _arena_registered:
