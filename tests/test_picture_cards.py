@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import pathlib
+from dataclasses import replace
 
 import pymupdf
 import pytest
@@ -147,3 +148,24 @@ def grid_images(at) -> list[str]:
     from apptest_support import grid_cards
 
     return [html for html in grid_cards(at).values() if "<img" in html]
+
+
+def test_a_pages_cards_at_one_reduction_decode_its_scan_once_and_are_cut_as_one_by_one(tmp_path, monkeypatch):
+    import simplejpeg
+
+    from curation.export.card import with_picture_cards
+    from curation.scoring.scorer import score_page
+    from curation.sources.synthetic import PageSpec, write_pdf
+
+    pdf = pymupdf.open(write_pdf(tmp_path / "scan.pdf", [PageSpec(kind="engraving", seed=4, dpi=300, inches=(3.0, 4.0))]))
+    scored = score_page(pdf, 0)
+    assert scored.method == "jpeg"
+    w, h = scored.width, scored.height
+    boxes = [[w // 10, h // 10, w // 2, h // 3], [w // 2, h // 2, w * 9 // 10, h * 3 // 4]]  # the same size
+    page = replace(scored, features={**scored.features, "pictures": json.dumps([[*b, 1.0] for b in boxes])})
+    one_by_one = [picture_card(pdf, 0, box, w, h) for box in boxes]
+    decodes = []
+    decode = simplejpeg.decode_jpeg
+    monkeypatch.setattr(simplejpeg, "decode_jpeg", lambda *a, **k: decodes.append(1) or decode(*a, **k))
+    assert with_picture_cards(page, pdf).picture_cards == tuple(one_by_one)
+    assert len(decodes) == 1

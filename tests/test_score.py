@@ -196,3 +196,27 @@ def test_thumbnails_keep_a_colour_scan_in_colour_and_sigma_on_luma(tmp_path):
             h, w = thumb.shape[:2]
             assert np.allclose(thumb[5, 5], (120, 170, 200), atol=12)  # the wash, in OpenCV's BGR
             assert np.allclose(thumb[h // 2, w // 2], (160, 90, 40), atol=12)  # the blue coat stays blue
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_a_reduced_decode_is_mupdfs_own_in_an_array_of_its_own(channels):
+    """MuPDF's reduced decode is read where MuPDF wrote it, not copied out first: the luma returned is the same,
+    and owns its pixels (MuPDF's buffer is freed once the decode returns)."""
+    import gc
+
+    from curation.scoring.scorer import _mupdf_decode_reduced
+
+    image = scan("engraving", dpi=300, seed=7)
+    image = image if channels == 3 else np.ascontiguousarray(image[..., 0])
+    buffer = io.BytesIO()
+    Image.fromarray(image).save(buffer, "JPEG", quality=85)
+    jpeg, (h, w) = buffer.getvalue(), image.shape[:2]
+    mupdf = pymupdf.mupdf
+    stream = mupdf.fz_open_buffer(mupdf.fz_new_buffer_from_copied_data(jpeg))
+    copied = np.frombuffer(mupdf.fz_read_all(mupdf.fz_open_dctd(stream, -1, 0, 1, mupdf.FzStream()), 0)
+                           .fz_buffer_extract(), np.uint8).reshape((h + 1) // 2, (w + 1) // 2, -1)
+    expected = copied[..., 0] if channels == 1 else cv2.cvtColor(copied, cv2.COLOR_RGB2GRAY)
+    gray = _mupdf_decode_reduced(jpeg, w, h, 1)
+    gc.collect()
+    _mupdf_decode_reduced(jpeg, w, h, 1)  # another decode where the first one's buffer was
+    assert gray.flags.owndata and np.array_equal(gray, expected)

@@ -21,7 +21,7 @@ from ..scoring.result import PageResult
 from .geometry import crop_region, picture_region
 from .settings import ExportSettings
 from .shape import encode_jpeg, shape_image
-from .source import read_source
+from .source import read_source, scans_decoded_once
 
 CARD_SIDE = 256  # pixels: a card is 130-200 CSS pixels wide; as a page thumbnail (about 10 kB a card)
 CARD_QUALITY = 80
@@ -44,10 +44,11 @@ def with_picture_cards(result: PageResult, doc: pymupdf.Document) -> PageResult:
     if result.status != "ok" or not found:
         return result
     cards = []
-    for picture in found:
-        try:
-            cards.append(picture_card(doc, result.page, picture[:4], result.width, result.height,
-                                      known_scan=result.method == "jpeg"))
-        except Exception:  # MuPDF raises plain RuntimeError/ValueError for damaged content: no card, no failure
-            cards.append(None)
+    with scans_decoded_once():  # the page's pictures read at one reduction decode its scan once
+        for picture in found:
+            try:
+                cards.append(picture_card(doc, result.page, picture[:4], result.width, result.height,
+                                          known_scan=result.method == "jpeg"))
+            except Exception:  # MuPDF raises plain RuntimeError/ValueError for damaged content: no card, no failure
+                cards.append(None)
     return replace(result, picture_cards=tuple(cards))

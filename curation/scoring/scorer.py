@@ -298,13 +298,15 @@ def _mupdf_decode_reduced(jpeg: bytes, image_w: int, image_h: int, reduction: in
     mupdf = pymupdf.mupdf
     stream = mupdf.fz_open_buffer(mupdf.fz_new_buffer_from_copied_data(jpeg))
     decoded = mupdf.fz_read_all(mupdf.fz_open_dctd(stream, -1, 0, reduction, mupdf.FzStream()), 0)
-    samples = np.frombuffer(decoded.fz_buffer_extract(), np.uint8)
+    # Read in place: copying the decoded buffer out to bytes (fz_buffer_extract) cost a fifth of the decode.
+    # The view lives no longer than `decoded`: what is returned is always a new array.
+    samples = np.frombuffer(mupdf.fz_buffer_storage_memoryview(decoded), np.uint8)
     step = 1 << reduction
     w, h = (image_w + step - 1) >> reduction, (image_h + step - 1) >> reduction
     if samples.size not in (w * h, 3 * w * h):
         raise ValueError("the embedded JPEG cannot be decoded")
     if samples.size == w * h:
-        return samples.reshape(h, w)
+        return samples.reshape(h, w).copy()
     # RGB, then OpenCV's weights, as the reference (the JPEG's own Y rounds differently).
     return cv2.cvtColor(samples.reshape(h, w, 3), cv2.COLOR_RGB2GRAY)
 
