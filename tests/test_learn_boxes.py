@@ -4,6 +4,7 @@ too on a page nobody touched; the touched pages stay as the curator left them; u
 boxes back; a finder that does no better on the held-out pages changes nothing and says why."""
 
 import json
+import pathlib
 
 import cv2
 import pytest
@@ -52,16 +53,21 @@ def scanned_pdf(path, pages) -> list:
     return [box for _, box in pages]
 
 
+def ingested_by_the_network(folder: pathlib.Path, write_pdf, name: str, seeds) -> tuple[pathlib.Path, list]:
+    """A manifest of the PDF `write_pdf` writes as `name` under `folder`/archive (one page a seed), found by the
+    shipped network; and what `write_pdf` gives (each page's box)."""
+    truths = write_pdf(folder / "archive" / name, seeds)
+    db = folder / "m.sqlite"
+    result = CliRunner().invoke(cli, ["ingest", str(folder / "archive"), "--db", str(db), "-q",
+                                      "--pictures", "network"])
+    assert result.exit_code == 0, result.output
+    return db, truths
+
+
 @pytest.fixture(scope="module")
 def archive(tmp_path_factory):
     """A manifest of one scanned PDF of PAGES legended drawings, found by the shipped network; each page's box."""
-    tmp_path = tmp_path_factory.mktemp("learn")
-    folder = tmp_path / "archive"
-    truths = legended_pdf(folder / "issue.pdf", range(200, 200 + PAGES))
-    db = tmp_path / "m.sqlite"
-    result = CliRunner().invoke(cli, ["ingest", str(folder), "--db", str(db), "-q", "--pictures", "network"])
-    assert result.exit_code == 0, result.output
-    return db, truths
+    return ingested_by_the_network(tmp_path_factory.mktemp("learn"), legended_pdf, "issue.pdf", range(200, 200 + PAGES))
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from curation.runs import learn_boxes, learn_judge
 from curation.views.picture_views import page_boxes, status_words
 
 from conftest import manifest_copy
-from test_learn_boxes import scanned_pdf
+from test_learn_boxes import ingested_by_the_network, scanned_pdf
 from test_picture_verdict import drawing_page
 
 PAGES = 12
@@ -52,13 +52,7 @@ def sealed_pdf(path, seeds) -> list[list[float]]:
 @pytest.fixture(scope="module")
 def archive(tmp_path_factory):
     """A manifest of one scanned PDF of PAGES sealed pages found by the network; each page's drawing box."""
-    tmp_path = tmp_path_factory.mktemp("judge")
-    folder = tmp_path / "archive"
-    drawings = sealed_pdf(folder / "seals.pdf", range(300, 300 + PAGES))
-    db = tmp_path / "m.sqlite"
-    result = CliRunner().invoke(cli, ["ingest", str(folder), "--db", str(db), "-q", "--pictures", "network"])
-    assert result.exit_code == 0, result.output
-    return db, drawings
+    return ingested_by_the_network(tmp_path_factory.mktemp("judge"), sealed_pdf, "seals.pdf", range(300, 300 + PAGES))
 
 
 @pytest.fixture
